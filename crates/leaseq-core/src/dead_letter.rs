@@ -1,0 +1,31 @@
+//! Items that will not be delivered again.
+
+use alloc::string::String;
+
+use crate::event::Reason;
+use crate::id::MessageId;
+use crate::time::Timestamp;
+
+/// An item that left the queue without an ack: attempts used up, declared poison, or expired.
+///
+/// Expired items are kept here too, with [`Reason::Expired`]: one place to look for
+/// everything that was not processed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter<T> {
+    /// The item, untouched.
+    pub item: T,
+    /// Its message id.
+    pub id: MessageId,
+    /// Deliveries it had.
+    pub attempts: u32,
+    /// Why it was dead-lettered.
+    pub reason: Reason,
+    /// The error recorded by the last nack or dead-letter call, if any.
+    pub last_error: Option<String>,
+    /// When it was dead-lettered.
+    pub at: Timestamp,
+    /// The item's own deadline, if it was pushed with one.
+    pub expires_at: Option<Timestamp>,
+    /// Leases issued so far; keeps receipts of a redriven item unique.
+    pub(crate) leases: u32,
+}

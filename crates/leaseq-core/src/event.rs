@@ -1,0 +1,172 @@
+//! What happened inside the queue, for the driver to observe.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::id::MessageId;
+use crate::time::Timestamp;
+
+/// Why an attempt ended without an ack, or why an item left for the dead letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The lease ran out before an ack.
+    LeaseExpired,
+    /// The holder handed the item back with an error.
+    Nacked,
+    /// The holder gave up after its item timeout.
+    TimedOut,
+    /// The holder was dropped (panic, cancellation, early return) without settling.
+    Dropped,
+    /// The holder released the lease without an error (an extend to visibility zero).
+    Released,
+    /// The holder declared the item poison: dead-lettered without further attempts.
+    Terminated,
+    /// The item's own deadline passed; it is never delivered again.
+    Expired,
+}
+
+impl Reason {
+    /// A short lower-case name ("lease expired", "timed out", ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::LeaseExpired => "lease expired",
+            Reason::Nacked => "nacked",
+            Reason::TimedOut => "timed out",
+            Reason::Dropped => "dropped",
+            Reason::Released => "released",
+            Reason::Terminated => "terminated",
+            Reason::Expired => "expired",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a late or stale ack was judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LateAckKind {
+    /// Accepted: the lease had run out, but nobody had leased the item again, so the ack
+    /// still saved a duplicate run.
+    Unclaimed,
+    /// Rejected: the item had been delivered to another holder since.
+    Redelivered,
+    /// Rejected: the item had been dead-lettered.
+    DeadLettered,
+    /// Rejected: the item had been acked already.
+    AlreadyAcked,
+    /// Rejected: the holder had already handed the item back (nack, release, drop).
+    Released,
+}
+
+/// Something the queue did on its own or observed, returned by
+/// [`Queue::poll_event`](crate::Queue::poll_event) in the order it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// An item was delivered for the first time (off by default: see [`EventMask`]).
+    Delivered {
+        /// The item.
+        id: MessageId,
+    },
+    /// An item was delivered again.
+    Redelivered {
+        /// The item.
+        id: MessageId,
+        /// Which delivery this is (2 or more).
+        attempt: u32,
+    },
+    /// A lease ran out before an ack.
+    LeaseExpired {
+        /// The item.
+        id: MessageId,
+        /// The attempt that ran out.
+        attempt: u32,
+        /// The deadline that passed.
+        deadline: Timestamp,
+    },
+    /// An item went to the dead letters.
+    DeadLettered {
+        /// The item.
+        id: MessageId,
+        /// Deliveries it had.
+        attempts: u32,
+        /// Why it went.
+        reason: Reason,
+    },
+    /// An ack came after its lease had ended.
+    LateAck {
+        /// The item.
+        id: MessageId,
+        /// How the ack was judged.
+        kind: LateAckKind,
+        /// How long after the lease deadline, where the queue still knows that deadline.
+        late_by: Option<Duration>,
+    },
+    /// An extension was cut short by the max lease lifetime or the item's expiry.
+    ExtensionCapped {
+        /// The item.
+        id: MessageId,
+        /// The deadline granted.
+        deadline: Timestamp,
+    },
+}
+
+impl Event {
+    pub(crate) const fn kind_bit(&self) -> u16 {
+        match self {
+            Event::Delivered { .. } => EventMask::DELIVERED.0,
+            Event::Redelivered { .. } => EventMask::REDELIVERED.0,
+            Event::LeaseExpired { .. } => EventMask::LEASE_EXPIRED.0,
+            Event::DeadLettered { .. } => EventMask::DEAD_LETTERED.0,
+            Event::LateAck { .. } => EventMask::LATE_ACK.0,
+            Event::ExtensionCapped { .. } => EventMask::EXTENSION_CAPPED.0,
+        }
+    }
+}
+
+/// Which kinds of [`Event`] a queue records. Combine with `|`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventMask(u16);
+
+impl EventMask {
+    /// Nothing.
+    pub const NONE: EventMask = EventMask(0);
+    /// [`Event::Delivered`].
+    pub const DELIVERED: EventMask = EventMask(1);
+    /// [`Event::Redelivered`].
+    pub const REDELIVERED: EventMask = EventMask(1 << 1);
+    /// [`Event::LeaseExpired`].
+    pub const LEASE_EXPIRED: EventMask = EventMask(1 << 2);
+    /// [`Event::DeadLettered`].
+    pub const DEAD_LETTERED: EventMask = EventMask(1 << 3);
+    /// [`Event::LateAck`].
+    pub const LATE_ACK: EventMask = EventMask(1 << 4);
+    /// [`Event::ExtensionCapped`].
+    pub const EXTENSION_CAPPED: EventMask = EventMask(1 << 5);
+    /// Every kind.
+    pub const ALL: EventMask = EventMask(0x3f);
+    /// Every kind but `Delivered` (one per receive: the hot path stays quiet).
+    pub const DEFAULT: EventMask = EventMask(0x3e);
+
+    /// Whether every kind in `other` is in `self`.
+    pub const fn contains(self, other: EventMask) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub(crate) const fn bits(self) -> u16 {
+        self.0
+    }
+}
+
+impl core::ops::BitOr for EventMask {
+    type Output = EventMask;
+    fn bitor(self, rhs: EventMask) -> EventMask {
+        EventMask(self.0 | rhs.0)
+    }
+}

@@ -1,0 +1,111 @@
+//! `leaseq-core`: the lease state machine behind leaseq's in-process work queues.
+//!
+//! A worker that takes an item from a plain channel owns the only copy: if it hangs, panics or
+//! gives up, the item is gone. A lease queue hands out **leases** instead. A received item
+//! stays in the queue, invisible for a *visibility timeout*, and comes back unless the holder
+//! acks it with the [`Receipt`] it was given. Attempts are counted in the queue, failed items
+//! wait out a [`Backoff`], and an item that keeps failing goes to the [dead
+//! letters](DeadLetter) with its attempt count, reason and last error.
+//!
+//! This crate is only the state machine: `#![no_std]` with `alloc`, no unsafe code, no
+//! clock, no timers, no threads, no I/O. The same inputs always give the same outputs.
+//! The async adapters (`leaseq-tokio`, `leaseq-smol`) drive it for you; embed it directly to
+//! run it on your own executor, in a simulation, or on a microcontroller.
+//!
+//! # Driving rules
+//!
+//! 1. **Pass the time.** Every operation takes `now`, a [`Timestamp`] in nanoseconds since
+//!    an epoch you pick, from a monotonic clock. A `now` earlier than one already seen is
+//!    taken as the latest seen: time never runs backwards inside the queue.
+//! 2. **Wake when asked.** [`Queue::poll_timeout`] gives the earliest moment at which
+//!    something changes by itself (a lease deadline, the end of a delay or backoff, an item's
+//!    expiry). Call [`Queue::handle_timeout`] at or after it. Re-read `poll_timeout` after
+//!    every operation that can move it (push, receive, extend, nack, release, redrive, and
+//!    `handle_timeout` itself). Calling `handle_timeout` early or twice does nothing.
+//! 3. **Everything due is applied first.** Every operation first applies all that is due at
+//!    its `now`, exactly as `handle_timeout` would. So the state after a sequence of calls
+//!    does not depend on how punctually the driver woke; waking on time only keeps events and
+//!    redeliveries from being late.
+//! 4. **Drain events.** [`Queue::poll_event`] returns what happened ([`Event`]) in order.
+//!    Unpolled events are bounded ([`Config::with_event_capacity`]); the oldest are dropped
+//!    and counted.
+//!
+//! # Order
+//!
+//! Visible items are delivered in the order they became visible. An item pushed, nacked
+//! without delay or released becomes visible during that call. An item whose delay,
+//! backoff or lease ends becomes visible at that scheduled instant; such items are applied
+//! in order of (instant, message id) before the calling operation does anything else. So the
+//! order is FIFO by visibility time with ties in push order, and a call's own item comes after
+//! everything that became visible by itself at the same instant.
+//!
+//! # Items
+//!
+//! A [`Lease`] carries a clone of the item (`T: Clone` is needed by receive only); the queue
+//! keeps the original until ack or dead-letter, so a redelivery hands out the same item.
+//! Queue `Arc<T>` for items that are expensive to clone.
+//!
+//! # Attempts and receipts
+//!
+//! `max_attempts` is the number of deliveries an item gets. Every way an attempt ends
+//! without an ack counts: lease expiry, [`nack`](Queue::nack) (errors, item timeouts, dropped
+//! holders), [`release`](Queue::release). The failure of the last allowed attempt
+//! dead-letters the item instead of returning it. A receipt is stale forever once its item
+//! was leased again, handed back, dead-lettered or acked; the [`ReceiptError`] says which.
+//! An ack after the deadline for an item nobody has leased again is still accepted: it saves
+//! a duplicate run, and is counted apart ([`Stats::late_acks_unclaimed`]).
+//!
+//! # Cost
+//!
+//! Push, receive, ack, nack and extend are O(1) amortized with one visibility for all leases
+//! and no or fixed backoff (deadlines then arrive in order and live in a FIFO); a timer that
+//! arrives out of order (capped extension, exponential backoff, expiry) costs O(log n).
+//! Acks and extends leave stale index entries behind; each index compacts itself when it
+//! exceeds twice its live entries plus 64, so memory stays O(items). Receipts and ids are
+//! small `Copy` values checked in O(1).
+//!
+//! # Determinism and replay
+//!
+//! The queue holds no hidden inputs: jitter comes from a PRNG seeded in the [`Config`], and
+//! ids are assigned in push order. Replaying the same calls with the same `now`s into a fresh
+//! queue reproduces the same state, results and events (receipts differ only in the queue
+//! tag that tells queues apart).
+//!
+//! # Latency advisor
+//!
+//! [`LatencyAdvisor`] records handling times per item type in bounded [`Histogram`]s and
+//! suggests item timeouts (`max(floor, multiplier × p99)`), with timeout rates per type.
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod advisor;
+mod backoff;
+mod config;
+mod dead_letter;
+mod error;
+mod event;
+mod histogram;
+mod id;
+mod lease;
+mod outcome;
+mod queue;
+mod stats;
+mod time;
+mod timer_index;
+
+pub use advisor::{LatencyAdvisor, Outcome, TypeReport};
+pub use backoff::{Backoff, Jitter};
+pub use config::{Config, ConfigError};
+pub use dead_letter::DeadLetter;
+pub use error::{PushError, ReceiptError, RedriveError};
+pub use event::{Event, EventMask, LateAckKind, Reason};
+pub use histogram::Histogram;
+pub use id::{MessageId, Receipt};
+pub use lease::Lease;
+pub use outcome::{Acked, Extended, Failure, Nacked, PushOptions, Retry};
+pub use queue::{IndexSizes, Queue};
+pub use stats::{ConservationError, Stats};
+pub use time::Timestamp;

@@ -1,0 +1,101 @@
+//! Counters and gauges, and the conservation law they obey.
+
+use alloc::boxed::Box;
+use core::fmt;
+
+/// A snapshot of the queue's gauges and lifetime totals.
+///
+/// After every operation these obey **conservation**: every item pushed is in exactly one
+/// place, `pushed = acked + ready + delayed + in_flight + dead + taken`, and equivalently
+/// `pushed + redriven = acked + ready + delayed + in_flight + dead_lettered`.
+/// [`Stats::check_conservation`] checks both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Items visible and waiting for a receive.
+    pub ready: u64,
+    /// Items waiting for a delay or backoff to pass.
+    pub delayed: u64,
+    /// Items leased to a holder.
+    pub in_flight: u64,
+    /// Dead letters currently kept.
+    pub dead: u64,
+
+    /// Items accepted by push.
+    pub pushed: u64,
+    /// Pushes refused (full or already expired).
+    pub rejected: u64,
+    /// Deliveries, first ones and repeats.
+    pub delivered: u64,
+    /// Deliveries after the first.
+    pub redelivered: u64,
+    /// Items acked.
+    pub acked: u64,
+    /// Items sent to the dead letters (expired ones included).
+    pub dead_lettered: u64,
+    /// Items whose own deadline passed (also counted in `dead_lettered`).
+    pub expired: u64,
+    /// Leases that ran out before an ack.
+    pub lease_expired: u64,
+    /// Acks refused because the receipt was stale (redelivered, dead-lettered, acked,
+    /// released).
+    pub late_acks_stale: u64,
+    /// Acks accepted after the deadline because nobody had leased the item again.
+    pub late_acks_unclaimed: u64,
+    /// Receipts not recognized at all (another queue, forged, or long gone).
+    pub unknown_receipts: u64,
+    /// Successful extends.
+    pub extends: u64,
+    /// Extends cut short by the max lease lifetime or the item's expiry.
+    pub extends_capped: u64,
+    /// Attempts handed back early (nack, release, timeout, drop).
+    pub nacks: u64,
+    /// Dead letters put back into the queue.
+    pub redriven: u64,
+    /// Dead letters removed by their owner.
+    pub taken: u64,
+    /// Events dropped because nobody polled them.
+    pub events_dropped: u64,
+}
+
+impl Stats {
+    /// Items the queue is responsible for: ready, delayed and in flight.
+    pub const fn live(&self) -> u64 {
+        self.ready + self.delayed + self.in_flight
+    }
+
+    /// Checks that every pushed item is accounted for exactly once.
+    pub fn check_conservation(&self) -> Result<(), ConservationError> {
+        let places = self.acked + self.live() + self.dead + self.taken;
+        if self.pushed != places {
+            return Err(ConservationError {
+                stats: Box::new(*self),
+                law: "pushed = acked + ready + delayed + in_flight + dead + taken",
+            });
+        }
+        if self.pushed + self.redriven != self.acked + self.live() + self.dead_lettered {
+            return Err(ConservationError {
+                stats: Box::new(*self),
+                law: "pushed + redriven = acked + ready + delayed + in_flight + dead_lettered",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Conservation was broken: an item was lost or counted twice. This is a bug in the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConservationError {
+    /// The snapshot that broke it.
+    pub stats: Box<Stats>,
+    /// Which law.
+    pub law: &'static str,
+}
+
+impl fmt::Display for ConservationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "conservation broken: {} in {:?}", self.law, self.stats)
+    }
+}
+
+impl core::error::Error for ConservationError {}

@@ -1,0 +1,1 @@
+//! Workspace root package: integration tests, benchmarks and examples live beside it.
