@@ -23,4 +23,7 @@ pub struct Lease<T> {
     /// When the lease expires unless extended: `now + visibility`, but never past the item's
     /// expiry or the max lease lifetime.
     pub deadline: Timestamp,
+    /// The item's own deadline, if it was pushed with one. An item timeout derived from
+    /// the lease should not run past it.
+    pub expires_at: Option<Timestamp>,
 }

@@ -381,6 +381,7 @@ impl<T> Queue<T> {
         s.lease_cap = cap;
         let id = MessageId(s.id);
         let attempt = s.attempts;
+        let expires_at = (s.expires_at != Timestamp::MAX).then_some(s.expires_at);
         let receipt = Receipt {
             id,
             slot: slot as u32,
@@ -412,6 +413,7 @@ impl<T> Queue<T> {
             receipt,
             attempt,
             deadline,
+            expires_at,
         })
     }
 
