@@ -1,0 +1,228 @@
+//! One leased item, settled by consuming it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leaseq_core::{
+    Acked, Extended, Failure, Lease, MessageId, Nacked, Queue, Receipt, ReceiptError, Timestamp,
+};
+
+use crate::heartbeat::{BeatKey, LeaseLost, LeaseSignal};
+use crate::runtime::Runtime;
+use crate::shared::{Shared, State};
+
+/// An item on lease from a [`LeaseQueue`](crate::LeaseQueue).
+///
+/// Settle it with [`ack`](Self::ack) when the work is done, or hand it back with
+/// [`nack`](Self::nack) / [`nack_with`](Self::nack_with), or declare it poison with
+/// [`dead_letter`](Self::dead_letter); each consumes the delivery. A delivery dropped
+/// unsettled (a panic, a cancelled task, an early return) goes back to the queue at once with
+/// reason [`Dropped`](leaseq_core::Reason::Dropped), and that counts as an attempt.
+///
+/// A settle with a stale receipt (the lease ran out and the item went to someone else) is a
+/// typed [`ReceiptError`], never a panic.
+pub struct Delivery<T, R: Runtime> {
+    shared: Arc<Shared<T, R>>,
+    item: Arc<T>,
+    id: MessageId,
+    receipt: Receipt,
+    attempt: u32,
+    deadline: Timestamp,
+    expires_at: Option<Timestamp>,
+    beat: Option<(BeatKey, Arc<LeaseSignal>)>,
+    settled: bool,
+}
+
+impl<T, R: Runtime> Delivery<T, R> {
+    pub(crate) fn new(
+        shared: Arc<Shared<T, R>>,
+        lease: Lease<Arc<T>>,
+        beat: Option<(BeatKey, Arc<LeaseSignal>)>,
+    ) -> Self {
+        Delivery {
+            shared,
+            item: lease.item,
+            id: lease.id,
+            receipt: lease.receipt,
+            attempt: lease.attempt,
+            deadline: lease.deadline,
+            expires_at: lease.expires_at,
+            beat,
+            settled: false,
+        }
+    }
+
+    /// The item.
+    pub fn item(&self) -> &T {
+        &self.item
+    }
+
+    /// The item as a shared pointer (the queue keeps another until the item is acked).
+    pub fn item_arc(&self) -> &Arc<T> {
+        &self.item
+    }
+
+    /// The message id, the same on every delivery of this item.
+    pub fn id(&self) -> MessageId {
+        self.id
+    }
+
+    /// 1 on the first delivery, 2 on the second, ...
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The receipt of this lease.
+    pub fn receipt(&self) -> Receipt {
+        self.receipt
+    }
+
+    /// When the lease ends unless extended (by [`extend`](Self::extend); heartbeat
+    /// extensions are not reflected here).
+    pub fn deadline(&self) -> Timestamp {
+        self.deadline
+    }
+
+    /// The item's own deadline, if it was pushed with a time to live.
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.expires_at
+    }
+
+    /// Whether the heartbeat keeps this lease alive.
+    pub fn has_heartbeat(&self) -> bool {
+        self.beat.is_some()
+    }
+
+    /// Whether the lease is known to be lost: the heartbeat was refused or hit the max lease
+    /// lifetime, or (without a heartbeat) the deadline has passed.
+    pub fn is_lease_lost(&self) -> bool {
+        match &self.beat {
+            Some((_, signal)) => signal.is_lost(),
+            None => self.shared.rt.now() >= self.deadline,
+        }
+    }
+
+    /// Completes when the lease is lost, so that a handler can stop work that will be redone
+    /// elsewhere. With a heartbeat that is when an extension is refused or the max lease
+    /// lifetime is reached; without one, at the deadline.
+    pub fn lease_lost(&self) -> LeaseLost {
+        match &self.beat {
+            Some((_, signal)) => LeaseLost::heartbeat(signal.clone()),
+            None => LeaseLost::at_deadline(Box::pin(self.shared.rt.sleep_until(self.deadline))),
+        }
+    }
+
+    /// Done: removes the item from the queue for good.
+    pub fn ack(mut self) -> Result<Acked, ReceiptError> {
+        let now = self.shared.rt.now();
+        self.settle(|core, r| core.ack(r, now))
+    }
+
+    /// Hands the item back with an error: it is delivered again after the backoff, or
+    /// dead-lettered if this was its last attempt.
+    pub fn nack(self, error: impl Into<String>) -> Result<Nacked, ReceiptError> {
+        self.nack_with(Failure::error(error))
+    }
+
+    /// Hands the item back with any [`Failure`] (reason, error, retry delay).
+    pub fn nack_with(mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
+        self.hand_back(failure)
+    }
+
+    /// Nacks under the lock, then wakes a receiver or re-arms the reaper for the item's
+    /// return.
+    fn hand_back(&mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
+        let now = self.shared.rt.now();
+        let shared = self.shared.clone();
+        let mut st = shared.lock();
+        let r = self.settle_locked(&mut st, |core, r| core.nack(r, now, failure));
+        if let Ok(Nacked::Retrying { visible_at, .. }) = r {
+            if visible_at > now {
+                shared.rearm(&mut st, visible_at);
+            } else {
+                drop(st);
+                shared.available.notify(1);
+            }
+        }
+        r
+    }
+
+    /// Declares the item poison: straight to the dead letters with the error, whatever
+    /// attempts it had left.
+    pub fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, ReceiptError> {
+        let now = self.shared.rt.now();
+        let error = Some(error.into());
+        self.settle(|core, r| core.dead_letter(r, now, error))
+    }
+
+    /// Moves the deadline to `now + visibility` (capped by the max lease lifetime and the
+    /// item's expiry). Zero releases the item, like a nack without error or backoff.
+    pub fn extend(&mut self, visibility: Duration) -> Result<Extended, ReceiptError> {
+        let now = self.shared.rt.now();
+        let shared = self.shared.clone();
+        let mut st = shared.lock();
+        let r = st.core.extend(self.receipt, now, visibility);
+        match r {
+            Ok(Extended::Until { deadline, .. }) => self.deadline = deadline,
+            Ok(_) => {
+                self.unregister(&mut st);
+                self.settled = true;
+                drop(st);
+                shared.available.notify(1);
+            }
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn settle<U>(
+        &mut self,
+        op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
+    ) -> Result<U, ReceiptError> {
+        let shared = self.shared.clone();
+        let mut st = shared.lock();
+        self.settle_locked(&mut st, op)
+    }
+
+    /// Settles under a lock the caller holds (batch acks).
+    pub(crate) fn settle_locked<U>(
+        &mut self,
+        st: &mut State<T>,
+        op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
+    ) -> Result<U, ReceiptError> {
+        self.settled = true;
+        self.unregister(st);
+        let r = op(&mut st.core, self.receipt);
+        if st.core.is_empty() {
+            self.shared.emptied.notify(usize::MAX);
+        }
+        r
+    }
+
+    fn unregister(&mut self, st: &mut State<T>) {
+        if let Some((key, _)) = self.beat.take() {
+            st.beats.unregister(key);
+        }
+    }
+}
+
+impl<T, R: Runtime> Drop for Delivery<T, R> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        // Stale or not, there is nothing more to do with the result here.
+        let _ = self.hand_back(Failure::dropped());
+    }
+}
+
+impl<T: std::fmt::Debug, R: Runtime> std::fmt::Debug for Delivery<T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("item", &self.item)
+            .field("id", &self.id)
+            .field("attempt", &self.attempt)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,141 @@
+//! Errors of the async layer.
+
+use std::fmt;
+
+use leaseq_core::ConfigError;
+
+/// A push that was refused; the item is inside.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PushError<T> {
+    /// The queue was closed.
+    Closed(T),
+    /// The queue holds its configured capacity.
+    Full(T),
+    /// The time to live was zero.
+    AlreadyExpired(T),
+}
+
+impl<T> PushError<T> {
+    /// The refused item, handed back.
+    pub fn into_item(self) -> T {
+        match self {
+            PushError::Closed(t) | PushError::Full(t) | PushError::AlreadyExpired(t) => t,
+        }
+    }
+
+    pub(crate) fn from_core(e: leaseq_core::PushError<std::sync::Arc<T>>) -> Self {
+        // The queue held the only reference to an item it refused.
+        let unwrap = |a: std::sync::Arc<T>| match std::sync::Arc::try_unwrap(a) {
+            Ok(t) => t,
+            Err(_) => unreachable!("a refused item has no other owner"),
+        };
+        match e {
+            leaseq_core::PushError::AlreadyExpired(a) => PushError::AlreadyExpired(unwrap(a)),
+            other => PushError::Full(unwrap(other.into_item())),
+        }
+    }
+}
+
+impl<T> fmt::Debug for PushError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PushError::Closed(_) => "Closed(..)",
+            PushError::Full(_) => "Full(..)",
+            PushError::AlreadyExpired(_) => "AlreadyExpired(..)",
+        })
+    }
+}
+
+impl<T> fmt::Display for PushError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PushError::Closed(_) => "queue is closed; item handed back",
+            PushError::Full(_) => "queue is at capacity; item handed back",
+            PushError::AlreadyExpired(_) => "item's time to live is zero; item handed back",
+        })
+    }
+}
+
+impl<T> std::error::Error for PushError<T> {}
+
+/// Why a queue could not be created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NewQueueError {
+    /// The core configuration is invalid.
+    Config(ConfigError),
+    /// No runtime was given and this thread is not inside one.
+    NoRuntime,
+}
+
+impl fmt::Display for NewQueueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NewQueueError::Config(e) => write!(f, "invalid queue config: {e}"),
+            NewQueueError::NoRuntime => {
+                f.write_str("no runtime: create the queue inside one, or pass one")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NewQueueError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NewQueueError::Config(e) => Some(e),
+            NewQueueError::NoRuntime => None,
+        }
+    }
+}
+
+/// What a pool handler returns on failure: a message, and whether retrying can help.
+///
+/// Any error type converts with `?` (as a retryable failure); say
+/// [`JobError::permanent`] for bad input that will fail again: the item is then
+/// dead-lettered at once instead of retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    message: String,
+    permanent: bool,
+}
+
+impl JobError {
+    /// A failure worth retrying.
+    pub fn retry(message: impl fmt::Display) -> Self {
+        JobError {
+            message: message.to_string(),
+            permanent: false,
+        }
+    }
+
+    /// A failure that will repeat: dead-letter the item now.
+    pub fn permanent(message: impl fmt::Display) -> Self {
+        JobError {
+            message: message.to_string(),
+            permanent: true,
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether retrying is pointless.
+    pub fn is_permanent(&self) -> bool {
+        self.permanent
+    }
+}
+
+impl<E: std::error::Error> From<E> for JobError {
+    fn from(e: E) -> Self {
+        JobError::retry(e)
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}

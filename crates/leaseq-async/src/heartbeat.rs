@@ -1,0 +1,259 @@
+//! Heartbeats: one task per queue keeps every registered lease alive.
+//!
+//! A delivery that wants a heartbeat registers its receipt here (under the queue lock it
+//! already holds). The queue's heartbeat task wakes when the earliest beat is due, extends
+//! every due lease in one lock acquisition, and sleeps again: 10,000 held deliveries cost one
+//! task and one timer, not 10,000. A beat that is refused (the lease was lost anyway) or that
+//! reaches the max lease lifetime marks the delivery's [`LeaseSignal`], so its holder can
+//! stop work that will be redone elsewhere.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use event_listener::{Event, EventListener};
+use futures::future::{select, Either};
+use leaseq_core::{Extended, Queue, Receipt, Timestamp};
+
+use crate::runtime::Runtime;
+use crate::shared::Shared;
+
+/// Whether a delivery's lease was lost while it was held: a heartbeat extension was refused,
+/// or the max lease lifetime was reached.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseSignal {
+    lost: AtomicBool,
+    event: Event,
+}
+
+impl LeaseSignal {
+    pub(crate) fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+        self.event.notify(usize::MAX);
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Completes when the lease of a delivery is lost (see
+    /// [`Delivery::lease_lost`](crate::Delivery::lease_lost)). Never completes while the
+    /// lease is kept alive.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct LeaseLost {
+        signal: Option<Arc<LeaseSignal>>,
+        deadline: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+        listener: Option<EventListener>,
+    }
+}
+
+impl LeaseLost {
+    pub(crate) fn heartbeat(signal: Arc<LeaseSignal>) -> Self {
+        LeaseLost {
+            signal: Some(signal),
+            deadline: None,
+            listener: None,
+        }
+    }
+
+    /// Without a heartbeat the lease is lost at its deadline.
+    pub(crate) fn at_deadline(sleep: Pin<Box<dyn Future<Output = ()> + Send>>) -> Self {
+        LeaseLost {
+            signal: None,
+            deadline: Some(sleep),
+            listener: None,
+        }
+    }
+}
+
+impl Future for LeaseLost {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        if let Some(sleep) = this.deadline {
+            return sleep.as_mut().poll(cx);
+        }
+        let Some(signal) = this.signal else {
+            return Poll::Pending;
+        };
+        loop {
+            if signal.is_lost() {
+                return Poll::Ready(());
+            }
+            match this.listener {
+                None => *this.listener = Some(signal.event.listen()),
+                Some(l) => {
+                    if Pin::new(l).poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    *this.listener = None;
+                }
+            }
+        }
+    }
+}
+
+/// Identifies one registration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BeatKey {
+    index: u32,
+    generation: u32,
+}
+
+struct Beat {
+    receipt: Receipt,
+    signal: Arc<LeaseSignal>,
+}
+
+#[derive(Default)]
+struct BeatSlot {
+    generation: u32,
+    beat: Option<Beat>,
+}
+
+/// Registered leases and when each is next due, kept behind the queue lock.
+#[derive(Default)]
+pub(crate) struct Heartbeats {
+    slots: Vec<BeatSlot>,
+    free: Vec<u32>,
+    live: usize,
+    due: BinaryHeap<Reverse<(Timestamp, u32, u32)>>,
+    /// When the heartbeat task will wake by itself; `Timestamp::MAX` when idle.
+    pub(crate) alarm: Timestamp,
+}
+
+impl Heartbeats {
+    pub(crate) fn register(
+        &mut self,
+        receipt: Receipt,
+        signal: Arc<LeaseSignal>,
+        first_beat: Timestamp,
+    ) -> BeatKey {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(BeatSlot::default());
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.beat = Some(Beat { receipt, signal });
+        self.live += 1;
+        let key = BeatKey {
+            index,
+            generation: slot.generation,
+        };
+        self.schedule(key, first_beat);
+        key
+    }
+
+    pub(crate) fn unregister(&mut self, key: BeatKey) {
+        if let Some(slot) = self.slots.get_mut(key.index as usize) {
+            if slot.generation == key.generation && slot.beat.take().is_some() {
+                slot.generation = slot.generation.wrapping_add(1);
+                self.free.push(key.index);
+                self.live -= 1;
+            }
+        }
+    }
+
+    fn schedule(&mut self, key: BeatKey, at: Timestamp) {
+        self.due.push(Reverse((at, key.index, key.generation)));
+        if self.due.len() > 2 * self.live + 64 {
+            let slots = &self.slots;
+            self.due.retain(|Reverse((_, i, g))| {
+                let s = &slots[*i as usize];
+                s.generation == *g && s.beat.is_some()
+            });
+        }
+    }
+
+    /// Registered leases.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Extends every lease due at `now`; returns when the next beat is due.
+    pub(crate) fn run_due<T>(
+        &mut self,
+        core: &mut Queue<T>,
+        now: Timestamp,
+        every: Duration,
+        visibility: Duration,
+    ) -> Option<Timestamp> {
+        while let Some(&Reverse((at, index, generation))) = self.due.peek() {
+            if at > now {
+                return Some(at);
+            }
+            self.due.pop();
+            let key = BeatKey { index, generation };
+            let slot = &self.slots[index as usize];
+            let Some(beat) = slot.beat.as_ref().filter(|_| slot.generation == generation) else {
+                continue;
+            };
+            match core.extend(beat.receipt, now, visibility) {
+                Ok(Extended::Until {
+                    capped: false,
+                    deadline,
+                }) => {
+                    let next = now.saturating_add(every).min(deadline);
+                    self.schedule(key, next);
+                }
+                Ok(Extended::Until {
+                    capped: true,
+                    deadline,
+                }) => {
+                    // No further extension can help: beat once more at the cap, where the
+                    // lease ends and the holder is told.
+                    self.schedule(key, deadline);
+                }
+                Ok(Extended::Released(_)) | Err(_) | Ok(_) => {
+                    beat.signal.mark_lost();
+                    self.unregister(key);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The heartbeat task of one queue. Ends when the last queue handle is gone and no lease is
+/// registered.
+pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(shared: Weak<Shared<T, R>>) {
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        let listener = s.heartbeat_wake.listen();
+        let next = {
+            let now = s.rt.now();
+            let mut st = s.lock();
+            let st = &mut *st;
+            let next = st
+                .beats
+                .run_due(&mut st.core, now, s.heartbeat_every, s.visibility);
+            if st.beats.len() == 0 && s.handles.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            st.beats.alarm = next.unwrap_or(Timestamp::MAX);
+            next
+        };
+        let rt = s.rt.clone();
+        drop(s);
+        match next {
+            Some(at) => {
+                let sleep = std::pin::pin!(rt.sleep_until(at));
+                match select(sleep, listener).await {
+                    Either::Left(_) | Either::Right(_) => {}
+                }
+            }
+            None => listener.await,
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! `leaseq-async`: leaseq's async layer, written once for every runtime.
+//!
+//! This crate turns the [`leaseq_core`] state machine into an async work queue with broker
+//! delivery guarantees: [`LeaseQueue`] (push, receive, close), [`Delivery`] (ack, nack,
+//! extend, dead-letter; dropped, it goes back), heartbeats that keep slow work's leases alive,
+//! and a worker [`Pool`] that puts a timeout around each item, catches panics, runs blocking
+//! handlers, and has a [`Watchdog`] for workers that stop making progress.
+//!
+//! It knows runtimes only through the small [`Runtime`] trait (clock, timer, spawn, abort,
+//! blocking). Use it through an adapter crate: `leaseq-tokio` or `leaseq-smol`, which
+//! implement [`Runtime`] and re-export everything here. [`SimRuntime`] implements it on
+//! virtual time, for tests and simulations.
+//!
+//! # How the pieces fit
+//!
+//! - One lock per queue guards the core; no lock is held across an await, and user code
+//!   never runs under it. Batch receive and batch ack take many items per lock acquisition
+//!   and read the clock once.
+//! - The **reaper** task sleeps until the core's next deadline and is re-armed when an
+//!   operation creates an earlier one; there is no polling loop.
+//! - The **heartbeat** task extends every registered lease when due, all in one lock
+//!   acquisition per wake-up: 10,000 held deliveries cost one task and one timer.
+//! - `receive()` is cancel-safe: an item leaves the queue only in the poll that returns it.
+//! - A [`Delivery`] dropped unsettled goes back at once (reason "dropped"; the attempt
+//!   counts).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod delivery;
+mod diagnosis;
+mod error;
+mod heartbeat;
+mod pool;
+mod queue;
+mod reaper;
+mod receive;
+mod runtime;
+mod shared;
+mod sim;
+mod watchdog;
+
+pub use delivery::Delivery;
+pub use diagnosis::{diagnose, Finding, FindingKind};
+pub use error::{JobError, NewQueueError, PushError};
+pub use heartbeat::LeaseLost;
+pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolStats};
+pub use queue::{LeaseQueue, QueueBuilder};
+pub use receive::{Receive, ReceiveStream};
+pub use runtime::{BoxFuture, Runtime};
+pub use sim::{SimRuntime, SimTask};
+pub use watchdog::{Holding, StuckWorker, Watchdog};
+
+/// The core state machine, re-exported.
+pub use leaseq_core as core;
+pub use leaseq_core::{
+    Acked, Backoff, Config, ConfigError, DeadLetter, Event, Extended, Failure, Jitter,
+    LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats,
+    Timestamp, TypeReport,
+};

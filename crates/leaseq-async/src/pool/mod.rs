@@ -1,0 +1,402 @@
+//! Worker pools: N workers, each item inside its own timeout, outcomes counted.
+
+mod blocking;
+mod job;
+pub(crate) mod stats;
+mod timeout;
+mod worker;
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use event_listener::{Event, EventListener};
+use futures::future::{select, Either};
+use leaseq_core::{LatencyAdvisor, Outcome};
+
+use crate::diagnosis::diagnose;
+use crate::error::JobError;
+use crate::queue::LeaseQueue;
+use crate::runtime::{spawn_guarded, Runtime};
+use crate::watchdog::{self, Board, StuckWorker, Watchdog};
+
+pub use job::Job;
+pub use stats::{PoolReport, PoolStats};
+pub use timeout::ItemTimeout;
+
+use stats::Counters;
+use worker::Handler;
+
+type TypeOf<T> = Arc<dyn Fn(&T) -> &'static str + Send + Sync>;
+
+/// What the workers of one pool share.
+pub(crate) struct PoolShared<T> {
+    pub(crate) heartbeat: bool,
+    pub(crate) stopping: AtomicBool,
+    stop: Event,
+    pub(crate) counters: Arc<Counters>,
+    advisor: Mutex<LatencyAdvisor<&'static str>>,
+    pub(crate) board: Arc<Board>,
+    pub(crate) type_of: TypeOf<T>,
+    timeout: ItemTimeout<T>,
+}
+
+impl<T> PoolShared<T> {
+    /// Completes once the pool is stopping.
+    pub(crate) fn stop_listener(&self) -> impl Future<Output = ()> + Send + Unpin + '_ {
+        StopWait {
+            pool: self,
+            listener: None,
+        }
+    }
+
+    pub(crate) fn limit_for(&self, item: &T, item_type: &'static str) -> Option<Duration> {
+        match &self.timeout {
+            ItemTimeout::None => None,
+            ItemTimeout::Fixed(d) => Some(*d),
+            ItemTimeout::PerItem(f) => Some(f(item)),
+            ItemTimeout::Advised {
+                initial,
+                min_samples,
+            } => {
+                let advisor = self.advisor.lock().unwrap_or_else(|e| e.into_inner());
+                let measured = advisor.histogram(&item_type).map_or(0, |h| h.count());
+                Some(if measured >= *min_samples {
+                    advisor.suggested_timeout(&item_type).unwrap_or(*initial)
+                } else {
+                    *initial
+                })
+            }
+        }
+    }
+
+    pub(crate) fn record(&self, item_type: &'static str, took: Duration, outcome: Outcome) {
+        self.advisor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(item_type, took, outcome);
+    }
+}
+
+struct StopWait<'a, T> {
+    pool: &'a PoolShared<T>,
+    listener: Option<EventListener>,
+}
+
+impl<T> Future for StopWait<'_, T> {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        loop {
+            if self.pool.stopping.load(Ordering::Acquire) {
+                return std::task::Poll::Ready(());
+            }
+            match self.listener.as_mut() {
+                None => self.listener = Some(self.pool.stop.listen()),
+                Some(l) => {
+                    if std::pin::Pin::new(l).poll(cx).is_pending() {
+                        return std::task::Poll::Pending;
+                    }
+                    self.listener = None;
+                }
+            }
+        }
+    }
+}
+
+/// Configures and starts a [`Pool`]. From [`Pool::builder`].
+pub struct PoolBuilder<T, R: Runtime> {
+    queue: LeaseQueue<T, R>,
+    workers: usize,
+    timeout: ItemTimeout<T>,
+    heartbeat: bool,
+    watchdog: Option<Watchdog>,
+    type_of: TypeOf<T>,
+    max_overruns: Option<u64>,
+}
+
+impl<T: Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
+    /// How many workers (at least 1). Default 4.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// The time limit around each item. Default: none.
+    pub fn item_timeout(mut self, timeout: ItemTimeout<T>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Keep each held item's lease alive with the queue's heartbeat, so that slow but
+    /// legitimate work is not run twice. Default: off.
+    pub fn heartbeat(mut self, on: bool) -> Self {
+        self.heartbeat = on;
+        self
+    }
+
+    /// Report workers that stop making progress. Default: off.
+    pub fn watchdog(mut self, watchdog: Watchdog) -> Self {
+        self.watchdog = Some(watchdog);
+        self
+    }
+
+    /// Names each item's type, for per-type timeouts, latency histograms and timeout rates.
+    /// Default: every item is `"item"`.
+    pub fn item_type(mut self, f: impl Fn(&T) -> &'static str + Send + Sync + 'static) -> Self {
+        self.type_of = Arc::new(f);
+        self
+    }
+
+    /// Blocking mode only: how many timed-out blocking handlers may still be running before
+    /// workers wait for one to end. Default: the number of workers.
+    pub fn max_blocking_overruns(mut self, n: u64) -> Self {
+        self.max_overruns = Some(n);
+        self
+    }
+
+    /// Starts the workers with an async handler.
+    pub fn spawn<H, F>(self, handler: H) -> Pool<T, R>
+    where
+        H: Fn(Job<T>) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        let handler: Handler<T> = Arc::new(move |job| {
+            let fut = handler(job);
+            Box::pin(async move { Ok(fut.await) })
+        });
+        self.start(handler)
+    }
+
+    /// Starts the workers with a blocking handler, run on the runtime's blocking threads.
+    /// An item timeout cannot stop such a thread: the item is handed back anyway, the thread
+    /// is counted as an overrun while it runs on, and overruns are bounded (see
+    /// [`max_blocking_overruns`](Self::max_blocking_overruns)).
+    pub fn spawn_blocking<H>(self, handler: H) -> Pool<T, R>
+    where
+        H: Fn(&T) -> Result<(), JobError> + Send + Sync + 'static,
+    {
+        let rt = self.queue.runtime().clone();
+        let overruns = Arc::new(blocking::Overruns {
+            counters: Arc::new(Counters::default()),
+            max_running: self.max_overruns.unwrap_or(self.workers as u64).max(1),
+            ended: Event::new(),
+        });
+        let counters = overruns.counters.clone();
+        let handler = Arc::new(handler);
+        let wrapped: Handler<T> = Arc::new(move |job: Job<T>| {
+            Box::pin(blocking::run(
+                rt.clone(),
+                overruns.clone(),
+                handler.clone(),
+                job.item,
+            ))
+        });
+        self.start_with(wrapped, counters)
+    }
+
+    fn start(self, handler: Handler<T>) -> Pool<T, R> {
+        self.start_with(handler, Arc::new(Counters::default()))
+    }
+
+    fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R> {
+        let rt = self.queue.runtime().clone();
+        let board = Arc::new(Board::new(self.workers));
+        let shared = Arc::new(PoolShared {
+            heartbeat: self.heartbeat,
+            stopping: AtomicBool::new(false),
+            stop: Event::new(),
+            counters,
+            advisor: Mutex::new(LatencyAdvisor::new()),
+            board: board.clone(),
+            type_of: self.type_of,
+            timeout: self.timeout,
+        });
+        let tasks = (0..self.workers)
+            .map(|i| {
+                let fut = worker::run(i, self.queue.clone(), shared.clone(), handler.clone());
+                Some(spawn_guarded(&rt, fut))
+            })
+            .collect();
+        let watchdog_done = Arc::new(AtomicBool::new(false));
+        let watchdog = self.watchdog.map(|config| {
+            spawn_guarded(
+                &rt,
+                watchdog::run(rt.clone(), board, config, watchdog_done.clone()),
+            )
+        });
+        Pool {
+            queue: self.queue,
+            shared,
+            tasks: Mutex::new(tasks),
+            watchdog,
+            watchdog_done,
+        }
+    }
+}
+
+/// A running worker pool over one queue.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaseq_async::{ItemTimeout, LeaseQueue, Pool, SimRuntime};
+/// use leaseq_core::Config;
+///
+/// let rt = SimRuntime::new();
+/// rt.block_on({
+///     let rt = rt.clone();
+///     async move {
+///         let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(1))).unwrap();
+///         for n in 0..10u32 {
+///             queue.push(n).unwrap();
+///         }
+///         let pool = Pool::builder(queue.clone())
+///             .workers(3)
+///             .item_timeout(ItemTimeout::Fixed(Duration::from_millis(200)))
+///             .spawn(|job| async move {
+///                 if *job.item == 7 {
+///                     return Err(leaseq_async::JobError::permanent("seven is bad input"));
+///                 }
+///                 Ok(())
+///             });
+///         queue.wait_empty().await;
+///         let report = pool.shutdown(Duration::from_secs(1)).await;
+///         assert_eq!(report.stats.ok, 9);
+///         assert_eq!(report.stats.permanent, 1);
+///         assert_eq!(report.stats.queue.dead, 1);
+///     }
+/// });
+/// ```
+pub struct Pool<T, R: Runtime> {
+    queue: LeaseQueue<T, R>,
+    shared: Arc<PoolShared<T>>,
+    tasks: Mutex<Vec<Option<R::Task>>>,
+    watchdog: Option<R::Task>,
+    watchdog_done: Arc<AtomicBool>,
+}
+
+impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
+    /// A builder for a pool over `queue`.
+    pub fn builder(queue: LeaseQueue<T, R>) -> PoolBuilder<T, R> {
+        PoolBuilder {
+            queue,
+            workers: 4,
+            timeout: ItemTimeout::None,
+            heartbeat: false,
+            watchdog: None,
+            type_of: Arc::new(|_| "item"),
+            max_overruns: None,
+        }
+    }
+
+    /// The queue the pool works on.
+    pub fn queue(&self) -> &LeaseQueue<T, R> {
+        &self.queue
+    }
+
+    /// A snapshot of outcomes, per-type latencies and the queue's stats.
+    pub fn stats(&self) -> PoolStats {
+        snapshot(&self.queue, &self.shared)
+    }
+
+    /// Stuck-worker reports so far.
+    pub fn stuck_workers(&self) -> Vec<StuckWorker> {
+        self.shared
+            .board
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Stops worker `index` at its next await point, as a crash would: the item it held goes
+    /// back to the queue (reason "dropped"). The other workers go on. For fault drills.
+    pub fn abort_worker(&self, index: usize) {
+        let rt = self.queue.runtime();
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(Some(task)) = tasks.get_mut(index) {
+            rt.abort(task);
+        }
+    }
+
+    /// Graceful shutdown: workers take no new items; those in flight get until `grace` to
+    /// finish; then the rest are stopped and their items handed back to the queue. Nothing
+    /// is lost: every item is acked, back in the queue, or dead-lettered. The queue itself
+    /// stays open.
+    pub async fn shutdown(self, grace: Duration) -> PoolReport {
+        let rt = self.queue.runtime().clone();
+        let start = rt.now();
+        self.shared.stopping.store(true, Ordering::Release);
+        self.shared.stop.notify(usize::MAX);
+        let deadline = start.saturating_add(grace);
+        let tasks: Vec<R::Task> =
+            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .flatten()
+                .collect();
+        let mut handed_back = 0;
+        for mut task in tasks {
+            let finished = {
+                let sleep = pin!(rt.sleep_until(deadline));
+                matches!(select(&mut task, sleep).await, Either::Left(_))
+            };
+            if !finished {
+                handed_back += 1;
+                rt.abort(&mut task);
+                task.await;
+            }
+        }
+        self.watchdog_done.store(true, Ordering::Release);
+        if let Some(mut w) = self.watchdog {
+            rt.abort(&mut w);
+        }
+        let stats = snapshot(&self.queue, &self.shared);
+        let diagnosis = diagnose(&stats.queue, Some(&stats), self.queue.visibility());
+        let stuck = self
+            .shared
+            .board
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        PoolReport {
+            stats,
+            took: rt.now().saturating_duration_since(start),
+            handed_back,
+            stuck,
+            diagnosis,
+        }
+    }
+}
+
+fn snapshot<T: Send + Sync + 'static, R: Runtime>(
+    queue: &LeaseQueue<T, R>,
+    shared: &PoolShared<T>,
+) -> PoolStats {
+    let c = &shared.counters;
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let types = shared
+        .advisor
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .reports()
+        .map(|(k, r)| (*k, r))
+        .collect();
+    PoolStats {
+        ok: get(&c.ok),
+        failed: get(&c.failed),
+        timed_out: get(&c.timed_out),
+        panicked: get(&c.panicked),
+        permanent: get(&c.permanent),
+        stale_settles: get(&c.stale_settles),
+        blocking_overruns: get(&c.blocking_overruns),
+        blocking_overruns_running: get(&c.blocking_overruns_running),
+        stuck_reports: shared.board.stuck_reports.load(Ordering::Relaxed),
+        types,
+        queue: queue.stats(),
+    }
+}

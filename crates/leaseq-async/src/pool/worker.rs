@@ -1,0 +1,161 @@
+//! One worker: receive, handle inside the item's timeout, settle, record.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::{pin, Pin};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use futures::FutureExt;
+use leaseq_core::{Failure, Outcome};
+
+use crate::delivery::Delivery;
+use crate::error::JobError;
+use crate::pool::job::Job;
+use crate::pool::stats::Counters;
+use crate::pool::PoolShared;
+use crate::queue::LeaseQueue;
+use crate::runtime::Runtime;
+use crate::watchdog::Holding;
+
+/// What a handler run gives: its result, or the message of a panic caught on the way.
+pub(crate) type HandlerResult = Result<Result<(), JobError>, String>;
+
+/// A handler as the workers call it: boxed once, shared by all workers.
+pub(crate) type Handler<T> =
+    Arc<dyn Fn(Job<T>) -> Pin<Box<dyn Future<Output = HandlerResult> + Send>> + Send + Sync>;
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+/// How one handling ended.
+enum Ended {
+    Done(Result<(), JobError>),
+    Panicked(String),
+    TimedOut(Duration),
+}
+
+pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(
+    index: usize,
+    queue: LeaseQueue<T, R>,
+    pool: Arc<PoolShared<T>>,
+    handler: Handler<T>,
+) {
+    let rt = queue.runtime().clone();
+    let progress = &pool.board.workers[index];
+    loop {
+        progress.idle(rt.now());
+        if pool.stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let delivery = {
+            let stop = pool.stop_listener();
+            let receive = if pool.heartbeat {
+                queue.receive_with_heartbeat()
+            } else {
+                queue.receive()
+            };
+            match select(receive, stop).await {
+                Either::Left((Some(d), _)) => d,
+                _ => return,
+            }
+        };
+        handle(&rt, &pool, &handler, progress, delivery).await;
+    }
+}
+
+async fn handle<T: Send + Sync + 'static, R: Runtime>(
+    rt: &R,
+    pool: &PoolShared<T>,
+    handler: &Handler<T>,
+    progress: &crate::watchdog::Progress,
+    delivery: Delivery<T, R>,
+) {
+    let start = rt.now();
+    let item_type = (pool.type_of)(delivery.item());
+    progress.busy(Holding {
+        id: delivery.id(),
+        item_type,
+        since: start,
+    });
+    let mut limit = pool.limit_for(delivery.item(), item_type);
+    if let Some(expiry) = delivery.expires_at() {
+        let left = expiry.saturating_duration_since(start);
+        limit = Some(limit.map_or(left, |l| l.min(left)));
+    }
+    let job = Job {
+        item: delivery.item_arc().clone(),
+        id: delivery.id(),
+        attempt: delivery.attempt(),
+        deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
+        lease_lost: delivery.lease_lost(),
+    };
+
+    let ended = match catch_unwind(AssertUnwindSafe(|| handler(job))) {
+        Err(payload) => Ended::Panicked(panic_message(payload)),
+        Ok(fut) => {
+            let fut = AssertUnwindSafe(fut).catch_unwind();
+            let result = match limit {
+                None => Some(fut.await),
+                Some(limit) => {
+                    let sleep = pin!(rt.sleep_until(start.saturating_add(limit)));
+                    match select(fut, sleep).await {
+                        Either::Left((r, _)) => Some(r),
+                        Either::Right(_) => None,
+                    }
+                }
+            };
+            match result {
+                Some(Ok(Ok(r))) => Ended::Done(r),
+                Some(Ok(Err(message))) => Ended::Panicked(message),
+                Some(Err(payload)) => Ended::Panicked(panic_message(payload)),
+                None => Ended::TimedOut(limit.unwrap_or_default()),
+            }
+        }
+    };
+
+    let took = rt.now().saturating_duration_since(start);
+    let c = &pool.counters;
+    let (outcome, settled) = match ended {
+        Ended::Done(Ok(())) => {
+            Counters::bump(&c.ok);
+            (Outcome::Ok, delivery.ack().is_ok())
+        }
+        Ended::Done(Err(e)) if e.is_permanent() => {
+            Counters::bump(&c.permanent);
+            (Outcome::Failed, delivery.dead_letter(e.message()).is_ok())
+        }
+        Ended::Done(Err(e)) => {
+            Counters::bump(&c.failed);
+            (Outcome::Failed, delivery.nack(e.message()).is_ok())
+        }
+        Ended::Panicked(message) => {
+            Counters::bump(&c.panicked);
+            let failure = Failure::error(message);
+            (Outcome::Panicked, delivery.nack_with(failure).is_ok())
+        }
+        Ended::TimedOut(limit) => {
+            Counters::bump(&c.timed_out);
+            #[cfg(feature = "tracing")]
+            tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
+            let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
+            (Outcome::TimedOut, delivery.nack_with(failure).is_ok())
+        }
+    };
+    if !settled {
+        Counters::bump(&c.stale_settles);
+    }
+    pool.record(item_type, took, outcome);
+    progress.idle(rt.now());
+}

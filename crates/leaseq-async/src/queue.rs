@@ -1,0 +1,392 @@
+//! The queue handle: push, receive, close, stats.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use leaseq_core::{
+    Config, DeadLetter, Event, MessageId, PushOptions, Queue, RedriveError, Stats, Timestamp,
+};
+
+use crate::delivery::Delivery;
+use crate::error::{NewQueueError, PushError};
+use crate::heartbeat::{self, LeaseSignal};
+use crate::reaper;
+use crate::receive::{Receive, ReceiveStream};
+use crate::runtime::{spawn_guarded, Runtime};
+use crate::shared::Shared;
+
+/// A lease queue on runtime `R`: clone it freely across tasks and threads.
+///
+/// Pushing is synchronous (it never waits), so sync code can feed a queue; receiving is a
+/// future. A received [`Delivery`] must be acked or nacked; dropped, it goes back to the queue
+/// at once. Each queue runs two small background tasks on its runtime: a *reaper* that sleeps
+/// until the next lease deadline or end of a delay and applies it, and a *heartbeat* task
+/// that keeps registered leases alive. Both end when the queue is closed or its last handle
+/// is dropped.
+///
+/// See the adapter crates (`leaseq-tokio`, `leaseq-smol`) for examples.
+pub struct LeaseQueue<T, R: Runtime> {
+    pub(crate) shared: Arc<Shared<T, R>>,
+}
+
+/// Builds a [`LeaseQueue`] with settings beyond the core [`Config`].
+#[derive(Debug)]
+pub struct QueueBuilder<R> {
+    config: Config,
+    heartbeat_every: Option<Duration>,
+    runtime: Option<R>,
+}
+
+impl<R: Runtime> QueueBuilder<R> {
+    /// How often held leases with a heartbeat are extended (by one visibility each time).
+    /// Default: a third of the visibility timeout.
+    pub fn heartbeat_every(mut self, every: Duration) -> Self {
+        self.heartbeat_every = Some(every);
+        self
+    }
+
+    /// The runtime to run on; by default the one this thread is in ([`Runtime::current`]).
+    pub fn runtime(mut self, runtime: R) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// The queue, with its reaper and heartbeat tasks spawned.
+    pub fn build<T: Send + Sync + 'static>(self) -> Result<LeaseQueue<T, R>, NewQueueError> {
+        let rt = match self.runtime {
+            Some(rt) => rt,
+            None => R::current().ok_or(NewQueueError::NoRuntime)?,
+        };
+        let core = Queue::new(self.config).map_err(NewQueueError::Config)?;
+        let visibility = core.config().visibility();
+        let every = self
+            .heartbeat_every
+            .unwrap_or(visibility / 3)
+            .clamp(Duration::from_nanos(1), visibility);
+        let shared = Arc::new(Shared::new(rt.clone(), core, every));
+        let reaper = spawn_guarded(&rt, reaper::run(Arc::downgrade(&shared)));
+        let beats = spawn_guarded(&rt, heartbeat::run(Arc::downgrade(&shared)));
+        drop((reaper, beats));
+        Ok(LeaseQueue { shared })
+    }
+}
+
+impl<T: Send + Sync + 'static, R: Runtime> LeaseQueue<T, R> {
+    /// A queue on the runtime this thread is in.
+    pub fn new(config: Config) -> Result<Self, NewQueueError> {
+        Self::builder(config).build()
+    }
+
+    /// A queue on `runtime`.
+    pub fn with_runtime(runtime: R, config: Config) -> Result<Self, NewQueueError> {
+        Self::builder(config).runtime(runtime).build()
+    }
+
+    /// A builder for the settings beyond `config`.
+    pub fn builder(config: Config) -> QueueBuilder<R> {
+        QueueBuilder {
+            config,
+            heartbeat_every: None,
+            runtime: None,
+        }
+    }
+}
+
+impl<T, R: Runtime> LeaseQueue<T, R> {
+    /// The runtime this queue runs on.
+    pub fn runtime(&self) -> &R {
+        &self.shared.rt
+    }
+
+    /// The current time on this queue's clock.
+    pub fn now(&self) -> Timestamp {
+        self.shared.rt.now()
+    }
+
+    /// The visibility timeout.
+    pub fn visibility(&self) -> Duration {
+        self.shared.visibility
+    }
+
+    /// Adds an item, visible at once. Never waits: a full or closed queue hands the item
+    /// back inside the error.
+    pub fn push(&self, item: T) -> Result<MessageId, PushError<T>> {
+        self.push_with(item, Duration::ZERO, None)
+    }
+
+    /// Adds an item that becomes visible after `delay`.
+    pub fn push_delayed(&self, item: T, delay: Duration) -> Result<MessageId, PushError<T>> {
+        self.push_with(item, delay, None)
+    }
+
+    /// Adds an item, visible after `delay`, that is useless after `ttl` from now: it is then
+    /// never delivered again, goes to the dead letters as expired, and no item timeout
+    /// outlasts it.
+    pub fn push_with(
+        &self,
+        item: T,
+        delay: Duration,
+        ttl: Option<Duration>,
+    ) -> Result<MessageId, PushError<T>> {
+        if self.shared.is_closed() {
+            return Err(PushError::Closed(item));
+        }
+        let now = self.shared.rt.now();
+        let mut options = PushOptions::new().delay(delay);
+        if let Some(ttl) = ttl {
+            options = options.expires_at(now.saturating_add(ttl));
+        }
+        let mut st = self.shared.lock();
+        match st.core.push_with(Arc::new(item), now, options) {
+            Ok(id) => {
+                if !delay.is_zero() {
+                    self.shared.rearm(&mut st, now.saturating_add(delay));
+                }
+                if let Some(at) = options.expires_at {
+                    self.shared.rearm(&mut st, at);
+                }
+                drop(st);
+                if delay.is_zero() {
+                    self.shared.available.notify(1);
+                }
+                Ok(id)
+            }
+            Err(e) => {
+                drop(st);
+                Err(PushError::from_core(e))
+            }
+        }
+    }
+
+    /// Adds every item of `items` under one lock; stops at the first refusal and returns
+    /// the ids of those accepted, with the refused item and the rest handed back.
+    pub fn push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, (PushError<T>, Vec<T>)>
+    where
+        I: IntoIterator<Item = T>,
+    {
+        let mut items = items.into_iter();
+        let mut ids = Vec::with_capacity(items.size_hint().0);
+        if self.shared.is_closed() {
+            return match items.next() {
+                Some(first) => Err((PushError::Closed(first), items.collect())),
+                None => Ok(ids),
+            };
+        }
+        let now = self.shared.rt.now();
+        let mut st = self.shared.lock();
+        let mut refused = None;
+        for item in items.by_ref() {
+            match st.core.push(Arc::new(item), now) {
+                Ok(id) => ids.push(id),
+                Err(e) => {
+                    refused = Some(PushError::from_core(e));
+                    break;
+                }
+            }
+        }
+        drop(st);
+        self.shared.available.notify(ids.len());
+        match refused {
+            None => Ok(ids),
+            Some(e) => Err((e, items.collect())),
+        }
+    }
+
+    /// Waits for the next visible item and leases it; `None` once the queue is closed.
+    ///
+    /// Cancel-safe: an item is taken from the queue only in the poll that returns it, so
+    /// dropping this future at any point loses nothing.
+    pub fn receive(&self) -> Receive<'_, T, R> {
+        Receive::new(&self.shared, 1, false)
+    }
+
+    /// Like [`receive`](Self::receive), and keeps the lease alive with the queue's heartbeat
+    /// until the delivery is settled or dropped.
+    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R> {
+        Receive::new(&self.shared, 1, true)
+    }
+
+    /// Leases whatever is visible now, up to `max` items, under one lock and one clock read.
+    /// Never waits; an empty vector when nothing is visible.
+    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+        let mut out = Vec::new();
+        self.shared.take_batch(max, false, &mut out);
+        out
+    }
+
+    /// Waits until at least one item is visible, then leases up to `max` under one lock.
+    /// Empty only once the queue is closed. Cancel-safe like [`receive`](Self::receive).
+    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+        Receive::new(&self.shared, max.max(1), false).batch().await
+    }
+
+    /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
+    pub fn stream(&self) -> ReceiveStream<T, R> {
+        ReceiveStream::new(self.shared.clone())
+    }
+
+    /// Acks a batch of deliveries under one lock; returns how many were accepted (the others'
+    /// receipts were stale, and are counted in the stats).
+    pub fn ack_batch(&self, deliveries: impl IntoIterator<Item = Delivery<T, R>>) -> usize {
+        let now = self.shared.rt.now();
+        let mut st = self.shared.lock();
+        let mut accepted = 0;
+        for mut d in deliveries {
+            if d.settle_locked(&mut st, |core, r| core.ack(r, now)).is_ok() {
+                accepted += 1;
+            }
+        }
+        accepted
+    }
+
+    /// Stops new receives and pushes. Receivers waiting now get `None`; deliveries already
+    /// out can still be settled. Items left in the queue stay there (see [`stats`](Self::stats)).
+    pub fn close(&self) {
+        if !self.shared.closed.swap(true, Ordering::AcqRel) {
+            self.shared.available.notify(usize::MAX);
+            self.shared.reaper_wake.notify(usize::MAX);
+            self.shared.heartbeat_wake.notify(usize::MAX);
+        }
+    }
+
+    /// Completes when nothing is ready, delayed or in flight: every item pushed so far was
+    /// acked or dead-lettered. (Dead letters do not count.)
+    pub async fn wait_empty(&self) {
+        loop {
+            let listener = self.shared.emptied.listen();
+            if self.with_core(|core| {
+                core.handle_timeout(self.shared.rt.now());
+                core.is_empty()
+            }) {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    /// The core's gauges and totals, brought up to date.
+    pub fn stats(&self) -> Stats {
+        let now = self.shared.rt.now();
+        let mut st = self.shared.lock();
+        st.core.handle_timeout(now);
+        st.core.stats()
+    }
+
+    /// Leases currently kept alive by the heartbeat.
+    pub fn heartbeats(&self) -> usize {
+        self.shared.lock().beats.len()
+    }
+
+    /// The oldest core [`Event`] not yet taken (the core records them; nothing else drains
+    /// them).
+    pub fn poll_event(&self) -> Option<Event> {
+        self.shared.lock().core.poll_event()
+    }
+
+    /// Runs `f` on the dead letters, under the lock (keep it short).
+    pub fn inspect_dead_letters<U>(
+        &self,
+        f: impl FnOnce(&mut dyn Iterator<Item = &DeadLetter<Arc<T>>>) -> U,
+    ) -> U {
+        let st = self.shared.lock();
+        let mut it = st.core.dead_letters();
+        f(&mut it)
+    }
+
+    /// Removes every dead letter and hands them over.
+    pub fn take_dead_letters(&self) -> Vec<DeadLetter<Arc<T>>> {
+        self.shared.lock().core.take_dead_letters()
+    }
+
+    /// Puts a dead letter back, visible at once, attempts reset.
+    pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
+        let now = self.shared.rt.now();
+        let r = self.shared.lock().core.redrive(id, now);
+        if r.is_ok() {
+            self.shared.available.notify(1);
+        }
+        r
+    }
+
+    /// Runs `f` on the core queue under the lock: for checks and tools (keep it short; never
+    /// await inside).
+    pub fn with_core<U>(&self, f: impl FnOnce(&mut Queue<Arc<T>>) -> U) -> U {
+        f(&mut self.shared.lock().core)
+    }
+}
+
+impl<T, R: Runtime> Shared<T, R> {
+    /// Leases up to `max` visible items into `out` under one lock and one clock read.
+    pub(crate) fn take_batch(
+        self: &Arc<Self>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Delivery<T, R>>,
+    ) -> usize {
+        if self.is_closed() {
+            return 0;
+        }
+        let now = self.rt.now();
+        let mut st = self.lock();
+        let mut n = 0;
+        while n < max {
+            let Some(lease) = st.core.receive(now) else {
+                break;
+            };
+            self.rearm(&mut st, lease.deadline);
+            let beat = heartbeat.then(|| {
+                let signal = Arc::new(LeaseSignal::default());
+                let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
+                let key = st.beats.register(lease.receipt, signal.clone(), first);
+                if first < st.beats.alarm {
+                    st.beats.alarm = first;
+                    self.heartbeat_wake.notify(1);
+                }
+                (key, signal)
+            });
+            out.push(Delivery::new(self.clone(), lease, beat));
+            n += 1;
+        }
+        let more = st.core.stats().ready > 0;
+        drop(st);
+        if n > 0 && more {
+            // Pass the baton: another receiver may take what this one left.
+            self.available.notify(1);
+        }
+        n
+    }
+}
+
+impl<T, R: Runtime> Clone for LeaseQueue<T, R> {
+    fn clone(&self) -> Self {
+        self.shared.handles.fetch_add(1, Ordering::Relaxed);
+        LeaseQueue {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T, R: Runtime> Drop for LeaseQueue<T, R> {
+    fn drop(&mut self) {
+        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last handle: let the background tasks see it and end.
+            self.shared.reaper_wake.notify(usize::MAX);
+            self.shared.heartbeat_wake.notify(usize::MAX);
+            self.shared.available.notify(usize::MAX);
+        }
+    }
+}
+
+impl<T, R: Runtime> std::fmt::Debug for LeaseQueue<T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseQueue")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}

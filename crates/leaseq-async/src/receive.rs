@@ -1,0 +1,138 @@
+//! Receiving: a cancel-safe future, and a stream.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use event_listener::EventListener;
+use futures::Stream;
+
+use crate::delivery::Delivery;
+use crate::runtime::Runtime;
+use crate::shared::Shared;
+
+/// The future of [`LeaseQueue::receive`](crate::LeaseQueue::receive).
+///
+/// Cancel-safe: items are taken from the queue only inside the poll that returns them, so
+/// dropping this future at any point loses nothing. A wake-up it had been given but did not
+/// use passes to the next waiting receiver.
+#[must_use = "futures do nothing unless polled"]
+pub struct Receive<'a, T, R: Runtime> {
+    shared: &'a Arc<Shared<T, R>>,
+    max: usize,
+    heartbeat: bool,
+    listener: Option<EventListener>,
+}
+
+impl<'a, T, R: Runtime> Receive<'a, T, R> {
+    pub(crate) fn new(shared: &'a Arc<Shared<T, R>>, max: usize, heartbeat: bool) -> Self {
+        Receive {
+            shared,
+            max,
+            heartbeat,
+            listener: None,
+        }
+    }
+
+    pub(crate) fn batch(self) -> ReceiveBatch<'a, T, R> {
+        ReceiveBatch(self)
+    }
+
+    /// Polls for up to `max` deliveries into `out`; ready when it got one or the queue closed.
+    fn poll_into(&mut self, cx: &mut Context<'_>, out: &mut Vec<Delivery<T, R>>) -> Poll<()> {
+        poll_receive(
+            self.shared,
+            &mut self.listener,
+            self.max,
+            self.heartbeat,
+            cx,
+            out,
+        )
+    }
+}
+
+fn poll_receive<T, R: Runtime>(
+    shared: &Arc<Shared<T, R>>,
+    listener: &mut Option<EventListener>,
+    max: usize,
+    heartbeat: bool,
+    cx: &mut Context<'_>,
+    out: &mut Vec<Delivery<T, R>>,
+) -> Poll<()> {
+    loop {
+        if shared.take_batch(max, heartbeat, out) > 0 || shared.is_closed() {
+            *listener = None;
+            return Poll::Ready(());
+        }
+        match listener {
+            // Listen, then look again: an item pushed in between is not missed.
+            None => *listener = Some(shared.available.listen()),
+            Some(l) => {
+                if Pin::new(l).poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                *listener = None;
+            }
+        }
+    }
+}
+
+impl<T, R: Runtime> Future for Receive<'_, T, R> {
+    type Output = Option<Delivery<T, R>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut out = Vec::new();
+        match this.poll_into(cx, &mut out) {
+            Poll::Ready(()) => Poll::Ready(out.pop()),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Receives a batch (see [`LeaseQueue::receive_batch`](crate::LeaseQueue::receive_batch)).
+pub(crate) struct ReceiveBatch<'a, T, R: Runtime>(Receive<'a, T, R>);
+
+impl<T, R: Runtime> Future for ReceiveBatch<'_, T, R> {
+    type Output = Vec<Delivery<T, R>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut out = Vec::new();
+        match this.0.poll_into(cx, &mut out) {
+            Poll::Ready(()) => Poll::Ready(out),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Deliveries as a [`Stream`], from [`LeaseQueue::stream`](crate::LeaseQueue::stream). Ends
+/// when the queue is closed. Dropping it between items loses nothing.
+#[must_use = "streams do nothing unless polled"]
+pub struct ReceiveStream<T, R: Runtime> {
+    shared: Arc<Shared<T, R>>,
+    listener: Option<EventListener>,
+}
+
+impl<T, R: Runtime> ReceiveStream<T, R> {
+    pub(crate) fn new(shared: Arc<Shared<T, R>>) -> Self {
+        ReceiveStream {
+            shared,
+            listener: None,
+        }
+    }
+}
+
+impl<T, R: Runtime> Stream for ReceiveStream<T, R> {
+    type Item = Delivery<T, R>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let mut out = Vec::with_capacity(1);
+        match poll_receive(&this.shared, &mut this.listener, 1, false, cx, &mut out) {
+            Poll::Ready(()) => Poll::Ready(out.pop()),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! leaseq on [smol](https://docs.rs/smol) / async-io: in-process work queues with the
+//! delivery guarantees of a message broker.
+//!
+//! A received item is *leased*, not taken: it stays in the queue, invisible for a visibility
+//! timeout, and comes back unless the worker acks it with its receipt. Attempts are counted,
+//! failures back off, and an item that keeps failing goes to the dead letters with its
+//! attempt count, reason and last error.
+//!
+//! This crate is the smol adapter: [`SmolRuntime`] implements leaseq's small
+//! [`Runtime`](leaseq_async::Runtime) trait with async-io timers, an `async-executor`
+//! executor and the `blocking` thread pool; the aliases below fix it as the runtime.
+//! Everything else comes from `leaseq-async` and `leaseq-core`, re-exported here.
+//!
+//! ```
+//! use std::time::Duration;
+//! use leaseq_smol::{Config, LeaseQueue, SmolRuntime};
+//!
+//! let rt = SmolRuntime::global();
+//! smol::block_on(async {
+//!     let queue: LeaseQueue<String> =
+//!         LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(30))).unwrap();
+//!     queue.push("resize photo 17".to_string()).unwrap();
+//!     let delivery = queue.receive().await.unwrap();
+//!     assert_eq!(delivery.item(), "resize photo 17");
+//!     delivery.ack().unwrap();
+//!     assert_eq!(queue.stats().acked, 1);
+//! });
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod runtime;
+
+pub use leaseq_async::*;
+pub use runtime::{SmolRuntime, SmolTask};
+
+/// A lease queue on smol.
+pub type LeaseQueue<T> = leaseq_async::LeaseQueue<T, SmolRuntime>;
+/// A leased item from a smol queue.
+pub type Delivery<T> = leaseq_async::Delivery<T, SmolRuntime>;
+/// A worker pool on smol.
+pub type Pool<T> = leaseq_async::Pool<T, SmolRuntime>;

@@ -1,0 +1,121 @@
+//! The smol side of leaseq's `Runtime` trait: the only smol-specific code there is.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use async_executor::Executor;
+use async_io::Timer;
+use leaseq_async::{BoxFuture, Runtime, Timestamp};
+
+/// smol as a leaseq runtime: async-io's `Timer`, an `async-executor` [`Executor`], and the
+/// `blocking` crate's thread pool.
+///
+/// [`SmolRuntime::global`] runs tasks on a process-wide executor driven by background
+/// threads (one per core), like `smol::spawn`. [`SmolRuntime::with_executor`] spawns onto an
+/// executor you drive yourself (for example with `executor.run(...)` inside
+/// `smol::block_on`).
+#[derive(Clone, Debug)]
+pub struct SmolRuntime {
+    executor: Arc<Executor<'static>>,
+    epoch: Instant,
+}
+
+impl SmolRuntime {
+    /// The process-wide executor, started on first use with one thread per core.
+    pub fn global() -> Self {
+        static GLOBAL: OnceLock<Arc<Executor<'static>>> = OnceLock::new();
+        let executor = GLOBAL
+            .get_or_init(|| {
+                let ex = Arc::new(Executor::new());
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                for i in 0..threads {
+                    let ex = ex.clone();
+                    std::thread::Builder::new()
+                        .name(format!("leaseq-smol-{i}"))
+                        .spawn(move || async_io::block_on(ex.run(std::future::pending::<()>())))
+                        .expect("spawn leaseq-smol executor thread");
+                }
+                ex
+            })
+            .clone();
+        Self::with_executor(executor)
+    }
+
+    /// Spawns onto `executor`, which the caller drives.
+    pub fn with_executor(executor: Arc<Executor<'static>>) -> Self {
+        SmolRuntime {
+            executor,
+            epoch: Instant::now(),
+        }
+    }
+}
+
+/// A task spawned by [`SmolRuntime`]. Dropping it lets the task run on (it is detached);
+/// [`Runtime::abort`] cancels it.
+#[derive(Debug)]
+pub struct SmolTask(Option<async_task::Task<()>>);
+
+impl Future for SmolTask {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.0.as_mut() {
+            None => Poll::Ready(()),
+            Some(task) => {
+                let r = Pin::new(task).poll(cx);
+                if r.is_ready() {
+                    self.0 = None;
+                }
+                r
+            }
+        }
+    }
+}
+
+impl Drop for SmolTask {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.detach();
+        }
+    }
+}
+
+impl Runtime for SmolRuntime {
+    type Task = SmolTask;
+
+    fn current() -> Option<Self> {
+        Some(SmolRuntime::global())
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from_duration(self.epoch.elapsed())
+    }
+
+    fn sleep_until(&self, deadline: Timestamp) -> impl Future<Output = ()> + Send + 'static {
+        let timer = match self.epoch.checked_add(deadline.as_duration()) {
+            Some(at) => Timer::at(at),
+            None => Timer::never(),
+        };
+        async move {
+            timer.await;
+        }
+    }
+
+    fn spawn(&self, future: BoxFuture) -> SmolTask {
+        SmolTask(Some(self.executor.spawn(future)))
+    }
+
+    fn abort(&self, task: &mut SmolTask) {
+        // Dropping an async-task handle cancels the task.
+        drop(task.0.take());
+    }
+
+    fn spawn_blocking(&self, work: Box<dyn FnOnce() + Send + 'static>) -> SmolTask {
+        let task = blocking::unblock(move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        });
+        SmolTask(Some(task))
+    }
+}
