@@ -819,6 +819,9 @@ impl<T> Queue<T> {
     /// Redrives every dead letter that can go back, in id order; returns how many went.
     /// Stops at capacity; expired ones stay.
     pub fn redrive_all(&mut self, now: Timestamp) -> usize {
+        // Apply what is due first (driving rule 3): a lease that ran out on its last attempt
+        // at `now` is a dead letter at `now`, and must be among those redriven.
+        let now = self.advance(now);
         let ids: Vec<MessageId> = self.dead.keys().copied().collect();
         let mut n = 0;
         for id in ids {
