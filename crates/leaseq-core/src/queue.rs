@@ -471,6 +471,8 @@ impl<T> Queue<T> {
     /// Acks every receipt in `receipts`, in order, with one time step; returns how many were
     /// accepted. Refusals are counted and reported exactly as by [`ack`](Self::ack).
     pub fn ack_many(&mut self, receipts: &[Receipt], now: Timestamp) -> usize {
+        // The time step comes first, even for an empty batch (driving rule 3).
+        let now = self.advance(now);
         receipts
             .iter()
             .filter(|r| self.ack(**r, now).is_ok())
