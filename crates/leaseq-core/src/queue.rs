@@ -214,7 +214,8 @@ impl<T> Queue<T> {
     ) -> Result<MessageId, PushError<T>> {
         let now = self.advance(now);
         let expires_at = options.expires_at.unwrap_or(Timestamp::MAX);
-        if expires_at <= now {
+        // `Timestamp::MAX` is "never", even when the driver's clock has reached it.
+        if expires_at != Timestamp::MAX && expires_at <= now {
             self.stats.rejected += 1;
             return Err(PushError::AlreadyExpired(item));
         }
@@ -707,7 +708,7 @@ impl<T> Queue<T> {
     fn fail_attempt(&mut self, slot: usize, at: Timestamp, reason: Reason, retry: Retry) -> Nacked {
         let s = &self.slots[slot];
         let attempts = s.attempts;
-        if s.expires_at <= at {
+        if s.expires_at != Timestamp::MAX && s.expires_at <= at {
             self.bury(slot, at, Reason::Expired);
             return Nacked::DeadLettered { attempts };
         }
