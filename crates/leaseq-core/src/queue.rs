@@ -860,7 +860,10 @@ impl<T> Queue<T> {
             return match (s.state, s.ended) {
                 (State::InFlight, _) => Check::Held(r.slot as usize),
                 (_, LeaseEnd::Expired) => Check::Unclaimed(r.slot as usize),
-                _ => Check::Stale(ReceiptError::Released(r.id)),
+                (_, LeaseEnd::Released) => Check::Stale(ReceiptError::Released(r.id)),
+                // Waiting with no lease ended since: a redrive put it back (`occupy` resets
+                // `ended`), so this receipt's lease ended in the dead letters.
+                (_, LeaseEnd::None) => Check::Stale(ReceiptError::DeadLettered(r.id)),
             };
         }
         match s.prev {
