@@ -128,6 +128,10 @@ pub struct Queue<T> {
     expiries: TimerIndex,
     /// Live items (ready, delayed, in flight) that have an expiry.
     expiring: u64,
+    /// No timer in any index (stale ones included) is earlier than this; `Timestamp::MAX`
+    /// when there are none. Lowered on every insert, made exact by `run_due` and
+    /// `poll_timeout`, so that `advance` is one compare while nothing is due.
+    due: Timestamp,
     dead: BTreeMap<MessageId, DeadLetter<T>>,
     events: VecDeque<Event>,
     stats: Stats,
@@ -151,6 +155,7 @@ impl<T> Queue<T> {
             delays: TimerIndex::default(),
             expiries: TimerIndex::default(),
             expiring: 0,
+            due: Timestamp::MAX,
             dead: BTreeMap::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -277,6 +282,7 @@ impl<T> Queue<T> {
         };
         if expires_at != Timestamp::MAX {
             self.expiring += 1;
+            self.due = self.due.min(expires_at);
             let epoch = self.slots[slot].epoch;
             self.expiries.insert(Timer {
                 at: expires_at,
@@ -305,6 +311,7 @@ impl<T> Queue<T> {
         } else {
             s.state = State::Delayed;
             s.at = at;
+            self.due = self.due.min(at);
             self.delays.insert(Timer {
                 at,
                 id: s.id,
@@ -397,6 +404,7 @@ impl<T> Queue<T> {
         };
         let item = s.item.clone().expect("ready slot holds an item");
         self.leases.insert(timer);
+        self.due = self.due.min(deadline);
         self.stats.in_flight += 1;
         self.stats.delivered += 1;
         if attempt > 1 {
@@ -532,6 +540,7 @@ impl<T> Queue<T> {
             epoch: s.epoch,
         };
         self.leases.insert(timer);
+        self.due = self.due.min(deadline);
         if self.leases.needs_compaction(self.stats.in_flight) {
             self.compact_leases();
         }
@@ -611,7 +620,9 @@ impl<T> Queue<T> {
         self.delays
             .clean_front(|t| timer_live(slots, t, State::Delayed));
         self.expiries.clean_front(|t| expiry_live(slots, t));
-        self.next_due()
+        let next = self.next_due();
+        self.due = next.unwrap_or(Timestamp::MAX);
+        next
     }
 
     /// The oldest event not yet polled.
@@ -634,13 +645,15 @@ impl<T> Queue<T> {
         if now > self.now {
             self.now = now;
         }
-        if self.next_due().is_some_and(|t| t <= self.now) {
+        if self.due <= self.now {
             self.run_due();
         }
         self.now
     }
 
-    /// Applies every timer due at or before `self.now`, earliest first (ties in push order).
+    /// Applies every timer due at or before `self.now`, earliest first (ties in push order),
+    /// then makes `due` exact.
+    #[inline(never)]
     fn run_due(&mut self) {
         loop {
             let mut best: Option<(Timer, TimerKind)> = None;
@@ -655,7 +668,10 @@ impl<T> Queue<T> {
                     }
                 }
             }
-            let Some((t, kind)) = best else { return };
+            let Some((t, kind)) = best else {
+                self.due = self.next_due().unwrap_or(Timestamp::MAX);
+                return;
+            };
             match kind {
                 TimerKind::Lease => {
                     self.leases.pop();
