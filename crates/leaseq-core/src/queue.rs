@@ -283,6 +283,13 @@ impl<T> Queue<T> {
         if expires_at != Timestamp::MAX {
             self.expiring += 1;
             self.due = self.due.min(expires_at);
+            // Compact before inserting: the slot is still `Free` here, so `expiry_live` would
+            // take the new item's own timer for a stale one and drop it (the item would then
+            // never expire).
+            if self.expiries.needs_compaction(self.expiring) {
+                let slots = &self.slots;
+                self.expiries.compact(|t| expiry_live(slots, t));
+            }
             let epoch = self.slots[slot].epoch;
             self.expiries.insert(Timer {
                 at: expires_at,
@@ -290,10 +297,6 @@ impl<T> Queue<T> {
                 slot: slot as u32,
                 epoch,
             });
-            if self.expiries.needs_compaction(self.expiring) {
-                let slots = &self.slots;
-                self.expiries.compact(|t| expiry_live(slots, t));
-            }
         }
         slot
     }
