@@ -416,9 +416,7 @@ impl<T> Queue<T> {
         } else {
             self.record(Event::Delivered { id });
         }
-        if self.leases.needs_compaction(self.stats.in_flight) {
-            self.compact_leases();
-        }
+        self.trim_indexes();
         Some(Lease {
             item,
             id,
@@ -691,6 +689,7 @@ impl<T> Queue<T> {
                         s.state = State::Ready;
                         self.ready.push_back((t.slot, s.epoch));
                         self.stats.ready += 1;
+                        self.trim_indexes();
                     }
                 }
                 TimerKind::Expiry => {
@@ -747,6 +746,7 @@ impl<T> Queue<T> {
         };
         let visible_at = at.saturating_add(delay);
         self.make_visible(slot, visible_at, at);
+        self.trim_indexes();
         Nacked::Retrying {
             visible_at: visible_at.max(self.now),
             attempts,
@@ -944,12 +944,49 @@ impl<T> Queue<T> {
         s.last_error = None;
         s.prev = Some((s.id, fate));
         self.free.push(slot as u32);
+        self.trim_indexes();
     }
 
     fn compact_leases(&mut self) {
         let slots = &self.slots;
         self.leases
             .compact(|t| timer_live(slots, t, State::InFlight));
+    }
+
+    /// Keeps every index within `2 × live + 64` entries. Inserts check their own index, but
+    /// entries also go stale when a live count drops with no insert to follow (ack, nack,
+    /// release, dead letter, expiry, receive, end of a delay): without this an index stays
+    /// at its peak size, e.g. after a batch of leases is acked out of order. Called wherever
+    /// an item leaves a gauge, once its slot is consistent again.
+    #[inline]
+    fn trim_indexes(&mut self) {
+        if self.leases.needs_compaction(self.stats.in_flight)
+            || self.delays.needs_compaction(self.stats.delayed)
+            || self.expiries.needs_compaction(self.expiring)
+            || self.ready.len() as u64 > 2 * self.stats.ready + 64
+        {
+            self.compact_indexes();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn compact_indexes(&mut self) {
+        let slots = &self.slots;
+        if self.leases.needs_compaction(self.stats.in_flight) {
+            self.leases
+                .compact(|t| timer_live(slots, t, State::InFlight));
+        }
+        if self.delays.needs_compaction(self.stats.delayed) {
+            self.delays
+                .compact(|t| timer_live(slots, t, State::Delayed));
+        }
+        if self.expiries.needs_compaction(self.expiring) {
+            self.expiries.compact(|t| expiry_live(slots, t));
+        }
+        if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+            self.ready.retain(|&(i, e)| slots[i as usize].epoch == e);
+        }
     }
 
     fn record(&mut self, event: Event) {
