@@ -1,1 +1,10 @@
-//! Workspace root package: integration tests, benchmarks and examples live beside it.
+//! Shared measurement code for leaseq's benchmarks and examples: adapter throughput against
+//! plain channels, redelivery latency, heartbeat CPU cost and the core round trip. Both
+//! `benches/adapters.rs` and `examples/bench_summary.rs` call these, so the figures they
+//! print come from one implementation.
+#![forbid(unsafe_code)]
+
+pub mod cpu;
+pub mod latency;
+pub mod roundtrip;
+pub mod throughput;
