@@ -31,9 +31,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 /// Runs `f` `repeats` times on the runtime and returns the median wall time.
-fn measure<R, F, Fut>(block_on: &dyn Fn(Fut) -> Duration, repeats: u64, f: F) -> Duration
+fn measure<F, Fut>(block_on: &dyn Fn(Fut) -> Duration, repeats: u64, f: F) -> Duration
 where
-    R: Runtime,
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Duration>,
 {
@@ -49,7 +48,7 @@ fn throughput_table<R: Runtime>(
 ) {
     let consumers = 4;
     let run = |f: &dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Duration>>>| {
-        measure::<R, _, _>(block_on, repeats, f)
+        measure(block_on, repeats, f)
     };
     let flume = run(&|| Box::pin(throughput::flume(rt.clone(), items, consumers)));
     let rows = [
@@ -178,7 +177,7 @@ fn main() {
     println!("| runtime | samples | p50 µs | p99 µs | max µs |");
     println!("| --- | ---: | ---: | ---: | ---: |");
     latency_row("tokio", trt.clone(), |f| tokio.block_on(f));
-    latency_row("smol", srt.clone(), |f| smol::block_on(f));
+    latency_row("smol", srt.clone(), smol::block_on);
 
     if hb_secs > 0 {
         let n = 10_000;
