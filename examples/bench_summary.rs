@@ -53,7 +53,9 @@ fn main() {
     println!("redelivery latency on tokio (300 samples): p50 {p50:?}, p99 {p99:?}");
 
     let (ns, vecdeque_ns) = roundtrip::core_roundtrip_ns(1_000, 2_000_000);
-    println!("core push+receive+ack with 1k queued: {ns:.1} ns (VecDeque loop {vecdeque_ns:.1} ns)");
+    println!(
+        "core push+receive+ack with 1k queued: {ns:.1} ns (VecDeque loop {vecdeque_ns:.1} ns)"
+    );
 
     println!(
         "throughput_ratio_vs_flume={ratio:.3} batch_ratio_vs_flume={batch_ratio:.3} \
