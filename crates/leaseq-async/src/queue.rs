@@ -14,7 +14,7 @@ use crate::heartbeat::{self, LeaseSignal};
 use crate::reaper;
 use crate::receive::{Receive, ReceiveStream};
 use crate::runtime::{spawn_guarded, Runtime};
-use crate::shared::Shared;
+use crate::shared::{Shared, State};
 
 /// A lease queue on runtime `R`: clone it freely across tasks and threads.
 ///
@@ -132,13 +132,18 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         if self.shared.is_closed() {
             return Err(PushError::Closed(item));
         }
-        let now = self.shared.rt.now();
+        let item = Arc::new(item);
+        // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
+        // time, so the queue's own latest time serves (one clock read saved per item).
+        let timed = !delay.is_zero() || ttl.is_some();
+        let clock = timed.then(|| self.shared.rt.now());
+        let mut st = self.shared.lock();
+        let now = clock.unwrap_or_else(|| st.core.now());
         let mut options = PushOptions::new().delay(delay);
         if let Some(ttl) = ttl {
             options = options.expires_at(now.saturating_add(ttl));
         }
-        let mut st = self.shared.lock();
-        match st.core.push_with(Arc::new(item), now, options) {
+        match st.core.push_with(item, now, options) {
             Ok(id) => {
                 if !delay.is_zero() {
                     self.shared.rearm(&mut st, now.saturating_add(delay));
@@ -173,8 +178,8 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
                 None => Ok(ids),
             };
         }
-        let now = self.shared.rt.now();
         let mut st = self.shared.lock();
+        let now = st.core.now();
         let mut refused = None;
         for item in items.by_ref() {
             match st.core.push(Arc::new(item), now) {
@@ -229,8 +234,8 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// Acks a batch of deliveries under one lock; returns how many were accepted (the others'
     /// receipts were stale, and are counted in the stats).
     pub fn ack_batch(&self, deliveries: impl IntoIterator<Item = Delivery<T, R>>) -> usize {
-        let now = self.shared.rt.now();
         let mut st = self.shared.lock();
+        let now = st.core.now();
         let mut accepted = 0;
         for mut d in deliveries {
             if d.settle_locked(&mut st, |core, r| core.ack(r, now)).is_ok() {
@@ -322,6 +327,23 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
 }
 
 impl<T, R: Runtime> Shared<T, R> {
+    /// Leases one visible item, if any: one clock read, one lock.
+    pub(crate) fn take_one(self: &Arc<Self>, heartbeat: bool) -> Option<Delivery<T, R>> {
+        if self.is_closed() {
+            return None;
+        }
+        let now = self.rt.now();
+        let mut st = self.lock();
+        let d = self.lease_locked(&mut st, now, heartbeat)?;
+        let more = st.core.stats().ready > 0;
+        drop(st);
+        if more {
+            // Pass the baton: another receiver may take what this one left.
+            self.available.notify(1);
+        }
+        Some(d)
+    }
+
     /// Leases up to `max` visible items into `out` under one lock and one clock read.
     pub(crate) fn take_batch(
         self: &Arc<Self>,
@@ -336,30 +358,41 @@ impl<T, R: Runtime> Shared<T, R> {
         let mut st = self.lock();
         let mut n = 0;
         while n < max {
-            let Some(lease) = st.core.receive(now) else {
+            let Some(d) = self.lease_locked(&mut st, now, heartbeat) else {
                 break;
             };
-            self.rearm(&mut st, lease.deadline);
-            let beat = heartbeat.then(|| {
-                let signal = Arc::new(LeaseSignal::default());
-                let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
-                let key = st.beats.register(lease.receipt, signal.clone(), first);
-                if first < st.beats.alarm {
-                    st.beats.alarm = first;
-                    self.heartbeat_wake.notify(1);
-                }
-                (key, signal)
-            });
-            out.push(Delivery::new(self.clone(), lease, beat));
+            out.push(d);
             n += 1;
         }
         let more = st.core.stats().ready > 0;
         drop(st);
         if n > 0 && more {
-            // Pass the baton: another receiver may take what this one left.
             self.available.notify(1);
         }
         n
+    }
+
+    /// Leases the next visible item under the lock the caller holds, registering its
+    /// heartbeat if asked.
+    fn lease_locked(
+        self: &Arc<Self>,
+        st: &mut State<T>,
+        now: Timestamp,
+        heartbeat: bool,
+    ) -> Option<Delivery<T, R>> {
+        let lease = st.core.receive(now)?;
+        self.rearm(st, lease.deadline);
+        let beat = heartbeat.then(|| {
+            let signal = Arc::new(LeaseSignal::default());
+            let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
+            let key = st.beats.register(lease.receipt, signal.clone(), first);
+            if first < st.beats.alarm {
+                st.beats.alarm = first;
+                self.heartbeat_wake.notify(1);
+            }
+            (key, signal)
+        });
+        Some(Delivery::new(self.clone(), lease, beat))
     }
 }
 

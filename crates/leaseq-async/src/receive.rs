@@ -83,10 +83,25 @@ impl<T, R: Runtime> Future for Receive<'_, T, R> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let mut out = Vec::new();
-        match this.poll_into(cx, &mut out) {
-            Poll::Ready(()) => Poll::Ready(out.pop()),
-            Poll::Pending => Poll::Pending,
+        // A one-item receive needs no vector: the common case allocates nothing.
+        loop {
+            if let Some(d) = this.shared.take_one(this.heartbeat) {
+                this.listener = None;
+                return Poll::Ready(Some(d));
+            }
+            if this.shared.is_closed() {
+                this.listener = None;
+                return Poll::Ready(None);
+            }
+            match &mut this.listener {
+                None => this.listener = Some(this.shared.available.listen()),
+                Some(l) => {
+                    if Pin::new(l).poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    this.listener = None;
+                }
+            }
         }
     }
 }
