@@ -132,6 +132,10 @@ pub struct Queue<T> {
     /// when there are none. Lowered on every insert, made exact by `run_due` and
     /// `poll_timeout`, so that `advance` is one compare while nothing is due.
     due: Timestamp,
+    /// `config.visibility` in nanoseconds (saturated), for the receive path.
+    visibility_ns: u64,
+    /// `config.max_lease` in nanoseconds; `u64::MAX` for none.
+    max_lease_ns: u64,
     dead: BTreeMap<MessageId, DeadLetter<T>>,
     events: VecDeque<Event>,
     stats: Stats,
@@ -143,7 +147,13 @@ impl<T> Queue<T> {
     pub fn new(config: Config) -> Result<Self, ConfigError> {
         config.validate()?;
         let seed = config.jitter.map_or(0, |j| j.seed());
+        let visibility_ns = Timestamp::ZERO.saturating_add(config.visibility).as_nanos();
+        let max_lease_ns = config
+            .max_lease
+            .map_or(u64::MAX, |m| Timestamp::ZERO.saturating_add(m).as_nanos());
         Ok(Queue {
+            visibility_ns,
+            max_lease_ns,
             config,
             tag: next_tag(),
             now: Timestamp::ZERO,
@@ -194,7 +204,8 @@ impl<T> Queue<T> {
     /// queue is at capacity.
     #[inline]
     pub fn push(&mut self, item: T, now: Timestamp) -> Result<MessageId, PushError<T>> {
-        self.push_with(item, now, PushOptions::new())
+        let now = self.advance(now);
+        self.push_at(item, now, now, Timestamp::MAX)
     }
 
     /// Adds an item that becomes visible after `delay`.
@@ -224,6 +235,18 @@ impl<T> Queue<T> {
             self.stats.rejected += 1;
             return Err(PushError::AlreadyExpired(item));
         }
+        self.push_at(item, now, now.saturating_add(options.delay), expires_at)
+    }
+
+    /// Push after the time step and the expiry check: visible at `visible_at`.
+    #[inline]
+    fn push_at(
+        &mut self,
+        item: T,
+        now: Timestamp,
+        visible_at: Timestamp,
+        expires_at: Timestamp,
+    ) -> Result<MessageId, PushError<T>> {
         let at_capacity = self
             .config
             .capacity
@@ -236,11 +259,12 @@ impl<T> Queue<T> {
         self.next_id += 1;
         let slot = self.occupy(item, id, expires_at, 0, 0);
         self.stats.pushed += 1;
-        self.make_visible(slot, now.saturating_add(options.delay), now);
+        self.make_visible(slot, visible_at, now);
         Ok(MessageId(id))
     }
 
     /// Puts an item into a free slot (state Free; the caller makes it ready or delayed).
+    #[inline]
     fn occupy(
         &mut self,
         item: T,
@@ -281,29 +305,36 @@ impl<T> Queue<T> {
             }
         };
         if expires_at != Timestamp::MAX {
-            self.expiring += 1;
-            self.due = self.due.min(expires_at);
-            // Compact before inserting: the slot is still `Free` here, so `expiry_live` would
-            // take the new item's own timer for a stale one and drop it (the item would then
-            // never expire).
-            if self.expiries.needs_compaction(self.expiring) {
-                let slots = &self.slots;
-                self.expiries.compact(|t| expiry_live(slots, t));
-            }
-            let epoch = self.slots[slot].epoch;
-            self.expiries.insert(Timer {
-                at: expires_at,
-                id,
-                slot: slot as u32,
-                epoch,
-            });
+            self.schedule_expiry(slot, id, expires_at);
         }
         slot
+    }
+
+    /// Enters the expiry of the item just put into `slot`.
+    #[inline(never)]
+    fn schedule_expiry(&mut self, slot: usize, id: u64, expires_at: Timestamp) {
+        self.expiring += 1;
+        self.due = self.due.min(expires_at);
+        // Compact before inserting: the slot is still `Free` here, so `expiry_live` would
+        // take the new item's own timer for a stale one and drop it (the item would then
+        // never expire).
+        if self.expiries.needs_compaction(self.expiring) {
+            let slots = &self.slots;
+            self.expiries.compact(|t| expiry_live(slots, t));
+        }
+        let epoch = self.slots[slot].epoch;
+        self.expiries.insert(Timer {
+            at: expires_at,
+            id,
+            slot: slot as u32,
+            epoch,
+        });
     }
 
     /// Makes a free or in-flight slot ready, if `at` is not after `instant` (the moment being
     /// applied), or delayed until `at`. A delay that ends before `self.now` still goes through
     /// the delay index, so that `run_due` places it in time order among the other timers.
+    #[inline]
     fn make_visible(&mut self, slot: usize, at: Timestamp, instant: Timestamp) {
         let s = &mut self.slots[slot];
         s.epoch = s.epoch.wrapping_add(1);
@@ -312,21 +343,28 @@ impl<T> Queue<T> {
             self.ready.push_back((slot as u32, s.epoch));
             self.stats.ready += 1;
         } else {
-            s.state = State::Delayed;
-            s.at = at;
-            self.due = self.due.min(at);
-            self.delays.insert(Timer {
-                at,
-                id: s.id,
-                slot: slot as u32,
-                epoch: s.epoch,
-            });
-            self.stats.delayed += 1;
-            if self.delays.needs_compaction(self.stats.delayed) {
-                let slots = &self.slots;
-                self.delays
-                    .compact(|t| timer_live(slots, t, State::Delayed));
-            }
+            self.make_delayed(slot, at);
+        }
+    }
+
+    /// The delayed half of `make_visible` (epoch already bumped).
+    #[inline(never)]
+    fn make_delayed(&mut self, slot: usize, at: Timestamp) {
+        let s = &mut self.slots[slot];
+        s.state = State::Delayed;
+        s.at = at;
+        self.due = self.due.min(at);
+        self.delays.insert(Timer {
+            at,
+            id: s.id,
+            slot: slot as u32,
+            epoch: s.epoch,
+        });
+        self.stats.delayed += 1;
+        if self.delays.needs_compaction(self.stats.delayed) {
+            let slots = &self.slots;
+            self.delays
+                .compact(|t| timer_live(slots, t, State::Delayed));
         }
     }
 
@@ -374,19 +412,17 @@ impl<T> Queue<T> {
             }
         };
         self.stats.ready -= 1;
-        let visibility = self.config.visibility;
-        let max_lease = self.config.max_lease;
+        let visibility_ns = self.visibility_ns;
+        let max_lease_ns = self.max_lease_ns;
         let s = &mut self.slots[slot];
         s.epoch = s.epoch.wrapping_add(1);
         s.state = State::InFlight;
         s.ended = LeaseEnd::None;
         s.leases = s.leases.saturating_add(1);
         s.attempts = s.attempts.saturating_add(1);
-        let mut cap = s.expires_at;
-        if let Some(m) = max_lease {
-            cap = cap.min(now.saturating_add(m));
-        }
-        let deadline = now.saturating_add(visibility).min(cap);
+        // No max lease is `u64::MAX`, which saturates to "never".
+        let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
+        let deadline = add_nanos(now, visibility_ns).min(cap);
         s.at = deadline;
         s.last_deadline = deadline;
         s.lease_cap = cap;
@@ -435,8 +471,31 @@ impl<T> Queue<T> {
     /// leased the item again ([`Acked::LateUnclaimed`], counted in
     /// [`Stats::late_acks_unclaimed`]). A stale receipt is refused with the reason, counted in
     /// [`Stats::late_acks_stale`] and reported as [`Event::LateAck`].
+    #[inline]
     pub fn ack(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
         let now = self.advance(now);
+        // Fast path: the lease is running (what `check` calls `Held`).
+        if let Some(s) = self.slots.get(receipt.slot as usize) {
+            if receipt.queue == self.tag
+                && s.state == State::InFlight
+                && s.id == receipt.id.0
+                && s.leases == receipt.lease
+            {
+                let slot = receipt.slot as usize;
+                let epoch = s.epoch;
+                self.stats.in_flight -= 1;
+                self.leases.remove_if_front(slot as u32, epoch);
+                self.release_slot(slot, Fate::Acked);
+                self.stats.acked += 1;
+                return Ok(Acked::OnTime);
+            }
+        }
+        self.ack_checked(receipt, now)
+    }
+
+    /// `ack` for whatever the fast path does not take.
+    #[inline(never)]
+    fn ack_checked(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
         match self.check(receipt) {
             Check::Held(slot) => {
                 self.stats.in_flight -= 1;
@@ -929,11 +988,13 @@ impl<T> Queue<T> {
     }
 
     /// Frees an acked slot.
+    #[inline]
     fn release_slot(&mut self, slot: usize, fate: Fate) {
         self.slots[slot].item = None;
         self.free_slot(slot, fate);
     }
 
+    #[inline]
     fn free_slot(&mut self, slot: usize, fate: Fate) {
         let s = &mut self.slots[slot];
         if s.expires_at != Timestamp::MAX {
@@ -1099,6 +1160,12 @@ fn timer_live<T>(slots: &[Slot<T>], t: &Timer, state: State) -> bool {
 fn expiry_live<T>(slots: &[Slot<T>], t: &Timer) -> bool {
     let s = &slots[t.slot as usize];
     s.state != State::Free && s.id == t.id && s.expires_at == t.at
+}
+
+/// `t` plus `nanos`, saturating at "never".
+#[inline]
+fn add_nanos(t: Timestamp, nanos: u64) -> Timestamp {
+    Timestamp::from_nanos(t.as_nanos().saturating_add(nanos))
 }
 
 /// A per-queue tag, so that a receipt from one queue is never taken by another.
