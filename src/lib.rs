@@ -8,3 +8,8 @@ pub mod cpu;
 pub mod latency;
 pub mod roundtrip;
 pub mod throughput;
+
+/// The README's code blocks, compiled and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
