@@ -21,6 +21,36 @@ use crate::shared::{Shared, State};
 ///
 /// A settle with a stale receipt (the lease ran out and the item went to someone else) is a
 /// typed [`ReceiptError`], never a panic.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaseq_async::{Config, LeaseQueue, Nacked, Reason, SimRuntime};
+///
+/// let rt = SimRuntime::new();
+/// rt.block_on({
+///     let rt = rt.clone();
+///     async move {
+///         let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(5)).with_max_attempts(3))
+///             .unwrap();
+///         queue.push(17u32).unwrap();
+///
+///         // Dropped unsettled (say, the task was cancelled): back at once, attempt counted.
+///         drop(queue.receive().await.unwrap());
+///         let d = queue.receive().await.unwrap();
+///         assert_eq!(d.attempt(), 2);
+///
+///         // A retryable failure: back after the backoff, with the error recorded.
+///         assert!(matches!(d.nack("disk full").unwrap(), Nacked::Retrying { .. }));
+///
+///         // Poison: straight to the dead letters.
+///         let d = queue.receive().await.unwrap();
+///         d.dead_letter("malformed payload").unwrap();
+///         let dead = queue.take_dead_letters();
+///         assert_eq!(dead[0].reason, Reason::Terminated);
+///         assert_eq!(dead[0].last_error.as_deref(), Some("malformed payload"));
+///     }
+/// });
+/// ```
 pub struct Delivery<T, R: Runtime> {
     shared: Arc<Shared<T, R>>,
     item: Arc<T>,

@@ -25,7 +25,33 @@ use crate::shared::{Shared, State};
 /// that keeps registered leases alive. Both end when the queue is closed or its last handle
 /// is dropped.
 ///
-/// See the adapter crates (`leaseq-tokio`, `leaseq-smol`) for examples.
+/// ```
+/// use std::time::Duration;
+/// use leaseq_async::{Config, LeaseQueue, Runtime, SimRuntime};
+///
+/// let rt = SimRuntime::new(); // virtual time: the 500 ms below pass instantly
+/// rt.block_on({
+///     let rt = rt.clone();
+///     async move {
+///         let config = Config::new(Duration::from_millis(500)).with_max_attempts(2);
+///         let queue = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+///         let id = queue.push("send invoice 981").unwrap();
+///
+///         // A worker takes it and hangs: the lease runs out, the item comes back.
+///         let stuck = queue.receive().await.unwrap();
+///         let again = queue.receive().await.unwrap();
+///         assert_eq!((again.id(), again.attempt()), (id, 2));
+///         assert_eq!(rt.now(), stuck.deadline());
+///
+///         // The first worker wakes up: its ack is refused, the second one's accepted.
+///         assert!(stuck.ack().is_err());
+///         again.ack().unwrap();
+///         assert_eq!(queue.stats().late_acks_stale, 1);
+///     }
+/// });
+/// ```
+///
+/// See the adapter crates (`leaseq-tokio`, `leaseq-smol`) for the same on real runtimes.
 pub struct LeaseQueue<T, R: Runtime> {
     pub(crate) shared: Arc<Shared<T, R>>,
 }
