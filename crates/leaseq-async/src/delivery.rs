@@ -173,7 +173,17 @@ impl<T, R: Runtime> Delivery<T, R> {
         let now = self.shared.rt.now();
         let shared = self.shared.clone();
         let mut st = shared.lock();
+        #[cfg(feature = "tracing")]
+        let reason = failure.reason;
         let r = self.settle_locked(&mut st, |core, r| core.nack(r, now, failure));
+        #[cfg(feature = "tracing")]
+        match r {
+            Ok(Nacked::DeadLettered { attempts }) => {
+                tracing::warn!(id = %self.id, attempts, %reason, "leaseq: item dead-lettered")
+            }
+            Ok(_) => tracing::debug!(id = %self.id, %reason, "leaseq: item handed back"),
+            Err(ref e) => tracing::debug!(id = %self.id, error = %e, "leaseq: stale hand-back"),
+        }
         if let Ok(Nacked::Retrying { visible_at, .. }) = r {
             if visible_at > now {
                 shared.rearm(&mut st, visible_at);

@@ -53,7 +53,7 @@ pub use watchdog::{Holding, StuckWorker, Watchdog};
 /// The core state machine, re-exported.
 pub use leaseq_core as core;
 pub use leaseq_core::{
-    Acked, Backoff, Config, ConfigError, DeadLetter, Event, Extended, Failure, Jitter,
+    Acked, Backoff, Config, ConfigError, DeadLetter, Event, Extended, Failure, Histogram, Jitter,
     LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats,
     Timestamp, TypeReport,
 };

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use event_listener::{Event, EventListener};
 use futures::future::{select, Either};
-use leaseq_core::{LatencyAdvisor, Outcome};
+use leaseq_core::{Histogram, LatencyAdvisor, Outcome};
 
 use crate::diagnosis::diagnose;
 use crate::error::JobError;
@@ -301,6 +301,19 @@ impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
     /// A snapshot of outcomes, per-type latencies and the queue's stats.
     pub fn stats(&self) -> PoolStats {
         snapshot(&self.queue, &self.shared)
+    }
+
+    /// The latency histogram of each item type's finished runs, in name order.
+    pub fn histograms(&self) -> Vec<(&'static str, Histogram)> {
+        let advisor = self
+            .shared
+            .advisor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        advisor
+            .reports()
+            .filter_map(|(k, _)| advisor.histogram(k).map(|h| (*k, h.clone())))
+            .collect()
     }
 
     /// Stuck-worker reports so far.
