@@ -452,7 +452,11 @@ impl<T> Queue<T> {
         } else {
             self.record(Event::Delivered { id });
         }
-        self.trim_indexes();
+        // `trim_indexes` narrowed to what a receive can push past its bound: the ready list
+        // lost a live item; the lease index gained an entry with its live lease.
+        if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+            self.compact_indexes();
+        }
         Some(Lease {
             item,
             id,
@@ -483,10 +487,18 @@ impl<T> Queue<T> {
             {
                 let slot = receipt.slot as usize;
                 let epoch = s.epoch;
+                let expiring = s.expires_at != Timestamp::MAX;
                 self.stats.in_flight -= 1;
                 self.leases.remove_if_front(slot as u32, epoch);
-                self.release_slot(slot, Fate::Acked);
+                self.slots[slot].item = None;
+                self.vacate(slot, Fate::Acked);
                 self.stats.acked += 1;
+                // `trim_indexes` narrowed to the gauges an ack lowers.
+                if self.leases.needs_compaction(self.stats.in_flight)
+                    || (expiring && self.expiries.needs_compaction(self.expiring))
+                {
+                    self.compact_indexes();
+                }
                 return Ok(Acked::OnTime);
             }
         }
@@ -996,6 +1008,13 @@ impl<T> Queue<T> {
 
     #[inline]
     fn free_slot(&mut self, slot: usize, fate: Fate) {
+        self.vacate(slot, fate);
+        self.trim_indexes();
+    }
+
+    /// `free_slot` without the index trim, for callers that trim what they changed.
+    #[inline]
+    fn vacate(&mut self, slot: usize, fate: Fate) {
         let s = &mut self.slots[slot];
         if s.expires_at != Timestamp::MAX {
             self.expiring -= 1;
@@ -1005,7 +1024,6 @@ impl<T> Queue<T> {
         s.last_error = None;
         s.prev = Some((s.id, fate));
         self.free.push(slot as u32);
-        self.trim_indexes();
     }
 
     fn compact_leases(&mut self) {
