@@ -127,35 +127,42 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
 
     let took = rt.now().saturating_duration_since(start);
     let c = &pool.counters;
-    let (outcome, settled) = match ended {
+    let outcome = match &ended {
+        Ended::Done(Ok(())) => Outcome::Ok,
+        Ended::Done(Err(_)) => Outcome::Failed,
+        Ended::Panicked(_) => Outcome::Panicked,
+        Ended::TimedOut(_) => Outcome::TimedOut,
+    };
+    // Record before settling, like the counters: whoever sees the settle (a `wait_empty`
+    // that it completes) then sees this handling in every part of `PoolStats`.
+    pool.record(item_type, took, outcome);
+    let settled = match ended {
         Ended::Done(Ok(())) => {
             Counters::bump(&c.ok);
-            (Outcome::Ok, delivery.ack().is_ok())
+            delivery.ack().is_ok()
         }
         Ended::Done(Err(e)) if e.is_permanent() => {
             Counters::bump(&c.permanent);
-            (Outcome::Failed, delivery.dead_letter(e.message()).is_ok())
+            delivery.dead_letter(e.message()).is_ok()
         }
         Ended::Done(Err(e)) => {
             Counters::bump(&c.failed);
-            (Outcome::Failed, delivery.nack(e.message()).is_ok())
+            delivery.nack(e.message()).is_ok()
         }
         Ended::Panicked(message) => {
             Counters::bump(&c.panicked);
-            let failure = Failure::error(message);
-            (Outcome::Panicked, delivery.nack_with(failure).is_ok())
+            delivery.nack_with(Failure::error(message)).is_ok()
         }
         Ended::TimedOut(limit) => {
             Counters::bump(&c.timed_out);
             #[cfg(feature = "tracing")]
             tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
             let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-            (Outcome::TimedOut, delivery.nack_with(failure).is_ok())
+            delivery.nack_with(failure).is_ok()
         }
     };
     if !settled {
         Counters::bump(&c.stale_settles);
     }
-    pool.record(item_type, took, outcome);
     progress.idle(rt.now());
 }
