@@ -55,17 +55,16 @@ struct Slot<T> {
     attempts: u32,
     state: State,
     ended: LeaseEnd,
-    /// In flight: the lease deadline. Delayed: when it becomes visible.
-    at: Timestamp,
     /// In flight: the latest deadline extensions may reach.
     lease_cap: Timestamp,
     /// The deadline of the latest lease, kept after it ends (for "late by").
     last_deadline: Timestamp,
     /// The item's own deadline; `Timestamp::MAX` for none.
     expires_at: Timestamp,
-    last_error: Option<String>,
-    /// The previous occupant of this slot, and how it left.
-    prev: Option<(u64, Fate)>,
+    /// The previous occupant of this slot (meaningful when `prev_fate` is set).
+    prev_id: u64,
+    /// How the previous occupant left; `None` before the slot's first use ends.
+    prev_fate: Option<Fate>,
 }
 
 /// What a receipt points at.
@@ -137,6 +136,9 @@ pub struct Queue<T> {
     /// `config.max_lease` in nanoseconds; `u64::MAX` for none.
     max_lease_ns: u64,
     dead: BTreeMap<MessageId, DeadLetter<T>>,
+    /// The last error of each live item that has one, by slot. Kept out of the slots: few
+    /// items have one, and every slot would otherwise carry an `Option<String>`.
+    errors: BTreeMap<u32, String>,
     events: VecDeque<Event>,
     stats: Stats,
     rng: SplitMix64,
@@ -167,6 +169,7 @@ impl<T> Queue<T> {
             expiring: 0,
             due: Timestamp::MAX,
             dead: BTreeMap::new(),
+            errors: BTreeMap::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
             rng: SplitMix64::new(seed),
@@ -282,7 +285,6 @@ impl<T> Queue<T> {
                 s.attempts = attempts;
                 s.ended = LeaseEnd::None;
                 s.expires_at = expires_at;
-                s.last_error = None;
                 i as usize
             }
             None => {
@@ -294,12 +296,11 @@ impl<T> Queue<T> {
                     attempts,
                     state: State::Free,
                     ended: LeaseEnd::None,
-                    at: Timestamp::ZERO,
                     lease_cap: Timestamp::ZERO,
                     last_deadline: Timestamp::ZERO,
                     expires_at,
-                    last_error: None,
-                    prev: None,
+                    prev_id: 0,
+                    prev_fate: None,
                 });
                 self.slots.len() - 1
             }
@@ -352,7 +353,6 @@ impl<T> Queue<T> {
     fn make_delayed(&mut self, slot: usize, at: Timestamp) {
         let s = &mut self.slots[slot];
         s.state = State::Delayed;
-        s.at = at;
         self.due = self.due.min(at);
         self.delays.insert(Timer {
             at,
@@ -423,7 +423,6 @@ impl<T> Queue<T> {
         // No max lease is `u64::MAX`, which saturates to "never".
         let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
         let deadline = add_nanos(now, visibility_ns).min(cap);
-        s.at = deadline;
         s.last_deadline = deadline;
         s.lease_cap = cap;
         let id = MessageId(s.id);
@@ -576,10 +575,9 @@ impl<T> Queue<T> {
         let slot = self.held(receipt)?;
         self.stats.nacks += 1;
         self.stats.in_flight -= 1;
-        let s = &mut self.slots[slot];
-        s.ended = LeaseEnd::Released;
-        if failure.error.is_some() {
-            s.last_error = failure.error;
+        self.slots[slot].ended = LeaseEnd::Released;
+        if let Some(error) = failure.error {
+            self.errors.insert(slot as u32, error);
         }
         Ok(self.fail_attempt(slot, now, failure.reason, failure.retry))
     }
@@ -603,7 +601,6 @@ impl<T> Queue<T> {
         let deadline = wanted.min(s.lease_cap);
         let capped = deadline < wanted;
         s.epoch = s.epoch.wrapping_add(1);
-        s.at = deadline;
         s.last_deadline = deadline;
         let timer = Timer {
             at: deadline,
@@ -659,8 +656,8 @@ impl<T> Queue<T> {
             }
             Check::Stale(err) => return Err(err),
         };
-        if error.is_some() {
-            self.slots[slot].last_error = error;
+        if let Some(error) = error {
+            self.errors.insert(slot as u32, error);
         }
         let attempts = self.slots[slot].attempts;
         self.bury(slot, now, Reason::Terminated);
@@ -835,7 +832,7 @@ impl<T> Queue<T> {
             id: MessageId(s.id),
             attempts: s.attempts,
             reason,
-            last_error: s.last_error.take(),
+            last_error: self.errors.remove(&(slot as u32)),
             at,
             expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
             leases: s.leases,
@@ -904,7 +901,9 @@ impl<T> Queue<T> {
         self.stats.redriven += 1;
         let expires_at = letter.expires_at.unwrap_or(Timestamp::MAX);
         let slot = self.occupy(letter.item, id.0, expires_at, letter.leases, 0);
-        self.slots[slot].last_error = letter.last_error;
+        if let Some(error) = letter.last_error {
+            self.errors.insert(slot as u32, error);
+        }
         self.make_visible(slot, now, now);
         Ok(id)
     }
@@ -956,11 +955,11 @@ impl<T> Queue<T> {
                 (_, LeaseEnd::None) => Check::Stale(ReceiptError::DeadLettered(r.id)),
             };
         }
-        match s.prev {
-            Some((id, Fate::Acked)) if id == r.id.0 => {
+        match s.prev_fate {
+            Some(Fate::Acked) if s.prev_id == r.id.0 => {
                 Check::Stale(ReceiptError::AlreadyAcked(r.id))
             }
-            Some((id, Fate::DeadLettered)) if id == r.id.0 => {
+            Some(Fate::DeadLettered) if s.prev_id == r.id.0 => {
                 Check::Stale(ReceiptError::DeadLettered(r.id))
             }
             _ => {
@@ -1021,8 +1020,11 @@ impl<T> Queue<T> {
         }
         s.epoch = s.epoch.wrapping_add(1);
         s.state = State::Free;
-        s.last_error = None;
-        s.prev = Some((s.id, fate));
+        s.prev_id = s.id;
+        s.prev_fate = Some(fate);
+        if !self.errors.is_empty() {
+            self.errors.remove(&(slot as u32));
+        }
         self.free.push(slot as u32);
     }
 
