@@ -379,7 +379,8 @@ impl<T> Queue<T> {
         T: Clone,
     {
         let now = self.advance(now);
-        self.receive_one(now)
+        let slot = self.lease_next(now)?;
+        Some(self.lease_of(slot))
     }
 
     /// Leases up to `max` visible items into `out`; returns how many. One time step and one
@@ -391,8 +392,8 @@ impl<T> Queue<T> {
         let now = self.advance(now);
         let mut n = 0;
         while n < max {
-            match self.receive_one(now) {
-                Some(lease) => out.push(lease),
+            match self.lease_next(now) {
+                Some(slot) => out.push(self.lease_of(slot)),
                 None => break,
             }
             n += 1;
@@ -400,11 +401,11 @@ impl<T> Queue<T> {
         n
     }
 
-    #[inline]
-    fn receive_one(&mut self, now: Timestamp) -> Option<Lease<T>>
-    where
-        T: Clone,
-    {
+    /// Every state change of a receive: leases the next visible item and returns its slot,
+    /// which [`lease_of`](Self::lease_of) turns into the `Lease`. Split so that the `Lease`
+    /// is built in the caller from fields just stored, rather than returned through memory
+    /// written piecewise and read back whole (a store-forwarding stall in the caller).
+    fn lease_next(&mut self, now: Timestamp) -> Option<usize> {
         let slot = loop {
             let (slot, epoch) = self.ready.pop_front()?;
             if self.slots[slot as usize].epoch == epoch {
@@ -427,20 +428,12 @@ impl<T> Queue<T> {
         s.lease_cap = cap;
         let id = MessageId(s.id);
         let attempt = s.attempts;
-        let expires_at = (s.expires_at != Timestamp::MAX).then_some(s.expires_at);
-        let receipt = Receipt {
-            id,
-            slot: slot as u32,
-            lease: s.leases,
-            queue: self.tag,
-        };
         let timer = Timer {
             at: deadline,
             id: s.id,
             slot: slot as u32,
             epoch: s.epoch,
         };
-        let item = s.item.clone().expect("ready slot holds an item");
         self.leases.insert(timer);
         self.due = self.due.min(deadline);
         self.stats.in_flight += 1;
@@ -456,14 +449,30 @@ impl<T> Queue<T> {
         if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
             self.compact_indexes();
         }
-        Some(Lease {
-            item,
+        Some(slot)
+    }
+
+    /// The `Lease` for the slot `lease_next` just leased.
+    #[inline]
+    fn lease_of(&self, slot: usize) -> Lease<T>
+    where
+        T: Clone,
+    {
+        let s = &self.slots[slot];
+        let id = MessageId(s.id);
+        Lease {
+            item: s.item.clone().expect("leased slot holds an item"),
             id,
-            receipt,
-            attempt,
-            deadline,
-            expires_at,
-        })
+            receipt: Receipt {
+                id,
+                slot: slot as u32,
+                lease: s.leases,
+                queue: self.tag,
+            },
+            attempt: s.attempts,
+            deadline: s.last_deadline,
+            expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+        }
     }
 
     // ----- settle -----------------------------------------------------------------------
