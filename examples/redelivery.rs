@@ -393,8 +393,8 @@ async fn plain_row<R: Runtime>(
 
 /// (b) and (c): workers receive by hand; at the item timeout they give up and abandon the
 /// delivery (kept aside, neither acked nor handed back), so the item comes back only when
-/// its lease runs out. In (c) a heartbeat beside the handler extends the lease every third
-/// of the visibility, and stops when the worker gives up.
+/// its lease runs out. In (c) the queue's heartbeat extends the lease every third of the
+/// visibility while the handler runs, and stops when the worker gives up.
 async fn lease_row<R: Runtime>(
     rt: &R,
     sc: &Arc<Scenario>,
@@ -439,25 +439,23 @@ async fn lease_worker<R: Runtime>(
 ) {
     let rt = queue.runtime().clone();
     let heartbeat = row == Row::Heartbeat;
-    // A third of the visibility (leaseq's default heartbeat period), in whole milliseconds
-    // so that tokio's millisecond timer and SimRuntime's nanosecond one beat at the same
-    // instants.
-    let every = Duration::from_millis((sc.visibility / 3).as_millis() as u64);
-    while let Some(mut delivery) = queue.receive().await {
+    loop {
+        let next = if heartbeat {
+            queue.receive_with_heartbeat().await
+        } else {
+            queue.receive().await
+        };
+        let Some(mut delivery) = next else { break };
         let item = *delivery.item();
         let finished = {
             let give_up = pin!(rt.sleep_until(rt.now().saturating_add(sc.item_timeout)));
             let handled = pin!(work(&rt, &sc, &tracker, item));
-            if heartbeat {
-                let beats = pin!(beat(&rt, &mut delivery, every, sc.visibility));
-                matches!(
-                    select(give_up, select(handled, beats)).await,
-                    Either::Right((Either::Left(_), _))
-                )
-            } else {
-                matches!(select(give_up, handled).await, Either::Right(_))
-            }
+            matches!(select(give_up, handled).await, Either::Right(_))
         };
+        if !finished {
+            // The worker gives up: its heartbeat stops, so the lease runs out.
+            delivery.stop_heartbeat();
+        }
         if finished && row == Row::NoHeartbeatStrict && delivery.is_lease_lost() {
             // What a queue that refuses every ack after the deadline would do: the ack is
             // refused and the item, already back in the queue, will run again.
@@ -477,25 +475,6 @@ async fn lease_worker<R: Runtime>(
                 .push(delivery);
         }
     }
-}
-
-/// A heartbeat tied to one handler run: extends the lease every `every` until it is dropped
-/// (when the handler ends or the worker gives up) or an extension is refused.
-async fn beat<R: Runtime>(
-    rt: &R,
-    delivery: &mut Delivery<u32, R>,
-    every: Duration,
-    visibility: Duration,
-) {
-    let mut next = rt.now();
-    loop {
-        next = next.saturating_add(every);
-        rt.sleep_until(next).await;
-        if delivery.extend(visibility).is_err() {
-            break;
-        }
-    }
-    std::future::pending::<()>().await;
 }
 
 /// (d): leaseq's pool with heartbeat and a fixed item timeout, which hands the item back
@@ -528,7 +507,15 @@ async fn pool_row<R: Runtime>(
 
 fn new_queue<R: Runtime>(rt: &R, sc: &Scenario) -> LeaseQueue<u32, R> {
     let config = Config::new(sc.visibility).with_max_attempts(sc.max_attempts);
-    let queue = LeaseQueue::with_runtime(rt.clone(), config).expect("a valid config");
+    // The heartbeat period: a third of the visibility (leaseq's default), in whole
+    // milliseconds so that tokio's millisecond timer and SimRuntime's nanosecond one beat at
+    // the same instants.
+    let every = Duration::from_millis((sc.visibility / 3).as_millis() as u64);
+    let queue = LeaseQueue::<u32, R>::builder(config)
+        .heartbeat_every(every)
+        .runtime(rt.clone())
+        .build()
+        .expect("a valid config");
     if queue.push_batch(0..sc.items).is_err() {
         unreachable!("an open queue without capacity limit takes every item");
     }

@@ -223,6 +223,17 @@ impl<T, R: Runtime> Delivery<T, R> {
         r
     }
 
+    /// Stops the heartbeat of this delivery without settling it: the lease then runs out at
+    /// its current deadline unless extended by hand. For a holder that gives up on an item
+    /// but cannot hand it back yet. Does nothing without a heartbeat.
+    pub fn stop_heartbeat(&mut self) {
+        if self.beat.is_some() {
+            let shared = self.shared.clone();
+            let mut st = shared.lock();
+            self.unregister(&mut st);
+        }
+    }
+
     fn settle<U>(
         &mut self,
         op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
