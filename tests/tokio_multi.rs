@@ -1,0 +1,38 @@
+//! The cross-runtime scenarios on tokio's multi-thread runtime, in real time.
+//!
+//! Real time: the scenarios assert outcomes and counts, never durations, and every wait is
+//! on a condition under a generous limit (100 units).
+
+mod scenarios;
+
+use std::future::Future;
+use std::time::Duration;
+
+use leaseq_tokio::TokioRuntime;
+use scenarios::Env;
+
+fn run<Fut: Future<Output = ()>>(scenario: impl FnOnce(Env<TokioRuntime>) -> Fut) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async {
+        let rt = TokioRuntime::new(tokio::runtime::Handle::current());
+        scenario(Env::new(rt, Duration::from_millis(100), false)).await;
+    });
+}
+
+scenarios::scenario_tests!(run:
+    hung_handler_times_out,
+    slow_handler_with_heartbeat_runs_once,
+    slow_handler_without_heartbeat_acks_late,
+    dropped_delivery_comes_back_at_once,
+    panicking_handler_is_caught,
+    aborted_worker_hands_its_item_back,
+    blocking_handler_overruns_are_counted,
+    watchdog_reports_stuck_worker,
+    shutdown_short_grace_hands_items_back,
+    shutdown_long_grace_lets_items_finish,
+    cancelled_receive_loses_nothing,
+);
