@@ -171,11 +171,15 @@ impl<T, R: Runtime> Delivery<T, R> {
     /// return.
     fn hand_back(&mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
         let now = self.shared.rt.now();
-        let shared = self.shared.clone();
+        self.settled = true;
+        let beat = self.beat.take();
+        let shared = &self.shared;
         let mut st = shared.lock();
         #[cfg(feature = "tracing")]
         let reason = failure.reason;
-        let r = self.settle_locked(&mut st, |core, r| core.nack(r, now, failure));
+        let r = settle_in(shared, &mut st, beat, self.receipt, |core, r| {
+            core.nack(r, now, failure)
+        });
         #[cfg(feature = "tracing")]
         match r {
             Ok(Nacked::DeadLettered { attempts }) => {
@@ -238,9 +242,10 @@ impl<T, R: Runtime> Delivery<T, R> {
         &mut self,
         op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
     ) -> Result<U, ReceiptError> {
-        let shared = self.shared.clone();
-        let mut st = shared.lock();
-        self.settle_locked(&mut st, op)
+        self.settled = true;
+        let beat = self.beat.take();
+        let mut st = self.shared.lock();
+        settle_in(&self.shared, &mut st, beat, self.receipt, op)
     }
 
     /// Settles under a lock the caller holds (batch acks).
@@ -250,12 +255,8 @@ impl<T, R: Runtime> Delivery<T, R> {
         op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
     ) -> Result<U, ReceiptError> {
         self.settled = true;
-        self.unregister(st);
-        let r = op(&mut st.core, self.receipt);
-        if st.core.is_empty() {
-            self.shared.emptied.notify(usize::MAX);
-        }
-        r
+        let beat = self.beat.take();
+        settle_in(&self.shared, st, beat, self.receipt, op)
     }
 
     fn unregister(&mut self, st: &mut State<T>) {
@@ -284,4 +285,23 @@ impl<T: std::fmt::Debug, R: Runtime> std::fmt::Debug for Delivery<T, R> {
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
+}
+
+/// Settles `receipt` with `op` under the lock: drops its heartbeat registration first, and
+/// tells `wait_empty` waiters when the queue has emptied.
+fn settle_in<T, R: Runtime, U>(
+    shared: &Shared<T, R>,
+    st: &mut State<T>,
+    beat: Option<(BeatKey, Arc<LeaseSignal>)>,
+    receipt: Receipt,
+    op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
+) -> Result<U, ReceiptError> {
+    if let Some((key, _)) = beat {
+        st.beats.unregister(key);
+    }
+    let r = op(&mut st.core, receipt);
+    if st.core.is_empty() {
+        shared.emptied.notify(usize::MAX);
+    }
+    r
 }
