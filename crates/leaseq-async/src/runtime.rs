@@ -36,7 +36,9 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     fn spawn(&self, future: BoxFuture) -> Self::Task;
 
     /// Stops a task at its next await point (its locals are dropped, so a delivery it held
-    /// goes back to its queue).
+    /// goes back to its queue). Awaiting the task afterwards must complete only once its
+    /// future has been dropped, so that a caller who aborts and then awaits sees every
+    /// hand-back done.
     fn abort(&self, task: &mut Self::Task);
 
     /// Runs `work` on a thread where blocking is allowed; the future completes when it ends.

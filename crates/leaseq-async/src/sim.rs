@@ -5,10 +5,11 @@
 //! make progress, the clock jumps to the earliest pending timer. Hours of simulated queue
 //! traffic run in milliseconds, and the same program gives the same result every run.
 //!
-//! Blocking work ([`Runtime::spawn_blocking`]) runs on real threads; virtual time does not
-//! wait for it, so in a simulation blocking work takes no virtual time unless it is
-//! outstanding when nothing else is scheduled (then the simulation waits for it in real
-//! time).
+//! Blocking work ([`Runtime::spawn_blocking`]) runs on real threads, and the virtual clock
+//! does not wait for it: while a blocking job runs, the clock keeps jumping to the next timer
+//! whenever the async tasks are idle. So blocking work races its own timers (an item timeout,
+//! a lease deadline) and usually loses; only when no timer is pending does the simulation
+//! wait for it in real time. Test blocking handlers on a real runtime.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
