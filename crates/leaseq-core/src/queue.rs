@@ -486,29 +486,23 @@ impl<T> Queue<T> {
     #[inline]
     pub fn ack(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
         let now = self.advance(now);
-        // Fast path: the lease is running (what `check` calls `Held`).
-        if let Some(s) = self.slots.get(receipt.slot as usize) {
-            if receipt.queue == self.tag
-                && s.state == State::InFlight
-                && s.id == receipt.id.0
-                && s.leases == receipt.lease
+        // Fast path: the lease is running.
+        if let Some(slot) = self.running(receipt) {
+            let s = &self.slots[slot];
+            let epoch = s.epoch;
+            let expiring = s.expires_at != Timestamp::MAX;
+            self.stats.in_flight -= 1;
+            self.leases.remove_if_front(slot as u32, epoch);
+            self.slots[slot].item = None;
+            self.vacate(slot, Fate::Acked);
+            self.stats.acked += 1;
+            // `trim_indexes` narrowed to the gauges an ack lowers.
+            if self.leases.needs_compaction(self.stats.in_flight)
+                || (expiring && self.expiries.needs_compaction(self.expiring))
             {
-                let slot = receipt.slot as usize;
-                let epoch = s.epoch;
-                let expiring = s.expires_at != Timestamp::MAX;
-                self.stats.in_flight -= 1;
-                self.leases.remove_if_front(slot as u32, epoch);
-                self.slots[slot].item = None;
-                self.vacate(slot, Fate::Acked);
-                self.stats.acked += 1;
-                // `trim_indexes` narrowed to the gauges an ack lowers.
-                if self.leases.needs_compaction(self.stats.in_flight)
-                    || (expiring && self.expiries.needs_compaction(self.expiring))
-                {
-                    self.compact_indexes();
-                }
-                return Ok(Acked::OnTime);
+                self.compact_indexes();
             }
+            return Ok(Acked::OnTime);
         }
         self.ack_checked(receipt, now)
     }
@@ -604,23 +598,34 @@ impl<T> Queue<T> {
             return self.release(receipt, now).map(Extended::Released);
         }
         let now = self.advance(now);
-        let slot = self.held(receipt)?;
+        let slot = match self.running(receipt) {
+            Some(slot) => slot,
+            None => self.held(receipt)?,
+        };
         let s = &mut self.slots[slot];
         let wanted = now.saturating_add(visibility);
         let deadline = wanted.min(s.lease_cap);
         let capped = deadline < wanted;
-        s.epoch = s.epoch.wrapping_add(1);
-        s.last_deadline = deadline;
-        let timer = Timer {
-            at: deadline,
-            id: s.id,
-            slot: slot as u32,
-            epoch: s.epoch,
-        };
-        self.leases.insert(timer);
-        self.due = self.due.min(deadline);
-        if self.leases.needs_compaction(self.stats.in_flight) {
-            self.compact_leases();
+        if deadline >= s.last_deadline {
+            // Later (the usual case): the lease keeps its index entry, which is never later
+            // than `last_deadline` and moves on to it when it comes up (`run_due`,
+            // `settle_lease_front`). No insert, no stale entry.
+            s.last_deadline = deadline;
+        } else {
+            // Earlier: a new entry; the old one goes stale.
+            s.epoch = s.epoch.wrapping_add(1);
+            s.last_deadline = deadline;
+            let timer = Timer {
+                at: deadline,
+                id: s.id,
+                slot: slot as u32,
+                epoch: s.epoch,
+            };
+            self.leases.insert(timer);
+            self.due = self.due.min(deadline);
+            if self.leases.needs_compaction(self.stats.in_flight) {
+                self.compact_leases();
+            }
         }
         self.stats.extends += 1;
         if capped {
@@ -692,9 +697,8 @@ impl<T> Queue<T> {
     /// `handle_timeout` can move it earlier or later; ack and dead-letter can only move it
     /// later. Re-read it after each of them.
     pub fn poll_timeout(&mut self) -> Option<Timestamp> {
+        self.settle_lease_front();
         let slots = &self.slots;
-        self.leases
-            .clean_front(|t| timer_live(slots, t, State::InFlight));
         self.delays
             .clean_front(|t| timer_live(slots, t, State::Delayed));
         self.expiries.clean_front(|t| expiry_live(slots, t));
@@ -754,7 +758,13 @@ impl<T> Queue<T> {
                 TimerKind::Lease => {
                     self.leases.pop();
                     if timer_live(&self.slots, &t, State::InFlight) {
-                        self.expire_lease(t);
+                        let deadline = self.slots[t.slot as usize].last_deadline;
+                        if deadline > t.at {
+                            // Extended since the entry was made: on to the current deadline.
+                            self.leases.insert(Timer { at: deadline, ..t });
+                        } else {
+                            self.expire_lease(t);
+                        }
                     }
                 }
                 TimerKind::Delay => {
@@ -779,6 +789,24 @@ impl<T> Queue<T> {
                         self.bury(slot, t.at, Reason::Expired);
                     }
                 }
+            }
+        }
+    }
+
+    /// Pops stale lease entries off the front, and moves the entry of a lease extended since
+    /// it was made on to the lease's current deadline, until the front is a live lease at its
+    /// real deadline (or there is none).
+    fn settle_lease_front(&mut self) {
+        while let Some(&t) = self.leases.peek() {
+            let s = &self.slots[t.slot as usize];
+            if s.epoch != t.epoch || s.state != State::InFlight {
+                self.leases.pop();
+            } else if s.last_deadline > t.at {
+                let at = s.last_deadline;
+                self.leases.pop();
+                self.leases.insert(Timer { at, ..t });
+            } else {
+                break;
             }
         }
     }
@@ -976,6 +1004,15 @@ impl<T> Queue<T> {
                 Check::Stale(ReceiptError::Unknown)
             }
         }
+    }
+
+    /// The slot of the running lease `r` was issued for: `check`'s `Held` case alone, inlined
+    /// into the hot paths.
+    #[inline]
+    fn running(&self, r: Receipt) -> Option<usize> {
+        let s = self.slots.get(r.slot as usize)?;
+        (r.queue == self.tag && s.state == State::InFlight && s.id == r.id.0 && s.leases == r.lease)
+            .then_some(r.slot as usize)
     }
 
     /// The slot of a running lease, or why there is none.
