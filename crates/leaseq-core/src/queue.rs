@@ -586,8 +586,9 @@ impl<T> Queue<T> {
     }
 
     /// Moves the lease deadline to `now + visibility` (SQS ChangeMessageVisibility), but not
-    /// past the max lease lifetime or the item's expiry ([`Extended::capped`] says when it
-    /// was cut). A visibility of zero releases the item now, as [`release`](Self::release).
+    /// past the max lease lifetime or the item's expiry (`capped` in [`Extended::Until`] says
+    /// when it was cut). A visibility of zero releases the item now, as
+    /// [`release`](Self::release).
     pub fn extend(
         &mut self,
         receipt: Receipt,
