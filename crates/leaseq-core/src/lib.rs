@@ -75,6 +75,16 @@
 //!
 //! [`LatencyAdvisor`] records handling times per item type in bounded [`Histogram`]s and
 //! suggests item timeouts (`max(floor, multiplier × p99)`), with timeout rates per type.
+//!
+//! # Performance
+//!
+//! In steady state, one push + receive + ack of a `u64` item costs about 19 ns, with 1k items
+//! queued and with 1M items queued. A bare `VecDeque` `push_back` + `pop_front` costs 2.1 ns
+//! at 1k and 5.1 ns at 1M in the same run. With `Arc<[u8; 64]>` items the figure is about
+//! 21 ns. An extend costs about 9 ns. Each queued item takes about 84 bytes (`u64`, 1M
+//! items), plus 24 while it is in flight. Measured with `cargo bench --bench core` on a
+//! shared 2-core AMD EPYC (Zen 4). See `BENCHMARKS.md` in the repository for every figure,
+//! the machine and what limits the cost.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
