@@ -60,9 +60,10 @@
 //! Push, receive, ack, nack and extend are O(1) amortized with one visibility for all leases
 //! and no or fixed backoff (deadlines then arrive in order and live in a FIFO); a timer that
 //! arrives out of order (capped extension, exponential backoff, expiry) costs O(log n).
-//! Acks and extends leave stale index entries behind; each index compacts itself when it
-//! exceeds twice its live entries plus 64, so memory stays O(items). Receipts and ids are
-//! small `Copy` values checked in O(1).
+//! An extend that moves a deadline later only updates the lease's slot: the index entry
+//! catches up when it surfaces. Acks and extends that shorten a lease leave stale index
+//! entries behind; each index compacts itself when it exceeds twice its live entries plus 64,
+//! so memory stays O(items). Receipts and ids are small `Copy` values checked in O(1).
 //!
 //! # Determinism and replay
 //!

@@ -7,7 +7,7 @@
 //! attempt count, reason and last error.
 //!
 //! This crate is the smol adapter: [`SmolRuntime`] implements leaseq's small
-//! [`Runtime`](leaseq_async::Runtime) trait with async-io timers, an `async-executor`
+//! [`Runtime`] trait with async-io timers, an `async-executor`
 //! executor and the `blocking` thread pool; the aliases below fix it as the runtime.
 //! Everything else comes from `leaseq-async` and `leaseq-core`, re-exported here.
 //!

@@ -7,7 +7,7 @@
 //! attempt count, reason and last error.
 //!
 //! This crate is the tokio adapter: [`TokioRuntime`] implements leaseq's small
-//! [`Runtime`](leaseq_async::Runtime) trait (clock, timers, spawn, abort, blocking), and the
+//! [`Runtime`] trait (clock, timers, spawn, abort, blocking), and the
 //! aliases below fix it as the runtime. Everything else comes from `leaseq-async` and
 //! `leaseq-core`, re-exported here. It works on tokio's paused clock
 //! (`#[tokio::test(start_paused = true)]`), so tests run in virtual time.
