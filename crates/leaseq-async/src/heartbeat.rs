@@ -17,10 +17,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::{Event, EventListener};
-use futures::future::{select, Either};
 use leaseq_core::{Extended, Queue, Receipt, Timestamp};
 
-use crate::runtime::Runtime;
+use crate::runtime::{sleep_or_wake, Runtime};
 use crate::shared::Shared;
 
 /// Whether a delivery's lease was lost while it was held: a heartbeat extension was refused,
@@ -245,15 +244,8 @@ pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(shared: Weak<Share
             next
         };
         let rt = s.rt.clone();
+        // Sleep without holding the queue alive, so that its last handle can go.
         drop(s);
-        match next {
-            Some(at) => {
-                let sleep = std::pin::pin!(rt.sleep_until(at));
-                match select(sleep, listener).await {
-                    Either::Left(_) | Either::Right(_) => {}
-                }
-            }
-            None => listener.await,
-        }
+        sleep_or_wake(&rt, next, listener).await;
     }
 }

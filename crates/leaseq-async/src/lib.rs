@@ -29,6 +29,7 @@
 mod delivery;
 mod diagnosis;
 mod error;
+mod executor_task;
 mod heartbeat;
 mod pool;
 mod queue;
@@ -42,6 +43,7 @@ mod watchdog;
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
+pub use executor_task::ExecutorTask;
 pub use heartbeat::LeaseLost;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolStats};
 pub use queue::{LeaseQueue, QueueBuilder};

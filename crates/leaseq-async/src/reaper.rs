@@ -9,10 +9,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
 
-use futures::future::{select, Either};
 use leaseq_core::Timestamp;
 
-use crate::runtime::Runtime;
+use crate::runtime::{sleep_or_wake, Runtime};
 use crate::shared::Shared;
 
 pub(crate) async fn run<T, R: Runtime>(shared: Weak<Shared<T, R>>) {
@@ -37,15 +36,8 @@ pub(crate) async fn run<T, R: Runtime>(shared: Weak<Shared<T, R>>) {
             s.available.notify(ready.min(usize::MAX as u64) as usize);
         }
         let rt = s.rt.clone();
+        // Sleep without holding the queue alive, so that its last handle can go.
         drop(s);
-        match next {
-            Some(at) => {
-                let sleep = std::pin::pin!(rt.sleep_until(at));
-                match select(sleep, listener).await {
-                    Either::Left(_) | Either::Right(_) => {}
-                }
-            }
-            None => listener.await,
-        }
+        sleep_or_wake(&rt, next, listener).await;
     }
 }

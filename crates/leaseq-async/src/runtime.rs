@@ -59,3 +59,19 @@ pub(crate) fn spawn_guarded<R: Runtime>(
             .map(|_| ()),
     ))
 }
+
+/// Sleeps until `deadline` (forever if `None`) or until `wake` fires, whichever comes
+/// first: the wait of every background task (reaper, heartbeat).
+pub(crate) async fn sleep_or_wake<R: Runtime>(
+    rt: &R,
+    deadline: Option<Timestamp>,
+    wake: event_listener::EventListener,
+) {
+    match deadline {
+        Some(at) => {
+            let sleep = std::pin::pin!(rt.sleep_until(at));
+            let _ = futures::future::select(sleep, wake).await;
+        }
+        None => wake.await,
+    }
+}

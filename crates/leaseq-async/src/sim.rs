@@ -20,9 +20,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use async_executor::{Executor, Task};
+use async_executor::Executor;
 use leaseq_core::Timestamp;
 
+use crate::executor_task::ExecutorTask;
 use crate::runtime::{BoxFuture, Runtime};
 
 thread_local! {
@@ -222,39 +223,7 @@ impl Drop for Sleep {
 }
 
 /// A task on a [`SimRuntime`].
-pub struct SimTask(TaskState);
-
-enum TaskState {
-    Running(Task<()>),
-    /// Aborted: completes once the executor has dropped the task's future.
-    Cancelling(Pin<Box<dyn Future<Output = Option<()>> + Send>>),
-    Done,
-}
-
-impl Future for SimTask {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let ready = match &mut self.0 {
-            TaskState::Done => return Poll::Ready(()),
-            TaskState::Running(task) => Pin::new(task).poll(cx).is_ready(),
-            TaskState::Cancelling(cancel) => cancel.as_mut().poll(cx).is_ready(),
-        };
-        if ready {
-            self.0 = TaskState::Done;
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-impl Drop for SimTask {
-    fn drop(&mut self) {
-        if let TaskState::Running(task) = std::mem::replace(&mut self.0, TaskState::Done) {
-            task.detach();
-        }
-    }
-}
+pub type SimTask = ExecutorTask;
 
 impl Runtime for SimRuntime {
     type Task = SimTask;
@@ -276,24 +245,11 @@ impl Runtime for SimRuntime {
     }
 
     fn spawn(&self, future: BoxFuture) -> SimTask {
-        SimTask(TaskState::Running(self.inner.executor.spawn(future)))
+        ExecutorTask::new(self.inner.executor.spawn(future))
     }
 
     fn abort(&self, task: &mut SimTask) {
-        // Cancelling an async-executor task only marks it: the executor drops its future at
-        // its next turn. So that awaiting the aborted task waits for that drop (and for the
-        // delivery it held to be handed back), keep `cancel()`'s future, polled once now to
-        // mark the task.
-        if let TaskState::Running(t) = std::mem::replace(&mut task.0, TaskState::Done) {
-            let mut cancel: Pin<Box<dyn Future<Output = Option<()>> + Send>> = Box::pin(t.cancel());
-            if cancel
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-                .is_pending()
-            {
-                task.0 = TaskState::Cancelling(cancel);
-            }
-        }
+        task.abort();
     }
 
     fn spawn_blocking(&self, work: Box<dyn FnOnce() + Send + 'static>) -> SimTask {

@@ -1,14 +1,12 @@
 //! The smol side of leaseq's `Runtime` trait: the only smol-specific code there is.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use async_executor::Executor;
 use async_io::Timer;
-use leaseq_async::{BoxFuture, Runtime, Timestamp};
+use leaseq_async::{BoxFuture, ExecutorTask, Runtime, Timestamp};
 
 /// smol as a leaseq runtime: async-io's `Timer`, an `async-executor` [`Executor`], and the
 /// `blocking` crate's thread pool.
@@ -53,51 +51,9 @@ impl SmolRuntime {
     }
 }
 
-/// A task spawned by [`SmolRuntime`]. Dropping it lets the task run on (it is detached);
-/// [`Runtime::abort`] cancels it, and awaiting it then waits until its future is dropped.
-pub struct SmolTask(TaskState);
-
-enum TaskState {
-    Running(async_task::Task<()>),
-    /// Aborted: completes once the executor has dropped the task's future.
-    Cancelling(Pin<Box<dyn Future<Output = Option<()>> + Send>>),
-    Done,
-}
-
-impl std::fmt::Debug for SmolTask {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self.0 {
-            TaskState::Running(_) => "SmolTask(running)",
-            TaskState::Cancelling(_) => "SmolTask(cancelling)",
-            TaskState::Done => "SmolTask(done)",
-        })
-    }
-}
-
-impl Future for SmolTask {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let ready = match &mut self.0 {
-            TaskState::Done => return Poll::Ready(()),
-            TaskState::Running(task) => Pin::new(task).poll(cx).is_ready(),
-            TaskState::Cancelling(cancel) => cancel.as_mut().poll(cx).is_ready(),
-        };
-        if ready {
-            self.0 = TaskState::Done;
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-impl Drop for SmolTask {
-    fn drop(&mut self) {
-        if let TaskState::Running(task) = std::mem::replace(&mut self.0, TaskState::Done) {
-            task.detach();
-        }
-    }
-}
+/// A task spawned by [`SmolRuntime`]: dropping it detaches the task, [`Runtime::abort`]
+/// cancels it.
+pub type SmolTask = ExecutorTask;
 
 impl Runtime for SmolRuntime {
     type Task = SmolTask;
@@ -121,30 +77,17 @@ impl Runtime for SmolRuntime {
     }
 
     fn spawn(&self, future: BoxFuture) -> SmolTask {
-        SmolTask(TaskState::Running(self.executor.spawn(future)))
+        ExecutorTask::new(self.executor.spawn(future))
     }
 
     fn abort(&self, task: &mut SmolTask) {
-        // Cancelling an async-task only marks it: an executor thread drops its future at its
-        // next turn (or when its current poll ends). So that awaiting the aborted task waits
-        // for that drop (and for the delivery it held to be handed back), keep `cancel()`'s
-        // future, polled once now to mark the task.
-        if let TaskState::Running(t) = std::mem::replace(&mut task.0, TaskState::Done) {
-            let mut cancel: Pin<Box<dyn Future<Output = Option<()>> + Send>> = Box::pin(t.cancel());
-            if cancel
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-                .is_pending()
-            {
-                task.0 = TaskState::Cancelling(cancel);
-            }
-        }
+        task.abort();
     }
 
     fn spawn_blocking(&self, work: Box<dyn FnOnce() + Send + 'static>) -> SmolTask {
         let task = blocking::unblock(move || {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
         });
-        SmolTask(TaskState::Running(task))
+        ExecutorTask::new(task)
     }
 }
