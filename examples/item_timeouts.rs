@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
+use leaseq_suite::demo::{parse_args, pick_hung};
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\
@@ -43,53 +44,6 @@ OPTIONS:
     --seed N         seed of the PRNG that picks the hung items (default 42)
     -h, --help       print this help";
 
-const DEFAULT_SEED: u64 = 42;
-
-struct Options {
-    seed: u64,
-    virtual_only: bool,
-}
-
-fn parse_args() -> Result<Option<Options>, String> {
-    let mut options = Options {
-        seed: DEFAULT_SEED,
-        virtual_only: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--virtual-only" => options.virtual_only = true,
-            "--seed" => {
-                let value = args.next().ok_or("--seed needs a value")?;
-                options.seed = parse_seed(&value)?;
-            }
-            other => match other.strip_prefix("--seed=") {
-                Some(value) => options.seed = parse_seed(value)?,
-                None => return Err(format!("unknown argument `{other}`")),
-            },
-        }
-    }
-    Ok(Some(options))
-}
-
-fn parse_seed(value: &str) -> Result<u64, String> {
-    value.parse().map_err(|_| {
-        format!(
-            "--seed wants a whole number from 0 to {}, not `{value}`",
-            u64::MAX
-        )
-    })
-}
-
-/// SplitMix64's output function.
-fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 struct Scenario {
     items: u32,
     workers: usize,
@@ -101,19 +55,8 @@ struct Scenario {
 impl Scenario {
     fn new(seed: u64) -> Self {
         let items = 500u32;
-        let hung_count = items as usize * 2 / 100;
-        // Exactly 2% of the items: a partial Fisher-Yates shuffle driven by the seed.
-        let mut order: Vec<u32> = (0..items).collect();
-        let mut state = seed;
-        for i in 0..hung_count {
-            state = mix64(state);
-            let j = i + (state % (items as u64 - i as u64)) as usize;
-            order.swap(i, j);
-        }
-        let mut hung = vec![false; items as usize];
-        for &i in &order[..hung_count] {
-            hung[i as usize] = true;
-        }
+        // Exactly 2% of the items, chosen by the seed.
+        let hung = pick_hung(seed, items, items as usize * 2 / 100);
         Scenario {
             items,
             workers: 8,
@@ -254,7 +197,7 @@ fn smol_virtual(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
 type Runner = fn(&Arc<Scenario>, Setting) -> Outcome;
 
 fn main() -> ExitCode {
-    let options = match parse_args() {
+    let options = match parse_args(std::env::args().skip(1), "--virtual-only") {
         Ok(Some(o)) => o,
         Ok(None) => {
             println!("{USAGE}");
@@ -282,13 +225,13 @@ fn main() -> ExitCode {
         options.seed
     );
     let mut runners: Vec<(&str, Runner)> = Vec::new();
-    if !options.virtual_only {
+    if !options.flag {
         runners.push(("tokio (real, multi-thread)", tokio_real));
         runners.push(("smol (real, global)", smol_real));
     }
     runners.push(("tokio (paused clock)", tokio_virtual));
     runners.push(("smol (SimRuntime)", smol_virtual));
-    if options.virtual_only {
+    if options.flag {
         println!("Virtual time only: tokio's paused clock, and SimRuntime (smol's executor on a virtual clock).");
     } else {
         println!(

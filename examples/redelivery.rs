@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use futures::future::{join_all, select, Either};
 use leaseq_async::{Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
+use leaseq_suite::demo::{mix64, parse_args, pick_hung, DEFAULT_SEED};
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\
@@ -54,56 +55,9 @@ By default every row runs in virtual time: tokio rows on tokio's paused clock
 (current_thread runtime, start_paused), smol rows on leaseq_async::SimRuntime (smol's
 executor, async-executor, on a virtual clock). The table is then exact and reproducible.";
 
-const DEFAULT_SEED: u64 = 42;
-
 // ----- options ---------------------------------------------------------------------------
 
-struct Options {
-    seed: u64,
-    real_time: bool,
-}
-
-fn parse_args() -> Result<Option<Options>, String> {
-    let mut options = Options {
-        seed: DEFAULT_SEED,
-        real_time: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--real-time" => options.real_time = true,
-            "--seed" => {
-                let value = args.next().ok_or("--seed needs a value")?;
-                options.seed = parse_seed(&value)?;
-            }
-            other => match other.strip_prefix("--seed=") {
-                Some(value) => options.seed = parse_seed(value)?,
-                None => return Err(format!("unknown argument `{other}`")),
-            },
-        }
-    }
-    Ok(Some(options))
-}
-
-fn parse_seed(value: &str) -> Result<u64, String> {
-    value.parse().map_err(|_| {
-        format!(
-            "--seed wants a whole number from 0 to {}, not `{value}`",
-            u64::MAX
-        )
-    })
-}
-
 // ----- the scenario ----------------------------------------------------------------------
-
-/// SplitMix64's output function: a good 64-bit mix, enough for a demo's draws.
-fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 struct Scenario {
     seed: u64,
@@ -123,19 +77,8 @@ struct Scenario {
 impl Scenario {
     fn new(seed: u64) -> Self {
         let items = 500u32;
-        let hung_count = items as usize * 2 / 100;
-        // Pick exactly 2% of the items: a partial Fisher-Yates shuffle driven by the seed.
-        let mut order: Vec<u32> = (0..items).collect();
-        let mut state = seed;
-        for i in 0..hung_count {
-            state = mix64(state);
-            let j = i + (state % (items as u64 - i as u64)) as usize;
-            order.swap(i, j);
-        }
-        let mut hung = vec![false; items as usize];
-        for &i in &order[..hung_count] {
-            hung[i as usize] = true;
-        }
+        // Exactly 2% of the items, chosen by the seed.
+        let hung = pick_hung(seed, items, items as usize * 2 / 100);
         Scenario {
             seed,
             items,
@@ -764,7 +707,7 @@ fn print_reading(r: &[RowResult]) {
 }
 
 fn main() -> ExitCode {
-    let options = match parse_args() {
+    let options = match parse_args(std::env::args().skip(1), "--real-time") {
         Ok(Some(o)) => o,
         Ok(None) => {
             println!("{USAGE}");
@@ -805,7 +748,7 @@ fn main() -> ExitCode {
         }
     );
     let started = Instant::now();
-    let (names, results): ([&str; 2], [Vec<RowResult>; 2]) = if options.real_time {
+    let (names, results): ([&str; 2], [Vec<RowResult>; 2]) = if options.flag {
         println!(
             "Real time: tokio rows on a multi-thread runtime, smol rows on SmolRuntime::global(); \
              the five rows of a runtime run side by side (about 10 s per runtime)."

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cpu;
+pub mod demo;
 pub mod latency;
 pub mod roundtrip;
 pub mod throughput;
