@@ -14,7 +14,7 @@ use crate::heartbeat::{self, LeaseSignal};
 use crate::reaper;
 use crate::receive::{Receive, ReceiveStream};
 use crate::runtime::{spawn_guarded, Runtime};
-use crate::shared::{Shared, State};
+use crate::shared::{Listening, Shared, State};
 
 /// A lease queue on runtime `R`: clone it freely across tasks and threads.
 ///
@@ -275,7 +275,7 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// out can still be settled. Items left in the queue stay there (see [`stats`](Self::stats)).
     pub fn close(&self) {
         if !self.shared.closed.swap(true, Ordering::AcqRel) {
-            self.shared.available.notify(usize::MAX);
+            self.shared.available.notify_always(usize::MAX);
             self.shared.reaper_wake.notify(usize::MAX);
             self.shared.heartbeat_wake.notify(usize::MAX);
         }
@@ -285,14 +285,14 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// acked or dead-lettered. (Dead letters do not count.)
     pub async fn wait_empty(&self) {
         loop {
-            let listener = self.shared.emptied.listen();
+            let listening = Listening::new(&self.shared.emptied);
             if self.with_core(|core| {
                 core.handle_timeout(self.shared.rt.now());
                 core.is_empty()
             }) {
                 return;
             }
-            listener.await;
+            listening.wait().await;
         }
     }
 
@@ -437,7 +437,7 @@ impl<T, R: Runtime> Drop for LeaseQueue<T, R> {
             // The last handle: let the background tasks see it and end.
             self.shared.reaper_wake.notify(usize::MAX);
             self.shared.heartbeat_wake.notify(usize::MAX);
-            self.shared.available.notify(usize::MAX);
+            self.shared.available.notify_always(usize::MAX);
         }
     }
 }

@@ -62,7 +62,7 @@ fn poll_receive<T, R: Runtime>(
 ) -> Poll<()> {
     loop {
         if shared.take_batch(max, heartbeat, out) > 0 || shared.is_closed() {
-            *listener = None;
+            stop_listening(shared, listener);
             return Poll::Ready(());
         }
         match listener {
@@ -72,9 +72,17 @@ fn poll_receive<T, R: Runtime>(
                 if Pin::new(l).poll(cx).is_pending() {
                     return Poll::Pending;
                 }
-                *listener = None;
+                stop_listening(shared, listener);
             }
         }
+    }
+}
+
+/// Gives back the listener, if one is held (see [`Signal`](crate::shared::Signal)).
+#[inline]
+fn stop_listening<T, R: Runtime>(shared: &Shared<T, R>, listener: &mut Option<EventListener>) {
+    if let Some(l) = listener.take() {
+        shared.available.unlisten(l);
     }
 }
 
@@ -86,11 +94,11 @@ impl<T, R: Runtime> Future for Receive<'_, T, R> {
         // A one-item receive needs no vector: the common case allocates nothing.
         loop {
             if let Some(d) = this.shared.take_one(this.heartbeat) {
-                this.listener = None;
+                stop_listening(this.shared, &mut this.listener);
                 return Poll::Ready(Some(d));
             }
             if this.shared.is_closed() {
-                this.listener = None;
+                stop_listening(this.shared, &mut this.listener);
                 return Poll::Ready(None);
             }
             match &mut this.listener {
@@ -99,10 +107,16 @@ impl<T, R: Runtime> Future for Receive<'_, T, R> {
                     if Pin::new(l).poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    this.listener = None;
+                    stop_listening(this.shared, &mut this.listener);
                 }
             }
         }
+    }
+}
+
+impl<T, R: Runtime> Drop for Receive<'_, T, R> {
+    fn drop(&mut self) {
+        stop_listening(self.shared, &mut self.listener);
     }
 }
 
@@ -149,5 +163,11 @@ impl<T, R: Runtime> Stream for ReceiveStream<T, R> {
             Poll::Ready(()) => Poll::Ready(out.pop()),
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+impl<T, R: Runtime> Drop for ReceiveStream<T, R> {
+    fn drop(&mut self) {
+        stop_listening(&self.shared, &mut self.listener);
     }
 }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use event_listener::Event;
+use event_listener::{Event, EventListener};
 use leaseq_core::{Queue, Timestamp};
 
 use crate::heartbeat::Heartbeats;
@@ -15,13 +15,13 @@ pub(crate) struct Shared<T, R> {
     pub(crate) rt: R,
     state: Mutex<State<T>>,
     /// Notified when items may have become receivable, or the queue closed.
-    pub(crate) available: Event,
+    pub(crate) available: Signal,
     /// Notified when the reaper must re-arm (an earlier deadline, close, last handle gone).
     pub(crate) reaper_wake: Event,
     /// Notified when the heartbeat task must re-arm.
     pub(crate) heartbeat_wake: Event,
     /// Notified when the queue may have become empty (nothing ready, delayed or in flight).
-    pub(crate) emptied: Event,
+    pub(crate) emptied: Signal,
     pub(crate) closed: AtomicBool,
     /// Live `LeaseQueue` handles (deliveries do not count).
     pub(crate) handles: AtomicUsize,
@@ -48,10 +48,10 @@ impl<T, R: Runtime> Shared<T, R> {
                 reaper_at: Timestamp::MAX,
                 beats: Heartbeats::default(),
             }),
-            available: Event::new(),
+            available: Signal::default(),
             reaper_wake: Event::new(),
             heartbeat_wake: Event::new(),
-            emptied: Event::new(),
+            emptied: Signal::default(),
             closed: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
             visibility,
@@ -78,6 +78,86 @@ impl<T, R: Runtime> Shared<T, R> {
         if at < state.reaper_at {
             state.reaper_at = at;
             self.reaper_wake.notify(1);
+        }
+    }
+}
+
+/// An [`Event`] whose hot-path notifications cost one atomic load when nobody listens.
+///
+/// `event_listener`'s `notify` takes the event's internal lock and issues a `SeqCst` fence
+/// even with no listener; pushes, receives and acks notify on every item, nearly always
+/// with nobody waiting. So the listeners taken through [`listen`](Self::listen) are counted,
+/// and [`notify`](Self::notify) skips the event when the count is zero.
+///
+/// That is sound for conditions that change and are checked under the queue lock: a waiter
+/// counts itself and registers its listener *before* it re-checks the condition under the
+/// lock, and a notifier changes the condition under the lock and reads the count *after*.
+/// If the waiter's check came after the change, it sees the change; if before, its count
+/// and registration happen before the notifier's read (through the lock), so the notifier
+/// sees it and wakes it. A condition changed outside the lock (the closed flag, the handle
+/// count) is announced with [`notify_always`](Self::notify_always).
+#[derive(Debug, Default)]
+pub(crate) struct Signal {
+    event: Event,
+    /// Listeners taken through `listen` and not yet given back with `unlisten`.
+    listeners: AtomicUsize,
+}
+
+impl Signal {
+    /// A listener, counted until [`unlisten`](Self::unlisten). Re-check the condition (under
+    /// the queue lock) after this and before waiting.
+    pub(crate) fn listen(&self) -> EventListener {
+        self.listeners.fetch_add(1, Ordering::SeqCst);
+        self.event.listen()
+    }
+
+    /// Gives back a listener taken with [`listen`](Self::listen) (notified or not).
+    pub(crate) fn unlisten(&self, listener: EventListener) {
+        drop(listener);
+        self.listeners.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Notifies up to `n` listeners, if any listen. Only for a condition changed under the
+    /// queue lock, called after the change.
+    #[inline]
+    pub(crate) fn notify(&self, n: usize) {
+        if self.listeners.load(Ordering::SeqCst) != 0 {
+            self.event.notify(n);
+        }
+    }
+
+    /// Notifies up to `n` listeners unconditionally: for conditions changed outside the lock.
+    pub(crate) fn notify_always(&self, n: usize) {
+        self.event.notify(n);
+    }
+}
+
+/// A counted listener of a [`Signal`], given back when dropped.
+pub(crate) struct Listening<'a> {
+    signal: &'a Signal,
+    listener: Option<EventListener>,
+}
+
+impl<'a> Listening<'a> {
+    pub(crate) fn new(signal: &'a Signal) -> Self {
+        Listening {
+            signal,
+            listener: Some(signal.listen()),
+        }
+    }
+
+    /// Waits for the notification.
+    pub(crate) async fn wait(mut self) {
+        if let Some(l) = self.listener.as_mut() {
+            l.await;
+        }
+    }
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        if let Some(l) = self.listener.take() {
+            self.signal.unlisten(l);
         }
     }
 }
