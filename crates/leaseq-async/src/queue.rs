@@ -197,18 +197,20 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         I: IntoIterator<Item = T>,
     {
         let mut items = items.into_iter();
-        let mut ids = Vec::with_capacity(items.size_hint().0);
         if self.shared.is_closed() {
             return match items.next() {
                 Some(first) => Err((PushError::Closed(first), items.collect())),
-                None => Ok(ids),
+                None => Ok(Vec::new()),
             };
         }
+        // Allocate the items' `Arc`s before taking the lock, not under it.
+        let mut arcs = items.map(Arc::new).collect::<Vec<Arc<T>>>().into_iter();
+        let mut ids = Vec::with_capacity(arcs.len());
         let mut st = self.shared.lock();
         let now = st.core.now();
         let mut refused = None;
-        for item in items.by_ref() {
-            match st.core.push(Arc::new(item), now) {
+        for item in arcs.by_ref() {
+            match st.core.push(item, now) {
                 Ok(id) => ids.push(id),
                 Err(e) => {
                     refused = Some(PushError::from_core(e));
@@ -220,7 +222,14 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         self.shared.available.notify(ids.len());
         match refused {
             None => Ok(ids),
-            Some(e) => Err((e, items.collect())),
+            // The queue never saw the rest: each `Arc` is still the only reference.
+            Some(e) => {
+                let rest = arcs.map(|a| match Arc::try_unwrap(a) {
+                    Ok(item) => item,
+                    Err(_) => unreachable!("an item not pushed has no other owner"),
+                });
+                Err((e, rest.collect()))
+            }
         }
     }
 
@@ -260,14 +269,20 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// Acks a batch of deliveries under one lock; returns how many were accepted (the others'
     /// receipts were stale, and are counted in the stats).
     pub fn ack_batch(&self, deliveries: impl IntoIterator<Item = Delivery<T, R>>) -> usize {
+        // Held until the lock is released: dropping a delivery drops its item's `Arc`, the
+        // last reference once acked, and the item's own `Drop` must not run under the lock.
+        // (Collecting a `Vec` reuses its buffer.)
+        let mut deliveries: Vec<Delivery<T, R>> = deliveries.into_iter().collect();
         let mut st = self.shared.lock();
         let now = st.core.now();
         let mut accepted = 0;
-        for mut d in deliveries {
+        for d in &mut deliveries {
             if d.settle_locked(&mut st, |core, r| core.ack(r, now)).is_ok() {
                 accepted += 1;
             }
         }
+        drop(st);
+        drop(deliveries);
         accepted
     }
 
@@ -382,6 +397,9 @@ impl<T, R: Runtime> Shared<T, R> {
         }
         let now = self.rt.now();
         let mut st = self.lock();
+        // One allocation for the batch rather than a few regrowths.
+        let ready = usize::try_from(st.core.stats().ready).unwrap_or(usize::MAX);
+        out.reserve(max.min(ready));
         let mut n = 0;
         while n < max {
             let Some(d) = self.lease_locked(&mut st, now, heartbeat) else {

@@ -78,6 +78,35 @@ fn poll_receive<T, R: Runtime>(
     }
 }
 
+/// Polls for one delivery; ready with `None` once the queue is closed. A one-item receive
+/// needs no vector: the common case allocates nothing.
+fn poll_one<T, R: Runtime>(
+    shared: &Arc<Shared<T, R>>,
+    listener: &mut Option<EventListener>,
+    heartbeat: bool,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Delivery<T, R>>> {
+    loop {
+        if let Some(d) = shared.take_one(heartbeat) {
+            stop_listening(shared, listener);
+            return Poll::Ready(Some(d));
+        }
+        if shared.is_closed() {
+            stop_listening(shared, listener);
+            return Poll::Ready(None);
+        }
+        match listener {
+            None => *listener = Some(shared.available.listen()),
+            Some(l) => {
+                if Pin::new(l).poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                stop_listening(shared, listener);
+            }
+        }
+    }
+}
+
 /// Gives back the listener, if one is held (see [`Signal`](crate::shared::Signal)).
 #[inline]
 fn stop_listening<T, R: Runtime>(shared: &Shared<T, R>, listener: &mut Option<EventListener>) {
@@ -91,26 +120,7 @@ impl<T, R: Runtime> Future for Receive<'_, T, R> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        // A one-item receive needs no vector: the common case allocates nothing.
-        loop {
-            if let Some(d) = this.shared.take_one(this.heartbeat) {
-                stop_listening(this.shared, &mut this.listener);
-                return Poll::Ready(Some(d));
-            }
-            if this.shared.is_closed() {
-                stop_listening(this.shared, &mut this.listener);
-                return Poll::Ready(None);
-            }
-            match &mut this.listener {
-                None => this.listener = Some(this.shared.available.listen()),
-                Some(l) => {
-                    if Pin::new(l).poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    stop_listening(this.shared, &mut this.listener);
-                }
-            }
-        }
+        poll_one(this.shared, &mut this.listener, this.heartbeat, cx)
     }
 }
 
@@ -158,11 +168,7 @@ impl<T, R: Runtime> Stream for ReceiveStream<T, R> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        let mut out = Vec::with_capacity(1);
-        match poll_receive(&this.shared, &mut this.listener, 1, false, cx, &mut out) {
-            Poll::Ready(()) => Poll::Ready(out.pop()),
-            Poll::Pending => Poll::Pending,
-        }
+        poll_one(&this.shared, &mut this.listener, false, cx)
     }
 }
 
