@@ -1,11 +1,12 @@
 //! The state every handle, delivery and background task of one queue shares.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use event_listener::{Event, EventListener};
 use leaseq_core::{Queue, Timestamp};
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::heartbeat::Heartbeats;
 use crate::runtime::Runtime;
@@ -61,11 +62,13 @@ impl<T, R: Runtime> Shared<T, R> {
 
     /// The one lock. User code never runs under it: items are `Arc`s whose last reference
     /// is never dropped here... except when a dead letter is taken, which hands it out.
-    /// A panic elsewhere cannot leave the core half-changed (its operations do not call
-    /// back), so a poisoned lock is simply taken over.
+    /// A `parking_lot` mutex: it spins briefly before parking, which suits a lock held for
+    /// tens of nanoseconds and taken three times per item from several threads, and it has
+    /// no poisoning (a panic elsewhere cannot leave the core half-changed: its operations
+    /// do not call back).
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, State<T>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     pub(crate) fn is_closed(&self) -> bool {
