@@ -169,7 +169,12 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         if let Some(ttl) = ttl {
             options = options.expires_at(now.saturating_add(ttl));
         }
-        match st.core.push_with(item, now, options) {
+        let pushed = if timed {
+            st.core.push_with(item, now, options)
+        } else {
+            st.core.push(item, now)
+        };
+        match pushed {
             Ok(id) => {
                 if !delay.is_zero() {
                     self.shared.rearm(&mut st, now.saturating_add(delay));
@@ -374,8 +379,10 @@ impl<T, R: Runtime> Shared<T, R> {
             return None;
         }
         let now = self.rt.now();
+        // The delivery's reference to the queue is taken before the lock, not under it.
+        let shared = self.clone();
         let mut st = self.lock();
-        let d = self.lease_locked(&mut st, now, heartbeat)?;
+        let d = self.lease_locked(&mut st, now, heartbeat, shared)?;
         let more = st.core.stats().ready > 0;
         drop(st);
         if more {
@@ -402,7 +409,7 @@ impl<T, R: Runtime> Shared<T, R> {
         out.reserve(max.min(ready));
         let mut n = 0;
         while n < max {
-            let Some(d) = self.lease_locked(&mut st, now, heartbeat) else {
+            let Some(d) = self.lease_locked(&mut st, now, heartbeat, self.clone()) else {
                 break;
             };
             out.push(d);
@@ -419,10 +426,11 @@ impl<T, R: Runtime> Shared<T, R> {
     /// Leases the next visible item under the lock the caller holds, registering its
     /// heartbeat if asked.
     fn lease_locked(
-        self: &Arc<Self>,
+        &self,
         st: &mut State<T>,
         now: Timestamp,
         heartbeat: bool,
+        shared: Arc<Self>,
     ) -> Option<Delivery<T, R>> {
         let lease = st.core.receive(now)?;
         self.rearm(st, lease.deadline);
@@ -436,7 +444,7 @@ impl<T, R: Runtime> Shared<T, R> {
             }
             (key, signal)
         });
-        Some(Delivery::new(self.clone(), lease, beat))
+        Some(Delivery::new(shared, lease, beat))
     }
 }
 
