@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod precise;
 mod runtime;
 
 pub use leaseq_async::*;

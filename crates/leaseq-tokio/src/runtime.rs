@@ -9,8 +9,30 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::precise;
+
+/// Whether tokio's clock is the process's real clock rather than a paused (virtual) one. An
+/// unpaused tokio clock reads exactly `std`'s; a paused one stands still or jumps, and is
+/// soon more than a millisecond off. (A virtual clock taken for real costs at most a short
+/// real wait: tokio's timer still ends the sleep on its own clock.)
+fn real_clock() -> bool {
+    let virtual_now = Instant::now().into_std();
+    let real_now = std::time::Instant::now();
+    let off = real_now
+        .checked_duration_since(virtual_now)
+        .unwrap_or_else(|| virtual_now.duration_since(real_now));
+    off < std::time::Duration::from_millis(1)
+}
+
 /// Tokio as a leaseq runtime: tokio's clock (paused time works), `tokio::time::sleep_until`,
 /// `spawn`, `abort` and `spawn_blocking` on the runtime of a [`Handle`].
+///
+/// Sleeps are sharper than tokio's own: tokio's timer counts whole milliseconds and ends a
+/// sleep up to about 2 ms late, so a sleep runs on it until 2 ms before its deadline and
+/// the rest on a process-wide timer thread that waits with the exact timeout (it holds only
+/// those last 2 ms of sleeps, and never polls). A lease that runs out is then back in a
+/// waiting receiver's hands about 0.15 ms after its deadline rather than 1.2 ms. On a paused
+/// clock the sleep is tokio's alone.
 #[derive(Clone, Debug)]
 pub struct TokioRuntime {
     handle: Handle,
@@ -57,7 +79,23 @@ impl Runtime for TokioRuntime {
             .epoch
             .checked_add(deadline.as_duration())
             .map_or(far, |t| t.min(far));
-        tokio::time::sleep_until(at)
+        async move {
+            // tokio's timer counts whole milliseconds and ends a sleep up to ~2 ms late: sleep
+            // on it until `TAIL` before the deadline, and the rest on the precise timer.
+            if let Some(early) = at.checked_sub(precise::TAIL) {
+                if early > Instant::now() {
+                    tokio::time::sleep_until(early).await;
+                }
+            }
+            if real_clock() {
+                precise::sleep_until(at.into_std()).await;
+            }
+            // On a paused (virtual) clock, and should the precise timer be unavailable or
+            // early on tokio's clock, tokio's own timer has the last word.
+            if Instant::now() < at {
+                tokio::time::sleep_until(at).await;
+            }
+        }
     }
 
     fn spawn(&self, future: BoxFuture) -> TokioTask {
