@@ -180,7 +180,14 @@ impl Heartbeats {
         self.live
     }
 
-    /// Extends every lease due at `now`; returns when the next beat is due.
+    /// Extends every lease due by `now`, and those due within a short window after it
+    /// ([`coalesce_window`]); returns when the next beat is due.
+    ///
+    /// Beating a little early is always safe (the lease is extended from `now`), and it lets
+    /// one wake-up serve beats due microseconds apart, as leases received one after another
+    /// are: on a timer precise to microseconds, each of those would otherwise wake the task
+    /// on its own. The last beat of a capped lease (at its cap, where the holder is told it is
+    /// lost) is not run early.
     pub(crate) fn run_due<T>(
         &mut self,
         core: &mut Queue<T>,
@@ -188,9 +195,11 @@ impl Heartbeats {
         every: Duration,
         visibility: Duration,
     ) -> Option<Timestamp> {
+        let horizon = now.saturating_add(coalesce_window(every));
+        let mut at_cap = Vec::new();
         while let Some(&Reverse((at, index, generation))) = self.due.peek() {
-            if at > now {
-                return Some(at);
+            if at > horizon {
+                break;
             }
             self.due.pop();
             let key = BeatKey { index, generation };
@@ -211,8 +220,9 @@ impl Heartbeats {
                     deadline,
                 }) => {
                     // No further extension can help: beat once more at the cap, where the
-                    // lease ends and the holder is told.
-                    self.schedule(key, deadline);
+                    // lease ends and the holder is told (scheduled after this pass, so that
+                    // a cap inside the window is not taken again now).
+                    at_cap.push((key, deadline));
                 }
                 Ok(Extended::Released(_)) | Err(_) | Ok(_) => {
                     beat.signal.mark_lost();
@@ -220,8 +230,18 @@ impl Heartbeats {
                 }
             }
         }
-        None
+        for (key, deadline) in at_cap {
+            self.schedule(key, deadline);
+        }
+        self.due.peek().map(|Reverse((at, _, _))| *at)
     }
+}
+
+/// How far ahead of its time a beat may run to share a wake-up with an earlier one: an
+/// eighth of the beat interval, at most 1 ms (tokio's old timer resolution, so no more
+/// wake-ups than a millisecond timer gave).
+fn coalesce_window(every: Duration) -> Duration {
+    (every / 8).min(Duration::from_millis(1))
 }
 
 /// The heartbeat task of one queue. Ends when the last queue handle is gone and no lease is
