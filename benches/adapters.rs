@@ -51,6 +51,8 @@ fn throughput_table<R: Runtime>(
         measure(block_on, repeats, f)
     };
     let flume = run(&|| Box::pin(throughput::flume(rt.clone(), items, consumers)));
+    let async_channel = run(&|| Box::pin(throughput::async_channel(rt.clone(), items, consumers)));
+    let mpsc = run(&|| Box::pin(throughput::tokio_mpsc(rt.clone(), items, consumers)));
     let rows = [
         (
             "leaseq push -> receive -> ack",
@@ -61,26 +63,23 @@ fn throughput_table<R: Runtime>(
             run(&|| Box::pin(throughput::leaseq(rt.clone(), items, consumers, 16))),
         ),
         ("flume push -> receive", flume),
-        (
-            "async-channel push -> receive",
-            run(&|| Box::pin(throughput::async_channel(rt.clone(), items, consumers))),
-        ),
-        (
-            "tokio mpsc (rx behind a mutex)",
-            run(&|| Box::pin(throughput::tokio_mpsc(rt.clone(), items, consumers))),
-        ),
+        ("async-channel push -> receive", async_channel),
+        ("tokio mpsc (rx behind a mutex)", mpsc),
     ];
     println!("\n## Throughput on {name}: 1 producer, {consumers} consumers, {items} items, median of {repeats}");
-    println!("| queue | items/s | ns/item | ratio to flume |");
-    println!("| --- | ---: | ---: | ---: |");
-    let flume_rate = throughput::rate(items, flume);
+    println!("| queue | items/s | ns/item | ratio to flume | to async-channel | to tokio mpsc |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    let [flume, async_channel, mpsc] =
+        [flume, async_channel, mpsc].map(|took| throughput::rate(items, took));
     for (label, took) in rows {
         let r = throughput::rate(items, took);
         println!(
-            "| {label} | {:.0} | {:.0} | {:.2} |",
+            "| {label} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} |",
             r,
             1e9 / r,
-            r / flume_rate
+            r / flume,
+            r / async_channel,
+            r / mpsc
         );
     }
 }
