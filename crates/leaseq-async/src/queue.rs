@@ -403,6 +403,9 @@ impl<T, R: Runtime> Shared<T, R> {
             return 0;
         }
         let now = self.rt.now();
+        if !heartbeat {
+            return self.take_batch_plain(max, now, out);
+        }
         let mut st = self.lock();
         // One allocation for the batch rather than a few regrowths.
         let ready = usize::try_from(st.core.stats().ready).unwrap_or(usize::MAX);
@@ -420,6 +423,34 @@ impl<T, R: Runtime> Shared<T, R> {
         if n > 0 && more {
             self.available.notify(1);
         }
+        n
+    }
+
+    /// `take_batch` without heartbeats: only the core's work happens under the lock; the
+    /// deliveries (each with its own reference to the queue) are built after it is released.
+    fn take_batch_plain(
+        self: &Arc<Self>,
+        max: usize,
+        now: Timestamp,
+        out: &mut Vec<Delivery<T, R>>,
+    ) -> usize {
+        let mut leases = Vec::with_capacity(max.min(256));
+        let mut st = self.lock();
+        let n = st.core.receive_many(now, max, &mut leases);
+        if let Some(first) = leases.iter().map(|l| l.deadline).min() {
+            self.rearm(&mut st, first);
+        }
+        let more = st.core.stats().ready > 0;
+        drop(st);
+        if n > 0 && more {
+            self.available.notify(1);
+        }
+        out.reserve(n);
+        out.extend(
+            leases
+                .into_iter()
+                .map(|lease| Delivery::new(self.clone(), lease, None)),
+        );
         n
     }
 
