@@ -40,6 +40,27 @@ macro_rules! scenario_tests {
 }
 pub(crate) use scenario_tests;
 
+/// One `#[test]` per scenario that runs on every runtime, plus any listed after the runner
+/// (the blocking scenario, for runtimes whose clock lets blocking work overrun a timeout).
+macro_rules! all_scenario_tests {
+    ($run:ident $(, $extra:ident)* $(,)?) => {
+        scenarios::scenario_tests!($run:
+            hung_handler_times_out,
+            slow_handler_with_heartbeat_runs_once,
+            slow_handler_without_heartbeat_acks_late,
+            dropped_delivery_comes_back_at_once,
+            panicking_handler_is_caught,
+            aborted_worker_hands_its_item_back,
+            watchdog_reports_stuck_worker,
+            shutdown_short_grace_hands_items_back,
+            shutdown_long_grace_lets_items_finish,
+            cancelled_receive_loses_nothing,
+            $($extra,)*
+        );
+    };
+}
+pub(crate) use all_scenario_tests;
+
 /// What a scenario runs with: the runtime, the time unit, and whether time is virtual.
 #[derive(Clone, Debug)]
 pub(crate) struct Env<R> {
