@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{parse_args, pick_hung};
+use leaseq_suite::demo::{args_or_exit, pick_hung};
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\
@@ -197,16 +197,9 @@ fn smol_virtual(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
 type Runner = fn(&Arc<Scenario>, Setting) -> Outcome;
 
 fn main() -> ExitCode {
-    let options = match parse_args(std::env::args().skip(1), "--virtual-only") {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let options = match args_or_exit("--virtual-only", USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let sc = Arc::new(Scenario::new(options.seed));
     println!(

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use futures::future::{join_all, select, Either};
 use leaseq_async::{Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{mix64, parse_args, pick_hung, DEFAULT_SEED};
+use leaseq_suite::demo::{args_or_exit, mix64, pick_hung, DEFAULT_SEED};
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\
@@ -707,16 +707,9 @@ fn print_reading(r: &[RowResult]) {
 }
 
 fn main() -> ExitCode {
-    let options = match parse_args(std::env::args().skip(1), "--real-time") {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let options = match args_or_exit("--real-time", USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let sc = Arc::new(Scenario::new(options.seed));
     println!(

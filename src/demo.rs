@@ -41,6 +41,22 @@ pub fn parse_args(
     Ok(Some(out))
 }
 
+/// The process's own command line parsed by [`parse_args`]; on `--help` prints `usage` and
+/// on a bad argument the error and `usage`, and returns the exit code to end with.
+pub fn args_or_exit(flag: &str, usage: &str) -> Result<DemoArgs, std::process::ExitCode> {
+    match parse_args(std::env::args().skip(1), flag) {
+        Ok(Some(args)) => Ok(args),
+        Ok(None) => {
+            println!("{usage}");
+            Err(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n\n{usage}");
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}
+
 fn parse_seed(value: &str) -> Result<u64, String> {
     value.parse().map_err(|_| {
         format!(
