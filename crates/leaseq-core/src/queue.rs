@@ -67,6 +67,19 @@ struct Slot<T> {
     prev_fate: Option<Fate>,
 }
 
+impl<T> Slot<T> {
+    /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.
+    #[inline]
+    fn timer(&self, slot: usize, at: Timestamp) -> Timer {
+        Timer {
+            at,
+            id: self.id,
+            slot: slot as u32,
+            epoch: self.epoch,
+        }
+    }
+}
+
 /// What a receipt points at.
 enum Check {
     /// The lease is running.
@@ -306,14 +319,14 @@ impl<T> Queue<T> {
             }
         };
         if expires_at != Timestamp::MAX {
-            self.schedule_expiry(slot, id, expires_at);
+            self.schedule_expiry(slot, expires_at);
         }
         slot
     }
 
     /// Enters the expiry of the item just put into `slot`.
     #[inline(never)]
-    fn schedule_expiry(&mut self, slot: usize, id: u64, expires_at: Timestamp) {
+    fn schedule_expiry(&mut self, slot: usize, expires_at: Timestamp) {
         self.expiring += 1;
         self.due = self.due.min(expires_at);
         // Compact before inserting: the slot is still `Free` here, so `expiry_live` would
@@ -323,13 +336,8 @@ impl<T> Queue<T> {
             let slots = &self.slots;
             self.expiries.compact(|t| expiry_live(slots, t));
         }
-        let epoch = self.slots[slot].epoch;
-        self.expiries.insert(Timer {
-            at: expires_at,
-            id,
-            slot: slot as u32,
-            epoch,
-        });
+        let timer = self.slots[slot].timer(slot, expires_at);
+        self.expiries.insert(timer);
     }
 
     /// Makes a free or in-flight slot ready, if `at` is not after `instant` (the moment being
@@ -354,12 +362,7 @@ impl<T> Queue<T> {
         let s = &mut self.slots[slot];
         s.state = State::Delayed;
         self.due = self.due.min(at);
-        self.delays.insert(Timer {
-            at,
-            id: s.id,
-            slot: slot as u32,
-            epoch: s.epoch,
-        });
+        self.delays.insert(s.timer(slot, at));
         self.stats.delayed += 1;
         if self.delays.needs_compaction(self.stats.delayed) {
             let slots = &self.slots;
@@ -428,12 +431,7 @@ impl<T> Queue<T> {
         s.lease_cap = cap;
         let id = MessageId(s.id);
         let attempt = s.attempts;
-        let timer = Timer {
-            at: deadline,
-            id: s.id,
-            slot: slot as u32,
-            epoch: s.epoch,
-        };
+        let timer = s.timer(slot, deadline);
         self.leases.insert(timer);
         self.due = self.due.min(deadline);
         self.stats.in_flight += 1;
@@ -616,12 +614,7 @@ impl<T> Queue<T> {
             // Earlier: a new entry; the old one goes stale.
             s.epoch = s.epoch.wrapping_add(1);
             s.last_deadline = deadline;
-            let timer = Timer {
-                at: deadline,
-                id: s.id,
-                slot: slot as u32,
-                epoch: s.epoch,
-            };
+            let timer = s.timer(slot, deadline);
             self.leases.insert(timer);
             self.due = self.due.min(deadline);
             if self.leases.needs_compaction(self.stats.in_flight) {
