@@ -39,7 +39,7 @@ impl<'a, T, R: Runtime> Receive<'a, T, R> {
         ReceiveBatch(self)
     }
 
-    /// Polls for up to `max` deliveries into `out`; ready when it got one or the queue closed.
+    /// See [`poll_receive`].
     fn poll_into(&mut self, cx: &mut Context<'_>, out: &mut Vec<Delivery<T, R>>) -> Poll<()> {
         poll_receive(
             self.shared,
@@ -52,6 +52,7 @@ impl<'a, T, R: Runtime> Receive<'a, T, R> {
     }
 }
 
+/// Polls for up to `max` deliveries into `out`; ready when it got one or the queue closed.
 fn poll_receive<T, R: Runtime>(
     shared: &Arc<Shared<T, R>>,
     listener: &mut Option<EventListener>,
@@ -60,22 +61,10 @@ fn poll_receive<T, R: Runtime>(
     cx: &mut Context<'_>,
     out: &mut Vec<Delivery<T, R>>,
 ) -> Poll<()> {
-    loop {
-        if shared.take_batch(max, heartbeat, out) > 0 || shared.is_closed() {
-            stop_listening(shared, listener);
-            return Poll::Ready(());
-        }
-        match listener {
-            // Listen, then look again: an item pushed in between is not missed.
-            None => *listener = Some(shared.available.listen()),
-            Some(l) => {
-                if Pin::new(l).poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                stop_listening(shared, listener);
-            }
-        }
-    }
+    poll_until(shared, listener, cx, || {
+        (shared.take_batch(max, heartbeat, out) > 0).then_some(())
+    })
+    .map(|_| ())
 }
 
 /// Polls for one delivery; ready with `None` once the queue is closed. A one-item receive
@@ -86,10 +75,22 @@ fn poll_one<T, R: Runtime>(
     heartbeat: bool,
     cx: &mut Context<'_>,
 ) -> Poll<Option<Delivery<T, R>>> {
+    poll_until(shared, listener, cx, || shared.take_one(heartbeat))
+}
+
+/// The receive loop: `take` until it yields something or the queue is closed, sleeping on
+/// the `available` signal in between. Listen, then look again, so that an item pushed in
+/// between is not missed.
+fn poll_until<T, R: Runtime, U>(
+    shared: &Shared<T, R>,
+    listener: &mut Option<EventListener>,
+    cx: &mut Context<'_>,
+    mut take: impl FnMut() -> Option<U>,
+) -> Poll<Option<U>> {
     loop {
-        if let Some(d) = shared.take_one(heartbeat) {
+        if let Some(got) = take() {
             stop_listening(shared, listener);
-            return Poll::Ready(Some(d));
+            return Poll::Ready(Some(got));
         }
         if shared.is_closed() {
             stop_listening(shared, listener);
