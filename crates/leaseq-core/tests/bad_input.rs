@@ -4,24 +4,14 @@
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, Backoff, Config, ConfigError, Event, EventMask, Extended, Failure, Jitter, LateAckKind,
+    Acked, Backoff, Config, ConfigError, Event, Extended, Failure, Jitter, LateAckKind,
     LatencyAdvisor, MessageId, Nacked, PushError, PushOptions, Queue, Reason, Receipt,
     ReceiptError, RedriveError, Timestamp,
 };
 
-fn ts(n: u64) -> Timestamp {
-    Timestamp::from_nanos(n)
-}
+mod common;
 
-fn ns(n: u64) -> Duration {
-    Duration::from_nanos(n)
-}
-
-fn config() -> Config {
-    Config::new(ns(10))
-        .with_max_attempts(3)
-        .with_events(EventMask::ALL)
-}
+use common::{config, ns, ts};
 
 fn queue() -> Queue<&'static str> {
     Queue::new(config()).unwrap()

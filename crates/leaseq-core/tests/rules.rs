@@ -8,20 +8,9 @@ use leaseq_core::{
     PushOptions, Queue, Reason, ReceiptError, RedriveError, Timestamp,
 };
 
-fn ts(n: u64) -> Timestamp {
-    Timestamp::from_nanos(n)
-}
+mod common;
 
-fn ns(n: u64) -> Duration {
-    Duration::from_nanos(n)
-}
-
-/// Visibility 10 ns, 3 attempts, no backoff, every event recorded.
-fn config() -> Config {
-    Config::new(ns(10))
-        .with_max_attempts(3)
-        .with_events(EventMask::ALL)
-}
+use common::{config, ns, ts};
 
 fn queue(config: Config) -> Queue<&'static str> {
     Queue::new(config).unwrap()
