@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use futures::future::{join_all, select, Either};
 use leaseq_async::{Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{args_or_exit, mix64, pick_hung, DEFAULT_SEED};
+use leaseq_suite::demo::{args_or_exit, pick_hung, DEFAULT_SEED};
+use leaseq_suite::rng::mix64;
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\

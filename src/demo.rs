@@ -1,6 +1,8 @@
 //! What the demo examples (`redelivery`, `item_timeouts`) share: their command line and
 //! their seeded choice of hung items.
 
+use crate::rng::mix64;
+
 /// The seed the demos use unless told otherwise.
 pub const DEFAULT_SEED: u64 = 42;
 
@@ -64,14 +66,6 @@ fn parse_seed(value: &str) -> Result<u64, String> {
             u64::MAX
         )
     })
-}
-
-/// SplitMix64's output function: a good 64-bit mix, enough for a demo's draws.
-pub fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Exactly `count` of `items` items marked hung, chosen by a partial Fisher-Yates shuffle

@@ -7,6 +7,7 @@
 pub mod cpu;
 pub mod demo;
 pub mod latency;
+pub mod rng;
 pub mod roundtrip;
 pub mod throughput;
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use leaseq_suite::rng::Rng;
 use leaseq_tokio::{Backoff, Config, Delivery, Jitter, LeaseQueue, Reason};
 use tokio::task::JoinHandle;
 
@@ -23,23 +24,6 @@ const SEEDS: [u64; 6] = [0x1ea5_e0f0_2024, 1, 2, 3, 0xdead_beef, 0x5eed];
 const VISIBILITY: Duration = Duration::from_millis(40);
 /// The payload of the panics this test injects (the panic hook keeps them quiet).
 const INJECTED: &str = "stress: injected panic";
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Action {
@@ -54,8 +38,9 @@ enum Action {
 /// The action for one delivery: a function of the seed, the item and the attempt only, so
 /// that a run can be replayed whichever worker gets which delivery.
 fn action(seed: u64, id: usize, attempt: u32) -> Action {
-    let mut rng =
-        Rng(seed ^ (id as u64).wrapping_mul(0x2545_F491_4F6C_DD1D) ^ (u64::from(attempt) << 56));
+    let mut rng = Rng::new(
+        seed ^ (id as u64).wrapping_mul(0x2545_F491_4F6C_DD1D) ^ (u64::from(attempt) << 56),
+    );
     match rng.below(100) {
         0..50 => Action::Ack,
         50..62 => Action::Nack,
@@ -94,7 +79,7 @@ async fn worker(
     seed: u64,
     index: u64,
 ) {
-    let mut rng = Rng(seed ^ index);
+    let mut rng = Rng::new(seed ^ index);
     loop {
         let d = if rng.below(4) == 0 {
             q.receive_with_heartbeat().await

@@ -144,33 +144,7 @@ pub(crate) fn block_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// SplitMix64: a tiny seeded PRNG, so that randomized runs can be replayed.
-#[derive(Clone, Debug)]
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-
-    /// Uniform in `0..=d`.
-    pub(crate) fn up_to(&mut self, d: Duration) -> Duration {
-        Duration::from_nanos(self.below(d.as_nanos() as u64 + 1))
-    }
-}
+pub(crate) use leaseq_suite::rng::Rng;
 
 /// One handler run: which attempt, and when it started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
