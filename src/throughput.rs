@@ -40,7 +40,7 @@ pub async fn leaseq<R: Runtime>(rt: R, items: u64, consumers: usize, batch: usiz
                     if ds.is_empty() {
                         break;
                     }
-                    let n = q.ack_batch(ds) as u64;
+                    let n = q.ack_batch(ds).accepted() as u64;
                     if done.fetch_add(n, Ordering::AcqRel) + n == items {
                         q.close();
                     }

@@ -209,7 +209,7 @@ async fn round(seed: u64) {
     let at = format!("seed {seed:#x}: {s:#?}");
     assert_eq!((s.ready, s.delayed, s.in_flight), (0, 0, 0), "{at}");
     assert_eq!(q.heartbeats(), 0, "{at}");
-    if let Err(e) = q.with_core(|core| core.check_invariants()) {
+    if let Err(e) = q.check_invariants() {
         panic!("{e} ({at})");
     }
 

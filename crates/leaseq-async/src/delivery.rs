@@ -82,6 +82,11 @@ impl<T, R: Runtime> Delivery<T, R> {
         }
     }
 
+    /// The queue this delivery belongs to.
+    pub(crate) fn shared(&self) -> &Arc<Shared<T, R>> {
+        &self.shared
+    }
+
     /// The item.
     pub fn item(&self) -> &T {
         &self.item
@@ -188,11 +193,11 @@ impl<T, R: Runtime> Delivery<T, R> {
             Ok(_) => tracing::debug!(id = %self.id, %reason, "leaseq: item handed back"),
             Err(ref e) => tracing::debug!(id = %self.id, error = %e, "leaseq: stale hand-back"),
         }
+        // A later return re-arms the reaper as the lock is released; one due now wakes a
+        // receiver.
+        drop(st);
         if let Ok(Nacked::Retrying { visible_at, .. }) = r {
-            if visible_at > now {
-                shared.rearm(&mut st, visible_at);
-            } else {
-                drop(st);
+            if visible_at <= now {
                 shared.available.notify(1);
             }
         }
@@ -248,7 +253,8 @@ impl<T, R: Runtime> Delivery<T, R> {
         settle_in(&self.shared, &mut st, beat, self.receipt, op)
     }
 
-    /// Settles under a lock the caller holds (batch acks).
+    /// Settles under a lock the caller holds (batch acks). The lock must be this delivery's
+    /// own queue's (see [`shared`](Self::shared)): its heartbeat key means nothing elsewhere.
     pub(crate) fn settle_locked<U>(
         &mut self,
         st: &mut State<T>,

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod ack_batch;
 mod delivery;
 mod diagnosis;
 mod error;
@@ -40,6 +41,7 @@ mod shared;
 mod sim;
 mod watchdog;
 
+pub use ack_batch::AckBatch;
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
@@ -55,7 +57,7 @@ pub use watchdog::{Holding, StuckWorker, Watchdog};
 /// The core state machine, re-exported.
 pub use leaseq_core as core;
 pub use leaseq_core::{
-    Acked, Backoff, Config, ConfigError, DeadLetter, Event, Extended, Failure, Histogram, Jitter,
-    LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats,
-    Timestamp, TypeReport,
+    Acked, Backoff, Config, ConfigError, ConservationError, DeadLetter, Event, EventMask, Extended,
+    Failure, Histogram, Jitter, LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError,
+    RedriveError, Stats, Timestamp, TypeReport,
 };

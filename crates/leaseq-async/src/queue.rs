@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_core::{
-    Config, DeadLetter, Event, MessageId, PushOptions, Queue, RedriveError, Stats, Timestamp,
+    Config, ConservationError, DeadLetter, Event, EventMask, MessageId, PushOptions, Queue,
+    RedriveError, Stats, Timestamp,
 };
 
 use crate::delivery::Delivery;
@@ -62,6 +63,7 @@ pub struct QueueBuilder<R> {
     config: Config,
     heartbeat_every: Option<Duration>,
     runtime: Option<R>,
+    events: EventMask,
 }
 
 impl<R: Runtime> QueueBuilder<R> {
@@ -69,6 +71,15 @@ impl<R: Runtime> QueueBuilder<R> {
     /// Default: a third of the visibility timeout.
     pub fn heartbeat_every(mut self, every: Duration) -> Self {
         self.heartbeat_every = Some(every);
+        self
+    }
+
+    /// Which core [`Event`]s the queue records for [`LeaseQueue::poll_event`]. Default:
+    /// none, whatever `config` says: nothing else drains them here, and a queue nobody polls
+    /// would only fill its buffer and count drops. Polled events are bounded by the config's
+    /// event capacity.
+    pub fn events(mut self, events: EventMask) -> Self {
+        self.events = events;
         self
     }
 
@@ -84,7 +95,8 @@ impl<R: Runtime> QueueBuilder<R> {
             Some(rt) => rt,
             None => R::current().ok_or(NewQueueError::NoRuntime)?,
         };
-        let core = Queue::new(self.config).map_err(NewQueueError::Config)?;
+        let config = self.config.with_events(self.events);
+        let core = Queue::new(config).map_err(NewQueueError::Config)?;
         let visibility = core.config().visibility();
         let every = self
             .heartbeat_every
@@ -115,6 +127,7 @@ impl<T: Send + Sync + 'static, R: Runtime> LeaseQueue<T, R> {
             config,
             heartbeat_every: None,
             runtime: None,
+            events: EventMask::NONE,
         }
     }
 }
@@ -176,12 +189,7 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         };
         match pushed {
             Ok(id) => {
-                if !delay.is_zero() {
-                    self.shared.rearm(&mut st, now.saturating_add(delay));
-                }
-                if let Some(at) = options.expires_at {
-                    self.shared.rearm(&mut st, at);
-                }
+                // (Releasing the lock re-arms the reaper for a delay or an expiry.)
                 drop(st);
                 if delay.is_zero() {
                     self.shared.available.notify(1);
@@ -261,34 +269,18 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     }
 
     /// Waits until at least one item is visible, then leases up to `max` under one lock.
-    /// Empty only once the queue is closed. Cancel-safe like [`receive`](Self::receive).
+    /// Empty only once the queue is closed, or at once when `max` is zero. Cancel-safe like
+    /// [`receive`](Self::receive).
     pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
-        Receive::new(&self.shared, max.max(1), false).batch().await
+        if max == 0 {
+            return Vec::new();
+        }
+        Receive::new(&self.shared, max, false).batch().await
     }
 
     /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
     pub fn stream(&self) -> ReceiveStream<T, R> {
-        ReceiveStream::new(self.shared.clone())
-    }
-
-    /// Acks a batch of deliveries under one lock; returns how many were accepted (the others'
-    /// receipts were stale, and are counted in the stats).
-    pub fn ack_batch(&self, deliveries: impl IntoIterator<Item = Delivery<T, R>>) -> usize {
-        // Held until the lock is released: dropping a delivery drops its item's `Arc`, the
-        // last reference once acked, and the item's own `Drop` must not run under the lock.
-        // (Collecting a `Vec` reuses its buffer.)
-        let mut deliveries: Vec<Delivery<T, R>> = deliveries.into_iter().collect();
-        let mut st = self.shared.lock();
-        let now = st.core.now();
-        let mut accepted = 0;
-        for d in &mut deliveries {
-            if d.settle_locked(&mut st, |core, r| core.ack(r, now)).is_ok() {
-                accepted += 1;
-            }
-        }
-        drop(st);
-        drop(deliveries);
-        accepted
+        ReceiveStream::new(self.clone())
     }
 
     /// Stops new receives and pushes. Receivers waiting now get `None`; deliveries already
@@ -306,10 +298,13 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     pub async fn wait_empty(&self) {
         loop {
             let listening = Listening::new(&self.shared.emptied);
-            if self.with_core(|core| {
-                core.handle_timeout(self.shared.rt.now());
-                core.is_empty()
-            }) {
+            let now = self.shared.rt.now();
+            let empty = {
+                let mut st = self.shared.lock();
+                st.core.handle_timeout(now);
+                st.core.is_empty()
+            };
+            if empty {
                 return;
             }
             listening.wait().await;
@@ -334,20 +329,27 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         self.shared.lock().beats.len()
     }
 
-    /// The oldest core [`Event`] not yet taken (the core records them; nothing else drains
-    /// them).
+    /// The oldest core [`Event`] not yet taken. Only the kinds asked for with
+    /// [`QueueBuilder::events`] are recorded (none by default).
     pub fn poll_event(&self) -> Option<Event> {
         self.shared.lock().core.poll_event()
     }
 
-    /// Runs `f` on the dead letters, under the lock (keep it short).
+    /// The dead letters, oldest first: a snapshot (the items are shared `Arc`s, not copies).
+    pub fn dead_letters(&self) -> Vec<DeadLetter<Arc<T>>> {
+        self.shared.lock().core.dead_letters().cloned().collect()
+    }
+
+    /// Runs `f` over a snapshot of the dead letters, oldest first.
+    ///
+    /// `f` runs after the queue's lock is released, so it may use the queue freely (settle
+    /// or drop a delivery, push, read stats): nothing it does can deadlock.
     pub fn inspect_dead_letters<U>(
         &self,
         f: impl FnOnce(&mut dyn Iterator<Item = &DeadLetter<Arc<T>>>) -> U,
     ) -> U {
-        let st = self.shared.lock();
-        let mut it = st.core.dead_letters();
-        f(&mut it)
+        let letters = self.dead_letters();
+        f(&mut letters.iter())
     }
 
     /// Removes every dead letter and hands them over.
@@ -365,10 +367,10 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         r
     }
 
-    /// Runs `f` on the core queue under the lock: for checks and tools (keep it short; never
-    /// await inside).
-    pub fn with_core<U>(&self, f: impl FnOnce(&mut Queue<Arc<T>>) -> U) -> U {
-        f(&mut self.shared.lock().core)
+    /// Recounts every item and checks the core's invariants (the conservation law among
+    /// them): for tests and health checks. Costs a pass over every item.
+    pub fn check_invariants(&self) -> Result<(), ConservationError> {
+        self.shared.lock().core.check_invariants()
     }
 }
 
@@ -437,9 +439,6 @@ impl<T, R: Runtime> Shared<T, R> {
         let mut leases = Vec::with_capacity(max.min(256));
         let mut st = self.lock();
         let n = st.core.receive_many(now, max, &mut leases);
-        if let Some(first) = leases.iter().map(|l| l.deadline).min() {
-            self.rearm(&mut st, first);
-        }
         let more = st.core.stats().ready > 0;
         drop(st);
         if n > 0 && more {
@@ -464,7 +463,6 @@ impl<T, R: Runtime> Shared<T, R> {
         shared: Arc<Self>,
     ) -> Option<Delivery<T, R>> {
         let lease = st.core.receive(now)?;
-        self.rearm(st, lease.deadline);
         let beat = heartbeat.then(|| {
             let signal = Arc::new(LeaseSignal::default());
             let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);

@@ -9,6 +9,7 @@ use event_listener::EventListener;
 use futures::Stream;
 
 use crate::delivery::Delivery;
+use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::shared::Shared;
 
@@ -149,16 +150,20 @@ impl<T, R: Runtime> Future for ReceiveBatch<'_, T, R> {
 
 /// Deliveries as a [`Stream`], from [`LeaseQueue::stream`](crate::LeaseQueue::stream). Ends
 /// when the queue is closed. Dropping it between items loses nothing.
+///
+/// A stream is a handle of its queue like a [`LeaseQueue`] clone: while it lives, the queue's
+/// background work (delays ending, leases running out, items expiring) goes on even if every
+/// other handle is gone.
 #[must_use = "streams do nothing unless polled"]
 pub struct ReceiveStream<T, R: Runtime> {
-    shared: Arc<Shared<T, R>>,
+    queue: LeaseQueue<T, R>,
     listener: Option<EventListener>,
 }
 
 impl<T, R: Runtime> ReceiveStream<T, R> {
-    pub(crate) fn new(shared: Arc<Shared<T, R>>) -> Self {
+    pub(crate) fn new(queue: LeaseQueue<T, R>) -> Self {
         ReceiveStream {
-            shared,
+            queue,
             listener: None,
         }
     }
@@ -169,12 +174,12 @@ impl<T, R: Runtime> Stream for ReceiveStream<T, R> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        poll_one(&this.shared, &mut this.listener, false, cx)
+        poll_one(&this.queue.shared, &mut this.listener, false, cx)
     }
 }
 
 impl<T, R: Runtime> Drop for ReceiveStream<T, R> {
     fn drop(&mut self) {
-        stop_listening(&self.shared, &mut self.listener);
+        stop_listening(&self.queue.shared, &mut self.listener);
     }
 }

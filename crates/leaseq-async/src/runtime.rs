@@ -29,7 +29,9 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     /// The current time.
     fn now(&self) -> Timestamp;
 
-    /// A future that completes at `deadline` (at once if it has passed).
+    /// A future that completes at `deadline` (at once if it has passed). A deadline beyond
+    /// what the runtime's clock can represent, `Timestamp::MAX` included, never completes
+    /// (and must not drive a virtual clock there).
     fn sleep_until(&self, deadline: Timestamp) -> impl Future<Output = ()> + Send + 'static;
 
     /// Runs `future` concurrently.
@@ -62,12 +64,16 @@ pub(crate) fn spawn_guarded<R: Runtime>(
 
 /// Sleeps until `deadline` (forever if `None`) or until `wake` fires, whichever comes
 /// first: the wait of every background task (reaper, heartbeat).
+///
+/// A deadline of `Timestamp::MAX` is the core's "never" (a backoff or delay of
+/// `Duration::MAX`, saturated): it is slept on like `None`, so that no clock, virtual or
+/// paused, is ever driven to the end of time, where every new lease would be born expired.
 pub(crate) async fn sleep_or_wake<R: Runtime>(
     rt: &R,
     deadline: Option<Timestamp>,
     wake: event_listener::EventListener,
 ) {
-    match deadline {
+    match deadline.filter(|&at| at != Timestamp::MAX) {
         Some(at) => {
             let sleep = std::pin::pin!(rt.sleep_until(at));
             let _ = futures::future::select(sleep, wake).await;

@@ -66,21 +66,55 @@ impl<T, R: Runtime> Shared<T, R> {
     /// tens of nanoseconds and taken three times per item from several threads, and it has
     /// no poisoning (a panic elsewhere cannot leave the core half-changed: its operations
     /// do not call back).
+    ///
+    /// The guard re-arms the reaper when it is released (see [`Locked`]), so no operation
+    /// can schedule a timer the reaper does not know about.
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State<T>> {
-        self.state.lock()
+    pub(crate) fn lock(&self) -> Locked<'_, T, R> {
+        Locked {
+            guard: self.state.lock(),
+            shared: self,
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
+}
 
-    /// Wakes the reaper if `at` is earlier than its alarm. Call with the lock held.
+/// The queue lock's guard. When it is released it compares the core's
+/// [`next_timeout_bound`](Queue::next_timeout_bound) with the reaper's alarm and wakes the
+/// reaper if something is now due earlier: an extend or heartbeat that shortened a lease, a
+/// delayed push, a nack with backoff, a receive. Re-arming lives here, in one place, rather
+/// than after each operation that might need it (a missed call there once left a shortened
+/// lease to come back only at its old deadline).
+pub(crate) struct Locked<'a, T, R> {
+    guard: MutexGuard<'a, State<T>>,
+    shared: &'a Shared<T, R>,
+}
+
+impl<T, R> std::ops::Deref for Locked<'_, T, R> {
+    type Target = State<T>;
     #[inline]
-    pub(crate) fn rearm(&self, state: &mut State<T>, at: Timestamp) {
-        if at < state.reaper_at {
-            state.reaper_at = at;
-            self.reaper_wake.notify(1);
+    fn deref(&self) -> &State<T> {
+        &self.guard
+    }
+}
+
+impl<T, R> std::ops::DerefMut for Locked<'_, T, R> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut State<T> {
+        &mut self.guard
+    }
+}
+
+impl<T, R> Drop for Locked<'_, T, R> {
+    #[inline]
+    fn drop(&mut self) {
+        let at = self.guard.core.next_timeout_bound();
+        if at < self.guard.reaper_at {
+            self.guard.reaper_at = at;
+            self.shared.reaper_wake.notify(1);
         }
     }
 }

@@ -193,6 +193,10 @@ struct Sleep {
 impl Future for Sleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.at == u64::MAX {
+            // `Timestamp::MAX` is "never": no timer, so the clock is never driven there.
+            return Poll::Pending;
+        }
         if self.rt.now.load(Ordering::Acquire) >= self.at {
             return Poll::Ready(());
         }

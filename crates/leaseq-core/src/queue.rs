@@ -701,6 +701,17 @@ impl<T> Queue<T> {
         next
     }
 
+    /// A moment no later than the earliest timer (lease deadline, end of a delay, expiry),
+    /// `Timestamp::MAX` when none is known; read without any work. Every operation that
+    /// schedules a timer lowers it to that timer at once; it can lag behind timers that were
+    /// cancelled (an ack, a later extend) until [`poll_timeout`](Self::poll_timeout) makes it
+    /// exact. A driver compares it with its alarm after each operation: an earlier hint means
+    /// the alarm must be moved.
+    #[inline]
+    pub fn next_timeout_bound(&self) -> Timestamp {
+        self.due
+    }
+
     /// The oldest event not yet polled.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()

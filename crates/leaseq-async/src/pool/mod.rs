@@ -8,7 +8,7 @@ mod worker;
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,6 +41,8 @@ pub(crate) struct PoolShared<T> {
     pub(crate) board: Arc<Board>,
     pub(crate) type_of: TypeOf<T>,
     timeout: ItemTimeout<T>,
+    /// Worker tasks running now.
+    pub(crate) live_workers: AtomicUsize,
 }
 
 impl<T> PoolShared<T> {
@@ -215,12 +217,10 @@ impl<T: Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
             board: board.clone(),
             type_of: self.type_of,
             timeout: self.timeout,
+            live_workers: AtomicUsize::new(0),
         });
         let tasks = (0..self.workers)
-            .map(|i| {
-                let fut = worker::run(i, self.queue.clone(), shared.clone(), handler.clone());
-                Some(spawn_guarded(&rt, fut))
-            })
+            .map(|i| Some(spawn_worker(&self.queue, &shared, &handler, i)))
             .collect();
         let watchdog_done = Arc::new(AtomicBool::new(false));
         let watchdog = self.watchdog.map(|config| {
@@ -232,6 +232,7 @@ impl<T: Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
         Pool {
             queue: self.queue,
             shared,
+            handler,
             tasks: Mutex::new(tasks),
             watchdog,
             watchdog_done,
@@ -274,6 +275,7 @@ impl<T: Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
 pub struct Pool<T, R: Runtime> {
     queue: LeaseQueue<T, R>,
     shared: Arc<PoolShared<T>>,
+    handler: Handler<T>,
     tasks: Mutex<Vec<Option<R::Task>>>,
     watchdog: Option<R::Task>,
     watchdog_done: Arc<AtomicBool>,
@@ -316,6 +318,13 @@ impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
             .collect()
     }
 
+    /// Worker tasks running now: the number asked for, from start until
+    /// [`shutdown`](Self::shutdown). A worker survives panics in and around its handler (see
+    /// [`PoolStats::worker_panics`]), and an aborted one is replaced.
+    pub fn live_workers(&self) -> usize {
+        self.shared.live_workers.load(Ordering::Acquire)
+    }
+
     /// Stuck-worker reports so far.
     pub fn stuck_workers(&self) -> Vec<StuckWorker> {
         self.shared
@@ -327,12 +336,24 @@ impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
     }
 
     /// Stops worker `index` at its next await point, as a crash would: the item it held goes
-    /// back to the queue (reason "dropped"). The other workers go on. For fault drills.
+    /// back to the queue (reason "dropped"). A fresh worker takes its place, as a supervisor
+    /// would restart a crashed one, so the pool keeps its worker count; the other workers go
+    /// on. For fault drills.
     pub fn abort_worker(&self, index: usize) {
         let rt = self.queue.runtime();
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(Some(task)) = tasks.get_mut(index) {
-            rt.abort(task);
+        if let Some(slot @ Some(_)) = tasks.get_mut(index) {
+            if let Some(task) = slot.as_mut() {
+                rt.abort(task);
+            }
+            if !self.shared.stopping.load(Ordering::Acquire) {
+                *slot = Some(spawn_worker(
+                    &self.queue,
+                    &self.shared,
+                    &self.handler,
+                    index,
+                ));
+            }
         }
     }
 
@@ -386,6 +407,18 @@ impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
     }
 }
 
+/// Spawns worker `index` of a pool.
+fn spawn_worker<T: Send + Sync + 'static, R: Runtime>(
+    queue: &LeaseQueue<T, R>,
+    shared: &Arc<PoolShared<T>>,
+    handler: &Handler<T>,
+    index: usize,
+) -> R::Task {
+    let alive = worker::Alive::new(shared.clone());
+    let fut = worker::run(index, queue.clone(), alive, handler.clone());
+    spawn_guarded(queue.runtime(), fut)
+}
+
 fn snapshot<T: Send + Sync + 'static, R: Runtime>(
     queue: &LeaseQueue<T, R>,
     shared: &PoolShared<T>,
@@ -408,6 +441,7 @@ fn snapshot<T: Send + Sync + 'static, R: Runtime>(
         stale_settles: get(&c.stale_settles),
         blocking_overruns: get(&c.blocking_overruns),
         blocking_overruns_running: get(&c.blocking_overruns_running),
+        worker_panics: get(&c.worker_panics),
         stuck_reports: shared.board.stuck_reports.load(Ordering::Relaxed),
         types,
         queue: queue.stats(),

@@ -19,6 +19,7 @@ pub(crate) struct Counters {
     pub(crate) stale_settles: AtomicU64,
     pub(crate) blocking_overruns: AtomicU64,
     pub(crate) blocking_overruns_running: AtomicU64,
+    pub(crate) worker_panics: AtomicU64,
 }
 
 impl Counters {
@@ -48,6 +49,10 @@ pub struct PoolStats {
     pub blocking_overruns: u64,
     /// ... and of those, how many are still running now.
     pub blocking_overruns_running: u64,
+    /// Panics caught by a worker outside its handler's run: a `Drop` of a timed-out
+    /// handler's future or of an item that panicked, or a panicking item-type or timeout
+    /// function. The worker goes on; an item it still held went back to the queue.
+    pub worker_panics: u64,
     /// Times the watchdog reported a stuck worker.
     pub stuck_reports: u64,
     /// Per item type (in name order): outcomes, latency quantiles, timeout rate, suggested

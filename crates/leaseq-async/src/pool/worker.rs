@@ -46,12 +46,19 @@ enum Ended {
     TimedOut(Duration),
 }
 
+/// One worker's life: items one after another until the pool stops.
+///
+/// Each item's handling runs inside `catch_unwind`, so a panic that escapes it (a handler
+/// future or an item whose `Drop` panics, a panicking item-type or timeout function) costs
+/// the worker nothing: it is counted in `worker_panics`, any delivery still held goes back
+/// to the queue as it unwinds, and the worker takes the next item.
 pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(
     index: usize,
     queue: LeaseQueue<T, R>,
-    pool: Arc<PoolShared<T>>,
+    alive: Alive<T>,
     handler: Handler<T>,
 ) {
+    let pool = &alive.0;
     let rt = queue.runtime().clone();
     let progress = &pool.board.workers[index];
     loop {
@@ -71,7 +78,35 @@ pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(
                 _ => return,
             }
         };
-        handle(&rt, &pool, &handler, progress, delivery).await;
+        let handled = AssertUnwindSafe(handle(&rt, pool, &handler, progress, delivery));
+        if handled.catch_unwind().await.is_err() {
+            Counters::bump(&pool.counters.worker_panics);
+        }
+    }
+}
+
+/// Counts a worker as alive from its spawn until its future is dropped (it ended, or was
+/// aborted, even before its first poll): moved into the worker's future.
+pub(crate) struct Alive<T>(Arc<PoolShared<T>>);
+
+impl<T> Alive<T> {
+    pub(crate) fn new(pool: Arc<PoolShared<T>>) -> Self {
+        pool.live_workers.fetch_add(1, Ordering::AcqRel);
+        Alive(pool)
+    }
+}
+
+impl<T> Drop for Alive<T> {
+    fn drop(&mut self) {
+        self.0.live_workers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Drops `value` where a panic in its `Drop` is caught and counted, not unwound into the
+/// worker.
+fn drop_counted<V>(value: V, counters: &Counters) {
+    if catch_unwind(AssertUnwindSafe(move || drop(value))).is_err() {
+        Counters::bump(&counters.worker_panics);
     }
 }
 
@@ -112,7 +147,12 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
                     let sleep = pin!(rt.sleep_until(start.saturating_add(limit)));
                     match select(fut, sleep).await {
                         Either::Left((r, _)) => Some(r),
-                        Either::Right(_) => None,
+                        Either::Right(((), fut)) => {
+                            // The handler's future is cancelled here; its locals' `Drop`s
+                            // run now, and one may panic.
+                            drop_counted(fut, &pool.counters);
+                            None
+                        }
                     }
                 }
             };
@@ -136,6 +176,10 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
     // Record before settling, like the counters: whoever sees the settle (a `wait_empty`
     // that it completes) then sees this handling in every part of `PoolStats`.
     pool.record(item_type, took, outcome);
+    // The item's last reference may be the delivery's, dropped as it settles: keep one so
+    // that the item's own `Drop` runs below, where a panic in it is caught, rather than
+    // inside the settle, where it would unwind through the result.
+    let item = delivery.item_arc().clone();
     let settled = match ended {
         Ended::Done(Ok(())) => {
             Counters::bump(&c.ok);
@@ -164,5 +208,6 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
     if !settled {
         Counters::bump(&c.stale_settles);
     }
+    drop_counted(item, c);
     progress.idle(rt.now());
 }
