@@ -7,11 +7,18 @@
 //! that lateness *is* the redelivery latency.
 //!
 //! So [`TokioRuntime::sleep_until`](crate::TokioRuntime) sleeps on tokio's timer until
-//! [`TAIL`] before the deadline, and the rest here: one process-wide thread keeps the
-//! pending deadlines in a heap and waits on a condition variable with the exact timeout
-//! (a kernel high-resolution timer, tens of microseconds of slack), then wakes the tasks
-//! that are due. It only ever holds the last [`TAIL`] of sleeps, so the heap stays small;
-//! there is no polling: the thread sleeps until the earliest deadline or a new earlier one.
+//! [`TAIL`] before the deadline, then races tokio's timer to the deadline against this one:
+//! one process-wide thread keeps the pending deadlines in a heap and waits on a condition
+//! variable with the exact timeout (a kernel high-resolution timer, tens of microseconds of
+//! slack), then wakes the tasks that are due. There is no polling: the thread sleeps until
+//! the earliest deadline or a new earlier one.
+//!
+//! This timer runs on the process's real clock, tokio's may be paused. On a real clock this
+//! one wins the race; on a paused clock its win (if it comes first) does not count until
+//! tokio's clock reads the deadline too, and tokio's timer, auto-advanced, ends the sleep
+//! exactly on time. A sleep that ends either way leaves the heap, so the heap stays small:
+//! it holds the last [`TAIL`] of sleeps on a real clock, and sleeps on a paused one (whose
+//! real deadline may be far off) only until tokio's timer ends them.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -21,8 +28,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// How long before its deadline a sleep moves from tokio's timer to this one: tokio's timer
-/// can be up to about 2 ms late.
+/// How long before its deadline a sleep moves from tokio's timer alone to the race with this
+/// one: tokio's timer can be up to about 2 ms late.
 pub(crate) const TAIL: Duration = Duration::from_millis(2);
 
 struct Entry {
@@ -115,9 +122,9 @@ fn timers() -> Option<&'static Timers> {
     })
 }
 
-/// Completes at `at` on the process's own clock, to within the kernel's timer slack. Falls
-/// back to completing at once when the timer thread cannot be started (the caller then
-/// finishes on tokio's timer).
+/// Completes at `at` on the process's own (real) clock, to within the kernel's timer slack.
+/// Falls back to completing at once when the timer thread cannot be started (the caller then
+/// finishes on tokio's timer, since its clock has not reached the deadline).
 pub(crate) fn sleep_until(at: Instant) -> PreciseSleep {
     PreciseSleep {
         at,
