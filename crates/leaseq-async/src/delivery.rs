@@ -220,7 +220,17 @@ impl<T, R: Runtime> Delivery<T, R> {
         let mut st = shared.lock();
         let r = st.core.extend(self.receipt, now, visibility);
         match r {
-            Ok(Extended::Until { deadline, .. }) => self.deadline = deadline,
+            Ok(Extended::Until { deadline, .. }) => {
+                self.deadline = deadline;
+                // A lease shortened by hand: its heartbeat must beat before the new deadline.
+                if let Some((key, _)) = &self.beat {
+                    let beat_at = now.saturating_add(shared.heartbeat_every).min(deadline);
+                    if st.beats.bring_forward(*key, beat_at) && beat_at < st.beats.alarm {
+                        st.beats.alarm = beat_at;
+                        shared.heartbeat_wake.notify(1);
+                    }
+                }
+            }
             Ok(_) => {
                 self.unregister(&mut st);
                 self.settled = true;

@@ -116,6 +116,9 @@ struct Beat {
 struct BeatSlot {
     generation: u32,
     beat: Option<Beat>,
+    /// When this beat is next due: of its entries in the heap, only the one at this time
+    /// counts (an earlier reschedule leaves the other behind, lazily deleted).
+    next: Timestamp,
 }
 
 /// Registered leases and when each is next due, kept behind the queue lock.
@@ -165,14 +168,29 @@ impl Heartbeats {
     }
 
     fn schedule(&mut self, key: BeatKey, at: Timestamp) {
+        self.slots[key.index as usize].next = at;
         self.due.push(Reverse((at, key.index, key.generation)));
         if self.due.len() > 2 * self.live + 64 {
             let slots = &self.slots;
-            self.due.retain(|Reverse((_, i, g))| {
+            self.due.retain(|Reverse((at, i, g))| {
                 let s = &slots[*i as usize];
-                s.generation == *g && s.beat.is_some()
+                s.generation == *g && s.beat.is_some() && s.next == *at
             });
         }
+    }
+
+    /// Moves a registered beat earlier, to `at`, if it is due later: after its holder
+    /// shortened the lease by hand, so that the heartbeat (which keeps the lease alive)
+    /// beats before the new deadline. Returns whether it moved.
+    pub(crate) fn bring_forward(&mut self, key: BeatKey, at: Timestamp) -> bool {
+        let Some(slot) = self.slots.get(key.index as usize) else {
+            return false;
+        };
+        if slot.generation != key.generation || slot.beat.is_none() || slot.next <= at {
+            return false;
+        }
+        self.schedule(key, at);
+        true
     }
 
     /// Registered leases.
@@ -204,7 +222,8 @@ impl Heartbeats {
             self.due.pop();
             let key = BeatKey { index, generation };
             let slot = &self.slots[index as usize];
-            let Some(beat) = slot.beat.as_ref().filter(|_| slot.generation == generation) else {
+            let current = slot.generation == generation && slot.next == at;
+            let Some(beat) = slot.beat.as_ref().filter(|_| current) else {
                 continue;
             };
             match core.extend(beat.receipt, now, visibility) {

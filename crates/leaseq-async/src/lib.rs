@@ -58,6 +58,6 @@ pub use watchdog::{Holding, StuckWorker, Watchdog};
 pub use leaseq_core as core;
 pub use leaseq_core::{
     Acked, Backoff, Config, ConfigError, ConservationError, DeadLetter, Event, EventMask, Extended,
-    Failure, Histogram, Jitter, LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError,
-    RedriveError, Stats, Timestamp, TypeReport,
+    Failure, Histogram, ItemState, ItemView, Jitter, LatencyAdvisor, MessageId, Nacked, Reason,
+    Receipt, ReceiptError, RedriveError, Stats, Timestamp, TypeReport,
 };

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_core::{
-    Config, ConservationError, DeadLetter, Event, EventMask, MessageId, PushOptions, Queue,
-    RedriveError, Stats, Timestamp,
+    Config, ConservationError, DeadLetter, Event, EventMask, ItemView, MessageId, PushOptions,
+    Queue, RedriveError, Stats, Timestamp,
 };
 
 use crate::delivery::Delivery;
@@ -322,6 +322,16 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         let mut st = self.shared.lock();
         st.core.handle_timeout(now);
         st.core.stats()
+    }
+
+    /// Every live item (ready, delayed or in flight) with its attempts and, in flight, its
+    /// lease deadline, brought up to date: for admin tools and checks. A snapshot taken
+    /// under the lock in one pass over the items.
+    pub fn peek(&self) -> Vec<ItemView> {
+        let now = self.shared.rt.now();
+        let mut st = self.shared.lock();
+        st.core.handle_timeout(now);
+        st.core.items().collect()
     }
 
     /// Leases currently kept alive by the heartbeat.

@@ -169,6 +169,13 @@ impl<T, R: Runtime> ReceiveStream<T, R> {
     }
 }
 
+impl<T, R: Runtime> ReceiveStream<T, R> {
+    /// The queue this stream receives from.
+    pub fn queue(&self) -> &LeaseQueue<T, R> {
+        &self.queue
+    }
+}
+
 impl<T, R: Runtime> Stream for ReceiveStream<T, R> {
     type Item = Delivery<T, R>;
 

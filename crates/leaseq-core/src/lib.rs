@@ -106,6 +106,7 @@ mod queue;
 mod stats;
 mod time;
 mod timer_index;
+mod view;
 
 pub use advisor::{LatencyAdvisor, Outcome, TypeReport};
 pub use backoff::{Backoff, Jitter};
@@ -120,3 +121,4 @@ pub use outcome::{Acked, Extended, Failure, Nacked, PushOptions, Retry};
 pub use queue::{IndexSizes, Queue};
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;
+pub use view::{ItemState, ItemView};

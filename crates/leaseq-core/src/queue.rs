@@ -16,6 +16,7 @@ use crate::outcome::{Acked, Extended, Failure, Nacked, PushOptions, Retry};
 use crate::stats::{ConservationError, Stats};
 use crate::time::Timestamp;
 use crate::timer_index::{Timer, TimerIndex};
+use crate::view::{ItemState, ItemView};
 
 /// Where an item stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -699,6 +700,28 @@ impl<T> Queue<T> {
         let next = self.next_due();
         self.due = next.unwrap_or(Timestamp::MAX);
         next
+    }
+
+    /// Every live item (ready, delayed or in flight) in slot order, as of the queue's
+    /// latest time: call [`handle_timeout`](Self::handle_timeout) first to bring it up to
+    /// date. Costs a pass over every slot; for admin tools and checks, not the hot path.
+    pub fn items(&self) -> impl Iterator<Item = ItemView> + '_ {
+        self.slots.iter().filter_map(|s| {
+            let state = match s.state {
+                State::Free => return None,
+                State::Ready => ItemState::Ready,
+                State::Delayed => ItemState::Delayed,
+                State::InFlight => ItemState::InFlight {
+                    deadline: s.last_deadline,
+                },
+            };
+            Some(ItemView {
+                id: MessageId(s.id),
+                state,
+                attempts: s.attempts,
+                expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+            })
+        })
     }
 
     /// A moment no later than the earliest timer (lease deadline, end of a delay, expiry),

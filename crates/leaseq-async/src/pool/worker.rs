@@ -102,6 +102,36 @@ impl<T> Drop for Alive<T> {
     }
 }
 
+/// A handler's future whose drop cannot unwind: a panic in a `Drop` of its locals, when it
+/// is cancelled (timed out, or its worker aborted or shut down), is caught and counted.
+/// Executors treat a panic while dropping a task's future differently (async-executor, and
+/// so smol, aborts the process), so none may escape.
+struct CatchDrop {
+    fut: Option<Pin<Box<dyn Future<Output = HandlerResult> + Send>>>,
+    counters: Arc<Counters>,
+}
+
+impl Future for CatchDrop {
+    type Output = HandlerResult;
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<HandlerResult> {
+        match self.fut.as_mut() {
+            Some(fut) => fut.as_mut().poll(cx),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl Drop for CatchDrop {
+    fn drop(&mut self) {
+        if let Some(fut) = self.fut.take() {
+            drop_counted(fut, &self.counters);
+        }
+    }
+}
+
 /// Drops `value` where a panic in its `Drop` is caught and counted, not unwound into the
 /// worker.
 fn drop_counted<V>(value: V, counters: &Counters) {
@@ -140,19 +170,20 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
     let ended = match catch_unwind(AssertUnwindSafe(|| handler(job))) {
         Err(payload) => Ended::Panicked(panic_message(payload)),
         Ok(fut) => {
-            let fut = AssertUnwindSafe(fut).catch_unwind();
+            let fut = AssertUnwindSafe(CatchDrop {
+                fut: Some(fut),
+                counters: pool.counters.clone(),
+            })
+            .catch_unwind();
             let result = match limit {
                 None => Some(fut.await),
                 Some(limit) => {
                     let sleep = pin!(rt.sleep_until(start.saturating_add(limit)));
                     match select(fut, sleep).await {
                         Either::Left((r, _)) => Some(r),
-                        Either::Right(((), fut)) => {
-                            // The handler's future is cancelled here; its locals' `Drop`s
-                            // run now, and one may panic.
-                            drop_counted(fut, &pool.counters);
-                            None
-                        }
+                        // The handler's future is cancelled here (`CatchDrop` catches a
+                        // panic in its locals' `Drop`s).
+                        Either::Right(_) => None,
                     }
                 }
             };

@@ -1,0 +1,33 @@
+//! A read-only look at the items a queue holds, for admin tools and checks.
+
+use crate::id::MessageId;
+use crate::time::Timestamp;
+
+/// One live item (ready, delayed or in flight), as [`Queue::items`](crate::Queue::items)
+/// shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ItemView {
+    /// Its message id.
+    pub id: MessageId,
+    /// Where it is.
+    pub state: ItemState,
+    /// Deliveries so far (the one in flight included).
+    pub attempts: u32,
+    /// Its own deadline, if it was pushed with a time to live.
+    pub expires_at: Option<Timestamp>,
+}
+
+/// Where a live item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemState {
+    /// Visible: the next receive may take it.
+    Ready,
+    /// Waiting out a delay or a backoff.
+    Delayed,
+    /// Leased.
+    InFlight {
+        /// When the lease runs out unless extended.
+        deadline: Timestamp,
+    },
+}

@@ -1,0 +1,475 @@
+//! A randomized test of the async layer itself (not the core), on virtual time.
+//!
+//! Several queues; random pushes (plain, delayed, with a time to live; some items panic when
+//! dropped), receives with and without heartbeat (some cancelled mid-way), acks, nacks,
+//! dead letters, releases, drops, shortened and lengthened extends, stopped heartbeats,
+//! `ack_batch` handed deliveries of other queues, streams that outlive every other handle,
+//! worker pools whose handlers succeed, fail, panic or hang holding a guard whose `Drop`
+//! panics, pool shutdowns and worker aborts, and time passing.
+//!
+//! After every step, for every queue: the core's invariants hold; every item in flight is
+//! leased to a live delivery (one the test holds, or one a pool handler is running); the
+//! heartbeat registrations are exactly the test's live heartbeat deliveries of that queue;
+//! and a running pool has all its workers. At the end everything drains: every item pushed
+//! is acked or dead-lettered.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::{Arc, Mutex, Once};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use futures::future::{select, Either};
+use futures::StreamExt;
+use leaseq_async::{
+    Backoff, Config, Delivery, ItemState, ItemTimeout, JobError, LeaseQueue, MessageId, Pool,
+    Receipt, ReceiveStream, Runtime, SimRuntime,
+};
+use leaseq_suite::rng::Rng;
+
+const LANES: usize = 3;
+const WORKERS: usize = 2;
+
+/// An item; a `bomb` panics when its last reference is dropped.
+struct Item {
+    n: u64,
+    bomb: bool,
+}
+
+impl Drop for Item {
+    fn drop(&mut self) {
+        if self.bomb && !std::thread::panicking() {
+            panic!("chaos: bomb item {} dropped", self.n);
+        }
+    }
+}
+
+/// Held by a hanging handler: panics when the timed-out future is dropped.
+struct Guard;
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("chaos: guard dropped");
+        }
+    }
+}
+
+type Q = LeaseQueue<Item, SimRuntime>;
+
+/// (lane, id, attempt) of every item a pool handler is running now.
+type Running = Arc<Mutex<Vec<(usize, MessageId, u32)>>>;
+
+/// Removes its entry from `Running` when the handler's future ends or is dropped.
+struct RunningEntry(Running, (usize, MessageId, u32));
+
+impl Drop for RunningEntry {
+    fn drop(&mut self) {
+        let mut r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = r.iter().position(|e| *e == self.1) {
+            r.swap_remove(i);
+        }
+    }
+}
+
+/// One queue and what the test holds of it.
+struct Lane {
+    handle: Option<Q>,
+    stream: Option<ReceiveStream<Item, SimRuntime>>,
+    pool: Option<Pool<Item, SimRuntime>>,
+    pushed: u64,
+}
+
+impl Lane {
+    fn queue(&self) -> &Q {
+        match (&self.handle, &self.stream) {
+            (Some(q), _) => q,
+            (None, Some(s)) => s.queue(),
+            (None, None) => unreachable!("a lane always keeps a handle or a stream"),
+        }
+    }
+}
+
+struct Held {
+    lane: usize,
+    d: Delivery<Item, SimRuntime>,
+}
+
+/// How often the run met each case the test is about: a run that met none proves nothing.
+#[derive(Debug, Default)]
+struct Coverage {
+    cancelled_receives: u64,
+    foreign_refused: u64,
+    shortened_extends: u64,
+    stream_only_steps: u64,
+    stream_items: u64,
+    worker_panics: u64,
+    pool_shutdowns: u64,
+    worker_aborts: u64,
+    bombs_caught: u64,
+}
+
+fn quiet_chaos_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let msg = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if !msg.starts_with("chaos:") || std::env::var_os("CHAOS_LOUD").is_some() {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f`, swallowing a panic from an item's or guard's `Drop` (which the layer lets
+/// through to the caller once its state is consistent).
+fn guarded<U>(f: impl FnOnce() -> U) -> Option<U> {
+    let out = catch_unwind(AssertUnwindSafe(f)).ok();
+    if out.is_none() {
+        BOMBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    out
+}
+
+static BOMBS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+async fn within<F: Future>(rt: &SimRuntime, limit: Duration, fut: F) -> Option<F::Output> {
+    let sleep = pin!(rt.sleep_until(rt.now().saturating_add(limit)));
+    match select(pin!(fut), sleep).await {
+        Either::Left((out, _)) => Some(out),
+        Either::Right(_) => None,
+    }
+}
+
+/// Polls `fut` once and drops it: a receive cancelled mid-way unless it was ready.
+fn poll_once<F: Future>(fut: F) -> Option<F::Output> {
+    let mut cx = Context::from_waker(Waker::noop());
+    match pin!(fut).poll(&mut cx) {
+        Poll::Ready(out) => Some(out),
+        Poll::Pending => None,
+    }
+}
+
+fn start_pool(rt: &SimRuntime, lane: usize, q: &Q, running: &Running) -> Pool<Item, SimRuntime> {
+    let (rt, running) = (rt.clone(), running.clone());
+    Pool::builder(q.clone())
+        .workers(WORKERS)
+        .item_timeout(ItemTimeout::Fixed(Duration::from_millis(50)))
+        .spawn(move |job| {
+            let entry = (lane, job.id, job.attempt);
+            running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(entry);
+            let entry = RunningEntry(running.clone(), entry);
+            let (n, rt) = (job.item.n, rt.clone());
+            async move {
+                let _entry = entry;
+                match n % 8 {
+                    4 => return Err(JobError::retry("chaos: failed")),
+                    5 => return Err(JobError::permanent("chaos: poison")),
+                    6 => panic!("chaos: handler panicked"),
+                    7 => {
+                        let _guard = Guard;
+                        std::future::pending::<()>().await;
+                    }
+                    _ => {
+                        let pause = Duration::from_millis(1 + n % 30);
+                        rt.sleep_until(rt.now().saturating_add(pause)).await;
+                    }
+                }
+                Ok(())
+            }
+        })
+}
+
+/// The checks made after every step.
+fn check(lanes: &[Lane], held: &[Held], running: &Running, step: usize) {
+    let running = running.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for (i, lane) in lanes.iter().enumerate() {
+        let q = lane.queue();
+        if let Err(e) = q.check_invariants() {
+            panic!("step {step}, lane {i}: {e}");
+        }
+        for item in q.peek() {
+            if let ItemState::InFlight { .. } = item.state {
+                let key = (i, item.id, item.attempts);
+                let by_test = held
+                    .iter()
+                    .any(|h| (h.lane, h.d.id(), h.d.attempt()) == key);
+                assert!(
+                    by_test || running.contains(&key),
+                    "step {step}, lane {i}: {item:?} is in flight with no live delivery"
+                );
+            }
+        }
+        let beating = held
+            .iter()
+            .filter(|h| h.lane == i && h.d.has_heartbeat() && !h.d.is_lease_lost())
+            .count();
+        assert_eq!(q.heartbeats(), beating, "step {step}, lane {i}: heartbeats");
+        if let Some(pool) = &lane.pool {
+            assert_eq!(
+                pool.live_workers(),
+                WORKERS,
+                "step {step}, lane {i}: workers"
+            );
+        }
+    }
+}
+
+async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
+    let mut rng = Rng::new(seed);
+    let config = Config::new(Duration::from_secs(1))
+        .with_max_attempts(4)
+        .with_backoff(Backoff::Fixed(Duration::from_millis(100)));
+    let mut lanes: Vec<Lane> = (0..LANES)
+        .map(|_| Lane {
+            handle: Some(LeaseQueue::with_runtime(rt.clone(), config.clone()).unwrap()),
+            stream: None,
+            pool: None,
+            pushed: 0,
+        })
+        .collect();
+    let mut held: Vec<Held> = Vec::new();
+    let running: Running = Arc::default();
+    let mut next_n = 0u64;
+    for step in 0..steps {
+        let i = rng.below(LANES as u64) as usize;
+        match rng.below(20) {
+            0..=3 => {
+                let item = Item {
+                    n: next_n,
+                    bomb: rng.below(8) == 0,
+                };
+                next_n += 1;
+                let q = lanes[i].queue();
+                let pushed = match rng.below(3) {
+                    0 => q.push(item),
+                    1 => q.push_delayed(item, rng.up_to(Duration::from_millis(500))),
+                    _ => q.push_with(
+                        item,
+                        rng.up_to(Duration::from_millis(200)),
+                        Some(rng.up_to(Duration::from_secs(3))),
+                    ),
+                };
+                if let Ok(_id) = pushed {
+                    lanes[i].pushed += 1;
+                }
+            }
+            4..=6 => {
+                let q = lanes[i].queue();
+                let got = if rng.below(2) == 0 {
+                    poll_once(q.receive_with_heartbeat()).unwrap_or_else(|| {
+                        cov.cancelled_receives += 1;
+                        None
+                    })
+                } else if rng.below(2) == 0 {
+                    poll_once(q.receive()).unwrap_or_else(|| {
+                        cov.cancelled_receives += 1;
+                        None
+                    })
+                } else {
+                    let limit = rng.up_to(Duration::from_millis(300));
+                    within(&rt, limit, q.receive()).await.flatten()
+                };
+                held.extend(got.map(|d| Held { lane: i, d }));
+            }
+            7 if !held.is_empty() => {
+                let h = held.swap_remove(rng.below(held.len() as u64) as usize);
+                let d = h.d;
+                guarded(|| match rng.below(5) {
+                    0 | 1 => drop(d.ack()),
+                    2 => drop(d.nack("chaos: nack")),
+                    3 => drop(d.dead_letter("chaos: dead")),
+                    _ => drop(d),
+                });
+            }
+            8 if !held.is_empty() => {
+                let k = rng.below(held.len() as u64) as usize;
+                let d = &mut held[k].d;
+                match rng.below(4) {
+                    0 => {
+                        cov.shortened_extends += 1;
+                        let _ = d.extend(Duration::from_millis(1 + rng.below(20)));
+                    }
+                    1 => drop(d.extend(rng.up_to(Duration::from_secs(20)))),
+                    2 => d.stop_heartbeat(),
+                    _ => drop(d.extend(Duration::ZERO)),
+                }
+            }
+            9 if !held.is_empty() => {
+                // `ack_batch` on lane `i` with deliveries of any lane.
+                let take = 1 + rng.below(held.len().min(4) as u64) as usize;
+                let batch: Vec<Held> = (0..take)
+                    .map(|_| held.swap_remove(rng.below(held.len() as u64) as usize))
+                    .collect();
+                let ours = batch.iter().filter(|h| h.lane == i).count();
+                let lanes_of: Vec<(Receipt, usize)> =
+                    batch.iter().map(|h| (h.d.receipt(), h.lane)).collect();
+                let q = lanes[i].queue();
+                let report = guarded(|| q.ack_batch(batch.into_iter().map(|h| h.d)));
+                if let Some(report) = report {
+                    assert_eq!(report.accepted() + report.stale().len(), ours);
+                    for d in report.into_foreign() {
+                        cov.foreign_refused += 1;
+                        let lane = lanes_of
+                            .iter()
+                            .find(|(r, _)| *r == d.receipt())
+                            .map(|&(_, lane)| lane)
+                            .expect("a foreign delivery was given");
+                        assert_ne!(lane, i, "a delivery of lane {i} was refused as foreign");
+                        held.push(Held { lane, d });
+                    }
+                }
+            }
+            10..=11 => {
+                let until = rt.now().saturating_add(rng.up_to(Duration::from_secs(2)));
+                rt.sleep_until(until).await;
+            }
+            12 => {
+                let lane = &mut lanes[i];
+                match (lane.stream.is_some(), lane.handle.is_some()) {
+                    (false, _) => lane.stream = Some(lane.queue().stream()),
+                    (true, true) if lane.pool.is_none() => lane.handle = None,
+                    (true, false) => lane.handle = Some(lane.queue().clone()),
+                    (true, true) => lane.stream = None,
+                }
+            }
+            13 => {
+                if let Some(stream) = lanes[i].stream.as_mut() {
+                    let got = if rng.below(2) == 0 {
+                        poll_once(stream.next()).flatten()
+                    } else {
+                        let limit = rng.up_to(Duration::from_millis(300));
+                        within(&rt, limit, stream.next()).await.flatten()
+                    };
+                    cov.stream_items += u64::from(got.is_some());
+                    held.extend(got.map(|d| Held { lane: i, d }));
+                }
+            }
+            14 => match lanes[i].pool.take() {
+                None if lanes[i].handle.is_some() => {
+                    lanes[i].pool = Some(start_pool(&rt, i, lanes[i].queue(), &running));
+                }
+                None => {}
+                Some(pool) => {
+                    let grace = rng.up_to(Duration::from_millis(100));
+                    let report = pool.shutdown(grace).await;
+                    assert!(report.handed_back <= WORKERS);
+                    cov.pool_shutdowns += 1;
+                    cov.worker_panics += report.stats.worker_panics;
+                }
+            },
+            15 => {
+                if let Some(pool) = &lanes[i].pool {
+                    pool.abort_worker(rng.below(WORKERS as u64) as usize);
+                    cov.worker_aborts += 1;
+                    // The aborted worker's future is dropped at the executor's next turn.
+                    rt.sleep_until(rt.now().saturating_add(Duration::from_nanos(1)))
+                        .await;
+                }
+            }
+            _ => {
+                let until = rt
+                    .now()
+                    .saturating_add(rng.up_to(Duration::from_millis(50)));
+                rt.sleep_until(until).await;
+            }
+        }
+        check(&lanes, &held, &running, step);
+        cov.stream_only_steps += lanes.iter().filter(|l| l.handle.is_none()).count() as u64;
+    }
+
+    // Drain: pools down, held deliveries handed back, then everything received and acked
+    // (or dead-lettered) in bounded virtual time.
+    for lane in &mut lanes {
+        if let Some(pool) = lane.pool.take() {
+            let report = pool.shutdown(Duration::from_millis(10)).await;
+            cov.worker_panics += report.stats.worker_panics;
+        }
+        if lane.handle.is_none() {
+            lane.handle = Some(lane.queue().clone());
+        }
+        lane.stream = None;
+    }
+    for h in held.drain(..) {
+        guarded(|| drop(h.d));
+    }
+    for (i, lane) in lanes.iter().enumerate() {
+        let q = lane.queue();
+        let drained = within(&rt, Duration::from_secs(3600), async {
+            loop {
+                let waiting = pin!(q.wait_empty());
+                match select(waiting, pin!(q.receive())).await {
+                    Either::Left(_) => return,
+                    Either::Right((Some(d), _)) => {
+                        guarded(|| d.ack().is_ok());
+                    }
+                    Either::Right((None, _)) => unreachable!("never closed"),
+                }
+            }
+        });
+        assert!(drained.await.is_some(), "seed {seed}, lane {i}: drained");
+        let s = q.stats();
+        assert_eq!(s.pushed, lane.pushed, "seed {seed}, lane {i}");
+        assert_eq!(
+            s.acked + s.dead,
+            lane.pushed,
+            "seed {seed}, lane {i}: {s:?}"
+        );
+        assert_eq!(q.heartbeats(), 0);
+        q.check_invariants().unwrap();
+        // The dead letters' bombs go off here, not as the queue is dropped.
+        for letter in q.take_dead_letters() {
+            guarded(|| drop(letter));
+        }
+    }
+    assert!(running.lock().unwrap().is_empty());
+}
+
+#[test]
+fn async_layer_under_random_faults() {
+    quiet_chaos_panics();
+    let mut cov = Coverage::default();
+    for seed in 1..=8 {
+        let rt = SimRuntime::new();
+        rt.block_on(chaos(rt.clone(), seed, 1500, &mut cov));
+    }
+    cov.bombs_caught = BOMBS.load(std::sync::atomic::Ordering::Relaxed);
+    println!("{cov:#?}");
+    let Coverage {
+        cancelled_receives,
+        foreign_refused,
+        shortened_extends,
+        stream_only_steps,
+        stream_items,
+        worker_panics,
+        pool_shutdowns,
+        worker_aborts,
+        bombs_caught,
+    } = cov;
+    for (what, n) in [
+        ("cancelled receives", cancelled_receives),
+        ("foreign deliveries refused", foreign_refused),
+        ("shortened extends", shortened_extends),
+        (
+            "steps with a stream as a lane's only handle",
+            stream_only_steps,
+        ),
+        ("items from streams", stream_items),
+        ("worker panics caught", worker_panics),
+        ("pool shutdowns", pool_shutdowns),
+        ("worker aborts", worker_aborts),
+        ("item drops that panicked", bombs_caught),
+    ] {
+        assert!(n > 0, "the run met no {what}");
+    }
+}
