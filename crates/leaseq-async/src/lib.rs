@@ -39,6 +39,7 @@ mod receive;
 mod runtime;
 mod shared;
 mod sim;
+mod take;
 mod watchdog;
 
 pub use ack_batch::AckBatch;

@@ -1,0 +1,160 @@
+//! Configuring and starting a pool.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
+
+use event_listener::Event;
+use leaseq_core::LatencyAdvisor;
+
+use super::stats::Counters;
+use super::worker::Handler;
+use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, TypeOf};
+use crate::error::JobError;
+use crate::queue::LeaseQueue;
+use crate::runtime::{spawn_guarded, Runtime};
+use crate::watchdog::{self, Board, Watchdog};
+
+/// Configures and starts a [`Pool`]. From [`Pool::builder`].
+pub struct PoolBuilder<T, R: Runtime> {
+    queue: LeaseQueue<T, R>,
+    workers: usize,
+    timeout: ItemTimeout<T>,
+    heartbeat: bool,
+    watchdog: Option<Watchdog>,
+    type_of: TypeOf<T>,
+    max_overruns: Option<u64>,
+}
+
+impl<T: Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
+    /// Defaults: 4 workers, no item timeout, no heartbeat, no watchdog, every item of type
+    /// `"item"`.
+    pub(crate) fn new(queue: LeaseQueue<T, R>) -> Self {
+        PoolBuilder {
+            queue,
+            workers: 4,
+            timeout: ItemTimeout::None,
+            heartbeat: false,
+            watchdog: None,
+            type_of: Arc::new(|_| "item"),
+            max_overruns: None,
+        }
+    }
+
+    /// How many workers (at least 1). Default 4.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// The time limit around each item. Default: none.
+    pub fn item_timeout(mut self, timeout: ItemTimeout<T>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Keep each held item's lease alive with the queue's heartbeat, so that slow but
+    /// legitimate work is not run twice. Default: off.
+    pub fn heartbeat(mut self, on: bool) -> Self {
+        self.heartbeat = on;
+        self
+    }
+
+    /// Report workers that stop making progress. Default: off.
+    pub fn watchdog(mut self, watchdog: Watchdog) -> Self {
+        self.watchdog = Some(watchdog);
+        self
+    }
+
+    /// Names each item's type, for per-type timeouts, latency histograms and timeout rates.
+    /// Default: every item is `"item"`.
+    pub fn item_type(mut self, f: impl Fn(&T) -> &'static str + Send + Sync + 'static) -> Self {
+        self.type_of = Arc::new(f);
+        self
+    }
+
+    /// Blocking mode only: how many timed-out blocking handlers may still be running before
+    /// workers wait for one to end. Default: the number of workers.
+    pub fn max_blocking_overruns(mut self, n: u64) -> Self {
+        self.max_overruns = Some(n);
+        self
+    }
+
+    /// Starts the workers with an async handler.
+    pub fn spawn<H, F>(self, handler: H) -> Pool<T, R>
+    where
+        H: Fn(Job<T>) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        let handler: Handler<T> = Arc::new(move |job| {
+            let fut = handler(job);
+            Box::pin(async move { Ok(fut.await) })
+        });
+        self.start(handler)
+    }
+
+    /// Starts the workers with a blocking handler, run on the runtime's blocking threads.
+    /// An item timeout cannot stop such a thread: the item is handed back anyway, the thread
+    /// is counted as an overrun while it runs on, and overruns are bounded (see
+    /// [`max_blocking_overruns`](Self::max_blocking_overruns)).
+    pub fn spawn_blocking<H>(self, handler: H) -> Pool<T, R>
+    where
+        H: Fn(&T) -> Result<(), JobError> + Send + Sync + 'static,
+    {
+        let rt = self.queue.runtime().clone();
+        let overruns = Arc::new(blocking::Overruns {
+            counters: Arc::new(Counters::default()),
+            max_running: self.max_overruns.unwrap_or(self.workers as u64).max(1),
+            ended: Event::new(),
+        });
+        let counters = overruns.counters.clone();
+        let handler = Arc::new(handler);
+        let wrapped: Handler<T> = Arc::new(move |job: Job<T>| {
+            Box::pin(blocking::run(
+                rt.clone(),
+                overruns.clone(),
+                handler.clone(),
+                job.item,
+            ))
+        });
+        self.start_with(wrapped, counters)
+    }
+
+    fn start(self, handler: Handler<T>) -> Pool<T, R> {
+        self.start_with(handler, Arc::new(Counters::default()))
+    }
+
+    fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R> {
+        let rt = self.queue.runtime().clone();
+        let board = Arc::new(Board::new(self.workers));
+        let shared = Arc::new(PoolShared {
+            heartbeat: self.heartbeat,
+            stopping: AtomicBool::new(false),
+            stop: Event::new(),
+            counters,
+            advisor: Mutex::new(LatencyAdvisor::new()),
+            board: board.clone(),
+            type_of: self.type_of,
+            timeout: self.timeout,
+            live_workers: AtomicUsize::new(0),
+        });
+        let tasks = (0..self.workers)
+            .map(|i| Some(spawn_worker(&self.queue, &shared, &handler, i)))
+            .collect();
+        let watchdog_done = Arc::new(AtomicBool::new(false));
+        let watchdog = self.watchdog.map(|config| {
+            spawn_guarded(
+                &rt,
+                watchdog::run(rt.clone(), board, config, watchdog_done.clone()),
+            )
+        });
+        Pool {
+            queue: self.queue,
+            shared,
+            handler,
+            tasks: Mutex::new(tasks),
+            watchdog,
+            watchdog_done,
+        }
+    }
+}
