@@ -64,7 +64,8 @@ impl<T, R: Runtime> std::fmt::Debug for AckBatch<T, R> {
 }
 
 impl<T, R: Runtime> LeaseQueue<T, R> {
-    /// Acks a batch of deliveries under one lock and one clock reading.
+    /// Acks a batch of deliveries under one lock and one clock reading (taken at this call:
+    /// late acks are judged exactly, as by [`Delivery::ack`]).
     ///
     /// A delivery of another queue is refused and handed back in
     /// [`AckBatch::into_foreign`], untouched: its lease and heartbeat stay as they were, and
@@ -83,8 +84,8 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
             stale: Vec::new(),
             foreign,
         };
+        let now = self.shared.rt.now();
         let mut st = self.shared.lock();
-        let now = st.core.now();
         for d in &mut ours {
             let id = d.id();
             match d.settle_locked(&mut st, |core, r| core.ack(r, now)) {

@@ -149,16 +149,12 @@ impl<T, R: Runtime> Delivery<T, R> {
 
     /// Done: removes the item from the queue for good.
     ///
-    /// An ack is judged on the queue's clock as of its latest event, without reading the
-    /// clock again (a clock read costs as much as the ack itself). Stale receipts are told
-    /// apart by lease number, not by time, so this never accepts an ack it should refuse; an
-    /// ack that races the reaper by less than its wake-up latency counts as on time rather
-    /// than late-unclaimed.
+    /// Judged on a clock reading taken at this call: an ack after the deadline is late by
+    /// exactly the time since it, and is accepted as [`Acked::LateUnclaimed`] if nobody else
+    /// has leased the item since, whether or not the queue's driver has run in between.
     pub fn ack(mut self) -> Result<Acked, ReceiptError> {
-        self.settle(|core, r| {
-            let now = core.now();
-            core.ack(r, now)
-        })
+        let now = self.shared.rt.now();
+        self.settle(|core, r| core.ack(r, now))
     }
 
     /// Hands the item back with an error: it is delivered again after the backoff, or

@@ -15,10 +15,12 @@ impl<T, R: Runtime> Shared<T, R> {
         if self.is_closed() {
             return None;
         }
-        let now = self.rt.now();
         // The delivery's reference to the queue is taken before the lock, not under it.
         let shared = self.clone();
         let mut st = self.lock();
+        // Read under the lock: the lease is measured from the moment it is taken, so a
+        // wait for the lock never shortens it below the visibility.
+        let now = self.rt.now();
         let d = self.lease_locked(&mut st, now, heartbeat, shared)?;
         let more = st.core.stats().ready > 0;
         drop(st);
@@ -29,7 +31,8 @@ impl<T, R: Runtime> Shared<T, R> {
         Some(d)
     }
 
-    /// Leases up to `max` visible items into `out` under one lock and one clock read.
+    /// Leases up to `max` visible items into `out` under one lock and one clock read (taken
+    /// under the lock, like `take_one`'s).
     pub(crate) fn take_batch(
         self: &Arc<Self>,
         max: usize,
@@ -39,11 +42,11 @@ impl<T, R: Runtime> Shared<T, R> {
         if self.is_closed() {
             return 0;
         }
-        let now = self.rt.now();
         if !heartbeat {
-            return self.take_batch_plain(max, now, out);
+            return self.take_batch_plain(max, out);
         }
         let mut st = self.lock();
+        let now = self.rt.now();
         // One allocation for the batch rather than a few regrowths.
         let ready = usize::try_from(st.core.stats().ready).unwrap_or(usize::MAX);
         out.reserve(max.min(ready));
@@ -68,11 +71,11 @@ impl<T, R: Runtime> Shared<T, R> {
     fn take_batch_plain(
         self: &Arc<Self>,
         max: usize,
-        now: Timestamp,
         out: &mut Vec<Delivery<T, R>>,
     ) -> usize {
         let mut leases = Vec::with_capacity(max.min(256));
         let mut st = self.lock();
+        let now = self.rt.now();
         let n = st.core.receive_many(now, max, &mut leases);
         let more = st.core.stats().ready > 0;
         drop(st);
