@@ -3,7 +3,7 @@
 use alloc::collections::BTreeMap;
 use core::time::Duration;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::histogram::Histogram;
 
 /// How one handling of an item ended.

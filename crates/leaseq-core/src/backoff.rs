@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// Delay before an item whose attempt failed (lease expired, nacked, timed out, dropped)
 /// becomes visible again.

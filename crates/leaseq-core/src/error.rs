@@ -1,6 +1,7 @@
 //! Typed errors for operations that can be refused.
 
 use core::fmt;
+use core::time::Duration;
 
 use crate::id::MessageId;
 
@@ -113,3 +114,66 @@ impl fmt::Display for RedriveError {
 }
 
 impl core::error::Error for RedriveError {}
+
+/// Why a [`Config`](crate::Config) was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A zero visibility timeout would make every lease expire as it is handed out.
+    ZeroVisibility,
+    /// Zero attempts would dead-letter every item unseen.
+    ZeroAttempts,
+    /// The lease lifetime cap is shorter than the visibility timeout.
+    MaxLeaseBelowVisibility {
+        /// The configured cap.
+        max_lease: Duration,
+        /// The configured visibility.
+        visibility: Duration,
+    },
+    /// A capacity of zero accepts nothing.
+    ZeroCapacity,
+    /// Exponential backoff with a cap below its base delay.
+    BackoffCapBelowBase {
+        /// The first delay.
+        base: Duration,
+        /// The cap.
+        max: Duration,
+    },
+    /// Exponential backoff with a factor below 1 would shrink.
+    BackoffFactorBelowOne(u32),
+    /// Jitter is a percentage of the delay: at most 100.
+    JitterAbove100Percent(u8),
+    /// A latency advisor's multiplier must be finite and at least 1.
+    InvalidMultiplier,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::ZeroVisibility => f.write_str("visibility timeout must be above zero"),
+            ConfigError::ZeroAttempts => f.write_str("max attempts must be at least 1"),
+            ConfigError::MaxLeaseBelowVisibility {
+                max_lease,
+                visibility,
+            } => write!(
+                f,
+                "max lease lifetime {max_lease:?} is below the visibility timeout {visibility:?}"
+            ),
+            ConfigError::ZeroCapacity => f.write_str("capacity must be at least 1"),
+            ConfigError::BackoffCapBelowBase { base, max } => {
+                write!(f, "backoff cap {max:?} is below its base delay {base:?}")
+            }
+            ConfigError::BackoffFactorBelowOne(x) => {
+                write!(f, "backoff factor {x} must be at least 1")
+            }
+            ConfigError::JitterAbove100Percent(p) => {
+                write!(f, "jitter of {p}% is above 100%")
+            }
+            ConfigError::InvalidMultiplier => {
+                f.write_str("timeout multiplier must be a finite number of at least 1")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}

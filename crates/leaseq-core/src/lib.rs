@@ -110,9 +110,9 @@ mod view;
 
 pub use advisor::{LatencyAdvisor, Outcome, TypeReport};
 pub use backoff::{Backoff, Jitter};
-pub use config::{Config, ConfigError};
+pub use config::Config;
 pub use dead_letter::DeadLetter;
-pub use error::{PushError, ReceiptError, RedriveError};
+pub use error::{ConfigError, PushError, ReceiptError, RedriveError};
 pub use event::{Event, EventMask, LateAckKind, Reason};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};

@@ -1,0 +1,115 @@
+//! Dead letters: burying an item, listing and taking dead letters, redriving them.
+
+use alloc::vec::Vec;
+
+use super::{Fate, Queue};
+use crate::dead_letter::DeadLetter;
+use crate::error::RedriveError;
+use crate::event::{Event, Reason};
+use crate::id::MessageId;
+use crate::time::Timestamp;
+
+impl<T> Queue<T> {
+    /// Moves an item that is out of every gauge to the dead letters.
+    pub(super) fn bury(&mut self, slot: usize, at: Timestamp, reason: Reason) {
+        let s = &mut self.slots[slot];
+        let Some(item) = s.item.take() else { return };
+        let letter = DeadLetter {
+            item,
+            id: MessageId(s.id),
+            attempts: s.attempts,
+            reason,
+            last_error: self.errors.remove(&(slot as u32)),
+            at,
+            expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+            leases: s.leases,
+        };
+        let event = Event::DeadLettered {
+            id: letter.id,
+            attempts: letter.attempts,
+            reason,
+        };
+        self.free_slot(slot, Fate::DeadLettered);
+        self.dead.insert(letter.id, letter);
+        self.stats.dead += 1;
+        self.stats.dead_lettered += 1;
+        if reason == Reason::Expired {
+            self.stats.expired += 1;
+        }
+        self.record(event);
+    }
+
+    /// The dead letters, in id (push) order.
+    pub fn dead_letters(&self) -> impl Iterator<Item = &DeadLetter<T>> + '_ {
+        self.dead.values()
+    }
+
+    /// One dead letter.
+    pub fn get_dead_letter(&self, id: MessageId) -> Option<&DeadLetter<T>> {
+        self.dead.get(&id)
+    }
+
+    /// Removes one dead letter and hands it over.
+    pub fn take_dead_letter(&mut self, id: MessageId) -> Option<DeadLetter<T>> {
+        let letter = self.dead.remove(&id)?;
+        self.stats.dead -= 1;
+        self.stats.taken += 1;
+        Some(letter)
+    }
+
+    /// Removes every dead letter and hands them over, in id order.
+    pub fn take_dead_letters(&mut self) -> Vec<DeadLetter<T>> {
+        let all = core::mem::take(&mut self.dead);
+        self.stats.dead -= all.len() as u64;
+        self.stats.taken += all.len() as u64;
+        all.into_values().collect()
+    }
+
+    /// Puts a dead letter back in the queue, visible at once, with its attempts reset and its
+    /// id and expiry kept.
+    pub fn redrive(&mut self, id: MessageId, now: Timestamp) -> Result<MessageId, RedriveError> {
+        let now = self.advance(now);
+        let Some(letter) = self.dead.get(&id) else {
+            return Err(RedriveError::NotFound(id));
+        };
+        if letter.expires_at.is_some_and(|e| e <= now) {
+            return Err(RedriveError::Expired(id));
+        }
+        if self
+            .config
+            .capacity
+            .is_some_and(|c| self.stats.live() >= c as u64)
+            || (self.free.is_empty() && self.slots.len() >= u32::MAX as usize)
+        {
+            return Err(RedriveError::Full(id));
+        }
+        let letter = self.dead.remove(&id).expect("checked above");
+        self.stats.dead -= 1;
+        self.stats.redriven += 1;
+        let expires_at = letter.expires_at.unwrap_or(Timestamp::MAX);
+        let slot = self.occupy(letter.item, id.0, expires_at, letter.leases, 0);
+        if let Some(error) = letter.last_error {
+            self.errors.insert(slot as u32, error);
+        }
+        self.make_visible(slot, now, now);
+        Ok(id)
+    }
+
+    /// Redrives every dead letter that can go back, in id order; returns how many went.
+    /// Stops at capacity; expired ones stay.
+    pub fn redrive_all(&mut self, now: Timestamp) -> usize {
+        // Apply what is due first (driving rule 3): a lease that ran out on its last attempt
+        // at `now` is a dead letter at `now`, and must be among those redriven.
+        let now = self.advance(now);
+        let ids: Vec<MessageId> = self.dead.keys().copied().collect();
+        let mut n = 0;
+        for id in ids {
+            match self.redrive(id, now) {
+                Ok(_) => n += 1,
+                Err(RedriveError::Full(_)) => break,
+                Err(_) => {}
+            }
+        }
+        n
+    }
+}

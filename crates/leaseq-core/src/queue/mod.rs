@@ -1,0 +1,285 @@
+//! The lease queue state machine.
+//!
+//! `Queue` itself, its slots and their states live here; its operations are split by
+//! concept into the child modules, which see the private fields as descendants.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::backoff::SplitMix64;
+use crate::config::Config;
+use crate::dead_letter::DeadLetter;
+use crate::error::ConfigError;
+use crate::event::Event;
+use crate::id::MessageId;
+use crate::stats::Stats;
+use crate::time::Timestamp;
+use crate::timer_index::{Timer, TimerIndex};
+use crate::view::{ItemState, ItemView};
+
+mod dead_letters;
+mod invariants;
+mod push;
+mod receipts;
+mod receive;
+mod settle;
+mod slots;
+mod timers;
+
+pub use invariants::IndexSizes;
+
+/// Where an item stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Free,
+    Ready,
+    Delayed,
+    InFlight,
+}
+
+/// How the latest lease of an item ended, which decides what its old receipt may still do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LeaseEnd {
+    /// Not leased yet, or the lease is running.
+    None,
+    /// Ran out: an ack with its receipt is still accepted until the item is leased again.
+    Expired,
+    /// The holder handed it back: its receipt is done.
+    Released,
+}
+
+/// What the last item to leave a slot became; lets a stale receipt be told precisely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Acked,
+    DeadLettered,
+}
+
+struct Slot<T> {
+    item: Option<T>,
+    id: u64,
+    /// Bumped on every state change; index entries made at another epoch are stale.
+    epoch: u32,
+    /// Leases issued for this message, across redrives.
+    leases: u32,
+    /// Deliveries since push or the last redrive.
+    attempts: u32,
+    state: State,
+    ended: LeaseEnd,
+    /// In flight: the latest deadline extensions may reach.
+    lease_cap: Timestamp,
+    /// The deadline of the latest lease, kept after it ends (for "late by").
+    last_deadline: Timestamp,
+    /// The item's own deadline; `Timestamp::MAX` for none.
+    expires_at: Timestamp,
+    /// The previous occupant of this slot (meaningful when `prev_fate` is set).
+    prev_id: u64,
+    /// How the previous occupant left; `None` before the slot's first use ends.
+    prev_fate: Option<Fate>,
+}
+
+impl<T> Slot<T> {
+    /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.
+    #[inline]
+    fn timer(&self, slot: usize, at: Timestamp) -> Timer {
+        Timer {
+            at,
+            id: self.id,
+            slot: slot as u32,
+            epoch: self.epoch,
+        }
+    }
+}
+
+/// A lease queue: the whole state machine, with no clock, no timers and no I/O.
+///
+/// See the [crate docs](crate) for the driving rules. In short: pass the current time to
+/// every call, call [`handle_timeout`](Self::handle_timeout) when
+/// [`poll_timeout`](Self::poll_timeout) says, and drain [`poll_event`](Self::poll_event).
+///
+/// ```
+/// use core::time::Duration;
+/// use leaseq_core::{Config, Queue, Timestamp};
+///
+/// let mut q = Queue::new(Config::new(Duration::from_secs(1)).with_max_attempts(2)).unwrap();
+/// let t0 = Timestamp::ZERO;
+/// let id = q.push("job", t0).unwrap();
+///
+/// let lease = q.receive(t0).unwrap();
+/// assert_eq!((lease.item, lease.id, lease.attempt), ("job", id, 1));
+///
+/// // The worker hangs; the lease runs out and the item comes back.
+/// let t1 = lease.deadline;
+/// assert_eq!(q.poll_timeout(), Some(t1));
+/// q.handle_timeout(t1);
+/// let again = q.receive(t1).unwrap();
+/// assert_eq!((again.id, again.attempt), (id, 2));
+///
+/// // The first holder wakes up and acks with its old receipt: refused and counted.
+/// assert!(q.ack(lease.receipt, t1).is_err());
+/// q.ack(again.receipt, t1).unwrap();
+/// assert_eq!(q.stats().late_acks_stale, 1);
+/// assert!(q.check_invariants().is_ok());
+/// ```
+pub struct Queue<T> {
+    config: Config,
+    tag: u32,
+    now: Timestamp,
+    next_id: u64,
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    /// Ready items in delivery order, as (slot, epoch).
+    ready: VecDeque<(u32, u32)>,
+    leases: TimerIndex,
+    delays: TimerIndex,
+    expiries: TimerIndex,
+    /// Live items (ready, delayed, in flight) that have an expiry.
+    expiring: u64,
+    /// No timer in any index (stale ones included) is earlier than this; `Timestamp::MAX`
+    /// when there are none. Lowered on every insert, made exact by `run_due` and
+    /// `poll_timeout`, so that `advance` is one compare while nothing is due.
+    due: Timestamp,
+    /// `config.visibility` in nanoseconds (saturated), for the receive path.
+    visibility_ns: u64,
+    /// `config.max_lease` in nanoseconds; `u64::MAX` for none.
+    max_lease_ns: u64,
+    dead: BTreeMap<MessageId, DeadLetter<T>>,
+    /// The last error of each live item that has one, by slot. Kept out of the slots: few
+    /// items have one, and every slot would otherwise carry an `Option<String>`.
+    errors: BTreeMap<u32, String>,
+    events: VecDeque<Event>,
+    stats: Stats,
+    rng: SplitMix64,
+}
+
+impl<T> Queue<T> {
+    /// An empty queue, or the reason `config` cannot work.
+    pub fn new(config: Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let seed = config.jitter.map_or(0, |j| j.seed());
+        let visibility_ns = Timestamp::ZERO.saturating_add(config.visibility).as_nanos();
+        let max_lease_ns = config
+            .max_lease
+            .map_or(u64::MAX, |m| Timestamp::ZERO.saturating_add(m).as_nanos());
+        Ok(Queue {
+            visibility_ns,
+            max_lease_ns,
+            config,
+            tag: next_tag(),
+            now: Timestamp::ZERO,
+            next_id: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            ready: VecDeque::new(),
+            leases: TimerIndex::default(),
+            delays: TimerIndex::default(),
+            expiries: TimerIndex::default(),
+            expiring: 0,
+            due: Timestamp::MAX,
+            dead: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+            rng: SplitMix64::new(seed),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The latest time the queue has seen. Earlier times passed later are taken as this one.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Gauges and totals. See [`Stats`] for the conservation law they obey.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Items ready, delayed or in flight.
+    pub fn len(&self) -> usize {
+        self.stats.live() as usize
+    }
+
+    /// Whether no item is ready, delayed or in flight (dead letters are not counted).
+    pub fn is_empty(&self) -> bool {
+        self.stats.live() == 0
+    }
+
+    /// Every live item (ready, delayed or in flight) in slot order, as of the queue's
+    /// latest time: call [`handle_timeout`](Self::handle_timeout) first to bring it up to
+    /// date. Costs a pass over every slot; for admin tools and checks, not the hot path.
+    pub fn items(&self) -> impl Iterator<Item = ItemView> + '_ {
+        self.slots.iter().filter_map(|s| {
+            let state = match s.state {
+                State::Free => return None,
+                State::Ready => ItemState::Ready,
+                State::Delayed => ItemState::Delayed,
+                State::InFlight => ItemState::InFlight {
+                    deadline: s.last_deadline,
+                },
+            };
+            Some(ItemView {
+                id: MessageId(s.id),
+                state,
+                attempts: s.attempts,
+                expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+            })
+        })
+    }
+
+    /// The oldest event not yet polled.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn record(&mut self, event: Event) {
+        if self.config.events.bits() & event.kind_bit() == 0 {
+            return;
+        }
+        if self.events.len() >= self.config.event_capacity {
+            self.stats.events_dropped += 1;
+            if self.events.pop_front().is_none() {
+                return;
+            }
+        }
+        self.events.push_back(event);
+    }
+}
+
+impl<T> core::fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Queue")
+            .field("now", &self.now)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn timer_live<T>(slots: &[Slot<T>], t: &Timer, state: State) -> bool {
+    let s = &slots[t.slot as usize];
+    s.epoch == t.epoch && s.state == state
+}
+
+fn expiry_live<T>(slots: &[Slot<T>], t: &Timer) -> bool {
+    let s = &slots[t.slot as usize];
+    s.state != State::Free && s.id == t.id && s.expires_at == t.at
+}
+
+/// A per-queue tag, so that a receipt from one queue is never taken by another.
+fn next_tag() -> u32 {
+    #[cfg(target_has_atomic = "32")]
+    {
+        use core::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+    #[cfg(not(target_has_atomic = "32"))]
+    {
+        1
+    }
+}

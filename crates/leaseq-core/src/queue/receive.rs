@@ -1,0 +1,117 @@
+//! Receive: the next visible item leased for one visibility timeout.
+
+use alloc::vec::Vec;
+
+use super::{LeaseEnd, Queue, State};
+use crate::event::Event;
+use crate::id::{MessageId, Receipt};
+use crate::lease::Lease;
+use crate::time::Timestamp;
+
+impl<T> Queue<T> {
+    /// Leases the next visible item for one visibility timeout, or `None` if nothing is
+    /// visible. Visible items are served in the order they became visible (see the crate
+    /// docs for ties).
+    #[inline]
+    pub fn receive(&mut self, now: Timestamp) -> Option<Lease<T>>
+    where
+        T: Clone,
+    {
+        let now = self.advance(now);
+        let slot = self.lease_next(now)?;
+        Some(self.lease_of(slot))
+    }
+
+    /// Leases up to `max` visible items into `out`; returns how many. One time step and one
+    /// due-timer check for the whole batch.
+    pub fn receive_many(&mut self, now: Timestamp, max: usize, out: &mut Vec<Lease<T>>) -> usize
+    where
+        T: Clone,
+    {
+        let now = self.advance(now);
+        let mut n = 0;
+        while n < max {
+            match self.lease_next(now) {
+                Some(slot) => out.push(self.lease_of(slot)),
+                None => break,
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Every state change of a receive: leases the next visible item and returns its slot,
+    /// which [`lease_of`](Self::lease_of) turns into the `Lease`. Split so that the `Lease`
+    /// is built in the caller from fields just stored, rather than returned through memory
+    /// written piecewise and read back whole (a store-forwarding stall in the caller).
+    fn lease_next(&mut self, now: Timestamp) -> Option<usize> {
+        let slot = loop {
+            let (slot, epoch) = self.ready.pop_front()?;
+            if self.slots[slot as usize].epoch == epoch {
+                break slot as usize;
+            }
+        };
+        self.stats.ready -= 1;
+        let visibility_ns = self.visibility_ns;
+        let max_lease_ns = self.max_lease_ns;
+        let s = &mut self.slots[slot];
+        s.epoch = s.epoch.wrapping_add(1);
+        s.state = State::InFlight;
+        s.ended = LeaseEnd::None;
+        s.leases = s.leases.saturating_add(1);
+        s.attempts = s.attempts.saturating_add(1);
+        // No max lease is `u64::MAX`, which saturates to "never".
+        let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
+        let deadline = add_nanos(now, visibility_ns).min(cap);
+        s.last_deadline = deadline;
+        s.lease_cap = cap;
+        let id = MessageId(s.id);
+        let attempt = s.attempts;
+        let timer = s.timer(slot, deadline);
+        self.leases.insert(timer);
+        self.due = self.due.min(deadline);
+        self.stats.in_flight += 1;
+        self.stats.delivered += 1;
+        if attempt > 1 {
+            self.stats.redelivered += 1;
+            self.record(Event::Redelivered { id, attempt });
+        } else {
+            self.record(Event::Delivered { id });
+        }
+        // `trim_indexes` narrowed to what a receive can push past its bound: the ready list
+        // lost a live item; the lease index gained an entry with its live lease.
+        if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+            self.compact_indexes();
+        }
+        Some(slot)
+    }
+
+    /// The `Lease` for the slot `lease_next` just leased.
+    #[inline]
+    fn lease_of(&self, slot: usize) -> Lease<T>
+    where
+        T: Clone,
+    {
+        let s = &self.slots[slot];
+        let id = MessageId(s.id);
+        Lease {
+            item: s.item.clone().expect("leased slot holds an item"),
+            id,
+            receipt: Receipt {
+                id,
+                slot: slot as u32,
+                lease: s.leases,
+                queue: self.tag,
+            },
+            attempt: s.attempts,
+            deadline: s.last_deadline,
+            expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+        }
+    }
+}
+
+/// `t` plus `nanos`, saturating at "never".
+#[inline]
+fn add_nanos(t: Timestamp, nanos: u64) -> Timestamp {
+    Timestamp::from_nanos(t.as_nanos().saturating_add(nanos))
+}

@@ -1,0 +1,213 @@
+//! Settling a lease: ack, nack, extend, release and dead-letter.
+
+use alloc::string::String;
+use core::time::Duration;
+
+use super::receipts::Check;
+use super::{Fate, LeaseEnd, Queue};
+use crate::error::ReceiptError;
+use crate::event::{Event, LateAckKind, Reason};
+use crate::id::Receipt;
+use crate::outcome::{Acked, Extended, Failure, Nacked, Retry};
+use crate::time::Timestamp;
+
+impl<T> Queue<T> {
+    /// Removes the item for good.
+    ///
+    /// Accepted while the lease runs, and also after its deadline as long as nobody has
+    /// leased the item again ([`Acked::LateUnclaimed`], counted in
+    /// [`Stats::late_acks_unclaimed`](crate::Stats::late_acks_unclaimed)). A stale receipt is
+    /// refused with the reason, counted in
+    /// [`Stats::late_acks_stale`](crate::Stats::late_acks_stale) and reported as
+    /// [`Event::LateAck`].
+    #[inline]
+    pub fn ack(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
+        let now = self.advance(now);
+        // Fast path: the lease is running.
+        if let Some(slot) = self.running(receipt) {
+            let s = &self.slots[slot];
+            let epoch = s.epoch;
+            let expiring = s.expires_at != Timestamp::MAX;
+            self.stats.in_flight -= 1;
+            self.leases.remove_if_front(slot as u32, epoch);
+            self.slots[slot].item = None;
+            self.vacate(slot, Fate::Acked);
+            self.stats.acked += 1;
+            // `trim_indexes` narrowed to the gauges an ack lowers.
+            if self.leases.needs_compaction(self.stats.in_flight)
+                || (expiring && self.expiries.needs_compaction(self.expiring))
+            {
+                self.compact_indexes();
+            }
+            return Ok(Acked::OnTime);
+        }
+        self.ack_checked(receipt, now)
+    }
+
+    /// `ack` for whatever the fast path does not take.
+    #[inline(never)]
+    fn ack_checked(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
+        match self.check(receipt) {
+            Check::Held(slot) => {
+                self.stats.in_flight -= 1;
+                let epoch = self.slots[slot].epoch;
+                self.leases.remove_if_front(slot as u32, epoch);
+                self.release_slot(slot, Fate::Acked);
+                self.stats.acked += 1;
+                Ok(Acked::OnTime)
+            }
+            Check::Unclaimed(slot) => {
+                let late_by = now.saturating_duration_since(self.slots[slot].last_deadline);
+                self.leave_waiting(slot);
+                self.release_slot(slot, Fate::Acked);
+                self.stats.acked += 1;
+                self.stats.late_acks_unclaimed += 1;
+                self.record(Event::LateAck {
+                    id: receipt.id,
+                    kind: LateAckKind::Unclaimed,
+                    late_by: Some(late_by),
+                });
+                Ok(Acked::LateUnclaimed { late_by })
+            }
+            Check::Stale(err) => {
+                let kind = match err {
+                    ReceiptError::Redelivered(_) => LateAckKind::Redelivered,
+                    ReceiptError::DeadLettered(_) => LateAckKind::DeadLettered,
+                    ReceiptError::AlreadyAcked(_) => LateAckKind::AlreadyAcked,
+                    ReceiptError::Released(_) => LateAckKind::Released,
+                    _ => return Err(err),
+                };
+                self.stats.late_acks_stale += 1;
+                self.record(Event::LateAck {
+                    id: receipt.id,
+                    kind,
+                    late_by: None,
+                });
+                Err(err)
+            }
+        }
+    }
+
+    /// Acks every receipt in `receipts`, in order, with one time step; returns how many were
+    /// accepted. Refusals are counted and reported exactly as by [`ack`](Self::ack).
+    pub fn ack_many(&mut self, receipts: &[Receipt], now: Timestamp) -> usize {
+        // The time step comes first, even for an empty batch (driving rule 3).
+        let now = self.advance(now);
+        receipts
+            .iter()
+            .filter(|r| self.ack(**r, now).is_ok())
+            .count()
+    }
+
+    /// Hands the item back before its deadline. The attempt counts: at the attempt limit the
+    /// item is dead-lettered with `failure.reason` and error, otherwise it becomes visible
+    /// again after the backoff (or the delay `failure` names).
+    ///
+    /// Refused with [`ReceiptError::LeaseExpired`] once the lease has run out: that attempt
+    /// was already counted as expired.
+    pub fn nack(
+        &mut self,
+        receipt: Receipt,
+        now: Timestamp,
+        failure: Failure,
+    ) -> Result<Nacked, ReceiptError> {
+        let now = self.advance(now);
+        let slot = self.held(receipt)?;
+        self.stats.nacks += 1;
+        self.stats.in_flight -= 1;
+        self.slots[slot].ended = LeaseEnd::Released;
+        if let Some(error) = failure.error {
+            self.errors.insert(slot as u32, error);
+        }
+        Ok(self.fail_attempt(slot, now, failure.reason, failure.retry))
+    }
+
+    /// Moves the lease deadline to `now + visibility` (SQS ChangeMessageVisibility), but not
+    /// past the max lease lifetime or the item's expiry (`capped` in [`Extended::Until`] says
+    /// when it was cut). A visibility of zero releases the item now, as
+    /// [`release`](Self::release).
+    pub fn extend(
+        &mut self,
+        receipt: Receipt,
+        now: Timestamp,
+        visibility: Duration,
+    ) -> Result<Extended, ReceiptError> {
+        if visibility.is_zero() {
+            return self.release(receipt, now).map(Extended::Released);
+        }
+        let now = self.advance(now);
+        let slot = match self.running(receipt) {
+            Some(slot) => slot,
+            None => self.held(receipt)?,
+        };
+        let s = &mut self.slots[slot];
+        let wanted = now.saturating_add(visibility);
+        let deadline = wanted.min(s.lease_cap);
+        let capped = deadline < wanted;
+        if deadline >= s.last_deadline {
+            // Later (the usual case): the lease keeps its index entry, which is never later
+            // than `last_deadline` and moves on to it when it comes up (`run_due`,
+            // `settle_lease_front`). No insert, no stale entry.
+            s.last_deadline = deadline;
+        } else {
+            // Earlier: a new entry; the old one goes stale.
+            s.epoch = s.epoch.wrapping_add(1);
+            s.last_deadline = deadline;
+            let timer = s.timer(slot, deadline);
+            self.leases.insert(timer);
+            self.due = self.due.min(deadline);
+            if self.leases.needs_compaction(self.stats.in_flight) {
+                self.compact_leases();
+            }
+        }
+        self.stats.extends += 1;
+        if capped {
+            self.stats.extends_capped += 1;
+            self.record(Event::ExtensionCapped {
+                id: receipt.id,
+                deadline,
+            });
+        }
+        Ok(Extended::Until { deadline, capped })
+    }
+
+    /// Hands the item back at once, without an error and without backoff. The attempt
+    /// counts; at the attempt limit the item is dead-lettered with [`Reason::Released`].
+    pub fn release(&mut self, receipt: Receipt, now: Timestamp) -> Result<Nacked, ReceiptError> {
+        let now = self.advance(now);
+        let slot = self.held(receipt)?;
+        self.stats.nacks += 1;
+        self.stats.in_flight -= 1;
+        self.slots[slot].ended = LeaseEnd::Released;
+        Ok(self.fail_attempt(slot, now, Reason::Released, Retry::After(Duration::ZERO)))
+    }
+
+    /// Sends a poison item straight to the dead letters with [`Reason::Terminated`] and
+    /// `error`, whatever attempts it has left. Like an ack, accepted after the deadline while
+    /// nobody has leased the item again.
+    pub fn dead_letter(
+        &mut self,
+        receipt: Receipt,
+        now: Timestamp,
+        error: Option<String>,
+    ) -> Result<u32, ReceiptError> {
+        let now = self.advance(now);
+        let slot = match self.check(receipt) {
+            Check::Held(slot) => {
+                self.stats.in_flight -= 1;
+                slot
+            }
+            Check::Unclaimed(slot) => {
+                self.leave_waiting(slot);
+                slot
+            }
+            Check::Stale(err) => return Err(err),
+        };
+        if let Some(error) = error {
+            self.errors.insert(slot as u32, error);
+        }
+        let attempts = self.slots[slot].attempts;
+        self.bury(slot, now, Reason::Terminated);
+        Ok(attempts)
+    }
+}

@@ -1,0 +1,97 @@
+//! Slots: taking items out of their gauges, freeing slots, and keeping the indexes
+//! within their bound.
+
+use super::{expiry_live, timer_live, Fate, Queue, State};
+use crate::time::Timestamp;
+
+impl<T> Queue<T> {
+    /// Takes a ready or delayed item out of its gauge (its index entry goes stale).
+    pub(super) fn leave_waiting(&mut self, slot: usize) {
+        match self.slots[slot].state {
+            State::Ready => {
+                self.stats.ready -= 1;
+                if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+                    let slots = &self.slots;
+                    let skip = slot as u32;
+                    self.ready
+                        .retain(|&(i, e)| i != skip && slots[i as usize].epoch == e);
+                }
+            }
+            State::Delayed => self.stats.delayed -= 1,
+            State::InFlight => self.stats.in_flight -= 1,
+            State::Free => {}
+        }
+    }
+
+    /// Frees an acked slot.
+    #[inline]
+    pub(super) fn release_slot(&mut self, slot: usize, fate: Fate) {
+        self.slots[slot].item = None;
+        self.free_slot(slot, fate);
+    }
+
+    #[inline]
+    pub(super) fn free_slot(&mut self, slot: usize, fate: Fate) {
+        self.vacate(slot, fate);
+        self.trim_indexes();
+    }
+
+    /// `free_slot` without the index trim, for callers that trim what they changed.
+    #[inline]
+    pub(super) fn vacate(&mut self, slot: usize, fate: Fate) {
+        let s = &mut self.slots[slot];
+        if s.expires_at != Timestamp::MAX {
+            self.expiring -= 1;
+        }
+        s.epoch = s.epoch.wrapping_add(1);
+        s.state = State::Free;
+        s.prev_id = s.id;
+        s.prev_fate = Some(fate);
+        if !self.errors.is_empty() {
+            self.errors.remove(&(slot as u32));
+        }
+        self.free.push(slot as u32);
+    }
+
+    pub(super) fn compact_leases(&mut self) {
+        let slots = &self.slots;
+        self.leases
+            .compact(|t| timer_live(slots, t, State::InFlight));
+    }
+
+    /// Keeps every index within `2 × live + 64` entries. Inserts check their own index, but
+    /// entries also go stale when a live count drops with no insert to follow (ack, nack,
+    /// release, dead letter, expiry, receive, end of a delay): without this an index stays
+    /// at its peak size, e.g. after a batch of leases is acked out of order. Called wherever
+    /// an item leaves a gauge, once its slot is consistent again.
+    #[inline]
+    pub(super) fn trim_indexes(&mut self) {
+        if self.leases.needs_compaction(self.stats.in_flight)
+            || self.delays.needs_compaction(self.stats.delayed)
+            || self.expiries.needs_compaction(self.expiring)
+            || self.ready.len() as u64 > 2 * self.stats.ready + 64
+        {
+            self.compact_indexes();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn compact_indexes(&mut self) {
+        let slots = &self.slots;
+        if self.leases.needs_compaction(self.stats.in_flight) {
+            self.leases
+                .compact(|t| timer_live(slots, t, State::InFlight));
+        }
+        if self.delays.needs_compaction(self.stats.delayed) {
+            self.delays
+                .compact(|t| timer_live(slots, t, State::Delayed));
+        }
+        if self.expiries.needs_compaction(self.expiring) {
+            self.expiries.compact(|t| expiry_live(slots, t));
+        }
+        if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+            self.ready.retain(|&(i, e)| slots[i as usize].epoch == e);
+        }
+    }
+}
