@@ -52,7 +52,7 @@ pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolStats};
 pub use queue::{LeaseQueue, QueueBuilder};
 pub use receive::{Receive, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
-pub use sim::{SimRuntime, SimTask};
+pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use watchdog::{Holding, StuckWorker, Watchdog};
 
 /// The core state machine, re-exported.

@@ -34,6 +34,17 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     /// (and must not drive a virtual clock there).
     fn sleep_until(&self, deadline: Timestamp) -> impl Future<Output = ()> + Send + 'static;
 
+    /// A sleep that can be moved: each queue's driver keeps one and resets it to its next
+    /// deadline rather than building a new sleep on every wake-up.
+    type Timer: Future<Output = ()> + Send + Unpin + 'static;
+
+    /// A [`Timer`](Self::Timer) that completes at `deadline`, with the same rules as
+    /// [`sleep_until`](Self::sleep_until) (`Timestamp::MAX` never comes).
+    fn timer(&self, deadline: Timestamp) -> Self::Timer;
+
+    /// Moves `timer` to complete at `deadline` instead, whether or not it had completed.
+    fn reset_timer(&self, timer: &mut Self::Timer, deadline: Timestamp);
+
     /// Runs `future` concurrently.
     fn spawn(&self, future: BoxFuture) -> Self::Task;
 

@@ -142,7 +142,9 @@ impl SimRuntime {
     pub fn advance(&self, by: std::time::Duration) {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
         let now = self.inner.now.load(Ordering::Acquire);
-        self.inner.now.store(now.saturating_add(by), Ordering::Release);
+        self.inner
+            .now
+            .store(now.saturating_add(by), Ordering::Release);
     }
 
     /// Advances the clock to the earliest timer and wakes every timer due then. False when
@@ -189,6 +191,33 @@ impl Wake for Flag {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         self.0.store(true, Ordering::Release);
+    }
+}
+
+/// A virtual-time sleep; also [`SimRuntime`]'s resettable [`Runtime::Timer`].
+pub struct SimTimer(Sleep);
+
+impl Future for SimTimer {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl std::fmt::Debug for SimTimer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimTimer").field("at", &self.0.at).finish()
+    }
+}
+
+impl Sleep {
+    /// Moves the deadline; the old registration, if any, is dropped.
+    fn reset(&mut self, at: u64) {
+        if let Some(seq) = self.seq.take() {
+            let mut timers = self.rt.timers.lock().unwrap_or_else(|e| e.into_inner());
+            timers.wakers.remove(&seq);
+        }
+        self.at = at;
     }
 }
 
@@ -255,6 +284,20 @@ impl Runtime for SimRuntime {
             at: deadline.as_nanos(),
             seq: None,
         }
+    }
+
+    type Timer = SimTimer;
+
+    fn timer(&self, deadline: Timestamp) -> SimTimer {
+        SimTimer(Sleep {
+            rt: self.inner.clone(),
+            at: deadline.as_nanos(),
+            seq: None,
+        })
+    }
+
+    fn reset_timer(&self, timer: &mut SimTimer, deadline: Timestamp) {
+        timer.0.reset(deadline.as_nanos());
     }
 
     fn spawn(&self, future: BoxFuture) -> SimTask {

@@ -68,11 +68,7 @@ impl<T, R: Runtime> Shared<T, R> {
 
     /// `take_batch` without heartbeats: only the core's work happens under the lock; the
     /// deliveries (each with its own reference to the queue) are built after it is released.
-    fn take_batch_plain(
-        self: &Arc<Self>,
-        max: usize,
-        out: &mut Vec<Delivery<T, R>>,
-    ) -> usize {
+    fn take_batch_plain(self: &Arc<Self>, max: usize, out: &mut Vec<Delivery<T, R>>) -> usize {
         let mut leases = Vec::with_capacity(max.min(256));
         let mut st = self.lock();
         let now = self.rt.now();

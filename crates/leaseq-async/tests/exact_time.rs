@@ -25,7 +25,11 @@ fn ack_after_the_deadline_is_late_by_the_exact_time() {
             let d = q.receive().await.unwrap();
             let deadline = d.deadline();
             rt.sleep_until(deadline.saturating_add(LATE)).await;
-            assert_eq!(q.stats().lease_expired, 1, "the driver applied the deadline");
+            assert_eq!(
+                q.stats().lease_expired,
+                1,
+                "the driver applied the deadline"
+            );
             assert_eq!(d.ack(), Ok(Acked::LateUnclaimed { late_by: LATE }));
             let s = q.stats();
             assert_eq!((s.acked, s.late_acks_unclaimed), (1, 1));

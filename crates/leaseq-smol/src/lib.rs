@@ -32,7 +32,7 @@
 mod runtime;
 
 pub use leaseq_async::*;
-pub use runtime::{SmolRuntime, SmolTask};
+pub use runtime::{SmolRuntime, SmolTask, SmolTimer};
 
 /// A lease queue on smol.
 pub type LeaseQueue<T> = leaseq_async::LeaseQueue<T, SmolRuntime>;

@@ -55,6 +55,21 @@ impl SmolRuntime {
 /// cancels it.
 pub type SmolTask = ExecutorTask;
 
+/// [`SmolRuntime`]'s resettable timer (see [`Runtime::Timer`]): an async-io `Timer`, moved
+/// with `set_at`.
+#[derive(Debug)]
+pub struct SmolTimer(Timer);
+
+impl Future for SmolTimer {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|_| ())
+    }
+}
+
 impl Runtime for SmolRuntime {
     type Task = SmolTask;
 
@@ -73,6 +88,21 @@ impl Runtime for SmolRuntime {
         };
         async move {
             timer.await;
+        }
+    }
+
+    type Timer = SmolTimer;
+
+    fn timer(&self, deadline: Timestamp) -> SmolTimer {
+        let mut timer = SmolTimer(Timer::never());
+        self.reset_timer(&mut timer, deadline);
+        timer
+    }
+
+    fn reset_timer(&self, timer: &mut SmolTimer, deadline: Timestamp) {
+        match self.epoch.checked_add(deadline.as_duration()) {
+            Some(at) if deadline != Timestamp::MAX => timer.0.set_at(at),
+            _ => timer.0 = Timer::never(),
         }
     }
 

@@ -35,7 +35,7 @@ mod precise;
 mod runtime;
 
 pub use leaseq_async::*;
-pub use runtime::{TokioRuntime, TokioTask};
+pub use runtime::{TokioRuntime, TokioTask, TokioTimer};
 
 /// A lease queue on tokio.
 pub type LeaseQueue<T> = leaseq_async::LeaseQueue<T, TokioRuntime>;

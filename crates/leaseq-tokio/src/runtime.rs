@@ -110,6 +110,22 @@ impl Future for TokioTask {
     }
 }
 
+/// [`TokioRuntime`]'s resettable timer (see [`Runtime::Timer`]).
+pub struct TokioTimer(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl Future for TokioTimer {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for TokioTimer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokioTimer")
+    }
+}
+
 impl Runtime for TokioRuntime {
     type Task = TokioTask;
 
@@ -172,6 +188,16 @@ impl Runtime for TokioRuntime {
                 }
             }
         }
+    }
+
+    type Timer = TokioTimer;
+
+    fn timer(&self, deadline: Timestamp) -> TokioTimer {
+        TokioTimer(Box::pin(self.sleep_until(deadline)))
+    }
+
+    fn reset_timer(&self, timer: &mut TokioTimer, deadline: Timestamp) {
+        timer.0 = Box::pin(self.sleep_until(deadline));
     }
 
     fn spawn(&self, future: BoxFuture) -> TokioTask {
