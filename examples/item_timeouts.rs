@@ -140,7 +140,7 @@ async fn run_batch<R: Runtime>(rt: R, sc: Arc<Scenario>, setting: Setting) -> Ou
         .item_timeout(timeout)
         .spawn(move |job| {
             let rt = rt2.clone();
-            let took = if sc2.hung[*job.item as usize] {
+            let took = if sc2.hung[job.item as usize] {
                 sc2.hang
             } else {
                 sc2.fast

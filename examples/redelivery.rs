@@ -438,7 +438,7 @@ async fn pool_row<R: Runtime>(
         .spawn(move |job| {
             let (rt, sc, tracker) = (rt2.clone(), sc2.clone(), tracker2.clone());
             async move {
-                work(&rt, &sc, &tracker, *job.item).await;
+                work(&rt, &sc, &tracker, job.item).await;
                 Ok(())
             }
         });
@@ -476,7 +476,7 @@ fn queue_figures<R: Runtime>(queue: &LeaseQueue<u32, R>, sc: &Scenario) -> RowRe
         let mut n = 0;
         let mut last = None;
         for letter in letters {
-            if sc.hung[*letter.item as usize] {
+            if sc.hung[letter.item as usize] {
                 n += 1;
                 last = last.max(Some(letter.at.as_duration()));
             }

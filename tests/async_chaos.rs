@@ -31,7 +31,8 @@ use leaseq_suite::rng::Rng;
 const LANES: usize = 3;
 const WORKERS: usize = 2;
 
-/// An item; a `bomb` panics when its last reference is dropped.
+/// An item; every copy of a `bomb` panics when dropped.
+#[derive(Clone)]
 struct Item {
     n: u64,
     bomb: bool,
@@ -169,9 +170,14 @@ fn start_pool(rt: &SimRuntime, lane: usize, q: &Q, running: &Running) -> Pool<It
                 .unwrap_or_else(|e| e.into_inner())
                 .push(entry);
             let entry = RunningEntry(running.clone(), entry);
-            let (n, rt) = (job.item.n, rt.clone());
+            let rt = rt.clone();
+            // The job (and its copy of the item, which may be a bomb) is dropped inside the
+            // future, where the pool catches a panic: a panic in a `Drop` as a function
+            // returns leaks its return value (rust-lang/rust#47949), here the entry.
             async move {
                 let _entry = entry;
+                let n = job.item.n;
+                drop(job);
                 match n % 8 {
                     4 => return Err(JobError::retry("chaos: failed")),
                     5 => return Err(JobError::permanent("chaos: poison")),
@@ -432,7 +438,11 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
             guarded(|| drop(letter));
         }
     }
-    assert!(running.lock().unwrap().is_empty());
+    let left = running.lock().unwrap().clone();
+    assert!(
+        left.is_empty(),
+        "seed {seed}: handlers still running: {left:?}"
+    );
 }
 
 #[test]

@@ -206,7 +206,7 @@ pub(crate) struct Dead {
     pub(crate) at: Timestamp,
 }
 
-pub(crate) fn dead_letters<T, R: Runtime>(q: &LeaseQueue<T, R>) -> Vec<Dead> {
+pub(crate) fn dead_letters<T: Clone, R: Runtime>(q: &LeaseQueue<T, R>) -> Vec<Dead> {
     q.inspect_dead_letters(|letters| {
         letters
             .map(|d| Dead {
@@ -258,7 +258,7 @@ pub(crate) async fn hung_handler_times_out<R: Runtime>(env: Env<R>) {
                 runs.record(&job, rt.now());
                 let pause = sleep(&rt, u / 10);
                 async move {
-                    if *job.item == 0 {
+                    if job.item == 0 {
                         std::future::pending::<()>().await;
                     }
                     pause.await;
@@ -521,7 +521,7 @@ pub(crate) async fn panicking_handler_is_caught<R: Runtime>(env: Env<R>) {
         let (runs, rt) = (runs.clone(), env.rt.clone());
         move |job: Job<u32>| {
             runs.record(&job, rt.now());
-            let n = *job.item;
+            let n = job.item;
             if n == 4 {
                 panic!("sync boom {n}");
             }
@@ -586,7 +586,7 @@ pub(crate) async fn aborted_worker_hands_its_item_back<R: Runtime>(env: Env<R>) 
             let (runs, rt) = (runs.clone(), env.rt.clone());
             move |job: Job<u32>| {
                 runs.record(&job, rt.now());
-                let hang = *job.item == 0 && job.attempt == 1;
+                let hang = job.item == 0 && job.attempt == 1;
                 let pause = sleep(&rt, u / 10);
                 async move {
                     if hang {
@@ -748,7 +748,7 @@ pub(crate) async fn watchdog_reports_stuck_worker<R: Runtime>(env: Env<R>) {
         .spawn({
             let (handler_start, rt) = (handler_start.clone(), env.rt.clone());
             move |job: Job<u32>| {
-                let stuck = *job.item == 0;
+                let stuck = job.item == 0;
                 if stuck {
                     *handler_start.lock().unwrap() = Some(rt.now());
                 }

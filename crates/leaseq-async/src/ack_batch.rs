@@ -85,16 +85,22 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
             foreign,
         };
         let now = self.shared.rt.now();
+        // The queue's copies of the acked items, dropped with the deliveries after the lock.
+        let mut acked_items = Vec::with_capacity(ours.len());
         let mut st = self.shared.lock();
         for d in &mut ours {
             let id = d.id();
-            match d.settle_locked(&mut st, |core, r| core.ack(r, now)) {
-                Ok(_) => report.accepted.push(id),
+            match d.settle_locked(&mut st, |core, r| core.ack_take(r, now)) {
+                Ok((_, item)) => {
+                    report.accepted.push(id);
+                    acked_items.push(item);
+                }
                 Err(e) => report.stale.push((id, e)),
             }
         }
         drop(st);
         drop(ours);
+        drop(acked_items);
         report
     }
 }

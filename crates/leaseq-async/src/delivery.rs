@@ -53,7 +53,8 @@ use crate::shared::{Shared, State};
 /// ```
 pub struct Delivery<T, R: Runtime> {
     shared: Arc<Shared<T, R>>,
-    item: Arc<T>,
+    /// `None` only once a pool has moved the item into its handler's `Job`.
+    item: Option<T>,
     id: MessageId,
     receipt: Receipt,
     attempt: u32,
@@ -66,12 +67,12 @@ pub struct Delivery<T, R: Runtime> {
 impl<T, R: Runtime> Delivery<T, R> {
     pub(crate) fn new(
         shared: Arc<Shared<T, R>>,
-        lease: Lease<Arc<T>>,
+        lease: Lease<T>,
         beat: Option<(BeatKey, Arc<LeaseSignal>)>,
     ) -> Self {
         Delivery {
             shared,
-            item: lease.item,
+            item: Some(lease.item),
             id: lease.id,
             receipt: lease.receipt,
             attempt: lease.attempt,
@@ -87,14 +88,17 @@ impl<T, R: Runtime> Delivery<T, R> {
         &self.shared
     }
 
-    /// The item.
+    /// The item (this delivery's own copy: the queue keeps another until it is acked).
     pub fn item(&self) -> &T {
-        &self.item
+        self.item
+            .as_ref()
+            .expect("only a pool takes the item, and it never asks again")
     }
 
-    /// The item as a shared pointer (the queue keeps another until the item is acked).
-    pub fn item_arc(&self) -> &Arc<T> {
-        &self.item
+    /// Moves the item out, for a pool's `Job`: the delivery keeps its lease and still
+    /// settles (or goes back when dropped).
+    pub(crate) fn take_item(&mut self) -> Option<T> {
+        self.item.take()
     }
 
     /// The message id, the same on every delivery of this item.
@@ -154,7 +158,10 @@ impl<T, R: Runtime> Delivery<T, R> {
     /// has leased the item since, whether or not the queue's driver has run in between.
     pub fn ack(mut self) -> Result<Acked, ReceiptError> {
         let now = self.shared.rt.now();
-        self.settle(|core, r| core.ack(r, now))
+        // The queue's copy of the item comes out of the core and is dropped here, after the
+        // lock is released: an item's `Drop` never runs under it.
+        let (acked, _item) = self.settle(|core, r| core.ack_take(r, now))?;
+        Ok(acked)
     }
 
     /// Hands the item back with an error: it is delivered again after the backoff, or
@@ -251,7 +258,7 @@ impl<T, R: Runtime> Delivery<T, R> {
 
     fn settle<U>(
         &mut self,
-        op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
+        op: impl FnOnce(&mut Queue<T>, Receipt) -> Result<U, ReceiptError>,
     ) -> Result<U, ReceiptError> {
         self.settled = true;
         let beat = self.beat.take();
@@ -264,7 +271,7 @@ impl<T, R: Runtime> Delivery<T, R> {
     pub(crate) fn settle_locked<U>(
         &mut self,
         st: &mut State<T>,
-        op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
+        op: impl FnOnce(&mut Queue<T>, Receipt) -> Result<U, ReceiptError>,
     ) -> Result<U, ReceiptError> {
         self.settled = true;
         let beat = self.beat.take();
@@ -291,7 +298,7 @@ impl<T, R: Runtime> Drop for Delivery<T, R> {
 impl<T: std::fmt::Debug, R: Runtime> std::fmt::Debug for Delivery<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Delivery")
-            .field("item", &self.item)
+            .field("item", &self.item.as_ref())
             .field("id", &self.id)
             .field("attempt", &self.attempt)
             .field("deadline", &self.deadline)
@@ -306,7 +313,7 @@ fn settle_in<T, R: Runtime, U>(
     st: &mut State<T>,
     beat: Option<(BeatKey, Arc<LeaseSignal>)>,
     receipt: Receipt,
-    op: impl FnOnce(&mut Queue<Arc<T>>, Receipt) -> Result<U, ReceiptError>,
+    op: impl FnOnce(&mut Queue<T>, Receipt) -> Result<U, ReceiptError>,
 ) -> Result<U, ReceiptError> {
     if let Some((key, _)) = beat {
         st.beats.unregister(key);

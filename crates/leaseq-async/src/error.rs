@@ -24,15 +24,10 @@ impl<T> PushError<T> {
         }
     }
 
-    pub(crate) fn from_core(e: leaseq_core::PushError<std::sync::Arc<T>>) -> Self {
-        // The queue held the only reference to an item it refused.
-        let unwrap = |a: std::sync::Arc<T>| match std::sync::Arc::try_unwrap(a) {
-            Ok(t) => t,
-            Err(_) => unreachable!("a refused item has no other owner"),
-        };
+    pub(crate) fn from_core(e: leaseq_core::PushError<T>) -> Self {
         match e {
-            leaseq_core::PushError::AlreadyExpired(a) => PushError::AlreadyExpired(unwrap(a)),
-            other => PushError::Full(unwrap(other.into_item())),
+            leaseq_core::PushError::AlreadyExpired(item) => PushError::AlreadyExpired(item),
+            other => PushError::Full(other.into_item()),
         }
     }
 }

@@ -265,7 +265,7 @@ fn coalesce_window(every: Duration) -> Duration {
 
 /// The heartbeat task of one queue. Ends when the last queue handle is gone and no lease is
 /// registered.
-pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(shared: Weak<Shared<T, R>>) {
+pub(crate) async fn run<T: Send + 'static, R: Runtime>(shared: Weak<Shared<T, R>>) {
     loop {
         let Some(s) = shared.upgrade() else { return };
         let listener = s.heartbeat_wake.listen();

@@ -90,7 +90,7 @@ impl<R: Runtime> QueueBuilder<R> {
     }
 
     /// The queue, with its reaper and heartbeat tasks spawned.
-    pub fn build<T: Send + Sync + 'static>(self) -> Result<LeaseQueue<T, R>, NewQueueError> {
+    pub fn build<T: Send + 'static>(self) -> Result<LeaseQueue<T, R>, NewQueueError> {
         let rt = match self.runtime {
             Some(rt) => rt,
             None => R::current().ok_or(NewQueueError::NoRuntime)?,
@@ -110,7 +110,7 @@ impl<R: Runtime> QueueBuilder<R> {
     }
 }
 
-impl<T: Send + Sync + 'static, R: Runtime> LeaseQueue<T, R> {
+impl<T: Send + 'static, R: Runtime> LeaseQueue<T, R> {
     /// A queue on the runtime this thread is in.
     pub fn new(config: Config) -> Result<Self, NewQueueError> {
         Self::builder(config).build()
@@ -171,7 +171,6 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         if self.shared.is_closed() {
             return Err(PushError::Closed(item));
         }
-        let item = Arc::new(item);
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
         // time, so the queue's own latest time serves (one clock read saved per item).
         let timed = !delay.is_zero() || ttl.is_some();
@@ -216,13 +215,11 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
                 None => Ok(Vec::new()),
             };
         }
-        // Allocate the items' `Arc`s before taking the lock, not under it.
-        let mut arcs = items.map(Arc::new).collect::<Vec<Arc<T>>>().into_iter();
-        let mut ids = Vec::with_capacity(arcs.len());
+        let mut ids = Vec::with_capacity(items.size_hint().0);
         let mut st = self.shared.lock();
         let now = st.core.now();
         let mut refused = None;
-        for item in arcs.by_ref() {
+        for item in items.by_ref() {
             match st.core.push(item, now) {
                 Ok(id) => ids.push(id),
                 Err(e) => {
@@ -235,52 +232,9 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
         self.shared.available.notify(ids.len());
         match refused {
             None => Ok(ids),
-            // The queue never saw the rest: each `Arc` is still the only reference.
-            Some(e) => {
-                let rest = arcs.map(|a| match Arc::try_unwrap(a) {
-                    Ok(item) => item,
-                    Err(_) => unreachable!("an item not pushed has no other owner"),
-                });
-                Err((e, rest.collect()))
-            }
+            // The queue never saw the rest.
+            Some(e) => Err((e, items.collect())),
         }
-    }
-
-    /// Waits for the next visible item and leases it; `None` once the queue is closed.
-    ///
-    /// Cancel-safe: an item is taken from the queue only in the poll that returns it, so
-    /// dropping this future at any point loses nothing.
-    pub fn receive(&self) -> Receive<'_, T, R> {
-        Receive::new(&self.shared, 1, false)
-    }
-
-    /// Like [`receive`](Self::receive), and keeps the lease alive with the queue's heartbeat
-    /// until the delivery is settled or dropped.
-    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R> {
-        Receive::new(&self.shared, 1, true)
-    }
-
-    /// Leases whatever is visible now, up to `max` items, under one lock and one clock read.
-    /// Never waits; an empty vector when nothing is visible.
-    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
-        let mut out = Vec::new();
-        self.shared.take_batch(max, false, &mut out);
-        out
-    }
-
-    /// Waits until at least one item is visible, then leases up to `max` under one lock.
-    /// Empty only once the queue is closed, or at once when `max` is zero. Cancel-safe like
-    /// [`receive`](Self::receive).
-    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
-        if max == 0 {
-            return Vec::new();
-        }
-        Receive::new(&self.shared, max, false).batch().await
-    }
-
-    /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
-    pub fn stream(&self) -> ReceiveStream<T, R> {
-        ReceiveStream::new(self.clone())
     }
 
     /// Stops new receives and pushes. Receivers waiting now get `None`; deliveries already
@@ -346,7 +300,10 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     }
 
     /// The dead letters, oldest first: a snapshot (the items are shared `Arc`s, not copies).
-    pub fn dead_letters(&self) -> Vec<DeadLetter<Arc<T>>> {
+    pub fn dead_letters(&self) -> Vec<DeadLetter<T>>
+    where
+        T: Clone,
+    {
         self.shared.lock().core.dead_letters().cloned().collect()
     }
 
@@ -356,14 +313,17 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// or drop a delivery, push, read stats): nothing it does can deadlock.
     pub fn inspect_dead_letters<U>(
         &self,
-        f: impl FnOnce(&mut dyn Iterator<Item = &DeadLetter<Arc<T>>>) -> U,
-    ) -> U {
+        f: impl FnOnce(&mut dyn Iterator<Item = &DeadLetter<T>>) -> U,
+    ) -> U
+    where
+        T: Clone,
+    {
         let letters = self.dead_letters();
         f(&mut letters.iter())
     }
 
     /// Removes every dead letter and hands them over.
-    pub fn take_dead_letters(&self) -> Vec<DeadLetter<Arc<T>>> {
+    pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
         self.shared.lock().core.take_dead_letters()
     }
 
@@ -381,6 +341,47 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// them): for tests and health checks. Costs a pass over every item.
     pub fn check_invariants(&self) -> Result<(), ConservationError> {
         self.shared.lock().core.check_invariants()
+    }
+}
+
+/// Receiving: each delivery gets its own copy of the item (`T: Clone`; queue `Arc<U>` for
+/// items that are costly to copy).
+impl<T: Clone, R: Runtime> LeaseQueue<T, R> {
+    /// Waits for the next visible item and leases it; `None` once the queue is closed.
+    ///
+    /// Cancel-safe: an item is taken from the queue only in the poll that returns it, so
+    /// dropping this future at any point loses nothing.
+    pub fn receive(&self) -> Receive<'_, T, R> {
+        Receive::new(&self.shared, 1, false)
+    }
+
+    /// Like [`receive`](Self::receive), and keeps the lease alive with the queue's heartbeat
+    /// until the delivery is settled or dropped.
+    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R> {
+        Receive::new(&self.shared, 1, true)
+    }
+
+    /// Leases whatever is visible now, up to `max` items, under one lock and one clock read.
+    /// Never waits; an empty vector when nothing is visible.
+    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+        let mut out = Vec::new();
+        self.shared.take_batch(max, false, &mut out);
+        out
+    }
+
+    /// Waits until at least one item is visible, then leases up to `max` under one lock.
+    /// Empty only once the queue is closed, or at once when `max` is zero. Cancel-safe like
+    /// [`receive`](Self::receive).
+    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+        if max == 0 {
+            return Vec::new();
+        }
+        Receive::new(&self.shared, max, false).batch().await
+    }
+
+    /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
+    pub fn stream(&self) -> ReceiveStream<T, R> {
+        ReceiveStream::new(self.clone())
     }
 }
 

@@ -26,7 +26,7 @@ pub struct Receive<'a, T, R: Runtime> {
     listener: Option<EventListener>,
 }
 
-impl<'a, T, R: Runtime> Receive<'a, T, R> {
+impl<'a, T: Clone, R: Runtime> Receive<'a, T, R> {
     pub(crate) fn new(shared: &'a Arc<Shared<T, R>>, max: usize, heartbeat: bool) -> Self {
         Receive {
             shared,
@@ -54,7 +54,7 @@ impl<'a, T, R: Runtime> Receive<'a, T, R> {
 }
 
 /// Polls for up to `max` deliveries into `out`; ready when it got one or the queue closed.
-fn poll_receive<T, R: Runtime>(
+fn poll_receive<T: Clone, R: Runtime>(
     shared: &Arc<Shared<T, R>>,
     listener: &mut Option<EventListener>,
     max: usize,
@@ -70,7 +70,7 @@ fn poll_receive<T, R: Runtime>(
 
 /// Polls for one delivery; ready with `None` once the queue is closed. A one-item receive
 /// needs no vector: the common case allocates nothing.
-fn poll_one<T, R: Runtime>(
+fn poll_one<T: Clone, R: Runtime>(
     shared: &Arc<Shared<T, R>>,
     listener: &mut Option<EventListener>,
     heartbeat: bool,
@@ -117,7 +117,7 @@ fn stop_listening<T, R: Runtime>(shared: &Shared<T, R>, listener: &mut Option<Ev
     }
 }
 
-impl<T, R: Runtime> Future for Receive<'_, T, R> {
+impl<T: Clone, R: Runtime> Future for Receive<'_, T, R> {
     type Output = Option<Delivery<T, R>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -135,7 +135,7 @@ impl<T, R: Runtime> Drop for Receive<'_, T, R> {
 /// Receives a batch (see [`LeaseQueue::receive_batch`](crate::LeaseQueue::receive_batch)).
 pub(crate) struct ReceiveBatch<'a, T, R: Runtime>(Receive<'a, T, R>);
 
-impl<T, R: Runtime> Future for ReceiveBatch<'_, T, R> {
+impl<T: Clone, R: Runtime> Future for ReceiveBatch<'_, T, R> {
     type Output = Vec<Delivery<T, R>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -176,7 +176,7 @@ impl<T, R: Runtime> ReceiveStream<T, R> {
     }
 }
 
-impl<T, R: Runtime> Stream for ReceiveStream<T, R> {
+impl<T: Clone, R: Runtime> Stream for ReceiveStream<T, R> {
     type Item = Delivery<T, R>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {

@@ -1,7 +1,6 @@
 //! The state every handle, delivery and background task of one queue shares.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use event_listener::{Event, EventListener};
@@ -32,7 +31,7 @@ pub(crate) struct Shared<T, R> {
 
 /// Everything behind the lock.
 pub(crate) struct State<T> {
-    pub(crate) core: Queue<Arc<T>>,
+    pub(crate) core: Queue<T>,
     /// When the reaper will next wake by itself; `Timestamp::MAX` when it sleeps until
     /// notified.
     pub(crate) reaper_at: Timestamp,
@@ -40,7 +39,7 @@ pub(crate) struct State<T> {
 }
 
 impl<T, R: Runtime> Shared<T, R> {
-    pub(crate) fn new(rt: R, core: Queue<Arc<T>>, heartbeat_every: Duration) -> Self {
+    pub(crate) fn new(rt: R, core: Queue<T>, heartbeat_every: Duration) -> Self {
         let visibility = core.config().visibility();
         Shared {
             rt,
@@ -60,8 +59,9 @@ impl<T, R: Runtime> Shared<T, R> {
         }
     }
 
-    /// The one lock. User code never runs under it: items are `Arc`s whose last reference
-    /// is never dropped here... except when a dead letter is taken, which hands it out.
+    /// The one lock. User code never runs under it: an item leaves the core by value (an
+    /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over),
+    /// so no item's `Drop` runs here.
     /// A `parking_lot` mutex: it spins briefly before parking, which suits a lock held for
     /// tens of nanoseconds and taken three times per item from several threads, and it has
     /// no poisoning (a panic elsewhere cannot leave the core half-changed: its operations

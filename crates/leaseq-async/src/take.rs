@@ -9,7 +9,7 @@ use crate::heartbeat::LeaseSignal;
 use crate::runtime::Runtime;
 use crate::shared::{Shared, State};
 
-impl<T, R: Runtime> Shared<T, R> {
+impl<T: Clone, R: Runtime> Shared<T, R> {
     /// Leases one visible item, if any: one clock read, one lock.
     pub(crate) fn take_one(self: &Arc<Self>, heartbeat: bool) -> Option<Delivery<T, R>> {
         if self.is_closed() {

@@ -30,7 +30,7 @@ async fn pool_times_out_and_dead_letters() {
         .item_timeout(ItemTimeout::Fixed(Duration::from_secs(2)))
         .heartbeat(true)
         .spawn(|job| async move {
-            match *job.item {
+            match job.item {
                 3 => std::future::pending().await,
                 5 => tokio::time::sleep(Duration::from_millis(1500)).await,
                 9 => return Err(JobError::permanent("bad")),

@@ -35,7 +35,7 @@ pub(crate) async fn run<T, R, H>(
     rt: R,
     overruns: Arc<Overruns>,
     handler: Arc<H>,
-    item: Arc<T>,
+    item: T,
 ) -> Result<Result<(), JobError>, String>
 where
     T: Send + Sync + 'static,

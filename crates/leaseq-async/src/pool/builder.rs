@@ -26,7 +26,7 @@ pub struct PoolBuilder<T, R: Runtime> {
     max_overruns: Option<u64>,
 }
 
-impl<T: Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
+impl<T: Clone + Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
     /// Defaults: 4 workers, no item timeout, no heartbeat, no watchdog, every item of type
     /// `"item"`.
     pub(crate) fn new(queue: LeaseQueue<T, R>) -> Self {

@@ -1,7 +1,5 @@
 //! What a pool handler is given.
 
-use std::sync::Arc;
-
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::heartbeat::LeaseLost;
@@ -12,8 +10,8 @@ use crate::heartbeat::LeaseLost;
 /// settles it from the handler's result.
 #[non_exhaustive]
 pub struct Job<T> {
-    /// The item.
-    pub item: Arc<T>,
+    /// The item (the handler's own copy).
+    pub item: T,
     /// Its message id (the same on every delivery).
     pub id: MessageId,
     /// 1 on the first delivery, 2 on the second, ...

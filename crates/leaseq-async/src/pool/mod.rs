@@ -130,7 +130,7 @@ impl<T> Future for StopWait<'_, T> {
 ///             .workers(3)
 ///             .item_timeout(ItemTimeout::Fixed(Duration::from_millis(200)))
 ///             .spawn(|job| async move {
-///                 if *job.item == 7 {
+///                 if job.item == 7 {
 ///                     return Err(leaseq_async::JobError::permanent("seven is bad input"));
 ///                 }
 ///                 Ok(())
@@ -152,7 +152,7 @@ pub struct Pool<T, R: Runtime> {
     watchdog_done: Arc<AtomicBool>,
 }
 
-impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
+impl<T: Clone + Send + Sync + 'static, R: Runtime> Pool<T, R> {
     /// A builder for a pool over `queue`.
     pub fn builder(queue: LeaseQueue<T, R>) -> PoolBuilder<T, R> {
         PoolBuilder::new(queue)
@@ -271,7 +271,7 @@ impl<T: Send + Sync + 'static, R: Runtime> Pool<T, R> {
 }
 
 /// Spawns worker `index` of a pool.
-fn spawn_worker<T: Send + Sync + 'static, R: Runtime>(
+fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime>(
     queue: &LeaseQueue<T, R>,
     shared: &Arc<PoolShared<T>>,
     handler: &Handler<T>,
@@ -282,7 +282,7 @@ fn spawn_worker<T: Send + Sync + 'static, R: Runtime>(
     spawn_guarded(queue.runtime(), fut)
 }
 
-fn snapshot<T: Send + Sync + 'static, R: Runtime>(
+fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime>(
     queue: &LeaseQueue<T, R>,
     shared: &PoolShared<T>,
 ) -> PoolStats {

@@ -52,7 +52,7 @@ enum Ended {
 /// future or an item whose `Drop` panics, a panicking item-type or timeout function) costs
 /// the worker nothing: it is counted in `worker_panics`, any delivery still held goes back
 /// to the queue as it unwinds, and the worker takes the next item.
-pub(crate) async fn run<T: Send + Sync + 'static, R: Runtime>(
+pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime>(
     index: usize,
     queue: LeaseQueue<T, R>,
     alive: Alive<T>,
@@ -140,12 +140,12 @@ fn drop_counted<V>(value: V, counters: &Counters) {
     }
 }
 
-async fn handle<T: Send + Sync + 'static, R: Runtime>(
+async fn handle<T: Clone + Send + Sync + 'static, R: Runtime>(
     rt: &R,
     pool: &PoolShared<T>,
     handler: &Handler<T>,
     progress: &crate::watchdog::Progress,
-    delivery: Delivery<T, R>,
+    mut delivery: Delivery<T, R>,
 ) {
     let start = rt.now();
     let item_type = (pool.type_of)(delivery.item());
@@ -159,8 +159,12 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
         let left = expiry.saturating_duration_since(start);
         limit = Some(limit.map_or(left, |l| l.min(left)));
     }
+    // The delivery's copy moves into the job: one copy per delivery, not two.
+    let Some(item) = delivery.take_item() else {
+        return;
+    };
     let job = Job {
-        item: delivery.item_arc().clone(),
+        item,
         id: delivery.id(),
         attempt: delivery.attempt(),
         deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
@@ -207,11 +211,9 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
     // Record before settling, like the counters: whoever sees the settle (a `wait_empty`
     // that it completes) then sees this handling in every part of `PoolStats`.
     pool.record(item_type, took, outcome);
-    // The item's last reference may be the delivery's, dropped as it settles: keep one so
-    // that the item's own `Drop` runs below, where a panic in it is caught, rather than
-    // inside the settle, where it would unwind through the result.
-    let item = delivery.item_arc().clone();
-    let settled = match ended {
+    // An ack drops the queue's copy of the item once the queue is consistent; a panic in
+    // its `Drop` is caught here (the settle itself went through) and counted.
+    let settle = AssertUnwindSafe(|| match ended {
         Ended::Done(Ok(())) => {
             Counters::bump(&c.ok);
             delivery.ack().is_ok()
@@ -235,10 +237,13 @@ async fn handle<T: Send + Sync + 'static, R: Runtime>(
             let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
             delivery.nack_with(failure).is_ok()
         }
-    };
+    });
+    let settled = catch_unwind(settle).unwrap_or_else(|_| {
+        Counters::bump(&c.worker_panics);
+        true
+    });
     if !settled {
         Counters::bump(&c.stale_settles);
     }
-    drop_counted(item, c);
     progress.idle(rt.now());
 }

@@ -22,15 +22,28 @@ impl<T> Queue<T> {
     /// [`Event::LateAck`].
     #[inline]
     pub fn ack(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
+        // The item is dropped here, once the queue is consistent again: a `Drop` that panics
+        // cannot leave it half-changed.
+        self.ack_take(receipt, now).map(|(acked, _item)| acked)
+    }
+
+    /// [`ack`](Self::ack) that hands the acked item to the caller rather than dropping it:
+    /// for a driver that must not run an item's `Drop` (user code) while it holds a lock.
+    #[inline]
+    pub fn ack_take(
+        &mut self,
+        receipt: Receipt,
+        now: Timestamp,
+    ) -> Result<(Acked, T), ReceiptError> {
         let now = self.advance(now);
         // Fast path: the lease is running.
         if let Some(slot) = self.running(receipt) {
-            let s = &self.slots[slot];
+            let s = &mut self.slots[slot];
             let epoch = s.epoch;
             let expiring = s.expires_at != Timestamp::MAX;
+            let item = s.item.take();
             self.stats.in_flight -= 1;
             self.leases.remove_if_front(slot as u32, epoch);
-            self.slots[slot].item = None;
             self.vacate(slot, Fate::Acked);
             self.stats.acked += 1;
             // `trim_indexes` narrowed to the gauges an ack lowers.
@@ -39,27 +52,31 @@ impl<T> Queue<T> {
             {
                 self.compact_indexes();
             }
-            return Ok(Acked::OnTime);
+            return Ok((Acked::OnTime, item.expect("a leased slot holds its item")));
         }
         self.ack_checked(receipt, now)
     }
 
-    /// `ack` for whatever the fast path does not take.
+    /// `ack_take` for whatever the fast path does not take.
     #[inline(never)]
-    fn ack_checked(&mut self, receipt: Receipt, now: Timestamp) -> Result<Acked, ReceiptError> {
+    fn ack_checked(
+        &mut self,
+        receipt: Receipt,
+        now: Timestamp,
+    ) -> Result<(Acked, T), ReceiptError> {
         match self.check(receipt) {
             Check::Held(slot) => {
                 self.stats.in_flight -= 1;
                 let epoch = self.slots[slot].epoch;
                 self.leases.remove_if_front(slot as u32, epoch);
-                self.release_slot(slot, Fate::Acked);
+                let item = self.release_slot(slot, Fate::Acked);
                 self.stats.acked += 1;
-                Ok(Acked::OnTime)
+                Ok((Acked::OnTime, item))
             }
             Check::Unclaimed(slot) => {
                 let late_by = now.saturating_duration_since(self.slots[slot].last_deadline);
                 self.leave_waiting(slot);
-                self.release_slot(slot, Fate::Acked);
+                let item = self.release_slot(slot, Fate::Acked);
                 self.stats.acked += 1;
                 self.stats.late_acks_unclaimed += 1;
                 self.record(Event::LateAck {
@@ -67,7 +84,7 @@ impl<T> Queue<T> {
                     kind: LateAckKind::Unclaimed,
                     late_by: Some(late_by),
                 });
-                Ok(Acked::LateUnclaimed { late_by })
+                Ok((Acked::LateUnclaimed { late_by }, item))
             }
             Check::Stale(err) => {
                 let kind = match err {

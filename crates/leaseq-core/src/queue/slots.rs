@@ -23,11 +23,13 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Frees an acked slot.
+    /// Frees an acked slot, handing its item to the caller (to drop once the queue is
+    /// consistent).
     #[inline]
-    pub(super) fn release_slot(&mut self, slot: usize, fate: Fate) {
-        self.slots[slot].item = None;
+    pub(super) fn release_slot(&mut self, slot: usize, fate: Fate) -> T {
+        let item = self.slots[slot].item.take();
         self.free_slot(slot, fate);
+        item.expect("a live slot holds its item")
     }
 
     #[inline]
