@@ -7,7 +7,8 @@ use leaseq_core::{
     Acked, Extended, Failure, Lease, MessageId, Nacked, Queue, Receipt, ReceiptError, Timestamp,
 };
 
-use crate::heartbeat::{BeatKey, LeaseLost, LeaseSignal};
+use crate::beats::BeatKey;
+use crate::lease_lost::{LeaseLost, LeaseSignal};
 use crate::runtime::Runtime;
 use crate::shared::{Shared, State};
 
@@ -226,12 +227,10 @@ impl<T, R: Runtime> Delivery<T, R> {
             Ok(Extended::Until { deadline, .. }) => {
                 self.deadline = deadline;
                 // A lease shortened by hand: its heartbeat must beat before the new deadline.
+                // (Releasing the lock wakes the driver for it.)
                 if let Some((key, _)) = &self.beat {
                     let beat_at = now.saturating_add(shared.heartbeat_every).min(deadline);
-                    if st.beats.bring_forward(*key, beat_at) && beat_at < st.beats.alarm {
-                        st.beats.alarm = beat_at;
-                        shared.heartbeat_wake.notify(1);
-                    }
+                    st.beats.bring_forward(*key, beat_at);
                 }
             }
             Ok(_) => {

@@ -27,19 +27,24 @@
 #![warn(missing_docs)]
 
 mod ack_batch;
+mod beats;
+#[cfg(test)]
+mod beats_model;
 mod delivery;
 mod diagnosis;
+mod driver;
 mod error;
 mod executor_task;
-mod heartbeat;
+mod lease_lost;
 mod pool;
 mod queue;
-mod reaper;
 mod receive;
 mod runtime;
 mod shared;
 mod sim;
 mod take;
+#[cfg(feature = "tracing")]
+mod trace;
 mod watchdog;
 
 pub use ack_batch::AckBatch;
@@ -47,7 +52,7 @@ pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
 pub use executor_task::ExecutorTask;
-pub use heartbeat::LeaseLost;
+pub use lease_lost::LeaseLost;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolStats};
 pub use queue::{LeaseQueue, QueueBuilder};
 pub use receive::{Receive, ReceiveStream};

@@ -10,9 +10,8 @@ use leaseq_core::{
 };
 
 use crate::delivery::Delivery;
+use crate::driver;
 use crate::error::{NewQueueError, PushError};
-use crate::heartbeat;
-use crate::reaper;
 use crate::receive::{Receive, ReceiveStream};
 use crate::runtime::{spawn_guarded, Runtime};
 use crate::shared::{Listening, Shared};
@@ -63,7 +62,7 @@ pub struct QueueBuilder<R> {
     config: Config,
     heartbeat_every: Option<Duration>,
     runtime: Option<R>,
-    events: EventMask,
+    events: Option<EventMask>,
 }
 
 impl<R: Runtime> QueueBuilder<R> {
@@ -74,12 +73,15 @@ impl<R: Runtime> QueueBuilder<R> {
         self
     }
 
-    /// Which core [`Event`]s the queue records for [`LeaseQueue::poll_event`]. Default:
-    /// none, whatever `config` says: nothing else drains them here, and a queue nobody polls
-    /// would only fill its buffer and count drops. Polled events are bounded by the config's
-    /// event capacity.
+    /// Which core [`Event`]s the queue records for you to take with
+    /// [`LeaseQueue::poll_event`] (bounded by the config's event capacity).
+    ///
+    /// Without it, whatever `config` says: with the `tracing` feature, the queue's driver
+    /// records every kind but `Delivered` and drains them into `tracing` events as they
+    /// happen; without that feature, none are recorded (a queue nobody polls would only fill
+    /// its buffer and count drops).
     pub fn events(mut self, events: EventMask) -> Self {
-        self.events = events;
+        self.events = Some(events);
         self
     }
 
@@ -95,17 +97,21 @@ impl<R: Runtime> QueueBuilder<R> {
             Some(rt) => rt,
             None => R::current().ok_or(NewQueueError::NoRuntime)?,
         };
-        let config = self.config.with_events(self.events);
+        let traces_events = cfg!(feature = "tracing") && self.events.is_none();
+        let events = match self.events {
+            Some(events) => events,
+            None if traces_events => EventMask::DEFAULT,
+            None => EventMask::NONE,
+        };
+        let config = self.config.with_events(events);
         let core = Queue::new(config).map_err(NewQueueError::Config)?;
         let visibility = core.config().visibility();
         let every = self
             .heartbeat_every
             .unwrap_or(visibility / 3)
             .clamp(Duration::from_nanos(1), visibility);
-        let shared = Arc::new(Shared::new(rt.clone(), core, every));
-        let reaper = spawn_guarded(&rt, reaper::run(Arc::downgrade(&shared)));
-        let beats = spawn_guarded(&rt, heartbeat::run(Arc::downgrade(&shared)));
-        drop((reaper, beats));
+        let shared = Arc::new(Shared::new(rt.clone(), core, every, traces_events));
+        drop(spawn_guarded(&rt, driver::run(Arc::downgrade(&shared))));
         Ok(LeaseQueue { shared })
     }
 }
@@ -127,7 +133,7 @@ impl<T: Send + 'static, R: Runtime> LeaseQueue<T, R> {
             config,
             heartbeat_every: None,
             runtime: None,
-            events: EventMask::NONE,
+            events: None,
         }
     }
 }
@@ -242,8 +248,7 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     pub fn close(&self) {
         if !self.shared.closed.swap(true, Ordering::AcqRel) {
             self.shared.available.notify_always(usize::MAX);
-            self.shared.reaper_wake.notify(usize::MAX);
-            self.shared.heartbeat_wake.notify(usize::MAX);
+            self.shared.driver_wake.notify(usize::MAX);
         }
     }
 
@@ -398,8 +403,7 @@ impl<T, R: Runtime> Drop for LeaseQueue<T, R> {
     fn drop(&mut self) {
         if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
             // The last handle: let the background tasks see it and end.
-            self.shared.reaper_wake.notify(usize::MAX);
-            self.shared.heartbeat_wake.notify(usize::MAX);
+            self.shared.driver_wake.notify(usize::MAX);
             self.shared.available.notify_always(usize::MAX);
         }
     }

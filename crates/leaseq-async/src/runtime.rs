@@ -72,23 +72,3 @@ pub(crate) fn spawn_guarded<R: Runtime>(
             .map(|_| ()),
     ))
 }
-
-/// Sleeps until `deadline` (forever if `None`) or until `wake` fires, whichever comes
-/// first: the wait of every background task (reaper, heartbeat).
-///
-/// A deadline of `Timestamp::MAX` is the core's "never" (a backoff or delay of
-/// `Duration::MAX`, saturated): it is slept on like `None`, so that no clock, virtual or
-/// paused, is ever driven to the end of time, where every new lease would be born expired.
-pub(crate) async fn sleep_or_wake<R: Runtime>(
-    rt: &R,
-    deadline: Option<Timestamp>,
-    wake: event_listener::EventListener,
-) {
-    match deadline.filter(|&at| at != Timestamp::MAX) {
-        Some(at) => {
-            let sleep = std::pin::pin!(rt.sleep_until(at));
-            let _ = futures::future::select(sleep, wake).await;
-        }
-        None => wake.await,
-    }
-}

@@ -7,7 +7,7 @@ use event_listener::{Event, EventListener};
 use leaseq_core::{Queue, Timestamp};
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::heartbeat::Heartbeats;
+use crate::beats::Heartbeats;
 use crate::runtime::Runtime;
 
 /// One queue's state: the core behind its one lock, plus the wake-ups around it.
@@ -16,10 +16,9 @@ pub(crate) struct Shared<T, R> {
     state: Mutex<State<T>>,
     /// Notified when items may have become receivable, or the queue closed.
     pub(crate) available: Signal,
-    /// Notified when the reaper must re-arm (an earlier deadline, close, last handle gone).
-    pub(crate) reaper_wake: Event,
-    /// Notified when the heartbeat task must re-arm.
-    pub(crate) heartbeat_wake: Event,
+    /// Notified when the driver must re-arm (an earlier deadline or beat, events to drain,
+    /// the last handle gone).
+    pub(crate) driver_wake: Event,
     /// Notified when the queue may have become empty (nothing ready, delayed or in flight).
     pub(crate) emptied: Signal,
     pub(crate) closed: AtomicBool,
@@ -27,35 +26,43 @@ pub(crate) struct Shared<T, R> {
     pub(crate) handles: AtomicUsize,
     pub(crate) visibility: Duration,
     pub(crate) heartbeat_every: Duration,
+    /// Whether the driver drains the core's events into `tracing` (rather than leaving them
+    /// for `LeaseQueue::poll_event`).
+    pub(crate) traces_events: bool,
 }
 
 /// Everything behind the lock.
 pub(crate) struct State<T> {
     pub(crate) core: Queue<T>,
-    /// When the reaper will next wake by itself; `Timestamp::MAX` when it sleeps until
-    /// notified.
-    pub(crate) reaper_at: Timestamp,
+    /// When the driver will next wake by itself; `Timestamp::MAX` when it sleeps until
+    /// woken.
+    pub(crate) alarm: Timestamp,
     pub(crate) beats: Heartbeats,
 }
 
 impl<T, R: Runtime> Shared<T, R> {
-    pub(crate) fn new(rt: R, core: Queue<T>, heartbeat_every: Duration) -> Self {
+    pub(crate) fn new(
+        rt: R,
+        core: Queue<T>,
+        heartbeat_every: Duration,
+        traces_events: bool,
+    ) -> Self {
         let visibility = core.config().visibility();
         Shared {
             rt,
             state: Mutex::new(State {
                 core,
-                reaper_at: Timestamp::MAX,
+                alarm: Timestamp::MAX,
                 beats: Heartbeats::default(),
             }),
             available: Signal::default(),
-            reaper_wake: Event::new(),
-            heartbeat_wake: Event::new(),
+            driver_wake: Event::new(),
             emptied: Signal::default(),
             closed: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
             visibility,
             heartbeat_every,
+            traces_events,
         }
     }
 
@@ -67,8 +74,8 @@ impl<T, R: Runtime> Shared<T, R> {
     /// no poisoning (a panic elsewhere cannot leave the core half-changed: its operations
     /// do not call back).
     ///
-    /// The guard re-arms the reaper when it is released (see [`Locked`]), so no operation
-    /// can schedule a timer the reaper does not know about.
+    /// The guard re-arms the driver when it is released (see [`Locked`]), so no operation
+    /// can schedule a deadline or a beat the driver does not know about.
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T, R> {
         Locked {
@@ -83,11 +90,12 @@ impl<T, R: Runtime> Shared<T, R> {
 }
 
 /// The queue lock's guard. When it is released it compares the core's
-/// [`next_timeout_bound`](Queue::next_timeout_bound) with the reaper's alarm and wakes the
-/// reaper if something is now due earlier: an extend or heartbeat that shortened a lease, a
-/// delayed push, a nack with backoff, a receive. Re-arming lives here, in one place, rather
-/// than after each operation that might need it (a missed call there once left a shortened
-/// lease to come back only at its old deadline).
+/// [`next_timeout_bound`](Queue::next_timeout_bound) and the next heartbeat with the
+/// driver's alarm and wakes the driver if something is now due earlier: an extend or
+/// heartbeat that shortened a lease, a delayed push, a nack with backoff, a receive, a new
+/// or brought-forward beat. With events traced, it also wakes the driver to drain them.
+/// Re-arming lives here, in one place, rather than after each operation that might need it
+/// (a missed call there once left a shortened lease to come back only at its old deadline).
 pub(crate) struct Locked<'a, T, R> {
     guard: MutexGuard<'a, State<T>>,
     shared: &'a Shared<T, R>,
@@ -111,10 +119,13 @@ impl<T, R> std::ops::DerefMut for Locked<'_, T, R> {
 impl<T, R> Drop for Locked<'_, T, R> {
     #[inline]
     fn drop(&mut self) {
-        let at = self.guard.core.next_timeout_bound();
-        if at < self.guard.reaper_at {
-            self.guard.reaper_at = at;
-            self.shared.reaper_wake.notify(1);
+        let st = &mut *self.guard;
+        let at = st.core.next_timeout_bound().min(st.beats.next_due());
+        if at < st.alarm {
+            st.alarm = at;
+            self.shared.driver_wake.notify(1);
+        } else if self.shared.traces_events && st.core.has_events() {
+            self.shared.driver_wake.notify(1);
         }
     }
 }

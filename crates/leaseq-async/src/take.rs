@@ -5,7 +5,7 @@ use std::sync::Arc;
 use leaseq_core::Timestamp;
 
 use crate::delivery::Delivery;
-use crate::heartbeat::LeaseSignal;
+use crate::lease_lost::LeaseSignal;
 use crate::runtime::Runtime;
 use crate::shared::{Shared, State};
 
@@ -99,12 +99,9 @@ impl<T: Clone, R: Runtime> Shared<T, R> {
         let lease = st.core.receive(now)?;
         let beat = heartbeat.then(|| {
             let signal = Arc::new(LeaseSignal::default());
+            // (Releasing the lock wakes the driver for this beat if it is the earliest.)
             let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
             let key = st.beats.register(lease.receipt, signal.clone(), first);
-            if first < st.beats.alarm {
-                st.beats.alarm = first;
-                self.heartbeat_wake.notify(1);
-            }
             (key, signal)
         });
         Some(Delivery::new(shared, lease, beat))

@@ -2,7 +2,7 @@
 
 use leaseq_core::{MessageId, Timestamp};
 
-use crate::heartbeat::LeaseLost;
+use crate::lease_lost::LeaseLost;
 
 /// One item handed to a pool handler.
 ///

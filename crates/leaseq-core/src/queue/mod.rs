@@ -237,6 +237,13 @@ impl<T> Queue<T> {
         self.events.pop_front()
     }
 
+    /// Whether an event waits to be polled: a cheap check for a driver deciding whether to
+    /// wake the task that drains them.
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     fn record(&mut self, event: Event) {
         if self.config.events.bits() & event.kind_bit() == 0 {
             return;

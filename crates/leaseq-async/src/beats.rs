@@ -1,104 +1,21 @@
-//! Heartbeats: one task per queue keeps every registered lease alive.
+//! Heartbeat scheduling: which held leases to extend when, as pure logic over the core.
 //!
 //! A delivery that wants a heartbeat registers its receipt here (under the queue lock it
-//! already holds). The queue's heartbeat task wakes when the earliest beat is due, extends
-//! every due lease in one lock acquisition, and sleeps again: 10,000 held deliveries cost one
-//! task and one timer, not 10,000. A beat that is refused (the lease was lost anyway) or that
-//! reaches the max lease lifetime marks the delivery's [`LeaseSignal`], so its holder can
-//! stop work that will be redone elsewhere.
+//! already holds). The queue's driver calls [`Heartbeats::run_due`] when the earliest beat is
+//! due: it extends every due lease in that one lock acquisition, so 10,000 held deliveries
+//! cost one task and one timer, not 10,000. A beat that is refused (the lease was lost anyway)
+//! or that reaches the max lease lifetime marks the delivery's [`LeaseSignal`], so its holder
+//! can stop work that will be redone elsewhere. No clock and no I/O here: `tests/beats_model.rs`
+//! checks it against a plain reference model.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
 
-use event_listener::{Event, EventListener};
 use leaseq_core::{Extended, Queue, Receipt, Timestamp};
 
-use crate::runtime::{sleep_or_wake, Runtime};
-use crate::shared::Shared;
-
-/// Whether a delivery's lease was lost while it was held: a heartbeat extension was refused,
-/// or the max lease lifetime was reached.
-#[derive(Debug, Default)]
-pub(crate) struct LeaseSignal {
-    lost: AtomicBool,
-    event: Event,
-}
-
-impl LeaseSignal {
-    pub(crate) fn mark_lost(&self) {
-        self.lost.store(true, Ordering::Release);
-        self.event.notify(usize::MAX);
-    }
-
-    pub(crate) fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// Completes when the lease of a delivery is lost (see
-    /// [`Delivery::lease_lost`](crate::Delivery::lease_lost)). Never completes while the
-    /// lease is kept alive.
-    #[must_use = "futures do nothing unless polled"]
-    pub struct LeaseLost {
-        signal: Option<Arc<LeaseSignal>>,
-        deadline: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-        listener: Option<EventListener>,
-    }
-}
-
-impl LeaseLost {
-    pub(crate) fn heartbeat(signal: Arc<LeaseSignal>) -> Self {
-        LeaseLost {
-            signal: Some(signal),
-            deadline: None,
-            listener: None,
-        }
-    }
-
-    /// Without a heartbeat the lease is lost at its deadline.
-    pub(crate) fn at_deadline(sleep: Pin<Box<dyn Future<Output = ()> + Send>>) -> Self {
-        LeaseLost {
-            signal: None,
-            deadline: Some(sleep),
-            listener: None,
-        }
-    }
-}
-
-impl Future for LeaseLost {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.project();
-        if let Some(sleep) = this.deadline {
-            return sleep.as_mut().poll(cx);
-        }
-        let Some(signal) = this.signal else {
-            return Poll::Pending;
-        };
-        loop {
-            if signal.is_lost() {
-                return Poll::Ready(());
-            }
-            match this.listener {
-                None => *this.listener = Some(signal.event.listen()),
-                Some(l) => {
-                    if Pin::new(l).poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    *this.listener = None;
-                }
-            }
-        }
-    }
-}
+use crate::lease_lost::LeaseSignal;
 
 /// Identifies one registration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,8 +45,6 @@ pub(crate) struct Heartbeats {
     free: Vec<u32>,
     live: usize,
     due: BinaryHeap<Reverse<(Timestamp, u32, u32)>>,
-    /// When the heartbeat task will wake by itself; `Timestamp::MAX` when idle.
-    pub(crate) alarm: Timestamp,
 }
 
 impl Heartbeats {
@@ -198,6 +113,15 @@ impl Heartbeats {
         self.live
     }
 
+    /// When the earliest scheduled beat is due (possibly one since unregistered: it is then
+    /// skipped when it comes up); `Timestamp::MAX` with none.
+    #[inline]
+    pub(crate) fn next_due(&self) -> Timestamp {
+        self.due
+            .peek()
+            .map_or(Timestamp::MAX, |Reverse((at, _, _))| *at)
+    }
+
     /// Extends every lease due by `now`, and those due within a short window after it
     /// ([`coalesce_window`]); returns when the next beat is due.
     ///
@@ -261,30 +185,4 @@ impl Heartbeats {
 /// wake-ups than a millisecond timer gave).
 fn coalesce_window(every: Duration) -> Duration {
     (every / 8).min(Duration::from_millis(1))
-}
-
-/// The heartbeat task of one queue. Ends when the last queue handle is gone and no lease is
-/// registered.
-pub(crate) async fn run<T: Send + 'static, R: Runtime>(shared: Weak<Shared<T, R>>) {
-    loop {
-        let Some(s) = shared.upgrade() else { return };
-        let listener = s.heartbeat_wake.listen();
-        let next = {
-            let now = s.rt.now();
-            let mut st = s.lock();
-            let st = &mut *st;
-            let next = st
-                .beats
-                .run_due(&mut st.core, now, s.heartbeat_every, s.visibility);
-            if st.beats.len() == 0 && s.handles.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            st.beats.alarm = next.unwrap_or(Timestamp::MAX);
-            next
-        };
-        let rt = s.rt.clone();
-        // Sleep without holding the queue alive, so that its last handle can go.
-        drop(s);
-        sleep_or_wake(&rt, next, listener).await;
-    }
 }
