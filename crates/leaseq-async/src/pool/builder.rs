@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use event_listener::Event;
-use leaseq_core::LatencyAdvisor;
 
+use super::shards::Shards;
 use super::stats::Counters;
 use super::worker::Handler;
 use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, TypeOf};
@@ -126,13 +126,13 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
 
     fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R> {
         let rt = self.queue.runtime().clone();
-        let board = Arc::new(Board::new(self.workers));
+        let board = Arc::new(Board::new(self.workers, self.watchdog.is_some()));
         let shared = Arc::new(PoolShared {
             heartbeat: self.heartbeat,
             stopping: AtomicBool::new(false),
             stop: Event::new(),
             counters,
-            advisor: Mutex::new(LatencyAdvisor::new()),
+            shards: Shards::new(self.workers),
             board: board.clone(),
             type_of: self.type_of,
             timeout: self.timeout,

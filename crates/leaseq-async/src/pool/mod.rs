@@ -3,6 +3,8 @@
 mod blocking;
 mod builder;
 mod job;
+mod local;
+mod shards;
 pub(crate) mod stats;
 mod timeout;
 mod worker;
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use event_listener::{Event, EventListener};
 use futures::future::{select, Either};
-use leaseq_core::{Histogram, LatencyAdvisor, Outcome};
+use leaseq_core::Histogram;
 
 use crate::diagnosis::diagnose;
 use crate::queue::LeaseQueue;
@@ -27,6 +29,7 @@ pub use job::Job;
 pub use stats::{PoolReport, PoolStats};
 pub use timeout::ItemTimeout;
 
+use shards::Shards;
 use stats::Counters;
 use worker::Handler;
 
@@ -37,11 +40,13 @@ pub(crate) struct PoolShared<T> {
     pub(crate) heartbeat: bool,
     pub(crate) stopping: AtomicBool,
     stop: Event,
+    /// Counts of the rarer events (the outcomes are counted in the shards).
     pub(crate) counters: Arc<Counters>,
-    advisor: Mutex<LatencyAdvisor<&'static str>>,
+    /// Each worker's outcomes and handling times.
+    pub(crate) shards: Shards,
     pub(crate) board: Arc<Board>,
     pub(crate) type_of: TypeOf<T>,
-    timeout: ItemTimeout<T>,
+    pub(crate) timeout: ItemTimeout<T>,
     /// Worker tasks running now.
     pub(crate) live_workers: AtomicUsize,
 }
@@ -53,33 +58,6 @@ impl<T> PoolShared<T> {
             pool: self,
             listener: None,
         }
-    }
-
-    pub(crate) fn limit_for(&self, item: &T, item_type: &'static str) -> Option<Duration> {
-        match &self.timeout {
-            ItemTimeout::None => None,
-            ItemTimeout::Fixed(d) => Some(*d),
-            ItemTimeout::PerItem(f) => Some(f(item)),
-            ItemTimeout::Advised {
-                initial,
-                min_samples,
-            } => {
-                let advisor = self.advisor.lock().unwrap_or_else(|e| e.into_inner());
-                let measured = advisor.histogram(&item_type).map_or(0, |h| h.count());
-                Some(if measured >= *min_samples {
-                    advisor.suggested_timeout(&item_type).unwrap_or(*initial)
-                } else {
-                    *initial
-                })
-            }
-        }
-    }
-
-    pub(crate) fn record(&self, item_type: &'static str, took: Duration, outcome: Outcome) {
-        self.advisor
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record(item_type, took, outcome);
     }
 }
 
@@ -170,11 +148,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> Pool<T, R> {
 
     /// The latency histogram of each item type's finished runs, in name order.
     pub fn histograms(&self) -> Vec<(&'static str, Histogram)> {
-        let advisor = self
-            .shared
-            .advisor
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let advisor = self.shared.shards.merged().records.advisor;
         advisor
             .reports()
             .filter_map(|(k, _)| advisor.histogram(k).map(|h| (*k, h.clone())))
@@ -190,12 +164,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> Pool<T, R> {
 
     /// Stuck-worker reports so far.
     pub fn stuck_workers(&self) -> Vec<StuckWorker> {
-        self.shared
-            .board
-            .reports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shared.board.reports.lock().clone()
     }
 
     /// Stops worker `index` at its next await point, as a crash would: the item it held goes
@@ -253,13 +222,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> Pool<T, R> {
         }
         let stats = snapshot(&self.queue, &self.shared);
         let diagnosis = diagnose(&stats.queue, Some(&stats), self.queue.visibility());
-        let stuck = self
-            .shared
-            .board
-            .reports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let stuck = self.shared.board.reports.lock().clone();
         PoolReport {
             stats,
             took: rt.now().saturating_duration_since(start),
@@ -288,20 +251,24 @@ fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime>(
 ) -> PoolStats {
     let c = &shared.counters;
     let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let types = shared
+    let merged = shared.shards.merged();
+    let types: Vec<_> = merged
+        .records
         .advisor
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .reports()
         .map(|(k, r)| (*k, r))
         .collect();
+    // Every handling is recorded once, under its outcome, in its worker's shard: the
+    // outcome counts are the sums over the types (a permanent error is a `Failed` there).
+    let sum = |f: fn(&leaseq_core::TypeReport) -> u64| types.iter().map(|(_, r)| f(r)).sum();
+    let failed: u64 = sum(|r| r.failed);
     PoolStats {
-        ok: get(&c.ok),
-        failed: get(&c.failed),
-        timed_out: get(&c.timed_out),
-        panicked: get(&c.panicked),
-        permanent: get(&c.permanent),
-        stale_settles: get(&c.stale_settles),
+        ok: sum(|r| r.ok),
+        failed: failed.saturating_sub(merged.records.permanent),
+        timed_out: sum(|r| r.timed_out),
+        panicked: sum(|r| r.panicked),
+        permanent: merged.records.permanent,
+        stale_settles: merged.stale_settles,
         blocking_overruns: get(&c.blocking_overruns),
         blocking_overruns_running: get(&c.blocking_overruns_running),
         worker_panics: get(&c.worker_panics),

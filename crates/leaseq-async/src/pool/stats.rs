@@ -8,15 +8,10 @@ use leaseq_core::{Stats, TypeReport};
 use crate::diagnosis::Finding;
 use crate::watchdog::StuckWorker;
 
-/// Live counters, shared by the workers.
+/// Live counters of the rarer events, shared by the workers (each worker counts its outcomes
+/// in its own shard).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) ok: AtomicU64,
-    pub(crate) failed: AtomicU64,
-    pub(crate) timed_out: AtomicU64,
-    pub(crate) panicked: AtomicU64,
-    pub(crate) permanent: AtomicU64,
-    pub(crate) stale_settles: AtomicU64,
     pub(crate) blocking_overruns: AtomicU64,
     pub(crate) blocking_overruns_running: AtomicU64,
     pub(crate) worker_panics: AtomicU64,

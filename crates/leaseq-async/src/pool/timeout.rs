@@ -17,8 +17,11 @@ pub enum ItemTimeout<T> {
     Fixed(Duration),
     /// A limit chosen per item (for example by its type).
     PerItem(Arc<dyn Fn(&T) -> Duration + Send + Sync>),
-    /// The latency advisor's suggestion for the item's type (`max(floor, 3 × p99)` by
-    /// default), once `min_samples` runs of that type have finished; `initial` before that.
+    /// The latency advisor's suggestion for the item's type (`max(100 ms, 3 × p99)`), from
+    /// every worker's runs, once `min_samples` runs of that type have finished; `initial`
+    /// before that. Each worker takes a fresh look at the pool's runs every 256 of its items
+    /// or 10 ms, whichever comes first, and uses that look's limits in between, so the
+    /// switch from `initial` and later changes of the suggestion reach it that much later.
     Advised {
         /// The limit until enough runs were measured.
         initial: Duration,

@@ -3,23 +3,25 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::FutureExt;
-use leaseq_core::{Failure, Outcome};
+use leaseq_core::{Failure, Outcome, Timestamp};
 
 use crate::delivery::Delivery;
 use crate::error::JobError;
 use crate::pool::job::Job;
+use crate::pool::local::Local;
+use crate::pool::shards::Shard;
 use crate::pool::stats::Counters;
 use crate::pool::PoolShared;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
-use crate::watchdog::Holding;
+use crate::watchdog::{Holding, Progress};
 
 /// What a handler run gives: its result, or the message of a panic caught on the way.
 pub(crate) type HandlerResult = Result<Result<(), JobError>, String>;
@@ -46,12 +48,34 @@ enum Ended {
     TimedOut(Duration),
 }
 
+/// When `delivery`'s lease was taken, if its deadline tells.
+///
+/// The queue reads the clock for a lease under its lock, in the very poll of `receive` that
+/// hands the delivery to the worker, and the worker goes on to [`Worker::handle`] in that
+/// same poll: that reading is the moment the worker starts on the item. The lease's deadline
+/// is that reading plus the visibility timeout, unless it was capped: by the item's expiry,
+/// or by saturating at "never" (the max lease lifetime, validated to be at least the
+/// visibility, never caps a first deadline). So, uncapped, `deadline - visibility` is that
+/// reading exactly, and the worker need not read the clock again. (The handling's end must be
+/// read: that is the one reading per item. The start cannot be the previous item's end, as
+/// the wait for this item lies between them.)
+fn leased_at<T, R: Runtime>(delivery: &Delivery<T, R>, visibility: Duration) -> Option<Timestamp> {
+    let deadline = delivery.deadline();
+    let capped =
+        deadline == Timestamp::MAX || delivery.expires_at().is_some_and(|at| deadline >= at);
+    (!capped).then(|| deadline.saturating_sub(visibility))
+}
+
 /// One worker's life: items one after another until the pool stops.
 ///
 /// Each item's handling runs inside `catch_unwind`, so a panic that escapes it (a handler
 /// future or an item whose `Drop` panics, a panicking item-type or timeout function) costs
 /// the worker nothing: it is counted in `worker_panics`, any delivery still held goes back
 /// to the queue as it unwinds, and the worker takes the next item.
+///
+/// Per item the worker takes no lock but its own shard's and, with a watchdog, its own
+/// progress slot's (each once, and contended only by readers of stats or the watchdog's look),
+/// and reads the clock once (see [`Worker::handle`]).
 pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime>(
     index: usize,
     queue: LeaseQueue<T, R>,
@@ -60,9 +84,18 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime>(
 ) {
     let pool = &alive.0;
     let rt = queue.runtime().clone();
-    let progress = &pool.board.workers[index];
+    let worker = Worker {
+        rt: &rt,
+        pool,
+        handler: &handler,
+        progress: pool.board.workers.get(index),
+        shard: pool.shards.get(index),
+    };
+    let mut local = Local::new(queue.visibility());
     loop {
-        progress.idle(rt.now());
+        if let Some(progress) = worker.progress {
+            progress.idle();
+        }
         if pool.stopping.load(Ordering::Acquire) {
             return;
         }
@@ -78,11 +111,22 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime>(
                 _ => return,
             }
         };
-        let handled = AssertUnwindSafe(handle(&rt, pool, &handler, progress, delivery));
+        let handled = AssertUnwindSafe(worker.handle(&mut local, delivery));
         if handled.catch_unwind().await.is_err() {
             Counters::bump(&pool.counters.worker_panics);
         }
     }
+}
+
+/// What a worker's items share.
+struct Worker<'a, T, R> {
+    rt: &'a R,
+    pool: &'a PoolShared<T>,
+    handler: &'a Handler<T>,
+    /// This worker's progress slot, if the pool has a watchdog.
+    progress: Option<&'a Progress>,
+    /// Where this worker records its outcomes.
+    shard: &'a Shard,
 }
 
 /// Counts a worker as alive from its spawn until its future is dropped (it ended, or was
@@ -106,12 +150,12 @@ impl<T> Drop for Alive<T> {
 /// is cancelled (timed out, or its worker aborted or shut down), is caught and counted.
 /// Executors treat a panic while dropping a task's future differently (async-executor, and
 /// so smol, aborts the process), so none may escape.
-struct CatchDrop {
+struct CatchDrop<'a> {
     fut: Option<Pin<Box<dyn Future<Output = HandlerResult> + Send>>>,
-    counters: Arc<Counters>,
+    counters: &'a Counters,
 }
 
-impl Future for CatchDrop {
+impl Future for CatchDrop<'_> {
     type Output = HandlerResult;
     fn poll(
         mut self: Pin<&mut Self>,
@@ -124,10 +168,10 @@ impl Future for CatchDrop {
     }
 }
 
-impl Drop for CatchDrop {
+impl Drop for CatchDrop<'_> {
     fn drop(&mut self) {
         if let Some(fut) = self.fut.take() {
-            drop_counted(fut, &self.counters);
+            drop_counted(fut, self.counters);
         }
     }
 }
@@ -140,110 +184,202 @@ fn drop_counted<V>(value: V, counters: &Counters) {
     }
 }
 
-async fn handle<T: Clone + Send + Sync + 'static, R: Runtime>(
-    rt: &R,
-    pool: &PoolShared<T>,
-    handler: &Handler<T>,
-    progress: &crate::watchdog::Progress,
-    mut delivery: Delivery<T, R>,
-) {
-    let start = rt.now();
-    let item_type = (pool.type_of)(delivery.item());
-    progress.busy(Holding {
-        id: delivery.id(),
-        item_type,
-        since: start,
-    });
-    let mut limit = pool.limit_for(delivery.item(), item_type);
-    if let Some(expiry) = delivery.expires_at() {
-        let left = expiry.saturating_duration_since(start);
-        limit = Some(limit.map_or(left, |l| l.min(left)));
-    }
-    // The delivery's copy moves into the job: one copy per delivery, not two.
-    let Some(item) = delivery.take_item() else {
-        return;
-    };
-    let job = Job {
-        item,
-        id: delivery.id(),
-        attempt: delivery.attempt(),
-        deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
-        lease_lost: delivery.lease_lost(),
-    };
+impl<T: Clone + Send + Sync + 'static, R: Runtime> Worker<'_, T, R> {
+    /// Handles one item: its handler inside its time limit, then records and settles.
+    ///
+    /// One clock reading per item, taken when the handler is done: the start is the moment
+    /// the lease was taken, told by the delivery's deadline (see [`leased_at`]), read from
+    /// the clock only when that deadline was capped. The progress slot needs no reading of
+    /// its own (going idle is not timed: the watchdog only times holdings).
+    async fn handle(&self, local: &mut Local<R>, mut delivery: Delivery<T, R>) {
+        let (rt, pool) = (self.rt, self.pool);
+        let start = leased_at(&delivery, local.visibility).unwrap_or_else(|| rt.now());
+        let item_type = (pool.type_of)(delivery.item());
+        if let Some(progress) = self.progress {
+            progress.busy(Holding {
+                id: delivery.id(),
+                item_type,
+                since: start,
+            });
+        }
+        let mut limit = local.limit_for(pool, delivery.item(), item_type, start);
+        if let Some(expiry) = delivery.expires_at() {
+            let left = expiry.saturating_duration_since(start);
+            limit = Some(limit.map_or(left, |l| l.min(left)));
+        }
+        // The delivery's copy moves into the job: one copy per delivery, not two.
+        let Some(item) = delivery.take_item() else {
+            return;
+        };
+        let job = Job {
+            item,
+            id: delivery.id(),
+            attempt: delivery.attempt(),
+            deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
+            lease_lost: delivery.lease_lost(),
+        };
 
-    let ended = match catch_unwind(AssertUnwindSafe(|| handler(job))) {
-        Err(payload) => Ended::Panicked(panic_message(payload)),
-        Ok(fut) => {
-            let fut = AssertUnwindSafe(CatchDrop {
-                fut: Some(fut),
-                counters: pool.counters.clone(),
-            })
-            .catch_unwind();
-            let result = match limit {
-                None => Some(fut.await),
-                Some(limit) => {
-                    let sleep = pin!(rt.sleep_until(start.saturating_add(limit)));
-                    match select(fut, sleep).await {
-                        Either::Left((r, _)) => Some(r),
-                        // The handler's future is cancelled here (`CatchDrop` catches a
-                        // panic in its locals' `Drop`s).
-                        Either::Right(_) => None,
+        let ended = match catch_unwind(AssertUnwindSafe(|| (self.handler)(job))) {
+            Err(payload) => Ended::Panicked(panic_message(payload)),
+            Ok(fut) => {
+                let fut = AssertUnwindSafe(CatchDrop {
+                    fut: Some(fut),
+                    counters: &pool.counters,
+                })
+                .catch_unwind();
+                let result = match limit {
+                    None => Some(fut.await),
+                    Some(limit) => {
+                        // One timer per worker, moved for each item rather than made anew.
+                        let timer = local.timer_at(rt, start.saturating_add(limit));
+                        match select(fut, timer).await {
+                            Either::Left((r, _)) => Some(r),
+                            // The handler's future is cancelled here (`CatchDrop` catches a
+                            // panic in its locals' `Drop`s).
+                            Either::Right(_) => None,
+                        }
                     }
+                };
+                match result {
+                    Some(Ok(Ok(r))) => Ended::Done(r),
+                    Some(Ok(Err(message))) => Ended::Panicked(message),
+                    Some(Err(payload)) => Ended::Panicked(panic_message(payload)),
+                    None => Ended::TimedOut(limit.unwrap_or_default()),
                 }
-            };
-            match result {
-                Some(Ok(Ok(r))) => Ended::Done(r),
-                Some(Ok(Err(message))) => Ended::Panicked(message),
-                Some(Err(payload)) => Ended::Panicked(panic_message(payload)),
-                None => Ended::TimedOut(limit.unwrap_or_default()),
             }
-        }
-    };
+        };
 
-    let took = rt.now().saturating_duration_since(start);
-    let c = &pool.counters;
-    let outcome = match &ended {
-        Ended::Done(Ok(())) => Outcome::Ok,
-        Ended::Done(Err(_)) => Outcome::Failed,
-        Ended::Panicked(_) => Outcome::Panicked,
-        Ended::TimedOut(_) => Outcome::TimedOut,
-    };
-    // Record before settling, like the counters: whoever sees the settle (a `wait_empty`
-    // that it completes) then sees this handling in every part of `PoolStats`.
-    pool.record(item_type, took, outcome);
-    // An ack drops the queue's copy of the item once the queue is consistent; a panic in
-    // its `Drop` is caught here (the settle itself went through) and counted.
-    let settle = AssertUnwindSafe(|| match ended {
-        Ended::Done(Ok(())) => {
-            Counters::bump(&c.ok);
-            delivery.ack().is_ok()
+        let took = rt.now().saturating_duration_since(start);
+        let (outcome, permanent) = match &ended {
+            Ended::Done(Ok(())) => (Outcome::Ok, false),
+            Ended::Done(Err(e)) => (Outcome::Failed, e.is_permanent()),
+            Ended::Panicked(_) => (Outcome::Panicked, false),
+            Ended::TimedOut(_) => (Outcome::TimedOut, false),
+        };
+        // Record before settling: whoever sees the settle (a `wait_empty` that it completes)
+        // then sees this handling in every part of `PoolStats`.
+        self.shard.record(item_type, took, outcome, permanent);
+        // An ack drops the queue's copy of the item once the queue is consistent; a panic in
+        // its `Drop` is caught here (the settle itself went through) and counted.
+        let settle = AssertUnwindSafe(|| match ended {
+            Ended::Done(Ok(())) => delivery.ack().is_ok(),
+            Ended::Done(Err(e)) if e.is_permanent() => delivery.dead_letter(e.message()).is_ok(),
+            Ended::Done(Err(e)) => delivery.nack(e.message()).is_ok(),
+            Ended::Panicked(message) => delivery.nack_with(Failure::error(message)).is_ok(),
+            Ended::TimedOut(limit) => {
+                #[cfg(feature = "tracing")]
+                tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
+                let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
+                delivery.nack_with(failure).is_ok()
+            }
+        });
+        let settled = catch_unwind(settle).unwrap_or_else(|_| {
+            Counters::bump(&pool.counters.worker_panics);
+            true
+        });
+        if !settled {
+            self.shard.stale_settle();
         }
-        Ended::Done(Err(e)) if e.is_permanent() => {
-            Counters::bump(&c.permanent);
-            delivery.dead_letter(e.message()).is_ok()
-        }
-        Ended::Done(Err(e)) => {
-            Counters::bump(&c.failed);
-            delivery.nack(e.message()).is_ok()
-        }
-        Ended::Panicked(message) => {
-            Counters::bump(&c.panicked);
-            delivery.nack_with(Failure::error(message)).is_ok()
-        }
-        Ended::TimedOut(limit) => {
-            Counters::bump(&c.timed_out);
-            #[cfg(feature = "tracing")]
-            tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
-            let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-            delivery.nack_with(failure).is_ok()
-        }
-    });
-    let settled = catch_unwind(settle).unwrap_or_else(|_| {
-        Counters::bump(&c.worker_panics);
-        true
-    });
-    if !settled {
-        Counters::bump(&c.stale_settles);
     }
-    progress.idle(rt.now());
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use leaseq_core::{Config, Timestamp};
+
+    use super::leased_at;
+    use crate::{ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
+
+    fn at(d: Duration) -> Timestamp {
+        Timestamp::ZERO.saturating_add(d)
+    }
+
+    /// The start of a handling is read off the lease's deadline: it must be the clock when
+    /// the lease was taken (not the queue's older notion of the time), and unknown when the
+    /// deadline was capped.
+    #[test]
+    fn the_lease_tells_when_it_was_taken() {
+        let rt = SimRuntime::new();
+        rt.block_on({
+            let rt = rt.clone();
+            async move {
+                let vis = Duration::from_secs(5);
+                let q = LeaseQueue::with_runtime(rt.clone(), Config::new(vis)).unwrap();
+                q.push(1u32).unwrap();
+                q.push_with(2, Duration::ZERO, Some(Duration::from_secs(4)))
+                    .unwrap();
+                rt.advance(Duration::from_secs(3));
+                let d = q.receive().await.unwrap();
+                assert_eq!(leased_at(&d, vis), Some(at(Duration::from_secs(3))));
+                // Expires at 4 s, before 3 s + the visibility: the deadline is capped.
+                let capped = q.receive().await.unwrap();
+                assert_eq!(capped.deadline(), at(Duration::from_secs(4)));
+                assert_eq!(leased_at(&capped, vis), None);
+
+                let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::MAX)).unwrap();
+                q.push(3u32).unwrap();
+                let never = q.receive().await.unwrap();
+                assert_eq!(leased_at(&never, Duration::MAX), None);
+            }
+        });
+    }
+
+    /// `ItemTimeout::Advised`: `initial` until `min_samples` runs finished across the
+    /// workers, then the advisor's suggestion (here 100 ms, the floor), seen by each worker
+    /// within `ADVICE_AGE`.
+    #[test]
+    fn advised_limits_follow_every_workers_runs() {
+        let rt = SimRuntime::new();
+        rt.block_on({
+            let rt = rt.clone();
+            async move {
+                let config = Config::new(Duration::from_secs(60)).with_max_attempts(1);
+                let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+                // 40 quick runs (1 ms each), about 20 per worker: enough only together.
+                // Then one of 500 ms.
+                for n in 0..40u32 {
+                    q.push(n).unwrap();
+                }
+                let pool = Pool::builder(q.clone())
+                    .workers(2)
+                    .item_timeout(ItemTimeout::Advised {
+                        initial: Duration::from_secs(1),
+                        min_samples: 30,
+                    })
+                    .spawn({
+                        let rt = rt.clone();
+                        move |job: crate::Job<u32>| {
+                            let took = if job.item == 99 { 500 } else { 1 };
+                            let sleep =
+                                rt.timer(rt.now().saturating_add(Duration::from_millis(took)));
+                            async move {
+                                sleep.await;
+                                Ok(())
+                            }
+                        }
+                    });
+                q.wait_empty().await;
+                let before = pool.stats();
+                assert_eq!((before.ok, before.timed_out), (40, 0));
+                let suggested = before.types[0].1.suggested_timeout;
+                assert_eq!(suggested, Some(Duration::from_millis(100)));
+                // Past `ADVICE_AGE`, every worker has looked again.
+                rt.sleep_until(rt.now().saturating_add(crate::pool::local::ADVICE_AGE))
+                    .await;
+                let start = rt.now();
+                q.push(99).unwrap();
+                q.wait_empty().await;
+                let s = pool.stats();
+                assert_eq!((s.ok, s.timed_out, s.queue.dead), (40, 1, 1));
+                assert_eq!(
+                    rt.now(),
+                    start.saturating_add(Duration::from_millis(100)),
+                    "timed out at the advised limit"
+                );
+                pool.shutdown(Duration::from_secs(1)).await;
+            }
+        });
+    }
 }

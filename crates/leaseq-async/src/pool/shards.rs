@@ -1,0 +1,85 @@
+//! Per-worker records: each worker counts its outcomes and handling times in a shard of its
+//! own, so that no lock is shared per item; readers merge the shards.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use leaseq_core::{LatencyAdvisor, Outcome};
+use parking_lot::Mutex;
+
+/// One worker's records (kept by its slot: a worker restarted in its place goes on with
+/// them). Aligned to its own cache lines, so that workers recording at once do not share one.
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct Shard {
+    /// Locked by its worker once per item, by readers when they merge.
+    records: Mutex<Records>,
+    /// Settles refused because the lease had been lost.
+    stale_settles: AtomicU64,
+}
+
+/// What a shard records under its lock.
+#[derive(Default)]
+pub(crate) struct Records {
+    /// Outcomes and handling times per item type.
+    pub(crate) advisor: LatencyAdvisor<&'static str>,
+    /// Handler errors that were permanent (counted as `Failed` in the advisor too).
+    pub(crate) permanent: u64,
+}
+
+impl Shard {
+    /// Records one handling.
+    pub(crate) fn record(
+        &self,
+        item_type: &'static str,
+        took: Duration,
+        outcome: Outcome,
+        permanent: bool,
+    ) {
+        let mut r = self.records.lock();
+        r.advisor.record(item_type, took, outcome);
+        r.permanent += u64::from(permanent);
+    }
+
+    /// Counts a settle refused for a lost lease.
+    pub(crate) fn stale_settle(&self) {
+        self.stale_settles.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Every worker's shard, by worker index.
+pub(crate) struct Shards(Box<[Shard]>);
+
+/// The shards merged.
+pub(crate) struct Merged {
+    pub(crate) records: Records,
+    pub(crate) stale_settles: u64,
+}
+
+impl Shards {
+    pub(crate) fn new(workers: usize) -> Self {
+        Shards((0..workers).map(|_| Shard::default()).collect())
+    }
+
+    /// Worker `index`'s shard.
+    pub(crate) fn get(&self, index: usize) -> &Shard {
+        &self.0[index]
+    }
+
+    /// The records of every shard, merged (each shard locked in turn, briefly).
+    pub(crate) fn merged(&self) -> Merged {
+        let mut merged = Merged {
+            records: Records::default(),
+            stale_settles: 0,
+        };
+        for shard in self.0.iter() {
+            {
+                let r = shard.records.lock();
+                merged.records.advisor.merge(&r.advisor);
+                merged.records.permanent += r.permanent;
+            }
+            merged.stale_settles += shard.stale_settles.load(Ordering::Relaxed);
+        }
+        merged
+    }
+}
