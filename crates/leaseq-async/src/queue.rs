@@ -9,21 +9,19 @@ use leaseq_core::{
     Queue, RedriveError, Stats, Timestamp,
 };
 
-use crate::delivery::Delivery;
 use crate::driver;
 use crate::error::{NewQueueError, PushError};
-use crate::receive::{Receive, ReceiveStream};
 use crate::runtime::{spawn_guarded, Runtime};
 use crate::shared::{Listening, Shared};
 
 /// A lease queue on runtime `R`: clone it freely across tasks and threads.
 ///
 /// Pushing is synchronous (it never waits), so sync code can feed a queue; receiving is a
-/// future. A received [`Delivery`] must be acked or nacked; dropped, it goes back to the queue
-/// at once. Each queue runs two small background tasks on its runtime: a *reaper* that sleeps
-/// until the next lease deadline or end of a delay and applies it, and a *heartbeat* task
-/// that keeps registered leases alive. Both end when the queue is closed or its last handle
-/// is dropped.
+/// future. A received [`Delivery`](crate::Delivery) must be acked or nacked; dropped, it goes
+/// back to the queue at once. Each queue runs one small background task on its runtime, the
+/// *driver*: it sleeps on one timer until the next lease deadline, end of a delay or
+/// heartbeat, applies it, and sleeps again. It ends when the last handle is dropped and no
+/// lease is kept alive.
 ///
 /// ```
 /// use std::time::Duration;
@@ -346,47 +344,6 @@ impl<T, R: Runtime> LeaseQueue<T, R> {
     /// them): for tests and health checks. Costs a pass over every item.
     pub fn check_invariants(&self) -> Result<(), ConservationError> {
         self.shared.lock().core.check_invariants()
-    }
-}
-
-/// Receiving: each delivery gets its own copy of the item (`T: Clone`; queue `Arc<U>` for
-/// items that are costly to copy).
-impl<T: Clone, R: Runtime> LeaseQueue<T, R> {
-    /// Waits for the next visible item and leases it; `None` once the queue is closed.
-    ///
-    /// Cancel-safe: an item is taken from the queue only in the poll that returns it, so
-    /// dropping this future at any point loses nothing.
-    pub fn receive(&self) -> Receive<'_, T, R> {
-        Receive::new(&self.shared, 1, false)
-    }
-
-    /// Like [`receive`](Self::receive), and keeps the lease alive with the queue's heartbeat
-    /// until the delivery is settled or dropped.
-    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R> {
-        Receive::new(&self.shared, 1, true)
-    }
-
-    /// Leases whatever is visible now, up to `max` items, under one lock and one clock read.
-    /// Never waits; an empty vector when nothing is visible.
-    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
-        let mut out = Vec::new();
-        self.shared.take_batch(max, false, &mut out);
-        out
-    }
-
-    /// Waits until at least one item is visible, then leases up to `max` under one lock.
-    /// Empty only once the queue is closed, or at once when `max` is zero. Cancel-safe like
-    /// [`receive`](Self::receive).
-    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
-        if max == 0 {
-            return Vec::new();
-        }
-        Receive::new(&self.shared, max, false).batch().await
-    }
-
-    /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
-    pub fn stream(&self) -> ReceiveStream<T, R> {
-        ReceiveStream::new(self.clone())
     }
 }
 

@@ -190,3 +190,44 @@ impl<T, R: Runtime> Drop for ReceiveStream<T, R> {
         stop_listening(&self.queue.shared, &mut self.listener);
     }
 }
+
+/// Receiving: each delivery gets its own copy of the item (`T: Clone`; queue `Arc<U>` for
+/// items that are costly to copy).
+impl<T: Clone, R: Runtime> LeaseQueue<T, R> {
+    /// Waits for the next visible item and leases it; `None` once the queue is closed.
+    ///
+    /// Cancel-safe: an item is taken from the queue only in the poll that returns it, so
+    /// dropping this future at any point loses nothing.
+    pub fn receive(&self) -> Receive<'_, T, R> {
+        Receive::new(&self.shared, 1, false)
+    }
+
+    /// Like [`receive`](Self::receive), and keeps the lease alive with the queue's heartbeat
+    /// until the delivery is settled or dropped.
+    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R> {
+        Receive::new(&self.shared, 1, true)
+    }
+
+    /// Leases whatever is visible now, up to `max` items, under one lock and one clock read.
+    /// Never waits; an empty vector when nothing is visible.
+    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+        let mut out = Vec::new();
+        self.shared.take_batch(max, false, &mut out);
+        out
+    }
+
+    /// Waits until at least one item is visible, then leases up to `max` under one lock.
+    /// Empty only once the queue is closed, or at once when `max` is zero. Cancel-safe like
+    /// [`receive`](Self::receive).
+    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+        if max == 0 {
+            return Vec::new();
+        }
+        Receive::new(&self.shared, max, false).batch().await
+    }
+
+    /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
+    pub fn stream(&self) -> ReceiveStream<T, R> {
+        ReceiveStream::new(self.clone())
+    }
+}
