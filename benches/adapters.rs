@@ -158,7 +158,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let trt = TokioRuntime::new(tokio.handle().clone());
+    let trt = TokioRuntime::with_clock(tokio.handle().clone(), leaseq_tokio::TokioClock::Tsc);
     let srt = SmolRuntime::global();
 
     throughput_table(

@@ -26,7 +26,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let rt = TokioRuntime::new(tokio.handle().clone());
+    let rt = TokioRuntime::with_clock(tokio.handle().clone(), leaseq_tokio::TokioClock::Tsc);
 
     let run = |f: &dyn Fn() -> Duration| median((0..repeats).map(|_| f()).collect());
     let flume = run(&|| tokio.block_on(throughput::flume(rt.clone(), items, 4)));

@@ -1,31 +1,71 @@
 //! The smol side of leaseq's `Runtime` trait: the only smol-specific code there is.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use async_executor::Executor;
 use async_io::Timer;
 use leaseq_async::{BoxFuture, ExecutorTask, Runtime, Timestamp};
 
-/// smol as a leaseq runtime: async-io's `Timer`, an `async-executor` [`Executor`], and the
-/// `blocking` crate's thread pool.
+/// smol as a leaseq runtime: the CPU's time-stamp counter for a clock, async-io's `Timer`,
+/// an `async-executor` [`Executor`], and the `blocking` crate's thread pool.
 ///
 /// [`SmolRuntime::global`] runs tasks on a process-wide executor driven by background
-/// threads (one per core), like `smol::spawn`. [`SmolRuntime::with_executor`] spawns onto an
-/// executor you drive yourself (for example with `executor.run(...)` inside
-/// `smol::block_on`).
+/// threads (one per core), like `smol::spawn`; every handle to it (and
+/// [`Runtime::current`]) shares one epoch, so their timestamps compare.
+/// [`SmolRuntime::with_executor`] spawns onto an executor you drive yourself (for example
+/// with `executor.run(...)` inside `smol::block_on`), with an epoch of its own.
+///
+/// # Clock
+///
+/// [`now`](Runtime::now) reads the TSC with [`quanta`](https://docs.rs/quanta) (about 10 ns
+/// a read, against 25 ns or more for `Instant::now()`; quanta reads the OS's monotonic clock
+/// where the CPU has no invariant TSC). quanta calibrates the TSC's rate against the
+/// monotonic clock once per process (busy-waiting up to 200 ms on first use), so the two can
+/// drift apart slowly: parts per million, from the calibration error and NTP's slewing of the
+/// monotonic clock. Sleeps therefore do not convert a deadline to an [`Instant`] as
+/// `epoch + deadline`, which a day of drift could put many milliseconds off: each sleep is
+/// anchored when it is set, as *now + what is left* on the TSC, so only drift during the
+/// sleep itself counts; and it ends only once `now()` reads its deadline (if the TSC is
+/// behind the monotonic clock, the sleep waits on for what is left).
 #[derive(Clone, Debug)]
 pub struct SmolRuntime {
     executor: Arc<Executor<'static>>,
-    epoch: Instant,
+    clock: Tsc,
+}
+
+/// The TSC clock: nanoseconds since the raw reading `base`.
+#[derive(Clone, Copy, Debug)]
+struct Tsc {
+    clock: &'static quanta::Clock,
+    base: u64,
+}
+
+impl Tsc {
+    /// A clock whose epoch is now (the TSC is calibrated on first use, once per process).
+    fn start() -> Self {
+        static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
+        let clock = CLOCK.get_or_init(quanta::Clock::new);
+        Tsc {
+            clock,
+            base: clock.raw(),
+        }
+    }
+
+    fn now(self) -> Timestamp {
+        Timestamp::from_nanos(self.clock.delta_as_nanos(self.base, self.clock.raw()))
+    }
 }
 
 impl SmolRuntime {
-    /// The process-wide executor, started on first use with one thread per core.
+    /// The process-wide executor, started on first use with one thread per core, and its
+    /// clock, whose epoch is that first use.
     pub fn global() -> Self {
-        static GLOBAL: OnceLock<Arc<Executor<'static>>> = OnceLock::new();
-        let executor = GLOBAL
+        static GLOBAL: OnceLock<SmolRuntime> = OnceLock::new();
+        GLOBAL
             .get_or_init(|| {
                 let ex = Arc::new(Executor::new());
                 let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -36,17 +76,16 @@ impl SmolRuntime {
                         .spawn(move || async_io::block_on(ex.run(std::future::pending::<()>())))
                         .expect("spawn leaseq-smol executor thread");
                 }
-                ex
+                Self::with_executor(ex)
             })
-            .clone();
-        Self::with_executor(executor)
+            .clone()
     }
 
-    /// Spawns onto `executor`, which the caller drives.
+    /// Spawns onto `executor`, which the caller drives, with the clock's epoch now.
     pub fn with_executor(executor: Arc<Executor<'static>>) -> Self {
         SmolRuntime {
             executor,
-            epoch: Instant::now(),
+            clock: Tsc::start(),
         }
     }
 }
@@ -56,17 +95,37 @@ impl SmolRuntime {
 pub type SmolTask = ExecutorTask;
 
 /// [`SmolRuntime`]'s resettable timer (see [`Runtime::Timer`]): an async-io `Timer`, moved
-/// with `set_at`.
+/// with `set_at`, that completes once the runtime's clock reads its deadline.
 #[derive(Debug)]
-pub struct SmolTimer(Timer);
+pub struct SmolTimer {
+    timer: Timer,
+    deadline: Timestamp,
+    clock: Tsc,
+}
+
+impl SmolTimer {
+    /// Sets the async-io timer to what is left until the deadline on the TSC, from now on
+    /// the monotonic clock (see [`SmolRuntime`] on drift).
+    fn aim(&mut self) {
+        let left = self.deadline.saturating_duration_since(self.clock.now());
+        match Instant::now().checked_add(left) {
+            Some(at) if self.deadline != Timestamp::MAX => self.timer.set_at(at),
+            _ => self.timer = Timer::never(),
+        }
+    }
+}
 
 impl Future for SmolTimer {
     type Output = ();
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(|_| ())
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            ready!(Pin::new(&mut self.timer).poll(cx));
+            if self.clock.now() >= self.deadline {
+                return Poll::Ready(());
+            }
+            // The TSC is behind the monotonic clock: wait on for what is left.
+            self.aim();
+        }
     }
 }
 
@@ -78,32 +137,28 @@ impl Runtime for SmolRuntime {
     }
 
     fn now(&self) -> Timestamp {
-        Timestamp::from_duration(self.epoch.elapsed())
+        self.clock.now()
     }
 
     fn sleep_until(&self, deadline: Timestamp) -> impl Future<Output = ()> + Send + 'static {
-        let timer = match self.epoch.checked_add(deadline.as_duration()) {
-            Some(at) => Timer::at(at),
-            None => Timer::never(),
-        };
-        async move {
-            timer.await;
-        }
+        self.timer(deadline)
     }
 
     type Timer = SmolTimer;
 
     fn timer(&self, deadline: Timestamp) -> SmolTimer {
-        let mut timer = SmolTimer(Timer::never());
-        self.reset_timer(&mut timer, deadline);
+        let mut timer = SmolTimer {
+            timer: Timer::never(),
+            deadline,
+            clock: self.clock,
+        };
+        timer.aim();
         timer
     }
 
     fn reset_timer(&self, timer: &mut SmolTimer, deadline: Timestamp) {
-        match self.epoch.checked_add(deadline.as_duration()) {
-            Some(at) if deadline != Timestamp::MAX => timer.0.set_at(at),
-            _ => timer.0 = Timer::never(),
-        }
+        timer.deadline = deadline;
+        timer.aim();
     }
 
     fn spawn(&self, future: BoxFuture) -> SmolTask {

@@ -6,19 +6,23 @@
 //! after its deadline (about 1.15 ms in leaseq's redelivery probe), and for leaseq's reaper
 //! that lateness *is* the redelivery latency.
 //!
-//! So [`TokioRuntime::sleep_until`](crate::TokioRuntime) sleeps on tokio's timer until
-//! [`TAIL`] before the deadline, then races tokio's timer to the deadline against this one:
+//! So [`TokioRuntime`](crate::TokioRuntime)'s sleeps and timers sleep on tokio's timer until
+//! [`TAIL`] before the deadline, then race tokio's timer to the deadline against this one:
 //! one process-wide thread keeps the pending deadlines in a heap and waits on a condition
 //! variable with the exact timeout (a kernel high-resolution timer, tens of microseconds of
 //! slack), then wakes the tasks that are due. There is no polling: the thread sleeps until
-//! the earliest deadline or a new earlier one.
+//! the earliest deadline or a new earlier one. It is started by the first sleep that reaches
+//! its last [`TAIL`] on a runtime with the precise timer on (the default;
+//! `TokioRuntime::with_precise_timer(false)` leaves it out).
 //!
-//! This timer runs on the process's real clock, tokio's may be paused. On a real clock this
-//! one wins the race; on a paused clock its win (if it comes first) does not count until
-//! tokio's clock reads the deadline too, and tokio's timer, auto-advanced, ends the sleep
-//! exactly on time. A sleep that ends either way leaves the heap, so the heap stays small:
-//! it holds the last [`TAIL`] of sleeps on a real clock, and sleeps on a paused one (whose
-//! real deadline may be far off) only until tokio's timer ends them.
+//! This timer runs on the process's real clock (`std::time::Instant`); the runtime's clock
+//! may be tokio's, possibly paused, or the TSC. Its win counts only once the runtime's clock
+//! reads the deadline too. On tokio's real clock it does; on a paused one its win does not
+//! count, and tokio's timer, auto-advanced, ends the sleep exactly on time. On the TSC, the
+//! sleep is aimed again at what is left if the TSC is behind. A sleep that ends either way
+//! leaves the heap, so the heap stays small: it holds the last [`TAIL`] of sleeps on a real
+//! clock, and sleeps on a paused one (whose real deadline may be far off) only until tokio's
+//! timer ends them.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -122,6 +126,11 @@ fn timers() -> Option<&'static Timers> {
     })
 }
 
+/// Whether the timer thread runs (starting it if it has not yet been).
+pub(crate) fn available() -> bool {
+    timers().is_some()
+}
+
 /// Completes at `at` on the process's own (real) clock, to within the kernel's timer slack.
 /// Falls back to completing at once when the timer thread cannot be started (the caller then
 /// finishes on tokio's timer, since its clock has not reached the deadline).
@@ -133,6 +142,7 @@ pub(crate) fn sleep_until(at: Instant) -> PreciseSleep {
 }
 
 /// See [`sleep_until`].
+#[derive(Debug)]
 pub(crate) struct PreciseSleep {
     at: Instant,
     /// The id and waker of our heap entry, once registered.
