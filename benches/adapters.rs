@@ -110,7 +110,7 @@ fn latency_row<R: Runtime>(
 async fn hold<R: Runtime>(rt: R, n: usize, secs: u64, heartbeat: bool) -> Duration {
     let config = Config::new(Duration::from_millis(500));
     let queue: LeaseQueue<u64, R> = LeaseQueue::with_runtime(rt.clone(), config).expect("valid");
-    queue.push_batch(0..n as u64).expect("open");
+    queue.try_push_batch(0..n as u64).expect("open");
     let mut held = Vec::with_capacity(n);
     for _ in 0..n {
         let d = if heartbeat {
@@ -137,7 +137,7 @@ async fn hold<R: Runtime>(rt: R, n: usize, secs: u64, heartbeat: bool) -> Durati
         );
     }
     assert_eq!(
-        queue.ack_batch(held).accepted(),
+        queue.ack_batch(held).await.accepted(),
         n,
         "nobody else took the items"
     );

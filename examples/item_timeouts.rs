@@ -131,7 +131,7 @@ async fn run_batch<R: Runtime>(rt: R, sc: Arc<Scenario>, setting: Setting) -> Ou
         .timeout
         .map_or(ItemTimeout::None, ItemTimeout::Fixed);
     let start = rt.now();
-    if queue.push_batch(0..sc.items).is_err() {
+    if queue.try_push_batch(0..sc.items).is_err() {
         unreachable!("an open queue without capacity limit takes every item");
     }
     let (rt2, sc2) = (rt.clone(), sc.clone());

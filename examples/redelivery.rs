@@ -411,7 +411,7 @@ async fn lease_worker<R: Runtime>(
         } else if finished {
             // Refused if the lease ran out and the item went to another worker (a stale
             // ack); the queue counts it either way.
-            let _ = delivery.ack();
+            let _ = delivery.ack().await;
         } else {
             abandoned
                 .lock()
@@ -460,7 +460,7 @@ fn new_queue<R: Runtime>(rt: &R, sc: &Scenario) -> LeaseQueue<u32, R> {
         .runtime(rt.clone())
         .build()
         .expect("a valid config");
-    if queue.push_batch(0..sc.items).is_err() {
+    if queue.try_push_batch(0..sc.items).is_err() {
         unreachable!("an open queue without capacity limit takes every item");
     }
     queue

@@ -17,13 +17,13 @@ pub async fn redelivery_latencies<R: Runtime>(
     let queue: LeaseQueue<u64, R> = LeaseQueue::with_runtime(rt.clone(), config).expect("valid");
     let mut out = Vec::with_capacity(samples);
     for i in 0..samples as u64 {
-        queue.push(i).expect("open");
+        queue.try_push(i).expect("open");
         let first = queue.receive().await.expect("open");
         let again = queue.receive().await.expect("open");
         out.push(rt.now().saturating_duration_since(first.deadline()));
-        again.ack().expect("fresh lease");
+        again.ack().await.expect("fresh lease");
         // The first holder's late ack is refused (stale): nothing to do with it.
-        let _ = first.ack();
+        let _ = first.ack().await;
     }
     out.sort();
     out

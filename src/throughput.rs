@@ -31,7 +31,7 @@ pub async fn leaseq<R: Runtime>(rt: R, items: u64, consumers: usize, batch: usiz
             loop {
                 if batch <= 1 {
                     let Some(d) = q.receive().await else { break };
-                    d.ack().expect("fresh lease");
+                    d.ack().await.expect("fresh lease");
                     if done.fetch_add(1, Ordering::AcqRel) + 1 == items {
                         q.close();
                     }
@@ -40,7 +40,7 @@ pub async fn leaseq<R: Runtime>(rt: R, items: u64, consumers: usize, batch: usiz
                     if ds.is_empty() {
                         break;
                     }
-                    let n = q.ack_batch(ds).accepted() as u64;
+                    let n = q.ack_batch(ds).await.accepted() as u64;
                     if done.fetch_add(n, Ordering::AcqRel) + n == items {
                         q.close();
                     }
@@ -52,13 +52,13 @@ pub async fn leaseq<R: Runtime>(rt: R, items: u64, consumers: usize, batch: usiz
     tasks.push(spawn(&rt, async move {
         if batch <= 1 {
             for i in 0..items {
-                q.push(i).expect("open, unbounded");
+                q.try_push(i).expect("open, unbounded");
             }
         } else {
             let mut i = 0;
             while i < items {
                 let end = (i + batch as u64).min(items);
-                q.push_batch(i..end).expect("open, unbounded");
+                q.try_push_batch(i..end).expect("open, unbounded");
                 i = end;
             }
         }

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use futures::executor::block_on;
 use futures::future::{select, Either};
 use futures::StreamExt;
 use leaseq_async::{
@@ -249,7 +250,14 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
     let mut next_n = 0u64;
     for step in 0..steps {
         let i = rng.below(LANES as u64) as usize;
-        match rng.below(20) {
+        let action = rng.below(20);
+        if std::env::var_os("CHAOS_TRACE").is_some() {
+            eprintln!(
+                "seed {seed} step {step} lane {i} action {action} now {:?}",
+                rt.now()
+            );
+        }
+        match action {
             0..=3 => {
                 let item = Item {
                     n: next_n,
@@ -258,9 +266,9 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                 next_n += 1;
                 let q = lanes[i].queue();
                 let pushed = match rng.below(3) {
-                    0 => q.push(item),
-                    1 => q.push_delayed(item, rng.up_to(Duration::from_millis(500))),
-                    _ => q.push_with(
+                    0 => q.try_push(item),
+                    1 => q.try_push_delayed(item, rng.up_to(Duration::from_millis(500))),
+                    _ => q.try_push_with(
                         item,
                         rng.up_to(Duration::from_millis(200)),
                         Some(rng.up_to(Duration::from_secs(3))),
@@ -292,9 +300,9 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                 let h = held.swap_remove(rng.below(held.len() as u64) as usize);
                 let d = h.d;
                 guarded(|| match rng.below(5) {
-                    0 | 1 => drop(d.ack()),
-                    2 => drop(d.nack("chaos: nack")),
-                    3 => drop(d.dead_letter("chaos: dead")),
+                    0 | 1 => drop(block_on(d.ack())),
+                    2 => drop(block_on(d.nack("chaos: nack"))),
+                    3 => drop(block_on(d.dead_letter("chaos: dead"))),
                     _ => drop(d),
                 });
             }
@@ -304,11 +312,11 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                 match rng.below(4) {
                     0 => {
                         cov.shortened_extends += 1;
-                        let _ = d.extend(Duration::from_millis(1 + rng.below(20)));
+                        let _ = block_on(d.extend(Duration::from_millis(1 + rng.below(20))));
                     }
-                    1 => drop(d.extend(rng.up_to(Duration::from_secs(20)))),
+                    1 => drop(block_on(d.extend(rng.up_to(Duration::from_secs(20))))),
                     2 => d.stop_heartbeat(),
-                    _ => drop(d.extend(Duration::ZERO)),
+                    _ => drop(block_on(d.extend(Duration::ZERO))),
                 }
             }
             9 if !held.is_empty() => {
@@ -318,10 +326,10 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                     .map(|_| held.swap_remove(rng.below(held.len() as u64) as usize))
                     .collect();
                 let ours = batch.iter().filter(|h| h.lane == i).count();
-                let lanes_of: Vec<(Receipt, usize)> =
+                let lanes_of: Vec<(Option<Receipt>, usize)> =
                     batch.iter().map(|h| (h.d.receipt(), h.lane)).collect();
                 let q = lanes[i].queue();
-                let report = guarded(|| q.ack_batch(batch.into_iter().map(|h| h.d)));
+                let report = guarded(|| block_on(q.ack_batch(batch.into_iter().map(|h| h.d))));
                 if let Some(report) = report {
                     assert_eq!(report.accepted() + report.stale().len(), ours);
                     for d in report.into_foreign() {
@@ -417,7 +425,7 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                 match select(waiting, pin!(q.receive())).await {
                     Either::Left(_) => return,
                     Either::Right((Some(d), _)) => {
-                        guarded(|| d.ack().is_ok());
+                        guarded(|| block_on(d.ack()).is_ok());
                     }
                     Either::Right((None, _)) => unreachable!("never closed"),
                 }

@@ -59,9 +59,9 @@ struct Tally {
 }
 
 impl Tally {
-    fn ack(&self, d: Delivery<u32>) {
+    async fn ack(&self, d: Delivery<u32>) {
         let id = d.id().get() as usize;
-        match d.ack() {
+        match d.ack().await {
             Ok(_) => {
                 self.accepted[id].fetch_add(1, Ordering::SeqCst);
             }
@@ -90,10 +90,10 @@ async fn worker(
         let id = d.id().get() as usize;
         tally.runs[id].fetch_add(1, Ordering::SeqCst);
         match action(seed, id, d.attempt()) {
-            Action::Ack => tally.ack(d),
+            Action::Ack => tally.ack(d).await,
             Action::Nack => {
                 // Refused only if the lease ran out meanwhile: then the expiry ended it.
-                let _ = d.nack("stress: nack");
+                let _ = d.nack("stress: nack").await;
             }
             Action::Panic => {
                 let child = tokio::spawn(async move {
@@ -108,7 +108,7 @@ async fn worker(
                 let pause = VISIBILITY + Duration::from_millis(rng.below(20));
                 let child = tokio::spawn(async move {
                     tokio::time::sleep(pause).await;
-                    tally.ack(d);
+                    tally.ack(d).await;
                 });
                 children.lock().unwrap().push(child);
             }
@@ -155,7 +155,7 @@ async fn round(seed: u64) {
         .heartbeat_every(Duration::from_millis(10))
         .build()
         .unwrap();
-    let ids = q.push_batch(0..ITEMS as u32).unwrap();
+    let ids = q.try_push_batch(0..ITEMS as u32).unwrap();
     assert!(ids.iter().enumerate().all(|(i, id)| id.get() == i as u64));
 
     let tally = Arc::new(Tally {

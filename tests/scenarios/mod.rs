@@ -90,7 +90,10 @@ impl<R: Runtime> Env<R> {
         100 * self.u
     }
 
-    pub(crate) fn queue<T: Send + Sync + 'static>(&self, config: Config) -> LeaseQueue<T, R> {
+    pub(crate) fn queue<T: Clone + Send + Sync + 'static>(
+        &self,
+        config: Config,
+    ) -> LeaseQueue<T, R> {
         LeaseQueue::with_runtime(self.rt.clone(), config).expect("valid config")
     }
 
@@ -242,9 +245,9 @@ pub(crate) async fn hung_handler_times_out<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let limit = 2 * u;
     let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(3));
-    let hung = q.push(0).unwrap();
+    let hung = q.try_push(0).unwrap();
     for n in 1..=4 {
-        q.push(n).unwrap();
+        q.try_push(n).unwrap();
     }
     let runs = Runs::default();
     let start = env.now();
@@ -331,7 +334,7 @@ pub(crate) async fn slow_handler_with_heartbeat_runs_once<R: Runtime>(env: Env<R
         .runtime(env.rt.clone())
         .build()
         .unwrap();
-    let ids: Vec<MessageId> = (0..3).map(|n| q.push(n).unwrap()).collect();
+    let ids: Vec<MessageId> = (0..3).map(|n| q.try_push(n).unwrap()).collect();
     let runs = Runs::default();
     let start = env.now();
     let pool = Pool::builder(q.clone()).workers(4).heartbeat(true).spawn({
@@ -384,7 +387,7 @@ pub(crate) async fn slow_handler_without_heartbeat_acks_late<R: Runtime>(env: En
     let visibility = 2 * u;
     let first_run = 6 * u;
     let q = env.queue::<u32>(Config::new(visibility));
-    let ids: Vec<MessageId> = (0..3).map(|n| q.push(n).unwrap()).collect();
+    let ids: Vec<MessageId> = (0..3).map(|n| q.try_push(n).unwrap()).collect();
     let runs = Runs::default();
     let start = env.now();
     let pool = Pool::builder(q.clone()).workers(6).spawn({
@@ -439,7 +442,7 @@ pub(crate) async fn slow_handler_without_heartbeat_acks_late<R: Runtime>(env: En
 pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(2));
-    let id = q.push(7).unwrap();
+    let id = q.try_push(7).unwrap();
     let first = env
         .within(env.patience(), "a delivery", q.receive())
         .await
@@ -486,7 +489,7 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime>(env: Env<R>)
             drop(d);
         }
     });
-    let id2 = q.push(8).unwrap();
+    let id2 = q.try_push(8).unwrap();
     let held = env
         .within(env.patience(), "the holder", rx)
         .await
@@ -499,7 +502,7 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime>(env: Env<R>)
         .expect("queue open");
     assert_eq!((d.id(), d.attempt()), (id2, 2));
     env.exactly(env.now(), t.saturating_add(u), "received at the drop");
-    d.ack().unwrap();
+    d.ack().await.unwrap();
     env.within(env.patience(), "the holder to end", holder)
         .await;
     let s = q.stats();
@@ -515,7 +518,7 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime>(env: Env<R>)
 pub(crate) async fn panicking_handler_is_caught<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(2));
-    let ids: Vec<MessageId> = (0..6).map(|n| q.push(n).unwrap()).collect();
+    let ids: Vec<MessageId> = (0..6).map(|n| q.try_push(n).unwrap()).collect();
     let runs = Runs::default();
     let pool = Pool::builder(q.clone()).workers(1).spawn({
         let (runs, rt) = (runs.clone(), env.rt.clone());
@@ -577,7 +580,7 @@ pub(crate) async fn panicking_handler_is_caught<R: Runtime>(env: Env<R>) {
 pub(crate) async fn aborted_worker_hands_its_item_back<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let q = env.queue::<u32>(Config::new(50 * u));
-    let held = q.push(0).unwrap();
+    let held = q.try_push(0).unwrap();
     let runs = Runs::default();
     let pool = Pool::builder(q.clone())
         .workers(3)
@@ -615,7 +618,7 @@ pub(crate) async fn aborted_worker_hands_its_item_back<R: Runtime>(env: Env<R>) 
 
     // The other workers go on with new items.
     for n in 1..=9 {
-        q.push(n).unwrap();
+        q.try_push(n).unwrap();
     }
     env.within(env.patience(), "the queue to empty", q.wait_empty())
         .await;
@@ -648,7 +651,7 @@ pub(crate) async fn aborted_worker_hands_its_item_back<R: Runtime>(env: Env<R>) 
 pub(crate) async fn blocking_handler_overruns_are_counted<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(3));
-    let id = q.push(0).unwrap();
+    let id = q.try_push(0).unwrap();
     let gate = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU32::new(0));
     let start = env.now();
@@ -708,7 +711,7 @@ pub(crate) async fn blocking_handler_overruns_are_counted<R: Runtime>(env: Env<R
     // SimRuntime's clock does not wait for blocking threads, so there a short blocking run
     // races its own timers.)
     if !env.virtual_time {
-        let quick = q.push(1).unwrap();
+        let quick = q.try_push(1).unwrap();
         env.within(env.patience(), "the queue to empty", q.wait_empty())
             .await;
         assert_eq!(calls.load(Ordering::SeqCst), 3);
@@ -735,9 +738,9 @@ pub(crate) async fn watchdog_reports_stuck_worker<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let (interval, limit) = (u, 3 * u);
     let q = env.queue::<u32>(Config::new(50 * u));
-    let stuck_id = q.push(0).unwrap();
+    let stuck_id = q.try_push(0).unwrap();
     for n in 1..=5 {
-        q.push(n).unwrap();
+        q.try_push(n).unwrap();
     }
     let handler_start = Arc::new(Mutex::new(None));
     let start = env.now();
@@ -827,7 +830,7 @@ async fn shutdown_with_items_in_flight<R: Runtime>(env: Env<R>, long_grace: bool
         (20 * u, u)
     };
     let q = env.queue::<u32>(Config::new(100 * u));
-    let ids: Vec<MessageId> = (0..6).map(|n| q.push(n).unwrap()).collect();
+    let ids: Vec<MessageId> = (0..6).map(|n| q.try_push(n).unwrap()).collect();
     let finished = Arc::new(Mutex::new(Vec::new()));
     let start = env.now();
     let pool = Pool::builder(q.clone()).workers(3).spawn({
@@ -879,7 +882,7 @@ async fn shutdown_with_items_in_flight<R: Runtime>(env: Env<R>, long_grace: bool
         .collect();
     all.sort();
     assert_eq!(all, ids);
-    assert_eq!(q.ack_batch(waiting).accepted(), 6 - acked.len());
+    assert_eq!(q.ack_batch(waiting).await.accepted(), 6 - acked.len());
     assert_eq!(q.stats().acked, 6);
     assert_conserved(&q);
 }
@@ -919,7 +922,7 @@ pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime>(env: Env<R>) {
         .as_mut()
         .poll(&mut Context::from_waker(&waker2))
         .is_pending());
-    let id = q.push(1).unwrap();
+    let id = q.try_push(1).unwrap();
     assert_eq!(
         w1.0.load(Ordering::SeqCst),
         1,
@@ -931,7 +934,7 @@ pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime>(env: Env<R>) {
     match r2.as_mut().poll(&mut Context::from_waker(&waker2)) {
         Poll::Ready(Some(d)) => {
             assert_eq!((d.id(), d.attempt()), (id, 1));
-            d.ack().unwrap();
+            d.ack().await.unwrap();
         }
         other => panic!("expected the item, got {other:?}"),
     }
@@ -951,7 +954,7 @@ pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime>(env: Env<R>) {
         async move {
             let mut rng = Rng::new(0x5eed);
             for n in 0..ITEMS as u32 {
-                q.push(n).unwrap();
+                q.try_push(n).unwrap();
                 if rng.below(4) == 0 {
                     sleep(&rt, rng.up_to(u / 20)).await;
                 }
@@ -973,7 +976,7 @@ pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime>(env: Env<R>) {
                     Some(d) => {
                         counts[d.id().get() as usize].fetch_add(1, Ordering::SeqCst);
                         received.fetch_add(1, Ordering::SeqCst);
-                        if let Err(e) = d.ack() {
+                        if let Err(e) = futures::executor::block_on(d.ack()) {
                             failures.lock().unwrap().push(format!("ack refused: {e}"));
                         }
                     }

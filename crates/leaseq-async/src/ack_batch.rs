@@ -1,4 +1,4 @@
-//! Acking many deliveries under one lock, and what came of each.
+//! Acking many deliveries in one step, and what came of each.
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use leaseq_core::{MessageId, ReceiptError};
 use crate::delivery::Delivery;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
+use crate::store::Store;
 
 /// What [`LeaseQueue::ack_batch`] did with each delivery it was given.
 ///
@@ -14,13 +15,13 @@ use crate::runtime::Runtime;
 /// stale (its receipt was refused, the reason is kept and counted in the stats), or handed
 /// back untouched because it belongs to another queue.
 #[must_use = "deliveries of another queue are handed back here"]
-pub struct AckBatch<T, R: Runtime> {
+pub struct AckBatch<T, R: Runtime, S: Store<T, Runtime = R>> {
     accepted: Vec<MessageId>,
     stale: Vec<(MessageId, ReceiptError)>,
-    foreign: Vec<Delivery<T, R>>,
+    foreign: Vec<Delivery<T, R, S>>,
 }
 
-impl<T, R: Runtime> AckBatch<T, R> {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> AckBatch<T, R, S> {
     /// How many deliveries were acked.
     pub fn accepted(&self) -> usize {
         self.accepted.len()
@@ -37,13 +38,13 @@ impl<T, R: Runtime> AckBatch<T, R> {
     }
 
     /// Deliveries of another queue: refused, unsettled, their leases and heartbeats intact.
-    pub fn foreign(&self) -> &[Delivery<T, R>] {
+    pub fn foreign(&self) -> &[Delivery<T, R, S>] {
         &self.foreign
     }
 
     /// Takes the deliveries of another queue back, to settle on their own queue. Dropped
     /// with this value instead, they go back to their queue like any unsettled delivery.
-    pub fn into_foreign(self) -> Vec<Delivery<T, R>> {
+    pub fn into_foreign(self) -> Vec<Delivery<T, R, S>> {
         self.foreign
     }
 
@@ -53,7 +54,7 @@ impl<T, R: Runtime> AckBatch<T, R> {
     }
 }
 
-impl<T, R: Runtime> std::fmt::Debug for AckBatch<T, R> {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for AckBatch<T, R, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AckBatch")
             .field("accepted", &self.accepted)
@@ -63,44 +64,50 @@ impl<T, R: Runtime> std::fmt::Debug for AckBatch<T, R> {
     }
 }
 
-impl<T, R: Runtime> LeaseQueue<T, R> {
-    /// Acks a batch of deliveries under one lock and one clock reading (taken at this call:
+impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
+    /// Acks a batch of deliveries in one step with one clock reading (taken at this call:
     /// late acks are judged exactly, as by [`Delivery::ack`]).
     ///
     /// A delivery of another queue is refused and handed back in
     /// [`AckBatch::into_foreign`], untouched: its lease and heartbeat stay as they were, and
     /// nothing of this queue changes on its account.
-    pub fn ack_batch(
+    pub async fn ack_batch(
         &self,
-        deliveries: impl IntoIterator<Item = Delivery<T, R>>,
-    ) -> AckBatch<T, R> {
-        // Held until the lock is released: dropping a delivery drops its item's `Arc`, the
-        // last reference once acked, and the item's own `Drop` must not run under the lock.
-        let (mut ours, foreign): (Vec<_>, Vec<_>) = deliveries
+        deliveries: impl IntoIterator<Item = Delivery<T, R, S>>,
+    ) -> AckBatch<T, R, S> {
+        let (ours, foreign): (Vec<_>, Vec<_>) = deliveries
             .into_iter()
-            .partition(|d| Arc::ptr_eq(d.shared(), &self.shared));
+            .partition(|d| Arc::ptr_eq(d.store(), &self.store));
+        let mut ids = Vec::with_capacity(ours.len());
+        let mut tickets = Vec::with_capacity(ours.len());
         let mut report = AckBatch {
             accepted: Vec::with_capacity(ours.len()),
             stale: Vec::new(),
             foreign,
         };
-        let now = self.shared.rt.now();
-        // The queue's copies of the acked items, dropped with the deliveries after the lock.
-        let mut acked_items = Vec::with_capacity(ours.len());
-        let mut st = self.shared.lock();
-        for d in &mut ours {
+        // The deliveries' own copies of the items, dropped at the end: an item's `Drop` that
+        // panics must not strand the tickets gathered so far.
+        let mut items = Vec::with_capacity(ours.len());
+        for mut d in ours {
             let id = d.id();
-            match d.settle_locked(&mut st, |core, r| core.ack_take(r, now)) {
-                Ok((_, item)) => {
-                    report.accepted.push(id);
-                    acked_items.push(item);
+            items.push(d.take_item());
+            match d.into_ticket() {
+                Some(ticket) => {
+                    ids.push(id);
+                    tickets.push(ticket);
                 }
+                // Released already (an extend by zero): nothing of it is left to ack.
+                None => report.stale.push((id, ReceiptError::Released(id))),
+            }
+        }
+        let results = self.store.ack_many(tickets).await;
+        drop(items);
+        for (id, r) in ids.into_iter().zip(results) {
+            match r {
+                Ok(_) => report.accepted.push(id),
                 Err(e) => report.stale.push((id, e)),
             }
         }
-        drop(st);
-        drop(ours);
-        drop(acked_items);
         report
     }
 }

@@ -1,16 +1,14 @@
-//! One leased item, settled by consuming it.
+//! One leased item, settled by consuming it; written once for every store.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{
-    Acked, Extended, Failure, Lease, MessageId, Nacked, Queue, Receipt, ReceiptError, Timestamp,
-};
+use leaseq_core::{Acked, Extended, Failure, MessageId, Nacked, Receipt, ReceiptError, Timestamp};
 
-use crate::beats::BeatKey;
-use crate::lease_lost::{LeaseLost, LeaseSignal};
+use crate::lease_lost::LeaseLost;
+use crate::memory::MemoryStore;
 use crate::runtime::Runtime;
-use crate::shared::{Shared, State};
+use crate::store::{Store, Taken};
 
 /// An item on lease from a [`LeaseQueue`](crate::LeaseQueue).
 ///
@@ -33,7 +31,7 @@ use crate::shared::{Shared, State};
 ///     async move {
 ///         let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(5)).with_max_attempts(3))
 ///             .unwrap();
-///         queue.push(17u32).unwrap();
+///         queue.try_push(17u32).unwrap();
 ///
 ///         // Dropped unsettled (say, the task was cancelled): back at once, attempt counted.
 ///         drop(queue.receive().await.unwrap());
@@ -41,52 +39,45 @@ use crate::shared::{Shared, State};
 ///         assert_eq!(d.attempt(), 2);
 ///
 ///         // A retryable failure: back after the backoff, with the error recorded.
-///         assert!(matches!(d.nack("disk full").unwrap(), Nacked::Retrying { .. }));
+///         assert!(matches!(d.nack("disk full").await.unwrap(), Nacked::Retrying { .. }));
 ///
 ///         // Poison: straight to the dead letters.
 ///         let d = queue.receive().await.unwrap();
-///         d.dead_letter("malformed payload").unwrap();
+///         d.dead_letter("malformed payload").await.unwrap();
 ///         let dead = queue.take_dead_letters();
 ///         assert_eq!(dead[0].reason, Reason::Terminated);
 ///         assert_eq!(dead[0].last_error.as_deref(), Some("malformed payload"));
 ///     }
 /// });
 /// ```
-pub struct Delivery<T, R: Runtime> {
-    shared: Arc<Shared<T, R>>,
+pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
+    store: Arc<S>,
     /// `None` only once a pool has moved the item into its handler's `Job`.
     item: Option<T>,
     id: MessageId,
-    receipt: Receipt,
     attempt: u32,
     deadline: Timestamp,
     expires_at: Option<Timestamp>,
-    beat: Option<(BeatKey, Arc<LeaseSignal>)>,
-    settled: bool,
+    /// `None` once settled.
+    ticket: Option<S::Ticket>,
 }
 
-impl<T, R: Runtime> Delivery<T, R> {
-    pub(crate) fn new(
-        shared: Arc<Shared<T, R>>,
-        lease: Lease<T>,
-        beat: Option<(BeatKey, Arc<LeaseSignal>)>,
-    ) -> Self {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
+    pub(crate) fn new(store: Arc<S>, taken: Taken<T, S::Ticket>) -> Self {
         Delivery {
-            shared,
-            item: Some(lease.item),
-            id: lease.id,
-            receipt: lease.receipt,
-            attempt: lease.attempt,
-            deadline: lease.deadline,
-            expires_at: lease.expires_at,
-            beat,
-            settled: false,
+            store,
+            item: Some(taken.item),
+            id: taken.id,
+            attempt: taken.attempt,
+            deadline: taken.deadline,
+            expires_at: taken.expires_at,
+            ticket: Some(taken.ticket),
         }
     }
 
-    /// The queue this delivery belongs to.
-    pub(crate) fn shared(&self) -> &Arc<Shared<T, R>> {
-        &self.shared
+    /// The store this delivery's lease is from.
+    pub(crate) fn store(&self) -> &Arc<S> {
+        &self.store
     }
 
     /// The item (this delivery's own copy: the queue keeps another until it is acked).
@@ -112,11 +103,6 @@ impl<T, R: Runtime> Delivery<T, R> {
         self.attempt
     }
 
-    /// The receipt of this lease.
-    pub fn receipt(&self) -> Receipt {
-        self.receipt
-    }
-
     /// When the lease ends unless extended (by [`extend`](Self::extend); heartbeat
     /// extensions are not reflected here).
     pub fn deadline(&self) -> Timestamp {
@@ -130,15 +116,17 @@ impl<T, R: Runtime> Delivery<T, R> {
 
     /// Whether the heartbeat keeps this lease alive.
     pub fn has_heartbeat(&self) -> bool {
-        self.beat.is_some()
+        self.ticket
+            .as_ref()
+            .is_some_and(|t| self.store.has_heartbeat(t))
     }
 
     /// Whether the lease is known to be lost: the heartbeat was refused or hit the max lease
     /// lifetime, or (without a heartbeat) the deadline has passed.
     pub fn is_lease_lost(&self) -> bool {
-        match &self.beat {
-            Some((_, signal)) => signal.is_lost(),
-            None => self.shared.rt.now() >= self.deadline,
+        match &self.ticket {
+            Some(t) => self.store.is_lease_lost(t, self.deadline),
+            None => true,
         }
     }
 
@@ -146,9 +134,9 @@ impl<T, R: Runtime> Delivery<T, R> {
     /// elsewhere. With a heartbeat that is when an extension is refused or the max lease
     /// lifetime is reached; without one, at the deadline.
     pub fn lease_lost(&self) -> LeaseLost {
-        match &self.beat {
-            Some((_, signal)) => LeaseLost::heartbeat(signal.clone()),
-            None => LeaseLost::at_deadline(Box::pin(self.shared.rt.sleep_until(self.deadline))),
+        match &self.ticket {
+            Some(t) => self.store.lease_lost(t, self.deadline),
+            None => LeaseLost::now(),
         }
     }
 
@@ -157,88 +145,42 @@ impl<T, R: Runtime> Delivery<T, R> {
     /// Judged on a clock reading taken at this call: an ack after the deadline is late by
     /// exactly the time since it, and is accepted as [`Acked::LateUnclaimed`] if nobody else
     /// has leased the item since, whether or not the queue's driver has run in between.
-    pub fn ack(mut self) -> Result<Acked, ReceiptError> {
-        let now = self.shared.rt.now();
-        // The queue's copy of the item comes out of the core and is dropped here, after the
-        // lock is released: an item's `Drop` never runs under it.
-        let (acked, _item) = self.settle(|core, r| core.ack_take(r, now))?;
-        Ok(acked)
+    /// (The in-memory store answers at once; a durable one once the ack is committed.)
+    pub async fn ack(mut self) -> Result<Acked, ReceiptError> {
+        let ticket = self.take_ticket()?;
+        self.store.ack(ticket).await
     }
 
     /// Hands the item back with an error: it is delivered again after the backoff, or
     /// dead-lettered if this was its last attempt.
-    pub fn nack(self, error: impl Into<String>) -> Result<Nacked, ReceiptError> {
-        self.nack_with(Failure::error(error))
+    pub async fn nack(self, error: impl Into<String>) -> Result<Nacked, ReceiptError> {
+        self.nack_with(Failure::error(error)).await
     }
 
     /// Hands the item back with any [`Failure`] (reason, error, retry delay).
-    pub fn nack_with(mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
-        self.hand_back(failure)
-    }
-
-    /// Nacks under the lock, then wakes a receiver or re-arms the reaper for the item's
-    /// return.
-    fn hand_back(&mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
-        let now = self.shared.rt.now();
-        self.settled = true;
-        let beat = self.beat.take();
-        let shared = &self.shared;
-        let mut st = shared.lock();
-        #[cfg(feature = "tracing")]
-        let reason = failure.reason;
-        let r = settle_in(shared, &mut st, beat, self.receipt, |core, r| {
-            core.nack(r, now, failure)
-        });
-        #[cfg(feature = "tracing")]
-        match r {
-            Ok(Nacked::DeadLettered { attempts }) => {
-                tracing::warn!(id = %self.id, attempts, %reason, "leaseq: item dead-lettered")
-            }
-            Ok(_) => tracing::debug!(id = %self.id, %reason, "leaseq: item handed back"),
-            Err(ref e) => tracing::debug!(id = %self.id, error = %e, "leaseq: stale hand-back"),
-        }
-        // A later return re-arms the reaper as the lock is released; one due now wakes a
-        // receiver.
-        drop(st);
-        if let Ok(Nacked::Retrying { visible_at, .. }) = r {
-            if visible_at <= now {
-                shared.available.notify(1);
-            }
-        }
-        r
+    pub async fn nack_with(mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
+        let ticket = self.take_ticket()?;
+        self.store.nack(ticket, failure).await
     }
 
     /// Declares the item poison: straight to the dead letters with the error, whatever
     /// attempts it had left.
-    pub fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, ReceiptError> {
-        let now = self.shared.rt.now();
-        let error = Some(error.into());
-        self.settle(|core, r| core.dead_letter(r, now, error))
+    pub async fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, ReceiptError> {
+        let ticket = self.take_ticket()?;
+        self.store.dead_letter(ticket, error.into()).await
     }
 
     /// Moves the deadline to `now + visibility` (capped by the max lease lifetime and the
-    /// item's expiry). Zero releases the item, like a nack without error or backoff.
-    pub fn extend(&mut self, visibility: Duration) -> Result<Extended, ReceiptError> {
-        let now = self.shared.rt.now();
-        let shared = self.shared.clone();
-        let mut st = shared.lock();
-        let r = st.core.extend(self.receipt, now, visibility);
+    /// item's expiry). Zero releases the item, like a nack without error or backoff. A
+    /// heartbeat on the lease is brought forward to keep a nearer deadline.
+    pub async fn extend(&mut self, visibility: Duration) -> Result<Extended, ReceiptError> {
+        let Some(ticket) = self.ticket.as_mut() else {
+            return Err(ReceiptError::Released(self.id));
+        };
+        let r = self.store.extend(ticket, visibility).await;
         match r {
-            Ok(Extended::Until { deadline, .. }) => {
-                self.deadline = deadline;
-                // A lease shortened by hand: its heartbeat must beat before the new deadline.
-                // (Releasing the lock wakes the driver for it.)
-                if let Some((key, _)) = &self.beat {
-                    let beat_at = now.saturating_add(shared.heartbeat_every).min(deadline);
-                    st.beats.bring_forward(*key, beat_at);
-                }
-            }
-            Ok(_) => {
-                self.unregister(&mut st);
-                self.settled = true;
-                drop(st);
-                shared.available.notify(1);
-            }
+            Ok(Extended::Until { deadline, .. }) => self.deadline = deadline,
+            Ok(_) => self.ticket = None,
             Err(_) => {}
         }
         r
@@ -248,53 +190,40 @@ impl<T, R: Runtime> Delivery<T, R> {
     /// its current deadline unless extended by hand. For a holder that gives up on an item
     /// but cannot hand it back yet. Does nothing without a heartbeat.
     pub fn stop_heartbeat(&mut self) {
-        if self.beat.is_some() {
-            let shared = self.shared.clone();
-            let mut st = shared.lock();
-            self.unregister(&mut st);
+        if let Some(ticket) = self.ticket.as_mut() {
+            self.store.stop_heartbeat(ticket);
         }
     }
 
-    fn settle<U>(
-        &mut self,
-        op: impl FnOnce(&mut Queue<T>, Receipt) -> Result<U, ReceiptError>,
-    ) -> Result<U, ReceiptError> {
-        self.settled = true;
-        let beat = self.beat.take();
-        let mut st = self.shared.lock();
-        settle_in(&self.shared, &mut st, beat, self.receipt, op)
+    /// The ticket, once: every settle consumes it.
+    fn take_ticket(&mut self) -> Result<S::Ticket, ReceiptError> {
+        self.ticket.take().ok_or(ReceiptError::Released(self.id))
     }
 
-    /// Settles under a lock the caller holds (batch acks). The lock must be this delivery's
-    /// own queue's (see [`shared`](Self::shared)): its heartbeat key means nothing elsewhere.
-    pub(crate) fn settle_locked<U>(
-        &mut self,
-        st: &mut State<T>,
-        op: impl FnOnce(&mut Queue<T>, Receipt) -> Result<U, ReceiptError>,
-    ) -> Result<U, ReceiptError> {
-        self.settled = true;
-        let beat = self.beat.take();
-        settle_in(&self.shared, st, beat, self.receipt, op)
-    }
-
-    fn unregister(&mut self, st: &mut State<T>) {
-        if let Some((key, _)) = self.beat.take() {
-            st.beats.unregister(key);
-        }
+    /// The ticket, for a batch settle by the queue (see `ack_batch`).
+    pub(crate) fn into_ticket(mut self) -> Option<S::Ticket> {
+        self.ticket.take()
     }
 }
 
-impl<T, R: Runtime> Drop for Delivery<T, R> {
+impl<T: Clone + Send + 'static, R: Runtime> Delivery<T, R, MemoryStore<T, R>> {
+    /// The receipt of this lease (in-memory store).
+    pub fn receipt(&self) -> Option<Receipt> {
+        self.ticket.as_ref().map(|t| t.receipt)
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Delivery<T, R, S> {
     fn drop(&mut self) {
-        if self.settled {
-            return;
+        if let Some(ticket) = self.ticket.take() {
+            self.store.hand_back(ticket);
         }
-        // Stale or not, there is nothing more to do with the result here.
-        let _ = self.hand_back(Failure::dropped());
     }
 }
 
-impl<T: std::fmt::Debug, R: Runtime> std::fmt::Debug for Delivery<T, R> {
+impl<T: std::fmt::Debug, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug
+    for Delivery<T, R, S>
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Delivery")
             .field("item", &self.item.as_ref())
@@ -303,23 +232,4 @@ impl<T: std::fmt::Debug, R: Runtime> std::fmt::Debug for Delivery<T, R> {
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
-}
-
-/// Settles `receipt` with `op` under the lock: drops its heartbeat registration first, and
-/// tells `wait_empty` waiters when the queue has emptied.
-fn settle_in<T, R: Runtime, U>(
-    shared: &Shared<T, R>,
-    st: &mut State<T>,
-    beat: Option<(BeatKey, Arc<LeaseSignal>)>,
-    receipt: Receipt,
-    op: impl FnOnce(&mut Queue<T>, Receipt) -> Result<U, ReceiptError>,
-) -> Result<U, ReceiptError> {
-    if let Some((key, _)) = beat {
-        st.beats.unregister(key);
-    }
-    let r = op(&mut st.core, receipt);
-    if st.core.is_empty() {
-        shared.emptied.notify(usize::MAX);
-    }
-    r
 }

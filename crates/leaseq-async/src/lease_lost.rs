@@ -41,6 +41,13 @@ pin_project_lite::pin_project! {
 }
 
 impl LeaseLost {
+    /// Already lost (a settled or released lease).
+    pub(crate) fn now() -> Self {
+        let signal = Arc::new(LeaseSignal::default());
+        signal.mark_lost();
+        Self::heartbeat(signal)
+    }
+
     pub(crate) fn heartbeat(signal: Arc<LeaseSignal>) -> Self {
         LeaseLost {
             signal: Some(signal),

@@ -36,13 +36,14 @@ mod driver;
 mod error;
 mod executor_task;
 mod lease_lost;
+mod memory;
 mod pool;
 mod queue;
 mod receive;
 mod runtime;
-mod shared;
+mod signal;
 mod sim;
-mod take;
+mod store;
 #[cfg(feature = "tracing")]
 mod trace;
 mod watchdog;
@@ -53,11 +54,13 @@ pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
 pub use executor_task::ExecutorTask;
 pub use lease_lost::LeaseLost;
+pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, QueueBuilder};
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolStats};
-pub use queue::{LeaseQueue, QueueBuilder};
+pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
 pub use sim::{SimRuntime, SimTask, SimTimer};
+pub use store::{Drive, Store, Taken};
 pub use watchdog::{Holding, StuckWorker, Watchdog};
 
 /// The core state machine, re-exported.

@@ -1,17 +1,17 @@
-//! Receiving: a cancel-safe future, and a stream.
+//! Receiving: a cancel-safe future, a batch, and a stream; written once for every store.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use event_listener::EventListener;
 use futures::Stream;
 
 use crate::delivery::Delivery;
+use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
-use crate::shared::Shared;
+use crate::store::{StopWaiting, Store};
 
 /// The future of [`LeaseQueue::receive`](crate::LeaseQueue::receive).
 ///
@@ -19,132 +19,34 @@ use crate::shared::Shared;
 /// dropping this future at any point loses nothing. A wake-up it had been given but did not
 /// use passes to the next waiting receiver.
 #[must_use = "futures do nothing unless polled"]
-pub struct Receive<'a, T, R: Runtime> {
-    shared: &'a Arc<Shared<T, R>>,
-    max: usize,
+pub struct Receive<'a, T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
+    store: &'a Arc<S>,
     heartbeat: bool,
-    listener: Option<EventListener>,
+    waiting: S::Waiting,
 }
 
-impl<'a, T: Clone, R: Runtime> Receive<'a, T, R> {
-    pub(crate) fn new(shared: &'a Arc<Shared<T, R>>, max: usize, heartbeat: bool) -> Self {
-        Receive {
-            shared,
-            max,
-            heartbeat,
-            listener: None,
-        }
-    }
-
-    pub(crate) fn batch(self) -> ReceiveBatch<'a, T, R> {
-        ReceiveBatch(self)
-    }
-
-    /// See [`poll_receive`].
-    fn poll_into(&mut self, cx: &mut Context<'_>, out: &mut Vec<Delivery<T, R>>) -> Poll<()> {
-        poll_receive(
-            self.shared,
-            &mut self.listener,
-            self.max,
-            self.heartbeat,
-            cx,
-            out,
-        )
-    }
-}
-
-/// Polls for up to `max` deliveries into `out`; ready when it got one or the queue closed.
-fn poll_receive<T: Clone, R: Runtime>(
-    shared: &Arc<Shared<T, R>>,
-    listener: &mut Option<EventListener>,
-    max: usize,
-    heartbeat: bool,
-    cx: &mut Context<'_>,
-    out: &mut Vec<Delivery<T, R>>,
-) -> Poll<()> {
-    poll_until(shared, listener, cx, || {
-        (shared.take_batch(max, heartbeat, out) > 0).then_some(())
-    })
-    .map(|_| ())
-}
-
-/// Polls for one delivery; ready with `None` once the queue is closed. A one-item receive
-/// needs no vector: the common case allocates nothing.
-fn poll_one<T: Clone, R: Runtime>(
-    shared: &Arc<Shared<T, R>>,
-    listener: &mut Option<EventListener>,
-    heartbeat: bool,
-    cx: &mut Context<'_>,
-) -> Poll<Option<Delivery<T, R>>> {
-    poll_until(shared, listener, cx, || shared.take_one(heartbeat))
-}
-
-/// The receive loop: `take` until it yields something or the queue is closed, sleeping on
-/// the `available` signal in between. Listen, then look again, so that an item pushed in
-/// between is not missed.
-fn poll_until<T, R: Runtime, U>(
-    shared: &Shared<T, R>,
-    listener: &mut Option<EventListener>,
-    cx: &mut Context<'_>,
-    mut take: impl FnMut() -> Option<U>,
-) -> Poll<Option<U>> {
-    loop {
-        if let Some(got) = take() {
-            stop_listening(shared, listener);
-            return Poll::Ready(Some(got));
-        }
-        if shared.is_closed() {
-            stop_listening(shared, listener);
-            return Poll::Ready(None);
-        }
-        match listener {
-            None => *listener = Some(shared.available.listen()),
-            Some(l) => {
-                if Pin::new(l).poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                stop_listening(shared, listener);
-            }
-        }
-    }
-}
-
-/// Gives back the listener, if one is held (see [`Signal`](crate::shared::Signal)).
-#[inline]
-fn stop_listening<T, R: Runtime>(shared: &Shared<T, R>, listener: &mut Option<EventListener>) {
-    if let Some(l) = listener.take() {
-        shared.available.unlisten(l);
-    }
-}
-
-impl<T: Clone, R: Runtime> Future for Receive<'_, T, R> {
-    type Output = Option<Delivery<T, R>>;
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Future for Receive<'_, T, R, S> {
+    type Output = Option<Delivery<T, R, S>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        poll_one(this.shared, &mut this.listener, this.heartbeat, cx)
+        this.store
+            .poll_take_one(&mut this.waiting, cx, this.heartbeat)
+            .map(|taken| taken.map(|t| Delivery::new(this.store.clone(), t)))
     }
 }
 
-impl<T, R: Runtime> Drop for Receive<'_, T, R> {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Receive<'_, T, R, S> {
     fn drop(&mut self) {
-        stop_listening(self.shared, &mut self.listener);
+        self.store.stop_waiting(&mut self.waiting);
     }
 }
 
-/// Receives a batch (see [`LeaseQueue::receive_batch`](crate::LeaseQueue::receive_batch)).
-pub(crate) struct ReceiveBatch<'a, T, R: Runtime>(Receive<'a, T, R>);
-
-impl<T: Clone, R: Runtime> Future for ReceiveBatch<'_, T, R> {
-    type Output = Vec<Delivery<T, R>>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let mut out = Vec::new();
-        match this.0.poll_into(cx, &mut out) {
-            Poll::Ready(()) => Poll::Ready(out),
-            Poll::Pending => Poll::Pending,
-        }
+impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Receive<'_, T, R, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receive")
+            .field("heartbeat", &self.heartbeat)
+            .finish_non_exhaustive()
     }
 }
 
@@ -155,79 +57,103 @@ impl<T: Clone, R: Runtime> Future for ReceiveBatch<'_, T, R> {
 /// background work (delays ending, leases running out, items expiring) goes on even if every
 /// other handle is gone.
 #[must_use = "streams do nothing unless polled"]
-pub struct ReceiveStream<T, R: Runtime> {
-    queue: LeaseQueue<T, R>,
-    listener: Option<EventListener>,
+pub struct ReceiveStream<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
+    queue: LeaseQueue<T, R, S>,
+    waiting: S::Waiting,
 }
 
-impl<T, R: Runtime> ReceiveStream<T, R> {
-    pub(crate) fn new(queue: LeaseQueue<T, R>) -> Self {
-        ReceiveStream {
-            queue,
-            listener: None,
-        }
-    }
-}
-
-impl<T, R: Runtime> ReceiveStream<T, R> {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> ReceiveStream<T, R, S> {
     /// The queue this stream receives from.
-    pub fn queue(&self) -> &LeaseQueue<T, R> {
+    pub fn queue(&self) -> &LeaseQueue<T, R, S> {
         &self.queue
     }
 }
 
-impl<T: Clone, R: Runtime> Stream for ReceiveStream<T, R> {
-    type Item = Delivery<T, R>;
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Stream for ReceiveStream<T, R, S> {
+    type Item = Delivery<T, R, S>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        poll_one(&this.queue.shared, &mut this.listener, false, cx)
+        let store = &this.queue.store;
+        store
+            .poll_take_one(&mut this.waiting, cx, false)
+            .map(|taken| taken.map(|t| Delivery::new(store.clone(), t)))
     }
 }
 
-impl<T, R: Runtime> Drop for ReceiveStream<T, R> {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for ReceiveStream<T, R, S> {
     fn drop(&mut self) {
-        stop_listening(&self.queue.shared, &mut self.listener);
+        self.queue.store.stop_waiting(&mut self.waiting);
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for ReceiveStream<T, R, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReceiveStream").finish_non_exhaustive()
     }
 }
 
 /// Receiving: each delivery gets its own copy of the item (`T: Clone`; queue `Arc<U>` for
 /// items that are costly to copy).
-impl<T: Clone, R: Runtime> LeaseQueue<T, R> {
+impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// Waits for the next visible item and leases it; `None` once the queue is closed.
     ///
     /// Cancel-safe: an item is taken from the queue only in the poll that returns it, so
     /// dropping this future at any point loses nothing.
-    pub fn receive(&self) -> Receive<'_, T, R> {
-        Receive::new(&self.shared, 1, false)
+    pub fn receive(&self) -> Receive<'_, T, R, S> {
+        Receive {
+            store: &self.store,
+            heartbeat: false,
+            waiting: S::Waiting::default(),
+        }
     }
 
     /// Like [`receive`](Self::receive), and keeps the lease alive with the queue's heartbeat
     /// until the delivery is settled or dropped.
-    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R> {
-        Receive::new(&self.shared, 1, true)
+    pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R, S> {
+        Receive {
+            store: &self.store,
+            heartbeat: true,
+            waiting: S::Waiting::default(),
+        }
     }
 
-    /// Leases whatever is visible now, up to `max` items, under one lock and one clock read.
+    /// Leases whatever is visible now, up to `max` items, in one step with one clock read.
     /// Never waits; an empty vector when nothing is visible.
-    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
-        let mut out = Vec::new();
-        self.shared.take_batch(max, false, &mut out);
-        out
+    pub fn try_receive_batch(&self, max: usize) -> Vec<Delivery<T, R, S>> {
+        let mut taken = Vec::new();
+        self.store.try_take(max, false, &mut taken);
+        self.deliveries(taken)
     }
 
-    /// Waits until at least one item is visible, then leases up to `max` under one lock.
-    /// Empty only once the queue is closed, or at once when `max` is zero. Cancel-safe like
+    /// Waits until at least one item is visible, then leases up to `max` in one step. Empty
+    /// only once the queue is closed, or at once when `max` is zero. Cancel-safe like
     /// [`receive`](Self::receive).
-    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R>> {
+    pub async fn receive_batch(&self, max: usize) -> Vec<Delivery<T, R, S>> {
         if max == 0 {
             return Vec::new();
         }
-        Receive::new(&self.shared, max, false).batch().await
+        let mut taken = Vec::new();
+        let mut waiting = S::Waiting::default();
+        let store = &self.store;
+        let wait = StopWaiting(&**store, &mut waiting);
+        std::future::poll_fn(|cx| store.poll_take(&mut *wait.1, cx, max, false, &mut taken)).await;
+        drop(wait);
+        self.deliveries(taken)
     }
 
     /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.
-    pub fn stream(&self) -> ReceiveStream<T, R> {
-        ReceiveStream::new(self.clone())
+    pub fn stream(&self) -> ReceiveStream<T, R, S> {
+        ReceiveStream {
+            queue: self.clone(),
+            waiting: S::Waiting::default(),
+        }
+    }
+
+    fn deliveries(&self, taken: Vec<crate::store::Taken<T, S::Ticket>>) -> Vec<Delivery<T, R, S>> {
+        taken
+            .into_iter()
+            .map(|t| Delivery::new(self.store.clone(), t))
+            .collect()
     }
 }

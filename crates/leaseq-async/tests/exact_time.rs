@@ -21,7 +21,7 @@ fn ack_after_the_deadline_is_late_by_the_exact_time() {
         let rt = rt.clone();
         async move {
             let q = queue(&rt);
-            q.push(1).unwrap();
+            q.try_push(1).unwrap();
             let d = q.receive().await.unwrap();
             let deadline = d.deadline();
             rt.sleep_until(deadline.saturating_add(LATE)).await;
@@ -30,7 +30,7 @@ fn ack_after_the_deadline_is_late_by_the_exact_time() {
                 1,
                 "the driver applied the deadline"
             );
-            assert_eq!(d.ack(), Ok(Acked::LateUnclaimed { late_by: LATE }));
+            assert_eq!(d.ack().await, Ok(Acked::LateUnclaimed { late_by: LATE }));
             let s = q.stats();
             assert_eq!((s.acked, s.late_acks_unclaimed), (1, 1));
         }
@@ -46,10 +46,10 @@ fn ack_after_the_deadline_is_late_even_when_the_driver_is_starved() {
         let rt = rt.clone();
         async move {
             let q = queue(&rt);
-            q.push(1).unwrap();
+            q.try_push(1).unwrap();
             let d = q.receive().await.unwrap();
             rt.advance(VISIBILITY + LATE);
-            assert_eq!(d.ack(), Ok(Acked::LateUnclaimed { late_by: LATE }));
+            assert_eq!(d.ack().await, Ok(Acked::LateUnclaimed { late_by: LATE }));
             assert_eq!(q.stats().late_acks_unclaimed, 1);
         }
     });
@@ -63,11 +63,11 @@ fn batch_ack_after_the_deadline_is_late_when_starved() {
         let rt = rt.clone();
         async move {
             let q = queue(&rt);
-            q.push(1).unwrap();
-            q.push(2).unwrap();
+            q.try_push(1).unwrap();
+            q.try_push(2).unwrap();
             let ds = q.receive_batch(2).await;
             rt.advance(VISIBILITY + LATE);
-            let report = q.ack_batch(ds);
+            let report = q.ack_batch(ds).await;
             assert_eq!(report.accepted(), 2);
             let s = q.stats();
             assert_eq!((s.acked, s.late_acks_unclaimed), (2, 2));
@@ -83,11 +83,11 @@ fn a_lease_is_never_shorter_than_the_visibility() {
         let rt = rt.clone();
         async move {
             let q = queue(&rt);
-            q.push(1).unwrap();
+            q.try_push(1).unwrap();
             rt.advance(Duration::from_secs(5));
             let d = q.receive().await.unwrap();
             assert_eq!(d.deadline(), rt.now().saturating_add(VISIBILITY));
-            d.ack().unwrap();
+            d.ack().await.unwrap();
         }
     });
 }

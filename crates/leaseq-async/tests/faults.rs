@@ -39,12 +39,12 @@ fn ack_batch_refuses_a_delivery_of_another_queue() {
     sim(|rt| async move {
         let q1 = queue(&rt, Duration::from_secs(1));
         let q2 = queue(&rt, Duration::from_secs(1));
-        q1.push(1).unwrap();
-        q2.push(2).unwrap();
+        q1.try_push(1).unwrap();
+        q2.try_push(2).unwrap();
         let d1 = q1.receive_with_heartbeat().await.unwrap();
         let d2 = q2.receive_with_heartbeat().await.unwrap();
 
-        let report = q1.ack_batch(vec![d2]);
+        let report = q1.ack_batch(vec![d2]).await;
         assert_eq!(report.accepted(), 0);
         assert_eq!(
             report.foreign().len(),
@@ -62,8 +62,8 @@ fn ack_batch_refuses_a_delivery_of_another_queue() {
         // The refused delivery still settles on its own queue.
         let d2 = report.into_foreign().pop().unwrap();
         assert_eq!(*d2.item(), 2);
-        d2.ack().unwrap();
-        d1.ack().unwrap();
+        d2.ack().await.unwrap();
+        d1.ack().await.unwrap();
         let emptied = within(&rt, Duration::from_secs(60), async {
             q1.wait_empty().await;
             q2.wait_empty().await;
@@ -91,10 +91,10 @@ fn panicking_drop_of_a_timed_out_handler_keeps_the_workers() {
     sim(|rt| async move {
         let q = queue(&rt, Duration::from_secs(10));
         for bad in [0, 1] {
-            q.push(1000 + bad).unwrap();
+            q.try_push(1000 + bad).unwrap();
         }
         for good in 0..10 {
-            q.push(good).unwrap();
+            q.try_push(good).unwrap();
         }
         let handled = Arc::new(AtomicUsize::new(0));
         let pool = Pool::builder(q.clone())
@@ -151,7 +151,7 @@ fn panicking_drop_of_an_item_keeps_the_workers() {
         let q: LeaseQueue<Bomb, SimRuntime> =
             LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(10))).unwrap();
         for i in 0..12 {
-            q.push(Bomb(i < 2)).map_err(|_| ()).unwrap();
+            q.try_push(Bomb(i < 2)).map_err(|_| ()).unwrap();
         }
         let pool = Pool::builder(q.clone())
             .workers(2)
@@ -174,13 +174,13 @@ fn panicking_drop_of_an_item_keeps_the_workers() {
 fn shortened_lease_comes_back_at_its_new_deadline() {
     sim(|rt| async move {
         let q = queue(&rt, Duration::from_secs(10));
-        q.push(7).unwrap();
+        q.try_push(7).unwrap();
         let mut d = q.receive().await.unwrap();
         // Let the reaper settle on the 10 s deadline first.
         rt.sleep_until(rt.now().saturating_add(Duration::from_millis(1)))
             .await;
         let start = rt.now();
-        d.extend(Duration::from_millis(10)).unwrap();
+        d.extend(Duration::from_millis(10)).await.unwrap();
         let again = within(&rt, Duration::from_secs(60), q.receive()).await;
         let again = again.flatten().expect("redelivered");
         assert_eq!(
@@ -199,9 +199,9 @@ fn lease_shortened_by_its_heartbeat_comes_back_on_time() {
     sim(|rt| async move {
         // Visibility 300 ms; the heartbeat extends by it every 100 ms.
         let q = queue(&rt, Duration::from_millis(300));
-        q.push(7).unwrap();
+        q.try_push(7).unwrap();
         let mut d = q.receive_with_heartbeat().await.unwrap();
-        d.extend(Duration::from_secs(3600)).unwrap();
+        d.extend(Duration::from_secs(3600)).await.unwrap();
         // The next beat (at +100 ms) sets the deadline to +400 ms; the reaper must learn.
         rt.sleep_until(rt.now().saturating_add(Duration::from_millis(150)))
             .await;
@@ -222,7 +222,7 @@ fn lease_shortened_by_its_heartbeat_comes_back_on_time() {
 fn stream_outliving_the_queue_gets_delayed_items() {
     sim(|rt| async move {
         let q = queue(&rt, Duration::from_secs(1));
-        q.push_delayed(5, Duration::from_millis(50)).unwrap();
+        q.try_push_delayed(5, Duration::from_millis(50)).unwrap();
         let mut stream = q.stream();
         drop(q);
         let start = rt.now();
@@ -233,7 +233,7 @@ fn stream_outliving_the_queue_gets_delayed_items() {
             rt.now().saturating_duration_since(start),
             Duration::from_millis(50)
         );
-        d.ack().unwrap();
+        d.ack().await.unwrap();
     });
 }
 
@@ -249,14 +249,19 @@ fn settling_inside_inspect_dead_letters_does_not_deadlock() {
                 Config::new(Duration::from_secs(1)).with_max_attempts(1),
             )
             .unwrap();
-            q.push(1u32).unwrap();
-            q.push(2).unwrap();
-            q.receive().await.unwrap().dead_letter("poison").unwrap();
+            q.try_push(1u32).unwrap();
+            q.try_push(2).unwrap();
+            q.receive()
+                .await
+                .unwrap()
+                .dead_letter("poison")
+                .await
+                .unwrap();
             let d = q.receive().await.unwrap();
             let mut held = Some(d);
             let n = q.inspect_dead_letters(|letters| {
                 // Any queue operation from here: settle, drop, stats.
-                held.take().unwrap().ack().unwrap();
+                futures::executor::block_on(held.take().unwrap().ack()).unwrap();
                 letters.count()
             });
             assert_eq!(n, 1);
@@ -273,7 +278,7 @@ fn settling_inside_inspect_dead_letters_does_not_deadlock() {
 fn batch_of_zero_leases_nothing() {
     sim(|rt| async move {
         let q = queue(&rt, Duration::from_secs(1));
-        q.push(1).unwrap();
+        q.try_push(1).unwrap();
         assert!(q.try_receive_batch(0).is_empty());
         assert!(q.receive_batch(0).await.is_empty());
         assert_eq!(q.stats().in_flight, 0);
@@ -296,8 +301,8 @@ fn events_are_recorded_only_when_asked() {
             .unwrap();
         for q in [&quiet, &asked] {
             for i in 0..10u32 {
-                q.push(i).unwrap();
-                q.receive().await.unwrap().nack("failed").unwrap();
+                q.try_push(i).unwrap();
+                q.receive().await.unwrap().nack("failed").await.unwrap();
             }
             assert_eq!(q.stats().dead, 10);
         }
@@ -330,8 +335,8 @@ fn backoff_forever_does_not_drive_the_clock_to_the_end_of_time() {
         let rt = rt.clone();
         async move {
             let q = LeaseQueue::with_runtime(rt, config).unwrap();
-            q.push(1u32).unwrap();
-            q.receive().await.unwrap().nack("later").unwrap();
+            q.try_push(1u32).unwrap();
+            q.receive().await.unwrap().nack("later").await.unwrap();
             q
         }
     });

@@ -20,10 +20,10 @@
 //! smol::block_on(async {
 //!     let queue: LeaseQueue<String> =
 //!         LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(30))).unwrap();
-//!     queue.push("resize photo 17".to_string()).unwrap();
+//!     queue.push("resize photo 17".to_string()).await.unwrap();
 //!     let delivery = queue.receive().await.unwrap();
 //!     assert_eq!(delivery.item(), "resize photo 17");
-//!     delivery.ack().unwrap();
+//!     delivery.ack().await.unwrap();
 //!     assert_eq!(queue.stats().acked, 1);
 //! });
 //! ```

@@ -34,12 +34,12 @@
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let queue: LeaseQueue<String> = LeaseQueue::new(Config::new(Duration::from_secs(30))).unwrap();
-//! queue.push("resize photo 17".to_string()).unwrap();
+//! queue.push("resize photo 17".to_string()).await.unwrap();
 //!
 //! let delivery = queue.receive().await.unwrap();
 //! assert_eq!(delivery.item(), "resize photo 17");
 //! assert_eq!(delivery.attempt(), 1);
-//! delivery.ack().unwrap();
+//! delivery.ack().await.unwrap();
 //! assert_eq!(queue.stats().acked, 1);
 //! # }
 //! ```

@@ -110,14 +110,14 @@ fn paused_lease_expiry_redelivers_exactly_at_the_visibility() {
             far_timer();
             for visibility in [MS, 2 * MS, MS, 5000 * MS, MS] {
                 let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(visibility)).unwrap();
-                q.push(7).unwrap();
+                q.try_push(7).unwrap();
                 let first = q.receive().await.unwrap();
                 let start = Instant::now();
                 let again = q.receive().await.unwrap();
                 assert_eq!(start.elapsed(), visibility, "visibility {visibility:?}");
                 assert_eq!((*again.item(), again.attempt()), (7, 2));
-                assert!(first.ack().is_err());
-                again.ack().unwrap();
+                assert!(first.ack().await.is_err());
+                again.ack().await.unwrap();
             }
         })
     });
@@ -131,7 +131,7 @@ fn sleeps_past_thirty_years_neither_spin_nor_end_early() {
         paused().block_on(async {
             let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(Duration::from_secs(1))).unwrap();
             tokio::time::advance(Duration::from_secs(31 * 365 * 86_400)).await;
-            q.push(7).unwrap();
+            q.try_push(7).unwrap();
             let first = q.receive().await.unwrap();
             let start = Instant::now();
             tokio::time::sleep(10 * MS).await;
@@ -141,7 +141,7 @@ fn sleeps_past_thirty_years_neither_spin_nor_end_early() {
             assert_eq!(start.elapsed(), Duration::from_secs(1));
             assert_eq!((*again.item(), again.attempt()), (7, 2));
             assert!(first.is_lease_lost());
-            again.ack().unwrap();
+            again.ack().await.unwrap();
         })
     });
 }
@@ -181,7 +181,7 @@ fn lease_lost_completes_outside_a_tokio_context() {
         Config::new(visibility),
     )
     .unwrap();
-    q.push(7).unwrap();
+    q.try_push(7).unwrap();
     let (lost, waited) = guarded("lease_lost off tokio", move || {
         block_on(async move {
             let d = q.receive().await.unwrap();

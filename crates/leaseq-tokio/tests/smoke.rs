@@ -7,14 +7,14 @@ use leaseq_tokio::{Config, ItemTimeout, JobError, LeaseQueue, Pool, Reason};
 #[tokio::test(start_paused = true)]
 async fn lease_expires_and_comes_back() {
     let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(Duration::from_secs(1))).unwrap();
-    q.push(7).unwrap();
+    q.try_push(7).unwrap();
     let d = q.receive().await.unwrap();
     let start = tokio::time::Instant::now();
     let again = q.receive().await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_secs(1));
     assert_eq!((*again.item(), again.attempt()), (7, 2));
-    assert!(d.ack().is_err());
-    again.ack().unwrap();
+    assert!(d.ack().await.is_err());
+    again.ack().await.unwrap();
     assert_eq!(q.stats().late_acks_stale, 1);
 }
 
@@ -23,7 +23,7 @@ async fn pool_times_out_and_dead_letters() {
     let config = Config::new(Duration::from_millis(500)).with_max_attempts(3);
     let q: LeaseQueue<u32> = LeaseQueue::new(config).unwrap();
     for i in 0..20 {
-        q.push(i).unwrap();
+        q.try_push(i).unwrap();
     }
     let pool = Pool::builder(q.clone())
         .workers(4)

@@ -11,13 +11,15 @@ use super::stats::Counters;
 use super::worker::Handler;
 use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, TypeOf};
 use crate::error::JobError;
+use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
+use crate::store::Store;
 use crate::watchdog::{self, Board, Watchdog};
 
 /// Configures and starts a [`Pool`]. From [`Pool::builder`].
-pub struct PoolBuilder<T, R: Runtime> {
-    queue: LeaseQueue<T, R>,
+pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
+    queue: LeaseQueue<T, R, S>,
     workers: usize,
     timeout: ItemTimeout<T>,
     heartbeat: bool,
@@ -26,10 +28,10 @@ pub struct PoolBuilder<T, R: Runtime> {
     max_overruns: Option<u64>,
 }
 
-impl<T: Clone + Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
+impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> PoolBuilder<T, R, S> {
     /// Defaults: 4 workers, no item timeout, no heartbeat, no watchdog, every item of type
     /// `"item"`.
-    pub(crate) fn new(queue: LeaseQueue<T, R>) -> Self {
+    pub(crate) fn new(queue: LeaseQueue<T, R, S>) -> Self {
         PoolBuilder {
             queue,
             workers: 4,
@@ -81,7 +83,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
     }
 
     /// Starts the workers with an async handler.
-    pub fn spawn<H, F>(self, handler: H) -> Pool<T, R>
+    pub fn spawn<H, F>(self, handler: H) -> Pool<T, R, S>
     where
         H: Fn(Job<T>) -> F + Send + Sync + 'static,
         F: Future<Output = Result<(), JobError>> + Send + 'static,
@@ -97,7 +99,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
     /// An item timeout cannot stop such a thread: the item is handed back anyway, the thread
     /// is counted as an overrun while it runs on, and overruns are bounded (see
     /// [`max_blocking_overruns`](Self::max_blocking_overruns)).
-    pub fn spawn_blocking<H>(self, handler: H) -> Pool<T, R>
+    pub fn spawn_blocking<H>(self, handler: H) -> Pool<T, R, S>
     where
         H: Fn(&T) -> Result<(), JobError> + Send + Sync + 'static,
     {
@@ -120,11 +122,11 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> PoolBuilder<T, R> {
         self.start_with(wrapped, counters)
     }
 
-    fn start(self, handler: Handler<T>) -> Pool<T, R> {
+    fn start(self, handler: Handler<T>) -> Pool<T, R, S> {
         self.start_with(handler, Arc::new(Counters::default()))
     }
 
-    fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R> {
+    fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R, S> {
         let rt = self.queue.runtime().clone();
         let board = Arc::new(Board::new(self.workers, self.watchdog.is_some()));
         let shared = Arc::new(PoolShared {

@@ -20,8 +20,10 @@ use futures::future::{select, Either};
 use leaseq_core::Histogram;
 
 use crate::diagnosis::diagnose;
+use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
+use crate::store::Store;
 use crate::watchdog::{Board, StuckWorker};
 
 pub use builder::PoolBuilder;
@@ -102,7 +104,7 @@ impl<T> Future for StopWait<'_, T> {
 ///     async move {
 ///         let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(1))).unwrap();
 ///         for n in 0..10u32 {
-///             queue.push(n).unwrap();
+///             queue.push(n).await.unwrap();
 ///         }
 ///         let pool = Pool::builder(queue.clone())
 ///             .workers(3)
@@ -121,8 +123,8 @@ impl<T> Future for StopWait<'_, T> {
 ///     }
 /// });
 /// ```
-pub struct Pool<T, R: Runtime> {
-    queue: LeaseQueue<T, R>,
+pub struct Pool<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
+    queue: LeaseQueue<T, R, S>,
     shared: Arc<PoolShared<T>>,
     handler: Handler<T>,
     tasks: Mutex<Vec<Option<R::Task>>>,
@@ -130,14 +132,14 @@ pub struct Pool<T, R: Runtime> {
     watchdog_done: Arc<AtomicBool>,
 }
 
-impl<T: Clone + Send + Sync + 'static, R: Runtime> Pool<T, R> {
+impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Pool<T, R, S> {
     /// A builder for a pool over `queue`.
-    pub fn builder(queue: LeaseQueue<T, R>) -> PoolBuilder<T, R> {
+    pub fn builder(queue: LeaseQueue<T, R, S>) -> PoolBuilder<T, R, S> {
         PoolBuilder::new(queue)
     }
 
     /// The queue the pool works on.
-    pub fn queue(&self) -> &LeaseQueue<T, R> {
+    pub fn queue(&self) -> &LeaseQueue<T, R, S> {
         &self.queue
     }
 
@@ -234,8 +236,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> Pool<T, R> {
 }
 
 /// Spawns worker `index` of a pool.
-fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime>(
-    queue: &LeaseQueue<T, R>,
+fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+    queue: &LeaseQueue<T, R, S>,
     shared: &Arc<PoolShared<T>>,
     handler: &Handler<T>,
     index: usize,
@@ -245,8 +247,8 @@ fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime>(
     spawn_guarded(queue.runtime(), fut)
 }
 
-fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime>(
-    queue: &LeaseQueue<T, R>,
+fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+    queue: &LeaseQueue<T, R, S>,
     shared: &PoolShared<T>,
 ) -> PoolStats {
     let c = &shared.counters;

@@ -21,6 +21,7 @@ use crate::pool::stats::Counters;
 use crate::pool::PoolShared;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
+use crate::store::Store;
 use crate::watchdog::{Holding, Progress};
 
 /// What a handler run gives: its result, or the message of a panic caught on the way.
@@ -59,7 +60,10 @@ enum Ended {
 /// reading exactly, and the worker need not read the clock again. (The handling's end must be
 /// read: that is the one reading per item. The start cannot be the previous item's end, as
 /// the wait for this item lies between them.)
-fn leased_at<T, R: Runtime>(delivery: &Delivery<T, R>, visibility: Duration) -> Option<Timestamp> {
+fn leased_at<T, R: Runtime, S: Store<T, Runtime = R>>(
+    delivery: &Delivery<T, R, S>,
+    visibility: Duration,
+) -> Option<Timestamp> {
     let deadline = delivery.deadline();
     let capped =
         deadline == Timestamp::MAX || delivery.expires_at().is_some_and(|at| deadline >= at);
@@ -76,20 +80,21 @@ fn leased_at<T, R: Runtime>(delivery: &Delivery<T, R>, visibility: Duration) -> 
 /// Per item the worker takes no lock but its own shard's and, with a watchdog, its own
 /// progress slot's (each once, and contended only by readers of stats or the watchdog's look),
 /// and reads the clock once (see [`Worker::handle`]).
-pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime>(
+pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     index: usize,
-    queue: LeaseQueue<T, R>,
+    queue: LeaseQueue<T, R, S>,
     alive: Alive<T>,
     handler: Handler<T>,
 ) {
     let pool = &alive.0;
     let rt = queue.runtime().clone();
-    let worker = Worker {
+    let worker: Worker<'_, T, R, S> = Worker {
         rt: &rt,
         pool,
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
+        _store: std::marker::PhantomData,
     };
     let mut local = Local::new(queue.visibility());
     loop {
@@ -119,7 +124,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime>(
 }
 
 /// What a worker's items share.
-struct Worker<'a, T, R> {
+struct Worker<'a, T, R, S> {
     rt: &'a R,
     pool: &'a PoolShared<T>,
     handler: &'a Handler<T>,
@@ -127,6 +132,7 @@ struct Worker<'a, T, R> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
+    _store: std::marker::PhantomData<fn() -> S>,
 }
 
 /// Counts a worker as alive from its spawn until its future is dropped (it ended, or was
@@ -184,14 +190,14 @@ fn drop_counted<V>(value: V, counters: &Counters) {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static, R: Runtime> Worker<'_, T, R> {
+impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Worker<'_, T, R, S> {
     /// Handles one item: its handler inside its time limit, then records and settles.
     ///
     /// One clock reading per item, taken when the handler is done: the start is the moment
     /// the lease was taken, told by the delivery's deadline (see [`leased_at`]), read from
     /// the clock only when that deadline was capped. The progress slot needs no reading of
     /// its own (going idle is not timed: the watchdog only times holdings).
-    async fn handle(&self, local: &mut Local<R>, mut delivery: Delivery<T, R>) {
+    async fn handle(&self, local: &mut Local<R>, mut delivery: Delivery<T, R, S>) {
         let (rt, pool) = (self.rt, self.pool);
         let start = leased_at(&delivery, local.visibility).unwrap_or_else(|| rt.now());
         let item_type = (pool.type_of)(delivery.item());
@@ -261,22 +267,32 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime> Worker<'_, T, R> {
         self.shard.record(item_type, took, outcome, permanent);
         // An ack drops the queue's copy of the item once the queue is consistent; a panic in
         // its `Drop` is caught here (the settle itself went through) and counted.
-        let settle = AssertUnwindSafe(|| match ended {
-            Ended::Done(Ok(())) => delivery.ack().is_ok(),
-            Ended::Done(Err(e)) if e.is_permanent() => delivery.dead_letter(e.message()).is_ok(),
-            Ended::Done(Err(e)) => delivery.nack(e.message()).is_ok(),
-            Ended::Panicked(message) => delivery.nack_with(Failure::error(message)).is_ok(),
-            Ended::TimedOut(limit) => {
-                #[cfg(feature = "tracing")]
-                tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
-                let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-                delivery.nack_with(failure).is_ok()
+        let settle = async move {
+            match ended {
+                Ended::Done(Ok(())) => delivery.ack().await.is_ok(),
+                Ended::Done(Err(e)) if e.is_permanent() => {
+                    delivery.dead_letter(e.message()).await.is_ok()
+                }
+                Ended::Done(Err(e)) => delivery.nack(e.message()).await.is_ok(),
+                Ended::Panicked(message) => {
+                    delivery.nack_with(Failure::error(message)).await.is_ok()
+                }
+                Ended::TimedOut(limit) => {
+                    #[cfg(feature = "tracing")]
+                    tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
+                    let failure =
+                        Failure::timed_out().and_error(format!("timed out after {limit:?}"));
+                    delivery.nack_with(failure).await.is_ok()
+                }
             }
-        });
-        let settled = catch_unwind(settle).unwrap_or_else(|_| {
-            Counters::bump(&pool.counters.worker_panics);
-            true
-        });
+        };
+        let settled = AssertUnwindSafe(settle)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                Counters::bump(&pool.counters.worker_panics);
+                true
+            });
         if !settled {
             self.shard.stale_settle();
         }
@@ -307,8 +323,9 @@ mod tests {
             async move {
                 let vis = Duration::from_secs(5);
                 let q = LeaseQueue::with_runtime(rt.clone(), Config::new(vis)).unwrap();
-                q.push(1u32).unwrap();
+                q.try_push(1u32).unwrap();
                 q.push_with(2, Duration::ZERO, Some(Duration::from_secs(4)))
+                    .await
                     .unwrap();
                 rt.advance(Duration::from_secs(3));
                 let d = q.receive().await.unwrap();
@@ -319,7 +336,7 @@ mod tests {
                 assert_eq!(leased_at(&capped, vis), None);
 
                 let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::MAX)).unwrap();
-                q.push(3u32).unwrap();
+                q.try_push(3u32).unwrap();
                 let never = q.receive().await.unwrap();
                 assert_eq!(leased_at(&never, Duration::MAX), None);
             }
@@ -340,7 +357,7 @@ mod tests {
                 // 40 quick runs (1 ms each), about 20 per worker: enough only together.
                 // Then one of 500 ms.
                 for n in 0..40u32 {
-                    q.push(n).unwrap();
+                    q.try_push(n).unwrap();
                 }
                 let pool = Pool::builder(q.clone())
                     .workers(2)
@@ -369,7 +386,7 @@ mod tests {
                 rt.sleep_until(rt.now().saturating_add(crate::pool::local::ADVICE_AGE))
                     .await;
                 let start = rt.now();
-                q.push(99).unwrap();
+                q.try_push(99).unwrap();
                 q.wait_empty().await;
                 let s = pool.stats();
                 assert_eq!((s.ok, s.timed_out, s.queue.dead), (40, 1, 1));

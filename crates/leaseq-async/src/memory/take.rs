@@ -2,44 +2,42 @@
 
 use std::sync::Arc;
 
-use leaseq_core::Timestamp;
+use leaseq_core::{Lease, Timestamp};
 
-use crate::delivery::Delivery;
+use super::{MemoryStore, MemoryTicket, State};
 use crate::lease_lost::LeaseSignal;
 use crate::runtime::Runtime;
-use crate::shared::{Shared, State};
+use crate::store::Taken;
 
-impl<T: Clone, R: Runtime> Shared<T, R> {
-    /// Leases one visible item, if any: one clock read, one lock.
-    pub(crate) fn take_one(self: &Arc<Self>, heartbeat: bool) -> Option<Delivery<T, R>> {
-        if self.is_closed() {
+impl<T: Clone, R: Runtime> MemoryStore<T, R> {
+    /// Leases one visible item, if any: one lock, one clock read.
+    pub(crate) fn take_one(&self, heartbeat: bool) -> Option<Taken<T, MemoryTicket>> {
+        if self.closed() {
             return None;
         }
-        // The delivery's reference to the queue is taken before the lock, not under it.
-        let shared = self.clone();
         let mut st = self.lock();
         // Read under the lock: the lease is measured from the moment it is taken, so a
         // wait for the lock never shortens it below the visibility.
         let now = self.rt.now();
-        let d = self.lease_locked(&mut st, now, heartbeat, shared)?;
+        let taken = self.lease_locked(&mut st, now, heartbeat)?;
         let more = st.core.stats().ready > 0;
         drop(st);
         if more {
             // Pass the baton: another receiver may take what this one left.
             self.available.notify(1);
         }
-        Some(d)
+        Some(taken)
     }
 
     /// Leases up to `max` visible items into `out` under one lock and one clock read (taken
     /// under the lock, like `take_one`'s).
     pub(crate) fn take_batch(
-        self: &Arc<Self>,
+        &self,
         max: usize,
         heartbeat: bool,
-        out: &mut Vec<Delivery<T, R>>,
+        out: &mut Vec<Taken<T, MemoryTicket>>,
     ) -> usize {
-        if self.is_closed() {
+        if self.closed() || max == 0 {
             return 0;
         }
         if !heartbeat {
@@ -52,10 +50,10 @@ impl<T: Clone, R: Runtime> Shared<T, R> {
         out.reserve(max.min(ready));
         let mut n = 0;
         while n < max {
-            let Some(d) = self.lease_locked(&mut st, now, heartbeat, self.clone()) else {
+            let Some(taken) = self.lease_locked(&mut st, now, heartbeat) else {
                 break;
             };
-            out.push(d);
+            out.push(taken);
             n += 1;
         }
         let more = st.core.stats().ready > 0;
@@ -67,8 +65,8 @@ impl<T: Clone, R: Runtime> Shared<T, R> {
     }
 
     /// `take_batch` without heartbeats: only the core's work happens under the lock; the
-    /// deliveries (each with its own reference to the queue) are built after it is released.
-    fn take_batch_plain(self: &Arc<Self>, max: usize, out: &mut Vec<Delivery<T, R>>) -> usize {
+    /// results are shaped after it is released.
+    fn take_batch_plain(&self, max: usize, out: &mut Vec<Taken<T, MemoryTicket>>) -> usize {
         let mut leases = Vec::with_capacity(max.min(256));
         let mut st = self.lock();
         let now = self.rt.now();
@@ -79,31 +77,43 @@ impl<T: Clone, R: Runtime> Shared<T, R> {
             self.available.notify(1);
         }
         out.reserve(n);
-        out.extend(
-            leases
-                .into_iter()
-                .map(|lease| Delivery::new(self.clone(), lease, None)),
-        );
+        out.extend(leases.into_iter().map(|lease| taken(lease, None)));
         n
     }
 
     /// Leases the next visible item under the lock the caller holds, registering its
-    /// heartbeat if asked.
+    /// heartbeat if asked (releasing the lock wakes the driver for the beat if it is the
+    /// earliest).
     fn lease_locked(
         &self,
         st: &mut State<T>,
         now: Timestamp,
         heartbeat: bool,
-        shared: Arc<Self>,
-    ) -> Option<Delivery<T, R>> {
+    ) -> Option<Taken<T, MemoryTicket>> {
         let lease = st.core.receive(now)?;
         let beat = heartbeat.then(|| {
             let signal = Arc::new(LeaseSignal::default());
-            // (Releasing the lock wakes the driver for this beat if it is the earliest.)
             let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
             let key = st.beats.register(lease.receipt, signal.clone(), first);
             (key, signal)
         });
-        Some(Delivery::new(shared, lease, beat))
+        Some(taken(lease, beat))
+    }
+}
+
+fn taken<T>(
+    lease: Lease<T>,
+    beat: Option<(crate::beats::BeatKey, Arc<LeaseSignal>)>,
+) -> Taken<T, MemoryTicket> {
+    Taken {
+        item: lease.item,
+        id: lease.id,
+        attempt: lease.attempt,
+        deadline: lease.deadline,
+        expires_at: lease.expires_at,
+        ticket: MemoryTicket {
+            receipt: lease.receipt,
+            beat,
+        },
     }
 }

@@ -1,0 +1,178 @@
+//! The in-memory store: the `no_std` core behind one lock, with the wake-ups around it.
+//!
+//! Every operation is one short critical section on a `parking_lot` mutex (never held
+//! across an await, no user code under it); its results are ready at once, so the
+//! [`Store`](crate::Store) futures it returns complete on their first poll.
+
+mod admin;
+mod builder;
+mod lock;
+mod store;
+mod take;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use event_listener::{Event, EventListener};
+use leaseq_core::{Queue, Receipt, Timestamp};
+use parking_lot::Mutex;
+
+use crate::beats::{BeatKey, Heartbeats};
+use crate::lease_lost::LeaseSignal;
+use crate::signal::Signal;
+
+pub use builder::QueueBuilder;
+pub(crate) use lock::Locked;
+
+/// A queue's items in memory: [`leaseq_core::Queue`] behind one lock. The default store of
+/// [`LeaseQueue`](crate::LeaseQueue); build one with [`LeaseQueue::new`](crate::LeaseQueue::new)
+/// or [`LeaseQueue::builder`](crate::LeaseQueue::builder).
+pub struct MemoryStore<T, R> {
+    pub(crate) rt: R,
+    state: Mutex<State<T>>,
+    /// Notified when items may have become receivable, or the queue closed.
+    available: Signal,
+    /// Notified when items left the queue (room for a push), or it closed.
+    space: Signal,
+    /// Notified when the driver must re-arm (an earlier deadline or beat, events to drain,
+    /// the last handle gone).
+    driver_wake: Event,
+    /// Notified when the queue may have become empty (nothing ready, delayed or in flight).
+    emptied: Signal,
+    closed: AtomicBool,
+    /// Live handles (`LeaseQueue` clones and streams; deliveries do not count).
+    handles: AtomicUsize,
+    visibility: Duration,
+    heartbeat_every: Duration,
+    /// Whether the driver drains the core's events into `tracing` (rather than leaving them
+    /// for `LeaseQueue::poll_event`).
+    traces_events: bool,
+}
+
+/// Everything behind the lock.
+pub(crate) struct State<T> {
+    pub(crate) core: Queue<T>,
+    /// When the driver will next wake by itself; `Timestamp::MAX` when it sleeps until
+    /// woken.
+    pub(crate) alarm: Timestamp,
+    pub(crate) beats: Heartbeats,
+    /// Live items when the lock was last released: a push's room is judged against it.
+    pub(crate) live_at_release: u64,
+}
+
+/// A lease held from a [`MemoryStore`]: the core's receipt, and the heartbeat registration
+/// if the lease has one.
+#[derive(Debug)]
+pub struct MemoryTicket {
+    pub(crate) receipt: Receipt,
+    pub(crate) beat: Option<(BeatKey, Arc<LeaseSignal>)>,
+}
+
+/// A wait on a [`MemoryStore`]: a counted listener of one of its signals.
+#[derive(Debug, Default)]
+pub struct MemoryWaiting(Option<(EventListener, Wait)>);
+
+/// Which signal a [`MemoryWaiting`] listens to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    Available,
+    Space,
+    Emptied,
+}
+
+impl<T, R> MemoryStore<T, R> {
+    pub(crate) fn new(
+        rt: R,
+        core: Queue<T>,
+        heartbeat_every: Duration,
+        traces_events: bool,
+    ) -> Self {
+        let visibility = core.config().visibility();
+        MemoryStore {
+            rt,
+            state: Mutex::new(State {
+                core,
+                alarm: Timestamp::MAX,
+                beats: Heartbeats::default(),
+                live_at_release: 0,
+            }),
+            available: Signal::default(),
+            space: Signal::default(),
+            driver_wake: Event::new(),
+            emptied: Signal::default(),
+            closed: AtomicBool::new(false),
+            handles: AtomicUsize::new(1),
+            visibility,
+            heartbeat_every,
+            traces_events,
+        }
+    }
+
+    /// The one lock. User code never runs under it: an item leaves the core by value (an
+    /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over),
+    /// so no item's `Drop` runs here. A `parking_lot` mutex: it spins briefly before
+    /// parking, which suits a lock held for tens of nanoseconds and taken a few times per
+    /// item from several threads, and it has no poisoning (the core's operations do not
+    /// call back, so a panic elsewhere cannot leave it half-changed).
+    ///
+    /// The guard re-arms the driver when it is released (see [`Locked`]), so no operation
+    /// can schedule a deadline or a beat the driver does not know about.
+    #[inline]
+    pub(crate) fn lock(&self) -> Locked<'_, T, R> {
+        Locked::new(self.state.lock(), self)
+    }
+
+    #[inline]
+    pub(crate) fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn signal(&self, wait: Wait) -> &Signal {
+        match wait {
+            Wait::Available => &self.available,
+            Wait::Space => &self.space,
+            Wait::Emptied => &self.emptied,
+        }
+    }
+
+    /// Gives back `waiting`'s listener, if it holds one.
+    fn unlisten(&self, waiting: &mut MemoryWaiting) {
+        if let Some((listener, wait)) = waiting.0.take() {
+            self.signal(wait).unlisten(listener);
+        }
+    }
+
+    /// The wait loop of every `poll_*`: `ready` (checked under the lock) until it holds,
+    /// registering a counted listener on `wait`'s signal in between. Listen, then look
+    /// again, so that a change in between is not missed.
+    fn poll_wait<U>(
+        &self,
+        waiting: &mut MemoryWaiting,
+        wait: Wait,
+        cx: &mut std::task::Context<'_>,
+        mut ready: impl FnMut() -> Option<U>,
+    ) -> std::task::Poll<U> {
+        use std::future::Future;
+        use std::pin::Pin;
+        use std::task::Poll;
+        loop {
+            if let Some(out) = ready() {
+                self.unlisten(waiting);
+                return Poll::Ready(out);
+            }
+            match &mut waiting.0 {
+                Some((listener, w)) if *w == wait => {
+                    if Pin::new(listener).poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    self.unlisten(waiting);
+                }
+                _ => {
+                    self.unlisten(waiting);
+                    waiting.0 = Some((self.signal(wait).listen(), wait));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! [`MemoryStore`] behind the [`Store`] seam: every operation one short critical section,
+//! every future ready on its first poll.
+
+use std::future::{ready, Future};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use leaseq_core::{
+    Acked, Extended, Failure, MessageId, Nacked, PushOptions, ReceiptError, Stats, Timestamp,
+};
+
+use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
+use crate::error::PushError;
+use crate::lease_lost::LeaseLost;
+use crate::runtime::Runtime;
+use crate::store::{Drive, Store, Taken};
+
+impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
+    type Runtime = R;
+    type Ticket = MemoryTicket;
+    type Waiting = MemoryWaiting;
+
+    fn runtime(&self) -> &R {
+        &self.rt
+    }
+
+    fn visibility(&self) -> Duration {
+        self.visibility
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed()
+    }
+
+    fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.available.notify_always(usize::MAX);
+            self.space.notify_always(usize::MAX);
+            self.driver_wake.notify(usize::MAX);
+        }
+    }
+
+    fn handle_added(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn handle_dropped(&self) {
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last handle: let the driver see it and end, and waiting receivers look.
+            self.driver_wake.notify(usize::MAX);
+            self.available.notify_always(usize::MAX);
+        }
+    }
+
+    fn try_push(
+        &self,
+        item: T,
+        delay: Duration,
+        ttl: Option<Duration>,
+    ) -> Result<MessageId, PushError<T>> {
+        if self.closed() {
+            return Err(PushError::Closed(item));
+        }
+        // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
+        // time, so the queue's own latest time serves (one clock read saved per item).
+        let timed = !delay.is_zero() || ttl.is_some();
+        let clock = timed.then(|| self.rt.now());
+        let mut st = self.lock();
+        let now = clock.unwrap_or_else(|| st.core.now());
+        let pushed = if timed {
+            let mut options = PushOptions::new().delay(delay);
+            if let Some(ttl) = ttl {
+                options = options.expires_at(now.saturating_add(ttl));
+            }
+            st.core.push_with(item, now, options)
+        } else {
+            st.core.push(item, now)
+        };
+        // (Releasing the lock wakes a receiver, or the driver for a delay or an expiry.)
+        drop(st);
+        pushed.map_err(PushError::from_core)
+    }
+
+    fn try_push_batch(
+        &self,
+        items: &mut dyn Iterator<Item = T>,
+    ) -> Result<Vec<MessageId>, PushError<T>> {
+        let mut ids = Vec::with_capacity(items.size_hint().0);
+        if self.closed() {
+            return match items.next() {
+                Some(first) => Err(PushError::Closed(first)),
+                None => Ok(ids),
+            };
+        }
+        let mut st = self.lock();
+        let now = st.core.now();
+        for item in items {
+            match st.core.push(item, now) {
+                Ok(id) => ids.push(id),
+                Err(e) => return Err(PushError::from_core(e)),
+            }
+        }
+        Ok(ids)
+    }
+
+    fn poll_space(&self, waiting: &mut MemoryWaiting, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(capacity) = self.lock().core.config().capacity() else {
+            return Poll::Ready(());
+        };
+        self.poll_wait(waiting, Wait::Space, cx, || {
+            let room = self.lock().core.stats().live() < capacity as u64;
+            (room || self.closed()).then_some(())
+        })
+    }
+
+    fn poll_take(
+        self: &Arc<Self>,
+        waiting: &mut MemoryWaiting,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, MemoryTicket>>,
+    ) -> Poll<bool> {
+        self.poll_wait(waiting, Wait::Available, cx, || {
+            if self.take_batch(max, heartbeat, out) > 0 {
+                Some(true)
+            } else {
+                self.closed().then_some(false)
+            }
+        })
+    }
+
+    fn poll_take_one(
+        self: &Arc<Self>,
+        waiting: &mut MemoryWaiting,
+        cx: &mut Context<'_>,
+        heartbeat: bool,
+    ) -> Poll<Option<Taken<T, MemoryTicket>>> {
+        self.poll_wait(waiting, Wait::Available, cx, || {
+            match self.take_one(heartbeat) {
+                Some(taken) => Some(Some(taken)),
+                None => self.closed().then_some(None),
+            }
+        })
+    }
+
+    fn try_take(
+        self: &Arc<Self>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, MemoryTicket>>,
+    ) -> usize {
+        self.take_batch(max, heartbeat, out)
+    }
+
+    fn poll_empty(&self, waiting: &mut MemoryWaiting, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_wait(waiting, Wait::Emptied, cx, || {
+            let now = self.rt.now();
+            let mut st = self.lock();
+            st.core.handle_timeout(now);
+            st.core.is_empty().then_some(())
+        })
+    }
+
+    fn stop_waiting(&self, waiting: &mut MemoryWaiting) {
+        self.unlisten(waiting);
+    }
+
+    fn ack(
+        &self,
+        ticket: MemoryTicket,
+    ) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+        let now = self.rt.now();
+        // The queue's copy of the item comes out of the core and is dropped here, after the
+        // lock is released: an item's `Drop` never runs under it.
+        let r = self.settle(ticket, |core, r| core.ack_take(r, now));
+        ready(r.map(|(acked, _item)| acked))
+    }
+
+    fn ack_many(
+        &self,
+        tickets: Vec<MemoryTicket>,
+    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+        let now = self.rt.now();
+        let mut results = Vec::with_capacity(tickets.len());
+        // The queue's copies of the acked items, dropped after the lock.
+        let mut items = Vec::with_capacity(tickets.len());
+        let mut st = self.lock();
+        for ticket in tickets {
+            if let Some((key, _)) = ticket.beat {
+                st.beats.unregister(key);
+            }
+            match st.core.ack_take(ticket.receipt, now) {
+                Ok((acked, item)) => {
+                    items.push(item);
+                    results.push(Ok(acked));
+                }
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        drop(st);
+        drop(items);
+        ready(results)
+    }
+
+    fn nack(
+        &self,
+        ticket: MemoryTicket,
+        failure: Failure,
+    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
+        ready(self.hand_back_with(ticket, failure))
+    }
+
+    fn dead_letter(
+        &self,
+        ticket: MemoryTicket,
+        error: String,
+    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
+        let now = self.rt.now();
+        let error = Some(error);
+        ready(self.settle(ticket, |core, r| core.dead_letter(r, now, error)))
+    }
+
+    fn extend(
+        &self,
+        ticket: &mut MemoryTicket,
+        visibility: Duration,
+    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+        let now = self.rt.now();
+        let mut st = self.lock();
+        let r = st.core.extend(ticket.receipt, now, visibility);
+        match r {
+            Ok(Extended::Until { deadline, .. }) => {
+                // A lease shortened by hand: its heartbeat must beat before the new deadline.
+                // (Releasing the lock wakes the driver for it.)
+                if let Some((key, _)) = &ticket.beat {
+                    let beat_at = now.saturating_add(self.heartbeat_every).min(deadline);
+                    st.beats.bring_forward(*key, beat_at);
+                }
+            }
+            Ok(_) => {
+                if let Some((key, _)) = ticket.beat.take() {
+                    st.beats.unregister(key);
+                }
+            }
+            Err(_) => {}
+        }
+        drop(st);
+        ready(r)
+    }
+
+    fn hand_back(&self, ticket: MemoryTicket) {
+        // Stale or not, there is nothing more to do with the result here.
+        let _ = self.hand_back_with(ticket, Failure::dropped());
+    }
+
+    fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
+        if let Some((key, _)) = ticket.beat.take() {
+            self.lock().beats.unregister(key);
+        }
+    }
+
+    fn has_heartbeat(&self, ticket: &MemoryTicket) -> bool {
+        ticket.beat.is_some()
+    }
+
+    fn is_lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> bool {
+        match &ticket.beat {
+            Some((_, signal)) => signal.is_lost(),
+            None => self.rt.now() >= deadline,
+        }
+    }
+
+    fn lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> LeaseLost {
+        match &ticket.beat {
+            Some((_, signal)) => LeaseLost::heartbeat(signal.clone()),
+            None => LeaseLost::at_deadline(Box::pin(self.rt.sleep_until(deadline))),
+        }
+    }
+
+    fn drive(&self) -> impl Future<Output = Drive> + Send {
+        ready(self.drive_step())
+    }
+
+    fn listen_driver(&self) -> event_listener::EventListener {
+        self.driver_wake.listen()
+    }
+
+    fn stats(&self) -> Stats {
+        let now = self.rt.now();
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        st.core.stats()
+    }
+}
+
+impl<T, R: Runtime> MemoryStore<T, R> {
+    /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
+    fn settle<U>(
+        &self,
+        ticket: MemoryTicket,
+        op: impl FnOnce(&mut leaseq_core::Queue<T>, leaseq_core::Receipt) -> Result<U, ReceiptError>,
+    ) -> Result<U, ReceiptError> {
+        let mut st = self.lock();
+        if let Some((key, _)) = ticket.beat {
+            st.beats.unregister(key);
+        }
+        op(&mut st.core, ticket.receipt)
+    }
+
+    /// Nacks under the lock (releasing it wakes a receiver, or the driver for a later
+    /// return).
+    fn hand_back_with(
+        &self,
+        ticket: MemoryTicket,
+        failure: Failure,
+    ) -> Result<Nacked, ReceiptError> {
+        let now = self.rt.now();
+        #[cfg(feature = "tracing")]
+        let (reason, id) = (failure.reason, ticket.receipt.id());
+        let r = self.settle(ticket, |core, r| core.nack(r, now, failure));
+        #[cfg(feature = "tracing")]
+        match r {
+            Ok(Nacked::DeadLettered { attempts }) => {
+                tracing::warn!(%id, attempts, %reason, "leaseq: item dead-lettered")
+            }
+            Ok(_) => tracing::debug!(%id, %reason, "leaseq: item handed back"),
+            Err(ref e) => tracing::debug!(%id, error = %e, "leaseq: stale hand-back"),
+        }
+        r
+    }
+
+    /// One driver step: deadlines, then heartbeats, then events; when to wake next.
+    fn drive_step(&self) -> Drive {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let now = self.rt.now();
+        st.core.handle_timeout(now);
+        let beat = st
+            .beats
+            .run_due(&mut st.core, now, self.heartbeat_every, self.visibility)
+            .unwrap_or(Timestamp::MAX);
+        #[cfg(feature = "tracing")]
+        if self.traces_events {
+            while let Some(event) = st.core.poll_event() {
+                crate::trace::event(&event);
+            }
+        }
+        let done = st.beats.len() == 0 && self.handles.load(Ordering::Acquire) == 0;
+        let next = st.core.poll_timeout().unwrap_or(Timestamp::MAX).min(beat);
+        st.alarm = next;
+        Drive { next, done }
+    }
+}

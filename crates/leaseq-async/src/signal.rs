@@ -1,0 +1,55 @@
+//! A wake-up whose hot-path notification costs one atomic load when nobody listens.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use event_listener::{Event, EventListener};
+
+/// An [`Event`] whose hot-path notifications cost one atomic load when nobody listens.
+///
+/// `event_listener`'s `notify` takes the event's internal lock and issues a `SeqCst` fence
+/// even with no listener; pushes, receives and acks notify on every item, nearly always
+/// with nobody waiting. So the listeners taken through [`listen`](Self::listen) are counted,
+/// and [`notify`](Self::notify) skips the event when the count is zero.
+///
+/// That is sound for conditions that change and are checked under the queue lock: a waiter
+/// counts itself and registers its listener *before* it re-checks the condition under the
+/// lock, and a notifier changes the condition under the lock and reads the count *after*.
+/// If the waiter's check came after the change, it sees the change; if before, its count
+/// and registration happen before the notifier's read (through the lock), so the notifier
+/// sees it and wakes it. A condition changed outside the lock (the closed flag, the handle
+/// count) is announced with [`notify_always`](Self::notify_always).
+#[derive(Debug, Default)]
+pub(crate) struct Signal {
+    event: Event,
+    /// Listeners taken through `listen` and not yet given back with `unlisten`.
+    listeners: AtomicUsize,
+}
+
+impl Signal {
+    /// A listener, counted until [`unlisten`](Self::unlisten). Re-check the condition (under
+    /// the queue lock) after this and before waiting.
+    pub(crate) fn listen(&self) -> EventListener {
+        self.listeners.fetch_add(1, Ordering::SeqCst);
+        self.event.listen()
+    }
+
+    /// Gives back a listener taken with [`listen`](Self::listen) (notified or not).
+    pub(crate) fn unlisten(&self, listener: EventListener) {
+        drop(listener);
+        self.listeners.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Notifies up to `n` listeners, if any listen. Only for a condition changed under the
+    /// queue lock, called after the change.
+    #[inline]
+    pub(crate) fn notify(&self, n: usize) {
+        if self.listeners.load(Ordering::SeqCst) != 0 {
+            self.event.notify(n);
+        }
+    }
+
+    /// Notifies up to `n` listeners unconditionally: for conditions changed outside the lock.
+    pub(crate) fn notify_always(&self, n: usize) {
+        self.event.notify(n);
+    }
+}

@@ -1,0 +1,220 @@
+//! The store seam: where a queue's items live (see [`Store`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use leaseq_core::{Acked, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp};
+
+use crate::error::PushError;
+use crate::lease_lost::LeaseLost;
+use crate::runtime::Runtime;
+
+/// A lease just taken from a store: the item and what its delivery needs.
+#[derive(Debug)]
+pub struct Taken<T, K> {
+    /// The delivery's own copy of the item.
+    pub item: T,
+    /// The message id (the same on every delivery of this item).
+    pub id: MessageId,
+    /// 1 on the first delivery, 2 on the second, ...
+    pub attempt: u32,
+    /// When the lease ends unless extended.
+    pub deadline: Timestamp,
+    /// The item's own deadline, if it was pushed with a time to live.
+    pub expires_at: Option<Timestamp>,
+    /// The store's handle on the lease.
+    pub ticket: K,
+}
+
+/// What one step of the driver found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drive {
+    /// When the driver must run again by itself (`Timestamp::MAX`: only when woken).
+    pub next: Timestamp,
+    /// Nothing left to drive: no handle and no lease kept alive. The driver ends.
+    pub done: bool,
+}
+
+/// The store seam: where a queue's items live, and the operations the shared layer needs
+/// of it.
+///
+/// [`LeaseQueue`](crate::LeaseQueue), [`Delivery`](crate::Delivery), the heartbeat, the
+/// driver, [`Pool`](crate::Pool) and the watchdog are written once against this trait. A store
+/// keeps the items and their leases and answers for them; everything above it (cancel-safe
+/// receives, deliveries that go back when dropped, item timeouts, panics caught, stats for the
+/// diagnosis) is shared.
+///
+/// Three stores are planned behind it: [`MemoryStore`](crate::MemoryStore) (the `no_std` core
+/// behind one lock: this crate), a durable store on one machine (SQLite), and a Postgres store
+/// for many processes. The trait is shaped by what the durable ones need:
+///
+/// - **Settling is async** ([`ack`](Store::ack), [`nack`](Store::nack), ...): a durable store
+///   answers once the change is committed, and a shared one needs a round trip to check the
+///   lease's fencing token. The memory store answers at once: its futures are ready on
+///   their first poll, so the seam costs it nothing (static dispatch, no allocation).
+/// - **Receiving is a poll** ([`poll_take`](Store::poll_take)) so the receive future stays
+///   cancel-safe whatever the store: the memory store takes items only in the poll that
+///   returns them; a database store keeps its claim in [`Store::Waiting`] and hands back what
+///   a dropped receive had claimed.
+/// - **A held lease is a [`Store::Ticket`]**: the core's receipt for the memory store, a row
+///   and a fencing token for a database.
+/// - **Dropping a delivery is synchronous** ([`hand_back`](Store::hand_back)): a durable store
+///   queues the change and commits it with its next batch.
+/// - **Introspection is a snapshot** ([`stats`](Store::stats)): exact for the memory store, as
+///   of the last refresh for a shared one.
+/// - **The driver** ([`drive`](Store::drive)) applies what is due (leases running out,
+///   delays ending, heartbeats) and says when to wake next; a database store also rescues
+///   leases of dead processes there.
+///
+/// Implemented by [`MemoryStore`](crate::MemoryStore). Every method is called without any
+/// lock of the caller held; none calls back into user code while it holds a lock of its own.
+pub trait Store<T>: Send + Sync + Sized + 'static {
+    /// The runtime the queue runs on.
+    type Runtime: Runtime;
+    /// A held lease, as a delivery keeps it until settled.
+    type Ticket: Send + Sync + 'static;
+    /// A wait in progress (for items, for space, for the queue to empty), kept by its future
+    /// between polls and given back with [`stop_waiting`](Store::stop_waiting).
+    type Waiting: Default + Send + Unpin + 'static;
+
+    /// The runtime.
+    fn runtime(&self) -> &Self::Runtime;
+    /// How long a lease lasts unless extended.
+    fn visibility(&self) -> Duration;
+
+    /// Whether the queue was closed.
+    fn is_closed(&self) -> bool;
+    /// Closes the queue: no more pushes or receives; waiting receivers get `None`.
+    fn close(&self);
+    /// A new handle ([`LeaseQueue`](crate::LeaseQueue) clone or stream) exists.
+    fn handle_added(&self);
+    /// A handle was dropped; after the last one, the driver ends once no lease is kept
+    /// alive.
+    fn handle_dropped(&self);
+
+    /// Adds an item, visible after `delay`, useless after `ttl` from now; refuses at once
+    /// (handing it back) when the queue is closed or full, or the item would be born
+    /// expired.
+    fn try_push(
+        &self,
+        item: T,
+        delay: Duration,
+        ttl: Option<Duration>,
+    ) -> Result<MessageId, PushError<T>>;
+
+    /// Adds every item, in order; stops at the first refusal and hands it and the rest back.
+    fn try_push_batch(
+        &self,
+        items: &mut dyn Iterator<Item = T>,
+    ) -> Result<Vec<MessageId>, PushError<T>>;
+
+    /// Ready once a push may find room (or the queue closed); registers the waker otherwise.
+    fn poll_space(&self, waiting: &mut Self::Waiting, cx: &mut Context<'_>) -> Poll<()>;
+
+    /// Leases up to `max` visible items into `out` (with a heartbeat each if asked). Ready
+    /// with `true` once it took at least one, `false` once the queue is closed; pending
+    /// otherwise, woken when items may have become visible.
+    fn poll_take(
+        self: &Arc<Self>,
+        waiting: &mut Self::Waiting,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, Self::Ticket>>,
+    ) -> Poll<bool>;
+
+    /// [`poll_take`](Store::poll_take) for one item, with no vector: the common receive.
+    /// Ready with `None` once the queue is closed.
+    fn poll_take_one(
+        self: &Arc<Self>,
+        waiting: &mut Self::Waiting,
+        cx: &mut Context<'_>,
+        heartbeat: bool,
+    ) -> Poll<Option<Taken<T, Self::Ticket>>>;
+
+    /// Leases up to `max` items visible now; never waits. Returns how many.
+    fn try_take(
+        self: &Arc<Self>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, Self::Ticket>>,
+    ) -> usize;
+
+    /// Ready once nothing is ready, delayed or in flight.
+    fn poll_empty(&self, waiting: &mut Self::Waiting, cx: &mut Context<'_>) -> Poll<()>;
+
+    /// Gives back a wait's registration (its future was dropped or finished).
+    fn stop_waiting(&self, waiting: &mut Self::Waiting);
+
+    /// Done: the item leaves the queue for good (judged on a clock reading at this call).
+    fn ack(&self, ticket: Self::Ticket)
+        -> impl Future<Output = Result<Acked, ReceiptError>> + Send;
+
+    /// Acks several leases in one step; one result per ticket, in order.
+    fn ack_many(
+        &self,
+        tickets: Vec<Self::Ticket>,
+    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send;
+
+    /// Hands the item back with `failure`: again after the backoff, or to the dead letters.
+    fn nack(
+        &self,
+        ticket: Self::Ticket,
+        failure: Failure,
+    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send;
+
+    /// Poison: straight to the dead letters with `error`; returns the attempts it had.
+    fn dead_letter(
+        &self,
+        ticket: Self::Ticket,
+        error: String,
+    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send;
+
+    /// Moves the lease's deadline to now + `visibility` (zero releases the item); a
+    /// heartbeat on the lease is brought forward to keep the new deadline.
+    fn extend(
+        &self,
+        ticket: &mut Self::Ticket,
+        visibility: Duration,
+    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send;
+
+    /// The holder let go without settling (a dropped delivery): the item goes back with
+    /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
+    fn hand_back(&self, ticket: Self::Ticket);
+
+    /// Stops the lease's heartbeat, if it has one; the lease then runs out at its deadline.
+    fn stop_heartbeat(&self, ticket: &mut Self::Ticket);
+
+    /// Whether the lease has a heartbeat.
+    fn has_heartbeat(&self, ticket: &Self::Ticket) -> bool;
+
+    /// Whether the lease is known to be lost (with a heartbeat: an extension refused or the
+    /// max lease reached; without: `deadline` passed).
+    fn is_lease_lost(&self, ticket: &Self::Ticket, deadline: Timestamp) -> bool;
+
+    /// Completes when the lease is lost (see [`is_lease_lost`](Store::is_lease_lost)).
+    fn lease_lost(&self, ticket: &Self::Ticket, deadline: Timestamp) -> LeaseLost;
+
+    /// One step of the queue's driver: applies what is due at the current time (leases
+    /// running out, delays ending, heartbeats) and wakes whoever waits on what changed.
+    fn drive(&self) -> impl Future<Output = Drive> + Send;
+
+    /// A listener woken when the driver must run before its alarm.
+    fn listen_driver(&self) -> event_listener::EventListener;
+
+    /// The queue's gauges and totals (exact for the memory store; for a store shared by
+    /// several processes, as of its last refresh).
+    fn stats(&self) -> Stats;
+}
+
+/// Gives a wait's registration back to its store when the waiting future ends or is
+/// dropped.
+pub(crate) struct StopWaiting<'a, T, S: Store<T>>(pub(crate) &'a S, pub(crate) &'a mut S::Waiting);
+
+impl<T, S: Store<T>> Drop for StopWaiting<'_, T, S> {
+    fn drop(&mut self) {
+        self.0.stop_waiting(self.1);
+    }
+}
