@@ -513,8 +513,8 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime>(env: Env<R>)
 // ----- 5. panicking handler -----------------------------------------------------------------
 
 /// A handler that panics (inside its future, or before returning one): the panic is caught,
-/// recorded as the item's last error ("panicked: ..."), and the one worker goes on with the
-/// next items.
+/// recorded with its own reason (`Reason::Panicked`) and its message as the item's last
+/// error, and the one worker goes on with the next items.
 pub(crate) async fn panicking_handler_is_caught<R: Runtime>(env: Env<R>) {
     let u = env.u;
     let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(2));
@@ -547,11 +547,11 @@ pub(crate) async fn panicking_handler_is_caught<R: Runtime>(env: Env<R>) {
     let mut dead = dead_letters(&q);
     dead.sort_by_key(|d| d.id);
     assert_eq!(dead.len(), 2, "{dead:?}");
-    for (d, (id, error)) in dead.iter().zip([
-        (ids[2], "panicked: boom 2"),
-        (ids[4], "panicked: sync boom 4"),
-    ]) {
-        assert_eq!((d.id, d.reason, d.attempts), (id, Reason::Nacked, 2));
+    for (d, (id, error)) in dead
+        .iter()
+        .zip([(ids[2], "boom 2"), (ids[4], "sync boom 4")])
+    {
+        assert_eq!((d.id, d.reason, d.attempts), (id, Reason::Panicked, 2));
         assert_eq!(d.last_error.as_deref(), Some(error));
     }
     let s = pool.stats();

@@ -86,7 +86,7 @@ impl std::error::Error for NewQueueError {
 
 /// What a pool handler returns on failure: a message, and whether retrying can help.
 ///
-/// Any error type converts with `?` (as a retryable failure); say
+/// Any error converts with `?` (as a retryable failure; see the `From` impl); say
 /// [`JobError::permanent`] for bad input that will fail again: the item is then
 /// dead-lettered at once instead of retried.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,11 +121,30 @@ impl JobError {
     pub fn is_permanent(&self) -> bool {
         self.permanent
     }
+
+    /// As a boxed `Error`, for code that propagates errors that way.
+    pub fn into_error(self) -> Box<dyn std::error::Error + Send + Sync> {
+        self.message.into()
+    }
 }
 
-impl<E: std::error::Error> From<E> for JobError {
+/// `?` on anything that boxes into an error: every `Error` type, `Box<dyn Error + Send +
+/// Sync>`, `anyhow::Error`, `String` and `&str`. A retryable failure whose message is the
+/// error and its chain of causes ("outer: inner: root").
+///
+/// `JobError` is not itself an `Error`, like `anyhow::Error` and for the same reason (that
+/// would clash with this conversion); [`into_error`](JobError::into_error) makes one.
+impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for JobError {
     fn from(e: E) -> Self {
-        JobError::retry(e)
+        let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+        let mut message = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            message.push_str(": ");
+            message.push_str(&c.to_string());
+            cause = c.source();
+        }
+        JobError::retry(message)
     }
 }
 

@@ -119,7 +119,8 @@ impl<K: Ord> LatencyAdvisor<K> {
         })
     }
 
-    /// Records one handling of an item of type `key`.
+    /// Records one handling of an item of type `key`: its outcome always, its time only if
+    /// it ended by itself (ok or failed; not timed out or panicked).
     pub fn record(&mut self, key: K, took: Duration, outcome: Outcome) {
         let t = self.types.entry(key).or_default();
         match outcome {
@@ -128,7 +129,10 @@ impl<K: Ord> LatencyAdvisor<K> {
             Outcome::TimedOut => t.timed_out += 1,
             Outcome::Panicked => t.panicked += 1,
         }
-        if outcome != Outcome::TimedOut {
+        // Only runs that ended by themselves measure the work: a timed-out run was cut at
+        // the limit, and a panicked one includes the panic hook's time (a backtrace capture
+        // can take longer than the work), which would inflate the suggested timeout.
+        if matches!(outcome, Outcome::Ok | Outcome::Failed) {
             t.latency.record(took);
         }
     }

@@ -13,13 +13,16 @@ pub enum PushError<T> {
     Full(T),
     /// The item's expiry is not after `now`: it could never be delivered.
     AlreadyExpired(T),
+    /// [`Queue::push_with_id`](crate::Queue::push_with_id) was given an id below one
+    /// already used: ids must increase.
+    IdOutOfOrder(T),
 }
 
 impl<T> PushError<T> {
     /// The refused item, handed back.
     pub fn into_item(self) -> T {
         match self {
-            PushError::Full(t) | PushError::AlreadyExpired(t) => t,
+            PushError::Full(t) | PushError::AlreadyExpired(t) | PushError::IdOutOfOrder(t) => t,
         }
     }
 }
@@ -29,6 +32,7 @@ impl<T> fmt::Debug for PushError<T> {
         match self {
             PushError::Full(_) => f.write_str("Full(..)"),
             PushError::AlreadyExpired(_) => f.write_str("AlreadyExpired(..)"),
+            PushError::IdOutOfOrder(_) => f.write_str("IdOutOfOrder(..)"),
         }
     }
 }
@@ -39,6 +43,9 @@ impl<T> fmt::Display for PushError<T> {
             PushError::Full(_) => f.write_str("queue is at capacity; item handed back"),
             PushError::AlreadyExpired(_) => {
                 f.write_str("item expiry is not in the future; item handed back")
+            }
+            PushError::IdOutOfOrder(_) => {
+                f.write_str("message id below one already used; item handed back")
             }
         }
     }

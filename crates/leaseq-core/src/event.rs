@@ -22,6 +22,8 @@ pub enum Reason {
     Released,
     /// The holder declared the item poison: dead-lettered without further attempts.
     Terminated,
+    /// The holder's handler panicked (the panic's message is the last error).
+    Panicked,
     /// The item's own deadline passed; it is never delivered again.
     Expired,
 }
@@ -36,6 +38,7 @@ impl Reason {
             Reason::Dropped => "dropped",
             Reason::Released => "released",
             Reason::Terminated => "terminated",
+            Reason::Panicked => "panicked",
             Reason::Expired => "expired",
         }
     }

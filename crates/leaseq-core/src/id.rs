@@ -8,6 +8,12 @@ use core::fmt;
 pub struct MessageId(pub(crate) u64);
 
 impl MessageId {
+    /// The id numbered `n`: for a driver that hands out ids itself (see
+    /// [`Queue::push_with_id`](crate::Queue::push_with_id)).
+    pub const fn new(n: u64) -> Self {
+        MessageId(n)
+    }
+
     /// The id as a number (its position in push order).
     pub const fn get(self) -> u64 {
         self.0

@@ -76,6 +76,14 @@ impl Failure {
             retry: Retry::Backoff,
         }
     }
+    /// The holder's handler panicked with `message`: [`Reason::Panicked`], backoff policy.
+    pub fn panicked(message: impl Into<String>) -> Self {
+        Failure {
+            reason: Reason::Panicked,
+            error: Some(message.into()),
+            retry: Retry::Backoff,
+        }
+    }
     /// The holder was dropped unsettled: [`Reason::Dropped`], backoff policy.
     pub fn dropped() -> Self {
         Failure {

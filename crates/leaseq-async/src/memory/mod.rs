@@ -6,6 +6,7 @@
 
 mod admin;
 mod builder;
+mod inbox;
 mod lock;
 mod store;
 mod take;
@@ -23,6 +24,7 @@ use crate::lease_lost::LeaseSignal;
 use crate::signal::Signal;
 
 pub use builder::QueueBuilder;
+use inbox::Inbox;
 pub(crate) use lock::Locked;
 
 /// A queue's items in memory: [`leaseq_core::Queue`] behind one lock. The default store of
@@ -31,6 +33,9 @@ pub(crate) use lock::Locked;
 pub struct MemoryStore<T, R> {
     pub(crate) rt: R,
     state: Mutex<State<T>>,
+    /// Plain pushes of an unbounded queue, waiting for the next holder of the state lock to
+    /// move them into the core (see [`Inbox`]).
+    inbox: Inbox<T>,
     /// Notified when items may have become receivable, or the queue closed.
     available: Signal,
     /// Notified when items left the queue (room for a push), or it closed.
@@ -57,8 +62,10 @@ pub(crate) struct State<T> {
     /// woken.
     pub(crate) alarm: Timestamp,
     pub(crate) beats: Heartbeats,
-    /// Live items when the lock was last released: a push's room is judged against it.
+    /// Live items when the lock was last released.
     pub(crate) live_at_release: u64,
+    /// The inbox's last batch, kept for its allocation.
+    pub(crate) spare: Vec<(leaseq_core::MessageId, T)>,
 }
 
 /// A lease held from a [`MemoryStore`]: the core's receipt, and the heartbeat registration
@@ -89,13 +96,18 @@ impl<T, R> MemoryStore<T, R> {
         traces_events: bool,
     ) -> Self {
         let visibility = core.config().visibility();
+        // A bounded queue pushes under the state lock, where its capacity is exact; an
+        // unbounded one through the inbox, which never refuses.
+        let inbox = Inbox::new(core.next_id(), core.config().capacity().is_none());
         MemoryStore {
+            inbox,
             rt,
             state: Mutex::new(State {
                 core,
                 alarm: Timestamp::MAX,
                 beats: Heartbeats::default(),
                 live_at_release: 0,
+                spare: Vec::new(),
             }),
             available: Signal::default(),
             space: Signal::default(),
@@ -118,9 +130,16 @@ impl<T, R> MemoryStore<T, R> {
     ///
     /// The guard re-arms the driver when it is released (see [`Locked`]), so no operation
     /// can schedule a deadline or a beat the driver does not know about.
+    ///
+    /// Whoever takes it first moves the inbox's pushes into the core, so every operation
+    /// sees every push that returned before it.
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T, R> {
-        Locked::new(self.state.lock(), self)
+        let mut guard = self.state.lock();
+        if self.inbox.pending() {
+            self.inbox.drain_into(&mut guard);
+        }
+        Locked::new(guard, self)
     }
 
     #[inline]

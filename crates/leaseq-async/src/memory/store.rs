@@ -63,21 +63,26 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         if self.closed() {
             return Err(PushError::Closed(item));
         }
+        let timed = !delay.is_zero() || ttl.is_some();
+        if !timed && self.inbox.enabled {
+            // Without the state lock: receivers take the item from the inbox.
+            let id = self.inbox.push(item);
+            self.available.notify(1);
+            return Ok(id);
+        }
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
         // time, so the queue's own latest time serves (one clock read saved per item).
-        let timed = !delay.is_zero() || ttl.is_some();
         let clock = timed.then(|| self.rt.now());
         let mut st = self.lock();
         let now = clock.unwrap_or_else(|| st.core.now());
-        let pushed = if timed {
-            let mut options = PushOptions::new().delay(delay);
-            if let Some(ttl) = ttl {
-                options = options.expires_at(now.saturating_add(ttl));
-            }
-            st.core.push_with(item, now, options)
-        } else {
-            st.core.push(item, now)
-        };
+        let mut options = PushOptions::new().delay(delay);
+        if let Some(ttl) = ttl {
+            options = options.expires_at(now.saturating_add(ttl));
+        }
+        let core = &mut st.core;
+        let pushed = self
+            .inbox
+            .push_direct(|id| core.push_with_id(id, item, now, options));
         // (Releasing the lock wakes a receiver, or the driver for a delay or an expiry.)
         drop(st);
         pushed.map_err(PushError::from_core)
@@ -94,10 +99,19 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
                 None => Ok(ids),
             };
         }
+        if self.inbox.enabled {
+            self.inbox.push_all(items, &mut ids);
+            self.available.notify(ids.len());
+            return Ok(ids);
+        }
         let mut st = self.lock();
         let now = st.core.now();
         for item in items {
-            match st.core.push(item, now) {
+            let core = &mut st.core;
+            let pushed = self
+                .inbox
+                .push_direct(|id| core.push_with_id(id, item, now, PushOptions::new()));
+            match pushed {
                 Ok(id) => ids.push(id),
                 Err(e) => return Err(PushError::from_core(e)),
             }

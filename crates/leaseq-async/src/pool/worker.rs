@@ -34,11 +34,11 @@ pub(crate) type Handler<T> =
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
-        format!("panicked: {s}")
+        (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        format!("panicked: {s}")
+        s.clone()
     } else {
-        "panicked".to_string()
+        "panicked (with a payload that is not a string)".to_string()
     }
 }
 
@@ -275,7 +275,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
                 }
                 Ended::Done(Err(e)) => delivery.nack(e.message()).await.is_ok(),
                 Ended::Panicked(message) => {
-                    delivery.nack_with(Failure::error(message)).await.is_ok()
+                    delivery.nack_with(Failure::panicked(message)).await.is_ok()
                 }
                 Ended::TimedOut(limit) => {
                     #[cfg(feature = "tracing")]

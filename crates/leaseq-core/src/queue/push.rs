@@ -47,6 +47,35 @@ impl<T> Queue<T> {
         self.push_at(item, now, now.saturating_add(options.delay), expires_at)
     }
 
+    /// [`push_with`](Self::push_with) under an id the caller chose: for a driver that hands
+    /// out ids before the item reaches the queue (an inbox that producers fill without the
+    /// queue's lock). Ids must increase: an `id` below [`next_id`](Self::next_id) is handed
+    /// back with [`PushError::IdOutOfOrder`]; ids skipped are never used.
+    pub fn push_with_id(
+        &mut self,
+        id: MessageId,
+        item: T,
+        now: Timestamp,
+        options: PushOptions,
+    ) -> Result<MessageId, PushError<T>> {
+        if id.0 < self.next_id {
+            self.stats.rejected += 1;
+            return Err(PushError::IdOutOfOrder(item));
+        }
+        let next = self.next_id;
+        self.next_id = id.0;
+        let pushed = self.push_with(item, now, options);
+        if pushed.is_err() {
+            self.next_id = next;
+        }
+        pushed
+    }
+
+    /// The id the next push will get.
+    pub fn next_id(&self) -> MessageId {
+        MessageId(self.next_id)
+    }
+
     /// Push after the time step and the expiry check: visible at `visible_at`.
     #[inline]
     fn push_at(

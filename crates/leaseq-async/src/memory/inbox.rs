@@ -1,0 +1,111 @@
+//! The inbox: plain pushes of an unbounded queue, kept apart from the state lock.
+//!
+//! A producer's plain push takes only the inbox's own lock (a `Vec` push and an id), never
+//! the state lock that receivers, acks and the driver take: pushes do not contend with
+//! consumers. Whoever takes the state lock next moves the inbox's items into the core, in
+//! push order, under the ids they were given (so a push still returns its `MessageId` at
+//! once, and each producer's items keep its order). A bounded queue does not use it: its
+//! capacity is checked under the state lock, exactly, and a full queue refuses the push
+//! synchronously.
+//!
+//! Lock order: state, then inbox (a drain holds the state lock and takes the inbox's; a
+//! push takes the inbox's alone).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use leaseq_core::{MessageId, PushOptions};
+use parking_lot::Mutex;
+
+use super::State;
+
+pub(crate) struct Inbox<T> {
+    items: Mutex<Pending<T>>,
+    /// Whether items wait: set under the inbox lock by a push, cleared under it by a drain,
+    /// read without it by every taker of the state lock. `SeqCst`, like the receivers'
+    /// listener count (`Signal`): a receiver counts itself then reads this; a push sets this
+    /// then reads the count; in one total order at least one of them sees the other, so a
+    /// push never slips past a receiver that is about to sleep.
+    pending: AtomicBool,
+    /// Whether plain pushes go through the inbox (unbounded queues).
+    pub(crate) enabled: bool,
+}
+
+struct Pending<T> {
+    /// The id the next push gets: every push, through the inbox or not, takes its id here.
+    next_id: u64,
+    items: Vec<(MessageId, T)>,
+}
+
+impl<T> Inbox<T> {
+    pub(crate) fn new(next_id: MessageId, enabled: bool) -> Self {
+        Inbox {
+            items: Mutex::new(Pending {
+                next_id: next_id.get(),
+                items: Vec::new(),
+            }),
+            pending: AtomicBool::new(false),
+            enabled,
+        }
+    }
+
+    /// Whether a drain has anything to do.
+    #[inline]
+    pub(crate) fn pending(&self) -> bool {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// Queues a plain push; returns its id.
+    #[inline]
+    pub(crate) fn push(&self, item: T) -> MessageId {
+        let mut p = self.items.lock();
+        let id = MessageId::new(p.next_id);
+        p.next_id += 1;
+        p.items.push((id, item));
+        self.pending.store(true, Ordering::SeqCst);
+        id
+    }
+
+    /// Queues plain pushes, in order; returns their ids.
+    pub(crate) fn push_all(&self, items: &mut dyn Iterator<Item = T>, ids: &mut Vec<MessageId>) {
+        let mut p = self.items.lock();
+        for item in items {
+            let id = MessageId::new(p.next_id);
+            p.next_id += 1;
+            p.items.push((id, item));
+            ids.push(id);
+        }
+        if !p.items.is_empty() {
+            self.pending.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The id for a push made under the state lock (after a drain, so ids keep increasing
+    /// in the core): taken only if `push` accepts the item.
+    pub(crate) fn push_direct<U>(
+        &self,
+        push: impl FnOnce(MessageId) -> Result<MessageId, U>,
+    ) -> Result<MessageId, U> {
+        let mut p = self.items.lock();
+        let id = push(MessageId::new(p.next_id))?;
+        p.next_id = id.get() + 1;
+        Ok(id)
+    }
+
+    /// Moves every waiting push into the core, in push order. Called with the state lock
+    /// held.
+    pub(crate) fn drain_into(&self, st: &mut State<T>) {
+        {
+            let mut p = self.items.lock();
+            std::mem::swap(&mut p.items, &mut st.spare);
+            self.pending.store(false, Ordering::SeqCst);
+        }
+        let now = st.core.now();
+        for (id, item) in st.spare.drain(..) {
+            // An unbounded queue refuses a push only when its slab of 2^32 slots is full;
+            // the ids were handed out in order, so none is out of order.
+            if let Err(e) = st.core.push_with_id(id, item, now, PushOptions::new()) {
+                debug_assert!(false, "an inbox push was refused: {e:?}");
+            }
+        }
+    }
+}
