@@ -161,3 +161,30 @@ proptest! {
         }
     }
 }
+
+/// `push_with_id`: ids chosen by the driver must increase; a lower one is refused with the
+/// item handed back; ids skipped are never used, and plain pushes carry on after them.
+#[test]
+fn push_with_id_takes_increasing_ids_only() {
+    use leaseq_core::{MessageId, PushError};
+    let mut q = Queue::new(config()).unwrap();
+    assert_eq!(q.next_id(), MessageId::new(0));
+    let a = q
+        .push_with_id(MessageId::new(3), "a", ts(0), PushOptions::new())
+        .unwrap();
+    assert_eq!(a, MessageId::new(3));
+    assert_eq!(q.next_id(), MessageId::new(4));
+    match q.push_with_id(MessageId::new(2), "b", ts(0), PushOptions::new()) {
+        Err(PushError::IdOutOfOrder(item)) => assert_eq!(item, "b"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(q.push("c", ts(0)), Ok(MessageId::new(4)));
+    // A refused push (already expired) does not use its id.
+    let expired = PushOptions::new().expires_at(ts(0));
+    assert!(q
+        .push_with_id(MessageId::new(9), "d", ts(1), expired)
+        .is_err());
+    assert_eq!(q.next_id(), MessageId::new(5));
+    assert_eq!(q.stats().rejected, 2);
+    assert_eq!(q.receive(ts(1)).map(|l| l.id), Some(a));
+}
