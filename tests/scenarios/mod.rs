@@ -661,9 +661,13 @@ pub(crate) async fn blocking_handler_overruns_are_counted<R: Runtime>(env: Env<R
         .max_blocking_overruns(2)
         .spawn_blocking({
             let (gate, calls) = (gate.clone(), calls.clone());
-            move |n: &u32| {
-                calls.fetch_add(1, Ordering::SeqCst);
-                if *n == 0 {
+            move |job: &Job<u32>| {
+                // Blocking handlers get the same context as async ones (item 0 is the
+                // first two calls: attempts 1 and 2).
+                let call = calls.fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(job.time_left() <= u);
+                if job.item == 0 {
+                    assert_eq!(job.attempt, call);
                     let give_up = Instant::now() + Duration::from_secs(20);
                     while !gate.load(Ordering::SeqCst) && Instant::now() < give_up {
                         std::thread::sleep(Duration::from_millis(1));

@@ -20,7 +20,8 @@ use leaseq_core::{Queue, Receipt, Timestamp};
 use parking_lot::Mutex;
 
 use crate::beats::{BeatKey, Heartbeats};
-use crate::lease_lost::LeaseSignal;
+use crate::lease_lost::{LeaseSignal, Timing};
+use crate::runtime::Runtime;
 use crate::signal::Signal;
 
 pub use builder::QueueBuilder;
@@ -32,6 +33,8 @@ pub(crate) use lock::Locked;
 /// or [`LeaseQueue::builder`](crate::LeaseQueue::builder).
 pub struct MemoryStore<T, R> {
     pub(crate) rt: R,
+    /// The runtime's clock and sleeps as a trait object, for lease-lost futures.
+    pub(crate) timing: Arc<dyn Timing>,
     state: Mutex<State<T>>,
     /// Plain pushes of an unbounded queue, waiting for the next holder of the state lock to
     /// move them into the core (see [`Inbox`]).
@@ -88,7 +91,7 @@ enum Wait {
     Emptied,
 }
 
-impl<T, R> MemoryStore<T, R> {
+impl<T, R: Runtime> MemoryStore<T, R> {
     pub(crate) fn new(
         rt: R,
         core: Queue<T>,
@@ -101,6 +104,7 @@ impl<T, R> MemoryStore<T, R> {
         let inbox = Inbox::new(core.next_id(), core.config().capacity().is_none());
         MemoryStore {
             inbox,
+            timing: Arc::new(rt.clone()),
             rt,
             state: Mutex::new(State {
                 core,

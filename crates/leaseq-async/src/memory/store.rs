@@ -290,7 +290,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     fn lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> LeaseLost {
         match &ticket.beat {
             Some((_, signal)) => LeaseLost::heartbeat(signal.clone()),
-            None => LeaseLost::at_deadline(Box::pin(self.rt.sleep_until(deadline))),
+            None => LeaseLost::at_deadline(deadline, self.timing.clone()),
         }
     }
 

@@ -13,6 +13,7 @@ use event_listener::Event;
 use futures::channel::oneshot;
 
 use crate::error::JobError;
+use crate::pool::job::Job;
 use crate::pool::stats::Counters;
 use crate::pool::worker::panic_message;
 use crate::runtime::Runtime;
@@ -28,19 +29,19 @@ pub(crate) struct Overruns {
     pub(crate) ended: Event,
 }
 
-/// Runs `handler(&item)` on a blocking thread; resolves with its result (a panic becomes an
+/// Runs `handler(&job)` on a blocking thread; resolves with its result (a panic becomes an
 /// error). If this future is dropped first (the item timed out), the run is counted as an
 /// overrun until the thread finishes.
 pub(crate) async fn run<T, R, H>(
     rt: R,
     overruns: Arc<Overruns>,
     handler: Arc<H>,
-    item: T,
+    job: Job<T>,
 ) -> Result<Result<(), JobError>, String>
 where
     T: Send + Sync + 'static,
     R: Runtime,
-    H: Fn(&T) -> Result<(), JobError> + Send + Sync + 'static,
+    H: Fn(&Job<T>) -> Result<(), JobError> + Send + Sync + 'static,
 {
     // Bound the threads left running by earlier time-outs.
     loop {
@@ -67,7 +68,7 @@ where
     let thread_state = state.clone();
     let thread_overruns = overruns.clone();
     let task = rt.spawn_blocking(Box::new(move || {
-        let result = catch_unwind(AssertUnwindSafe(|| handler(&item))).map_err(panic_message);
+        let result = catch_unwind(AssertUnwindSafe(|| handler(&job))).map_err(panic_message);
         if thread_state.swap(FINISHED, Ordering::AcqRel) == ABANDONED {
             thread_overruns
                 .counters

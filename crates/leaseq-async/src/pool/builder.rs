@@ -101,7 +101,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// [`max_blocking_overruns`](Self::max_blocking_overruns)).
     pub fn spawn_blocking<H>(self, handler: H) -> Pool<T, R, S>
     where
-        H: Fn(&T) -> Result<(), JobError> + Send + Sync + 'static,
+        H: Fn(&Job<T>) -> Result<(), JobError> + Send + Sync + 'static,
     {
         let rt = self.queue.runtime().clone();
         let overruns = Arc::new(blocking::Overruns {
@@ -116,7 +116,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 rt.clone(),
                 overruns.clone(),
                 handler.clone(),
-                job.item,
+                job,
             ))
         });
         self.start_with(wrapped, counters)

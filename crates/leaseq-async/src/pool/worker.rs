@@ -96,7 +96,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         shard: pool.shards.get(index),
         _store: std::marker::PhantomData,
     };
-    let mut local = Local::new(queue.visibility());
+    let mut local = Local::new(&rt, queue.visibility());
     loop {
         if let Some(progress) = worker.progress {
             progress.idle();
@@ -223,6 +223,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             attempt: delivery.attempt(),
             deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
             lease_lost: delivery.lease_lost(),
+            timing: local.timing.clone(),
         };
 
         let ended = match catch_unwind(AssertUnwindSafe(|| (self.handler)(job))) {
