@@ -149,6 +149,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         }
     }
 
+    /// [`push`](Self::push) for a plain (non-async) thread: blocks it while a bounded queue
+    /// is full. Never call it from inside an async task: it would block that task's executor
+    /// thread.
+    pub fn push_blocking(&self, item: T) -> Result<MessageId, PushError<T>> {
+        futures::executor::block_on(self.push(item))
+    }
+
     /// Adds an item, visible at once. Never waits: a full or closed queue hands the item
     /// back inside the error.
     pub fn try_push(&self, item: T) -> Result<MessageId, PushError<T>> {

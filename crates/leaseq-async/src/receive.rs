@@ -13,6 +13,26 @@ use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::{StopWaiting, Store};
 
+/// Why [`LeaseQueue::receive_timeout`] returned without an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiveError {
+    /// Nothing became visible in time.
+    Timeout,
+    /// The queue was closed.
+    Closed,
+}
+
+impl std::fmt::Display for ReceiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReceiveError::Timeout => "no item became visible in time",
+            ReceiveError::Closed => "the queue is closed",
+        })
+    }
+}
+
+impl std::error::Error for ReceiveError {}
+
 /// The future of [`LeaseQueue::receive`](crate::LeaseQueue::receive).
 ///
 /// Cancel-safe: items are taken from the queue only inside the poll that returns them, so
@@ -116,6 +136,34 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
             heartbeat: true,
             waiting: S::Waiting::default(),
         }
+    }
+
+    /// Leases one item if one is visible now; never waits.
+    pub fn try_receive(&self) -> Option<Delivery<T, R, S>> {
+        let mut taken = Vec::with_capacity(1);
+        self.store.try_take(1, false, &mut taken);
+        self.deliveries(taken).pop()
+    }
+
+    /// Like [`receive`](Self::receive), giving up after `timeout` (on the queue's clock).
+    pub async fn receive_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Delivery<T, R, S>, ReceiveError> {
+        let at = self.runtime().now().saturating_add(timeout);
+        let sleep = std::pin::pin!(self.runtime().sleep_until(at));
+        match futures::future::select(self.receive(), sleep).await {
+            futures::future::Either::Left((Some(d), _)) => Ok(d),
+            futures::future::Either::Left((None, _)) => Err(ReceiveError::Closed),
+            futures::future::Either::Right(_) => Err(ReceiveError::Timeout),
+        }
+    }
+
+    /// [`receive`](Self::receive) for a plain (non-async) thread: blocks it until an item is
+    /// visible; `None` once the queue is closed. Never call it from inside an async task:
+    /// it would block that task's executor thread.
+    pub fn receive_blocking(&self) -> Option<Delivery<T, R, S>> {
+        futures::executor::block_on(self.receive())
     }
 
     /// Leases whatever is visible now, up to `max` items, in one step with one clock read.
