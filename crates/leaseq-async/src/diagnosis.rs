@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leaseq_core::Stats;
 
-use crate::pool::PoolStats;
+use crate::pool_stats::PoolStats;
 
 /// What a finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

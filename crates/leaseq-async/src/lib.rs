@@ -8,8 +8,8 @@
 //!
 //! It knows runtimes only through the small [`Runtime`] trait (clock, timer, spawn, abort,
 //! blocking). Use it through an adapter crate: `leaseq-tokio` or `leaseq-smol`, which
-//! implement [`Runtime`] and re-export everything here. [`SimRuntime`] implements it on
-//! virtual time, for tests and simulations.
+//! implement [`Runtime`] and re-export everything here. [`SimRuntime`] (feature `sim`)
+//! implements it on virtual time, for tests and simulations.
 //!
 //! # How the pieces fit
 //!
@@ -23,6 +23,30 @@
 //! - `receive()` is cancel-safe: an item leaves the queue only in the poll that returns it.
 //! - A [`Delivery`] dropped unsettled goes back at once (reason "dropped"; the attempt
 //!   counts).
+//!
+//! # Features
+//!
+//! None is on by default, so a tokio user compiles no executor of ours.
+//!
+//! - `sim`: [`SimRuntime`] (with [`SimTask`] and [`SimTimer`]), a single-threaded runtime on
+//!   virtual time that jumps to the next timer when idle. Implies `executor`. Meant for
+//!   tests: `leaseq-async = { version = "0.1", features = ["sim"] }` in `[dev-dependencies]`.
+//! - `executor`: [`ExecutorTask`], an `async-executor` task as a [`Runtime`] task (what
+//!   `leaseq-smol` uses). Pulls in `async-executor`.
+//! - `tracing`: `tracing` events for redeliveries, dead letters, timeouts and stuck workers.
+// Without `sim` (or `executor`) the items named above are not compiled: link them to docs.rs.
+#![cfg_attr(
+    not(feature = "sim"),
+    doc = "",
+    doc = "[`SimRuntime`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.SimRuntime.html",
+    doc = "[`SimTask`]: https://docs.rs/leaseq-async/latest/leaseq_async/type.SimTask.html",
+    doc = "[`SimTimer`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.SimTimer.html"
+)]
+#![cfg_attr(
+    not(feature = "executor"),
+    doc = "",
+    doc = "[`ExecutorTask`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.ExecutorTask.html"
+)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -34,14 +58,17 @@ mod delivery;
 mod diagnosis;
 mod driver;
 mod error;
+#[cfg(feature = "executor")]
 mod executor_task;
 mod lease_lost;
 mod memory;
 mod pool;
+mod pool_stats;
 mod queue;
 mod receive;
 mod runtime;
 mod signal;
+#[cfg(feature = "sim")]
 mod sim;
 mod store;
 #[cfg(feature = "tracing")]
@@ -52,13 +79,16 @@ pub use ack_batch::AckBatch;
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
+#[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
 pub use lease_lost::LeaseLost;
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, QueueBuilder};
-pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolStats};
+pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
+pub use pool_stats::PoolStats;
 pub use queue::LeaseQueue;
-pub use receive::{Receive, ReceiveStream};
+pub use receive::{Receive, ReceiveError, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
+#[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use store::{Drive, Store, Taken};
 pub use watchdog::{Holding, StuckWorker, Watchdog};

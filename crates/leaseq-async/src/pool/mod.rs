@@ -4,6 +4,7 @@ mod blocking;
 mod builder;
 mod job;
 mod local;
+mod report;
 mod shards;
 pub(crate) mod stats;
 mod timeout;
@@ -21,6 +22,7 @@ use leaseq_core::Histogram;
 
 use crate::diagnosis::diagnose;
 use crate::memory::MemoryStore;
+use crate::pool_stats::PoolStats;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
 use crate::store::Store;
@@ -28,7 +30,7 @@ use crate::watchdog::{Board, StuckWorker};
 
 pub use builder::PoolBuilder;
 pub use job::Job;
-pub use stats::{PoolReport, PoolStats};
+pub use report::PoolReport;
 pub use timeout::ItemTimeout;
 
 use shards::Shards;

@@ -1,0 +1,24 @@
+//! [`PoolReport`]: what a pool reports at the end.
+
+use std::time::Duration;
+
+use crate::diagnosis::Finding;
+use crate::pool_stats::PoolStats;
+use crate::watchdog::StuckWorker;
+
+/// What [`Pool::shutdown`](crate::Pool::shutdown) reports.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PoolReport {
+    /// The final snapshot.
+    pub stats: PoolStats,
+    /// How long the shutdown took.
+    pub took: Duration,
+    /// Workers whose item was still running at the end of the grace period; each such item
+    /// was handed back to the queue (reason "dropped"; the attempt counts).
+    pub handed_back: usize,
+    /// Every stuck-worker report of the pool's life.
+    pub stuck: Vec<StuckWorker>,
+    /// Plain-words verdicts on the settings (see [`diagnose`](crate::diagnose)).
+    pub diagnosis: Vec<Finding>,
+}
