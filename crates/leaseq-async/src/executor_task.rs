@@ -8,12 +8,10 @@ use std::task::{Context, Poll, Waker};
 
 use async_executor::Task;
 
-/// A task spawned on an `async-executor` executor (smol's, and [`SimRuntime`]'s), or on the
+/// A task spawned on an `async-executor` executor (smol's, and `SimRuntime`'s), or on the
 /// `blocking` thread pool. Dropping it lets the task run on (it is detached);
 /// [`abort`](Self::abort) cancels it, and awaiting it after that completes once the task's
 /// future has been dropped.
-///
-/// [`SimRuntime`]: crate::SimRuntime
 pub struct ExecutorTask(State);
 
 enum State {

@@ -51,9 +51,11 @@
 #![warn(missing_docs)]
 
 mod ack_batch;
+mod admin;
 mod beats;
 #[cfg(test)]
 mod beats_model;
+mod builder;
 mod delivery;
 mod diagnosis;
 mod driver;
@@ -76,13 +78,14 @@ mod trace;
 mod watchdog;
 
 pub use ack_batch::AckBatch;
+pub use builder::QueueBuilder;
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
 pub use lease_lost::LeaseLost;
-pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, QueueBuilder};
+pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
 pub use queue::LeaseQueue;

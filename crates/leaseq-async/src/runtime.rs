@@ -12,7 +12,7 @@ pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 ///
 /// That is all the runtime-specific code there is; everything else (queues, deliveries,
 /// heartbeats, pools, watchdog) is written once on top of it. `leaseq-tokio` and
-/// `leaseq-smol` implement it in a few dozen lines each, and [`SimRuntime`](crate::SimRuntime)
+/// `leaseq-smol` implement it in a few dozen lines each, and `SimRuntime` (feature `sim`)
 /// implements it on virtual time for tests and simulations.
 ///
 /// Time is a [`Timestamp`]: nanoseconds since an epoch the runtime value picks when it is

@@ -4,8 +4,6 @@
 //! across an await, no user code under it); its results are ready at once, so the
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
-mod admin;
-mod builder;
 mod inbox;
 mod lock;
 mod store;
@@ -24,7 +22,6 @@ use crate::lease_lost::{LeaseSignal, Timing};
 use crate::runtime::Runtime;
 use crate::signal::Signal;
 
-pub use builder::QueueBuilder;
 use inbox::Inbox;
 pub(crate) use lock::Locked;
 

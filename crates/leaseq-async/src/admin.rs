@@ -1,9 +1,9 @@
-//! What only the in-memory store can show at once: its items, dead letters, events and
+//! What only the in-memory store can show at once (a `LeaseQueue` on a [`MemoryStore`]): its items, dead letters, events and
 //! invariants, as methods of a [`LeaseQueue`] on it.
 
 use leaseq_core::{ConservationError, DeadLetter, Event, ItemView, MessageId, RedriveError};
 
-use super::MemoryStore;
+use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 

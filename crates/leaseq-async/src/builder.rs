@@ -1,12 +1,12 @@
-//! Building an in-memory queue.
+//! Building a queue on a [`MemoryStore`]: `LeaseQueue::new`, `with_runtime` and the builder.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_core::{Config, EventMask, Queue};
 
-use super::MemoryStore;
 use crate::error::NewQueueError;
+use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 
