@@ -10,7 +10,14 @@ use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 
-/// Builds a [`LeaseQueue`] with settings beyond the core [`Config`].
+/// A lease's total lifetime, extends and heartbeats included, when the config sets none:
+/// 60 minutes, as Pub/Sub's default maximum lease. Past it the heartbeat stops extending, the
+/// holder is told the lease is lost, and the item comes back. `Config::with_max_lease` sets
+/// another (`Duration::MAX` for none).
+pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(3600);
+
+/// Builds a [`LeaseQueue`] with settings beyond the core [`Config`]. A config without a
+/// max lease lifetime gets [`DEFAULT_MAX_LEASE`].
 #[derive(Debug)]
 pub struct QueueBuilder<R> {
     config: Config,
@@ -66,7 +73,13 @@ impl<R: Runtime> QueueBuilder<R> {
             None if traces_events => EventMask::DEFAULT,
             None => EventMask::NONE,
         };
-        let config = self.config.with_events(events);
+        let mut config = self.config.with_events(events);
+        if config.max_lease().is_none() {
+            // A heartbeat must never keep a lease forever (a hung handler would hold its
+            // item for good): the safe default lifetime of a lease, extends included.
+            let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
+            config = config.with_max_lease(lifetime);
+        }
         let core = Queue::new(config).map_err(NewQueueError::Config)?;
         let visibility = core.config().visibility();
         let every = self

@@ -24,6 +24,9 @@ pub enum FindingKind {
     StuckWorkers,
     /// Blocking handlers keep running after their item timed out.
     BlockingOverruns,
+    /// A handler hung while its heartbeat kept extending the lease: the item is held until
+    /// the max lease lifetime, not its visibility.
+    HungUnderHeartbeat,
 }
 
 /// One verdict, with the figures behind it.
@@ -134,6 +137,18 @@ pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -
                     p.handled(),
                     pct(p.timed_out, handled),
                     advice.join("; "),
+                ),
+            });
+        }
+        if p.stuck_reports > 0 && p.heartbeat {
+            out.push(Finding {
+                kind: FindingKind::HungUnderHeartbeat,
+                message: format!(
+                    "the watchdog reported {} workers stuck on one item while the heartbeat kept \
+                     its lease alive ({} extends, {} capped at the max lease lifetime): a hung \
+                     handler holds its item until that cap, not for one visibility. Set an item \
+                     timeout so the item comes back at once.",
+                    p.stuck_reports, queue.extends, queue.extends_capped
                 ),
             });
         }

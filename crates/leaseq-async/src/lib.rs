@@ -78,7 +78,7 @@ mod trace;
 mod watchdog;
 
 pub use ack_batch::AckBatch;
-pub use builder::QueueBuilder;
+pub use builder::{QueueBuilder, DEFAULT_MAX_LEASE};
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};

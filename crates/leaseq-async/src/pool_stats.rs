@@ -31,6 +31,8 @@ pub struct PoolStats {
     pub worker_panics: u64,
     /// Times the watchdog reported a stuck worker.
     pub stuck_reports: u64,
+    /// Whether the pool keeps held leases alive with the heartbeat.
+    pub heartbeat: bool,
     /// Per item type (in name order): outcomes, latency quantiles, timeout rate, suggested
     /// item timeout.
     pub types: Vec<(&'static str, TypeReport)>,

@@ -23,6 +23,13 @@ pub struct Watchdog {
     pub limit: Duration,
 }
 
+impl Default for Watchdog {
+    /// Looks every second; reports a worker that has held one item for over a minute.
+    fn default() -> Self {
+        Watchdog::new(Duration::from_secs(1), Duration::from_secs(60))
+    }
+}
+
 impl Watchdog {
     /// Looks every `interval`; reports workers busy with one item for longer than `limit`.
     pub const fn new(interval: Duration, limit: Duration) -> Self {
@@ -92,7 +99,7 @@ impl Progress {
     }
 
     /// What the worker holds, with its holding number.
-    fn holding(&self) -> Option<(u64, Holding)> {
+    pub(crate) fn holding(&self) -> Option<(u64, Holding)> {
         let number = self.held.load(Ordering::Acquire);
         if number == 0 {
             return None;

@@ -29,7 +29,7 @@ pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, 
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> PoolBuilder<T, R, S> {
-    /// Defaults: 4 workers, no item timeout, no heartbeat, no watchdog, every item of type
+    /// Defaults: 4 workers, no item timeout, no heartbeat, the default watchdog, every item of type
     /// `"item"`.
     pub(crate) fn new(queue: LeaseQueue<T, R, S>) -> Self {
         PoolBuilder {
@@ -37,7 +37,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             workers: 4,
             timeout: ItemTimeout::None,
             heartbeat: false,
-            watchdog: None,
+            watchdog: Some(Watchdog::default()),
             type_of: Arc::new(|_| "item"),
             max_overruns: None,
         }
@@ -62,9 +62,16 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         self
     }
 
-    /// Report workers that stop making progress. Default: off.
+    /// Report workers that stop making progress. Default: on, with [`Watchdog::default`]
+    /// (a look every second, a report after a minute on one item).
     pub fn watchdog(mut self, watchdog: Watchdog) -> Self {
         self.watchdog = Some(watchdog);
+        self
+    }
+
+    /// No watchdog: workers record no progress (a little less work per item).
+    pub fn no_watchdog(mut self) -> Self {
+        self.watchdog = None;
         self
     }
 
@@ -158,5 +165,17 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             watchdog,
             watchdog_done,
         }
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for PoolBuilder<T, R, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolBuilder")
+            .field("workers", &self.workers)
+            .field("timeout", &self.timeout)
+            .field("heartbeat", &self.heartbeat)
+            .field("watchdog", &self.watchdog)
+            .field("max_overruns", &self.max_overruns)
+            .finish_non_exhaustive()
     }
 }

@@ -193,35 +193,57 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         }
     }
 
+    /// [`shutdown`](Self::shutdown) once `signal` completes: a Ctrl-C future, a channel's
+    /// receive, a cancellation token's `cancelled()`. The pool works on until then.
+    pub async fn shutdown_on(
+        self,
+        signal: impl Future<Output = ()>,
+        grace: Duration,
+    ) -> PoolReport {
+        signal.await;
+        self.shutdown(grace).await
+    }
+
     /// Graceful shutdown: workers take no new items; those in flight get until `grace` to
-    /// finish; then the rest are stopped and their items handed back to the queue. Nothing
-    /// is lost: every item is acked, back in the queue, or dead-lettered. The queue itself
-    /// stays open.
-    pub async fn shutdown(self, grace: Duration) -> PoolReport {
+    /// finish; then the rest are stopped and their items handed back to the queue (listed in
+    /// the report when the watchdog is on, as it is by default). Nothing is lost: every item
+    /// is acked, back in the queue, or dead-lettered. The queue itself stays open.
+    ///
+    /// A pool dropped without it stops the same way, at once, with no grace.
+    pub async fn shutdown(mut self, grace: Duration) -> PoolReport {
         let rt = self.queue.runtime().clone();
         let start = rt.now();
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.notify(usize::MAX);
         let deadline = start.saturating_add(grace);
-        let tasks: Vec<R::Task> =
+        let tasks: Vec<(usize, R::Task)> =
             std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()))
                 .into_iter()
-                .flatten()
+                .enumerate()
+                .filter_map(|(i, t)| t.map(|t| (i, t)))
                 .collect();
         let mut handed_back = 0;
-        for mut task in tasks {
+        let mut handed_back_items = Vec::new();
+        for (index, mut task) in tasks {
             let finished = {
                 let sleep = pin!(rt.sleep_until(deadline));
                 matches!(select(&mut task, sleep).await, Either::Left(_))
             };
             if !finished {
                 handed_back += 1;
+                let held = self
+                    .shared
+                    .board
+                    .workers
+                    .get(index)
+                    .and_then(|p| p.holding());
+                handed_back_items.extend(held.map(|(_, holding)| holding.id));
                 rt.abort(&mut task);
                 task.await;
             }
         }
         self.watchdog_done.store(true, Ordering::Release);
-        if let Some(mut w) = self.watchdog {
+        if let Some(mut w) = self.watchdog.take() {
             rt.abort(&mut w);
         }
         let stats = snapshot(&self.queue, &self.shared);
@@ -231,9 +253,41 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             stats,
             took: rt.now().saturating_duration_since(start),
             handed_back,
+            handed_back_items,
             stuck,
             diagnosis,
         }
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
+    /// Stops the workers at once, as [`Pool::shutdown`] with no grace would: none goes on
+    /// detached, and the items they held go back to the queue. (After `shutdown` there is
+    /// nothing left to stop.)
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        self.shared.stop.notify(usize::MAX);
+        self.watchdog_done.store(true, Ordering::Release);
+        let rt = self.queue.runtime();
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        for task in tasks.iter_mut().flatten() {
+            rt.abort(task);
+        }
+        tasks.clear();
+        if let Some(mut w) = self.watchdog.take() {
+            rt.abort(&mut w);
+        }
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Pool<T, R, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("workers", &self.shared.live_workers.load(Ordering::Relaxed))
+            .field("heartbeat", &self.shared.heartbeat)
+            .field("watchdog", &self.watchdog.is_some())
+            .field("stopping", &self.shared.stopping.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
     }
 }
 
@@ -276,6 +330,7 @@ fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = 
         blocking_overruns: get(&c.blocking_overruns),
         blocking_overruns_running: get(&c.blocking_overruns_running),
         worker_panics: get(&c.worker_panics),
+        heartbeat: shared.heartbeat,
         stuck_reports: shared.board.stuck_reports.load(Ordering::Relaxed),
         types,
         queue: queue.stats(),

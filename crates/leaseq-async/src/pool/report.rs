@@ -17,6 +17,9 @@ pub struct PoolReport {
     /// Workers whose item was still running at the end of the grace period; each such item
     /// was handed back to the queue (reason "dropped"; the attempt counts).
     pub handed_back: usize,
+    /// The items those workers held, when the pool's watchdog was on (it tracks what each
+    /// worker holds); empty without one.
+    pub handed_back_items: Vec<leaseq_core::MessageId>,
     /// Every stuck-worker report of the pool's life.
     pub stuck: Vec<StuckWorker>,
     /// Plain-words verdicts on the settings (see [`diagnose`](crate::diagnose)).

@@ -1,0 +1,128 @@
+//! Safe defaults and a pool's life: a heartbeat never keeps a lease forever, the watchdog is
+//! on by default, a pool dropped without `shutdown` stops its workers, and a pool shuts
+//! down on a signal with the items it handed back listed. Virtual time.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::channel::oneshot;
+use leaseq_async::{
+    Config, FindingKind, LeaseQueue, Pool, Reason, Runtime, SimRuntime, DEFAULT_MAX_LEASE,
+};
+
+fn sim<F: std::future::Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
+    let rt = SimRuntime::new();
+    rt.block_on(test(rt.clone()));
+}
+
+async fn sleep(rt: &SimRuntime, d: Duration) {
+    rt.sleep_until(rt.now().saturating_add(d)).await;
+}
+
+/// A hung handler whose heartbeat keeps its lease: by default the lease ends at
+/// `DEFAULT_MAX_LEASE` (60 min), the item comes back (here: dead-lettered, one attempt),
+/// `wait_empty` returns, the watchdog (on by default) reported the worker, and the
+/// diagnosis names the hang under the heartbeat with its figures.
+#[test]
+fn a_heartbeat_never_keeps_a_lease_forever() {
+    sim(|rt| async move {
+        let config = Config::new(Duration::from_secs(30)).with_max_attempts(1);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        q.try_push(1u32).unwrap();
+        let start = rt.now();
+        let pool = Pool::builder(q.clone())
+            .workers(1)
+            .heartbeat(true)
+            .spawn(|_job| std::future::pending());
+        q.wait_empty().await;
+        assert_eq!(
+            rt.now().saturating_duration_since(start),
+            DEFAULT_MAX_LEASE,
+            "the lease ends at the default max lease lifetime"
+        );
+        let dead = q.take_dead_letters();
+        assert_eq!(dead.len(), 1);
+        assert_eq!(dead[0].reason, Reason::LeaseExpired);
+        let stuck = pool.stuck_workers();
+        assert_eq!(stuck.len(), 1, "the default watchdog reported the worker");
+        assert_eq!(stuck[0].silent_for, Duration::from_secs(61));
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let hung = report
+            .diagnosis
+            .iter()
+            .find(|f| f.kind == FindingKind::HungUnderHeartbeat)
+            .expect("the diagnosis names the hang");
+        assert!(hung.message.contains("extends"), "{hung}");
+        assert!(report.stats.queue.extends > 100, "{:?}", report.stats.queue);
+    });
+}
+
+/// A pool dropped without `shutdown` leaves no worker running: an item pushed afterwards is
+/// not handled, and the item a worker held goes back to the queue.
+#[test]
+fn a_dropped_pool_stops_its_workers() {
+    sim(|rt| async move {
+        let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(10))).unwrap();
+        let handled = Arc::new(AtomicUsize::new(0));
+        let pool = Pool::builder(q.clone()).workers(2).spawn({
+            let (handled, rt) = (handled.clone(), rt.clone());
+            move |_job| {
+                let (handled, rt) = (handled.clone(), rt.clone());
+                async move {
+                    sleep(&rt, Duration::from_secs(1)).await;
+                    handled.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                }
+            }
+        });
+        q.try_push(1u32).unwrap();
+        sleep(&rt, Duration::from_millis(10)).await; // a worker holds it now
+        assert_eq!(q.stats().in_flight, 1);
+        drop(pool);
+        sleep(&rt, Duration::from_millis(10)).await;
+        let s = q.stats();
+        assert_eq!((s.in_flight, s.ready), (0, 1), "the held item went back");
+        q.try_push(2).unwrap();
+        sleep(&rt, Duration::from_secs(5)).await;
+        assert_eq!(handled.load(Ordering::SeqCst), 0, "no worker runs on");
+        assert_eq!(q.stats().ready, 2);
+    });
+}
+
+/// `shutdown_on` waits for its signal; the report lists the items handed back.
+#[test]
+fn shutdown_on_a_signal_lists_what_was_handed_back() {
+    sim(|rt| async move {
+        let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(10))).unwrap();
+        let ids: Vec<_> = (0..2u32).map(|n| q.try_push(n).unwrap()).collect();
+        let pool = Pool::builder(q.clone())
+            .workers(2)
+            .spawn(|_job| std::future::pending());
+        let (stop, signal) = oneshot::channel::<()>();
+        let shutting = rt.spawn(Box::pin({
+            let rt = rt.clone();
+            async move {
+                let report = pool
+                    .shutdown_on(
+                        async {
+                            let _ = signal.await;
+                        },
+                        Duration::from_secs(1),
+                    )
+                    .await;
+                assert_eq!(report.handed_back, 2);
+                let mut back = report.handed_back_items.clone();
+                back.sort();
+                assert_eq!(back, ids);
+                assert_eq!(rt.now().as_duration(), Duration::from_secs(6));
+            }
+        }));
+        sleep(&rt, Duration::from_secs(5)).await;
+        assert_eq!(q.stats().in_flight, 2, "working until the signal");
+        stop.send(()).unwrap();
+        shutting.await;
+        let s = q.stats();
+        assert_eq!((s.in_flight, s.ready), (0, 2));
+    });
+}
