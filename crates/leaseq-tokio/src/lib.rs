@@ -46,10 +46,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod clock;
 mod precise;
 mod runtime;
+mod timer;
 
-pub use runtime::{TokioClock, TokioRuntime, TokioTask, TokioTimer};
+pub use clock::TokioClock;
+pub use runtime::{TokioRuntime, TokioTask};
+pub use timer::TokioTimer;
 // The core state machine's own types, and the trait the runtime implements.
 pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Runtime, Timestamp};
 pub use leaseq_async::{ConservationError, Event, EventMask, Histogram, Stats};
