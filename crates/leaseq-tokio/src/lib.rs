@@ -55,20 +55,26 @@ pub use clock::TokioClock;
 pub use runtime::{TokioRuntime, TokioTask};
 pub use timer::TokioTimer;
 // The core state machine's own types, and the trait the runtime implements.
-pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Runtime, Timestamp};
+pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
+pub use leaseq_async::{BoxFuture, Runtime};
 pub use leaseq_async::{ConservationError, Event, EventMask, Histogram, Stats};
 
 /// A lease queue on tokio.
 pub type LeaseQueue<T> = leaseq_async::LeaseQueue<T, TokioRuntime>;
+pub use leaseq_async::DEFAULT_MAX_LEASE;
 pub use leaseq_async::{AckBatch, LeaseLost, NewQueueError, PushError, QueueBuilder};
 pub use leaseq_async::{ItemState, ItemView, LatencyAdvisor, MessageId, TypeReport};
 
 /// A leased item from a tokio queue.
 pub type Delivery<T> = leaseq_async::Delivery<T, TokioRuntime>;
 pub use leaseq_async::{Acked, Extended, Nacked, Receipt, ReceiptError};
-pub use leaseq_async::{DeadLetter, Failure, Reason, Receive, ReceiveStream, RedriveError};
+pub use leaseq_async::{DeadLetter, Failure, Reason, RedriveError};
+pub use leaseq_async::{Receive, ReceiveError, ReceiveStream};
 
 /// A worker pool on tokio.
 pub type Pool<T> = leaseq_async::Pool<T, TokioRuntime>;
 pub use leaseq_async::{diagnose, Finding, FindingKind, Holding, StuckWorker, Watchdog};
 pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats};
+
+// The store behind a queue: the in-memory default, and the seam another store implements.
+pub use leaseq_async::{Drive, MemoryStore, MemoryTicket, MemoryWaiting, Store, Taken};

@@ -1,0 +1,34 @@
+//! Everything of `leaseq-async` a smol user needs (all but the simulator's types) is
+//! reachable from this crate: this file compiles only if it is.
+
+use std::time::Duration;
+
+#[allow(unused_imports)]
+use leaseq_smol::{
+    core, diagnose, AckBatch, Acked, Backoff, BoxFuture, Config, ConfigError, ConservationError,
+    DeadLetter, Delivery, Drive, Event, EventMask, Extended, Failure, Finding, FindingKind,
+    Histogram, Holding, ItemState, ItemTimeout, ItemView, Jitter, Job, JobError, LatencyAdvisor,
+    LeaseLost, LeaseQueue, MemoryStore, MemoryTicket, MemoryWaiting, MessageId, Nacked,
+    NewQueueError, Pool, PoolBuilder, PoolReport, PoolStats, PushError, QueueBuilder, Reason,
+    Receipt, ReceiptError, Receive, ReceiveError, ReceiveStream, RedriveError, Runtime,
+    SmolRuntime, SmolTask, SmolTimer, Stats, Store, StuckWorker, Taken, Timestamp, TypeReport,
+    Watchdog, DEFAULT_MAX_LEASE,
+};
+
+/// The re-exported `MemoryStore` is a `Store`, with the re-exported ticket and wait.
+fn is_store<
+    S: Store<u32, Runtime = SmolRuntime, Ticket = MemoryTicket, Waiting = MemoryWaiting>,
+>() {
+}
+
+#[test]
+fn the_new_items_are_the_shared_layers() {
+    assert_eq!(DEFAULT_MAX_LEASE, Duration::from_secs(3600));
+    smol::block_on(async {
+        let config = Config::new(Duration::from_secs(1));
+        let q: LeaseQueue<u32> = LeaseQueue::with_runtime(SmolRuntime::global(), config).unwrap();
+        is_store::<MemoryStore<u32, SmolRuntime>>();
+        let waited = q.receive_timeout(Duration::from_millis(5)).await;
+        assert_eq!(waited.err(), Some(ReceiveError::Timeout));
+    });
+}
