@@ -7,10 +7,11 @@
 //! attempt count, reason and last error.
 //!
 //! This crate is the smol adapter: [`SmolRuntime`] implements leaseq's small
-//! [`Runtime`] trait with a TSC clock (about 10 ns a read), async-io timers, an
-//! `async-executor` executor and the `blocking` thread pool; the aliases below fix it as the
-//! runtime.
-//! Everything else comes from `leaseq-async` and `leaseq-core`, re-exported here.
+//! [`Runtime`] trait with a TSC clock (about 10 ns a read), async-io timers, smol's own
+//! executor (`smol::spawn`: [`SmolRuntime::global`]) or an `async-executor` executor you
+//! drive ([`SmolRuntime::with_executor`]), and the `blocking` thread pool; the aliases below
+//! fix it as the runtime. Everything else comes from `leaseq-async` and `leaseq-core`,
+//! re-exported here.
 //!
 //! ```
 //! use std::time::Duration;

@@ -11,13 +11,23 @@ use async_io::Timer;
 use leaseq_async::{BoxFuture, ExecutorTask, Runtime, Timestamp};
 
 /// smol as a leaseq runtime: the CPU's time-stamp counter for a clock, async-io's `Timer`,
-/// an `async-executor` [`Executor`], and the `blocking` crate's thread pool.
+/// smol's executor (or an `async-executor` [`Executor`] of your own), and the `blocking`
+/// crate's thread pool.
 ///
-/// [`SmolRuntime::global`] runs tasks on a process-wide executor driven by background
-/// threads (one per core), like `smol::spawn`; every handle to it (and
-/// [`Runtime::current`]) shares one epoch, so their timestamps compare.
+/// # Executor
+///
+/// [`SmolRuntime::global`] spawns with [`smol::spawn`]: leaseq's tasks (each queue's
+/// driver, which runs its leases' deadlines and heartbeats; pool workers; the watchdog) run
+/// on smol's global executor, beside your own `smol::spawn` tasks, and leaseq starts no
+/// executor threads of its own. smol drives that executor on background threads: one unless
+/// the `SMOL_THREADS` environment variable asks for more, so by default a
+/// [`Pool`](crate::Pool)'s async handlers take turns on one thread (blocking handlers run on
+/// the `blocking` pool). Every handle to the global runtime (and [`Runtime::current`])
+/// shares one epoch, taken on first use, so their timestamps compare.
+///
 /// [`SmolRuntime::with_executor`] spawns onto an executor you drive yourself (for example
-/// with `executor.run(...)` inside `smol::block_on`), with an epoch of its own.
+/// with `executor.run(...)` inside `smol::block_on`, or on threads of your own), with an
+/// epoch of its own.
 ///
 /// # Clock
 ///
@@ -33,7 +43,8 @@ use leaseq_async::{BoxFuture, ExecutorTask, Runtime, Timestamp};
 /// behind the monotonic clock, the sleep waits on for what is left).
 #[derive(Clone, Debug)]
 pub struct SmolRuntime {
-    executor: Arc<Executor<'static>>,
+    /// The executor the caller drives, or `None` for smol's global one (`smol::spawn`).
+    executor: Option<Arc<Executor<'static>>>,
     clock: Tsc,
 }
 
@@ -61,22 +72,14 @@ impl Tsc {
 }
 
 impl SmolRuntime {
-    /// The process-wide executor, started on first use with one thread per core, and its
-    /// clock, whose epoch is that first use.
+    /// smol's global executor, the one [`smol::spawn`] uses (smol starts it on the first
+    /// spawn), on the process's global clock, whose epoch is the first call of this.
     pub fn global() -> Self {
         static GLOBAL: OnceLock<SmolRuntime> = OnceLock::new();
         GLOBAL
-            .get_or_init(|| {
-                let ex = Arc::new(Executor::new());
-                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-                for i in 0..threads {
-                    let ex = ex.clone();
-                    std::thread::Builder::new()
-                        .name(format!("leaseq-smol-{i}"))
-                        .spawn(move || async_io::block_on(ex.run(std::future::pending::<()>())))
-                        .expect("spawn leaseq-smol executor thread");
-                }
-                Self::with_executor(ex)
+            .get_or_init(|| SmolRuntime {
+                executor: None,
+                clock: Tsc::start(),
             })
             .clone()
     }
@@ -84,7 +87,7 @@ impl SmolRuntime {
     /// Spawns onto `executor`, which the caller drives, with the clock's epoch now.
     pub fn with_executor(executor: Arc<Executor<'static>>) -> Self {
         SmolRuntime {
-            executor,
+            executor: Some(executor),
             clock: Tsc::start(),
         }
     }
@@ -162,7 +165,10 @@ impl Runtime for SmolRuntime {
     }
 
     fn spawn(&self, future: BoxFuture) -> SmolTask {
-        ExecutorTask::new(self.executor.spawn(future))
+        ExecutorTask::new(match &self.executor {
+            Some(executor) => executor.spawn(future),
+            None => smol::spawn(future),
+        })
     }
 
     fn abort(&self, task: &mut SmolTask) {
