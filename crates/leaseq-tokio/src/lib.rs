@@ -27,6 +27,9 @@
 //! [`TokioRuntime::with_clock`] picks a [`TokioClock`] explicitly, whatever the features, and
 //! [`TokioRuntime::with_precise_timer`] turns the sub-millisecond timer thread off.
 //!
+//! [`PoolExt::shutdown_on_cancel`] shuts a [`Pool`] down when a tokio-util
+//! `CancellationToken` is cancelled.
+//!
 //! ```
 //! use std::time::Duration;
 //! use leaseq_tokio::{Config, LeaseQueue};
@@ -46,11 +49,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cancel;
 mod clock;
 mod precise;
 mod runtime;
 mod timer;
 
+pub use cancel::PoolExt;
 pub use clock::TokioClock;
 pub use runtime::{TokioRuntime, TokioTask};
 pub use timer::TokioTimer;

@@ -9,9 +9,9 @@ use leaseq_tokio::{
     DeadLetter, Delivery, Drive, Event, EventMask, Extended, Failure, Finding, FindingKind,
     Histogram, Holding, ItemState, ItemTimeout, ItemView, Jitter, Job, JobError, LatencyAdvisor,
     LeaseLost, LeaseQueue, MemoryStore, MemoryTicket, MemoryWaiting, MessageId, Nacked,
-    NewQueueError, Pool, PoolBuilder, PoolReport, PoolStats, PushError, QueueBuilder, Reason,
-    Receipt, ReceiptError, Receive, ReceiveError, ReceiveStream, RedriveError, Runtime, Stats,
-    Store, StuckWorker, Taken, Timestamp, TokioClock, TokioRuntime, TokioTask, TokioTimer,
+    NewQueueError, Pool, PoolBuilder, PoolExt, PoolReport, PoolStats, PushError, QueueBuilder,
+    Reason, Receipt, ReceiptError, Receive, ReceiveError, ReceiveStream, RedriveError, Runtime,
+    Stats, Store, StuckWorker, Taken, Timestamp, TokioClock, TokioRuntime, TokioTask, TokioTimer,
     TypeReport, Watchdog, DEFAULT_MAX_LEASE,
 };
 
