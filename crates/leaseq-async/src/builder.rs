@@ -16,6 +16,9 @@ use crate::runtime::Runtime;
 /// another (`Duration::MAX` for none).
 pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(3600);
 
+/// A queue's name unless [`QueueBuilder::name`] sets another.
+pub(crate) const DEFAULT_NAME: &str = "leaseq";
+
 /// Builds a [`LeaseQueue`] with settings beyond the core [`Config`]. A config without a
 /// max lease lifetime gets [`DEFAULT_MAX_LEASE`].
 #[derive(Debug)]
@@ -24,6 +27,7 @@ pub struct QueueBuilder<R> {
     heartbeat_every: Option<Duration>,
     runtime: Option<R>,
     events: Option<EventMask>,
+    name: &'static str,
 }
 
 impl<R: Runtime> QueueBuilder<R> {
@@ -33,7 +37,16 @@ impl<R: Runtime> QueueBuilder<R> {
             heartbeat_every: None,
             runtime: None,
             events: None,
+            name: DEFAULT_NAME,
         }
+    }
+
+    /// The queue's name, for telling queues apart in what it reports: the `queue` field of
+    /// its `tracing` events and delivery spans (feature `tracing`) and the `queue` label of
+    /// its metrics (feature `metrics`). Default: `"leaseq"`.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
     }
 
     /// How often held leases with a heartbeat are extended (by one visibility each time).
@@ -44,12 +57,17 @@ impl<R: Runtime> QueueBuilder<R> {
     }
 
     /// Which core [`Event`](leaseq_core::Event)s the queue records for you to take with
-    /// [`LeaseQueue::poll_event`] (bounded by the config's event capacity).
+    /// [`LeaseQueue::poll_event`] (bounded by the config's event capacity). The kinds
+    /// recorded are decided here, never by the config's own event mask.
     ///
-    /// Without it, whatever `config` says: with the `tracing` feature, the queue's driver
-    /// records every kind but `Delivered` and drains them into `tracing` events as they
-    /// happen; without that feature, none are recorded (a queue nobody polls would only fill
-    /// its buffer and count drops).
+    /// Without it: with the `tracing` feature, the queue records every kind but `Delivered`
+    /// and its driver drains them into `tracing` events as they happen (the queue's lock
+    /// wakes the driver whenever events wait); without that feature, none are recorded (a
+    /// queue nobody polls would only fill its buffer and count drops).
+    ///
+    /// With it, the events are yours: the driver does not trace them, but with the
+    /// `tracing` feature it still warns when [`Stats::events_dropped`](leaseq_core::Stats::events_dropped)
+    /// grew (you polled too slowly).
     pub fn events(mut self, events: EventMask) -> Self {
         self.events = Some(events);
         self
@@ -86,7 +104,7 @@ impl<R: Runtime> QueueBuilder<R> {
             .heartbeat_every
             .unwrap_or(visibility / 3)
             .clamp(Duration::from_nanos(1), visibility);
-        let store = Arc::new(MemoryStore::new(rt, core, every, traces_events));
+        let store = Arc::new(MemoryStore::new(rt, core, every, traces_events, self.name));
         Ok(LeaseQueue::start(store))
     }
 }

@@ -33,7 +33,13 @@
 //!   tests: `leaseq-async = { version = "0.1", features = ["sim"] }` in `[dev-dependencies]`.
 //! - `executor`: [`ExecutorTask`], an `async-executor` task as a [`Runtime`] task (what
 //!   `leaseq-smol` uses). Pulls in `async-executor`.
-//! - `tracing`: `tracing` events for redeliveries, dead letters, timeouts and stuck workers.
+//! - `tracing`: every core event (redeliveries, lease expiries, late acks, dead letters,
+//!   capped extensions) as a `tracing` event, emitted by the queue's driver with the queue's
+//!   [name](QueueBuilder::name) in its `queue` field; a warning when events were dropped
+//!   from a full event buffer; and a `leaseq.delivery` span (fields `queue`, `id`,
+//!   `attempt`, `item_type`) around each pool handling, so a handler's own events carry
+//!   its item; the watchdog's stuck workers at `warn`. Events asked for with
+//!   [`QueueBuilder::events`] are left for you to poll instead.
 // Without `sim` (or `executor`) the items named above are not compiled: link them to docs.rs.
 #![cfg_attr(
     not(feature = "sim"),

@@ -110,6 +110,11 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         self.store.runtime().now()
     }
 
+    /// The queue's name (see [`QueueBuilder::name`](crate::QueueBuilder::name)).
+    pub fn name(&self) -> &'static str {
+        self.store.name()
+    }
+
     /// The visibility timeout.
     pub fn visibility(&self) -> Duration {
         self.store.visibility()
@@ -226,6 +231,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Clone for LeaseQueue<T, R, S> {
 impl<T, R, S: Store<T>> std::fmt::Debug for LeaseQueue<T, R, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeaseQueue")
+            .field("name", &self.store.name())
             .field("closed", &self.store.is_closed())
             .finish_non_exhaustive()
     }

@@ -81,6 +81,10 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
 
     /// The runtime.
     fn runtime(&self) -> &Self::Runtime;
+    /// The queue's name, as its traces and metrics carry it. Default: `"leaseq"`.
+    fn name(&self) -> &'static str {
+        crate::builder::DEFAULT_NAME
+    }
     /// How long a lease lasts unless extended.
     fn visibility(&self) -> Duration;
 

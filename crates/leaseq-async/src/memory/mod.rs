@@ -53,6 +53,8 @@ pub struct MemoryStore<T, R> {
     /// Whether the driver drains the core's events into `tracing` (rather than leaving them
     /// for `LeaseQueue::poll_event`).
     traces_events: bool,
+    /// The queue's name, for its traces and metrics.
+    name: &'static str,
 }
 
 /// Everything behind the lock.
@@ -66,6 +68,9 @@ pub(crate) struct State<T> {
     pub(crate) live_at_release: u64,
     /// The inbox's last batch, kept for its allocation.
     pub(crate) spare: Vec<(leaseq_core::MessageId, T)>,
+    /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
+    #[cfg(feature = "tracing")]
+    pub(crate) events_dropped_seen: u64,
 }
 
 /// A lease held from a [`MemoryStore`]: the core's receipt, and the heartbeat registration
@@ -94,6 +99,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         core: Queue<T>,
         heartbeat_every: Duration,
         traces_events: bool,
+        name: &'static str,
     ) -> Self {
         let visibility = core.config().visibility();
         // A bounded queue pushes under the state lock, where its capacity is exact; an
@@ -109,6 +115,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 beats: Heartbeats::default(),
                 live_at_release: 0,
                 spare: Vec::new(),
+                #[cfg(feature = "tracing")]
+                events_dropped_seen: 0,
             }),
             available: Signal::default(),
             space: Signal::default(),
@@ -119,6 +127,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             visibility,
             heartbeat_every,
             traces_events,
+            name,
         }
     }
 

@@ -26,6 +26,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         &self.rt
     }
 
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
     fn visibility(&self) -> Duration {
         self.visibility
     }
@@ -335,18 +339,28 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         #[cfg(feature = "tracing")]
         let (reason, id) = (failure.reason, ticket.receipt.id());
         let r = self.settle(ticket, |core, r| core.nack(r, now, failure));
+        // (A dead letter is reported by the driver, from the core's event.)
         #[cfg(feature = "tracing")]
         match r {
-            Ok(Nacked::DeadLettered { attempts }) => {
-                tracing::warn!(%id, attempts, %reason, "leaseq: item dead-lettered")
+            Ok(ref nacked) => tracing::debug!(
+                queue = self.name,
+                %id,
+                %reason,
+                dead_lettered = matches!(nacked, Nacked::DeadLettered { .. }),
+                "leaseq: item handed back"
+            ),
+            Err(ref e) => {
+                tracing::debug!(queue = self.name, %id, error = %e, "leaseq: stale hand-back")
             }
-            Ok(_) => tracing::debug!(%id, %reason, "leaseq: item handed back"),
-            Err(ref e) => tracing::debug!(%id, error = %e, "leaseq: stale hand-back"),
         }
         r
     }
 
     /// One driver step: deadlines, then heartbeats, then events; when to wake next.
+    ///
+    /// With the `tracing` feature, the core's events (when the queue traces them) and any
+    /// growth of `Stats::events_dropped` are taken under the lock and emitted after it is
+    /// released: a subscriber never runs under the queue's lock.
     fn drive_step(&self) -> Drive {
         let mut guard = self.lock();
         let st = &mut *guard;
@@ -357,14 +371,31 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             .run_due(&mut st.core, now, self.heartbeat_every, self.visibility)
             .unwrap_or(Timestamp::MAX);
         #[cfg(feature = "tracing")]
-        if self.traces_events {
-            while let Some(event) = st.core.poll_event() {
-                crate::trace::event(&event);
+        let (events, dropped) = {
+            let mut events = Vec::new();
+            if self.traces_events {
+                events.extend(std::iter::from_fn(|| st.core.poll_event()));
             }
-        }
+            let total = st.core.stats().events_dropped;
+            let dropped = total - st.events_dropped_seen;
+            st.events_dropped_seen = total;
+            (events, (dropped, total))
+        };
         let done = st.beats.len() == 0 && self.handles.load(Ordering::Acquire) == 0;
         let next = st.core.poll_timeout().unwrap_or(Timestamp::MAX).min(beat);
         st.alarm = next;
+        #[cfg(feature = "tracing")]
+        let capacity = st.core.config().event_capacity();
+        drop(guard);
+        #[cfg(feature = "tracing")]
+        {
+            for event in &events {
+                crate::trace::event(self.name, event);
+            }
+            if dropped.0 > 0 {
+                crate::trace::events_dropped(self.name, dropped.0, dropped.1, capacity);
+            }
+        }
         Drive { next, done }
     }
 }

@@ -67,7 +67,12 @@ where
     let state = Arc::new(AtomicU8::new(RUNNING));
     let thread_state = state.clone();
     let thread_overruns = overruns.clone();
+    // The delivery's span (this future runs inside it), entered on the blocking thread too.
+    #[cfg(feature = "tracing")]
+    let span = tracing::Span::current();
     let task = rt.spawn_blocking(Box::new(move || {
+        #[cfg(feature = "tracing")]
+        let _entered = span.enter();
         let result = catch_unwind(AssertUnwindSafe(|| handler(&job))).map_err(panic_message);
         if thread_state.swap(FINISHED, Ordering::AcqRel) == ABANDONED {
             thread_overruns

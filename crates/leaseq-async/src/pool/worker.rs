@@ -94,6 +94,8 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
+        #[cfg(feature = "tracing")]
+        queue_name: queue.name(),
         _store: std::marker::PhantomData,
     };
     let mut local = Local::new(&rt, queue.visibility());
@@ -132,6 +134,9 @@ struct Worker<'a, T, R, S> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
+    /// The queue's name, for the delivery spans.
+    #[cfg(feature = "tracing")]
+    queue_name: &'static str,
     _store: std::marker::PhantomData<fn() -> S>,
 }
 
@@ -156,25 +161,25 @@ impl<T> Drop for Alive<T> {
 /// is cancelled (timed out, or its worker aborted or shut down), is caught and counted.
 /// Executors treat a panic while dropping a task's future differently (async-executor, and
 /// so smol, aborts the process), so none may escape.
-struct CatchDrop<'a> {
-    fut: Option<Pin<Box<dyn Future<Output = HandlerResult> + Send>>>,
+struct CatchDrop<'a, F: Future<Output = HandlerResult> + Unpin> {
+    fut: Option<F>,
     counters: &'a Counters,
 }
 
-impl Future for CatchDrop<'_> {
+impl<F: Future<Output = HandlerResult> + Unpin> Future for CatchDrop<'_, F> {
     type Output = HandlerResult;
     fn poll(
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<HandlerResult> {
         match self.fut.as_mut() {
-            Some(fut) => fut.as_mut().poll(cx),
+            Some(fut) => Pin::new(fut).poll(cx),
             None => std::task::Poll::Pending,
         }
     }
 }
 
-impl Drop for CatchDrop<'_> {
+impl<F: Future<Output = HandlerResult> + Unpin> Drop for CatchDrop<'_, F> {
     fn drop(&mut self) {
         if let Some(fut) = self.fut.take() {
             drop_counted(fut, self.counters);
@@ -226,9 +231,29 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             timing: local.timing.clone(),
         };
 
-        let ended = match catch_unwind(AssertUnwindSafe(|| (self.handler)(job))) {
+        // The handler runs inside a span per delivery: its own events carry the item's id,
+        // attempt and type.
+        #[cfg(feature = "tracing")]
+        let span = tracing::info_span!(
+            "leaseq.delivery",
+            queue = self.queue_name,
+            id = %job.id,
+            attempt = job.attempt,
+            item_type,
+        );
+        #[cfg(feature = "tracing")]
+        let made = {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(|| (self.handler)(job)))
+        };
+        #[cfg(not(feature = "tracing"))]
+        let made = catch_unwind(AssertUnwindSafe(|| (self.handler)(job)));
+        let ended = match made {
             Err(payload) => Ended::Panicked(panic_message(payload)),
             Ok(fut) => {
+                // (Instrumented, the future's drop runs inside the span too.)
+                #[cfg(feature = "tracing")]
+                let fut = tracing::Instrument::instrument(fut, span.clone());
                 let fut = AssertUnwindSafe(CatchDrop {
                     fut: Some(fut),
                     counters: &pool.counters,
@@ -280,13 +305,16 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
                 }
                 Ended::TimedOut(limit) => {
                     #[cfg(feature = "tracing")]
-                    tracing::debug!(item_type, limit = ?limit, "leaseq: item timed out");
+                    tracing::debug!(limit = ?limit, "leaseq: item timed out");
                     let failure =
                         Failure::timed_out().and_error(format!("timed out after {limit:?}"));
                     delivery.nack_with(failure).await.is_ok()
                 }
             }
         };
+        // Settling (and what it reports) belongs to the delivery's span too.
+        #[cfg(feature = "tracing")]
+        let settle = tracing::Instrument::instrument(settle, span);
         let settled = AssertUnwindSafe(settle)
             .catch_unwind()
             .await
