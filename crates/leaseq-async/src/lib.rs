@@ -40,6 +40,13 @@
 //!   `attempt`, `item_type`) around each pool handling, so a handler's own events carry
 //!   its item; the watchdog's stuck workers at `warn`. Events asked for with
 //!   [`QueueBuilder::events`] are left for you to poll instead.
+//! - `metrics`: counters, gauges and handling-time histograms through the `metrics` facade,
+//!   each labelled with the queue's name: the queue's [`Stats`] (`leaseq_pushed_total`,
+//!   `leaseq_acked_total`, `leaseq_dead_lettered_total{reason}`,
+//!   `leaseq_late_acks_total{kind}`, gauges `leaseq_ready`, `leaseq_in_flight`, ...) and the
+//!   pool's outcomes (`leaseq_pool_handled_total{type,outcome}`,
+//!   `leaseq_pool_handling_seconds{type}`). Every name, and when they are updated, in
+//!   [`metrics`] (that module's name constants are there without the feature too).
 // Without `sim` (or `executor`) the items named above are not compiled: link them to docs.rs.
 #![cfg_attr(
     not(feature = "sim"),
@@ -70,6 +77,7 @@ mod error;
 mod executor_task;
 mod lease_lost;
 mod memory;
+pub mod metrics;
 mod pool;
 mod pool_stats;
 mod queue;

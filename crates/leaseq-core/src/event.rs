@@ -29,6 +29,23 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, in declaration order.
+    pub const ALL: [Reason; 8] = [
+        Reason::LeaseExpired,
+        Reason::Nacked,
+        Reason::TimedOut,
+        Reason::Dropped,
+        Reason::Released,
+        Reason::Terminated,
+        Reason::Panicked,
+        Reason::Expired,
+    ];
+
+    /// Its position in [`Reason::ALL`].
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+
     /// A short lower-case name ("lease expired", "timed out", ...).
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -14,7 +14,9 @@ use super::{MemoryStore, State};
 /// - **receivers**, one per item that became visible (a push, a nack without backoff, a
 ///   lease that ran out, a delay that ended, a redrive);
 /// - **pushers** waiting for room, when items left the queue;
-/// - **`wait_empty`**, when nothing is ready, delayed or in flight.
+/// - **`wait_empty`**, when nothing is ready, delayed or in flight;
+/// - with the `metrics` feature, the **driver** again when the stats changed and no
+///   publication of them is scheduled (see [`crate::metrics`]).
 ///
 /// (A missed wake-up call after one operation once left a shortened lease to come back only
 /// at its old deadline; here there is one place to get it right.)
@@ -57,14 +59,20 @@ impl<T, R> Drop for Locked<'_, T, R> {
     fn drop(&mut self) {
         let st = &mut *self.guard;
         let s = self.store;
+        let stats = st.core.stats();
         let at = st.core.next_timeout_bound().min(st.beats.next_due());
+        // Changed stats are published by the driver, at most `PUBLISH_EVERY` later.
+        #[cfg(feature = "metrics")]
+        let at = {
+            st.publish.note(&stats);
+            at.min(st.publish.at)
+        };
         if at < st.alarm {
             st.alarm = at;
             s.driver_wake.notify(1);
         } else if s.traces_events && st.core.has_events() {
             s.driver_wake.notify(1);
         }
-        let stats = st.core.stats();
         if stats.ready > self.ready_before {
             let more = usize::try_from(stats.ready - self.ready_before).unwrap_or(usize::MAX);
             s.available.notify(more);

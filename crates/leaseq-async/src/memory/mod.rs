@@ -55,6 +55,21 @@ pub struct MemoryStore<T, R> {
     traces_events: bool,
     /// The queue's name, for its traces and metrics.
     name: &'static str,
+    /// Its metric handles and what it last published.
+    #[cfg(feature = "metrics")]
+    metrics: crate::metrics::QueueMetrics,
+}
+
+#[cfg(feature = "metrics")]
+impl<T, R> Drop for MemoryStore<T, R> {
+    /// Publishes what changed since the last publication, then takes the queue's share off
+    /// the gauges.
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        let now = st.core.now();
+        let last = st.publish.take(&st.core, now, true);
+        self.metrics.retire(last);
+    }
 }
 
 /// Everything behind the lock.
@@ -71,6 +86,9 @@ pub(crate) struct State<T> {
     /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
     #[cfg(feature = "tracing")]
     pub(crate) events_dropped_seen: u64,
+    /// When the metrics are published next.
+    #[cfg(feature = "metrics")]
+    pub(crate) publish: crate::metrics::PublishState,
 }
 
 /// A lease held from a [`MemoryStore`]: the core's receipt, and the heartbeat registration
@@ -117,6 +135,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 spare: Vec::new(),
                 #[cfg(feature = "tracing")]
                 events_dropped_seen: 0,
+                #[cfg(feature = "metrics")]
+                publish: crate::metrics::PublishState::default(),
             }),
             available: Signal::default(),
             space: Signal::default(),
@@ -128,6 +148,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             heartbeat_every,
             traces_events,
             name,
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::QueueMetrics::new(name),
         }
     }
 

@@ -72,6 +72,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             // Without the state lock: receivers take the item from the inbox.
             let id = self.inbox.push(item);
             self.available.notify(1);
+            #[cfg(feature = "metrics")]
+            self.metrics.poke(&self.driver_wake);
             return Ok(id);
         }
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
@@ -106,6 +108,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         if self.inbox.enabled {
             self.inbox.push_all(items, &mut ids);
             self.available.notify(ids.len());
+            #[cfg(feature = "metrics")]
+            self.metrics.poke(&self.driver_wake);
             return Ok(ids);
         }
         let mut st = self.lock();
@@ -310,7 +314,16 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let now = self.rt.now();
         let mut st = self.lock();
         st.core.handle_timeout(now);
-        st.core.stats()
+        let stats = st.core.stats();
+        // A stats read publishes the metrics at once: right after it, they agree.
+        #[cfg(feature = "metrics")]
+        let snapshot = self.snapshot_due(&mut st, now, true);
+        drop(st);
+        #[cfg(feature = "metrics")]
+        if let Some(snapshot) = snapshot {
+            self.metrics.publish(snapshot);
+        }
+        stats
     }
 }
 
@@ -356,6 +369,32 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         r
     }
 
+    /// Under the lock: the metrics' snapshot, if one is due at `now` (with `now_anyway`: if
+    /// anything changed), to publish once the lock is released. Leaves the `poked` flag
+    /// saying whether a publication is scheduled, so that plain pushes wake the driver when
+    /// none is; a push that went into the inbox after this lock's holder drained it
+    /// schedules one.
+    #[cfg(feature = "metrics")]
+    fn snapshot_due(
+        &self,
+        st: &mut super::State<T>,
+        now: Timestamp,
+        now_anyway: bool,
+    ) -> Option<(u64, crate::metrics::Snapshot)> {
+        let snapshot = st.publish.take(&st.core, now, now_anyway);
+        if st.publish.at == Timestamp::MAX {
+            // Sequentially consistent with `QueueMetrics::poke` (see there).
+            self.metrics.poked.store(false, Ordering::SeqCst);
+            if self.inbox.pending() {
+                st.publish.arm();
+            }
+        }
+        if st.publish.at != Timestamp::MAX {
+            self.metrics.poked.store(true, Ordering::SeqCst);
+        }
+        snapshot
+    }
+
     /// One driver step: deadlines, then heartbeats, then events; when to wake next.
     ///
     /// With the `tracing` feature, the core's events (when the queue traces them) and any
@@ -382,11 +421,20 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             (events, (dropped, total))
         };
         let done = st.beats.len() == 0 && self.handles.load(Ordering::Acquire) == 0;
+        // The metrics, when due (and a last time before the driver ends).
+        #[cfg(feature = "metrics")]
+        let snapshot = self.snapshot_due(st, now, done);
         let next = st.core.poll_timeout().unwrap_or(Timestamp::MAX).min(beat);
+        #[cfg(feature = "metrics")]
+        let next = next.min(st.publish.at);
         st.alarm = next;
         #[cfg(feature = "tracing")]
         let capacity = st.core.config().event_capacity();
         drop(guard);
+        #[cfg(feature = "metrics")]
+        if let Some(snapshot) = snapshot {
+            self.metrics.publish(snapshot);
+        }
         #[cfg(feature = "tracing")]
         {
             for event in &events {

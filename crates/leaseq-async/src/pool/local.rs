@@ -30,10 +30,16 @@ pub(crate) struct Local<R: Runtime> {
     /// the first).
     advice_items: u32,
     advice_at: Option<Timestamp>,
+    /// This worker's handles on the pool metrics.
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: crate::metrics::PoolMetrics,
 }
 
 impl<R: Runtime> Local<R> {
-    pub(crate) fn new(rt: &R, visibility: Duration) -> Self {
+    /// A worker's state, for a pool on the queue named `queue`.
+    pub(crate) fn new(rt: &R, visibility: Duration, queue: &'static str) -> Self {
+        #[cfg(not(feature = "metrics"))]
+        let _ = queue;
         Local {
             visibility,
             timing: std::sync::Arc::new(rt.clone()),
@@ -42,6 +48,8 @@ impl<R: Runtime> Local<R> {
             merged: None,
             advice_items: 0,
             advice_at: None,
+            #[cfg(feature = "metrics")]
+            metrics: crate::metrics::PoolMetrics::new(queue),
         }
     }
 

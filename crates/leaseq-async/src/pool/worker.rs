@@ -98,7 +98,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         queue_name: queue.name(),
         _store: std::marker::PhantomData,
     };
-    let mut local = Local::new(&rt, queue.visibility());
+    let mut local = Local::new(&rt, queue.visibility(), queue.name());
     loop {
         if let Some(progress) = worker.progress {
             progress.idle();
@@ -291,6 +291,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         // Record before settling: whoever sees the settle (a `wait_empty` that it completes)
         // then sees this handling in every part of `PoolStats`.
         self.shard.record(item_type, took, outcome, permanent);
+        #[cfg(feature = "metrics")]
+        local.metrics.record(item_type, took, outcome, permanent);
         // An ack drops the queue's copy of the item once the queue is consistent; a panic in
         // its `Drop` is caught here (the settle itself went through) and counted.
         let settle = async move {

@@ -33,10 +33,17 @@ impl<T> Queue<T> {
         self.dead.insert(letter.id, letter);
         self.stats.dead += 1;
         self.stats.dead_lettered += 1;
+        self.dead_by_reason[reason.index()] += 1;
         if reason == Reason::Expired {
             self.stats.expired += 1;
         }
         self.record(event);
+    }
+
+    /// Items sent to the dead letters for `reason` in the queue's life: over every
+    /// [`Reason`], they add up to [`Stats::dead_lettered`](crate::Stats::dead_lettered).
+    pub fn dead_lettered_by(&self, reason: Reason) -> u64 {
+        self.dead_by_reason[reason.index()]
     }
 
     /// The dead letters, in id (push) order.

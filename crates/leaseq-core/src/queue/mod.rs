@@ -150,6 +150,8 @@ pub struct Queue<T> {
     errors: BTreeMap<u32, String>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// Dead letters by reason (`Reason::index`), for `dead_lettered_by`.
+    dead_by_reason: [u64; crate::event::Reason::ALL.len()],
     rng: SplitMix64,
 }
 
@@ -181,6 +183,7 @@ impl<T> Queue<T> {
             errors: BTreeMap::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            dead_by_reason: [0; crate::event::Reason::ALL.len()],
             rng: SplitMix64::new(seed),
         })
     }
