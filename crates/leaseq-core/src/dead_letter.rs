@@ -4,6 +4,7 @@ use alloc::string::String;
 
 use crate::event::Reason;
 use crate::id::MessageId;
+use crate::key::UniqueKey;
 use crate::time::Timestamp;
 
 /// An item that left the queue without an ack: attempts used up, declared poison, or expired.
@@ -26,6 +27,12 @@ pub struct DeadLetter<T> {
     pub at: Timestamp,
     /// The item's own deadline, if it was pushed with one.
     pub expires_at: Option<Timestamp>,
+    /// Its priority level, kept for a redrive.
+    pub priority: u8,
+    /// Its unique key, if it was pushed with one. The key is free while the item is a dead
+    /// letter; a redrive takes it again, or is refused if a live item holds it
+    /// ([`RedriveError::KeyTaken`](crate::RedriveError::KeyTaken)).
+    pub key: Option<UniqueKey>,
     /// Leases issued so far; keeps receipts of a redriven item unique.
     pub(crate) leases: u32,
 }

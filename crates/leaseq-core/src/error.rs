@@ -16,6 +16,28 @@ pub enum PushError<T> {
     /// [`Queue::push_with_id`](crate::Queue::push_with_id) was given an id below one
     /// already used: ids must increase.
     IdOutOfOrder(T),
+    /// The priority level is above [`MAX_PRIORITY`](crate::MAX_PRIORITY).
+    PriorityOutOfRange {
+        /// The item, handed back.
+        item: T,
+        /// The level asked for.
+        level: u8,
+    },
+    /// The unique key is longer than [`UniqueKey::MAX_LEN`](crate::UniqueKey::MAX_LEN).
+    KeyTooLong {
+        /// The item, handed back.
+        item: T,
+        /// The key's length in bytes.
+        len: usize,
+    },
+    /// An item with the same unique key is ready, delayed or in flight (in flight even with
+    /// [`replace_pending`](crate::PushOptions::replace_pending)).
+    DuplicateKey {
+        /// The item, handed back.
+        item: T,
+        /// The live item that holds the key.
+        existing: MessageId,
+    },
 }
 
 impl<T> PushError<T> {
@@ -23,6 +45,17 @@ impl<T> PushError<T> {
     pub fn into_item(self) -> T {
         match self {
             PushError::Full(t) | PushError::AlreadyExpired(t) | PushError::IdOutOfOrder(t) => t,
+            PushError::PriorityOutOfRange { item, .. }
+            | PushError::KeyTooLong { item, .. }
+            | PushError::DuplicateKey { item, .. } => item,
+        }
+    }
+
+    /// For [`DuplicateKey`](Self::DuplicateKey): the live item that holds the key.
+    pub fn existing(&self) -> Option<MessageId> {
+        match self {
+            PushError::DuplicateKey { existing, .. } => Some(*existing),
+            _ => None,
         }
     }
 }
@@ -33,6 +66,13 @@ impl<T> fmt::Debug for PushError<T> {
             PushError::Full(_) => f.write_str("Full(..)"),
             PushError::AlreadyExpired(_) => f.write_str("AlreadyExpired(..)"),
             PushError::IdOutOfOrder(_) => f.write_str("IdOutOfOrder(..)"),
+            PushError::PriorityOutOfRange { level, .. } => {
+                write!(f, "PriorityOutOfRange {{ level: {level}, .. }}")
+            }
+            PushError::KeyTooLong { len, .. } => write!(f, "KeyTooLong {{ len: {len}, .. }}"),
+            PushError::DuplicateKey { existing, .. } => {
+                write!(f, "DuplicateKey {{ existing: {existing:?}, .. }}")
+            }
         }
     }
 }
@@ -47,6 +87,20 @@ impl<T> fmt::Display for PushError<T> {
             PushError::IdOutOfOrder(_) => {
                 f.write_str("message id below one already used; item handed back")
             }
+            PushError::PriorityOutOfRange { level, .. } => write!(
+                f,
+                "priority level {level} is above {}; item handed back",
+                crate::MAX_PRIORITY
+            ),
+            PushError::KeyTooLong { len, .. } => write!(
+                f,
+                "unique key of {len} bytes is longer than {}; item handed back",
+                crate::UniqueKey::MAX_LEN
+            ),
+            PushError::DuplicateKey { existing, .. } => write!(
+                f,
+                "unique key is held by {existing}, still queued or in flight; item handed back"
+            ),
         }
     }
 }
@@ -72,6 +126,10 @@ pub enum ReceiptError {
     /// is still accepted, but the attempt has already been counted as expired: it can no
     /// longer be extended, nacked or released.
     LeaseExpired(MessageId),
+    /// The item was cancelled ([`Queue::cancel`](crate::Queue::cancel),
+    /// [`Queue::cancel_leased`](crate::Queue::cancel_leased), or replaced by a push with
+    /// [`replace_pending`](crate::PushOptions::replace_pending)): nothing is left to settle.
+    Cancelled(MessageId),
     /// The receipt is from another queue, forged, or so old that its slot has since held
     /// other items and its fate is no longer known (it was acked or its dead letter taken).
     Unknown,
@@ -89,6 +147,7 @@ impl fmt::Display for ReceiptError {
                 write!(f, "stale receipt: {id} was handed back by its holder")
             }
             ReceiptError::LeaseExpired(id) => write!(f, "the lease on {id} has run out"),
+            ReceiptError::Cancelled(id) => write!(f, "stale receipt: {id} was cancelled"),
             ReceiptError::Unknown => {
                 f.write_str("unknown receipt: from another queue, or its item is long gone")
             }
@@ -108,6 +167,14 @@ pub enum RedriveError {
     Full(MessageId),
     /// The item's own deadline has passed; it would only expire again.
     Expired(MessageId),
+    /// The dead letter's unique key is held by a live item pushed since: two live items
+    /// never share a key. Redrive it once `holder` is acked, dead-lettered or cancelled.
+    KeyTaken {
+        /// The dead letter.
+        id: MessageId,
+        /// The live item that holds its key.
+        holder: MessageId,
+    },
 }
 
 impl fmt::Display for RedriveError {
@@ -116,11 +183,44 @@ impl fmt::Display for RedriveError {
             RedriveError::NotFound(id) => write!(f, "no dead letter {id}"),
             RedriveError::Full(id) => write!(f, "queue is at capacity; {id} stays dead-lettered"),
             RedriveError::Expired(id) => write!(f, "{id} has expired; it stays dead-lettered"),
+            RedriveError::KeyTaken { id, holder } => write!(
+                f,
+                "the unique key of {id} is held by {holder}; it stays dead-lettered"
+            ),
         }
     }
 }
 
 impl core::error::Error for RedriveError {}
+
+/// A cancel that was refused; nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CancelError {
+    /// The item is leased: [`Queue::cancel`](crate::Queue::cancel) leaves it to its holder.
+    /// [`Queue::cancel_leased`](crate::Queue::cancel_leased) cancels it anyway.
+    InFlight(MessageId),
+    /// The item is a dead letter: take it with
+    /// [`Queue::take_dead_letter`](crate::Queue::take_dead_letter).
+    DeadLettered(MessageId),
+    /// No live item has this id: never pushed, or acked, cancelled, or its dead letter
+    /// taken.
+    NotFound(MessageId),
+}
+
+impl fmt::Display for CancelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CancelError::InFlight(id) => write!(f, "{id} is in flight; it was not cancelled"),
+            CancelError::DeadLettered(id) => {
+                write!(f, "{id} is a dead letter; take it instead of cancelling it")
+            }
+            CancelError::NotFound(id) => write!(f, "no item {id} is queued"),
+        }
+    }
+}
+
+impl core::error::Error for CancelError {}
 
 /// Why a [`Config`](crate::Config) was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -82,6 +82,8 @@ pub enum LateAckKind {
     AlreadyAcked,
     /// Rejected: the holder had already handed the item back (nack, release, drop).
     Released,
+    /// Rejected: the item had been cancelled (or replaced by a push).
+    Cancelled,
 }
 
 /// Something the queue did on its own or observed, returned by
@@ -135,6 +137,23 @@ pub enum Event {
         /// The deadline granted.
         deadline: Timestamp,
     },
+    /// An item was removed by [`Queue::cancel`](crate::Queue::cancel) or
+    /// [`Queue::cancel_leased`](crate::Queue::cancel_leased).
+    Cancelled {
+        /// The item.
+        id: MessageId,
+        /// Whether it was leased: its holder's receipt is now stale
+        /// ([`ReceiptError::Cancelled`](crate::ReceiptError::Cancelled)).
+        in_flight: bool,
+    },
+    /// A ready or delayed item was replaced by a push with the same unique key and
+    /// [`replace_pending`](crate::PushOptions::replace_pending).
+    Replaced {
+        /// The item removed.
+        id: MessageId,
+        /// The item pushed in its stead.
+        by: MessageId,
+    },
 }
 
 impl Event {
@@ -146,6 +165,8 @@ impl Event {
             Event::DeadLettered { .. } => EventMask::DEAD_LETTERED.0,
             Event::LateAck { .. } => EventMask::LATE_ACK.0,
             Event::ExtensionCapped { .. } => EventMask::EXTENSION_CAPPED.0,
+            Event::Cancelled { .. } => EventMask::CANCELLED.0,
+            Event::Replaced { .. } => EventMask::REPLACED.0,
         }
     }
 }
@@ -169,10 +190,14 @@ impl EventMask {
     pub const LATE_ACK: EventMask = EventMask(1 << 4);
     /// [`Event::ExtensionCapped`].
     pub const EXTENSION_CAPPED: EventMask = EventMask(1 << 5);
+    /// [`Event::Cancelled`].
+    pub const CANCELLED: EventMask = EventMask(1 << 6);
+    /// [`Event::Replaced`].
+    pub const REPLACED: EventMask = EventMask(1 << 7);
     /// Every kind.
-    pub const ALL: EventMask = EventMask(0x3f);
+    pub const ALL: EventMask = EventMask(0xff);
     /// Every kind but `Delivered` (one per receive: the hot path stays quiet).
-    pub const DEFAULT: EventMask = EventMask(0x3e);
+    pub const DEFAULT: EventMask = EventMask(0xfe);
 
     /// Whether every kind in `other` is in `self`.
     pub const fn contains(self, other: EventMask) -> bool {

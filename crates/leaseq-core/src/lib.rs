@@ -100,6 +100,7 @@ mod error;
 mod event;
 mod histogram;
 mod id;
+mod key;
 mod lease;
 mod outcome;
 mod queue;
@@ -112,12 +113,15 @@ pub use advisor::{LatencyAdvisor, Outcome, TypeReport};
 pub use backoff::{Backoff, Jitter};
 pub use config::Config;
 pub use dead_letter::DeadLetter;
-pub use error::{ConfigError, PushError, ReceiptError, RedriveError};
+pub use error::{CancelError, ConfigError, PushError, ReceiptError, RedriveError};
 pub use event::{Event, EventMask, LateAckKind, Reason};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};
+pub use key::UniqueKey;
 pub use lease::Lease;
-pub use outcome::{Acked, Extended, Failure, Nacked, PushOptions, Retry};
+pub use outcome::{
+    Acked, Extended, Failure, Nacked, PushOptions, Pushed, Retry, MAX_PRIORITY, PRIORITY_LEVELS,
+};
 pub use queue::{IndexSizes, Queue};
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;

@@ -4,9 +4,31 @@ use alloc::string::String;
 use core::time::Duration;
 
 use crate::event::Reason;
+use crate::id::MessageId;
+use crate::key::UniqueKey;
 use crate::time::Timestamp;
 
+/// The number of priority levels: `0..PRIORITY_LEVELS`.
+pub const PRIORITY_LEVELS: usize = 8;
+
+/// The highest priority level. Level 0, the default, is the lowest; a higher level is
+/// delivered first (see the crate docs, "Order").
+pub const MAX_PRIORITY: u8 = (PRIORITY_LEVELS - 1) as u8;
+
 /// Options for [`Queue::push_with`](crate::Queue::push_with).
+///
+/// ```
+/// use core::time::Duration;
+/// use leaseq_core::PushOptions;
+///
+/// let o = PushOptions::new()
+///     .delay(Duration::from_secs(5))
+///     .priority(6)
+///     .key("invoice:42")
+///     .replace_pending();
+/// assert_eq!((o.priority, o.replace_pending), (6, true));
+/// assert_eq!(o.key_bytes(), Some(&b"invoice:42"[..]));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PushOptions {
@@ -15,14 +37,35 @@ pub struct PushOptions {
     /// After this instant the item is never delivered again: it goes to the dead letters with
     /// [`Reason::Expired`], and no lease outlives it.
     pub expires_at: Option<Timestamp>,
+    /// The priority level, `0..=`[`MAX_PRIORITY`]; 0 (the default) is the lowest. A push
+    /// with a level above [`MAX_PRIORITY`] is refused with
+    /// [`PushError::PriorityOutOfRange`](crate::PushError::PriorityOutOfRange).
+    pub priority: u8,
+    /// With a key: if the item holding it is ready or delayed, replace that item rather
+    /// than refuse the push (see [`replace_pending`](Self::replace_pending)).
+    pub replace_pending: bool,
+    key: KeyOption,
+}
+
+/// The key of a push, as given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum KeyOption {
+    #[default]
+    None,
+    Key(UniqueKey),
+    /// Longer than [`UniqueKey::MAX_LEN`]: the push is refused. The length given.
+    TooLong(usize),
 }
 
 impl PushOptions {
-    /// Visible at once, never expires.
+    /// Visible at once, never expires, level 0, no key.
     pub const fn new() -> Self {
         PushOptions {
             delay: Duration::ZERO,
             expires_at: None,
+            priority: 0,
+            replace_pending: false,
+            key: KeyOption::None,
         }
     }
     /// Invisible for `delay`.
@@ -34,6 +77,47 @@ impl PushOptions {
     pub const fn expires_at(mut self, at: Timestamp) -> Self {
         self.expires_at = Some(at);
         self
+    }
+    /// Delivered at priority `level`: `0..=`[`MAX_PRIORITY`], higher first. Checked at push:
+    /// a level out of range hands the item back with
+    /// [`PushError::PriorityOutOfRange`](crate::PushError::PriorityOutOfRange).
+    pub const fn priority(mut self, level: u8) -> Self {
+        self.priority = level;
+        self
+    }
+    /// A unique key of at most [`UniqueKey::MAX_LEN`] bytes. While an item pushed with the
+    /// same key is ready, delayed or in flight, the push is refused with
+    /// [`PushError::DuplicateKey`](crate::PushError::DuplicateKey), which names that item.
+    /// Once it is acked, dead-lettered or cancelled the key is free again. A longer key is
+    /// refused at push with [`PushError::KeyTooLong`](crate::PushError::KeyTooLong).
+    pub fn key(mut self, key: impl AsRef<[u8]>) -> Self {
+        let bytes = key.as_ref();
+        self.key = match UniqueKey::new(bytes) {
+            Some(k) => KeyOption::Key(k),
+            None => KeyOption::TooLong(bytes.len()),
+        };
+        self
+    }
+    /// With a [`key`](Self::key): if the item holding the key is **ready or delayed**, it is
+    /// removed (counted in [`Stats::cancelled`](crate::Stats::cancelled) and
+    /// [`Stats::replaced`](crate::Stats::replaced), reported as
+    /// [`Event::Replaced`](crate::Event::Replaced)) and this push goes in as a new item with
+    /// a new id and its own delay, expiry and level. An item **in flight** is never replaced:
+    /// the push is refused with [`PushError::DuplicateKey`](crate::PushError::DuplicateKey)
+    /// as without this option. Without a key it does nothing.
+    pub const fn replace_pending(mut self) -> Self {
+        self.replace_pending = true;
+        self
+    }
+    /// The key's bytes, if a key of at most [`UniqueKey::MAX_LEN`] bytes was given.
+    pub fn key_bytes(&self) -> Option<&[u8]> {
+        match &self.key {
+            KeyOption::Key(k) => Some(k.as_bytes()),
+            _ => None,
+        }
+    }
+    pub(crate) const fn key_option(&self) -> &KeyOption {
+        &self.key
     }
 }
 
@@ -156,4 +240,16 @@ pub enum Extended {
     },
     /// Visibility zero: the item was handed back.
     Released(Nacked),
+}
+
+/// The result of [`Queue::push_take`](crate::Queue::push_take) and
+/// [`Queue::push_with_id_take`](crate::Queue::push_with_id_take).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pushed<T> {
+    /// The new item's id.
+    pub id: MessageId,
+    /// The pending item this push replaced ([`PushOptions::replace_pending`]): its id and the
+    /// item itself, handed out so that its `Drop` runs where the caller chooses.
+    pub replaced: Option<(MessageId, T)>,
 }

@@ -6,8 +6,9 @@ use core::fmt;
 /// A snapshot of the queue's gauges and lifetime totals.
 ///
 /// After every operation these obey **conservation**: every item pushed is in exactly one
-/// place, `pushed = acked + ready + delayed + in_flight + dead + taken`, and equivalently
-/// `pushed + redriven = acked + ready + delayed + in_flight + dead_lettered`.
+/// place, `pushed = acked + ready + delayed + in_flight + dead + taken + cancelled`, and
+/// equivalently `pushed + redriven = acked + ready + delayed + in_flight + dead_lettered +
+/// cancelled`.
 /// [`Stats::check_conservation`] checks both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -23,7 +24,8 @@ pub struct Stats {
 
     /// Items accepted by push.
     pub pushed: u64,
-    /// Pushes refused (full or already expired).
+    /// Pushes refused (full, already expired, id out of order, level out of range, key too
+    /// long, key held: every [`PushError`](crate::PushError)).
     pub rejected: u64,
     /// Deliveries, first ones and repeats.
     pub delivered: u64,
@@ -56,6 +58,15 @@ pub struct Stats {
     pub taken: u64,
     /// Events dropped because nobody polled them.
     pub events_dropped: u64,
+    /// Items removed before they were acked or dead-lettered: by
+    /// [`cancel`](crate::Queue::cancel), [`cancel_leased`](crate::Queue::cancel_leased), or
+    /// replaced by a push ([`replace_pending`](crate::PushOptions::replace_pending)).
+    pub cancelled: u64,
+    /// Items replaced by a push with the same unique key (also counted in `cancelled`).
+    pub replaced: u64,
+    /// Pushes refused because their unique key was held by a live item (also counted in
+    /// `rejected`).
+    pub duplicates: u64,
 }
 
 impl Stats {
@@ -66,17 +77,20 @@ impl Stats {
 
     /// Checks that every pushed item is accounted for exactly once.
     pub fn check_conservation(&self) -> Result<(), ConservationError> {
-        let places = self.acked + self.live() + self.dead + self.taken;
+        let places = self.acked + self.live() + self.dead + self.taken + self.cancelled;
         if self.pushed != places {
             return Err(ConservationError {
                 stats: Box::new(*self),
-                law: "pushed = acked + ready + delayed + in_flight + dead + taken",
+                law: "pushed = acked + ready + delayed + in_flight + dead + taken + cancelled",
             });
         }
-        if self.pushed + self.redriven != self.acked + self.live() + self.dead_lettered {
+        if self.pushed + self.redriven
+            != self.acked + self.live() + self.dead_lettered + self.cancelled
+        {
             return Err(ConservationError {
                 stats: Box::new(*self),
-                law: "pushed + redriven = acked + ready + delayed + in_flight + dead_lettered",
+                law: "pushed + redriven = acked + ready + delayed + in_flight + dead_lettered \
+                      + cancelled",
             });
         }
         Ok(())

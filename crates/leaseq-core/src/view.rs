@@ -1,6 +1,7 @@
 //! A read-only look at the items a queue holds, for admin tools and checks.
 
 use crate::id::MessageId;
+use crate::key::UniqueKey;
 use crate::time::Timestamp;
 
 /// One live item (ready, delayed or in flight), as [`Queue::items`](crate::Queue::items)
@@ -16,6 +17,10 @@ pub struct ItemView {
     pub attempts: u32,
     /// Its own deadline, if it was pushed with a time to live.
     pub expires_at: Option<Timestamp>,
+    /// Its priority level.
+    pub priority: u8,
+    /// Its unique key, if it was pushed with one.
+    pub key: Option<UniqueKey>,
 }
 
 /// Where a live item is.

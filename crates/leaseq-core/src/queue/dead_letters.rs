@@ -2,7 +2,7 @@
 
 use alloc::vec::Vec;
 
-use super::{Fate, Queue};
+use super::{Fate, Queue, KEYED, LEVEL_BITS};
 use crate::dead_letter::DeadLetter;
 use crate::error::RedriveError;
 use crate::event::{Event, Reason};
@@ -14,6 +14,7 @@ impl<T> Queue<T> {
     pub(super) fn bury(&mut self, slot: usize, at: Timestamp, reason: Reason) {
         let s = &mut self.slots[slot];
         let Some(item) = s.item.take() else { return };
+        let key = s.keyed().then(|| self.keys.key_of(slot as u32));
         let letter = DeadLetter {
             item,
             id: MessageId(s.id),
@@ -23,6 +24,8 @@ impl<T> Queue<T> {
             at,
             expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
             leases: s.leases,
+            priority: s.level() as u8,
+            key,
         };
         let event = Event::DeadLettered {
             id: letter.id,
@@ -73,7 +76,12 @@ impl<T> Queue<T> {
     }
 
     /// Puts a dead letter back in the queue, visible at once, with its attempts reset and its
-    /// id and expiry kept.
+    /// id, expiry, priority level and unique key kept.
+    ///
+    /// Refused, the dead letter staying where it was, when: no dead letter has this id
+    /// ([`RedriveError::NotFound`]); its expiry has passed ([`RedriveError::Expired`]); a
+    /// live item pushed since holds its key ([`RedriveError::KeyTaken`]); the queue is at
+    /// capacity ([`RedriveError::Full`]). They are checked in that order.
     pub fn redrive(&mut self, id: MessageId, now: Timestamp) -> Result<MessageId, RedriveError> {
         let now = self.advance(now);
         let Some(letter) = self.dead.get(&id) else {
@@ -82,19 +90,27 @@ impl<T> Queue<T> {
         if letter.expires_at.is_some_and(|e| e <= now) {
             return Err(RedriveError::Expired(id));
         }
-        if self
-            .config
-            .capacity
-            .is_some_and(|c| self.stats.live() >= c as u64)
-            || (self.free.is_empty() && self.slots.len() >= u32::MAX as usize)
-        {
+        let key = letter.key.map(|k| (k, k.hash64()));
+        if let Some((k, hash)) = &key {
+            if let Some(holder) = self.keys.find(k, *hash) {
+                return Err(RedriveError::KeyTaken {
+                    id,
+                    holder: MessageId(self.slots[holder as usize].id),
+                });
+            }
+        }
+        if self.no_room() {
             return Err(RedriveError::Full(id));
         }
         let letter = self.dead.remove(&id).expect("checked above");
         self.stats.dead -= 1;
         self.stats.redriven += 1;
         let expires_at = letter.expires_at.unwrap_or(Timestamp::MAX);
-        let slot = self.occupy(letter.item, id.0, expires_at, letter.leases, 0);
+        let meta = (letter.priority & LEVEL_BITS) | if key.is_some() { KEYED } else { 0 };
+        let slot = self.occupy(letter.item, id.0, expires_at, letter.leases, 0, meta);
+        if let Some((k, hash)) = key {
+            self.keys.insert(slot as u32, &k, hash);
+        }
         if let Some(error) = letter.last_error {
             self.errors.insert(slot as u32, error);
         }
@@ -103,7 +119,7 @@ impl<T> Queue<T> {
     }
 
     /// Redrives every dead letter that can go back, in id order; returns how many went.
-    /// Stops at capacity; expired ones stay.
+    /// Stops at capacity; expired ones, and those whose key a live item holds, stay.
     pub fn redrive_all(&mut self, now: Timestamp) -> usize {
         // Apply what is due first (driving rule 3): a lease that ran out on its last attempt
         // at `now` is a dead letter at `now`, and must be among those redriven.

@@ -7,15 +7,16 @@ impl<T> Queue<T> {
     /// Checks conservation and recounts every gauge from the items themselves; also checks
     /// that no index has grown past its bound. O(n): for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), ConservationError> {
-        self.stats.check_conservation()?;
+        let stats = self.stats();
+        stats.check_conservation()?;
         let fail = |law| {
             Err(ConservationError {
-                stats: alloc::boxed::Box::new(self.stats),
+                stats: alloc::boxed::Box::new(stats),
                 law,
             })
         };
         let count = |st| self.slots.iter().filter(|s| s.state == st).count() as u64;
-        if count(State::Ready) != self.stats.ready
+        if count(State::Ready) != stats.ready
             || count(State::Delayed) != self.stats.delayed
             || count(State::InFlight) != self.stats.in_flight
         {
@@ -24,13 +25,43 @@ impl<T> Queue<T> {
         if self.dead.len() as u64 != self.stats.dead {
             return fail("dead gauge matches the dead letters");
         }
-        let live_ready = self
-            .ready
+        for (level, (list, &count)) in self.ready.iter().zip(&self.ready_count).enumerate() {
+            let live = list
+                .iter()
+                .filter(|&&(i, e)| self.slots[i as usize].epoch == e)
+                .collect::<alloc::vec::Vec<_>>();
+            if live.len() as u64 != count
+                || live.iter().any(|&&(i, _)| {
+                    let s = &self.slots[i as usize];
+                    s.state != State::Ready || s.level() != level
+                })
+            {
+                return fail("every ready item is in its level's ready list once");
+            }
+            if (self.ready_mask >> level) & 1 != u8::from(count > 0) {
+                return fail("a level's mask bit is set exactly while it has ready items");
+            }
+            if list.len() as u64 > 2 * count + 64 + 1 {
+                return fail("indexes stay within 2 x live + 65");
+            }
+            let recount = self
+                .slots
+                .iter()
+                .filter(|s| s.state == State::Ready && s.level() == level)
+                .count() as u64;
+            if recount != count {
+                return fail("ready per level matches the items' levels");
+            }
+        }
+
+        let keyed = self
+            .slots
             .iter()
-            .filter(|&&(i, e)| self.slots[i as usize].epoch == e)
-            .count() as u64;
-        if live_ready != self.stats.ready {
-            return fail("every ready item is in the ready list once");
+            .enumerate()
+            .filter(|(_, s)| s.state != State::Free && s.keyed())
+            .map(|(i, _)| i as u32);
+        if !self.keys.check(keyed) {
+            return fail("the key table holds exactly the live items' keys, each findable");
         }
         let live_leases = self
             .leases
@@ -43,25 +74,25 @@ impl<T> Queue<T> {
         if self.leases.len() as u64 > 2 * self.stats.in_flight + 64 + 1
             || self.delays.len() as u64 > 2 * self.stats.delayed + 64 + 1
             || self.expiries.len() as u64 > 2 * self.expiring + 64 + 1
-            || self.ready.len() as u64 > 2 * self.stats.ready + 64 + 1
         {
             return fail("indexes stay within 2 x live + 65");
         }
-        if self.free.len() + self.stats.live() as usize != self.slots.len() {
+        if self.free.len() + stats.live() as usize != self.slots.len() {
             return fail("every slot is either free or holds a live item");
         }
         Ok(())
     }
 
-    /// Sizes of the internal indexes (lease deadlines, delays, expiries, ready list),
-    /// including stale entries not yet compacted. For benchmarks and memory checks.
+    /// Sizes of the internal indexes (lease deadlines, delays, expiries, ready lists, key
+    /// table), including stale entries not yet compacted. For benchmarks and memory checks.
     pub fn index_sizes(&self) -> IndexSizes {
         IndexSizes {
             leases: self.leases.len(),
             delays: self.delays.len(),
             expiries: self.expiries.len(),
-            ready: self.ready.len(),
+            ready: self.ready.iter().map(|l| l.len()).sum(),
             slots: self.slots.len(),
+            keys: self.keys.sizes().0,
         }
     }
 }
@@ -76,8 +107,10 @@ pub struct IndexSizes {
     pub delays: usize,
     /// Expiry entries.
     pub expiries: usize,
-    /// Ready list entries.
+    /// Ready list entries, all levels together.
     pub ready: usize,
+    /// Key table entries (capacity; at most half are used), 0 until a key is pushed.
+    pub keys: usize,
     /// Allocated item slots (live plus free).
     pub slots: usize,
 }

@@ -13,11 +13,14 @@ use crate::dead_letter::DeadLetter;
 use crate::error::ConfigError;
 use crate::event::Event;
 use crate::id::MessageId;
+use crate::key::{KeyTable, UniqueKey};
+use crate::outcome::PRIORITY_LEVELS;
 use crate::stats::Stats;
 use crate::time::Timestamp;
 use crate::timer_index::{Timer, TimerIndex};
 use crate::view::{ItemState, ItemView};
 
+mod cancel;
 mod dead_letters;
 mod invariants;
 mod push;
@@ -54,7 +57,13 @@ enum LeaseEnd {
 enum Fate {
     Acked,
     DeadLettered,
+    Cancelled,
 }
+
+/// `Slot::meta`: the priority level in the low bits.
+const LEVEL_BITS: u8 = 0b0111;
+/// `Slot::meta`: the item holds a unique key (in the key table).
+const KEYED: u8 = 0b1000;
 
 struct Slot<T> {
     item: Option<T>,
@@ -77,9 +86,24 @@ struct Slot<T> {
     prev_id: u64,
     /// How the previous occupant left; `None` before the slot's first use ends.
     prev_fate: Option<Fate>,
+    /// The priority level (`LEVEL_BITS`) and whether the item holds a key (`KEYED`): one
+    /// byte, so that the slot stays within the padding it had before.
+    meta: u8,
 }
 
 impl<T> Slot<T> {
+    /// The item's priority level.
+    #[inline]
+    fn level(&self) -> usize {
+        (self.meta & LEVEL_BITS) as usize
+    }
+
+    /// Whether the item holds a unique key.
+    #[inline]
+    fn keyed(&self) -> bool {
+        self.meta & KEYED != 0
+    }
+
     /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.
     #[inline]
     fn timer(&self, slot: usize, at: Timestamp) -> Timer {
@@ -129,8 +153,14 @@ pub struct Queue<T> {
     next_id: u64,
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
-    /// Ready items in delivery order, as (slot, epoch).
-    ready: VecDeque<(u32, u32)>,
+    /// Ready items of each priority level in delivery order, as (slot, epoch).
+    ready: [VecDeque<(u32, u32)>; PRIORITY_LEVELS],
+    /// Ready items of each level (the live entries of `ready[level]`).
+    ready_count: [u64; PRIORITY_LEVELS],
+    /// Bit `l` is set while `ready_count[l] > 0`: a receive serves the highest set bit.
+    ready_mask: u8,
+    /// The live items that hold a unique key.
+    keys: KeyTable,
     leases: TimerIndex,
     delays: TimerIndex,
     expiries: TimerIndex,
@@ -173,7 +203,10 @@ impl<T> Queue<T> {
             next_id: 0,
             slots: Vec::new(),
             free: Vec::new(),
-            ready: VecDeque::new(),
+            ready: Default::default(),
+            ready_count: [0; PRIORITY_LEVELS],
+            ready_mask: 0,
+            keys: KeyTable::default(),
             leases: TimerIndex::default(),
             delays: TimerIndex::default(),
             expiries: TimerIndex::default(),
@@ -200,24 +233,41 @@ impl<T> Queue<T> {
 
     /// Gauges and totals. See [`Stats`] for the conservation law they obey.
     pub fn stats(&self) -> Stats {
-        self.stats
+        Stats {
+            ready: self.ready_count.iter().sum(),
+            ..self.stats
+        }
+    }
+
+    /// Ready items at each priority level (index = level): the backlog by level. The sum is
+    /// [`Stats::ready`].
+    pub fn ready_per_level(&self) -> [u64; PRIORITY_LEVELS] {
+        self.ready_count
+    }
+
+    /// The live item (ready, delayed or in flight) that holds unique key `key`, if any.
+    /// O(1); a key longer than [`UniqueKey::MAX_LEN`] is never held.
+    pub fn key_holder(&self, key: impl AsRef<[u8]>) -> Option<MessageId> {
+        let key = UniqueKey::new(key)?;
+        let slot = self.keys.find(&key, key.hash64())?;
+        Some(MessageId(self.slots[slot as usize].id))
     }
 
     /// Items ready, delayed or in flight.
     pub fn len(&self) -> usize {
-        self.stats.live() as usize
+        self.live() as usize
     }
 
     /// Whether no item is ready, delayed or in flight (dead letters are not counted).
     pub fn is_empty(&self) -> bool {
-        self.stats.live() == 0
+        self.live() == 0
     }
 
     /// Every live item (ready, delayed or in flight) in slot order, as of the queue's
     /// latest time: call [`handle_timeout`](Self::handle_timeout) first to bring it up to
     /// date. Costs a pass over every slot; for admin tools and checks, not the hot path.
     pub fn items(&self) -> impl Iterator<Item = ItemView> + '_ {
-        self.slots.iter().filter_map(|s| {
+        self.slots.iter().enumerate().filter_map(|(slot, s)| {
             let state = match s.state {
                 State::Free => return None,
                 State::Ready => ItemState::Ready,
@@ -231,6 +281,8 @@ impl<T> Queue<T> {
                 state,
                 attempts: s.attempts,
                 expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+                priority: s.level() as u8,
+                key: s.keyed().then(|| self.keys.key_of(slot as u32)),
             })
         })
     }
@@ -245,6 +297,22 @@ impl<T> Queue<T> {
     #[inline]
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
+    }
+
+    /// Appends a ready entry for `slot` (at `epoch`) to its level's list.
+    #[inline]
+    fn enqueue_ready(&mut self, slot: u32, epoch: u32, level: usize) {
+        let level = level & LEVEL_BITS as usize;
+        self.ready[level].push_back((slot, epoch));
+        self.ready_count[level] += 1;
+        self.ready_mask |= 1 << level;
+    }
+
+    /// Items ready, delayed or in flight. `stats.ready` is not kept up to date inside the
+    /// queue (one counter less on the hot path): the levels' counts add up to it.
+    #[inline]
+    fn live(&self) -> u64 {
+        self.ready_count.iter().sum::<u64>() + self.stats.delayed + self.stats.in_flight
     }
 
     fn record(&mut self, event: Event) {
@@ -265,7 +333,7 @@ impl<T> core::fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Queue")
             .field("now", &self.now)
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }

@@ -2,10 +2,12 @@
 
 use core::time::Duration;
 
-use super::{expiry_live, timer_live, LeaseEnd, Queue, Slot, State};
+use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED};
 use crate::error::PushError;
+use crate::event::Event;
 use crate::id::MessageId;
-use crate::outcome::PushOptions;
+use crate::key::UniqueKey;
+use crate::outcome::{KeyOption, PushOptions, Pushed, MAX_PRIORITY};
 use crate::time::Timestamp;
 
 impl<T> Queue<T> {
@@ -27,30 +29,46 @@ impl<T> Queue<T> {
         self.push_with(item, now, PushOptions::new().delay(delay))
     }
 
-    /// Adds an item with a delay and/or an expiry (see [`PushOptions`]).
+    /// Adds an item with a delay, an expiry, a priority level and/or a unique key (see
+    /// [`PushOptions`]).
     ///
-    /// An item whose expiry is not after `now` is handed back with
-    /// [`PushError::AlreadyExpired`].
+    /// Refused, with the item handed back, when: the level is above
+    /// [`MAX_PRIORITY`](crate::MAX_PRIORITY) ([`PushError::PriorityOutOfRange`]); the key is
+    /// longer than [`UniqueKey::MAX_LEN`](crate::UniqueKey::MAX_LEN)
+    /// ([`PushError::KeyTooLong`]); the expiry is not after `now`
+    /// ([`PushError::AlreadyExpired`]); a live item holds the key and is not replaced
+    /// ([`PushError::DuplicateKey`]); the queue is at capacity ([`PushError::Full`]). They
+    /// are checked in that order. An item replaced by
+    /// [`replace_pending`](PushOptions::replace_pending) is dropped here; see
+    /// [`push_take`](Self::push_take) to have it handed out.
     pub fn push_with(
         &mut self,
         item: T,
         now: Timestamp,
         options: PushOptions,
     ) -> Result<MessageId, PushError<T>> {
+        // A replaced item is dropped here, once the queue is consistent again.
+        self.push_take(item, now, options).map(|p| p.id)
+    }
+
+    /// [`push_with`](Self::push_with) that hands out the pending item a
+    /// [`replace_pending`](PushOptions::replace_pending) push replaced, rather than dropping
+    /// it: for a driver that must not run an item's `Drop` (user code) under its lock.
+    pub fn push_take(
+        &mut self,
+        item: T,
+        now: Timestamp,
+        options: PushOptions,
+    ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
-        let expires_at = options.expires_at.unwrap_or(Timestamp::MAX);
-        // `Timestamp::MAX` is "never", even when the driver's clock has reached it.
-        if expires_at != Timestamp::MAX && expires_at <= now {
-            self.stats.rejected += 1;
-            return Err(PushError::AlreadyExpired(item));
-        }
-        self.push_at(item, now, now.saturating_add(options.delay), expires_at)
+        self.push_options(item, now, &options)
     }
 
     /// [`push_with`](Self::push_with) under an id the caller chose: for a driver that hands
     /// out ids before the item reaches the queue (an inbox that producers fill without the
     /// queue's lock). Ids must increase: an `id` below [`next_id`](Self::next_id) is handed
-    /// back with [`PushError::IdOutOfOrder`]; ids skipped are never used.
+    /// back with [`PushError::IdOutOfOrder`]; ids skipped are never used. A refused push
+    /// does not use up `id`.
     pub fn push_with_id(
         &mut self,
         id: MessageId,
@@ -58,13 +76,25 @@ impl<T> Queue<T> {
         now: Timestamp,
         options: PushOptions,
     ) -> Result<MessageId, PushError<T>> {
+        self.push_with_id_take(id, item, now, options).map(|p| p.id)
+    }
+
+    /// [`push_with_id`](Self::push_with_id) that hands out a replaced item, as
+    /// [`push_take`](Self::push_take) does.
+    pub fn push_with_id_take(
+        &mut self,
+        id: MessageId,
+        item: T,
+        now: Timestamp,
+        options: PushOptions,
+    ) -> Result<Pushed<T>, PushError<T>> {
         if id.0 < self.next_id {
             self.stats.rejected += 1;
             return Err(PushError::IdOutOfOrder(item));
         }
         let next = self.next_id;
         self.next_id = id.0;
-        let pushed = self.push_with(item, now, options);
+        let pushed = self.push_take(item, now, options);
         if pushed.is_err() {
             self.next_id = next;
         }
@@ -76,7 +106,119 @@ impl<T> Queue<T> {
         MessageId(self.next_id)
     }
 
-    /// Push after the time step and the expiry check: visible at `visible_at`.
+    /// Push with options, after the time step.
+    fn push_options(
+        &mut self,
+        item: T,
+        now: Timestamp,
+        options: &PushOptions,
+    ) -> Result<Pushed<T>, PushError<T>> {
+        let level = options.priority;
+        if level > MAX_PRIORITY {
+            self.stats.rejected += 1;
+            return Err(PushError::PriorityOutOfRange { item, level });
+        }
+        // By reference: the key is copied once, into the key table.
+        let key = match options.key_option() {
+            KeyOption::None => None,
+            KeyOption::Key(k) => Some(k),
+            &KeyOption::TooLong(len) => {
+                self.stats.rejected += 1;
+                return Err(PushError::KeyTooLong { item, len });
+            }
+        };
+        let expires_at = options.expires_at.unwrap_or(Timestamp::MAX);
+        // `Timestamp::MAX` is "never", even when the driver's clock has reached it.
+        if expires_at != Timestamp::MAX && expires_at <= now {
+            self.stats.rejected += 1;
+            return Err(PushError::AlreadyExpired(item));
+        }
+        let visible_at = now.saturating_add(options.delay);
+        let Some(key) = key else {
+            let id = self.push_at_level(item, now, visible_at, expires_at, level)?;
+            return Ok(Pushed { id, replaced: None });
+        };
+        self.push_keyed(
+            item,
+            now,
+            visible_at,
+            expires_at,
+            level,
+            key,
+            options.replace_pending,
+        )
+    }
+
+    /// The keyed half of `push_options`: the duplicate check, the replacement, the table.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn push_keyed(
+        &mut self,
+        item: T,
+        now: Timestamp,
+        visible_at: Timestamp,
+        expires_at: Timestamp,
+        level: u8,
+        key: &UniqueKey,
+        replace: bool,
+    ) -> Result<Pushed<T>, PushError<T>> {
+        let hash = key.hash64();
+        let mut replacing = None;
+        if let Some(holder) = self.keys.find(key, hash) {
+            let s = &self.slots[holder as usize];
+            if replace && s.state != State::InFlight {
+                replacing = Some(holder as usize);
+            } else {
+                self.stats.rejected += 1;
+                self.stats.duplicates += 1;
+                return Err(PushError::DuplicateKey {
+                    item,
+                    existing: MessageId(s.id),
+                });
+            }
+        }
+        // A replacement frees the slot and the place it takes.
+        if replacing.is_none() && self.no_room() {
+            self.stats.rejected += 1;
+            return Err(PushError::Full(item));
+        }
+        let replaced = replacing.map(|slot| {
+            let old = MessageId(self.slots[slot].id);
+            self.leave_waiting(slot);
+            let item = self.release_slot(slot, Fate::Cancelled);
+            self.stats.cancelled += 1;
+            self.stats.replaced += 1;
+            (old, item)
+        });
+        let id = self.next_id;
+        self.next_id += 1;
+        let slot = self.occupy(item, id, expires_at, 0, 0, level | KEYED);
+        self.keys.insert(slot as u32, key, hash);
+        self.stats.pushed += 1;
+        self.make_visible_at(slot, level as usize, visible_at, now);
+        if let Some((old, _)) = &replaced {
+            self.record(Event::Replaced {
+                id: *old,
+                by: MessageId(id),
+            });
+        }
+        Ok(Pushed {
+            id: MessageId(id),
+            replaced,
+        })
+    }
+
+    /// Whether a push without a replacement must be refused as full: at the configured
+    /// capacity, or out of slot numbers.
+    #[inline]
+    pub(super) fn no_room(&self) -> bool {
+        self.config
+            .capacity
+            .is_some_and(|c| self.live() >= c as u64)
+            || (self.free.is_empty() && self.slots.len() >= u32::MAX as usize)
+    }
+
+    /// Push after the time step and the expiry check: visible at `visible_at`, level 0.
     #[inline]
     fn push_at(
         &mut self,
@@ -85,19 +227,28 @@ impl<T> Queue<T> {
         visible_at: Timestamp,
         expires_at: Timestamp,
     ) -> Result<MessageId, PushError<T>> {
-        let at_capacity = self
-            .config
-            .capacity
-            .is_some_and(|c| self.stats.live() >= c as u64);
-        if at_capacity || (self.free.is_empty() && self.slots.len() >= u32::MAX as usize) {
+        self.push_at_level(item, now, visible_at, expires_at, 0)
+    }
+
+    /// Push of an item without a key, after the time step and the checks of its options.
+    #[inline]
+    fn push_at_level(
+        &mut self,
+        item: T,
+        now: Timestamp,
+        visible_at: Timestamp,
+        expires_at: Timestamp,
+        level: u8,
+    ) -> Result<MessageId, PushError<T>> {
+        if self.no_room() {
             self.stats.rejected += 1;
             return Err(PushError::Full(item));
         }
         let id = self.next_id;
         self.next_id += 1;
-        let slot = self.occupy(item, id, expires_at, 0, 0);
+        let slot = self.occupy(item, id, expires_at, 0, 0, level);
         self.stats.pushed += 1;
-        self.make_visible(slot, visible_at, now);
+        self.make_visible_at(slot, level as usize, visible_at, now);
         Ok(MessageId(id))
     }
 
@@ -110,6 +261,7 @@ impl<T> Queue<T> {
         expires_at: Timestamp,
         leases: u32,
         attempts: u32,
+        meta: u8,
     ) -> usize {
         let slot = match self.free.pop() {
             Some(i) => {
@@ -120,6 +272,7 @@ impl<T> Queue<T> {
                 s.attempts = attempts;
                 s.ended = LeaseEnd::None;
                 s.expires_at = expires_at;
+                s.meta = meta;
                 i as usize
             }
             None => {
@@ -136,6 +289,7 @@ impl<T> Queue<T> {
                     expires_at,
                     prev_id: 0,
                     prev_fate: None,
+                    meta,
                 });
                 self.slots.len() - 1
             }
@@ -167,12 +321,20 @@ impl<T> Queue<T> {
     /// the delay index, so that `run_due` places it in time order among the other timers.
     #[inline]
     pub(super) fn make_visible(&mut self, slot: usize, at: Timestamp, instant: Timestamp) {
+        let level = self.slots[slot].level();
+        self.make_visible_at(slot, level, at, instant);
+    }
+
+    /// `make_visible` for an item whose level the caller knows: a push, so that finding the
+    /// level's ready list does not wait for the slot's `meta` just written.
+    #[inline]
+    fn make_visible_at(&mut self, slot: usize, level: usize, at: Timestamp, instant: Timestamp) {
         let s = &mut self.slots[slot];
         s.epoch = s.epoch.wrapping_add(1);
         if at <= instant {
             s.state = State::Ready;
-            self.ready.push_back((slot as u32, s.epoch));
-            self.stats.ready += 1;
+            let epoch = s.epoch;
+            self.enqueue_ready(slot as u32, epoch, level);
         } else {
             self.make_delayed(slot, at);
         }

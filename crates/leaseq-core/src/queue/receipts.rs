@@ -48,6 +48,9 @@ impl<T> Queue<T> {
             Some(Fate::DeadLettered) if s.prev_id == r.id.0 => {
                 Check::Stale(ReceiptError::DeadLettered(r.id))
             }
+            Some(Fate::Cancelled) if s.prev_id == r.id.0 => {
+                Check::Stale(ReceiptError::Cancelled(r.id))
+            }
             _ => {
                 self.stats.unknown_receipts += 1;
                 Check::Stale(ReceiptError::Unknown)

@@ -2,7 +2,7 @@
 
 use alloc::vec::Vec;
 
-use super::{LeaseEnd, Queue, State};
+use super::{LeaseEnd, Queue, State, LEVEL_BITS};
 use crate::event::Event;
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
@@ -45,13 +45,18 @@ impl<T> Queue<T> {
     /// is built in the caller from fields just stored, rather than returned through memory
     /// written piecewise and read back whole (a store-forwarding stall in the caller).
     fn lease_next(&mut self, now: Timestamp) -> Option<usize> {
-        let slot = loop {
-            let (slot, epoch) = self.ready.pop_front()?;
-            if self.slots[slot as usize].epoch == epoch {
-                break slot as usize;
-            }
+        let mask = self.ready_mask;
+        // The highest level with a ready item. Level 0 alone (a queue that does not use
+        // levels) is a branch of its own, which the CPU predicts and in which the list's
+        // address is a constant: the single-level path waits for no extra load.
+        let slot = if mask == 1 {
+            self.take_ready(0, mask)?
+        } else if mask == 0 {
+            return None;
+        } else {
+            let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
+            self.take_ready(level, mask)?
         };
-        self.stats.ready -= 1;
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
         let s = &mut self.slots[slot];
@@ -78,9 +83,30 @@ impl<T> Queue<T> {
         } else {
             self.record(Event::Delivered { id });
         }
-        // `trim_indexes` narrowed to what a receive can push past its bound: the ready list
-        // lost a live item; the lease index gained an entry with its live lease.
-        if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+        Some(slot)
+    }
+
+    /// Takes the oldest live entry off `level`'s ready list (`mask` is the current
+    /// `ready_mask`, in which `level` is set) and returns its slot, still `Ready`.
+    #[inline(always)]
+    fn take_ready(&mut self, level: usize, mask: u8) -> Option<usize> {
+        let list = &mut self.ready[level];
+        let slot = loop {
+            // `ready_count[level] > 0`: the list holds a live entry.
+            let (slot, epoch) = list.pop_front()?;
+            if self.slots[slot as usize].epoch == epoch {
+                break slot as usize;
+            }
+        };
+        let count = &mut self.ready_count[level];
+        *count -= 1;
+        let left = *count;
+        if left == 0 {
+            self.ready_mask = mask & !(1 << level);
+        }
+        // `trim_indexes` narrowed to what a receive can push past its bound: the level's
+        // ready list lost a live item. (The lease index gains an entry with its live lease.)
+        if self.ready[level].len() as u64 > 2 * left + 64 {
             self.compact_indexes();
         }
         Some(slot)

@@ -29,7 +29,7 @@ impl<T> Queue<T> {
 
     /// [`ack`](Self::ack) that hands the acked item to the caller rather than dropping it:
     /// for a driver that must not run an item's `Drop` (user code) while it holds a lock.
-    #[inline]
+    #[inline(always)]
     pub fn ack_take(
         &mut self,
         receipt: Receipt,
@@ -92,6 +92,7 @@ impl<T> Queue<T> {
                     ReceiptError::DeadLettered(_) => LateAckKind::DeadLettered,
                     ReceiptError::AlreadyAcked(_) => LateAckKind::AlreadyAcked,
                     ReceiptError::Released(_) => LateAckKind::Released,
+                    ReceiptError::Cancelled(_) => LateAckKind::Cancelled,
                     _ => return Err(err),
                 };
                 self.stats.late_acks_stale += 1;

@@ -1,7 +1,7 @@
 //! Slots: taking items out of their gauges, freeing slots, and keeping the indexes
 //! within their bound.
 
-use super::{expiry_live, timer_live, Fate, Queue, State};
+use super::{expiry_live, timer_live, Fate, Queue, State, KEYED};
 use crate::time::Timestamp;
 
 impl<T> Queue<T> {
@@ -9,12 +9,16 @@ impl<T> Queue<T> {
     pub(super) fn leave_waiting(&mut self, slot: usize) {
         match self.slots[slot].state {
             State::Ready => {
-                self.stats.ready -= 1;
-                if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
+                let level = self.slots[slot].level();
+                self.ready_count[level] -= 1;
+                let left = self.ready_count[level];
+                if left == 0 {
+                    self.ready_mask &= !(1 << level);
+                }
+                if self.ready[level].len() as u64 > 2 * left + 64 {
                     let slots = &self.slots;
                     let skip = slot as u32;
-                    self.ready
-                        .retain(|&(i, e)| i != skip && slots[i as usize].epoch == e);
+                    self.ready[level].retain(|&(i, e)| i != skip && slots[i as usize].epoch == e);
                 }
             }
             State::Delayed => self.stats.delayed -= 1,
@@ -38,13 +42,15 @@ impl<T> Queue<T> {
         self.trim_indexes();
     }
 
-    /// `free_slot` without the index trim, for callers that trim what they changed.
-    #[inline]
+    /// `free_slot` without the index trim, for callers that trim what they changed. Frees
+    /// the item's unique key, if it holds one.
+    #[inline(always)]
     pub(super) fn vacate(&mut self, slot: usize, fate: Fate) {
         let s = &mut self.slots[slot];
         if s.expires_at != Timestamp::MAX {
             self.expiring -= 1;
         }
+        let keyed = s.keyed();
         s.epoch = s.epoch.wrapping_add(1);
         s.state = State::Free;
         s.prev_id = s.id;
@@ -53,6 +59,18 @@ impl<T> Queue<T> {
             self.errors.remove(&(slot as u32));
         }
         self.free.push(slot as u32);
+        if keyed {
+            self.unkey(slot);
+        }
+    }
+
+    /// Frees the unique key of the item leaving `slot`. Out of line and cold: the ack path
+    /// of items without keys stays as small as it was.
+    #[cold]
+    #[inline(never)]
+    fn unkey(&mut self, slot: usize) {
+        self.slots[slot].meta &= !KEYED;
+        self.keys.remove(slot as u32);
     }
 
     pub(super) fn compact_leases(&mut self) {
@@ -65,13 +83,14 @@ impl<T> Queue<T> {
     /// entries also go stale when a live count drops with no insert to follow (ack, nack,
     /// release, dead letter, expiry, receive, end of a delay): without this an index stays
     /// at its peak size, e.g. after a batch of leases is acked out of order. Called wherever
-    /// an item leaves a gauge, once its slot is consistent again.
+    /// an item leaves a gauge, once its slot is consistent again. The ready lists are kept
+    /// by the only two places that take a ready item out (`lease_next`, `leave_waiting`),
+    /// each for its level.
     #[inline]
     pub(super) fn trim_indexes(&mut self) {
         if self.leases.needs_compaction(self.stats.in_flight)
             || self.delays.needs_compaction(self.stats.delayed)
             || self.expiries.needs_compaction(self.expiring)
-            || self.ready.len() as u64 > 2 * self.stats.ready + 64
         {
             self.compact_indexes();
         }
@@ -92,8 +111,10 @@ impl<T> Queue<T> {
         if self.expiries.needs_compaction(self.expiring) {
             self.expiries.compact(|t| expiry_live(slots, t));
         }
-        if self.ready.len() as u64 > 2 * self.stats.ready + 64 {
-            self.ready.retain(|&(i, e)| slots[i as usize].epoch == e);
+        for (list, &count) in self.ready.iter_mut().zip(&self.ready_count) {
+            if list.len() as u64 > 2 * count + 64 {
+                list.retain(|&(i, e)| slots[i as usize].epoch == e);
+            }
         }
     }
 }

@@ -116,8 +116,8 @@ impl<T> Queue<T> {
                         let s = &mut self.slots[t.slot as usize];
                         s.epoch = s.epoch.wrapping_add(1);
                         s.state = State::Ready;
-                        self.ready.push_back((t.slot, s.epoch));
-                        self.stats.ready += 1;
+                        let (epoch, level) = (s.epoch, s.level());
+                        self.enqueue_ready(t.slot, epoch, level);
                         self.trim_indexes();
                     }
                 }
