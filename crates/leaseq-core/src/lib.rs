@@ -32,12 +32,49 @@
 //!
 //! # Order
 //!
-//! Visible items are delivered in the order they became visible. An item pushed, nacked
-//! without delay or released becomes visible during that call. An item whose delay,
-//! backoff or lease ends becomes visible at that scheduled instant; such items are applied
-//! in order of (instant, message id) before the calling operation does anything else. So the
-//! order is FIFO by visibility time with ties in push order, and a call's own item comes after
-//! everything that became visible by itself at the same instant.
+//! Every item has a **priority level**, `0..=`[`MAX_PRIORITY`] (8 levels), set on push with
+//! [`PushOptions::priority`]; 0, the default, is the lowest. A receive serves the **highest
+//! level that has a visible item**; within a level, visible items are delivered in the order
+//! they became visible. An item pushed, nacked without delay or released becomes visible
+//! during that call. An item whose delay, backoff or lease ends becomes visible at that
+//! scheduled instant; such items are applied in order of (instant, message id) before the
+//! calling operation does anything else. So within a level the order is FIFO by visibility
+//! time with ties in push order, and a call's own item comes after everything that became
+//! visible by itself at the same instant. An item keeps its level for life: redeliveries,
+//! backoffs and redrives do not change it.
+//!
+//! **Starvation.** Levels are strict: a level is served only while every higher level has
+//! no visible item, so a lower level waits as long as higher levels keep receivers busy. The
+//! core does not age priorities. Aging would make the order depend on how long items have
+//! waited, not only on (level, visibility time, push order): harder to predict and to
+//! check, and it hides an overload instead of showing it. This is the rule of BullMQ, River
+//! and Oban too. [`Queue::ready_per_level`] shows a backlog building at a level; give work
+//! that must progress under load its own queue, or push it at a level computed from its
+//! age.
+//!
+//! # Unique keys
+//!
+//! A push can carry a [`UniqueKey`] ([`PushOptions::key`], at most
+//! [`UniqueKey::MAX_LEN`] bytes). While an item with that key is **ready, delayed or in
+//! flight**, another push with the same key is refused with [`PushError::DuplicateKey`],
+//! which names the item holding it and hands the new item back. With
+//! [`PushOptions::replace_pending`], a holder that is ready or delayed is replaced instead
+//! (removed and counted as cancelled, [`Event::Replaced`]; the new item gets a new id and its
+//! own options); a holder in flight is never replaced. The key is free again as soon as its
+//! item is acked, dead-lettered (expiry included) or cancelled; a redelivery keeps it. A dead
+//! letter keeps its key: [`Queue::redrive`] takes the key again, or is refused with
+//! [`RedriveError::KeyTaken`] while a live item pushed since holds it. Pushes without a key
+//! never touch the key table.
+//!
+//! # Cancel
+//!
+//! [`Queue::cancel`] removes a ready or delayed item by id and hands it back; an item in
+//! flight is refused with [`CancelError::InFlight`] and left to its holder.
+//! [`Queue::cancel_leased`] cancels it anyway: the lease ends, and the holder's ack, nack,
+//! extend or dead-letter is refused with [`ReceiptError::Cancelled`]. A cancelled item's key
+//! is free at once. Cancelled items are counted in [`Stats::cancelled`], which joins the
+//! conservation law: `pushed = acked + ready + delayed + in_flight + dead + taken +
+//! cancelled`.
 //!
 //! # Items
 //!
@@ -60,6 +97,11 @@
 //! Push, receive, ack, nack and extend are O(1) amortized with one visibility for all leases
 //! and no or fixed backoff (deadlines then arrive in order and live in a FIFO); a timer that
 //! arrives out of order (capped extension, exponential backoff, expiry) costs O(log n).
+//! Each level has its own ready list and a bitmask says which levels have ready items, so a
+//! receive finds the highest one in O(1); a queue that uses level 0 only takes a branch of
+//! its own. A key costs a hash and one table lookup on push and one removal when its item
+//! leaves; [`Queue::cancel`] finds the item with a pass over the slots (O(items)), since the
+//! hot paths keep no index by id.
 //! An extend that moves a deadline later only updates the lease's slot: the index entry
 //! catches up when it surfaces. Acks and extends that shorten a lease leave stale index
 //! entries behind; each index compacts itself when it exceeds twice its live entries plus 64,
