@@ -6,6 +6,10 @@
 //! the crate docs ("Order") and `queue.rs` (`run_due`, `make_visible`, `fail_attempt`)
 //! define it. Time is coarse (multiples of a few nanoseconds) so that ties are frequent.
 //!
+//! Priority levels, unique keys, replacement and cancel are in the model too: a receive
+//! takes the ready item of the highest level with the smallest `ready_seq`; a key is held by
+//! whichever live item carries it (a linear scan); cancel finds its item by id.
+//!
 //! Jitter is left out of the model; `jitter_is_deterministic` checks it separately.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -13,9 +17,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, Backoff, Config, DeadLetter, Event, EventMask, Extended, Failure, Jitter, LateAckKind,
-    MessageId, Nacked, PushError, PushOptions, Queue, Reason, Receipt, ReceiptError, RedriveError,
-    Stats, Timestamp,
+    Acked, Backoff, CancelError, Config, DeadLetter, Event, EventMask, Extended, Failure, Jitter,
+    LateAckKind, MessageId, Nacked, PushError, PushOptions, Queue, Reason, Receipt, ReceiptError,
+    RedriveError, Stats, Timestamp, UniqueKey,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -67,6 +71,7 @@ enum End {
 enum Fate {
     Acked,
     DeadLettered,
+    Cancelled,
 }
 
 #[derive(Clone, Debug)]
@@ -93,6 +98,8 @@ struct MItem {
     /// `NEVER` for none.
     expires_at: u64,
     last_error: Option<String>,
+    level: u8,
+    key: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +110,8 @@ struct MDead {
     last_error: Option<String>,
     at: u64,
     expires_at: Option<u64>,
+    priority: u8,
+    key: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -176,6 +185,24 @@ impl MConfig {
     }
 }
 
+/// The key of a push, as the model sees it.
+#[derive(Clone, Debug)]
+enum MKey {
+    None,
+    Key(Vec<u8>),
+    TooLong(usize),
+}
+
+/// Why the model refused a push.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum MPushError {
+    Level(u8),
+    KeyTooLong(usize),
+    Expired,
+    Duplicate(u64),
+    Full,
+}
+
 /// A receipt as the test knows it.
 #[derive(Clone, Copy, Debug)]
 struct RRec {
@@ -243,6 +270,22 @@ impl Model {
 
     fn live(&self) -> usize {
         self.items.iter().filter(|i| i.state != St::Gone).count()
+    }
+
+    fn ready_per_level(&self) -> [u64; 8] {
+        let mut r = [0; 8];
+        for it in self.items.iter().filter(|i| i.state == St::Ready) {
+            r[it.level as usize] += 1;
+        }
+        r
+    }
+
+    /// The live item that holds `key`.
+    fn key_holder(&self, key: &[u8]) -> Option<u64> {
+        self.items
+            .iter()
+            .find(|i| i.state != St::Gone && i.key.as_deref() == Some(key))
+            .map(|i| i.id)
     }
 
     fn record(&mut self, e: Event) {
@@ -385,6 +428,8 @@ impl Model {
             last_error: it.last_error.take(),
             at,
             expires_at: (it.expires_at != NEVER).then_some(it.expires_at),
+            priority: it.level,
+            key: it.key.clone(),
         };
         let (id, attempts) = (it.id, it.attempts);
         cov(&format!("dead letter: {reason:?}"));
@@ -422,22 +467,54 @@ impl Model {
 
     // ----- operations ---------------------------------------------------------------
 
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         item: Item,
         t: u64,
         delay: Duration,
         expires_at: Option<u64>,
-    ) -> Result<u64, &'static str> {
+        level: u8,
+        key: &MKey,
+        replace: bool,
+    ) -> Result<(u64, Option<u64>), MPushError> {
         let now = self.advance(t);
+        if level > 7 {
+            self.totals.rejected += 1;
+            return Err(MPushError::Level(level));
+        }
+        let key = match key {
+            MKey::None => None,
+            MKey::Key(k) => Some(k.clone()),
+            MKey::TooLong(len) => {
+                self.totals.rejected += 1;
+                return Err(MPushError::KeyTooLong(*len));
+            }
+        };
         let expires_at = expires_at.unwrap_or(NEVER);
         if expires_at != NEVER && expires_at <= now {
             self.totals.rejected += 1;
-            return Err("expired");
+            return Err(MPushError::Expired);
         }
-        if self.cfg.capacity.is_some_and(|c| self.live() >= c) {
+        let mut replacing = None;
+        if let Some(holder) = key.as_deref().and_then(|k| self.key_holder(k)) {
+            if replace && self.items[holder as usize].state != St::InFlight {
+                replacing = Some(holder as usize);
+            } else {
+                self.totals.rejected += 1;
+                self.totals.duplicates += 1;
+                return Err(MPushError::Duplicate(holder));
+            }
+        }
+        if replacing.is_none() && self.cfg.capacity.is_some_and(|c| self.live() >= c) {
             self.totals.rejected += 1;
-            return Err("full");
+            return Err(MPushError::Full);
+        }
+        if let Some(old) = replacing {
+            self.items[old].state = St::Gone;
+            self.free_slot(old, Fate::Cancelled);
+            self.totals.cancelled += 1;
+            self.totals.replaced += 1;
         }
         let id = self.items.len() as u64;
         let slot = self.alloc_slot();
@@ -456,10 +533,45 @@ impl Model {
             ready_seq: 0,
             expires_at,
             last_error: None,
+            level,
+            key,
         });
         self.totals.pushed += 1;
         self.make_visible(id as usize, add(now, delay), now);
-        Ok(id)
+        if let Some(old) = replacing {
+            self.record(Event::Replaced {
+                id: MessageId_of(old as u64),
+                by: MessageId::new(id),
+            });
+        }
+        Ok((id, replacing.map(|o| o as u64)))
+    }
+
+    /// Cancels item `id` (in flight too if `leased`), after the time step.
+    fn cancel(&mut self, id: u64, t: u64, leased: bool) -> Result<Item, CancelError> {
+        self.advance(t);
+        let mid = MessageId::new(id);
+        let idx = id as usize;
+        let live = self.items.get(idx).is_some_and(|i| i.state != St::Gone);
+        if !live {
+            return Err(if self.dead.contains_key(&id) {
+                CancelError::DeadLettered(mid)
+            } else {
+                CancelError::NotFound(mid)
+            });
+        }
+        let in_flight = self.items[idx].state == St::InFlight;
+        if in_flight && !leased {
+            return Err(CancelError::InFlight(mid));
+        }
+        if in_flight {
+            cov("cancel_leased: an item in flight");
+        }
+        self.items[idx].state = St::Gone;
+        self.free_slot(idx, Fate::Cancelled);
+        self.totals.cancelled += 1;
+        self.record(Event::Cancelled { id: mid, in_flight });
+        Ok(self.items[idx].item)
     }
 
     fn receive_one(&mut self) -> Option<MLease> {
@@ -468,8 +580,19 @@ impl Model {
             .items
             .iter()
             .filter(|i| i.state == St::Ready)
-            .min_by_key(|i| i.ready_seq)?
+            .min_by_key(|i| (std::cmp::Reverse(i.level), i.ready_seq))?
             .id as usize;
+        let (level, seq) = (self.items[idx].level, self.items[idx].ready_seq);
+        if level > 0 {
+            cov("receive: level above 0");
+        }
+        if self
+            .items
+            .iter()
+            .any(|i| i.state == St::Ready && i.level < level && i.ready_seq < seq)
+        {
+            cov("receive: a higher level overtakes an older lower one");
+        }
         let vis = self.cfg.visibility;
         let max_lease = self.cfg.max_lease;
         let it = &mut self.items[idx];
@@ -539,6 +662,10 @@ impl Model {
             Some((pid, Fate::DeadLettered)) if pid == r.id => {
                 MCheck::Stale(ReceiptError::DeadLettered(id))
             }
+            Some((pid, Fate::Cancelled)) if pid == r.id => {
+                cov("receipt: cancelled");
+                MCheck::Stale(ReceiptError::Cancelled(id))
+            }
             _ => {
                 cov("receipt: slot reused, fate forgotten");
                 self.totals.unknown_receipts += 1;
@@ -584,6 +711,7 @@ impl Model {
                     ReceiptError::DeadLettered(_) => LateAckKind::DeadLettered,
                     ReceiptError::AlreadyAcked(_) => LateAckKind::AlreadyAcked,
                     ReceiptError::Released(_) => LateAckKind::Released,
+                    ReceiptError::Cancelled(_) => LateAckKind::Cancelled,
                     _ => return Err(e),
                 };
                 self.totals.late_acks_stale += 1;
@@ -677,6 +805,12 @@ impl Model {
         if d.expires_at.is_some_and(|e| e <= now) {
             return Err(RedriveError::Expired(mid));
         }
+        if let Some(holder) = d.key.as_deref().and_then(|k| self.key_holder(k)) {
+            return Err(RedriveError::KeyTaken {
+                id: mid,
+                holder: MessageId_of(holder),
+            });
+        }
         if self.cfg.capacity.is_some_and(|c| self.live() >= c) {
             return Err(RedriveError::Full(mid));
         }
@@ -689,6 +823,8 @@ impl Model {
         it.attempts = 0;
         it.ended = End::Redriven;
         it.last_error = d.last_error;
+        it.level = d.priority;
+        it.key = d.key;
         self.set_ready(id as usize);
         Ok(id)
     }
@@ -781,6 +917,8 @@ fn dead_view<T: Copy + Into<Item>>(d: &DeadLetter<T>) -> (u64, MDead) {
             last_error: d.last_error.clone(),
             at: d.at.as_nanos(),
             expires_at: d.expires_at.map(Timestamp::as_nanos),
+            priority: d.priority,
+            key: d.key.map(|k| k.as_bytes().to_vec()),
         },
     )
 }
@@ -832,7 +970,31 @@ enum Op {
     TakeDeadLetters,
     /// Push to and receive from a second queue, for a foreign receipt.
     Foreign,
+    /// A push with a level (8: out of range), a key (see `key_of`), `replace_pending`, a
+    /// delay and maybe an expiry.
+    PushOpts {
+        delay: Duration,
+        expiry: Option<Option<i64>>,
+        level: u8,
+        key: Option<u8>,
+        replace: bool,
+    },
+    /// Cancel a known id (or one past them); the flag: `cancel_leased`.
+    Cancel(Index, bool),
 }
+
+/// The small key space of the model: duplicates are frequent. Index 3 is a key one byte too
+/// long.
+fn key_of(k: Option<u8>) -> MKey {
+    match k {
+        None => MKey::None,
+        Some(3) => MKey::TooLong(UniqueKey::MAX_LEN + 1),
+        Some(n) => MKey::Key(format!("k{n}").into_bytes()),
+    }
+}
+
+/// The keys of the model's key space.
+const KEYS: [&str; 3] = ["k0", "k1", "k2"];
 
 fn dur() -> impl Strategy<Value = Duration> {
     prop_oneof![
@@ -871,9 +1033,31 @@ fn time() -> impl Strategy<Value = Time> {
     ]
 }
 
+fn push_opts() -> impl Strategy<Value = Op> {
+    (
+        prop_oneof![3 => Just(Duration::ZERO), 1 => dur()],
+        prop_oneof![
+            4 => Just(None),
+            1 => prop::sample::select(vec![-5i64, 0, 5, 20]).prop_map(|e| Some(Some(e))),
+        ],
+        prop_oneof![20 => 0u8..=7, 1 => Just(8u8)],
+        prop_oneof![2 => Just(None), 6 => (0u8..3).prop_map(Some), 1 => Just(Some(3u8))],
+        prop::bool::weighted(0.3),
+    )
+        .prop_map(|(delay, expiry, level, key, replace)| Op::PushOpts {
+            delay,
+            expiry,
+            level,
+            key,
+            replace,
+        })
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let idx = any::<Index>;
     prop_oneof![
+        5 => push_opts(),
+        2 => (idx(), any::<bool>()).prop_map(|(i, l)| Op::Cancel(i, l)),
         6 => Just(Op::Push),
         2 => dur().prop_map(Op::PushDelayed),
         3 => (dur(), prop_oneof![
@@ -1029,38 +1213,92 @@ impl Harness {
         });
     }
 
-    fn push(&mut self, t: u64, delay: Duration, expiry: Option<Option<i64>>) {
+    /// A push; `opts` (level, key, replace) only for `Op::PushOpts`, which goes through
+    /// `push_take` so that a replaced item can be checked.
+    fn push(
+        &mut self,
+        t: u64,
+        delay: Duration,
+        expiry: Option<Option<i64>>,
+        opts: Option<(u8, Option<u8>, bool)>,
+    ) {
         let item = self.next_item;
         self.next_item += 1;
         let expires_at = expiry.map(|e| match e {
             Some(off) => t.saturating_add_signed(off),
             None => NEVER,
         });
-        let got = match expiry {
-            None if delay.is_zero() => self.q.push(item, ts(t)),
-            None => self.q.push_delayed(item, ts(t), delay),
-            Some(_) => {
-                let mut o = PushOptions::new().delay(delay);
+        let (level, key, replace) = opts.unwrap_or((0, None, false));
+        let mkey = key_of(key);
+        let got = match (opts, expiry) {
+            (None, None) if delay.is_zero() => self.q.push(item, ts(t)).map(|id| (id, None)),
+            (None, None) => self.q.push_delayed(item, ts(t), delay).map(|id| (id, None)),
+            _ => {
+                let mut o = PushOptions::new().delay(delay).priority(level);
                 if let Some(e) = expires_at {
                     o = o.expires_at(ts(e));
                 }
-                self.q.push_with(item, ts(t), o)
+                match &mkey {
+                    MKey::None => {}
+                    MKey::Key(k) => o = o.key(k),
+                    MKey::TooLong(n) => o = o.key(vec![b'x'; *n]),
+                }
+                if replace {
+                    o = o.replace_pending();
+                }
+                if opts.is_some() {
+                    self.q.push_take(item, ts(t), o).map(|p| (p.id, p.replaced))
+                } else {
+                    self.q.push_with(item, ts(t), o).map(|id| (id, None))
+                }
             }
         };
-        let want = self.m.push(item, t, delay, expires_at);
+        let want = self
+            .m
+            .push(item, t, delay, expires_at, level, &mkey, replace);
         match (got, want) {
-            (Ok(id), Ok(mid)) => {
+            (Ok((id, replaced)), Ok((mid, mreplaced))) => {
                 cov("push: Ok");
                 note_id(id);
                 assert_eq!(id.get(), mid, "push id");
+                let mreplaced = mreplaced.map(|o| (MessageId_of(o), self.m.items[o as usize].item));
+                assert_eq!(replaced, mreplaced, "replaced");
+                if replaced.is_some() {
+                    cov("push: replaced a pending item");
+                }
             }
-            (Err(PushError::Full(back)), Err("full")) => {
+            (Err(PushError::Full(back)), Err(MPushError::Full)) => {
                 cov("push: Full");
                 assert_eq!(back, item);
             }
-            (Err(PushError::AlreadyExpired(back)), Err("expired")) => {
+            (Err(PushError::AlreadyExpired(back)), Err(MPushError::Expired)) => {
                 cov("push: AlreadyExpired");
                 assert_eq!(back, item);
+            }
+            (
+                Err(PushError::PriorityOutOfRange { item: back, level }),
+                Err(MPushError::Level(l)),
+            ) => {
+                cov("push: PriorityOutOfRange");
+                assert_eq!((back, level), (item, l));
+            }
+            (Err(PushError::KeyTooLong { item: back, len }), Err(MPushError::KeyTooLong(l))) => {
+                cov("push: KeyTooLong");
+                assert_eq!((back, len), (item, l));
+            }
+            (
+                Err(PushError::DuplicateKey {
+                    item: back,
+                    existing,
+                }),
+                Err(MPushError::Duplicate(holder)),
+            ) => {
+                cov(if replace {
+                    "push: DuplicateKey (holder in flight)"
+                } else {
+                    "push: DuplicateKey"
+                });
+                assert_eq!((back, existing.get()), (item, holder));
             }
             (got, want) => panic!("push: queue {got:?}, model {want:?}"),
         }
@@ -1082,9 +1320,28 @@ impl Harness {
             cov("time: Timestamp::MAX");
         }
         match op {
-            Op::Push => self.push(t, Duration::ZERO, None),
-            Op::PushDelayed(d) => self.push(t, *d, None),
-            Op::PushWith(d, e) => self.push(t, *d, Some(*e)),
+            Op::Push => self.push(t, Duration::ZERO, None, None),
+            Op::PushDelayed(d) => self.push(t, *d, None, None),
+            Op::PushWith(d, e) => self.push(t, *d, Some(*e), None),
+            Op::PushOpts {
+                delay,
+                expiry,
+                level,
+                key,
+                replace,
+            } => self.push(t, *delay, *expiry, Some((*level, *key, *replace))),
+            Op::Cancel(i, leased) => {
+                // Known ids and two past them (never pushed).
+                let k = i.index(known_ids() + 2) as u64;
+                let id = MessageId::new(k);
+                let (got, want) = if *leased {
+                    (self.q.cancel_leased(id, ts(t)), self.m.cancel(k, t, true))
+                } else {
+                    (self.q.cancel(id, ts(t)), self.m.cancel(k, t, false))
+                };
+                assert_eq!(got, want, "cancel {id} (leased: {leased})");
+                cov_result(if *leased { "cancel_leased" } else { "cancel" }, &got);
+            }
             Op::Receive => {
                 let got = self.q.receive(ts(t));
                 self.m.advance(t);
@@ -1285,6 +1542,18 @@ impl Harness {
         assert_eq!(self.q.stats(), self.m.stats(), "stats");
         assert_eq!(self.q.now().as_nanos(), self.m.now, "now");
         assert_eq!(self.q.len(), self.m.live(), "len");
+        assert_eq!(
+            self.q.ready_per_level(),
+            self.m.ready_per_level(),
+            "ready per level"
+        );
+        for key in KEYS {
+            assert_eq!(
+                self.q.key_holder(key).map(MessageId::get),
+                self.m.key_holder(key.as_bytes()),
+                "holder of {key}"
+            );
+        }
         let got: Vec<_> = self.q.dead_letters().map(dead_view).collect();
         let want: Vec<_> = self.m.dead.iter().map(|(k, v)| (*k, v.clone())).collect();
         assert_eq!(got, want, "dead letters");
@@ -1339,7 +1608,11 @@ fn run_case(case: &Case) {
     if s.events_dropped > 0 {
         cov("events: dropped");
     }
-    assert_eq!(pushed.len() as u64, s.acked + s.taken, "acked + taken");
+    assert_eq!(
+        pushed.len() as u64,
+        s.acked + s.taken + s.cancelled,
+        "acked + taken + cancelled"
+    );
     assert_eq!(s.pushed, h.m.items.len() as u64, "pushed");
 }
 
@@ -1437,6 +1710,24 @@ const EXPECTED: &[&str] = &[
     "events: dropped",
     "time: earlier than already seen",
     "time: Timestamp::MAX",
+    "push: PriorityOutOfRange",
+    "push: KeyTooLong",
+    "push: DuplicateKey",
+    "push: DuplicateKey (holder in flight)",
+    "push: replaced a pending item",
+    "receive: level above 0",
+    "receive: a higher level overtakes an older lower one",
+    "cancel: Ok(",
+    "cancel: Err(InFlight",
+    "cancel: Err(DeadLettered",
+    "cancel: Err(NotFound",
+    "cancel_leased: Ok(",
+    "cancel_leased: an item in flight",
+    "ack: Err(Cancelled",
+    "redrive: Err(KeyTaken",
+    "receipt: cancelled",
+    "event: Cancelled",
+    "event: Replaced",
 ];
 
 /// The queue and the reference model agree on every result, event, stat and dead letter,
@@ -1469,6 +1760,8 @@ fn op_phase(fill: bool) -> impl Strategy<Value = Op> {
         1 => Just(Op::RedriveAll),
         1 => (1usize..5).prop_map(Op::PollEvents),
         1 => Just(Op::Foreign),
+        f => push_opts(),
+        1 => (idx(), any::<bool>()).prop_map(|(i, l)| Op::Cancel(i, l)),
     ]
 }
 
