@@ -69,4 +69,12 @@ impl<T, R: Runtime> LeaseQueue<T, R, MemoryStore<T, R>> {
     pub fn check_invariants(&self) -> Result<(), ConservationError> {
         self.store.lock().core.check_invariants()
     }
+
+    /// Visible items per priority level (index = level), brought up to date.
+    pub fn ready_per_level(&self) -> [u64; leaseq_core::PRIORITY_LEVELS] {
+        let now = self.store.rt.now();
+        let mut st = self.store.lock();
+        st.core.handle_timeout(now);
+        st.core.ready_per_level()
+    }
 }

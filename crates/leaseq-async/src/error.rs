@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use leaseq_core::ConfigError;
+use leaseq_core::{ConfigError, MessageId};
 
 /// A push that was refused; the item is inside.
 #[derive(Clone, PartialEq, Eq)]
@@ -14,6 +14,27 @@ pub enum PushError<T> {
     Full(T),
     /// The time to live was zero.
     AlreadyExpired(T),
+    /// The priority level is above [`MAX_PRIORITY`](leaseq_core::MAX_PRIORITY).
+    PriorityOutOfRange {
+        /// The item, handed back.
+        item: T,
+        /// The level asked for.
+        level: u8,
+    },
+    /// The unique key is longer than [`UniqueKey::MAX_LEN`](leaseq_core::UniqueKey::MAX_LEN).
+    KeyTooLong {
+        /// The item, handed back.
+        item: T,
+        /// The key's length in bytes.
+        len: usize,
+    },
+    /// An item with the same unique key is ready, delayed or in flight.
+    DuplicateKey {
+        /// The item, handed back.
+        item: T,
+        /// The live item that holds the key.
+        existing: MessageId,
+    },
 }
 
 impl<T> PushError<T> {
@@ -21,12 +42,30 @@ impl<T> PushError<T> {
     pub fn into_item(self) -> T {
         match self {
             PushError::Closed(t) | PushError::Full(t) | PushError::AlreadyExpired(t) => t,
+            PushError::PriorityOutOfRange { item, .. }
+            | PushError::KeyTooLong { item, .. }
+            | PushError::DuplicateKey { item, .. } => item,
+        }
+    }
+
+    /// For [`DuplicateKey`](Self::DuplicateKey): the live item that holds the key.
+    pub fn existing(&self) -> Option<MessageId> {
+        match self {
+            PushError::DuplicateKey { existing, .. } => Some(*existing),
+            _ => None,
         }
     }
 
     pub(crate) fn from_core(e: leaseq_core::PushError<T>) -> Self {
+        use leaseq_core::PushError as Core;
         match e {
-            leaseq_core::PushError::AlreadyExpired(item) => PushError::AlreadyExpired(item),
+            Core::AlreadyExpired(item) => PushError::AlreadyExpired(item),
+            Core::PriorityOutOfRange { item, level } => {
+                PushError::PriorityOutOfRange { item, level }
+            }
+            Core::KeyTooLong { item, len } => PushError::KeyTooLong { item, len },
+            Core::DuplicateKey { item, existing } => PushError::DuplicateKey { item, existing },
+            // Full, and the slab of 2^32 slots full (ids are handed out in order here).
             other => PushError::Full(other.into_item()),
         }
     }
@@ -34,21 +73,43 @@ impl<T> PushError<T> {
 
 impl<T> fmt::Debug for PushError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PushError::Closed(_) => "Closed(..)",
-            PushError::Full(_) => "Full(..)",
-            PushError::AlreadyExpired(_) => "AlreadyExpired(..)",
-        })
+        match self {
+            PushError::Closed(_) => f.write_str("Closed(..)"),
+            PushError::Full(_) => f.write_str("Full(..)"),
+            PushError::AlreadyExpired(_) => f.write_str("AlreadyExpired(..)"),
+            PushError::PriorityOutOfRange { level, .. } => {
+                write!(f, "PriorityOutOfRange {{ level: {level}, .. }}")
+            }
+            PushError::KeyTooLong { len, .. } => write!(f, "KeyTooLong {{ len: {len}, .. }}"),
+            PushError::DuplicateKey { existing, .. } => {
+                write!(f, "DuplicateKey {{ existing: {existing:?}, .. }}")
+            }
+        }
     }
 }
 
 impl<T> fmt::Display for PushError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PushError::Closed(_) => "queue is closed; item handed back",
-            PushError::Full(_) => "queue is at capacity; item handed back",
-            PushError::AlreadyExpired(_) => "item's time to live is zero; item handed back",
-        })
+        match self {
+            PushError::Closed(_) => f.write_str("queue is closed; item handed back"),
+            PushError::Full(_) => f.write_str("queue is at capacity; item handed back"),
+            PushError::AlreadyExpired(_) => {
+                f.write_str("item's time to live is zero; item handed back")
+            }
+            PushError::PriorityOutOfRange { level, .. } => write!(
+                f,
+                "priority level {level} is above {}; item handed back",
+                leaseq_core::MAX_PRIORITY
+            ),
+            PushError::KeyTooLong { len, .. } => write!(
+                f,
+                "unique key of {len} bytes is longer than {}; item handed back",
+                leaseq_core::UniqueKey::MAX_LEN
+            ),
+            PushError::DuplicateKey { existing, .. } => {
+                write!(f, "{existing} holds this unique key; item handed back")
+            }
+        }
     }
 }
 

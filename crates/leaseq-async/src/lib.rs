@@ -80,6 +80,7 @@ mod memory;
 pub mod metrics;
 mod pool;
 mod pool_stats;
+mod push;
 mod queue;
 mod receive;
 mod runtime;
@@ -102,6 +103,7 @@ pub use lease_lost::LeaseLost;
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
+pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
@@ -113,7 +115,8 @@ pub use watchdog::{Holding, StuckWorker, Watchdog};
 /// The core state machine, re-exported.
 pub use leaseq_core as core;
 pub use leaseq_core::{
-    Acked, Backoff, Config, ConfigError, ConservationError, DeadLetter, Event, EventMask, Extended,
-    Failure, Histogram, ItemState, ItemView, Jitter, LatencyAdvisor, MessageId, Nacked, Reason,
-    Receipt, ReceiptError, RedriveError, Stats, Timestamp, TypeReport,
+    Acked, Backoff, CancelError, Config, ConfigError, ConservationError, DeadLetter, Event,
+    EventMask, Extended, Failure, Histogram, ItemState, ItemView, Jitter, LatencyAdvisor,
+    MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats, Timestamp, TypeReport,
+    UniqueKey, MAX_PRIORITY,
 };

@@ -5,11 +5,12 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{MessageId, Stats, Timestamp};
+use leaseq_core::{CancelError, MessageId, Stats, Timestamp};
 
 use crate::driver;
 use crate::error::PushError;
 use crate::memory::MemoryStore;
+use crate::push::Push;
 use crate::runtime::{spawn_guarded, Runtime};
 use crate::store::{StopWaiting, Store};
 
@@ -142,9 +143,17 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         delay: Duration,
         ttl: Option<Duration>,
     ) -> Result<MessageId, PushError<T>> {
+        let mut push = Push::new().delay(delay);
+        push.ttl = ttl;
+        self.push_with_options(item, push).await
+    }
+
+    /// Adds an item as `push` says (delay, time to live, priority level, unique key),
+    /// waiting for room like [`push`](Self::push).
+    pub async fn push_with_options(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
         let mut item = item;
         loop {
-            match self.store.try_push(item, delay, ttl) {
+            match self.store.try_push(item, &push) {
                 Err(PushError::Full(back)) => item = back,
                 other => return other,
             }
@@ -164,12 +173,31 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// Adds an item, visible at once. Never waits: a full or closed queue hands the item
     /// back inside the error.
     pub fn try_push(&self, item: T) -> Result<MessageId, PushError<T>> {
-        self.store.try_push(item, Duration::ZERO, None)
+        self.store.try_push(item, &Push::new())
+    }
+
+    /// Adds an item as `push` says (delay, time to live, priority level, unique key). Never
+    /// waits; a refused item is handed back inside the error (for a held key, with the id of
+    /// the item that holds it).
+    pub fn try_push_with_options(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
+        self.store.try_push(item, &push)
+    }
+
+    /// Removes a ready or delayed item and hands it back. An item in flight is left to its
+    /// holder (`CancelError::InFlight`); see [`cancel_leased`](Self::cancel_leased).
+    pub async fn cancel(&self, id: MessageId) -> Result<T, CancelError> {
+        self.store.cancel(id, false).await
+    }
+
+    /// Removes an item even if it is in flight: its holder's ack, nack or extend then fails
+    /// with `ReceiptError::Cancelled`. Hands the item back.
+    pub async fn cancel_leased(&self, id: MessageId) -> Result<T, CancelError> {
+        self.store.cancel(id, true).await
     }
 
     /// Adds an item that becomes visible after `delay`; never waits.
     pub fn try_push_delayed(&self, item: T, delay: Duration) -> Result<MessageId, PushError<T>> {
-        self.store.try_push(item, delay, None)
+        self.store.try_push(item, &Push::new().delay(delay))
     }
 
     /// Adds an item, visible after `delay`, that is useless after `ttl` from now: it is then
@@ -181,7 +209,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         delay: Duration,
         ttl: Option<Duration>,
     ) -> Result<MessageId, PushError<T>> {
-        self.store.try_push(item, delay, ttl)
+        let mut push = Push::new().delay(delay);
+        push.ttl = ttl;
+        self.store.try_push(item, &push)
     }
 
     /// Adds every item of `items` in one step; stops at the first refusal and returns the

@@ -5,10 +5,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use leaseq_core::{Acked, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp};
+use leaseq_core::{
+    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp,
+};
 
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
+use crate::push::Push;
 use crate::runtime::Runtime;
 
 /// A lease just taken from a store: the item and what its delivery needs.
@@ -98,15 +101,18 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// alive.
     fn handle_dropped(&self);
 
-    /// Adds an item, visible after `delay`, useless after `ttl` from now; refuses at once
-    /// (handing it back) when the queue is closed or full, or the item would be born
-    /// expired.
-    fn try_push(
+    /// Adds an item as `push` says (delay, time to live, level, key); refuses at once
+    /// (handing it back) when the queue is closed or full, the item would be born expired,
+    /// its level or key is out of range, or its key is held.
+    fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>>;
+
+    /// Removes a ready or delayed item (`leased`: an item in flight too, whose holder's
+    /// settle then fails with `ReceiptError::Cancelled`); hands it back.
+    fn cancel(
         &self,
-        item: T,
-        delay: Duration,
-        ttl: Option<Duration>,
-    ) -> Result<MessageId, PushError<T>>;
+        id: MessageId,
+        leased: bool,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send;
 
     /// Adds every item, in order; stops at the first refusal and hands it and the rest back.
     fn try_push_batch(

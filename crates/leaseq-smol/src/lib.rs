@@ -42,7 +42,10 @@ pub use leaseq_async::{ConservationError, Event, EventMask, Histogram, Stats};
 /// A lease queue on smol.
 pub type LeaseQueue<T> = leaseq_async::LeaseQueue<T, SmolRuntime>;
 pub use leaseq_async::DEFAULT_MAX_LEASE;
-pub use leaseq_async::{AckBatch, LeaseLost, NewQueueError, PushError, QueueBuilder};
+pub use leaseq_async::{
+    AckBatch, CancelError, LeaseLost, NewQueueError, Push, PushError, QueueBuilder, UniqueKey,
+    MAX_PRIORITY,
+};
 pub use leaseq_async::{ItemState, ItemView, LatencyAdvisor, MessageId, TypeReport};
 
 /// A leased item from a smol queue.

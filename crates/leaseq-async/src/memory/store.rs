@@ -8,12 +8,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, Extended, Failure, MessageId, Nacked, PushOptions, ReceiptError, Stats, Timestamp,
+    Acked, CancelError, Extended, Failure, MessageId, Nacked, PushOptions, ReceiptError, Stats,
+    Timestamp,
 };
 
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
+use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store::{Drive, Store, Taken};
 
@@ -58,17 +60,11 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
     }
 
-    fn try_push(
-        &self,
-        item: T,
-        delay: Duration,
-        ttl: Option<Duration>,
-    ) -> Result<MessageId, PushError<T>> {
+    fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
         if self.closed() {
             return Err(PushError::Closed(item));
         }
-        let timed = !delay.is_zero() || ttl.is_some();
-        if !timed && self.inbox.enabled {
+        if push.is_plain() && self.inbox.enabled {
             // Without the state lock: receivers take the item from the inbox.
             let id = self.inbox.push(item);
             self.available.notify(1);
@@ -78,20 +74,40 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
         // time, so the queue's own latest time serves (one clock read saved per item).
+        let timed = !push.delay.is_zero() || push.ttl.is_some();
         let clock = timed.then(|| self.rt.now());
         let mut st = self.lock();
         let now = clock.unwrap_or_else(|| st.core.now());
-        let mut options = PushOptions::new().delay(delay);
-        if let Some(ttl) = ttl {
-            options = options.expires_at(now.saturating_add(ttl));
-        }
+        let options = push.options_at(now);
         let core = &mut st.core;
-        let pushed = self
-            .inbox
-            .push_direct(|id| core.push_with_id(id, item, now, options));
+        let mut replaced = None;
+        let pushed = self.inbox.push_direct(|id| {
+            core.push_with_id_take(id, item, now, options).map(|p| {
+                replaced = p.replaced;
+                p.id
+            })
+        });
         // (Releasing the lock wakes a receiver, or the driver for a delay or an expiry.)
         drop(st);
+        // A pending item this push replaced: its `Drop` runs here, outside the lock.
+        drop(replaced);
         pushed.map_err(PushError::from_core)
+    }
+
+    fn cancel(
+        &self,
+        id: MessageId,
+        leased: bool,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send {
+        let now = self.rt.now();
+        let mut st = self.lock();
+        let r = if leased {
+            st.core.cancel_leased(id, now)
+        } else {
+            st.core.cancel(id, now)
+        };
+        drop(st);
+        ready(r)
     }
 
     fn try_push_batch(

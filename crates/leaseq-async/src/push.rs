@@ -1,0 +1,101 @@
+//! How to push an item: delay, time to live, priority level, unique key.
+
+use std::time::Duration;
+
+use leaseq_core::{PushOptions, Timestamp};
+
+/// How an item is pushed (see [`LeaseQueue::try_push_with_options`](crate::LeaseQueue::try_push_with_options)):
+/// a delay before it becomes visible, a time to live, a priority level and a unique key.
+/// `Push::new()` is a plain push: visible at once, never expires, level 0, no key.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaseq_async::Push;
+///
+/// let push = Push::new()
+///     .priority(7) // delivered before every lower level
+///     .key("thumbnail:photo-17") // refused while another item holds this key
+///     .ttl(Duration::from_secs(600));
+/// # let _ = push;
+/// ```
+#[derive(Clone, Debug)]
+pub struct Push {
+    pub(crate) delay: Duration,
+    pub(crate) ttl: Option<Duration>,
+    /// Priority, key and replace (their checks are the core's); delay and expiry are set
+    /// from the two fields above at the push's own clock reading.
+    pub(crate) options: PushOptions,
+    /// Whether a key was given (valid or not: a too-long one must reach the core's check).
+    keyed: bool,
+}
+
+impl Default for Push {
+    fn default() -> Self {
+        Push::new()
+    }
+}
+
+impl Push {
+    /// A plain push: visible at once, never expires, level 0, no key.
+    pub const fn new() -> Self {
+        Push {
+            delay: Duration::ZERO,
+            ttl: None,
+            options: PushOptions::new(),
+            keyed: false,
+        }
+    }
+
+    /// Invisible for `delay` after the push.
+    pub const fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// Useless `ttl` after the push: then never delivered again, dead-lettered as expired;
+    /// no item timeout outlasts it.
+    pub const fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Priority `level`, `0..=`[`MAX_PRIORITY`](leaseq_core::MAX_PRIORITY): a higher level is
+    /// delivered first; within a level, in order of visibility (see the core's ordering
+    /// rules). Out of range, the push is refused with the item handed back.
+    pub const fn priority(mut self, level: u8) -> Self {
+        self.options = self.options.priority(level);
+        self
+    }
+
+    /// A unique key (at most [`UniqueKey::MAX_LEN`](leaseq_core::UniqueKey::MAX_LEN)
+    /// bytes): while an item with the same key is ready, delayed or in flight, the push is
+    /// refused with [`PushError::DuplicateKey`](crate::PushError::DuplicateKey), which names
+    /// that item. Once it is acked, dead-lettered or cancelled the key is free again.
+    pub fn key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.options = self.options.key(key);
+        self.keyed = true;
+        self
+    }
+
+    /// With a [`key`](Self::key): a ready or delayed item holding the key is replaced by
+    /// this one (an item in flight never is; the push is then refused as without it).
+    pub const fn replace_pending(mut self) -> Self {
+        self.options = self.options.replace_pending();
+        self
+    }
+
+    /// Whether this is a plain push (no delay, time to live, level or key): the kind an
+    /// unbounded in-memory queue takes without its state lock.
+    pub(crate) fn is_plain(&self) -> bool {
+        self.delay.is_zero() && self.ttl.is_none() && self.options.priority == 0 && !self.keyed
+    }
+
+    /// The core's options for a push at `now`.
+    pub(crate) fn options_at(&self, now: Timestamp) -> PushOptions {
+        let mut options = self.options.delay(self.delay);
+        if let Some(ttl) = self.ttl {
+            options = options.expires_at(now.saturating_add(ttl));
+        }
+        options
+    }
+}
