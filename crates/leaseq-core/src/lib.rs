@@ -164,7 +164,7 @@ pub use lease::Lease;
 pub use outcome::{
     Acked, Extended, Failure, Nacked, PushOptions, Pushed, Retry, MAX_PRIORITY, PRIORITY_LEVELS,
 };
-pub use queue::{IndexSizes, Queue};
+pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter};
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;
 pub use view::{ItemState, ItemView};

@@ -26,11 +26,13 @@ mod invariants;
 mod push;
 mod receipts;
 mod receive;
+mod restore;
 mod settle;
 mod slots;
 mod timers;
 
 pub use invariants::IndexSizes;
+pub use restore::{RestoreError, Restored, RestoredDeadLetter};
 
 /// Where an item stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
