@@ -9,6 +9,7 @@ use crate::pool_stats::PoolStats;
 
 /// What a finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum FindingKind {
     /// Leases run out while handlers still work: redeliveries and late acks are frequent,
@@ -31,6 +32,7 @@ pub enum FindingKind {
 
 /// One verdict, with the figures behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Finding {
     /// What it is about.
     pub kind: FindingKind,

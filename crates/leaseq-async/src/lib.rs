@@ -47,6 +47,11 @@
 //!   pool's outcomes (`leaseq_pool_handled_total{type,outcome}`,
 //!   `leaseq_pool_handling_seconds{type}`). Every name, and when they are updated, in
 //!   [`metrics`] (that module's name constants are there without the feature too).
+//! - `serde`: `Serialize` and `Deserialize` for the core's observable types ([`Stats`],
+//!   [`DeadLetter`], [`Config`], [`Event`], [`MessageId`], [`TypeReport`], ...: see
+//!   `leaseq-core`'s `serde` feature), [`Finding`], [`FindingKind`] and [`Watchdog`];
+//!   `Serialize` only for [`PoolStats`], [`PoolReport`], [`StuckWorker`] and [`Holding`],
+//!   whose item types are `&'static str`.
 // Without `sim` (or `executor`) the items named above are not compiled: link them to docs.rs.
 #![cfg_attr(
     not(feature = "sim"),

@@ -6,7 +6,11 @@ use leaseq_core::{Stats, TypeReport};
 
 /// A snapshot of a pool: handler outcomes, per-type latencies and suggested timeouts, and the
 /// queue's own stats.
+///
+/// With the `serde` feature it serializes, but does not deserialize: the item types are
+/// `&'static str`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct PoolStats {
     /// Handled and acked.

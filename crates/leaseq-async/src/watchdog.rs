@@ -16,6 +16,7 @@ use crate::runtime::Runtime;
 
 /// Watchdog settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Watchdog {
     /// How often to look.
     pub interval: Duration,
@@ -38,7 +39,11 @@ impl Watchdog {
 }
 
 /// The item a worker holds.
+///
+/// With the `serde` feature it serializes, but does not deserialize (`item_type` is a
+/// `&'static str`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Holding {
     /// The item's message id.
     pub id: MessageId,
@@ -49,7 +54,10 @@ pub struct Holding {
 }
 
 /// A worker the watchdog found stuck.
+///
+/// With the `serde` feature it serializes, but does not deserialize (see [`Holding`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct StuckWorker {
     /// The worker's index in its pool.
     pub worker: usize,

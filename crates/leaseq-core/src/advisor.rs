@@ -8,6 +8,7 @@ use crate::histogram::Histogram;
 
 /// How one handling of an item ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum Outcome {
     /// Finished and acked.
@@ -31,6 +32,7 @@ struct TypeStats {
 
 /// What the advisor knows about one item type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct TypeReport {
     /// Handlings recorded, of every outcome.

@@ -7,6 +7,7 @@ use crate::error::ConfigError;
 /// Delay before an item whose attempt failed (lease expired, nacked, timed out, dropped)
 /// becomes visible again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum Backoff {
     /// Visible again at once.
@@ -75,6 +76,7 @@ impl Backoff {
 /// The draws come from a small PRNG seeded by the caller: the same seed and the same
 /// operations give the same delays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Jitter {
     percent: u8,
     seed: u64,

@@ -23,7 +23,12 @@ use crate::event::EventMask;
 /// let queue: Queue<u64> = Queue::new(config).unwrap();
 /// assert_eq!(queue.config().max_attempts(), 3);
 /// ```
+///
+/// With the `serde` feature a config (with its [`Backoff`], [`Jitter`] and [`EventMask`])
+/// serializes and deserializes, durations as `{ secs, nanos }`. A deserialized config is
+/// not checked until [`Queue::new`](crate::Queue::new) validates it, like any other.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Config {
     pub(crate) visibility: Duration,
     pub(crate) max_attempts: u32,

@@ -11,7 +11,12 @@ use crate::time::Timestamp;
 ///
 /// Expired items are kept here too, with [`Reason::Expired`]: one place to look for
 /// everything that was not processed.
+///
+/// With the `serde` feature it serializes (and deserializes, when `T` does) with every
+/// field, including the count of leases issued (`leases`, which keeps the receipts of a
+/// redriven item unique), so a round trip gives an equal value.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeadLetter<T> {
     /// The item, untouched.
     pub item: T,

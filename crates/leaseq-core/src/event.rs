@@ -8,6 +8,7 @@ use crate::time::Timestamp;
 
 /// Why an attempt ended without an ack, or why an item left for the dead letters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum Reason {
     /// The lease ran out before an ack.
@@ -41,9 +42,18 @@ impl Reason {
         Reason::Expired,
     ];
 
-    /// Its position in [`Reason::ALL`].
+    /// Its position in [`Reason::ALL`] (a new reason must be added there too).
     pub(crate) const fn index(self) -> usize {
-        self as usize
+        match self {
+            Reason::LeaseExpired => 0,
+            Reason::Nacked => 1,
+            Reason::TimedOut => 2,
+            Reason::Dropped => 3,
+            Reason::Released => 4,
+            Reason::Terminated => 5,
+            Reason::Panicked => 6,
+            Reason::Expired => 7,
+        }
     }
 
     /// A short lower-case name ("lease expired", "timed out", ...).
@@ -69,6 +79,7 @@ impl fmt::Display for Reason {
 
 /// How a late or stale ack was judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum LateAckKind {
     /// Accepted: the lease had run out, but nobody had leased the item again, so the ack
@@ -89,6 +100,7 @@ pub enum LateAckKind {
 /// Something the queue did on its own or observed, returned by
 /// [`Queue::poll_event`](crate::Queue::poll_event) in the order it happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum Event {
     /// An item was delivered for the first time (off by default: see [`EventMask`]).
@@ -173,6 +185,8 @@ impl Event {
 
 /// Which kinds of [`Event`] a queue records. Combine with `|`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct EventMask(u16);
 
 impl EventMask {
@@ -213,5 +227,17 @@ impl core::ops::BitOr for EventMask {
     type Output = EventMask;
     fn bitor(self, rhs: EventMask) -> EventMask {
         EventMask(self.0 | rhs.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reason;
+
+    #[test]
+    fn every_reason_is_listed_at_its_index() {
+        for (i, reason) in Reason::ALL.iter().enumerate() {
+            assert_eq!(reason.index(), i, "{reason}");
+        }
     }
 }

@@ -5,6 +5,8 @@ use core::fmt;
 /// Identifies one pushed item for its whole life in the queue: the same across
 /// redeliveries and redrives. Ids are assigned in push order, starting at 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct MessageId(pub(crate) u64);
 
 impl MessageId {

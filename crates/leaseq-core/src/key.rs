@@ -533,3 +533,66 @@ mod tests {
         assert_ne!(key(1).hash64(), key(2).hash64());
     }
 }
+
+/// Serde for keys (feature `serde`): in human-readable formats a key that is UTF-8 is a
+/// string (and any other a sequence of bytes); in compact ones, bytes. Either reads back,
+/// refused when longer than [`UniqueKey::MAX_LEN`].
+#[cfg(feature = "serde")]
+mod serde_impl {
+    use core::fmt;
+
+    use serde::de::{self, Deserializer, SeqAccess, Visitor};
+    use serde::ser::Serializer;
+
+    use super::UniqueKey;
+
+    impl serde::Serialize for UniqueKey {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            match core::str::from_utf8(self.as_bytes()) {
+                Ok(text) if serializer.is_human_readable() => serializer.serialize_str(text),
+                _ => serializer.serialize_bytes(self.as_bytes()),
+            }
+        }
+    }
+
+    struct KeyVisitor;
+
+    impl<'de> Visitor<'de> for KeyVisitor {
+        type Value = UniqueKey;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a unique key of at most {} bytes", UniqueKey::MAX_LEN)
+        }
+
+        fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<UniqueKey, E> {
+            UniqueKey::new(bytes).ok_or_else(|| E::invalid_length(bytes.len(), &self))
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<UniqueKey, E> {
+            self.visit_bytes(text.as_bytes())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKey, A::Error> {
+            let mut bytes = [0u8; UniqueKey::MAX_LEN];
+            let mut len = 0;
+            while let Some(byte) = seq.next_element::<u8>()? {
+                if len == UniqueKey::MAX_LEN {
+                    return Err(de::Error::invalid_length(len + 1, &self));
+                }
+                bytes[len] = byte;
+                len += 1;
+            }
+            Ok(UniqueKey::new(&bytes[..len]).expect("at most MAX_LEN bytes"))
+        }
+    }
+
+    impl<'de> serde::Deserialize<'de> for UniqueKey {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<UniqueKey, D::Error> {
+            if deserializer.is_human_readable() {
+                deserializer.deserialize_any(KeyVisitor)
+            } else {
+                deserializer.deserialize_bytes(KeyVisitor)
+            }
+        }
+    }
+}

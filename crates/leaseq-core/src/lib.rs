@@ -119,6 +119,14 @@
 //! [`LatencyAdvisor`] records handling times per item type in bounded [`Histogram`]s and
 //! suggests item timeouts (`max(floor, multiplier × p99)`), with timeout rates per type.
 //!
+//! # Features
+//!
+//! - `serde`: `Serialize` and `Deserialize` for what observers keep or ship: [`Stats`],
+//!   [`DeadLetter`] (when its item is), [`Config`] (with [`Backoff`], [`Jitter`],
+//!   [`EventMask`]), [`Event`], [`Reason`], [`LateAckKind`], [`MessageId`], [`Timestamp`]
+//!   (as nanoseconds), [`UniqueKey`] (a string when it is UTF-8, else bytes), [`ItemView`],
+//!   [`Outcome`] and [`TypeReport`]. `no_std`: serde with `alloc` only.
+//!
 //! # Performance
 //!
 //! In steady state, one push + receive + ack of a `u64` item costs about 19 ns, with 1k items

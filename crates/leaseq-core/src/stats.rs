@@ -11,6 +11,7 @@ use core::fmt;
 /// cancelled`.
 /// [`Stats::check_conservation`] checks both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Stats {
     /// Items visible and waiting for a receive.

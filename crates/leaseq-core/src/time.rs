@@ -10,6 +10,8 @@ use core::time::Duration;
 /// pass one to every operation. All arithmetic saturates: `Timestamp::MAX` stands for "never",
 /// and adding `Duration::MAX` to anything gives `Timestamp::MAX` rather than panicking.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Timestamp(u64);
 
 impl Timestamp {

@@ -7,6 +7,7 @@ use crate::time::Timestamp;
 /// One live item (ready, delayed or in flight), as [`Queue::items`](crate::Queue::items)
 /// shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ItemView {
     /// Its message id.
@@ -25,6 +26,7 @@ pub struct ItemView {
 
 /// Where a live item is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ItemState {
     /// Visible: the next receive may take it.
     Ready,

@@ -7,7 +7,11 @@ use crate::pool_stats::PoolStats;
 use crate::watchdog::StuckWorker;
 
 /// What [`Pool::shutdown`](crate::Pool::shutdown) reports.
+///
+/// With the `serde` feature it serializes, but does not deserialize (the item types in its
+/// [`PoolStats`] and stuck workers are `&'static str`).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct PoolReport {
     /// The final snapshot.
