@@ -155,6 +155,11 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         loop {
             match self.store.try_push(item, &push) {
                 Err(PushError::Full(back)) => item = back,
+                Ok(id) => {
+                    // A durable store answers once the item is on disk.
+                    self.store.synced().await;
+                    return Ok(id);
+                }
                 other => return other,
             }
             let mut waiting = S::Waiting::default();
@@ -171,7 +176,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     }
 
     /// Adds an item, visible at once. Never waits: a full or closed queue hands the item
-    /// back inside the error.
+    /// back inside the error. With a durable store it is fire and forget: the item is
+    /// committed with the store's next batch, but `Ok` does not mean it is on disk yet (use
+    /// [`push`](Self::push), which waits for that).
     pub fn try_push(&self, item: T) -> Result<MessageId, PushError<T>> {
         self.store.try_push(item, &Push::new())
     }

@@ -217,6 +217,14 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// The queue's gauges and totals (exact for the memory store; for a store shared by
     /// several processes, as of its last refresh).
     fn stats(&self) -> Stats;
+
+    /// Completes once every change made so far (pushes included) is durable. Ready at once
+    /// for the memory store (the default). [`LeaseQueue::push`](crate::LeaseQueue::push) and
+    /// its variants await it after the item was accepted, so that a push that returned `Ok`
+    /// is on disk; `try_push` does not (fire and forget).
+    fn synced(&self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 }
 
 /// Gives a wait's registration back to its store when the waiting future ends or is

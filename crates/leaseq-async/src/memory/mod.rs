@@ -153,6 +153,32 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         }
     }
 
+    /// A store around `core` for another store to build on (a durable store keeps one
+    /// and journals what it does): no driver is spawned (the outer store's
+    /// [`drive`](crate::Store::drive) calls this one's), and the core's events are left
+    /// for [`poll_event`](Self::poll_event). `heartbeat_every` is clamped to
+    /// (0, visibility].
+    pub fn from_core(rt: R, core: Queue<T>, heartbeat_every: Duration, name: &'static str) -> Self {
+        let every = heartbeat_every.clamp(Duration::from_nanos(1), core.config().visibility());
+        Self::new(rt, core, every, false, name)
+    }
+
+    /// The oldest core event not yet taken (the kinds the core's config records).
+    pub fn poll_event(&self) -> Option<leaseq_core::Event> {
+        self.lock().core.poll_event()
+    }
+
+    /// Runs `f` on the core under the queue's lock, the time applied first, for stores
+    /// built on this one (reading a dead letter, redriving). The lock's guard wakes
+    /// receivers and the driver as for any operation. `f` must be short and must not call
+    /// back into this store.
+    pub fn with_core<U>(&self, f: impl FnOnce(&mut Queue<T>, Timestamp) -> U) -> U {
+        let now = self.rt.now();
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        f(&mut st.core, now)
+    }
+
     /// The one lock. User code never runs under it: an item leaves the core by value (an
     /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over),
     /// so no item's `Drop` runs here. A `parking_lot` mutex: it spins briefly before
