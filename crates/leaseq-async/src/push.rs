@@ -84,6 +84,12 @@ impl Push {
         self
     }
 
+    /// The delay, the time to live and the core's options (priority level, key, replace):
+    /// for stores that record a push (a durable store journals them).
+    pub fn parts(&self) -> (Duration, Option<Duration>, &PushOptions) {
+        (self.delay, self.ttl, &self.options)
+    }
+
     /// Whether this is a plain push (no delay, time to live, level or key): the kind an
     /// unbounded in-memory queue takes without its state lock.
     pub(crate) fn is_plain(&self) -> bool {

@@ -155,6 +155,13 @@ impl<T> Queue<T> {
         Ok(())
     }
 
+    /// Makes the next push get an id of at least `next` (ids below it were used by a
+    /// previous run of the queue: a durable store keeps its high-water mark, so ids are
+    /// never reused across restarts). Never lowers it.
+    pub fn reserve_ids_below(&mut self, next: MessageId) {
+        self.next_id = self.next_id.max(next.0);
+    }
+
     fn check_restore(
         &self,
         id: MessageId,

@@ -1,0 +1,78 @@
+//! `leaseq-sqlite`: a durable leaseq store on one machine, in a SQLite file. No server to
+//! run: the same [`LeaseQueue`], [`Delivery`](leaseq_async::Delivery) and
+//! [`Pool`](leaseq_async::Pool) API as the in-memory queue, and a `kill -9` loses nothing
+//! that was reported durable.
+//!
+//! ```no_run
+//! # async fn demo(rt: impl leaseq_async::Runtime) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use leaseq_async::Config;
+//! use leaseq_sqlite::{open, Options, PostcardCodec};
+//!
+//! let config = Config::new(Duration::from_secs(30)).with_max_attempts(5);
+//! let queue = open::<String, _, _>("jobs.leaseq", config, Options::default(), PostcardCodec, rt)?;
+//! queue.push("send invoice 981".to_string()).await?; // on disk once it returns
+//! let delivery = queue.receive().await.unwrap(); // its attempt is on disk before it is handed out
+//! delivery.ack().await?; // removed from the file once it returns
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//!
+//! [`SqliteStore`] wraps a [`MemoryStore`](leaseq_async::MemoryStore): the `no_std` core
+//! does all the policy (leases, attempts, backoff, dead letters, keys, levels) and the store
+//! *journals durable facts* from the results of each operation, never duplicating queue logic
+//! in SQL: a push inserts a row (its payload encoded by the [`Codec`] before any lock); a
+//! delivery records its attempt (the receive completes only once that is committed, so a
+//! poison item that crashes the process on every delivery still reaches the dead letters
+//! after max attempts); an ack deletes the row; a nack records attempts, next visibility
+//! and error, or the dead letter; the driver journals dead letters made by leases or items
+//! running out. Extensions and heartbeats write nothing: **leases are not durable**. On
+//! restart every lease the dead process held comes back at once, its attempt counted
+//! (error "process restart"; to the dead letters, reason "dropped", if it was the last).
+//!
+//! **Group commit**: one writer thread owns the SQLite connection. Operations queue their
+//! changes with a sequence number; the writer commits everything queued in one
+//! transaction, then publishes "committed up to N". `push(...).await`, receives, acks,
+//! nacks and dead-letters complete once their change is committed; `try_push` is fire and
+//! forget (committed with the next batch, not yet durable when it returns). So concurrent
+//! producers and consumers share commits (and fsyncs), whatever the runtime: the writer is
+//! a thread, so any runtime works.
+//!
+//! **Durability levels** ([`Durability`]): `ProcessCrash` (WAL, `synchronous=NORMAL`:
+//! survives `kill -9`) and `PowerLoss` (WAL, `synchronous=FULL`: every commit fsynced).
+//!
+//! **Size**: acked rows are deleted, and SQLite reuses their pages; the WAL is checkpointed
+//! back into the file every [`Options::wal_autocheckpoint`] pages (and truncated when the
+//! store is dropped). So under steady push/ack the file holds the live items (plus free
+//! pages up to its high-water mark) and does not grow with history; opening it reads only
+//! the live rows and the dead letters.
+//!
+//! **Restart**: [`open`] checks the file read-only first (an `application_id`, a format
+//! version in `user_version`, a magic row): a foreign, corrupt or newer file gives a typed
+//! [`OpenError`] and is left untouched. Times are stored as wall-clock nanoseconds, so a
+//! delayed item keeps its schedule across restarts. Ids are never reused (the file keeps
+//! their high-water mark).
+//!
+//! Known limits: an item's `Drop` of a replaced pending item and codec failures on push
+//! (a panic: encoding a well-formed item must not fail) are as documented on
+//! [`SqliteStore`]'s `try_push`; a cancelled receive hands back the leases it took with
+//! reason "dropped" (their attempt counted).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod codec;
+mod journal;
+mod open;
+mod store;
+
+#[cfg(feature = "serde")]
+pub use codec::PostcardCodec;
+pub use codec::{BytesCodec, Codec, CodecError};
+pub use open::{check_file, open, Durability, OpenError, Options, APPLICATION_ID, FORMAT_VERSION};
+pub use store::{SqliteStore, SqliteTicket, SqliteWaiting};
+
+use leaseq_async::LeaseQueue;
+
+/// A durable queue: a [`LeaseQueue`] on a [`SqliteStore`].
+pub type SqliteQueue<T, R, C> = LeaseQueue<T, R, SqliteStore<T, R, C>>;
