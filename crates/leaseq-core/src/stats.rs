@@ -98,6 +98,43 @@ impl Stats {
     }
 }
 
+/// A short summary for people, the places of the conservation law first:
+///
+/// ```text
+/// pushed 5000, acked 4890, dead 10 (ready 0, delayed 0, in flight 100); redelivered 42, late acks 3 unclaimed / 1 stale
+/// ```
+///
+/// Dead letters taken, items cancelled and events dropped are added when there are any.
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "pushed {}, acked {}, dead {}",
+            self.pushed, self.acked, self.dead
+        )?;
+        if self.taken > 0 {
+            write!(f, ", taken {}", self.taken)?;
+        }
+        if self.cancelled > 0 {
+            write!(f, ", cancelled {}", self.cancelled)?;
+        }
+        write!(
+            f,
+            " (ready {}, delayed {}, in flight {}); redelivered {}, late acks {} unclaimed / {} stale",
+            self.ready,
+            self.delayed,
+            self.in_flight,
+            self.redelivered,
+            self.late_acks_unclaimed,
+            self.late_acks_stale,
+        )?;
+        if self.events_dropped > 0 {
+            write!(f, "; events dropped {}", self.events_dropped)?;
+        }
+        Ok(())
+    }
+}
+
 /// Conservation was broken: an item was lost or counted twice. This is a bug in the queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConservationError {
@@ -114,3 +151,42 @@ impl fmt::Display for ConservationError {
 }
 
 impl core::error::Error for ConservationError {}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::Stats;
+
+    #[test]
+    fn display_is_a_short_summary() {
+        let mut s = Stats {
+            pushed: 5000,
+            acked: 4890,
+            dead: 10,
+            in_flight: 100,
+            redelivered: 42,
+            late_acks_unclaimed: 3,
+            late_acks_stale: 1,
+            ..Stats::default()
+        };
+        assert_eq!(
+            s.to_string(),
+            "pushed 5000, acked 4890, dead 10 (ready 0, delayed 0, in flight 100); \
+             redelivered 42, late acks 3 unclaimed / 1 stale"
+        );
+        s.taken = 2;
+        s.cancelled = 1;
+        s.events_dropped = 7;
+        assert_eq!(
+            s.to_string(),
+            "pushed 5000, acked 4890, dead 10, taken 2, cancelled 1 (ready 0, delayed 0, \
+             in flight 100); redelivered 42, late acks 3 unclaimed / 1 stale; events dropped 7"
+        );
+        assert_eq!(
+            Stats::default().to_string(),
+            "pushed 0, acked 0, dead 0 (ready 0, delayed 0, in flight 0); redelivered 0, \
+             late acks 0 unclaimed / 0 stale"
+        );
+    }
+}
