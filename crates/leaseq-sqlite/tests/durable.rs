@@ -1,0 +1,287 @@
+//! The durable store: round trip, restart, crash, foreign files, a poison item that aborts
+//! its process.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use leaseq_async::{Config, Reason, Store};
+use leaseq_smol::SmolRuntime;
+use leaseq_sqlite::{open, BytesCodec, OpenError, Options, PostcardCodec, SqliteQueue};
+
+fn temp(name: &str) -> PathBuf {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let p = std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn config() -> Config {
+    Config::new(Duration::from_secs(30)).with_max_attempts(3)
+}
+
+fn queue(path: &PathBuf) -> SqliteQueue<String, SmolRuntime, PostcardCodec> {
+    open(
+        path,
+        config(),
+        Options::default(),
+        PostcardCodec,
+        SmolRuntime::global(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
+    let path = temp("round");
+    smol::block_on(async {
+        let q = queue(&path);
+        let a = q.push("a".to_string()).await.unwrap();
+        let b = q.push("b".to_string()).await.unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!((d.id(), d.attempt(), d.item().as_str()), (a, 1, "a"));
+        d.ack().await.unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.id(), b);
+        d.nack_with(leaseq_async::Failure::error("boom").retry_after(Duration::ZERO))
+            .await
+            .unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!((d.id(), d.attempt()), (b, 2));
+        assert_eq!(d.dead_letter("poison").await.unwrap(), 2);
+        let dead = q.store().dead_letters();
+        assert_eq!(dead.len(), 1);
+        assert_eq!(dead[0].reason, Reason::Terminated);
+        assert_eq!(dead[0].last_error.as_deref(), Some("poison"));
+        q.store().redrive(b).await.unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!((d.id(), d.attempt()), (b, 1));
+        d.ack().await.unwrap();
+        let s = q.stats();
+        assert_eq!((s.acked, s.ready, s.dead), (2, 0, 0));
+        assert!(q.store().commits() > 0);
+        assert!(!q.store().journal_failed());
+    });
+    drop(std::fs::remove_file(&path));
+}
+
+#[test]
+fn restart_keeps_items_attempts_dead_letters_and_delays() {
+    let path = temp("restart");
+    let (a, later, poison);
+    {
+        let path = path.clone();
+        (a, later, poison) = smol::block_on(async move {
+            let q = queue(&path);
+            let a = q.push("a".to_string()).await.unwrap();
+            let later = q
+                .push_delayed("later".to_string(), Duration::from_secs(3600))
+                .await
+                .unwrap();
+            let poison = q.push("poison".to_string()).await.unwrap();
+            let d = q.receive().await.unwrap();
+            assert_eq!(d.id(), a);
+            d.nack_with(leaseq_async::Failure::error("boom").retry_after(Duration::ZERO))
+                .await
+                .unwrap();
+            let d = q.receive().await.unwrap();
+            assert_eq!(d.id(), poison);
+            d.dead_letter("bad input").await.unwrap();
+            (a, later, poison)
+        });
+    }
+    smol::block_on(async {
+        let q = queue(&path);
+        let s = q.stats();
+        assert_eq!((s.ready, s.delayed, s.dead), (1, 1, 1), "{s:?}");
+        let dead = q.store().dead_letters();
+        assert_eq!(dead[0].id, poison);
+        assert_eq!(dead[0].reason, Reason::Terminated);
+        assert_eq!(dead[0].last_error.as_deref(), Some("bad input"));
+        let d = q.receive().await.unwrap();
+        assert_eq!((d.id(), d.attempt()), (a, 2));
+        d.ack().await.unwrap();
+        // The delayed item keeps its schedule (an hour), the dead letter can be redriven.
+        assert!(q.receive_timeout(Duration::from_millis(50)).await.is_err());
+        q.store().redrive(poison).await.unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!((d.id(), d.attempt()), (poison, 1));
+        d.ack().await.unwrap();
+        // Ids are never reused.
+        let next = q.push("new".to_string()).await.unwrap();
+        assert!(next > later);
+        assert_eq!(q.stats().delayed, 1);
+    });
+    drop(std::fs::remove_file(&path));
+}
+
+#[test]
+fn leases_held_at_a_crash_come_back_with_their_attempt_counted() {
+    let path = temp("crash");
+    let id = smol::block_on(async {
+        let q = queue(&path);
+        let id = q.push("x".to_string()).await.unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.attempt(), 1);
+        // The process "dies": nothing is settled, nothing is dropped.
+        std::mem::forget(d);
+        std::mem::forget(q);
+        id
+    });
+    smol::block_on(async {
+        let q = queue(&path);
+        let d = q
+            .receive_timeout(Duration::from_secs(1))
+            .await
+            .expect("the lease came back at once");
+        assert_eq!((d.id(), d.attempt()), (id, 2));
+        std::mem::forget(d);
+        std::mem::forget(q);
+    });
+    smol::block_on(async {
+        let q = queue(&path);
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.attempt(), 3);
+        std::mem::forget(d);
+        std::mem::forget(q);
+    });
+    // Its last attempt was cut by a crash: a dead letter, "process restart".
+    smol::block_on(async {
+        let q = queue(&path);
+        let dead = q.store().dead_letters();
+        assert_eq!(dead.len(), 1, "{:?}", q.stats());
+        assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
+        assert_eq!(dead[0].reason, Reason::Dropped);
+        assert_eq!(dead[0].last_error.as_deref(), Some("process restart"));
+    });
+    drop(std::fs::remove_file(&path));
+}
+
+#[test]
+fn foreign_corrupt_and_newer_files_are_refused_untouched() {
+    // Not SQLite at all.
+    let path = temp("foreign");
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 31 % 251) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+    let r = open::<Vec<u8>, _, _>(
+        &path,
+        config(),
+        Options::default(),
+        BytesCodec,
+        SmolRuntime::global(),
+    );
+    assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+    drop(std::fs::remove_file(&path));
+
+    // Another application's SQLite database.
+    let path = temp("other-app");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let r = open::<Vec<u8>, _, _>(
+        &path,
+        config(),
+        Options::default(),
+        BytesCodec,
+        SmolRuntime::global(),
+    );
+    assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    drop(std::fs::remove_file(&path));
+
+    // A queue written by a newer format version.
+    let path = temp("newer");
+    smol::block_on(async {
+        let q = open::<Vec<u8>, _, _>(
+            &path,
+            config(),
+            Options::default(),
+            BytesCodec,
+            SmolRuntime::global(),
+        )
+        .unwrap();
+        q.push(b"x".to_vec()).await.unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(100)); // the writer checkpoints as it ends
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;").unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let r = open::<Vec<u8>, _, _>(
+        &path,
+        config(),
+        Options::default(),
+        BytesCodec,
+        SmolRuntime::global(),
+    );
+    assert!(
+        matches!(
+            r,
+            Err(OpenError::NewerVersion {
+                found: 99,
+                supported: 1
+            })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    drop(std::fs::remove_file(&path));
+}
+
+/// The child's part of `poison_item_that_aborts_the_process_is_dead_lettered`: takes one
+/// delivery and aborts, as a handler that crashes the process would.
+#[test]
+fn poison_child() {
+    let Ok(path) = std::env::var("LEASEQ_POISON_CHILD") else {
+        return;
+    };
+    smol::block_on(async {
+        let q = queue(&PathBuf::from(path));
+        if q.receive_timeout(Duration::from_millis(500)).await.is_ok() {
+            std::process::abort();
+        }
+    });
+}
+
+#[test]
+fn poison_item_that_aborts_the_process_is_dead_lettered() {
+    let path = temp("poison");
+    let id = smol::block_on(async {
+        let q = queue(&path);
+        q.push("crash me".to_string()).await.unwrap()
+    });
+    let exe = std::env::current_exe().unwrap();
+    let mut aborted = 0;
+    for _ in 0..6 {
+        let status = std::process::Command::new(&exe)
+            .args(["--exact", "poison_child", "--test-threads=1"])
+            .env("LEASEQ_POISON_CHILD", &path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        if status.success() {
+            break;
+        }
+        aborted += 1;
+    }
+    // Each crash was a delivery whose attempt was on disk before it was handed out.
+    assert_eq!(aborted, 3);
+    smol::block_on(async {
+        let q = queue(&path);
+        let dead = q.store().dead_letters();
+        assert_eq!(dead.len(), 1);
+        assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
+        assert_eq!(dead[0].last_error.as_deref(), Some("process restart"));
+        assert_eq!(q.stats().live(), 0);
+        let _ = q.store().synced();
+    });
+    drop(std::fs::remove_file(&path));
+}
