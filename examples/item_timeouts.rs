@@ -15,7 +15,9 @@
 //! Each setting runs in real time on tokio (multi-thread) and on smol
 //! (`SmolRuntime::global()`), then in virtual time (tokio's paused clock; `SimRuntime`, smol's
 //! executor on a virtual clock), where the figures are exact. `--virtual-only` runs only the
-//! virtual-time rows (a few milliseconds; CI runs that).
+//! virtual-time rows (a few milliseconds; CI runs that). The real-time rows show their
+//! progress as they run (a line every 2 s; one line redrawn every second on a terminal), and
+//! the table follows when every row is done.
 //!
 //! ```sh
 //! cargo run --release --example item_timeouts                   # about 30 s of real time
@@ -28,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{args_or_exit, pick_hung};
+use leaseq_suite::demo::{args_or_exit, pick_hung, Progress, Spec};
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\
@@ -40,7 +42,8 @@ USAGE:
 OPTIONS:
     --virtual-only   run only the virtual-time rows (tokio's paused clock and SimRuntime);
                      without it the real-time rows (tokio multi-thread, SmolRuntime::global())
-                     run first and take about 30 s
+                     run first and take about 30 s, with a progress line every 2 s
+                     (every second, in place, on a terminal)
     --seed N         seed of the PRNG that picks the hung items (default 42)
     -h, --help       print this help";
 
@@ -121,8 +124,20 @@ struct Outcome {
     dead_lettered: u64,
 }
 
-/// Runs the batch once under `setting` on `rt`.
-async fn run_batch<R: Runtime>(rt: R, sc: Arc<Scenario>, setting: Setting) -> Outcome {
+/// Where a real-time run shows its progress, and what to call it there.
+#[derive(Clone, Copy)]
+struct Show<'a> {
+    progress: &'a Progress,
+    what: &'a str,
+}
+
+/// Runs the batch once under `setting` on `rt`, its progress shown on `show` if given.
+async fn run_batch<R: Runtime>(
+    rt: R,
+    sc: Arc<Scenario>,
+    setting: Setting,
+    show: Option<Show<'_>>,
+) -> Outcome {
     // A visibility well past the 5 s hang, so that only the item timeout (or the handler's
     // end) settles an item: no lease runs out in this example.
     let config = Config::new(Duration::from_secs(60)).with_max_attempts(setting.attempts);
@@ -133,6 +148,22 @@ async fn run_batch<R: Runtime>(rt: R, sc: Arc<Scenario>, setting: Setting) -> Ou
     let start = rt.now();
     if queue.try_push_batch(0..sc.items).is_err() {
         unreachable!("an open queue without capacity limit takes every item");
+    }
+    if let Some(show) = show {
+        let (queue, what, items) = (queue.clone(), show.what.to_string(), sc.items as u64);
+        let started = Instant::now();
+        show.progress.set(move || {
+            let s = queue.stats();
+            format!(
+                "{what}: {:.1} s in, {} of {items} items settled (acked {}, dead-lettered {}), \
+                 {} in flight",
+                started.elapsed().as_secs_f64(),
+                s.acked + s.dead_lettered,
+                s.acked,
+                s.dead_lettered,
+                s.in_flight,
+            )
+        });
     }
     let (rt2, sc2) = (rt.clone(), sc.clone());
     let pool = Pool::builder(queue.clone())
@@ -152,6 +183,10 @@ async fn run_batch<R: Runtime>(rt: R, sc: Arc<Scenario>, setting: Setting) -> Ou
         });
     queue.wait_empty().await;
     let batch = rt.now().saturating_duration_since(start);
+    if let Some(show) = show {
+        // The status holds a handle of the queue: let it go with the batch.
+        show.progress.unset();
+    }
     let report = pool.shutdown(Duration::from_secs(1)).await;
     queue.close();
     Outcome {
@@ -162,22 +197,23 @@ async fn run_batch<R: Runtime>(rt: R, sc: Arc<Scenario>, setting: Setting) -> Ou
     }
 }
 
-fn tokio_real(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
+fn tokio_real(sc: &Arc<Scenario>, setting: Setting, show: Option<Show<'_>>) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("build a multi-thread tokio runtime");
     runtime.block_on(async {
         let rt = TokioRuntime::new(tokio::runtime::Handle::current());
-        run_batch(rt, sc.clone(), setting).await
+        run_batch(rt, sc.clone(), setting, show).await
     })
 }
 
-fn smol_real(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
-    smol::block_on(run_batch(SmolRuntime::global(), sc.clone(), setting))
+fn smol_real(sc: &Arc<Scenario>, setting: Setting, show: Option<Show<'_>>) -> Outcome {
+    smol::block_on(run_batch(SmolRuntime::global(), sc.clone(), setting, show))
 }
 
-fn tokio_virtual(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
+// The virtual-time rows take milliseconds: no progress to show.
+fn tokio_virtual(sc: &Arc<Scenario>, setting: Setting, _: Option<Show<'_>>) -> Outcome {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -185,19 +221,19 @@ fn tokio_virtual(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
         .expect("build a current-thread tokio runtime");
     runtime.block_on(async {
         let rt = TokioRuntime::new(tokio::runtime::Handle::current());
-        run_batch(rt, sc.clone(), setting).await
+        run_batch(rt, sc.clone(), setting, None).await
     })
 }
 
-fn smol_virtual(sc: &Arc<Scenario>, setting: Setting) -> Outcome {
+fn smol_virtual(sc: &Arc<Scenario>, setting: Setting, _: Option<Show<'_>>) -> Outcome {
     let sim = SimRuntime::new();
-    sim.block_on(run_batch(sim.clone(), sc.clone(), setting))
+    sim.block_on(run_batch(sim.clone(), sc.clone(), setting, None))
 }
 
-type Runner = fn(&Arc<Scenario>, Setting) -> Outcome;
+type Runner = fn(&Arc<Scenario>, Setting, Option<Show<'_>>) -> Outcome;
 
 fn main() -> ExitCode {
-    let options = match args_or_exit("--virtual-only", USAGE) {
+    let options = match args_or_exit(Spec::flag("--virtual-only"), USAGE) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -234,6 +270,34 @@ fn main() -> ExitCode {
     }
     println!();
 
+    let started = Instant::now();
+    // The real-time rows take about 30 s: their progress is shown meanwhile, and the table
+    // printed once every row is done.
+    let progress = (!options.flag).then(Progress::start);
+    let runs = SETTINGS.len() * runners.len();
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(runs);
+    for setting in SETTINGS {
+        for (name, run) in &runners {
+            let what = format!(
+                "run {} of {runs} ({}; {name})",
+                outcomes.len() + 1,
+                setting.label
+            );
+            let show = progress.as_ref().map(|progress| Show {
+                progress,
+                what: &what,
+            });
+            outcomes.push(run(&sc, setting, show));
+        }
+    }
+    if let Some(progress) = progress {
+        // Off a terminal the progress lines stay in the log: a blank line before the table.
+        if !progress.in_place() {
+            println!();
+        }
+        progress.finish();
+    }
+
     let label_w = SETTINGS.iter().map(|s| s.label.len()).max().unwrap_or(0);
     let rt_w = runners.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     let header = format!(
@@ -249,10 +313,12 @@ fn main() -> ExitCode {
     );
     println!("{header}");
     println!("{}", "-".repeat(header.len()));
-    let started = Instant::now();
+    let mut outcomes = outcomes.iter();
     for setting in SETTINGS {
-        for (k, (name, run)) in runners.iter().enumerate() {
-            let o = run(&sc, setting);
+        for (k, (name, _)) in runners.iter().enumerate() {
+            let o = outcomes
+                .next()
+                .expect("one outcome per setting and runtime");
             let (label, ideal, reference) = if k == 0 {
                 (
                     setting.label,

@@ -19,24 +19,27 @@
 //! By default every row runs in virtual time (tokio's paused clock; `SimRuntime`, smol's
 //! executor on a virtual clock), so the table is exact and the same on every run for a
 //! seed. `--real-time` runs the same rows on real clocks (tokio multi-thread,
-//! `SmolRuntime::global()`), which takes about 20 s.
+//! `SmolRuntime::global()`), which takes about 20 s and shows its progress meanwhile.
+//! `--seeds A-B` runs the virtual-time rows for every seed from A to B and prints what
+//! each column came to across them (the README's figures for seeds 1-20 come from it).
 //!
 //! ```sh
 //! cargo run --release --example redelivery                 # virtual time, seed 42
 //! cargo run --release --example redelivery -- --seed 7
+//! cargo run --release --example redelivery -- --seeds 1-20
 //! cargo run --release --example redelivery -- --real-time
 //! ```
 
 use std::pin::pin;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::{join_all, select, Either};
 use leaseq_async::{Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{args_or_exit, pick_hung, DEFAULT_SEED};
+use leaseq_suite::demo::{args_or_exit, pick_hung, Progress, Spec, DEFAULT_SEED};
 use leaseq_suite::rng::mix64;
 use leaseq_tokio::TokioRuntime;
 
@@ -48,15 +51,16 @@ USAGE:
 
 OPTIONS:
     --seed N       seed of the PRNG that picks the hung items and the slow calls (default 42)
+    --seeds A-B    run the virtual-time rows for every seed from A to B (e.g. 1-20) and
+                   print each column's range, median and distribution across the seeds
     --real-time    run every row on real clocks (tokio multi-thread, SmolRuntime::global());
-                   takes about 20 s and the figures vary a little from run to run
+                   takes about 20 s, shows its progress every 2 s (every second, in place,
+                   on a terminal), and the figures vary a little from run to run
     -h, --help     print this help
 
 By default every row runs in virtual time: tokio rows on tokio's paused clock
 (current_thread runtime, start_paused), smol rows on leaseq_async::SimRuntime (smol's
 executor, async-executor, on a virtual clock). The table is then exact and reproducible.";
-
-// ----- options ---------------------------------------------------------------------------
 
 // ----- the scenario ----------------------------------------------------------------------
 
@@ -133,6 +137,11 @@ impl Tracker {
     }
 }
 
+/// Handler calls finished and rows done, in every row of the process: what `--real-time`
+/// shows as its progress.
+static CALLS_FINISHED: AtomicU64 = AtomicU64::new(0);
+static ROWS_DONE: AtomicU64 = AtomicU64::new(0);
+
 /// One handler call. Hung items never finish (the caller's timeout ends them); the others
 /// sleep 0.6 s or 10 ms and record that they finished.
 async fn work<R: Runtime>(rt: &R, sc: &Scenario, tracker: &Tracker, item: u32) {
@@ -148,6 +157,7 @@ async fn work<R: Runtime>(rt: &R, sc: &Scenario, tracker: &Tracker, item: u32) {
     };
     rt.sleep_until(rt.now().saturating_add(took)).await;
     tracker.finished[i].fetch_add(1, Ordering::AcqRel);
+    CALLS_FINISHED.fetch_add(1, Ordering::Relaxed);
 }
 
 // ----- the rows --------------------------------------------------------------------------
@@ -276,6 +286,7 @@ async fn run_row<R: Runtime>(rt: R, sc: Arc<Scenario>, row: Row, flavor: Flavor)
         *at = at.saturating_sub(start.as_duration());
     }
     result.wall = wall.elapsed();
+    ROWS_DONE.fetch_add(1, Ordering::Relaxed);
     result
 }
 
@@ -551,6 +562,214 @@ fn smol_real(sc: &Arc<Scenario>) -> Vec<RowResult> {
     })))
 }
 
+/// The rows on tokio, then on smol, in real time, with their progress shown meanwhile.
+fn real_time(sc: &Arc<Scenario>) -> [Vec<RowResult>; 2] {
+    let progress = Progress::start();
+    let total = 2 * ROWS.len();
+    let cut = sc.cut.as_secs_f64();
+    let phase = |name: &'static str| {
+        let started = Instant::now();
+        let calls_before = CALLS_FINISHED.load(Ordering::Relaxed);
+        progress.set(move || {
+            format!(
+                "{name}: {:.1} s into the {cut:.0} s rows; {} of {total} rows done; {} handler \
+                 calls finished on this runtime",
+                started.elapsed().as_secs_f64(),
+                ROWS_DONE.load(Ordering::Relaxed),
+                CALLS_FINISHED.load(Ordering::Relaxed) - calls_before,
+            )
+        });
+    };
+    phase("tokio (real time)");
+    let tokio = tokio_real(sc);
+    phase("smol (real time)");
+    let smol = smol_real(sc);
+    progress.finish();
+    [tokio, smol]
+}
+
+// ----- --seeds: the rows across many seeds -----------------------------------------------
+
+/// What the table shows of a row, plus the hung items dead-lettered by the cut.
+fn figures(r: &RowResult) -> [u64; 7] {
+    [
+        r.processed,
+        r.lost,
+        r.dead_lettered,
+        r.twice,
+        r.late_acks,
+        r.retrying,
+        r.hung_dead,
+    ]
+}
+
+/// `min-max, median m` (just the value if every seed gave the same).
+fn spread(values: &[u64]) -> String {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let (min, max) = (v[0], v[v.len() - 1]);
+    if min == max {
+        return min.to_string();
+    }
+    let mid = v.len() / 2;
+    // f64's Display: "8", or "49.5" between two middle values.
+    let median = if v.len() % 2 == 1 {
+        v[mid] as f64
+    } else {
+        (v[mid - 1] + v[mid]) as f64 / 2.0
+    };
+    format!("{min}-{max}, median {median}")
+}
+
+/// `value ×seeds` for each value that came up, lowest first.
+fn distribution(values: &[u64]) -> String {
+    let mut counts = std::collections::BTreeMap::new();
+    for &v in values {
+        *counts.entry(v).or_insert(0u32) += 1;
+    }
+    counts
+        .iter()
+        .map(|(v, n)| format!("{v} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--seeds first-last`: every row in virtual time on both runtimes for each seed, then each
+/// column's spread across the seeds.
+fn sweep(first: u64, last: u64) {
+    let started = Instant::now();
+    let seeds: Vec<u64> = (first..=last).collect();
+    // figures[seed][row], from tokio's paused clock; seeds where SimRuntime differed.
+    let mut all: Vec<Vec<[u64; 7]>> = Vec::with_capacity(seeds.len());
+    let mut differ = Vec::new();
+    for &seed in &seeds {
+        let sc = Arc::new(Scenario::new(seed));
+        let tokio: Vec<[u64; 7]> = tokio_virtual(&sc).iter().map(figures).collect();
+        let smol: Vec<[u64; 7]> = smol_virtual(&sc).iter().map(figures).collect();
+        if tokio != smol {
+            differ.push(seed);
+        }
+        all.push(tokio);
+    }
+    let sc = Scenario::new(first);
+    println!(
+        "redelivery, seeds {first} to {last}: {} items, {} workers, {} hung items (which ones \
+         depends on the seed), {} s item timeout, visibility {} ms, max {} attempts, cut at {} \
+         s; every row in virtual time, on tokio's paused clock and on SimRuntime.",
+        sc.items,
+        sc.workers,
+        sc.hung_items().len(),
+        sc.item_timeout.as_secs(),
+        sc.visibility.as_millis(),
+        sc.max_attempts,
+        sc.cut.as_secs(),
+    );
+    if differ.is_empty() {
+        println!(
+            "Both runtimes gave the same figures on every seed. Each cell: the one value all \
+             {} seeds gave, or min-max and the median.",
+            seeds.len()
+        );
+    } else {
+        println!(
+            "SimRuntime's figures differed from tokio's on seeds {differ:?}; the table shows \
+             tokio's. Each cell: the one value all {} seeds gave, or min-max and the median.",
+            seeds.len()
+        );
+    }
+    println!();
+    let headers = [
+        "processed",
+        "lost",
+        "dead-lettered",
+        "twice",
+        "late acks",
+        "retrying",
+        "hung dead-lettered",
+    ];
+    let cells: Vec<Vec<String>> = (0..ROWS.len())
+        .map(|row| {
+            (0..headers.len())
+                .map(|col| match (ROWS[row], col) {
+                    // A plain channel has no dead letters.
+                    (Row::Plain, 6) => "-".to_string(),
+                    _ => spread(&all.iter().map(|f| f[row][col]).collect::<Vec<_>>()),
+                })
+                .collect()
+        })
+        .collect();
+    let label_w = ROWS.iter().map(|r| r.label().len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|col| {
+            cells
+                .iter()
+                .map(|c| c[col].len())
+                .chain([headers[col].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut header = format!("{:label_w$}", "row");
+    for (h, w) in headers.iter().zip(&widths) {
+        header.push_str(&format!("  {h:>w$}"));
+    }
+    println!("{header}");
+    println!("{}", "-".repeat(header.len()));
+    for (row, c) in ROWS.iter().zip(&cells) {
+        let mut line = format!("{:label_w$}", row.label());
+        for (cell, w) in c.iter().zip(&widths) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        println!("{line}");
+    }
+    println!();
+    println!("Hung items dead-lettered by the cut (of 10), value ×seeds:");
+    for (i, row) in ROWS.iter().enumerate() {
+        if *row == Row::Plain {
+            continue;
+        }
+        let values: Vec<u64> = all.iter().map(|f| f[i][6]).collect();
+        println!("  {:<4} {}", row.tag(), distribution(&values));
+    }
+    let per_seed = |i: usize| -> Vec<String> {
+        all.iter()
+            .zip(&seeds)
+            .map(|(f, s)| format!("{s}:{}", f[i][6]))
+            .collect()
+    };
+    let (c, d) = (3, 4);
+    println!("  per seed, (c): {}", per_seed(c).join(" "));
+    println!("  per seed, (d): {}", per_seed(d).join(" "));
+    let all_ten: Vec<u64> = all
+        .iter()
+        .zip(&seeds)
+        .filter(|(f, _)| f[d][6] == 10)
+        .map(|(_, s)| *s)
+        .collect();
+    let gains: Vec<i64> = all
+        .iter()
+        .map(|f| f[d][6] as i64 - f[c][6] as i64)
+        .collect();
+    println!();
+    println!(
+        "The pool, (d), dead-letters all 10 hung items by the cut on {} of {} seeds ({:?}); \
+         it dead-letters more of them than (c) on {} of {} seeds (by {} to {}).",
+        all_ten.len(),
+        seeds.len(),
+        all_ten,
+        gains.iter().filter(|&&g| g > 0).count(),
+        seeds.len(),
+        gains.iter().min().copied().unwrap_or(0),
+        gains.iter().max().copied().unwrap_or(0),
+    );
+    println!();
+    println!(
+        "Took {:.3} s of real time for {} rows.",
+        started.elapsed().as_secs_f64(),
+        seeds.len() * 2 * ROWS.len()
+    );
+}
+
 // ----- output ----------------------------------------------------------------------------
 
 const HEADERS: [&str; 6] = [
@@ -683,9 +902,9 @@ fn print_reading(r: &[RowResult]) {
          {} items processed, {} twice and {} late acks. That last figure is tight and depends on \
          the seed: a hung item's three 2 s attempts now run one after another (6 s from its \
          first pickup, which comes late for an item near the back of the queue), and the \
-         whole run needs about 94 worker-seconds of the 100 there are; with seeds 1 to 20, 3 \
-         dead-letter all 10 by the cut and the others 6 to 9 (without a heartbeat, in (b), the \
-         attempts overlap, as each lease runs out after 0.5 s while its worker is still \
+         whole run needs about 94 worker-seconds of the 100 there are; with seeds 1 to 20 \
+         (`--seeds 1-20`), 3 dead-letter all 10 by the cut and the others 6 to 9 (without a \
+         heartbeat, in (b), the attempts overlap, as each lease runs out after 0.5 s while its worker is still \
          stuck).",
         a.processed,
         a.lost,
@@ -708,10 +927,23 @@ fn print_reading(r: &[RowResult]) {
 }
 
 fn main() -> ExitCode {
-    let options = match args_or_exit("--real-time", USAGE) {
+    let spec = Spec {
+        flag: Some("--real-time"),
+        seeds: true,
+        seconds: false,
+    };
+    let options = match args_or_exit(spec, USAGE) {
         Ok(o) => o,
         Err(code) => return code,
     };
+    if let Some((first, last)) = options.seeds {
+        if options.flag {
+            eprintln!("error: --seeds runs in virtual time only; drop --real-time\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+        sweep(first, last);
+        return ExitCode::SUCCESS;
+    }
     let sc = Arc::new(Scenario::new(options.seed));
     println!(
         "redelivery: {} items, {} workers; {} hang every time until the {} s item timeout \
@@ -747,10 +979,7 @@ fn main() -> ExitCode {
             "Real time: tokio rows on a multi-thread runtime, smol rows on SmolRuntime::global(); \
              the five rows of a runtime run side by side (about 10 s per runtime)."
         );
-        (
-            ["tokio (real time)", "smol (real time)"],
-            [tokio_real(&sc), smol_real(&sc)],
-        )
+        (["tokio (real time)", "smol (real time)"], real_time(&sc))
     } else {
         println!(
             "Virtual time: tokio rows on tokio's paused clock (current_thread, start_paused); \
