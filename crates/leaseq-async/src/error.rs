@@ -35,6 +35,13 @@ pub enum PushError<T> {
         /// The live item that holds the key.
         existing: MessageId,
     },
+    /// A durable store could not encode the item with its codec.
+    Encode {
+        /// The item, handed back.
+        item: T,
+        /// The codec's error.
+        error: String,
+    },
 }
 
 impl<T> PushError<T> {
@@ -44,7 +51,8 @@ impl<T> PushError<T> {
             PushError::Closed(t) | PushError::Full(t) | PushError::AlreadyExpired(t) => t,
             PushError::PriorityOutOfRange { item, .. }
             | PushError::KeyTooLong { item, .. }
-            | PushError::DuplicateKey { item, .. } => item,
+            | PushError::DuplicateKey { item, .. }
+            | PushError::Encode { item, .. } => item,
         }
     }
 
@@ -84,6 +92,7 @@ impl<T> fmt::Debug for PushError<T> {
             PushError::DuplicateKey { existing, .. } => {
                 write!(f, "DuplicateKey {{ existing: {existing:?}, .. }}")
             }
+            PushError::Encode { error, .. } => write!(f, "Encode {{ error: {error:?}, .. }}"),
         }
     }
 }
@@ -108,6 +117,12 @@ impl<T> fmt::Display for PushError<T> {
             ),
             PushError::DuplicateKey { existing, .. } => {
                 write!(f, "{existing} holds this unique key; item handed back")
+            }
+            PushError::Encode { error, .. } => {
+                write!(
+                    f,
+                    "the item could not be encoded ({error}); item handed back"
+                )
             }
         }
     }

@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use leaseq_async::{
-    CancelError, Config, LeaseQueue, Pool, Push, PushError, ReceiptError, Runtime, SimRuntime,
-    MAX_PRIORITY,
+    CancelError, Config, LeaseQueue, Pool, Push, PushError, ReceiptError, SimRuntime, MAX_PRIORITY,
 };
 
 fn sim<F: std::future::Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {

@@ -283,7 +283,12 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         // Encoded before any lock is taken.
         let payload = match self.codec.encode(&item) {
             Ok(p) => p,
-            Err(e) => panic!("leaseq-sqlite: the codec could not encode an item: {e}"),
+            Err(e) => {
+                return Err(PushError::Encode {
+                    item,
+                    error: e.to_string(),
+                })
+            }
         };
         let (delay, ttl, options) = push.parts();
         let timed = !delay.is_zero() || ttl.is_some();
