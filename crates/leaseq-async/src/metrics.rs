@@ -33,6 +33,9 @@
 //! | `leaseq_redriven_total` | counter | `queue` | dead letters put back (`redriven`) |
 //! | `leaseq_dead_letters_taken_total` | counter | `queue` | dead letters removed by their owner (`taken`) |
 //! | `leaseq_events_dropped_total` | counter | `queue` | core events dropped from a full buffer (`events_dropped`) |
+//! | `leaseq_cancelled_total` | counter | `queue` | items removed by a cancel or replaced by a push (`cancelled`) |
+//! | `leaseq_replaced_total` | counter | `queue` | items replaced by a push with their unique key (`replaced`, also in `cancelled`) |
+//! | `leaseq_duplicates_total` | counter | `queue` | pushes refused for a unique key held by a live item (`duplicates`, also in `rejected`) |
 //! | `leaseq_ready` | gauge | `queue` | items waiting for a receive (`ready`) |
 //! | `leaseq_delayed` | gauge | `queue` | items waiting out a delay or backoff (`delayed`) |
 //! | `leaseq_in_flight` | gauge | `queue` | items on lease (`in_flight`) |
@@ -96,6 +99,12 @@ pub const REDRIVEN: &str = "leaseq_redriven_total";
 pub const DEAD_LETTERS_TAKEN: &str = "leaseq_dead_letters_taken_total";
 /// `leaseq_events_dropped_total`: core events dropped from a full buffer.
 pub const EVENTS_DROPPED: &str = "leaseq_events_dropped_total";
+/// `leaseq_cancelled_total`: items removed by a cancel or replaced by a push.
+pub const CANCELLED: &str = "leaseq_cancelled_total";
+/// `leaseq_replaced_total`: items replaced by a push with their unique key.
+pub const REPLACED: &str = "leaseq_replaced_total";
+/// `leaseq_duplicates_total`: pushes refused for a unique key held by a live item.
+pub const DUPLICATES: &str = "leaseq_duplicates_total";
 /// `leaseq_ready`: items waiting for a receive.
 pub const READY: &str = "leaseq_ready";
 /// `leaseq_delayed`: items waiting out a delay or backoff.
@@ -151,7 +160,7 @@ mod imp {
     /// (what Prometheus shows as `HELP`). Optional; call it once, after installing the
     /// recorder.
     pub fn describe() {
-        let counters: [(&'static str, &'static str); 15] = [
+        let counters: [(&'static str, &'static str); 18] = [
             (PUSHED, "Items accepted by push."),
             (REJECTED, "Pushes refused."),
             (DELIVERED, "Deliveries, first ones and repeats."),
@@ -176,6 +185,15 @@ mod imp {
             (REDRIVEN, "Dead letters put back into the queue."),
             (DEAD_LETTERS_TAKEN, "Dead letters removed by their owner."),
             (EVENTS_DROPPED, "Core events dropped from a full buffer."),
+            (
+                CANCELLED,
+                "Items removed by a cancel or replaced by a push.",
+            ),
+            (REPLACED, "Items replaced by a push with their unique key."),
+            (
+                DUPLICATES,
+                "Pushes refused for a unique key held by a live item.",
+            ),
         ];
         for (name, help) in counters {
             describe_counter!(name, Unit::Count, help);
@@ -261,6 +279,9 @@ mod imp {
                 (c(REDRIVEN), |s| s.stats.redriven),
                 (c(DEAD_LETTERS_TAKEN), |s| s.stats.taken),
                 (c(EVENTS_DROPPED), |s| s.stats.events_dropped),
+                (c(CANCELLED), |s| s.stats.cancelled),
+                (c(REPLACED), |s| s.stats.replaced),
+                (c(DUPLICATES), |s| s.stats.duplicates),
             ];
             QueueMetrics {
                 counters,

@@ -3,7 +3,8 @@
 //!
 //! Every event carries the queue's name as its `queue` field. Levels: dead letters and
 //! dropped events at `warn`, lost leases, late acks and capped extensions at `info`,
-//! redeliveries at `debug`, first deliveries (recorded only when asked for) at `trace`.
+//! redeliveries, cancellations and replacements at `debug`, first deliveries (recorded only
+//! when asked for) at `trace`.
 
 use leaseq_core::{Event, LateAckKind};
 
@@ -31,6 +32,12 @@ pub(crate) fn event(queue: &'static str, event: &Event) {
         Event::ExtensionCapped { id, deadline } => {
             tracing::info!(queue, %id, %deadline, "leaseq: extension capped")
         }
+        Event::Cancelled { id, in_flight } => {
+            tracing::debug!(queue, %id, in_flight, "leaseq: cancelled")
+        }
+        Event::Replaced { id, by } => {
+            tracing::debug!(queue, %id, by = %by, "leaseq: replaced")
+        }
         _ => tracing::debug!(queue, event = ?event, "leaseq: event"),
     }
 }
@@ -55,6 +62,7 @@ fn late_ack_kind(kind: LateAckKind) -> &'static str {
         LateAckKind::DeadLettered => "dead_lettered",
         LateAckKind::AlreadyAcked => "already_acked",
         LateAckKind::Released => "released",
+        LateAckKind::Cancelled => "cancelled",
         _ => "other",
     }
 }

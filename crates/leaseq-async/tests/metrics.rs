@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use leaseq_async::metrics::{self as names, reason_label, PUBLISH_EVERY};
 use leaseq_async::{
-    Config, ItemTimeout, JobError, LeaseQueue, Pool, PoolStats, Reason, Runtime, SimRuntime, Stats,
+    Config, ItemTimeout, JobError, LeaseQueue, Pool, PoolStats, Push, Reason, Runtime, SimRuntime,
+    Stats,
 };
 use metrics::Unit;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
@@ -148,6 +149,9 @@ impl Scraper {
             (names::REDRIVEN, s.redriven),
             (names::DEAD_LETTERS_TAKEN, s.taken),
             (names::EVENTS_DROPPED, s.events_dropped),
+            (names::CANCELLED, s.cancelled),
+            (names::REPLACED, s.replaced),
+            (names::DUPLICATES, s.duplicates),
         ];
         for (name, expected) in counters {
             assert_eq!(self.counter(name, queue, &[]), expected, "{name}");
@@ -304,10 +308,19 @@ fn queue_metrics_equal_the_stats() {
         let held = q.receive().await.unwrap();
         assert_eq!(held.item(), &4);
         q.try_push(8).unwrap();
+        // Keys: a duplicate refused, a pending item replaced, one cancelled.
+        let keyed = |key: &str| Push::new().key(key);
+        q.try_push_with_options(9, keyed("k")).unwrap();
+        assert!(q.try_push_with_options(10, keyed("k")).is_err());
+        q.try_push_with_options(11, keyed("k").replace_pending())
+            .unwrap();
+        let doomed = q.try_push(12).unwrap();
+        q.cancel(doomed).await.unwrap();
         let s = q.stats();
         assert!(s.events_dropped > 0);
-        assert_eq!((s.lease_expired, s.expired, s.rejected), (2, 1, 1));
-        assert_eq!((s.ready, s.delayed, s.in_flight, s.dead), (2, 1, 1, 2));
+        assert_eq!((s.lease_expired, s.expired, s.rejected), (2, 1, 2));
+        assert_eq!((s.ready, s.delayed, s.in_flight, s.dead), (3, 1, 1, 2));
+        assert_eq!((s.cancelled, s.replaced, s.duplicates), (2, 1, 1));
         assert_eq!((s.late_acks_unclaimed, s.late_acks_stale), (1, 1));
         assert_eq!((s.extends_capped, s.redriven, s.redelivered), (1, 1, 3));
         let dead_by = [
@@ -475,9 +488,9 @@ fn describe_gives_every_metric_a_unit_and_a_description() {
         q.wait_empty().await;
         let _ = pool.stats();
         let series = scraper.snapshotter.snapshot().into_vec();
-        // 15 counters (late acks in two), 8 dead-letter reasons, 4 gauges; 5 outcomes and
+        // 18 counters (late acks in two), 8 dead-letter reasons, 4 gauges; 5 outcomes and
         // a histogram for the one item type.
-        assert_eq!(series.len(), 15 + 8 + 4 + 5 + 1);
+        assert_eq!(series.len(), 18 + 8 + 4 + 5 + 1);
         for (key, unit, description, _) in series {
             let name = key.key().name().to_string();
             let expected = if name == names::POOL_HANDLING_SECONDS {

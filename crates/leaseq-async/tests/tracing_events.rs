@@ -427,3 +427,31 @@ fn pool_handlers_run_inside_a_delivery_span() {
         .expect("the nack is traced");
     assert_eq!(handed.parent, spans[1].id);
 }
+
+/// Cancellations and replacements by key are traced too (at debug).
+#[test]
+fn cancels_and_replacements_are_traced() {
+    let seen = traced(|rt, _| async move {
+        let q = queue(&rt, "keys", Config::new(SECOND));
+        let first = q
+            .try_push_with_options(1, leaseq_async::Push::new().key("k"))
+            .unwrap();
+        let second = q
+            .try_push_with_options(2, leaseq_async::Push::new().key("k").replace_pending())
+            .unwrap();
+        q.cancel(second).await.unwrap();
+        let_driver_run(&rt).await;
+        let s = q.stats();
+        assert_eq!((s.cancelled, s.replaced), (2, 1));
+        assert_ne!(first, second);
+    });
+    let replaced = seen.events("leaseq: replaced");
+    assert_eq!(replaced.len(), 1, "{replaced:?}");
+    assert_eq!(replaced[0].fields["id"], "#0");
+    assert_eq!(replaced[0].fields["by"], "#1");
+    let cancelled = seen.events("leaseq: cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0].fields["id"], "#1");
+    assert_eq!(cancelled[0].fields["in_flight"], "false");
+    assert_eq!(cancelled[0].level, Level::DEBUG);
+}
