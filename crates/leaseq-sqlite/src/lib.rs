@@ -61,16 +61,20 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod admin;
 mod codec;
 mod journal;
 mod open;
+mod receive;
+mod seam;
 mod store;
 
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
 pub use codec::{BytesCodec, Codec, CodecError};
 pub use open::{check_file, open, Durability, OpenError, Options, APPLICATION_ID, FORMAT_VERSION};
-pub use store::{SqliteStore, SqliteTicket, SqliteWaiting};
+pub use receive::SqliteWaiting;
+pub use store::{SqliteStore, SqliteTicket};
 
 use leaseq_async::LeaseQueue;
 

@@ -281,7 +281,7 @@ fn poison_item_that_aborts_the_process_is_dead_lettered() {
         assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
         assert_eq!(dead[0].last_error.as_deref(), Some("process restart"));
         assert_eq!(q.stats().live(), 0);
-        let _ = q.store().synced();
+        q.store().synced().await;
     });
     drop(std::fs::remove_file(&path));
 }

@@ -1,0 +1,309 @@
+//! `impl Store for SqliteStore`: every operation runs on the memory store, and what it
+//! changed durably is journaled; settling futures complete once their change is committed.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use event_listener::EventListener;
+use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
+use leaseq_core::{
+    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp,
+};
+
+use crate::codec::Codec;
+use crate::journal::Op;
+use crate::receive::SqliteWaiting;
+use crate::store::{ready_now, SqliteStore, SqliteTicket};
+
+impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStore<T, R, C> {
+    type Runtime = R;
+    type Ticket = SqliteTicket;
+    type Waiting = SqliteWaiting<T>;
+
+    fn runtime(&self) -> &R {
+        self.inner.runtime()
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn visibility(&self) -> Duration {
+        self.inner.visibility()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    fn close(&self) {
+        self.inner.close()
+    }
+
+    fn handle_added(&self) {
+        self.inner.handle_added()
+    }
+
+    fn handle_dropped(&self) {
+        self.inner.handle_dropped()
+    }
+
+    fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        // Encoded before any lock is taken.
+        let payload = match self.codec.encode(&item) {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(PushError::Encode {
+                    item,
+                    error: e.to_string(),
+                })
+            }
+        };
+        let (delay, ttl, options) = push.parts();
+        let timed = !delay.is_zero() || ttl.is_some();
+        let now = if timed {
+            self.inner.runtime().now()
+        } else {
+            Timestamp::ZERO
+        };
+        let key = options.key_bytes().map(<[u8]>::to_vec);
+        let (priority, replace) = (options.priority, options.replace_pending);
+        let id = self.inner.try_push(item, push)?;
+        self.journal.submit([Op::Insert {
+            id: id.get(),
+            payload,
+            visible_at: if delay.is_zero() {
+                0
+            } else {
+                self.to_disk(now.saturating_add(delay))
+            },
+            expires_at: ttl.map(|ttl| self.to_disk(now.saturating_add(ttl))),
+            priority,
+            key,
+        }]);
+        if replace {
+            self.journal_events();
+        }
+        Ok(id)
+    }
+
+    fn cancel(
+        &self,
+        id: MessageId,
+        leased: bool,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send {
+        let r = ready_now(self.inner.cancel(id, leased));
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await;
+            }
+            r
+        }
+    }
+
+    fn try_push_batch(
+        &self,
+        items: &mut dyn Iterator<Item = T>,
+    ) -> Result<Vec<MessageId>, PushError<T>> {
+        // One by one: each item is encoded, then pushed (a plain push: the inbox).
+        let mut ids = Vec::new();
+        let plain = Push::new();
+        for item in items {
+            match self.try_push(item, &plain) {
+                Ok(id) => ids.push(id),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ids)
+    }
+
+    fn poll_space(&self, waiting: &mut SqliteWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
+        self.inner.poll_space(&mut waiting.inner, cx)
+    }
+
+    fn poll_take(
+        self: &Arc<Self>,
+        waiting: &mut SqliteWaiting<T>,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, SqliteTicket>>,
+    ) -> Poll<bool> {
+        let taken = self.poll_held(waiting, cx, |w, cx| {
+            let mut got = Vec::new();
+            self.inner
+                .poll_take(w, cx, max, heartbeat, &mut got)
+                .map(|open| open.then_some(got))
+        });
+        taken.map(|held| held.map(|held| out.extend(held)).is_some())
+    }
+
+    fn poll_take_one(
+        self: &Arc<Self>,
+        waiting: &mut SqliteWaiting<T>,
+        cx: &mut Context<'_>,
+        heartbeat: bool,
+    ) -> Poll<Option<Taken<T, SqliteTicket>>> {
+        let taken = self.poll_held(waiting, cx, |w, cx| {
+            self.inner
+                .poll_take_one(w, cx, heartbeat)
+                .map(|t| t.map(|t| vec![t]))
+        });
+        taken.map(|held| held.and_then(|mut held| held.pop()))
+    }
+
+    fn try_take(
+        self: &Arc<Self>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, SqliteTicket>>,
+    ) -> usize {
+        self.take_now(max, heartbeat, out)
+    }
+
+    fn poll_empty(&self, waiting: &mut SqliteWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
+        self.inner.poll_empty(&mut waiting.inner, cx)
+    }
+
+    fn stop_waiting(&self, waiting: &mut SqliteWaiting<T>) {
+        self.stop(waiting)
+    }
+    fn ack(
+        &self,
+        ticket: SqliteTicket,
+    ) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+        let id = ticket.id;
+        let r = ready_now(self.inner.ack(ticket.inner));
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await;
+            }
+            r
+        }
+    }
+
+    fn ack_many(
+        &self,
+        tickets: Vec<SqliteTicket>,
+    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+        let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
+        let results = ready_now(
+            self.inner
+                .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
+        );
+        let seq = self.journal.submit(
+            ids.iter()
+                .zip(&results)
+                .filter(|(_, r)| r.is_ok())
+                .map(|(id, _)| Op::Delete { id: id.get() }),
+        );
+        async move {
+            self.journal.committed(seq).await;
+            results
+        }
+    }
+
+    fn nack(
+        &self,
+        ticket: SqliteTicket,
+        failure: Failure,
+    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
+        let id = ticket.id;
+        let error = failure.error.clone();
+        let r = ready_now(self.inner.nack(ticket.inner, failure));
+        let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await;
+            }
+            r
+        }
+    }
+
+    fn dead_letter(
+        &self,
+        ticket: SqliteTicket,
+        error: String,
+    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
+        let r = ready_now(self.inner.dead_letter(ticket.inner, error));
+        let seq = r.is_ok().then(|| self.journal_events());
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await;
+            }
+            r
+        }
+    }
+
+    fn extend(
+        &self,
+        ticket: &mut SqliteTicket,
+        visibility: Duration,
+    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+        // Leases are not durable: an extension changes nothing on disk, unless it released
+        // the item.
+        let id = ticket.id;
+        let r = ready_now(self.inner.extend(&mut ticket.inner, visibility));
+        let seq = match &r {
+            Ok(Extended::Released(n)) => Some(self.journal_nacked(id, n, None)),
+            _ => None,
+        };
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await;
+            }
+            r
+        }
+    }
+
+    fn hand_back(&self, ticket: SqliteTicket) {
+        let id = ticket.id;
+        if let Ok(n) = ready_now(self.inner.nack(ticket.inner, Failure::dropped())) {
+            self.journal_nacked(id, &n, None);
+        }
+    }
+
+    fn stop_heartbeat(&self, ticket: &mut SqliteTicket) {
+        self.inner.stop_heartbeat(&mut ticket.inner)
+    }
+
+    fn has_heartbeat(&self, ticket: &SqliteTicket) -> bool {
+        self.inner.has_heartbeat(&ticket.inner)
+    }
+
+    fn is_lease_lost(&self, ticket: &SqliteTicket, deadline: Timestamp) -> bool {
+        self.inner.is_lease_lost(&ticket.inner, deadline)
+    }
+
+    fn lease_lost(&self, ticket: &SqliteTicket, deadline: Timestamp) -> LeaseLost {
+        self.inner.lease_lost(&ticket.inner, deadline)
+    }
+
+    fn drive(&self) -> impl Future<Output = Drive> + Send {
+        let drive = ready_now(self.inner.drive());
+        // Dead letters the time step made (leases or items that ran out).
+        self.journal_events();
+        std::future::ready(drive)
+    }
+
+    fn listen_driver(&self) -> EventListener {
+        self.inner.listen_driver()
+    }
+
+    fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    fn synced(&self) -> impl Future<Output = ()> + Send {
+        let seq = self.journal.last();
+        async move { self.journal.committed(seq).await }
+    }
+}
