@@ -7,6 +7,11 @@
 //!
 //! * `push_receive_ack/{u64,arc64}/N`: steady state with N items queued: each iteration
 //!   pushes one item, receives one (the oldest) and acks it.
+//! * `push_receive_ack/{levels8,keyed,levels8_keyed}/u64/N`: the same with priority levels
+//!   and unique keys. `levels8`: the N items are spread evenly over the 8 levels and each
+//!   iteration pushes at level 7 (`push_with`), so the receive takes the oldest level-7 item
+//!   while the 7 lower levels stay queued. `keyed`: one level, a unique key (8 bytes) on
+//!   every item. `levels8_keyed`: both.
 //! * `vecdeque/{u64,arc64}/N`: the same item flow through a bare `VecDeque` (`push_back` +
 //!   `pop_front`), the floor any queue pays.
 //! * `batch16/u64/N`: 16 pushes, one `receive_many` of 16 and one `ack_many` of 16.
@@ -28,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use leaseq_core::{Config, Lease, Queue, Receipt, Timestamp};
+use leaseq_core::{Config, Lease, PushOptions, Queue, Receipt, Timestamp};
 
 // ----- a counting allocator ------------------------------------------------------------
 
@@ -115,6 +120,52 @@ fn filled<T: Clone>(n: usize, mut item: impl FnMut(usize) -> T, clock: &mut Cloc
     q
 }
 
+/// How the `levels8` / `keyed` rows push: the level of item `i` while filling, the level of
+/// the steady-state pushes, and whether every item has a key.
+#[derive(Clone, Copy)]
+struct Shape {
+    levels: bool,
+    keyed: bool,
+}
+
+impl Shape {
+    #[inline]
+    fn options(self, n: u64, fill: bool) -> PushOptions {
+        let level = match (self.levels, fill) {
+            (false, _) => 0,
+            (true, true) => (n % 8) as u8,
+            (true, false) => 7,
+        };
+        let o = PushOptions::new().priority(level);
+        if self.keyed {
+            o.key(n.to_le_bytes())
+        } else {
+            o
+        }
+    }
+}
+
+fn filled_shaped(n: usize, shape: Shape, clock: &mut Clock) -> Queue<u64> {
+    let mut q = Queue::new(config()).expect("valid config");
+    for i in 0..n as u64 {
+        q.push_with(i, clock.tick(), shape.options(i, true))
+            .expect("no capacity limit, distinct keys");
+    }
+    q
+}
+
+/// A steady-state step of the `levels8` / `keyed` rows.
+#[inline]
+fn step_shaped(q: &mut Queue<u64>, item: u64, shape: Shape, clock: &mut Clock) {
+    let now = clock.tick();
+    q.push_with(item, now, shape.options(item, false))
+        .expect("no capacity limit, distinct keys");
+    let lease = q.receive(now).expect("queue is not empty");
+    let Lease { item, receipt, .. } = lease;
+    black_box(item);
+    q.ack(receipt, now).expect("lease is held");
+}
+
 /// One steady-state step: push one, receive the oldest, ack it.
 #[inline]
 fn step<T: Clone>(q: &mut Queue<T>, item: T, clock: &mut Clock) {
@@ -152,6 +203,21 @@ fn bytes_per_item() {
             in_flight as f64 / n as f64,
         );
         drop(receipts);
+        drop(q);
+    }
+    for n in SIZES {
+        let before = allocated();
+        let mut clock = Clock(0);
+        let shape = Shape {
+            levels: true,
+            keyed: true,
+        };
+        let q = filled_shaped(n, shape, &mut clock);
+        println!(
+            "memory: Queue<u64> with {n} items over 8 levels, each with an 8-byte key: {:.1} bytes/item ready (key table: {} entries)",
+            (allocated() - before) as f64 / n as f64,
+            q.index_sizes().keys,
+        );
         drop(q);
     }
     let n = 100_000;
@@ -207,6 +273,41 @@ fn steady_state(c: &mut Criterion) {
                 step(&mut q, next, &mut clock);
             })
         });
+    }
+    for (name, shape) in [
+        (
+            "levels8",
+            Shape {
+                levels: true,
+                keyed: false,
+            },
+        ),
+        (
+            "keyed",
+            Shape {
+                levels: false,
+                keyed: true,
+            },
+        ),
+        (
+            "levels8_keyed",
+            Shape {
+                levels: true,
+                keyed: true,
+            },
+        ),
+    ] {
+        for n in SIZES {
+            let mut clock = Clock(0);
+            let mut q = filled_shaped(n, shape, &mut clock);
+            let mut next = n as u64;
+            g.bench_function(format!("{name}/u64/{n}"), |b| {
+                b.iter(|| {
+                    next += 1;
+                    step_shaped(&mut q, next, shape, &mut clock);
+                })
+            });
+        }
     }
     for n in SIZES {
         // One distinct Arc per queued item: the item received is the one pushed n steps

@@ -1,17 +1,19 @@
 //! Drives a `leaseq_core::Queue` with an arbitrary stream of operations (the same ones as
-//! `crates/leaseq-core/tests/model.rs`, plus jitter and arbitrary durations), checks
-//! `check_invariants()` after every operation, checks what each result promises, and at the
-//! end runs the queue dry and checks the conservation partition: every pushed id is in
-//! exactly one of acked, dead-lettered (kept or taken), still queued.
+//! `crates/leaseq-core/tests/model.rs`, plus jitter and arbitrary durations; priority levels,
+//! unique keys, replacement and cancel included), checks `check_invariants()` after every
+//! operation, checks what each result promises, and at the end runs the queue dry and checks
+//! the conservation partition: every pushed id is in exactly one of acked, dead-lettered
+//! (kept or taken), cancelled (or replaced), still queued.
 #![no_main]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use leaseq_core::{
-    Acked, Backoff, Config, Event, EventMask, Extended, Failure, Jitter, Lease, MessageId, Nacked,
-    PushError, PushOptions, Queue, Reason, Receipt, ReceiptError, RedriveError, Timestamp,
+    Acked, Backoff, CancelError, Config, Event, EventMask, Extended, Failure, ItemState, Jitter,
+    Lease, MessageId, Nacked, PushError, PushOptions, Queue, Reason, Receipt, ReceiptError,
+    RedriveError, Timestamp, UniqueKey, MAX_PRIORITY,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -74,7 +76,10 @@ enum FailKind {
 enum Op {
     Push,
     PushDelayed(Dur),
-    PushWith { delay: Dur, expires_in: Option<i16> },
+    PushWith {
+        delay: Dur,
+        expires_in: Option<i16>,
+    },
     Receive,
     ReceiveMany(u8),
     Ack(u16),
@@ -92,6 +97,26 @@ enum Op {
     TakeDeadLetter(u16),
     TakeDeadLetters,
     Foreign,
+    /// A push with a level (any `u8`: above 7 is refused), a key (see `key_bytes`),
+    /// `replace_pending`, a delay and maybe an expiry.
+    PushOpts {
+        delay: Dur,
+        expires_in: Option<i16>,
+        level: u8,
+        key: Option<u8>,
+        replace: bool,
+    },
+    /// Cancel a known id (or one past them); the flag: `cancel_leased`.
+    Cancel(u16, bool),
+}
+
+/// A small key space (duplicates are frequent), plus keys at and past the length limit.
+fn key_bytes(k: u8) -> Vec<u8> {
+    match k {
+        250..=252 => vec![b'L'; UniqueKey::MAX_LEN],
+        253..=255 => vec![b'x'; UniqueKey::MAX_LEN + 1 + (k as usize - 253) * 100],
+        n => format!("k{}", n % 4).into_bytes(),
+    }
 }
 
 #[derive(Arbitrary, Debug)]
@@ -110,13 +135,15 @@ const REASONS: [Reason; 7] = [
     Reason::Expired,
 ];
 
-const EVENT_KINDS: [EventMask; 6] = [
+const EVENT_KINDS: [EventMask; 8] = [
     EventMask::DELIVERED,
     EventMask::REDELIVERED,
     EventMask::LEASE_EXPIRED,
     EventMask::DEAD_LETTERED,
     EventMask::LATE_ACK,
     EventMask::EXTENSION_CAPPED,
+    EventMask::CANCELLED,
+    EventMask::REPLACED,
 ];
 
 fn build_config(c: &FuzzConfig) -> Option<Config> {
@@ -173,6 +200,10 @@ struct Driver {
     acked_in_batches: u64,
     /// Ids whose dead letter was taken.
     taken: BTreeSet<u64>,
+    /// Ids cancelled or replaced.
+    cancelled: BTreeSet<u64>,
+    /// Level and key of every id pushed.
+    meta: BTreeMap<u64, (u8, Option<Vec<u8>>)>,
     ids: Vec<MessageId>,
     next_item: u32,
 }
@@ -199,6 +230,10 @@ impl Driver {
         assert!(
             !self.taken.contains(&id),
             "{id} delivered after its dead letter was taken"
+        );
+        assert!(
+            !self.cancelled.contains(&id),
+            "{id} delivered after it was cancelled"
         );
         assert!(
             l.attempt >= 1 && l.attempt <= self.max_attempts,
@@ -255,6 +290,7 @@ impl Driver {
                     Ok(id) => {
                         assert_eq!(id.get() as usize, self.ids.len(), "ids in push order");
                         self.note_id(id);
+                        self.meta.insert(id.get(), (0, None));
                     }
                     // The item is handed back: nothing lost.
                     Err(PushError::Full(back)) | Err(PushError::AlreadyExpired(back)) => {
@@ -266,6 +302,7 @@ impl Driver {
             Op::Receive => {
                 if let Some(l) = self.q.receive(ts) {
                     self.check_lease(&l);
+                    self.check_highest_level(&[l]);
                 }
             }
             Op::ReceiveMany(max) => {
@@ -276,6 +313,7 @@ impl Driver {
                 for l in &out {
                     self.check_lease(l);
                 }
+                self.check_highest_level(&out);
             }
             Op::Ack(i) => {
                 if let Some(r) = self.receipt(i) {
@@ -320,7 +358,10 @@ impl Driver {
                         }
                         Ok(Nacked::DeadLettered { attempts }) => {
                             assert!(attempts >= 1 && attempts <= self.max_attempts);
-                            assert!(self.q.get_dead_letter(r.id()).is_some());
+                            let d = self.q.get_dead_letter(r.id()).expect("dead-lettered");
+                            let (level, key) = &self.meta[&r.id().get()];
+                            assert_eq!(d.priority, *level, "a dead letter keeps its level");
+                            assert_eq!(d.key.map(|k| k.as_bytes().to_vec()), *key, "and its key");
                         }
                         Ok(_) => panic!("unknown Nacked"),
                         Err(_) => {}
@@ -396,6 +437,11 @@ impl Driver {
                             assert!(!self.taken.contains(&id.get()));
                         }
                         Err(RedriveError::NotFound(_)) => {}
+                        Err(RedriveError::KeyTaken { id, holder }) => {
+                            let d = self.q.get_dead_letter(id).expect("stays a dead letter");
+                            let key = d.key.expect("a letter with a key");
+                            assert_eq!(self.q.key_holder(key.as_bytes()), Some(holder));
+                        }
                         Err(_) => assert!(self.q.get_dead_letter(id).is_some()),
                     }
                 }
@@ -427,11 +473,146 @@ impl Driver {
                     self.receipts.push(l.receipt);
                 }
             }
+            Op::PushOpts {
+                delay,
+                expires_in,
+                level,
+                key,
+                replace,
+            } => self.push_opts(t, delay, expires_in, level, key, replace),
+            Op::Cancel(i, leased) => {
+                let k = i as u64 % (self.ids.len() as u64 + 2);
+                let id = MessageId::new(k);
+                let state = self.q.items().find(|v| v.id == id).map(|v| v.state);
+                let r = if leased {
+                    self.q.cancel_leased(id, ts)
+                } else {
+                    self.q.cancel(id, ts)
+                };
+                match r {
+                    Ok(_) => {
+                        assert!(self.cancelled.insert(k), "cancelled twice");
+                        assert!(!self.acked.contains(&k) && !self.taken.contains(&k));
+                        assert!(self.q.items().all(|v| v.id != id), "still queued");
+                        if let Some((_, Some(key))) = self.meta.get(&k) {
+                            assert_ne!(self.q.key_holder(key), Some(id), "the key is free");
+                        }
+                    }
+                    Err(CancelError::InFlight(_)) => {
+                        assert!(!leased);
+                        // In flight before (or become so by the time step: not possible, a
+                        // time step only makes items visible or dead).
+                        assert!(matches!(state, Some(ItemState::InFlight { .. })));
+                    }
+                    Err(CancelError::DeadLettered(_)) => {
+                        assert!(self.q.get_dead_letter(id).is_some())
+                    }
+                    Err(CancelError::NotFound(_)) => {
+                        assert!(self.q.items().all(|v| v.id != id));
+                        assert!(self.q.get_dead_letter(id).is_none());
+                    }
+                    Err(e) => panic!("unknown cancel error {e}"),
+                }
+            }
         }
         // Time never runs backwards inside the queue.
         assert!(self.q.now() >= before);
         if let Err(e) = self.q.check_invariants() {
             panic!("{e}");
+        }
+    }
+
+    /// After a receive: the leases came highest level first, and no level above the last
+    /// one leased still has a ready item.
+    fn check_highest_level(&self, leases: &[Lease<u32>]) {
+        let levels: Vec<u8> = leases.iter().map(|l| self.meta[&l.id.get()].0).collect();
+        assert!(levels.windows(2).all(|w| w[0] >= w[1]), "levels {levels:?}");
+        if let Some(&last) = levels.last() {
+            let ready = self.q.ready_per_level();
+            assert!(
+                ready[last as usize + 1..].iter().all(|&n| n == 0),
+                "a level above {last} has ready items: {ready:?}"
+            );
+        }
+    }
+
+    fn push_opts(
+        &mut self,
+        t: u64,
+        delay: Dur,
+        expires_in: Option<i16>,
+        level: u8,
+        key: Option<u8>,
+        replace: bool,
+    ) {
+        let item = self.next_item;
+        self.next_item += 1;
+        let key = key.map(key_bytes);
+        let mut o = PushOptions::new().delay(delay.get()).priority(level);
+        if let Some(e) = expires_in {
+            o = o.expires_at(Timestamp::from_nanos(t.saturating_add_signed(e as i64)));
+        }
+        if let Some(k) = &key {
+            o = o.key(k);
+        }
+        if replace {
+            o = o.replace_pending();
+        }
+        let holder = key.as_ref().and_then(|k| self.q.key_holder(k));
+        let holder_state = holder.and_then(|h| self.q.items().find(|v| v.id == h).map(|v| v.state));
+        let too_long = key.as_ref().is_some_and(|k| k.len() > UniqueKey::MAX_LEN);
+        match self.q.push_take(item, Timestamp::from_nanos(t), o) {
+            Ok(p) => {
+                assert!(level <= MAX_PRIORITY && !too_long);
+                assert_eq!(p.id.get() as usize, self.ids.len(), "ids in push order");
+                self.note_id(p.id);
+                if let Some(k) = &key {
+                    assert_eq!(self.q.key_holder(k), Some(p.id), "the push holds its key");
+                }
+                match p.replaced {
+                    Some((old, _)) => {
+                        assert!(replace);
+                        assert!(self.cancelled.insert(old.get()), "replaced twice");
+                        // The holder before the push (unless the time step moved it).
+                        if let Some(h) = holder {
+                            assert_eq!(h, old);
+                        }
+                    }
+                    None => {
+                        // A holder seen before the push is gone by its time step, or none.
+                    }
+                }
+                self.meta.insert(p.id.get(), (level, key));
+            }
+            Err(PushError::PriorityOutOfRange {
+                item: back,
+                level: l,
+            }) => {
+                assert_eq!((back, l), (item, level));
+                assert!(level > MAX_PRIORITY);
+            }
+            Err(PushError::KeyTooLong { item: back, len }) => {
+                assert_eq!(back, item);
+                assert!(level <= MAX_PRIORITY && too_long);
+                assert_eq!(Some(len), key.as_ref().map(Vec::len));
+            }
+            Err(PushError::DuplicateKey {
+                item: back,
+                existing,
+            }) => {
+                assert_eq!(back, item);
+                let k = key.as_ref().expect("a key");
+                assert_eq!(self.q.key_holder(k), Some(existing), "names the holder");
+                if replace {
+                    let st = self.q.items().find(|v| v.id == existing).map(|v| v.state);
+                    assert!(matches!(st, Some(ItemState::InFlight { .. })), "{st:?}");
+                }
+                let _ = holder_state;
+            }
+            Err(PushError::Full(back)) | Err(PushError::AlreadyExpired(back)) => {
+                assert_eq!(back, item)
+            }
+            Err(_) => panic!("unknown push error"),
         }
     }
 
@@ -464,6 +645,7 @@ impl Driver {
             for l in out.drain(..) {
                 let id = l.id.get();
                 assert!(!self.acked.contains(&id) && !self.taken.contains(&id));
+                assert!(!self.cancelled.contains(&id));
                 drained.insert(id);
                 match self.q.ack(l.receipt, now) {
                     Ok(Acked::OnTime) => {}
@@ -489,9 +671,13 @@ impl Driver {
             (&live, &dead_before, "queued and dead"),
             (&live, &self.taken, "queued and taken"),
             (&live, &self.acked, "queued and acked"),
+            (&live, &self.cancelled, "queued and cancelled"),
             (&dead_before, &self.taken, "dead and taken"),
             (&dead_before, &self.acked, "dead and acked"),
+            (&dead_before, &self.cancelled, "dead and cancelled"),
             (&self.taken, &self.acked, "taken and acked"),
+            (&self.taken, &self.cancelled, "taken and cancelled"),
+            (&self.cancelled, &self.acked, "cancelled and acked"),
         ] {
             assert!(
                 a.is_disjoint(b),
@@ -503,7 +689,8 @@ impl Driver {
             + self.acked_in_batches
             + live.len() as u64
             + dead_before.len() as u64
-            + self.taken.len() as u64;
+            + self.taken.len() as u64
+            + self.cancelled.len() as u64;
         assert_eq!(places, stats.pushed, "every pushed id in exactly one place");
         assert_eq!(
             self.acked.len() as u64 + self.acked_in_batches,
@@ -511,6 +698,7 @@ impl Driver {
             "acked"
         );
         assert_eq!(self.taken.len() as u64, stats.taken, "taken");
+        assert_eq!(self.cancelled.len() as u64, stats.cancelled, "cancelled");
     }
 }
 
@@ -530,6 +718,8 @@ fuzz_target!(|input: Input| {
         acked: BTreeSet::new(),
         acked_in_batches: 0,
         taken: BTreeSet::new(),
+        cancelled: BTreeSet::new(),
+        meta: BTreeMap::new(),
         ids: Vec::new(),
         next_item: 0,
     };

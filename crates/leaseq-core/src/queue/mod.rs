@@ -181,6 +181,8 @@ pub struct Queue<T> {
     /// items have one, and every slot would otherwise carry an `Option<String>`.
     errors: BTreeMap<u32, String>,
     events: VecDeque<Event>,
+    /// Gauges and totals, except `ready`, which stays 0 here: the levels' `ready_count`s add
+    /// up to it (`stats()` fills it in), one counter less on the push and receive paths.
     stats: Stats,
     /// Dead letters by reason (`Reason::index`), for `dead_lettered_by`.
     dead_by_reason: [u64; crate::event::Reason::ALL.len()],
