@@ -25,7 +25,11 @@ impl<T> Queue<T> {
         if self.dead.len() as u64 != self.stats.dead {
             return fail("dead gauge matches the dead letters");
         }
-        for (level, (list, &count)) in self.ready.iter().zip(&self.ready_count).enumerate() {
+        if self.ready_count[0] != 0 || self.ready_mask & 1 != 0 {
+            return fail("level 0 has no count and no mask bit of its own");
+        }
+        let per_level = self.ready_per_level();
+        for (level, (list, &count)) in self.ready.iter().zip(&per_level).enumerate() {
             let live = list
                 .iter()
                 .filter(|&&(i, e)| self.slots[i as usize].epoch == e)
@@ -38,7 +42,7 @@ impl<T> Queue<T> {
             {
                 return fail("every ready item is in its level's ready list once");
             }
-            if (self.ready_mask >> level) & 1 != u8::from(count > 0) {
+            if level > 0 && (self.ready_mask >> level) & 1 != u8::from(count > 0) {
                 return fail("a level's mask bit is set exactly while it has ready items");
             }
             if list.len() as u64 > 2 * count + 64 + 1 {

@@ -157,9 +157,13 @@ pub struct Queue<T> {
     free: Vec<u32>,
     /// Ready items of each priority level in delivery order, as (slot, epoch).
     ready: [VecDeque<(u32, u32)>; PRIORITY_LEVELS],
-    /// Ready items of each level (the live entries of `ready[level]`).
+    /// Ready items of levels 1 to 7 (the live entries of `ready[level]`). Index 0 stays 0:
+    /// level 0 has `stats.ready` minus the others, so that a queue that uses level 0 only
+    /// keeps exactly the counters it kept before levels existed.
     ready_count: [u64; PRIORITY_LEVELS],
-    /// Bit `l` is set while `ready_count[l] > 0`: a receive serves the highest set bit.
+    /// Bit `l` (1 to 7) is set while `ready_count[l] > 0`. A receive serves the highest set
+    /// bit, or level 0 when none is set (one load and one predicted branch for a queue
+    /// without levels).
     ready_mask: u8,
     /// The live items that hold a unique key.
     keys: KeyTable,
@@ -181,8 +185,6 @@ pub struct Queue<T> {
     /// items have one, and every slot would otherwise carry an `Option<String>`.
     errors: BTreeMap<u32, String>,
     events: VecDeque<Event>,
-    /// Gauges and totals, except `ready`, which stays 0 here: the levels' `ready_count`s add
-    /// up to it (`stats()` fills it in), one counter less on the push and receive paths.
     stats: Stats,
     /// Dead letters by reason (`Reason::index`), for `dead_lettered_by`.
     dead_by_reason: [u64; crate::event::Reason::ALL.len()],
@@ -237,16 +239,22 @@ impl<T> Queue<T> {
 
     /// Gauges and totals. See [`Stats`] for the conservation law they obey.
     pub fn stats(&self) -> Stats {
-        Stats {
-            ready: self.ready_count.iter().sum(),
-            ..self.stats
-        }
+        self.stats
     }
 
     /// Ready items at each priority level (index = level): the backlog by level. The sum is
     /// [`Stats::ready`].
     pub fn ready_per_level(&self) -> [u64; PRIORITY_LEVELS] {
-        self.ready_count
+        let mut r = self.ready_count;
+        r[0] = self.ready_at_0();
+        r
+    }
+
+    /// Ready items of level 0.
+    #[inline]
+    fn ready_at_0(&self) -> u64 {
+        // Wrapping: `check_invariants` reports a miscount instead of panicking on it.
+        (self.stats.ready).wrapping_sub(self.ready_count[1..].iter().sum::<u64>())
     }
 
     /// The live item (ready, delayed or in flight) that holds unique key `key`, if any.
@@ -308,15 +316,17 @@ impl<T> Queue<T> {
     fn enqueue_ready(&mut self, slot: u32, epoch: u32, level: usize) {
         let level = level & LEVEL_BITS as usize;
         self.ready[level].push_back((slot, epoch));
-        self.ready_count[level] += 1;
-        self.ready_mask |= 1 << level;
+        self.stats.ready += 1;
+        if level != 0 {
+            self.ready_count[level] += 1;
+            self.ready_mask |= 1 << level;
+        }
     }
 
-    /// Items ready, delayed or in flight. `stats.ready` is not kept up to date inside the
-    /// queue (one counter less on the hot path): the levels' counts add up to it.
+    /// Items ready, delayed or in flight.
     #[inline]
     fn live(&self) -> u64 {
-        self.ready_count.iter().sum::<u64>() + self.stats.delayed + self.stats.in_flight
+        self.stats.live()
     }
 
     fn record(&mut self, event: Event) {

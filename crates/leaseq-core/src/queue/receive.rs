@@ -46,16 +46,26 @@ impl<T> Queue<T> {
     /// written piecewise and read back whole (a store-forwarding stall in the caller).
     fn lease_next(&mut self, now: Timestamp) -> Option<usize> {
         let mask = self.ready_mask;
-        // The highest level with a ready item. Level 0 alone (a queue that does not use
-        // levels) is a branch of its own, which the CPU predicts and in which the list's
-        // address is a constant: the single-level path waits for no extra load.
-        let slot = if mask == 1 {
-            self.take_ready(0, mask)?
-        } else if mask == 0 {
-            return None;
+        let slot = if mask == 0 {
+            // No level above 0 has a ready item: level 0, with the very steps and counters
+            // of a queue without levels.
+            let list = &mut self.ready[0];
+            let slot = loop {
+                let (slot, epoch) = list.pop_front()?;
+                if self.slots[slot as usize].epoch == epoch {
+                    break slot as usize;
+                }
+            };
+            self.stats.ready -= 1;
+            // `trim_indexes` narrowed to what a receive can push past its bound: the ready
+            // list lost a live item (all of them are at level 0 here). The lease index gains
+            // an entry with its live lease.
+            if self.ready[0].len() as u64 > 2 * self.stats.ready + 64 {
+                self.compact_indexes();
+            }
+            slot
         } else {
-            let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
-            self.take_ready(level, mask)?
+            self.take_highest(mask)
         };
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
@@ -86,30 +96,33 @@ impl<T> Queue<T> {
         Some(slot)
     }
 
-    /// Takes the oldest live entry off `level`'s ready list (`mask` is the current
-    /// `ready_mask`, in which `level` is set) and returns its slot, still `Ready`.
-    #[inline(always)]
-    fn take_ready(&mut self, level: usize, mask: u8) -> Option<usize> {
+    /// Takes the oldest live entry off the ready list of the highest level set in `mask`
+    /// (not 0) and returns its slot, still `Ready`.
+    #[inline(never)]
+    fn take_highest(&mut self, mask: u8) -> usize {
+        let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
         let list = &mut self.ready[level];
         let slot = loop {
             // `ready_count[level] > 0`: the list holds a live entry.
-            let (slot, epoch) = list.pop_front()?;
+            let (slot, epoch) = list
+                .pop_front()
+                .expect("a level's bit is set: it has items");
             if self.slots[slot as usize].epoch == epoch {
                 break slot as usize;
             }
         };
+        self.stats.ready -= 1;
         let count = &mut self.ready_count[level];
         *count -= 1;
         let left = *count;
         if left == 0 {
             self.ready_mask = mask & !(1 << level);
         }
-        // `trim_indexes` narrowed to what a receive can push past its bound: the level's
-        // ready list lost a live item. (The lease index gains an entry with its live lease.)
+        // As at level 0, for this level.
         if self.ready[level].len() as u64 > 2 * left + 64 {
             self.compact_indexes();
         }
-        Some(slot)
+        slot
     }
 
     /// The `Lease` for the slot `lease_next` just leased.

@@ -10,11 +10,16 @@ impl<T> Queue<T> {
         match self.slots[slot].state {
             State::Ready => {
                 let level = self.slots[slot].level();
-                self.ready_count[level] -= 1;
-                let left = self.ready_count[level];
-                if left == 0 {
-                    self.ready_mask &= !(1 << level);
-                }
+                self.stats.ready -= 1;
+                let left = if level == 0 {
+                    self.ready_at_0()
+                } else {
+                    self.ready_count[level] -= 1;
+                    if self.ready_count[level] == 0 {
+                        self.ready_mask &= !(1 << level);
+                    }
+                    self.ready_count[level]
+                };
                 if self.ready[level].len() as u64 > 2 * left + 64 {
                     let slots = &self.slots;
                     let skip = slot as u32;
@@ -111,7 +116,9 @@ impl<T> Queue<T> {
         if self.expiries.needs_compaction(self.expiring) {
             self.expiries.compact(|t| expiry_live(slots, t));
         }
-        for (list, &count) in self.ready.iter_mut().zip(&self.ready_count) {
+        let mut counts = self.ready_count;
+        counts[0] = self.ready_at_0();
+        for (list, &count) in self.ready.iter_mut().zip(&counts) {
             if list.len() as u64 > 2 * count + 64 {
                 list.retain(|&(i, e)| slots[i as usize].epoch == e);
             }
