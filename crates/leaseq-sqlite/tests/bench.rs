@@ -1,0 +1,191 @@
+//! The durable store's end-to-end benchmark (issue 9's goal): push -> receive -> ack with 4
+//! producers and 4 consumers, at both durability levels, against a bare `rusqlite` loop
+//! that writes the same records (insert, attempt update, delete) in the same batches.
+//! Ignored by default; run with
+//!
+//! ```text
+//! cargo test --release -p leaseq-sqlite --test bench -- --ignored --nocapture
+//! ```
+//!
+//! Producers `try_push` chunks of `BATCH` items, then wait until they are durable
+//! (`synced`): each producer holds at most one chunk not yet on disk. Consumers
+//! `receive_batch(BATCH)` (the attempts are committed before the deliveries are handed out)
+//! and `ack_batch` them (one commit).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leaseq_async::{Config, Store};
+use leaseq_smol::SmolRuntime;
+use leaseq_sqlite::{open, BytesCodec, Durability, Options};
+
+const ITEMS: usize = 400_000;
+const BATCH: usize = 256;
+const PRODUCERS: usize = 4;
+const CONSUMERS: usize = 4;
+const PAYLOAD: usize = 64;
+
+fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("leaseq-bench-{name}-{}.db", std::process::id()));
+    remove(&p);
+    p
+}
+
+fn remove(p: &PathBuf) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+}
+
+/// Items per second through the durable queue, and its commits.
+fn leaseq(durability: Durability) -> (f64, u64) {
+    let path = temp("leaseq");
+    let q = open::<Vec<u8>, _, _>(
+        &path,
+        Config::new(Duration::from_secs(60)),
+        Options::durability(durability),
+        BytesCodec,
+        SmolRuntime::global(),
+    )
+    .unwrap();
+    let acked = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let producers: Vec<_> = (0..PRODUCERS)
+        .map(|_| {
+            let q = q.clone();
+            smol::spawn(async move {
+                let mut left = ITEMS / PRODUCERS;
+                while left > 0 {
+                    let n = left.min(BATCH);
+                    for _ in 0..n {
+                        q.try_push(vec![7u8; PAYLOAD]).unwrap();
+                    }
+                    q.store().synced().await;
+                    left -= n;
+                }
+            })
+        })
+        .collect();
+    let consumers: Vec<_> = (0..CONSUMERS)
+        .map(|_| {
+            let (q, acked) = (q.clone(), acked.clone());
+            smol::spawn(async move {
+                loop {
+                    let ds = q.receive_batch(BATCH).await;
+                    if ds.is_empty() {
+                        break;
+                    }
+                    let n = ds.len();
+                    let r = q.ack_batch(ds).await;
+                    assert_eq!(r.accepted(), n);
+                    acked.fetch_add(n, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    smol::block_on(async {
+        for p in producers {
+            p.await;
+        }
+        while acked.load(Ordering::Relaxed) < ITEMS {
+            smol::Timer::after(Duration::from_micros(200)).await;
+        }
+        q.close();
+        for c in consumers {
+            c.await;
+        }
+    });
+    let rate = ITEMS as f64 / start.elapsed().as_secs_f64();
+    let commits = q.store().commits();
+    assert_eq!(q.stats().acked, ITEMS as u64);
+    drop(q);
+    std::thread::sleep(Duration::from_millis(100));
+    remove(&path);
+    (rate, commits)
+}
+
+/// Items per second of a bare rusqlite loop: per batch, a transaction inserting the rows,
+/// one marking their attempt, one deleting them (the records the store writes per item).
+fn bare(durability: Durability) -> f64 {
+    let path = temp("bare");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let sync = match durability {
+        Durability::ProcessCrash => "NORMAL",
+        _ => "FULL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync};
+         CREATE TABLE items (id INTEGER PRIMARY KEY, payload BLOB NOT NULL,
+             attempts INTEGER NOT NULL, visible_at INTEGER NOT NULL, expires_at INTEGER,
+             priority INTEGER NOT NULL, key BLOB, leased INTEGER NOT NULL DEFAULT 0,
+             last_error TEXT, dead INTEGER NOT NULL DEFAULT 0, reason INTEGER, dead_at INTEGER);"
+    ))
+    .unwrap();
+    let payload = vec![7u8; PAYLOAD];
+    let start = Instant::now();
+    let mut next = 0i64;
+    while (next as usize) < ITEMS {
+        let ids: Vec<i64> = (next..next + BATCH as i64).collect();
+        next += BATCH as i64;
+        let tx = conn.unchecked_transaction().unwrap();
+        for id in &ids {
+            tx.prepare_cached(
+                "INSERT INTO items (id, payload, attempts, visible_at, expires_at, priority, \
+                 key, leased, dead) VALUES (?1, ?2, 0, 0, NULL, 0, NULL, 0, 0)",
+            )
+            .unwrap()
+            .execute(rusqlite::params![id, payload])
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let tx = conn.unchecked_transaction().unwrap();
+        for id in &ids {
+            tx.prepare_cached(
+                "UPDATE items SET attempts = max(attempts, 1), leased = 1 WHERE id = ?1 AND dead = 0",
+            )
+            .unwrap()
+            .execute([id])
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let tx = conn.unchecked_transaction().unwrap();
+        for id in &ids {
+            tx.prepare_cached("DELETE FROM items WHERE id = ?1")
+                .unwrap()
+                .execute([id])
+                .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let rate = ITEMS as f64 / start.elapsed().as_secs_f64();
+    drop(conn);
+    remove(&path);
+    rate
+}
+
+#[test]
+#[ignore = "a benchmark: run with --release -- --ignored --nocapture"]
+fn durable_end_to_end_vs_bare_rusqlite() {
+    println!(
+        "{ITEMS} items of {PAYLOAD} bytes, {PRODUCERS} producers + {CONSUMERS} consumers, \
+         batches of {BATCH}"
+    );
+    println!(
+        "{:<14} {:>14} {:>10} {:>16} {:>7}",
+        "durability", "leaseq items/s", "commits", "bare rusqlite/s", "ratio"
+    );
+    for durability in [Durability::PowerLoss, Durability::ProcessCrash] {
+        let (rate, commits) = leaseq(durability);
+        let bare = bare(durability);
+        println!(
+            "{:<14} {:>14.0} {:>10} {:>16.0} {:>7.2}",
+            format!("{durability:?}"),
+            rate,
+            commits,
+            bare,
+            rate / bare
+        );
+    }
+}
