@@ -12,7 +12,7 @@
 //! `receive_batch(BATCH)` (the attempts are committed before the deliveries are handed out)
 //! and `ack_batch` them (one commit).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ fn temp(name: &str) -> PathBuf {
     p
 }
 
-fn remove(p: &PathBuf) {
+fn remove(p: &Path) {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
     }
