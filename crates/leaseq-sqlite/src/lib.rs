@@ -54,10 +54,16 @@
 //! delayed item keeps its schedule across restarts. Ids are never reused (the file keeps
 //! their high-water mark).
 //!
-//! Known limits: an item's `Drop` of a replaced pending item and codec failures on push
-//! (a panic: encoding a well-formed item must not fail) are as documented on
-//! [`SqliteStore`]'s `try_push`; a cancelled receive hands back the leases it took with
-//! reason "dropped" (their attempt counted).
+//! Known limits: a codec failure on push hands the item back
+//! ([`PushError::Encode`](leaseq_async::PushError)); a receive cancelled while its leases'
+//! attempts are being committed hands those leases back with reason "dropped" (their
+//! attempt counted: it may be on disk already), so under many cancellations items are
+//! redelivered and can reach the dead letters; times are kept on the runtime's clock, which
+//! starts with the process, so a dead letter's `at` from before the process started reads
+//! as that start (the file keeps the wall-clock time). The counters of [`Stats`] start at
+//! each open (the file keeps items, not history).
+//!
+//! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
