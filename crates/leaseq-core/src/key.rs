@@ -1,18 +1,18 @@
 //! Unique keys: the key type, and the table that finds the live item holding a key.
 //!
-//! The table is a power of two of 64-byte buckets, each one cache line holding up to seven
-//! entries (packed at the front), their count and an overflow count; at most half of the
-//! entries are used. An entry is a tag, the upper 32 bits of the key's hash (low bit set),
-//! whose top bits also pick its home bucket, and the slot. An entry goes to the first bucket
-//! from its home with room; every full bucket it passes counts it in `overflow`, so a lookup
-//! stops at the first bucket with `overflow == 0`, and a removal moves the bucket's last
-//! entry into the hole and takes the entry off the counts it added. A lookup compares all
-//! eight lanes of a bucket at once, so the branches a push takes are the same whatever the
-//! keys (predicted).
+//! The table is a power of two of 64-byte buckets, each one cache line holding seven
+//! entries and an overflow count; at most half of the entries are used. An entry is a tag,
+//! the upper 32 bits of the key's hash (low bit set; 0 is a free entry), whose top bits also
+//! pick its home bucket, and the slot. An entry goes to the first free entry of the first
+//! bucket from its home with room; every full bucket it passes counts it in `overflow`, so a
+//! lookup stops at the first bucket with `overflow == 0`. A lookup compares all eight lanes
+//! of a bucket at once, so the branches a push takes are the same whatever the keys
+//! (predicted).
 //!
 //! The key bytes and the full hash live beside the slots (`by_slot`), read only when the
 //! upper 32 bits match, so a lookup touches one table line and, for a real match, one key.
-//! Removing a slot's key needs its hash, not its bytes.
+//! Each keyed slot also records its entry's bucket (`bucket_of`, 4 bytes), so that a removal
+//! goes straight to that bucket: one table line, no key and no hash read.
 //!
 //! Nothing here is touched by an item without a key.
 
@@ -155,17 +155,18 @@ const EMPTY_KEY: UniqueKey = UniqueKey {
 /// Entries per bucket.
 const WAYS: usize = 7;
 
-/// One cache line: up to seven entries, packed at the front, their count, and the count of
-/// entries whose probe run started at this bucket or before and that live past it (so a
-/// lookup that finds `overflow == 0` stops here). An entry is a tag (the upper 32 bits of
-/// its key's hash with the low bit set, so never 0 and never even) and its slot.
+/// One cache line: seven entries and the count of entries whose probe run started at this
+/// bucket or before and that live past it (so a lookup that finds `overflow == 0` stops
+/// here). An entry is a tag (the upper 32 bits of its key's hash with the low bit set, so
+/// never 0) and its slot; a tag of 0 is a free entry.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct Bucket {
-    /// Tags of the entries, `0` past the last; `tags[WAYS]` is twice the entry count (even,
-    /// so it never equals a tag: all eight lanes compare as one vector).
+    /// Tags of the entries; `tags[WAYS]` stays 0 (so all eight lanes compare as one vector
+    /// and it never matches a tag).
     tags: [u32; WAYS + 1],
-    /// Slots of the entries; `slots[WAYS]` is the overflow count.
+    /// Slots of the entries (meaningless where the tag is 0); `slots[WAYS]` is the
+    /// overflow count.
     slots: [u32; WAYS + 1],
 }
 
@@ -176,9 +177,17 @@ impl Bucket {
         self.tags.iter().fold(false, |any, &t| any | (t == tag))
     }
 
+    /// The first free entry, or `WAYS` if the bucket is full. Branch-free (a conditional
+    /// move per lane): which entries are free is random, a search loop would mispredict.
     #[inline]
-    fn len(&self) -> usize {
-        (self.tags[WAYS] / 2) as usize
+    fn first_free(&self) -> usize {
+        let mut free = WAYS;
+        for lane in (0..WAYS).rev() {
+            if self.tags[lane] == 0 {
+                free = lane;
+            }
+        }
+        free
     }
 
     #[inline]
@@ -206,6 +215,11 @@ pub(crate) struct KeyTable {
     grow_above: usize,
     shrink_below: usize,
     by_slot: Vec<Stored>,
+    /// Where each keyed slot's entry is: `bucket << 4 | away << 3 | lane`, `away` set if
+    /// the bucket is not the entry's home. Entries never move but by a resize, so a removal
+    /// is one store into the bucket (no read of it, nor of the key or its hash) unless the
+    /// entry lives away from home.
+    bucket_of: Vec<u64>,
 }
 
 /// Buckets of a table that has ever held a key: never fewer.
@@ -251,7 +265,7 @@ impl KeyTable {
     /// The entry of `bucket` for `key`, among those tagged `tag`.
     #[cold]
     fn match_in(&self, bucket: &Bucket, tag: u32, key: &UniqueKey, hash: u64) -> Option<u32> {
-        (0..bucket.len())
+        (0..WAYS)
             .filter(|&i| bucket.tags[i] == tag)
             .map(|i| bucket.slots[i])
             .find(|&slot| {
@@ -288,18 +302,21 @@ impl KeyTable {
                 key: EMPTY_KEY,
             },
         );
+        self.bucket_of.resize(n, 0);
     }
 
     #[inline]
     fn place(&mut self, tag: u32, slot: u32) {
-        let mut b = self.home(tag);
+        let home = self.home(tag);
+        let mut b = home;
         loop {
             let bucket = &mut self.buckets[b];
-            let n = bucket.len();
-            if n < WAYS {
-                bucket.tags[n] = tag;
-                bucket.slots[n] = slot;
-                bucket.tags[WAYS] += 2;
+            let lane = bucket.first_free();
+            if lane < WAYS {
+                bucket.tags[lane] = tag;
+                bucket.slots[lane] = slot;
+                let away = u64::from(b != home);
+                self.bucket_of[slot as usize] = (b as u64) << 4 | away << 3 | lane as u64;
                 return;
             }
             bucket.slots[WAYS] += 1;
@@ -316,31 +333,27 @@ impl KeyTable {
     /// Removes the key `slot` holds (it must hold one).
     #[inline]
     pub(crate) fn remove(&mut self, slot: u32) {
-        let tag = tag_of(self.by_slot[slot as usize].hash);
-        let home = self.home(tag);
-        let mut b = home;
-        loop {
-            let bucket = &mut self.buckets[b];
-            let n = bucket.len();
-            if let Some(i) = (0..n).find(|&i| bucket.slots[i] == slot && bucket.tags[i] == tag) {
-                // Keep the entries packed: the last one fills the hole.
-                bucket.tags[i] = bucket.tags[n - 1];
-                bucket.slots[i] = bucket.slots[n - 1];
-                bucket.tags[n - 1] = 0;
-                bucket.tags[WAYS] -= 2;
-                break;
-            }
-            b = (b + 1) & self.mask;
-        }
-        // The entry lived past its home: the buckets it passed no longer overflow for it.
-        let mut o = home;
-        while o != b {
-            self.buckets[o].slots[WAYS] -= 1;
-            o = (o + 1) & self.mask;
+        let at = self.bucket_of[slot as usize];
+        let b = (at >> 4) as usize;
+        // A store, with nothing read from the bucket: the CPU need not wait for its line.
+        self.buckets[b].tags[at as usize & 7] = 0;
+        if at & 8 != 0 {
+            self.unwind_overflow(slot, b);
         }
         self.len -= 1;
         if self.len < self.shrink_below {
             self.resize(self.buckets.len() / 2);
+        }
+    }
+
+    /// The entry of `slot`, just removed from bucket `b` away from its home: the buckets
+    /// it passed no longer overflow for it.
+    #[cold]
+    fn unwind_overflow(&mut self, slot: u32, b: usize) {
+        let mut o = self.home(tag_of(self.by_slot[slot as usize].hash));
+        while o != b {
+            self.buckets[o].slots[WAYS] -= 1;
+            o = (o + 1) & self.mask;
         }
     }
 
@@ -363,13 +376,16 @@ impl KeyTable {
             0
         };
         for bucket in old {
-            for i in 0..bucket.len() {
-                self.place(bucket.tags[i], bucket.slots[i]);
+            for lane in 0..WAYS {
+                if bucket.tags[lane] != 0 {
+                    self.place(bucket.tags[lane], bucket.slots[lane]);
+                }
             }
         }
-        // The key side table follows the slab; it is dropped once no key is held.
+        // The key side tables follow the slab; they are dropped once no key is held.
         if self.len == 0 && buckets == MIN_BUCKETS {
             self.by_slot = Vec::new();
+            self.bucket_of = Vec::new();
         }
     }
 
@@ -390,17 +406,24 @@ impl KeyTable {
             if s.hash != s.key.hash64() || self.find(&s.key, s.hash) != Some(slot) {
                 return false;
             }
+            let at = self.bucket_of[slot as usize];
+            let b = &self.buckets[(at >> 4) as usize];
+            let lane = at as usize & 7;
+            let home = self.home(tag_of(s.hash));
+            if lane >= WAYS
+                || b.tags[lane] != tag_of(s.hash)
+                || b.slots[lane] != slot
+                || (at & 8 != 0) != ((at >> 4) as usize != home)
+            {
+                return false;
+            }
         }
         let mut overflow = alloc::vec![0u64; self.buckets.len()];
         let mut occupied = 0;
-        let mut packed = true;
+        let mut lanes_ok = true;
         for (b, bucket) in self.buckets.iter().enumerate() {
-            let n = bucket.len();
-            packed &= n <= WAYS
-                && bucket.tags[WAYS] % 2 == 0
-                && bucket.tags[..n].iter().all(|&t| t % 2 == 1)
-                && bucket.tags[n..WAYS].iter().all(|&t| t == 0);
-            for &tag in &bucket.tags[..n.min(WAYS)] {
+            lanes_ok &= bucket.tags[WAYS] == 0 && bucket.tags.iter().all(|&t| t == 0 || t % 2 == 1);
+            for &tag in bucket.tags[..WAYS].iter().filter(|&&t| t != 0) {
                 occupied += 1;
                 let mut o = self.home(tag);
                 while o != b {
@@ -409,7 +432,7 @@ impl KeyTable {
                 }
             }
         }
-        let counts_ok = packed
+        let counts_ok = lanes_ok
             && self
                 .buckets
                 .iter()
@@ -504,7 +527,8 @@ mod tests {
                 t.insert(i as u32, k, k.hash64());
             }
             assert_eq!(t.sizes().0, 4 * WAYS);
-            assert!(t.buckets[3].overflow() == 5 && t.buckets[0].len() == 5);
+            assert!(t.buckets[3].overflow() == 5);
+            assert_eq!(t.buckets[0].tags.iter().filter(|&&t| t != 0).count(), 5);
             assert!(t.check(0..12));
             let mut live: Vec<usize> = (0..12).collect();
             for r in order {
