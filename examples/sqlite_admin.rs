@@ -2,8 +2,8 @@
 //! dead letters (id, attempts, reason, last error, age, payload), and redriving one.
 //!
 //! ```text
-//! cargo run --release --example sqlite_admin -- <file> [stats|dead|redrive <id>]
-//! cargo run --release --example sqlite_admin            # a demo file with dead letters
+//! cargo run --release --features sqlite --example sqlite_admin -- <file> [stats|dead|redrive <id>]
+//! cargo run --release --features sqlite --example sqlite_admin            # a demo file with dead letters
 //! ```
 //!
 //! Run it while the queue's own process is stopped: opening the file brings back the leases
@@ -179,7 +179,7 @@ fn main() -> ExitCode {
                 stats(&q);
             }
             println!(
-                "\ntry: cargo run --release --example sqlite_admin -- {} dead",
+                "\ntry: cargo run --release --features sqlite --example sqlite_admin -- {} dead",
                 path.display()
             );
             return Ok(());
