@@ -266,3 +266,76 @@ fn durable_push_latency_at_20k_per_s() {
         );
     }
 }
+
+/// Restart with `RESTART_ITEMS` live items (issue 9's goal: usable in <= 1 s): a file is
+/// filled through the store itself (`try_push` in chunks, each made durable), closed, then
+/// opened again three times, each timed from the call to `open` until the first `receive`
+/// returns (its attempt committed). Prints each time and the median.
+const RESTART_ITEMS: usize = 1_000_000;
+
+fn open_bytes(path: &Path) -> leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec> {
+    open::<Vec<u8>, _, _>(
+        path,
+        Config::new(Duration::from_secs(60)),
+        Options::default(),
+        BytesCodec,
+        SmolRuntime::global(),
+    )
+    .unwrap()
+}
+
+/// Drops the queue and gives its writer time to commit, checkpoint and close the file.
+fn close_and_settle(q: leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>) {
+    smol::block_on(q.store().sync());
+    q.close();
+    drop(q);
+    std::thread::sleep(Duration::from_millis(1500));
+}
+
+#[test]
+#[ignore = "a benchmark: run with --release -- --ignored --nocapture"]
+fn restart_with_1m_live_items() {
+    let path = temp("restart");
+    let fill = Instant::now();
+    {
+        let q = open_bytes(&path);
+        smol::block_on(async {
+            let mut left = RESTART_ITEMS;
+            while left > 0 {
+                let n = left.min(16_384);
+                for _ in 0..n {
+                    q.try_push(vec![7u8; PAYLOAD]).unwrap();
+                }
+                q.store().synced().await;
+                left -= n;
+            }
+        });
+        assert_eq!(q.stats().ready, RESTART_ITEMS as u64);
+        close_and_settle(q);
+    }
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    println!(
+        "filled {RESTART_ITEMS} live items of {PAYLOAD} bytes in {:.2?} (file {:.1} MB)",
+        fill.elapsed(),
+        size as f64 / 1e6
+    );
+    let mut times = Vec::new();
+    for run in 1..=3 {
+        let start = Instant::now();
+        let q = open_bytes(&path);
+        let opened = start.elapsed();
+        let d = smol::block_on(q.receive()).unwrap();
+        let usable = start.elapsed();
+        println!("run {run}: open {opened:.2?}, first receive returned at {usable:.2?}");
+        assert_eq!(q.stats().ready + q.stats().in_flight, RESTART_ITEMS as u64);
+        times.push(usable);
+        drop(d);
+        close_and_settle(q);
+    }
+    times.sort();
+    println!(
+        "restart with {RESTART_ITEMS} live items: usable in {:.2?} (median of 3)",
+        times[1]
+    );
+    remove(&path);
+}
