@@ -1,0 +1,261 @@
+//! Stopping and cancelling: graceful pool shutdown, cancelled receives.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures::FutureExt;
+use leaseq_async::{Config, Job, MessageId, Pool, Runtime};
+
+use super::env::*;
+
+// ----- 9. graceful shutdown -----------------------------------------------------------------
+
+/// Shutdown with a grace shorter than the items in flight: they are handed back
+/// (`report.handed_back`), and nothing is lost.
+pub(crate) async fn shutdown_short_grace_hands_items_back<R: Runtime, K: StoreKind<R>>(
+    env: Env<R, K>,
+) {
+    shutdown_with_items_in_flight(env, false).await;
+}
+
+/// Shutdown with a grace longer than the items in flight: they finish and are acked; the
+/// workers take no new items; nothing is lost.
+pub(crate) async fn shutdown_long_grace_lets_items_finish<R: Runtime, K: StoreKind<R>>(
+    env: Env<R, K>,
+) {
+    shutdown_with_items_in_flight(env, true).await;
+}
+
+async fn shutdown_with_items_in_flight<R: Runtime, K: StoreKind<R>>(
+    env: Env<R, K>,
+    long_grace: bool,
+) {
+    let u = env.u;
+    let (work, grace) = if long_grace {
+        (4 * u, 40 * u)
+    } else {
+        (20 * u, u)
+    };
+    let q = env.queue::<u32>(Config::new(100 * u));
+    let ids: Vec<MessageId> = (0..6).map(|n| q.try_push(n).unwrap()).collect();
+    let finished = Arc::new(Mutex::new(Vec::new()));
+    let start = env.now();
+    let pool = Pool::builder(q.clone()).workers(3).spawn({
+        let (finished, rt) = (finished.clone(), env.rt.clone());
+        move |job: Job<u32>| {
+            let finished = finished.clone();
+            let slow = sleep(&rt, work);
+            async move {
+                slow.await;
+                finished.lock().unwrap().push(job.id);
+                Ok(())
+            }
+        }
+    });
+    env.until(env.patience(), "three items in flight", || {
+        q.stats().in_flight == 3
+    })
+    .await;
+    let t = env.now();
+    let report = pool.shutdown(grace).await;
+    let s = q.stats();
+    if long_grace {
+        assert_eq!(report.handed_back, 0);
+        assert_eq!(report.stats.ok, 3);
+        assert_eq!((s.acked, s.ready, s.nacks), (3, 3, 0), "{s:#?}");
+        env.exactly(env.now(), start.saturating_add(work), "finished at");
+    } else {
+        assert_eq!(report.handed_back, 3);
+        assert_eq!(report.stats.ok, 0);
+        assert_eq!((s.acked, s.ready, s.nacks), (0, 6, 3), "{s:#?}");
+        env.exactly(env.now(), t.saturating_add(grace), "stopped at");
+    }
+    // Nothing in flight once shutdown returns, in its own report too.
+    assert_eq!(s.in_flight, 0, "{s:#?}");
+    assert_eq!(report.stats.queue.in_flight, 0, "{:#?}", report.stats.queue);
+    assert_eq!((s.lease_expired, s.dead_lettered), (0, 0));
+    assert_conserved(&q);
+
+    // Every pushed id is acked, in the queue, or dead-lettered, exactly once.
+    let acked = finished.lock().unwrap().clone();
+    let waiting = q.try_receive_batch(usize::MAX);
+    let handed_back = waiting.iter().filter(|d| d.attempt() == 2).count();
+    assert_eq!(handed_back, if long_grace { 0 } else { 3 });
+    let mut all: Vec<MessageId> = acked
+        .iter()
+        .copied()
+        .chain(waiting.iter().map(|d| d.id()))
+        .chain(dead_letters(&q).iter().map(|d| d.id))
+        .collect();
+    all.sort();
+    assert_eq!(all, ids);
+    assert_eq!(q.ack_batch(waiting).await.accepted(), 6 - acked.len());
+    assert_eq!(q.stats().acked, 6);
+    assert_conserved(&q);
+}
+
+// ----- 10. cancelled receives ---------------------------------------------------------------
+
+/// Counts wake-ups.
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Receives cancelled at every point lose nothing. First, deterministically: a receiver
+/// woken for an item and dropped before it took it passes the wake-up to the next waiting
+/// receiver. Then many iterations of `futures::select!` where a receive races a timer and
+/// another receive, with items pushed at random moments: afterwards every item was received
+/// exactly once and nothing is left in flight.
+pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime, K: StoreKind<R>>(env: Env<R, K>) {
+    let u = env.u;
+    let q = env.queue::<u32>(Config::new(1000 * u));
+
+    // The baton: r1 is woken for the item, then cancelled.
+    let w1 = Arc::new(Wakes::default());
+    let w2 = Arc::new(Wakes::default());
+    let (waker1, waker2) = (Waker::from(w1.clone()), Waker::from(w2.clone()));
+    let mut r1 = Box::pin(q.receive());
+    let mut r2 = Box::pin(q.receive());
+    assert!(r1
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker1))
+        .is_pending());
+    assert!(r2
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker2))
+        .is_pending());
+    let id = q.try_push(1).unwrap();
+    assert_eq!(
+        w1.0.load(Ordering::SeqCst),
+        1,
+        "the first waiting receiver is woken"
+    );
+    assert_eq!(w2.0.load(Ordering::SeqCst), 0);
+    drop(r1);
+    assert_eq!(w2.0.load(Ordering::SeqCst), 1, "the wake-up passes on");
+    match r2.as_mut().poll(&mut Context::from_waker(&waker2)) {
+        Poll::Ready(Some(d)) => {
+            assert_eq!((d.id(), d.attempt()), (id, 1));
+            d.ack().await.unwrap();
+        }
+        // A durable store commits the attempt first: the item comes once that is done.
+        Poll::Pending if !K::RECEIVES_AT_ONCE => {
+            let d = env
+                .within(env.patience(), "the commit", r2.as_mut())
+                .await
+                .expect("queue open");
+            assert_eq!((d.id(), d.attempt()), (id, 1));
+            d.ack().await.unwrap();
+        }
+        other => panic!("expected the item, got {other:?}"),
+    }
+    drop(r2);
+    assert_eq!(q.stats().delivered, 1);
+
+    // The races.
+    const ITEMS: u64 = 400;
+    const CONSUMERS: u64 = 3;
+    let counts: Arc<Vec<AtomicU32>> = Arc::new((0..=ITEMS).map(|_| AtomicU32::new(0)).collect());
+    // The baton item above counts as received.
+    let received = Arc::new(AtomicUsize::new(1));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let producer = env.spawn({
+        let (q, rt) = (q.clone(), env.rt.clone());
+        async move {
+            let mut rng = Rng::new(0x5eed);
+            for n in 0..ITEMS as u32 {
+                q.try_push(n).unwrap();
+                if rng.below(4) == 0 {
+                    sleep(&rt, rng.up_to(u / 20)).await;
+                }
+            }
+        }
+    });
+    let consumers: Vec<R::Task> = (0..CONSUMERS)
+        .map(|k| {
+            let (q, rt) = (q.clone(), env.rt.clone());
+            let (counts, received, cancelled, failures) = (
+                counts.clone(),
+                received.clone(),
+                cancelled.clone(),
+                failures.clone(),
+            );
+            env.spawn(async move {
+                let mut rng = Rng::new(k);
+                let take = |d: Option<leaseq_async::Delivery<u32, R, K::Store<u32>>>| match d {
+                    Some(d) => {
+                        counts[d.id().get() as usize].fetch_add(1, Ordering::SeqCst);
+                        received.fetch_add(1, Ordering::SeqCst);
+                        if let Err(e) = futures::executor::block_on(d.ack()) {
+                            failures.lock().unwrap().push(format!("ack refused: {e}"));
+                        }
+                    }
+                    None => failures.lock().unwrap().push("queue closed".into()),
+                };
+                // (Items dead-lettered count as done: only a durable store makes any here.)
+                let done = || received.load(Ordering::SeqCst) + q.stats().dead_lettered as usize;
+                while done() < (ITEMS + 1) as usize {
+                    let timer = sleep(&rt, rng.up_to(u / 20)).fuse();
+                    let a = q.receive().fuse();
+                    let b = q.receive().fuse();
+                    let mut timer = pin!(timer);
+                    let mut a = pin!(a);
+                    let mut b = pin!(b);
+                    futures::select! {
+                        d = a => take(d),
+                        d = b => take(d),
+                        () = timer => {
+                            cancelled.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    env.within(env.patience(), "the producer", producer).await;
+    for c in consumers {
+        env.within(env.patience(), "a consumer to finish", c).await;
+    }
+
+    let failures = failures.lock().unwrap().clone();
+    assert!(failures.is_empty(), "{failures:?}");
+    let dead: Vec<u64> = dead_letters(&q).iter().map(|d| d.id.get()).collect();
+    for (n, c) in counts.iter().enumerate().skip(1) {
+        let expected = u32::from(!dead.contains(&(n as u64)));
+        assert_eq!(
+            c.load(Ordering::SeqCst),
+            expected,
+            "item {n} received that many times"
+        );
+    }
+    assert!(
+        cancelled.load(Ordering::SeqCst) > 0,
+        "no receive was ever cancelled"
+    );
+    let s = q.stats();
+    if K::RECEIVES_AT_ONCE {
+        assert_eq!((s.delivered, s.redelivered), (ITEMS + 1, 0), "{s:#?}");
+        assert_eq!((s.acked, s.in_flight, s.ready), (ITEMS + 1, 0, 0));
+    } else {
+        // A durable store: a receive cancelled while its lease's attempt was being
+        // committed hands the lease back as a drop, its attempt counted (it may be on disk
+        // already). So items are redelivered (never to two holders: each was received at
+        // most once above), and one cancelled on each of its attempts is dead-lettered.
+        // Every redelivery and dead letter is such a hand-back.
+        assert_eq!(s.nacks, s.redelivered + s.dead_lettered, "{s:#?}");
+        assert_eq!(s.delivered, s.acked + s.nacks, "{s:#?}");
+        assert_eq!(s.acked + s.dead_lettered, ITEMS + 1, "{s:#?}");
+        assert_eq!((s.in_flight, s.ready), (0, 0), "{s:#?}");
+        assert!(dead.iter().all(|id| *id > 0));
+    }
+    assert_conserved(&q);
+}
