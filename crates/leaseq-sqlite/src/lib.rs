@@ -54,7 +54,28 @@
 //! delayed item keeps its schedule across restarts. Ids are never reused (the file keeps
 //! their high-water mark).
 //!
-//! Known limits: a codec failure on push hands the item back
+//! # What a crash can and cannot lose
+//!
+//! Nothing reported durable is lost: an item whose `push(...).await` returned `Ok` is in
+//! the file; an ack, nack, dead letter, cancel or redrive that returned is on disk; a
+//! delivery's attempt was on disk before the delivery was handed out. At
+//! [`Durability::ProcessCrash`] that holds for the process dying; at
+//! [`Durability::PowerLoss`] for power loss and OS crashes too.
+//!
+//! A crash can lose what was not yet reported: items pushed with `try_push` (fire and
+//! forget) whose commit had not happened, and settlements whose future had not returned
+//! (the item is then delivered again: at least once, never silently dropped). Leases are
+//! not durable: a lease held at the crash comes back at once on restart, its attempt
+//! counted, whatever its remaining visibility or heartbeat. The [`Stats`] counters and
+//! latency histograms are not kept.
+//!
+//! # Known limits
+//!
+//! One process at a time per file (the writer thread owns the connection; a second process
+//! opening the same file is not detected). A failed commit (I/O error, disk full) stops
+//! the file following the queue, which goes on in memory
+//! ([`SqliteStore::journal_failed`] says so). All live items are held in memory and read
+//! at open (about 0.65 s for 1M small items here). A codec failure on push hands the item back
 //! ([`PushError::Encode`](leaseq_async::PushError)); a receive cancelled while its leases'
 //! attempts are being committed hands those leases back with reason "dropped" (their
 //! attempt counted: it may be on disk already), so under many cancellations items are
