@@ -16,6 +16,7 @@ use scenarios::Env;
 use sqlite_store::Sqlite;
 
 fn run<Fut: Future<Output = ()>>(scenario: impl FnOnce(Env<SmolRuntime, Sqlite>) -> Fut) {
+    let _turn = sqlite_store::one_at_a_time();
     let store = Sqlite::default();
     let env = Env::new(SmolRuntime::global(), Duration::from_millis(100), false)
         .with_store(store.clone());

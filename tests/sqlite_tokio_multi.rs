@@ -17,6 +17,7 @@ fn run<Fut: Future<Output = ()>>(scenario: impl FnOnce(Env<TokioRuntime, Sqlite>
         .enable_time()
         .build()
         .expect("tokio runtime");
+    let _turn = sqlite_store::one_at_a_time();
     let store = Sqlite::default();
     rt.block_on(async {
         let rt = TokioRuntime::new(tokio::runtime::Handle::current());

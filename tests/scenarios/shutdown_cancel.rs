@@ -34,18 +34,22 @@ async fn shutdown_with_items_in_flight<R: Runtime, K: StoreKind<R>>(
     long_grace: bool,
 ) {
     let u = env.u;
+    // (The work is long enough that on real time, under load, the shutdown still begins
+    // while the first three items are in flight.)
     let (work, grace) = if long_grace {
-        (4 * u, 40 * u)
+        (10 * u, 40 * u)
     } else {
         (20 * u, u)
     };
     let q = env.queue::<u32>(Config::new(100 * u));
     let ids: Vec<MessageId> = (0..6).map(|n| q.try_push(n).unwrap()).collect();
     let finished = Arc::new(Mutex::new(Vec::new()));
+    let started = Arc::new(AtomicUsize::new(0));
     let start = env.now();
     let pool = Pool::builder(q.clone()).workers(3).spawn({
-        let (finished, rt) = (finished.clone(), env.rt.clone());
+        let (finished, started, rt) = (finished.clone(), started.clone(), env.rt.clone());
         move |job: Job<u32>| {
+            started.fetch_add(1, Ordering::SeqCst);
             let finished = finished.clone();
             let slow = sleep(&rt, work);
             async move {
@@ -55,8 +59,10 @@ async fn shutdown_with_items_in_flight<R: Runtime, K: StoreKind<R>>(
             }
         }
     });
-    env.until(env.patience(), "three items in flight", || {
-        q.stats().in_flight == 3
+    // Three handlers running (not only three leases taken: a durable store hands a lease
+    // to its worker only once the attempt is committed).
+    env.until(env.patience(), "three handlers running", || {
+        started.load(Ordering::SeqCst) == 3
     })
     .await;
     let t = env.now();

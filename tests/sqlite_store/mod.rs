@@ -16,6 +16,14 @@ use crate::scenarios::{InspectStore, Item, StoreKind};
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ItemCodec;
 
+/// Runs the scenarios of one test binary one at a time: each runs on real time with a
+/// writer thread of its own, and several at once on a loaded 2-core machine stretch a
+/// real-time scenario's waits past what it allows (a shutdown's grace, say).
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl<T: Item> Codec<T> for ItemCodec {
     fn encode(&self, item: &T) -> Result<Vec<u8>, CodecError> {
         Ok(item.to_bytes())
