@@ -143,7 +143,7 @@
 //! cache and TLB miss each (a dependent random read in 32 MB takes about 180 ns on this
 //! machine). A keyed item takes about 120 bytes more (the key inline, its table entry).
 //!
-//! Measured with `cargo bench --bench core` on a shared 2-core AMD EPYC (Zen 4). See
+//! Measured with `cargo bench --features bench --bench core` on a shared 2-core AMD EPYC (Zen 4). See
 //! `BENCHMARKS.md` in the repository for every figure, the machine and what limits the cost.
 #![no_std]
 #![forbid(unsafe_code)]
