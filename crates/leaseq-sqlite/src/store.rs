@@ -34,6 +34,14 @@ pub struct SqliteStore<T, R, C> {
     pub(crate) offset: i128,
 }
 
+impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T, R, C> Drop for SqliteStore<T, R, C> {
     fn drop(&mut self) {
         self.journal.stop();

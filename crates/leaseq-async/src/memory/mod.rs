@@ -72,6 +72,16 @@ impl<T, R> Drop for MemoryStore<T, R> {
     }
 }
 
+impl<T, R> std::fmt::Debug for MemoryStore<T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("closed", &self.closed.load(Ordering::Relaxed))
+            .field("handles", &self.handles.load(Ordering::Relaxed))
+            .field("visibility", &self.visibility)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Everything behind the lock.
 pub(crate) struct State<T> {
     pub(crate) core: Queue<T>,
