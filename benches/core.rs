@@ -1,7 +1,7 @@
 //! Benchmarks of the `leaseq-core` state machine, with a bare `VecDeque` baseline in the
 //! same run.
 //!
-//! Run with `cargo bench --bench core`. Every operation takes an explicit `now`; the
+//! Run with `cargo bench --features bench --bench core`. Every operation takes an explicit `now`; the
 //! benchmarks advance a fake clock by 1 ns per operation, with a visibility timeout far
 //! longer than any run, so that no lease expires unless a benchmark makes it.
 //!
