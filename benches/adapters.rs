@@ -3,8 +3,11 @@
 //!
 //! 1. throughput, 1 producer and 4 consumers: leaseq push -> receive -> ack (one at a time,
 //!    and in batches of 16) beside flume, async-channel and tokio mpsc (receiver behind a
-//!    mutex) doing push -> receive, on a 2-thread tokio runtime and on smol;
-//! 2. redelivery latency: lease deadline to the item received again, p50 / p99;
+//!    mutex) doing push -> receive, and a leaseq `Pool` of 4 workers with a no-op handler
+//!    beside flume consumers awaiting the same no-op, on a 2-thread tokio runtime and on smol;
+//!    the rows are run in turn, `LEASEQ_BENCH_REPEATS` times, and each gets its median;
+//! 2. redelivery latency: lease deadline to the item received again, p50 / p99, beside its
+//!    floor on the same runtime (a timer wake-up handing over to a waiting task, no queue);
 //! 3. heartbeat overhead: CPU time of a process holding 10,000 deliveries with heartbeats,
 //!    against the same deliveries held without.
 //!
@@ -14,7 +17,6 @@
 use std::time::Duration;
 
 use leaseq_async::{Config, LeaseQueue, Runtime};
-use leaseq_smol::SmolRuntime;
 use leaseq_suite::{cpu, latency, throughput};
 use leaseq_tokio::TokioRuntime;
 
@@ -30,58 +32,79 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// Runs `f` `repeats` times on the runtime and returns the median wall time.
-fn measure<F, Fut>(block_on: &dyn Fn(Fut) -> Duration, repeats: u64, f: F) -> Duration
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Duration>,
-{
-    median((0..repeats).map(|_| block_on(f())).collect())
-}
+type BoxFut = std::pin::Pin<Box<dyn std::future::Future<Output = Duration>>>;
 
 fn throughput_table<R: Runtime>(
     name: &str,
     rt: R,
-    block_on: &dyn Fn(std::pin::Pin<Box<dyn std::future::Future<Output = Duration>>>) -> Duration,
+    block_on: &dyn Fn(BoxFut) -> Duration,
     items: u64,
     repeats: u64,
 ) {
     let consumers = 4;
-    let run = |f: &dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Duration>>>| {
-        measure(block_on, repeats, f)
-    };
-    let flume = run(&|| Box::pin(throughput::flume(rt.clone(), items, consumers)));
-    let async_channel = run(&|| Box::pin(throughput::async_channel(rt.clone(), items, consumers)));
-    let mpsc = run(&|| Box::pin(throughput::tokio_mpsc(rt.clone(), items, consumers)));
-    let rows = [
+    let c = consumers;
+    // The "ratio to flume" column compares each row with row 5 (flume), the pool's (row 2)
+    // with row 6 (flume with the pool's no-op handler).
+    type Run<'a> = Box<dyn Fn() -> BoxFut + 'a>;
+    let rows: [(&str, Run<'_>); 7] = [
         (
             "leaseq push -> receive -> ack",
-            run(&|| Box::pin(throughput::leaseq(rt.clone(), items, consumers, 1))),
+            Box::new(|| Box::pin(throughput::leaseq(rt.clone(), items, c, 1))),
         ),
         (
             "leaseq, batches of 16",
-            run(&|| Box::pin(throughput::leaseq(rt.clone(), items, consumers, 16))),
+            Box::new(|| Box::pin(throughput::leaseq(rt.clone(), items, c, 16))),
         ),
-        ("flume push -> receive", flume),
-        ("async-channel push -> receive", async_channel),
-        ("tokio mpsc (rx behind a mutex)", mpsc),
+        (
+            "leaseq Pool, 4 workers, no-op handler (*)",
+            Box::new(|| Box::pin(throughput::pool(rt.clone(), items, c))),
+        ),
+        (
+            "async-channel push -> receive",
+            Box::new(|| Box::pin(throughput::async_channel(rt.clone(), items, c))),
+        ),
+        (
+            "tokio mpsc (rx behind a mutex)",
+            Box::new(|| Box::pin(throughput::tokio_mpsc(rt.clone(), items, c))),
+        ),
+        (
+            "flume push -> receive",
+            Box::new(|| Box::pin(throughput::flume(rt.clone(), items, c))),
+        ),
+        (
+            "flume push -> receive -> no-op handler",
+            Box::new(|| Box::pin(throughput::flume_handler(rt.clone(), items, c))),
+        ),
     ];
-    println!("\n## Throughput on {name}: 1 producer, {consumers} consumers, {items} items, median of {repeats}");
+    // Interleaved: each repetition runs every row once, in turn, so that a slow spell of
+    // this shared machine falls on all rows alike.
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
+    for _ in 0..repeats {
+        for (k, (_, f)) in rows.iter().enumerate() {
+            times[k].push(block_on(f()));
+        }
+    }
+    let rates: Vec<f64> = times
+        .into_iter()
+        .map(|v| throughput::rate(items, median(v)))
+        .collect();
+    let (flume, flume_handler, async_channel, mpsc) = (rates[5], rates[6], rates[3], rates[4]);
+    println!("\n## Throughput on {name}: 1 producer, {consumers} consumers, {items} items, median of {repeats} (interleaved)");
     println!("| queue | items/s | ns/item | ratio to flume | to async-channel | to tokio mpsc |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    let [flume, async_channel, mpsc] =
-        [flume, async_channel, mpsc].map(|took| throughput::rate(items, took));
-    for (label, took) in rows {
-        let r = throughput::rate(items, took);
+    for (k, (label, _)) in rows.iter().enumerate() {
+        let r = rates[k];
+        let base = if k == 2 { flume_handler } else { flume };
         println!(
             "| {label} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} |",
             r,
             1e9 / r,
-            r / flume,
+            r / base,
             r / async_channel,
             r / mpsc
         );
     }
+    println!("(*) its ratio to flume is to flume with the same no-op handler");
 }
 
 fn latency_row<R: Runtime>(
@@ -92,17 +115,29 @@ fn latency_row<R: Runtime>(
     ) -> Vec<Duration>,
 ) {
     let samples = 500;
-    let v = block_on(Box::pin(latency::redelivery_latencies(
-        rt,
-        samples,
-        Duration::from_millis(5),
-    )));
-    println!(
-        "| {name} | {samples} | {:.0} | {:.0} | {:.0} |",
-        latency::quantile(&v, 0.5).as_secs_f64() * 1e6,
-        latency::quantile(&v, 0.99).as_secs_f64() * 1e6,
-        v.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
-    );
+    let visibility = Duration::from_millis(5);
+    let rows = [
+        (
+            name.to_string(),
+            block_on(Box::pin(latency::redelivery_latencies(
+                rt.clone(),
+                samples,
+                visibility,
+            ))),
+        ),
+        (
+            format!("{name}: floor (timer wake-up + hand-over, no queue)"),
+            block_on(Box::pin(latency::wakeup_latencies(rt, samples, visibility))),
+        ),
+    ];
+    for (label, v) in rows {
+        println!(
+            "| {label} | {samples} | {:.0} | {:.0} | {:.0} |",
+            latency::quantile(&v, 0.5).as_secs_f64() * 1e6,
+            latency::quantile(&v, 0.99).as_secs_f64() * 1e6,
+            v.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
+        );
+    }
 }
 
 /// Holds `n` deliveries for `secs` seconds, with or without heartbeat; returns the process
@@ -159,19 +194,19 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let trt = TokioRuntime::with_clock(tokio.handle().clone(), leaseq_tokio::TokioClock::Tsc);
-    let srt = SmolRuntime::global();
+    let srt = throughput::smol_runtime(throughput::cores());
 
     throughput_table(
         "tokio (2 worker threads)",
         trt.clone(),
-        &|f| tokio.block_on(f),
+        &|f: BoxFut| tokio.block_on(f),
         items,
         repeats,
     );
     throughput_table(
-        "smol (global executor, 1 thread per core)",
+        "smol (an executor run by 1 thread per core)",
         srt.clone(),
-        &|f| smol::block_on(f),
+        &|f: BoxFut| smol::block_on(f),
         items,
         repeats,
     );

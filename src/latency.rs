@@ -37,3 +37,29 @@ pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
     sorted[i]
 }
+
+/// The floor under [`redelivery_latencies`] on this machine and runtime, measured the same
+/// way without a queue: a spawned task sleeps on the runtime's timer until a deadline
+/// `delay` ahead and then wakes the caller, which is waiting on a channel (as a redelivery
+/// is a timer wake-up in the queue's driver task followed by a wake-up of the waiting
+/// receiver). Returns the latencies from the deadline to the caller running, sorted.
+///
+/// On a shared machine both figures move with the load; their difference is what the queue
+/// adds.
+pub async fn wakeup_latencies<R: Runtime>(rt: R, samples: usize, delay: Duration) -> Vec<Duration> {
+    let (tx, rx) = flume::bounded::<()>(1);
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let deadline = rt.now().saturating_add(delay);
+        let (rt2, tx) = (rt.clone(), tx.clone());
+        let task = rt.spawn(Box::pin(async move {
+            rt2.sleep_until(deadline).await;
+            let _ = tx.send(());
+        }));
+        rx.recv_async().await.expect("the sleeper sends");
+        out.push(rt.now().saturating_duration_since(deadline));
+        task.await;
+    }
+    out.sort();
+    out
+}

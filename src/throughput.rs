@@ -1,14 +1,15 @@
 //! End-to-end throughput: one producer, several consumers, leaseq against plain channels.
 //!
 //! leaseq does push -> receive -> ack (each item settled); the channels do send -> receive
-//! only, since they have nothing to settle. Every function runs on a [`Runtime`], so the same
+//! only, since they have nothing to settle. [`pool`] runs a leaseq [`Pool`] with a no-op
+//! handler against [`flume_handler`], flume consumers awaiting the same no-op. Every function runs on a [`Runtime`], so the same
 //! code measures tokio and smol.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leaseq_async::{Config, LeaseQueue, Runtime};
+use leaseq_async::{Config, Job, JobError, LeaseQueue, Pool, Runtime};
 
 /// Spawns `f` and returns a joinable task.
 fn spawn<R: Runtime>(rt: &R, f: impl std::future::Future<Output = ()> + Send + 'static) -> R::Task {
@@ -94,6 +95,61 @@ pub async fn flume<R: Runtime>(rt: R, items: u64, consumers: usize) -> Duration 
     start.elapsed()
 }
 
+/// flume with a handler: one producer sends `items`, `consumers` tasks receive them and
+/// await a no-op async handler on each, the baseline of [`pool`].
+pub async fn flume_handler<R: Runtime>(rt: R, items: u64, consumers: usize) -> Duration {
+    let (tx, rx) = flume::unbounded::<u64>();
+    let handler = |x: u64| async move {
+        std::hint::black_box(x);
+        Ok::<(), JobError>(())
+    };
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..consumers {
+        let rx = rx.clone();
+        tasks.push(spawn(&rt, async move {
+            while let Ok(x) = rx.recv_async().await {
+                handler(x).await.expect("no-op");
+            }
+        }));
+    }
+    tasks.push(spawn(&rt, async move {
+        for i in 0..items {
+            tx.send(i).expect("receivers alive");
+        }
+    }));
+    for t in tasks {
+        t.await;
+    }
+    start.elapsed()
+}
+
+/// A [`Pool`] of `workers` workers with a no-op async handler: one producer task pushes
+/// `items`, and the time runs from starting the pool until every item is acked
+/// ([`LeaseQueue::wait_empty`]) and the pool is shut down (its workers joined), as
+/// [`flume_handler`]'s runs until its consumers are joined.
+pub async fn pool<R: Runtime>(rt: R, items: u64, workers: usize) -> Duration {
+    let config = Config::new(Duration::from_secs(60)).with_max_attempts(u32::MAX);
+    let queue: LeaseQueue<u64, R> =
+        LeaseQueue::with_runtime(rt.clone(), config).expect("valid config");
+    let start = Instant::now();
+    let pool = Pool::builder(queue.clone())
+        .workers(workers)
+        .spawn(|_job: Job<u64>| async { Ok(()) });
+    let q = queue.clone();
+    spawn(&rt, async move {
+        for i in 0..items {
+            q.try_push(i).expect("open, unbounded");
+        }
+    })
+    .await;
+    queue.wait_empty().await;
+    let report = pool.shutdown(Duration::from_secs(10)).await;
+    let took = start.elapsed();
+    assert_eq!(report.stats.ok, items, "every item handled once");
+    took
+}
+
 /// async-channel: one producer sends `items`, `consumers` tasks receive them.
 pub async fn async_channel<R: Runtime>(rt: R, items: u64, consumers: usize) -> Duration {
     let (tx, rx) = async_channel::unbounded::<u64>();
@@ -152,4 +208,25 @@ pub async fn tokio_mpsc<R: Runtime>(rt: R, items: u64, consumers: usize) -> Dura
 /// Items per second.
 pub fn rate(items: u64, took: Duration) -> f64 {
     items as f64 / took.as_secs_f64()
+}
+
+/// A smol runtime on an executor of its own, run by `threads` threads (the benchmarks use
+/// one per core). `SmolRuntime::global()` spawns on smol's global executor, which has one
+/// thread unless `SMOL_THREADS` says otherwise; this keeps the smol rows on as many threads
+/// as tokio's.
+pub fn smol_runtime(threads: usize) -> leaseq_smol::SmolRuntime {
+    let ex = Arc::new(smol::Executor::new());
+    for i in 0..threads.max(1) {
+        let ex = ex.clone();
+        std::thread::Builder::new()
+            .name(format!("bench-smol-{i}"))
+            .spawn(move || smol::block_on(ex.run(std::future::pending::<()>())))
+            .expect("spawn an executor thread");
+    }
+    leaseq_smol::SmolRuntime::with_executor(ex)
+}
+
+/// The number of cores (`available_parallelism`), at least 1.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
