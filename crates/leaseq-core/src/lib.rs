@@ -160,6 +160,7 @@ mod event;
 mod histogram;
 mod id;
 mod key;
+mod key_table;
 mod lease;
 mod outcome;
 mod queue;
