@@ -4,6 +4,7 @@
 //! across an await, no user code under it); its results are ready at once, so the
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
+mod drive;
 mod inbox;
 mod lock;
 mod store;
