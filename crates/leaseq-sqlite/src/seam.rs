@@ -95,15 +95,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         leased: bool,
     ) -> impl Future<Output = Result<T, CancelError>> + Send {
         let r = ready_now(self.inner.cancel(id, leased));
-        let seq = r
-            .is_ok()
-            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
-        async move {
-            if let Some(seq) = seq {
-                self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.delete_if_ok(id, r)
     }
 
     fn try_push_batch(
@@ -179,15 +171,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     ) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
         let id = ticket.id;
         let r = ready_now(self.inner.ack(ticket.inner));
-        let seq = r
-            .is_ok()
-            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
-        async move {
-            if let Some(seq) = seq {
-                self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.delete_if_ok(id, r)
     }
 
     fn ack_many(
@@ -305,5 +289,25 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn synced(&self) -> impl Future<Output = ()> + Send {
         let seq = self.journal.last();
         async move { self.journal.committed(seq).await }
+    }
+}
+
+impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
+    /// After an ack or a cancel the memory store accepted: the row goes, and the result is
+    /// given once that is committed (a refused one at once).
+    fn delete_if_ok<U: Send + 'static, E: Send + 'static>(
+        &self,
+        id: MessageId,
+        r: Result<U, E>,
+    ) -> impl Future<Output = Result<U, E>> + Send + '_ {
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await;
+            }
+            r
+        }
     }
 }
