@@ -42,6 +42,14 @@ pub enum PushError<T> {
         /// The codec's error.
         error: String,
     },
+    /// The store does not offer what the push asks for (the Postgres store has no unique
+    /// keys, say).
+    Unsupported {
+        /// The item, handed back.
+        item: T,
+        /// What was asked for, in words.
+        what: &'static str,
+    },
 }
 
 impl<T> PushError<T> {
@@ -52,7 +60,8 @@ impl<T> PushError<T> {
             PushError::PriorityOutOfRange { item, .. }
             | PushError::KeyTooLong { item, .. }
             | PushError::DuplicateKey { item, .. }
-            | PushError::Encode { item, .. } => item,
+            | PushError::Encode { item, .. }
+            | PushError::Unsupported { item, .. } => item,
         }
     }
 
@@ -93,6 +102,9 @@ impl<T> fmt::Debug for PushError<T> {
                 write!(f, "DuplicateKey {{ existing: {existing:?}, .. }}")
             }
             PushError::Encode { error, .. } => write!(f, "Encode {{ error: {error:?}, .. }}"),
+            PushError::Unsupported { what, .. } => {
+                write!(f, "Unsupported {{ what: {what:?}, .. }}")
+            }
         }
     }
 }
@@ -123,6 +135,9 @@ impl<T> fmt::Display for PushError<T> {
                     f,
                     "the item could not be encoded ({error}); item handed back"
                 )
+            }
+            PushError::Unsupported { what, .. } => {
+                write!(f, "this store does not support {what}; item handed back")
             }
         }
     }

@@ -1,0 +1,169 @@
+//! What an operator or a test does on a [`PgStore`] beyond the `Store` seam: acking inside
+//! one's own transaction, dead letters and redrive, fresh row counts, the last error.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leaseq_async::{CodecError, Delivery};
+use leaseq_core::{Acked, MessageId, ReceiptError, Reason, Stats};
+use leaseq_tokio::TokioRuntime;
+use tokio_postgres::GenericClient;
+
+use crate::error::{DbError, TxAckError};
+use crate::settle::{self, Conn};
+use crate::store::PgStore;
+
+/// A dead letter as the database keeps it.
+#[derive(Debug)]
+pub struct PgDeadLetter<T> {
+    /// Its message id.
+    pub id: MessageId,
+    /// Deliveries it had.
+    pub attempts: u32,
+    /// Why it was dead-lettered (`Undecodable`: its bytes did not decode).
+    pub reason: Reason,
+    /// The last error recorded (a nack's, a dead-letter call's, or the decode error).
+    pub last_error: Option<String>,
+    /// When it was dead-lettered (the database's clock).
+    pub at: SystemTime,
+    /// Its priority level.
+    pub priority: u8,
+    /// The item, or why its bytes do not decode.
+    pub item: Result<T, CodecError>,
+}
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// Acks `delivery` inside the caller's own transaction (or on the caller's client), so
+    /// that the work's result and the ack commit together or not at all. The ack takes
+    /// effect when the caller commits; if the transaction rolls back, the item stays leased
+    /// (its heartbeat stopped) and comes back when the lease runs out, its attempt counted.
+    ///
+    /// Works with a `tokio_postgres::Transaction` or `Client` (a deadpool transaction
+    /// derefs to one). Fenced like every settle: a stale lease gives
+    /// [`TxAckError::Stale`] and changes no row.
+    pub async fn ack_in<C: GenericClient + Sync>(
+        &self,
+        client: &C,
+        delivery: Delivery<T, TokioRuntime, PgStore<T>>,
+    ) -> Result<Acked, TxAckError> {
+        let id = delivery.id();
+        let Some(ticket) = delivery.into_ticket() else {
+            return Err(TxAckError::Stale(ReceiptError::Released(id)));
+        };
+        settle::forget(&self.shared, &ticket);
+        let shared = &self.shared;
+        let conn: Conn<'_, C> = Conn::Caller(client);
+        let rows = settle::ack_rows(shared, conn, &[ticket.id], &[ticket.lease])
+            .await
+            .map_err(TxAckError::Db)?;
+        let r = match rows.get(&ticket.id) {
+            Some(acked) => Ok(*acked),
+            None => {
+                let why = settle::why_stale(shared, conn, &[ticket.id])
+                    .await
+                    .map_err(TxAckError::Db)?;
+                let row = why.get(&ticket.id).copied();
+                Err(settle::stale(shared, ticket.id, ticket.lease, row, false))
+            }
+        };
+        settle::count_ack(shared, &r);
+        r.map_err(TxAckError::Stale)
+    }
+
+    /// The dead letters of this queue, oldest first, at most `limit`.
+    pub async fn dead_letters(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<PgDeadLetter<T>>, DbError> {
+        let shared = &self.shared;
+        let client = self.pooled().await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = settle::run_on(
+            settle::pooled(&client),
+            &shared.sql.dead_letters,
+            &[&shared.queue, &limit],
+        )
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let code: Option<i16> = r.get(2);
+                let at_us: Option<i64> = r.get(5);
+                PgDeadLetter {
+                    id: MessageId::new(r.get::<_, i64>(0) as u64),
+                    attempts: u32::try_from(r.get::<_, i32>(1)).unwrap_or(0),
+                    reason: code
+                        .and_then(|c| u8::try_from(c).ok())
+                        .and_then(Reason::from_code)
+                        .unwrap_or(Reason::Terminated),
+                    last_error: r.get(3),
+                    at: UNIX_EPOCH + Duration::from_micros(at_us.unwrap_or(0).max(0) as u64),
+                    priority: u8::try_from(r.get::<_, i16>(4)).unwrap_or(0),
+                    item: shared.codec.decode(r.get::<_, &[u8]>(6)),
+                }
+            })
+            .collect())
+    }
+
+    /// Puts a dead letter back, visible at once, attempts reset. `false` if `id` is not a
+    /// dead letter of this queue.
+    pub async fn redrive(&self, id: MessageId) -> Result<bool, DbError> {
+        let client = self.pooled().await?;
+        let n = client
+            .execute(
+                &self.shared.sql.redrive,
+                &[&self.shared.queue, &(id.get() as i64)],
+            )
+            .await?;
+        if n > 0 {
+            crate::counters::Counters::add(&self.shared.counters.redriven, 1);
+            self.shared.claim_wake.notify(usize::MAX);
+        }
+        Ok(n > 0)
+    }
+
+    /// Deletes every dead letter of this queue; how many.
+    pub async fn purge_dead_letters(&self) -> Result<u64, DbError> {
+        let client = self.pooled().await?;
+        Ok(client
+            .execute(&self.shared.sql.purge_dead, &[&self.shared.queue])
+            .await?)
+    }
+
+    /// Counts the queue's rows now (every process's) and returns the stats with them:
+    /// the gauges are the queue's, the counters this process's.
+    pub async fn refresh_stats(&self) -> Result<Stats, DbError> {
+        let client = self.pooled().await?;
+        crate::keeper::count(&self.shared, &client)
+            .await
+            .map_err(DbError::Pool)?;
+        Ok(self.shared.counters.stats())
+    }
+
+    /// The last database error a background task met (each retries), if any.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.last_error.lock().clone()
+    }
+
+    /// The queue's name.
+    pub fn queue_name(&self) -> &str {
+        &self.shared.queue
+    }
+
+    /// The schema its tables live in.
+    pub fn schema(&self) -> &str {
+        &self.shared.options.schema
+    }
+
+    /// Leases this process's heartbeat keeps alive now.
+    pub fn heartbeats(&self) -> usize {
+        self.shared.held.lock().len()
+    }
+
+    /// A pooled connection, for an operator's statement.
+    async fn pooled(&self) -> Result<deadpool_postgres::Client, DbError> {
+        self.shared.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => DbError::Db(e),
+            other => DbError::Pool(other.to_string()),
+        })
+    }
+}

@@ -1,0 +1,266 @@
+//! Receiving: receivers of this process post what they want on the claim board; one
+//! claimer task takes it all in one `FOR UPDATE SKIP LOCKED` claim (so concurrent workers
+//! share round trips and commits), decodes the rows and fills the receivers in the order
+//! they came. It sleeps until a receiver waits and then until items may be there: a push of
+//! this process, a notification from another, the soonest delayed item, or the poll
+//! interval.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Duration;
+
+use leaseq_async::{LeaseSignal, Taken};
+use leaseq_core::{MessageId, Reason};
+use parking_lot::Mutex;
+use tokio_postgres::Row;
+
+use crate::counters::Counters;
+use crate::store::{Held, PgTicket, Shared};
+
+/// One waiting receive: how many it takes, whether with a heartbeat, and what it got.
+pub(crate) struct ClaimSlot<T> {
+    pub(crate) max: usize,
+    pub(crate) heartbeat: bool,
+    pub(crate) state: Mutex<SlotState<T>>,
+}
+
+pub(crate) struct SlotState<T> {
+    pub(crate) got: Vec<Taken<T, PgTicket>>,
+    pub(crate) waker: Option<Waker>,
+    /// The receive went away: whatever comes is handed back.
+    pub(crate) abandoned: bool,
+}
+
+/// The receivers waiting, oldest first.
+pub(crate) struct ClaimBoard<T> {
+    pub(crate) waiting: VecDeque<Arc<ClaimSlot<T>>>,
+}
+
+impl<T> Default for ClaimBoard<T> {
+    fn default() -> Self {
+        ClaimBoard {
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> ClaimBoard<T> {
+    /// Items wanted by receivers still waiting.
+    fn demand(&mut self) -> usize {
+        self.waiting.retain(|s| !s.state.lock().abandoned);
+        self.waiting.iter().map(|s| s.max).sum()
+    }
+}
+
+/// A claimed row, decoded or not.
+pub(crate) struct Claimed<T> {
+    pub(crate) taken: Result<Taken<T, PgTicket>, (i64, i64, String)>,
+    priority: i16,
+    visible_us: i64,
+}
+
+/// Turns a row of the claim statement into a lease (or the decode error).
+pub(crate) fn lease_of<T>(shared: &Shared<T>, row: &Row) -> Claimed<T> {
+    let id: i64 = row.get(0);
+    let lease: i64 = row.get(1);
+    let attempts: i32 = row.get(2);
+    let priority: i16 = row.get(3);
+    let visible_us: i64 = row.get(4);
+    let deadline_in: i64 = row.get(5);
+    let expires_in: Option<i64> = row.get(6);
+    let payload: &[u8] = row.get(7);
+    let taken = match shared.codec.decode(payload) {
+        Ok(item) => {
+            let attempt = u32::try_from(attempts).unwrap_or(0);
+            let expires_at = expires_in.map(|us| shared.local_in(us));
+            Ok(Taken {
+                item,
+                id: MessageId::new(id as u64),
+                attempt,
+                deadline: shared.local_in(deadline_in),
+                expires_at,
+                ticket: PgTicket {
+                    id,
+                    lease,
+                    attempts: attempt,
+                    expires_at,
+                    beat: None,
+                },
+            })
+        }
+        Err(e) => Err((id, lease, e.to_string())),
+    };
+    Claimed {
+        taken,
+        priority,
+        visible_us,
+    }
+}
+
+/// Claims up to `n` items with `client`: the leases in claim order, undecodable rows
+/// dead-lettered (reason `Undecodable`, the decode error kept).
+pub(crate) async fn claim<T>(
+    shared: &Shared<T>,
+    client: &deadpool_postgres::Client,
+    n: usize,
+) -> Result<Vec<Taken<T, PgTicket>>, tokio_postgres::Error> {
+    let stmt = client.prepare_cached(&shared.sql.claim).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[&shared.queue, &(n as i64), &shared.visibility_us()],
+        )
+        .await?;
+    let mut claimed: Vec<Claimed<T>> = rows.iter().map(|r| lease_of(shared, r)).collect();
+    claimed.sort_by_key(|c| (std::cmp::Reverse(c.priority), c.visible_us, id_of(c)));
+    let mut out = Vec::with_capacity(claimed.len());
+    for c in claimed {
+        match c.taken {
+            Ok(t) => out.push(t),
+            Err((id, lease, error)) => {
+                let bury = client.prepare_cached(&shared.sql.terminate).await?;
+                let code = i16::from(Reason::Undecodable.code());
+                client
+                    .execute(&bury, &[&id, &lease, &code, &Some(error)])
+                    .await?;
+                Counters::add(&shared.counters.dead_lettered, 1);
+            }
+        }
+    }
+    let redelivered = out.iter().filter(|t| t.attempt > 1).count() as u64;
+    Counters::add(&shared.counters.delivered, out.len() as u64);
+    Counters::add(&shared.counters.redelivered, redelivered);
+    Ok(out)
+}
+
+fn id_of<T>(c: &Claimed<T>) -> i64 {
+    match &c.taken {
+        Ok(t) => t.ticket.id,
+        Err((id, _, _)) => *id,
+    }
+}
+
+/// Registers a lease with the heartbeat.
+pub(crate) fn keep_alive<T>(shared: &Shared<T>, taken: &mut Taken<T, PgTicket>) {
+    let signal = Arc::new(LeaseSignal::default());
+    shared.held.lock().insert(
+        taken.ticket.id,
+        Held {
+            lease: taken.ticket.lease,
+            signal: signal.clone(),
+        },
+    );
+    taken.ticket.beat = Some(signal);
+}
+
+/// The claimer task.
+pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let listener = shared.claim_wake.listen();
+        if shared.is_stopped() || shared.is_closed() {
+            return;
+        }
+        let demand = shared.board.lock().demand().min(shared.options.max_claim);
+        if demand == 0 {
+            listener.await;
+            continue;
+        }
+        let client = match shared.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                shared.failed("claim", e);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let got = match claim(&shared, &client, demand).await {
+            Ok(got) => got,
+            Err(e) => {
+                shared.failed("claim", e);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(10);
+        let short = got.len() < demand;
+        let leftover = hand_out(&shared, got);
+        if !leftover.is_empty() {
+            unclaim(&shared, &client, &leftover).await;
+        }
+        if short {
+            // Drained for now: sleep until told, or until the soonest delayed item, or the
+            // poll interval, whichever comes first.
+            let wait = next_visible(&shared, &client)
+                .await
+                .unwrap_or(shared.options.poll_interval)
+                .min(shared.options.poll_interval);
+            drop(client);
+            let _ = tokio::time::timeout(wait, listener).await;
+        }
+    }
+}
+
+/// Fills waiting receivers in order; returns what nobody took (as `(id, lease)`).
+fn hand_out<T>(shared: &Shared<T>, got: Vec<Taken<T, PgTicket>>) -> Vec<(i64, i64)> {
+    let mut got = got.into_iter().peekable();
+    let mut board = shared.board.lock();
+    while got.peek().is_some() {
+        let Some(slot) = board.waiting.pop_front() else {
+            break;
+        };
+        let mut st = slot.state.lock();
+        if st.abandoned {
+            continue;
+        }
+        for mut taken in got.by_ref().take(slot.max) {
+            if slot.heartbeat {
+                keep_alive(shared, &mut taken);
+            }
+            st.got.push(taken);
+        }
+        if let Some(w) = st.waker.take() {
+            w.wake();
+        }
+    }
+    drop(board);
+    got.map(|t| (t.ticket.id, t.ticket.lease)).collect()
+}
+
+/// Puts back leases claimed for receivers that went away, their attempt not counted.
+pub(crate) async fn unclaim<T>(
+    shared: &Shared<T>,
+    client: &deadpool_postgres::Client,
+    leases: &[(i64, i64)],
+) {
+    let ids: Vec<i64> = leases.iter().map(|l| l.0).collect();
+    let tokens: Vec<i64> = leases.iter().map(|l| l.1).collect();
+    let r = async {
+        let stmt = client.prepare_cached(&shared.sql.unclaim).await?;
+        client.execute(&stmt, &[&ids, &tokens]).await
+    }
+    .await;
+    match r {
+        Ok(_) => {
+            let n = leases.len() as u64;
+            shared
+                .counters
+                .delivered
+                .fetch_sub(n, std::sync::atomic::Ordering::Relaxed);
+            shared.claim_wake.notify(usize::MAX);
+        }
+        // They come back when their lease runs out, the attempt counted.
+        Err(e) => shared.failed("unclaim", e),
+    }
+}
+
+/// How long until the soonest waiting item becomes visible, if any is waiting.
+async fn next_visible<T>(shared: &Shared<T>, client: &deadpool_postgres::Client) -> Option<Duration> {
+    let stmt = client.prepare_cached(&shared.sql.next_visible).await.ok()?;
+    let row = client.query_one(&stmt, &[&shared.queue]).await.ok()?;
+    let us: Option<i64> = row.get(0);
+    us.map(|us| Duration::from_micros(us.max(0) as u64))
+}

@@ -1,0 +1,48 @@
+//! `Store::drive` for a [`PgStore`]: which of the keeper's jobs are due, running them, and
+//! when to wake next.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use leaseq_async::{Drive, Runtime};
+use leaseq_core::Timestamp;
+
+use crate::keeper::{self, Due};
+use crate::store::PgStore;
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// One driver step: the heartbeat when due (and leases are held), the rescuer when
+    /// due, the row counts when someone waits for them.
+    pub(crate) fn drive_step(&self) -> impl Future<Output = Drive> + Send + '_ {
+        async move {
+            let shared = &self.shared;
+            let vis = shared.config.visibility();
+            let now = shared.rt.now();
+            let (due, next) = {
+                let mut s = self.schedule.lock();
+                let beat = now >= s.beat;
+                let rescue = now >= s.rescue;
+                if beat {
+                    s.beat = keeper::after(now, shared.options.beat_period(vis));
+                }
+                if rescue {
+                    s.rescue = keeper::after(now, shared.options.rescue_period(vis));
+                }
+                let count = rescue
+                    && (shared.empty_waiters.load(Ordering::Relaxed) > 0
+                        || shared.stats_wanted.swap(false, Ordering::Relaxed));
+                (Due { beat, rescue, count }, s.beat.min(s.rescue))
+            };
+            if due.beat || due.rescue || due.count {
+                if let Err(e) = keeper::step(shared, due).await {
+                    shared.failed("driver", e);
+                }
+            }
+            let done = self.handles.load(Ordering::Acquire) == 0 && shared.held.lock().is_empty();
+            Drive {
+                next: if done { Timestamp::MAX } else { next },
+                done,
+            }
+        }
+    }
+}

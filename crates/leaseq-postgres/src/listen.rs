@@ -1,0 +1,67 @@
+//! The notification listener: one connection of its own per store, `LISTEN`ing on the
+//! schema's channel; a notification naming this queue wakes the claimer. A hint only: the
+//! claimer also polls, so a lost connection or a missed notification delays, never loses.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::store::Shared;
+
+/// Listens until the store is gone, reconnecting after failures.
+pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>, config: tokio_postgres::Config) {
+    let mut backoff = Duration::from_millis(50);
+    while !shared.is_stopped() {
+        match listen_once(&shared, &config).await {
+            Ok(()) => backoff = Duration::from_millis(50),
+            Err(e) => shared.failed("listen", e),
+        }
+        // Whatever was missed meanwhile: look.
+        shared.claim_wake.notify(usize::MAX);
+        if shared.is_stopped() {
+            return;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+async fn listen_once<T>(shared: &Shared<T>, config: &tokio_postgres::Config) -> Result<(), String> {
+    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let statement = format!("LISTEN \"{}\"", shared.sql.channel);
+    let listen = client.batch_execute(&statement);
+    let mut listen = std::pin::pin!(listen);
+    // Drive the connection until the LISTEN is done.
+    loop {
+        tokio::select! {
+            r = &mut listen => { r.map_err(|e| e.to_string())?; break; }
+            m = messages.next() => match m {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.to_string()),
+                None => return Err("connection closed".into()),
+            },
+        }
+    }
+    loop {
+        let stop = shared.driver_wake.listen();
+        if shared.is_stopped() {
+            return Ok(());
+        }
+        tokio::select! {
+            m = messages.next() => match m {
+                Some(Ok(AsyncMessage::Notification(n))) => {
+                    if n.payload() == shared.queue {
+                        shared.claim_wake.notify(usize::MAX);
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.to_string()),
+                None => return Err("connection closed".into()),
+            },
+            _ = stop => {}
+        }
+    }
+}

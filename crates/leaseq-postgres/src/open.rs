@@ -1,0 +1,148 @@
+//! Opening a queue: connecting, migrating the schema, taking an instance number (ids), and
+//! starting the background tasks and the driver.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use event_listener::Event;
+use leaseq_async::{Codec, LeaseQueue, Runtime};
+use leaseq_core::{Config, RetryPolicy};
+use leaseq_tokio::TokioRuntime;
+use parking_lot::Mutex;
+use tokio_postgres::NoTls;
+
+use crate::claim::ClaimBoard;
+use crate::counters::Counters;
+use crate::error::OpenError;
+use crate::options::Options;
+use crate::schema;
+use crate::settle::SettleQueue;
+use crate::sql::Sql;
+use crate::store::{PgStore, Shared};
+use crate::writer::PushBuffer;
+use crate::PgQueue;
+
+/// The longest queue name, in bytes.
+pub const MAX_QUEUE_NAME: usize = 200;
+
+/// A connection pool for `config`.
+pub(crate) fn make_pool(config: &tokio_postgres::Config, size: usize) -> Pool {
+    let manager = Manager::from_config(
+        config.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .build()
+        .expect("a pool without timeouts needs no runtime")
+}
+
+/// Opens the queue named `queue` on the server at `url` (a libpq-style string such as
+/// `host=127.0.0.1 user=postgres dbname=app`, or a `postgresql://` URL): migrates the
+/// schema if needed, starts this process's background tasks, and returns a queue handle.
+/// Every process that opens the same schema and queue name shares its items.
+///
+/// Must be called inside a tokio runtime (the store runs on tokio: see the crate docs).
+/// Refused with a typed [`OpenError`]: a server that cannot be reached, a schema of a newer
+/// leaseq (left untouched), an invalid name or configuration, or a `capacity` in `config`
+/// (this store's backpressure is [`Options::max_pending_pushes`]).
+pub async fn open<T, C>(
+    url: &str,
+    queue: &str,
+    config: Config,
+    options: Options,
+    codec: C,
+) -> Result<PgQueue<T>, OpenError>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    let pg_config: tokio_postgres::Config = url.parse().map_err(OpenError::BadUrl)?;
+    open_with(pg_config, queue, config, options, codec).await
+}
+
+/// [`open`] with a parsed connection configuration.
+pub async fn open_with<T, C>(
+    mut pg_config: tokio_postgres::Config,
+    queue: &str,
+    config: Config,
+    options: Options,
+    codec: C,
+) -> Result<PgQueue<T>, OpenError>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    let rt = TokioRuntime::current().ok_or(OpenError::NoRuntime)?;
+    config.validate().map_err(OpenError::Config)?;
+    if config.capacity().is_some() {
+        return Err(OpenError::Unsupported(
+            "a capacity (its backpressure is Options::max_pending_pushes)",
+        ));
+    }
+    if queue.is_empty() || queue.len() > MAX_QUEUE_NAME {
+        return Err(OpenError::InvalidName(queue.to_string()));
+    }
+    if !schema::valid_schema(&options.schema) {
+        return Err(OpenError::InvalidName(options.schema.clone()));
+    }
+    pg_config.connect_timeout(options.connect_timeout);
+    let pool = make_pool(&pg_config, options.pool_size);
+    let mut client = pool
+        .get()
+        .await
+        .map_err(|e| OpenError::Connect(e.to_string()))?;
+    schema::migrate(&mut client, &options.schema).await?;
+    let sql = Sql::new(&options.schema);
+    let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
+    drop(client);
+    let shared = Arc::new(Shared {
+        queue: queue.to_string(),
+        sql,
+        pool,
+        rt: rt.clone(),
+        codec: Box::new(codec),
+        policy: Mutex::new(RetryPolicy::new(&config)),
+        config,
+        options,
+        counters: Counters::default(),
+        stopped: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        pushes: Mutex::new(PushBuffer {
+            instance,
+            ..PushBuffer::default()
+        }),
+        push_queued: Event::new(),
+        push_committed: Event::new(),
+        board: Mutex::new(ClaimBoard::default()),
+        claim_wake: Event::new(),
+        settles: Mutex::new(SettleQueue::default()),
+        settle_queued: Event::new(),
+        held: Mutex::new(HashMap::new()),
+        driver_wake: Event::new(),
+        empty_waiters: AtomicUsize::new(0),
+        empty: Event::new(),
+        stats_wanted: AtomicBool::new(true),
+        pg_config: pg_config.clone(),
+        last_error: Mutex::new(None),
+    });
+    let handle = rt.handle();
+    handle.spawn(crate::writer::run(shared.clone()));
+    handle.spawn(crate::claim::run(shared.clone()));
+    handle.spawn(crate::settle::run(shared.clone()));
+    handle.spawn(crate::listen::run(shared.clone(), pg_config));
+    let name: &'static str = Box::leak(queue.to_string().into_boxed_str());
+    let store = Arc::new(PgStore {
+        shared,
+        handles: AtomicUsize::new(1),
+        name,
+        schedule: Mutex::new(Default::default()),
+        blocking: Default::default(),
+    });
+    Ok(LeaseQueue::start(store))
+}

@@ -1,0 +1,131 @@
+//! [`Options`]: where the queue lives in the database and how often the store talks to it.
+
+use std::time::Duration;
+
+/// How a [`PgStore`](crate::PgStore) runs: the schema its tables live in, and the periods
+/// and batch sizes of its background work. Every field has a default meant for production;
+/// tests shorten the periods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// The schema holding leaseq's tables (created if missing). Default `"leaseq"`. Several
+    /// named queues share one schema's tables.
+    pub schema: String,
+    /// How often the heartbeat extends every held lease (one statement for all of them).
+    /// Default: a third of the visibility.
+    pub heartbeat_every: Option<Duration>,
+    /// How often the rescuer looks for leases that ran out (in any process) and items whose
+    /// time to live passed. Default: the heartbeat period, at most one second.
+    pub rescue_every: Option<Duration>,
+    /// How long a waiting receiver goes without asking the database when no notification
+    /// came (items made visible by another process's nack or backoff are seen by then).
+    /// Default 1 s.
+    pub poll_interval: Duration,
+    /// Most items one claim statement takes (the receivers waiting in this process share
+    /// it). Default 256.
+    pub max_claim: usize,
+    /// Most rows one insert statement carries. Default 2,048.
+    pub max_push_batch: usize,
+    /// Pushes accepted but not yet committed, past which `try_push` refuses with
+    /// [`PushError::Full`](leaseq_async::PushError::Full) and `push` waits: backpressure
+    /// when the database is slower than the producers (or down). Default 65,536.
+    pub max_pending_pushes: usize,
+    /// Connections in the store's pool (the claimer, the writer, the settler, the driver and
+    /// the operator's calls share it; the notification listener has one of its own).
+    /// Default 8.
+    pub pool_size: usize,
+    /// How long to wait for a connection to the server. Default 5 s.
+    pub connect_timeout: Duration,
+    /// After this many rows removed by this process, the store runs a `VACUUM` of the items
+    /// table (one process at a time, by an advisory lock), so acked rows do not pile up as
+    /// dead tuples between autovacuum runs. `0` turns it off. Default 50,000.
+    pub vacuum_after_rows: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            schema: "leaseq".to_string(),
+            heartbeat_every: None,
+            rescue_every: None,
+            poll_interval: Duration::from_secs(1),
+            max_claim: 256,
+            max_push_batch: 2048,
+            max_pending_pushes: 65_536,
+            pool_size: 8,
+            connect_timeout: Duration::from_secs(5),
+            vacuum_after_rows: 50_000,
+        }
+    }
+}
+
+impl Options {
+    /// The default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets [`schema`](Self::schema).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+    /// Sets [`heartbeat_every`](Self::heartbeat_every).
+    pub fn heartbeat_every(mut self, every: Duration) -> Self {
+        self.heartbeat_every = Some(every);
+        self
+    }
+    /// Sets [`rescue_every`](Self::rescue_every).
+    pub fn rescue_every(mut self, every: Duration) -> Self {
+        self.rescue_every = Some(every);
+        self
+    }
+    /// Sets [`poll_interval`](Self::poll_interval).
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every;
+        self
+    }
+    /// Sets [`max_claim`](Self::max_claim).
+    pub fn max_claim(mut self, n: usize) -> Self {
+        self.max_claim = n;
+        self
+    }
+    /// Sets [`max_push_batch`](Self::max_push_batch).
+    pub fn max_push_batch(mut self, n: usize) -> Self {
+        self.max_push_batch = n;
+        self
+    }
+    /// Sets [`max_pending_pushes`](Self::max_pending_pushes).
+    pub fn max_pending_pushes(mut self, n: usize) -> Self {
+        self.max_pending_pushes = n;
+        self
+    }
+    /// Sets [`pool_size`](Self::pool_size).
+    pub fn pool_size(mut self, n: usize) -> Self {
+        self.pool_size = n;
+        self
+    }
+    /// Sets [`connect_timeout`](Self::connect_timeout).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Sets [`vacuum_after_rows`](Self::vacuum_after_rows).
+    pub fn vacuum_after_rows(mut self, n: u64) -> Self {
+        self.vacuum_after_rows = n;
+        self
+    }
+
+    /// The heartbeat period for a visibility.
+    pub(crate) fn beat_period(&self, visibility: Duration) -> Duration {
+        self.heartbeat_every
+            .unwrap_or(visibility / 3)
+            .max(Duration::from_millis(1))
+    }
+
+    /// The rescuer period for a visibility.
+    pub(crate) fn rescue_period(&self, visibility: Duration) -> Duration {
+        self.rescue_every
+            .unwrap_or_else(|| self.beat_period(visibility).min(Duration::from_secs(1)))
+            .max(Duration::from_millis(1))
+    }
+}

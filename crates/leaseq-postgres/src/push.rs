@@ -1,0 +1,136 @@
+//! Pushing and cancelling on a [`PgStore`]: `try_push` checks and encodes the item, gives
+//! it its id and queues its row for the writer; `synced` waits for the commit; `cancel`
+//! deletes a row and hands its item back.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use leaseq_async::{Push, PushError};
+use leaseq_core::{CancelError, MessageId, MAX_PRIORITY};
+
+use crate::store::{micros, PgStore};
+use crate::writer::PushRow;
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// `try_push`: refused at once (the item handed back) when closed, when the writer is
+    /// `max_pending_pushes` behind, or when the push asks for what the store cannot do.
+    pub(crate) fn push_row(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        let shared = &self.shared;
+        if shared.is_closed() || shared.is_stopped() {
+            return Err(PushError::Closed(item));
+        }
+        let (delay, ttl, options) = push.parts();
+        if options.priority > MAX_PRIORITY {
+            let level = options.priority;
+            return Err(PushError::PriorityOutOfRange { item, level });
+        }
+        if options.key_bytes().is_some() || options.replace_pending {
+            return Err(PushError::Unsupported {
+                item,
+                what: "unique keys",
+            });
+        }
+        if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
+            return Err(PushError::AlreadyExpired(item));
+        }
+        let payload = match shared.codec.encode(&item) {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(PushError::Encode {
+                    item,
+                    error: e.to_string(),
+                })
+            }
+        };
+        let mut buf = shared.pushes.lock();
+        if buf.rows.len() >= shared.options.max_pending_pushes {
+            drop(buf);
+            crate::counters::Counters::add(&shared.counters.rejected, 1);
+            return Err(PushError::Full(item));
+        }
+        let Some(id) = buf.next_id() else {
+            drop(buf);
+            return Err(PushError::Full(item));
+        };
+        buf.rows.push(PushRow {
+            id: id.get() as i64,
+            priority: i16::from(options.priority),
+            delay_us: micros(delay),
+            ttl_us: ttl.map(micros),
+            payload,
+        });
+        buf.queued += 1;
+        drop(buf);
+        shared.push_queued.notify(1);
+        Ok(id)
+    }
+
+    /// Completes once every row queued up to `seq` is committed (or the store stopped).
+    pub(crate) fn committed(&self, seq: u64) -> impl Future<Output = ()> + Send + '_ {
+        async move {
+            loop {
+                let listener = self.shared.push_committed.listen();
+                if self.shared.pushes.lock().committed >= seq
+                    || self.shared.stopped.load(Ordering::Acquire)
+                {
+                    return;
+                }
+                listener.await;
+            }
+        }
+    }
+
+    /// `cancel`: deletes a waiting item (with `leased`, a leased one too) and hands it back.
+    /// An item whose bytes do not decode is left alone (`NotFound`); it is dead-lettered as
+    /// undecodable when claimed.
+    pub(crate) fn cancel_row(
+        &self,
+        id: MessageId,
+        leased: bool,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send + '_ {
+        async move {
+            let shared = &self.shared;
+            let Ok(mut client) = shared.client().await else {
+                return Err(CancelError::NotFound(id));
+            };
+            let r = async {
+                let tx = client.transaction().await?;
+                let row = tx
+                    .query_opt(
+                        &shared.sql.cancel_read,
+                        &[&shared.queue, &(id.get() as i64)],
+                    )
+                    .await?;
+                let Some(row) = row else {
+                    return Ok(Err(CancelError::NotFound(id)));
+                };
+                let state: i16 = row.get(0);
+                if state == 2 {
+                    return Ok(Err(CancelError::DeadLettered(id)));
+                }
+                if state == 1 && !leased {
+                    return Ok(Err(CancelError::InFlight(id)));
+                }
+                let Ok(item) = shared.codec.decode(row.get::<_, &[u8]>(1)) else {
+                    return Ok(Err(CancelError::NotFound(id)));
+                };
+                tx.execute(&shared.sql.cancel, &[&(id.get() as i64)])
+                    .await?;
+                tx.commit().await?;
+                Ok::<_, tokio_postgres::Error>(Ok(item))
+            }
+            .await;
+            match r {
+                Ok(Ok(item)) => {
+                    crate::counters::Counters::add(&shared.counters.cancelled, 1);
+                    Ok(item)
+                }
+                Ok(Err(e)) => Err(e),
+                Err(e) => {
+                    shared.failed("cancel", e);
+                    Err(CancelError::NotFound(id))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Receiving and the other waits of a [`PgStore`]: a receive posts a slot on the claim
+//! board and waits for the claimer to fill it; a receive dropped before taking what was
+//! claimed for it hands it back, its attempt not counted. Also the waits for room to push
+//! and for an empty queue.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use event_listener::EventListener;
+use leaseq_async::Taken;
+use parking_lot::Mutex;
+
+use crate::claim::{ClaimSlot, SlotState};
+use crate::store::{PgStore, PgTicket};
+
+/// A wait on a [`PgStore`]: a receive's slot on the claim board, or a listener.
+pub struct PgWaiting<T> {
+    slot: Option<Arc<ClaimSlot<T>>>,
+    listener: Option<EventListener>,
+    counted_empty: bool,
+}
+
+impl<T> Default for PgWaiting<T> {
+    fn default() -> Self {
+        PgWaiting {
+            slot: None,
+            listener: None,
+            counted_empty: false,
+        }
+    }
+}
+
+// Nothing in it is pinned: the slot is shared by `Arc`, the listener is boxed.
+impl<T> Unpin for PgWaiting<T> {}
+
+impl<T> std::fmt::Debug for PgWaiting<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgWaiting")
+            .field("posted", &self.slot.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Polls `listener` (made by `listen` if none): ready once it fired.
+fn poll_listener(
+    listener: &mut Option<EventListener>,
+    cx: &mut Context<'_>,
+    listen: impl FnOnce() -> EventListener,
+) -> Poll<()> {
+    let l = listener.get_or_insert_with(listen);
+    match Pin::new(l).poll(cx) {
+        Poll::Ready(()) => {
+            *listener = None;
+            Poll::Ready(())
+        }
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// `poll_take`: ready with `true` once the claimer filled this receive's slot, `false`
+    /// once the queue is closed.
+    pub(crate) fn poll_claim(
+        &self,
+        waiting: &mut PgWaiting<T>,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, PgTicket>>,
+    ) -> Poll<bool> {
+        let shared = &self.shared;
+        let slot = match &waiting.slot {
+            Some(slot) => slot.clone(),
+            None => {
+                if shared.is_closed() {
+                    return Poll::Ready(false);
+                }
+                let slot = Arc::new(ClaimSlot {
+                    max: max.max(1),
+                    heartbeat,
+                    state: Mutex::new(SlotState {
+                        got: Vec::new(),
+                        waker: Some(cx.waker().clone()),
+                        abandoned: false,
+                    }),
+                });
+                shared.board.lock().waiting.push_back(slot.clone());
+                shared.claim_wake.notify(1);
+                waiting.slot = Some(slot);
+                return Poll::Pending;
+            }
+        };
+        let mut st = slot.state.lock();
+        if !st.got.is_empty() {
+            out.append(&mut st.got);
+            drop(st);
+            waiting.slot = None;
+            return Poll::Ready(true);
+        }
+        if shared.is_closed() {
+            st.abandoned = true;
+            drop(st);
+            waiting.slot = None;
+            return Poll::Ready(false);
+        }
+        st.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// `stop_waiting`: a posted slot is withdrawn; leases claimed for it but not taken go
+    /// back, their attempt not counted.
+    pub(crate) fn stop(&self, waiting: &mut PgWaiting<T>) {
+        waiting.listener = None;
+        if waiting.counted_empty {
+            waiting.counted_empty = false;
+            self.shared.empty_waiters.fetch_sub(1, Ordering::Relaxed);
+        }
+        let Some(slot) = waiting.slot.take() else {
+            return;
+        };
+        let got = {
+            let mut st = slot.state.lock();
+            st.abandoned = true;
+            std::mem::take(&mut st.got)
+        };
+        if got.is_empty() {
+            return;
+        }
+        let mut q = self.shared.settles.lock();
+        for t in got {
+            crate::settle::forget(&self.shared, &t.ticket);
+            q.unclaims.push((t.ticket.id, t.ticket.lease));
+        }
+        drop(q);
+        self.shared.settle_queued.notify(1);
+    }
+
+    /// `poll_space`: room while fewer than `max_pending_pushes` rows wait for the writer.
+    pub(crate) fn poll_room(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
+        loop {
+            let shared = &self.shared;
+            if shared.is_closed()
+                || shared.pushes.lock().rows.len() < shared.options.max_pending_pushes
+            {
+                waiting.listener = None;
+                return Poll::Ready(());
+            }
+            if waiting.listener.is_some() {
+                // Registered before the check above: fired means look again.
+                match poll_listener(&mut waiting.listener, cx, || shared.push_committed.listen()) {
+                    Poll::Ready(()) => continue,
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            waiting.listener = Some(shared.push_committed.listen());
+        }
+    }
+
+    /// `poll_empty`: ready once the rows counted by the driver show nothing live and no
+    /// push of this process waits for the writer.
+    pub(crate) fn poll_drained(
+        &self,
+        waiting: &mut PgWaiting<T>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        let shared = &self.shared;
+        if !waiting.counted_empty {
+            waiting.counted_empty = true;
+            shared.empty_waiters.fetch_add(1, Ordering::Relaxed);
+            shared.driver_wake.notify(1);
+        }
+        loop {
+            // Each count the driver makes after this wait began fires the listener.
+            match poll_listener(&mut waiting.listener, cx, || shared.empty.listen()) {
+                Poll::Ready(()) => {
+                    let pending = shared.pushes.lock().rows.len();
+                    if shared.counters.stats().live() == 0 && pending == 0 {
+                        return Poll::Ready(());
+                    }
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The tables, their versioned migrations, and the checks made before a store uses them.
+
+use tokio_postgres::Client;
+
+use crate::error::OpenError;
+
+/// The schema version this library writes and reads. A database at a newer version is
+/// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
+/// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
+const MIGRATIONS: &[&str] = &[
+    // 1: the items table (every queue of the schema), its indexes and the instance numbers.
+    r#"
+    CREATE SEQUENCE {s}.instances;
+    CREATE TABLE {s}.items (
+        id          bigint      PRIMARY KEY,          -- instance << 32 | counter
+        queue       text        NOT NULL,
+        state       smallint    NOT NULL DEFAULT 0,   -- 0 waiting, 1 leased, 2 dead letter
+        priority    smallint    NOT NULL DEFAULT 0,   -- 0..=7, 7 first
+        visible_at  timestamptz NOT NULL,             -- waiting: claimable from then
+        deadline    timestamptz,                      -- the last lease's end
+        leased_at   timestamptz,                      -- the last lease's start (max lease)
+        lease       bigint      NOT NULL DEFAULT 0,   -- fencing token: leases issued
+        attempts    integer     NOT NULL DEFAULT 0,   -- deliveries so far
+        expires_at  timestamptz,                      -- the item's own time to live
+        reason      smallint,                         -- last failure (Reason code)
+        last_error  text,
+        dead_at     timestamptz,
+        payload     bytea       NOT NULL
+    ) WITH (fillfactor = 80,
+            autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 5000,
+            autovacuum_vacuum_insert_scale_factor = 0.0,
+            autovacuum_vacuum_insert_threshold = 50000);
+    CREATE INDEX items_claim   ON {s}.items (queue, priority DESC, visible_at, id) WHERE state = 0;
+    CREATE INDEX items_ttl     ON {s}.items (queue, expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
+    CREATE INDEX items_leased  ON {s}.items (queue, deadline) WHERE state = 1;
+    CREATE INDEX items_dead    ON {s}.items (queue, dead_at, id) WHERE state = 2;
+    "#,
+];
+
+/// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,
+/// not starting with a digit, at most 63 bytes (so it never needs escaping).
+pub(crate) fn valid_schema(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The schema's version as recorded, `None` if leaseq never set it up there.
+pub async fn schema_version(client: &Client, schema: &str) -> Result<Option<i64>, OpenError> {
+    if !valid_schema(schema) {
+        return Err(OpenError::InvalidName(schema.to_string()));
+    }
+    let exists = client
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("\"{schema}\".leaseq_meta")],
+        )
+        .await?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(
+            &format!("SELECT value FROM \"{schema}\".leaseq_meta WHERE key = 'schema_version'"),
+            &[],
+        )
+        .await?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Brings `schema` to [`SCHEMA_VERSION`], in one transaction under an advisory lock (so
+/// processes starting together migrate once); refuses a newer version untouched.
+pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError> {
+    if !valid_schema(schema) {
+        return Err(OpenError::InvalidName(schema.to_string()));
+    }
+    let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('leaseq.migrate'), hashtext($1))",
+        &[&schema],
+    )
+    .await?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS \"{schema}\";
+         CREATE TABLE IF NOT EXISTS \"{schema}\".leaseq_meta (key text PRIMARY KEY, value bigint NOT NULL);"
+    ))
+    .await?;
+    let found: i64 = tx
+        .query_opt(
+            &format!("SELECT value FROM \"{schema}\".leaseq_meta WHERE key = 'schema_version'"),
+            &[],
+        )
+        .await?
+        .map_or(0, |r| r.get(0));
+    if found > SCHEMA_VERSION {
+        return Err(OpenError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < 0 {
+        return Err(OpenError::SchemaCorrupt(format!(
+            "schema_version is {found}"
+        )));
+    }
+    for step in &MIGRATIONS[found as usize..] {
+        tx.batch_execute(&step.replace("{s}", &format!("\"{schema}\"")))
+            .await?;
+    }
+    if found < SCHEMA_VERSION {
+        tx.execute(
+            &format!(
+                "INSERT INTO \"{schema}\".leaseq_meta (key, value) VALUES ('schema_version', $1)
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+            ),
+            &[&SCHEMA_VERSION],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_need_no_quoting() {
+        assert!(valid_schema("leaseq"));
+        assert!(valid_schema("leaseq_test_42"));
+        for bad in ["", "1abc", "Leaseq", "a-b", "a\"b", "a b", &"x".repeat(64)] {
+            assert!(!valid_schema(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn migrations_cover_every_version() {
+        assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
+    }
+}

@@ -1,0 +1,323 @@
+//! `impl Store for PgStore`: the shared layer's operations on the database. Pushes and
+//! acks are queued for the writer and the settler (group commit); receives wait on the
+//! claim board; nacks, dead letters and extensions run one fenced statement each.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use event_listener::EventListener;
+use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
+use leaseq_core::{
+    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Reason, Stats,
+};
+use leaseq_tokio::TokioRuntime;
+
+use crate::receive::PgWaiting;
+use crate::settle::{self, AckOp};
+use crate::store::{micros, PgStore, PgTicket};
+
+impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
+    type Runtime = TokioRuntime;
+    type Ticket = PgTicket;
+    type Waiting = PgWaiting<T>;
+
+    fn runtime(&self) -> &TokioRuntime {
+        &self.shared.rt
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn visibility(&self) -> Duration {
+        self.shared.config.visibility()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    fn close(&self) {
+        if !self.shared.closed.swap(true, Ordering::AcqRel) {
+            for slot in self.shared.board.lock().waiting.drain(..) {
+                if let Some(w) = slot.state.lock().waker.take() {
+                    w.wake();
+                }
+            }
+            self.shared.wake_all();
+        }
+    }
+
+    fn handle_added(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn handle_dropped(&self) {
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.driver_wake.notify(usize::MAX);
+        }
+    }
+
+    fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        self.push_row(item, push)
+    }
+
+    fn cancel(
+        &self,
+        id: MessageId,
+        leased: bool,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send {
+        self.cancel_row(id, leased)
+    }
+
+    fn try_push_batch(
+        &self,
+        items: &mut dyn Iterator<Item = T>,
+    ) -> Result<Vec<MessageId>, PushError<T>> {
+        let plain = Push::new();
+        items.map(|item| self.push_row(item, &plain)).collect()
+    }
+
+    fn poll_space(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_room(waiting, cx)
+    }
+
+    fn poll_take(
+        self: &Arc<Self>,
+        waiting: &mut PgWaiting<T>,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, PgTicket>>,
+    ) -> Poll<bool> {
+        self.poll_claim(waiting, cx, max, heartbeat, out)
+    }
+
+    fn poll_take_one(
+        self: &Arc<Self>,
+        waiting: &mut PgWaiting<T>,
+        cx: &mut Context<'_>,
+        heartbeat: bool,
+    ) -> Poll<Option<Taken<T, PgTicket>>> {
+        let mut out = Vec::with_capacity(1);
+        self.poll_claim(waiting, cx, 1, heartbeat, &mut out)
+            .map(|open| if open { out.pop() } else { None })
+    }
+
+    fn try_take(
+        self: &Arc<Self>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, PgTicket>>,
+    ) -> usize {
+        self.take_blocking(max, heartbeat, out)
+    }
+
+    fn poll_empty(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_drained(waiting, cx)
+    }
+
+    fn stop_waiting(&self, waiting: &mut PgWaiting<T>) {
+        self.stop(waiting)
+    }
+
+    fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+        let rx = self.queue_ack(ticket);
+        async move { rx.await.unwrap_or(Err(ReceiptError::Unknown)) }
+    }
+
+    fn ack_many(
+        &self,
+        tickets: Vec<PgTicket>,
+    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+        let rxs: Vec<_> = tickets.into_iter().map(|t| self.queue_ack(t)).collect();
+        async move {
+            let mut out = Vec::with_capacity(rxs.len());
+            for rx in rxs {
+                out.push(rx.await.unwrap_or(Err(ReceiptError::Unknown)));
+            }
+            out
+        }
+    }
+
+    fn nack(
+        &self,
+        ticket: PgTicket,
+        failure: Failure,
+    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
+        async move {
+            let id = MessageId::new(ticket.id as u64);
+            let client = match self.shared.client().await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.shared.failed("nack", e);
+                    settle::forget(&self.shared, &ticket);
+                    return Err(ReceiptError::LeaseExpired(id));
+                }
+            };
+            settle::fail(&self.shared, &client, ticket, failure).await
+        }
+    }
+
+    fn dead_letter(
+        &self,
+        ticket: PgTicket,
+        error: String,
+    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
+        async move {
+            let id = MessageId::new(ticket.id as u64);
+            let client = match self.shared.client().await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.shared.failed("dead letter", e);
+                    settle::forget(&self.shared, &ticket);
+                    return Err(ReceiptError::LeaseExpired(id));
+                }
+            };
+            settle::terminate(&self.shared, &client, ticket, error).await
+        }
+    }
+
+    fn extend(
+        &self,
+        ticket: &mut PgTicket,
+        visibility: Duration,
+    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+        self.extend_lease(ticket, visibility)
+    }
+
+    fn hand_back(&self, ticket: PgTicket) {
+        settle::forget(&self.shared, &ticket);
+        self.shared.settles.lock().hand_backs.push(ticket);
+        self.shared.settle_queued.notify(1);
+    }
+
+    fn stop_heartbeat(&self, ticket: &mut PgTicket) {
+        settle::forget(&self.shared, ticket);
+        ticket.beat = None;
+    }
+
+    fn has_heartbeat(&self, ticket: &PgTicket) -> bool {
+        ticket.beat.is_some()
+    }
+
+    fn is_lease_lost(&self, ticket: &PgTicket, deadline: leaseq_core::Timestamp) -> bool {
+        match &ticket.beat {
+            Some(signal) => signal.is_lost(),
+            None => self.shared.rt.now() >= deadline,
+        }
+    }
+
+    fn lease_lost(&self, ticket: &PgTicket, deadline: leaseq_core::Timestamp) -> LeaseLost {
+        match &ticket.beat {
+            Some(signal) => LeaseLost::from_signal(signal.clone()),
+            None => LeaseLost::at_deadline(&self.shared.rt, deadline),
+        }
+    }
+
+    fn drive(&self) -> impl Future<Output = Drive> + Send {
+        self.drive_step()
+    }
+
+    fn listen_driver(&self) -> EventListener {
+        self.shared.driver_wake.listen()
+    }
+
+    fn stats(&self) -> Stats {
+        self.shared.stats_wanted.store(true, Ordering::Relaxed);
+        self.shared.counters.stats()
+    }
+
+    fn synced(&self) -> impl Future<Output = ()> + Send {
+        let seq = self.shared.pushes.lock().queued;
+        self.committed(seq)
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// Queues an ack for the settler; the receiver gets its result.
+    fn queue_ack(
+        &self,
+        ticket: PgTicket,
+    ) -> tokio::sync::oneshot::Receiver<Result<Acked, ReceiptError>> {
+        settle::forget(&self.shared, &ticket);
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.shared.settles.lock().acks.push(AckOp {
+            id: ticket.id,
+            lease: ticket.lease,
+            reply,
+        });
+        self.shared.settle_queued.notify(1);
+        rx
+    }
+
+    /// Moves the lease's deadline (zero: hands the item back, reason `Released`).
+    fn extend_lease(
+        &self,
+        ticket: &mut PgTicket,
+        visibility: Duration,
+    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send + '_ {
+        let (id, lease, attempts, expires_at) =
+            (ticket.id, ticket.lease, ticket.attempts, ticket.expires_at);
+        let release = visibility.is_zero();
+        if release {
+            settle::forget(&self.shared, ticket);
+            ticket.beat = None;
+        }
+        async move {
+            let mid = MessageId::new(id as u64);
+            let client = match self.shared.client().await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.shared.failed("extend", e);
+                    return Err(ReceiptError::LeaseExpired(mid));
+                }
+            };
+            let copy = PgTicket {
+                id,
+                lease,
+                attempts,
+                expires_at,
+                beat: None,
+            };
+            if release {
+                let failure = Failure::with_reason(Reason::Released);
+                return settle::fail(&self.shared, &client, copy, failure)
+                    .await
+                    .map(Extended::Released);
+            }
+            let vis = micros(visibility);
+            let rows = settle::run_on(
+                settle::pooled(&client),
+                &self.shared.sql.extend,
+                &[&id, &lease, &vis, &self.shared.max_lease_us()],
+            )
+            .await;
+            match rows.as_deref() {
+                Ok([row]) => {
+                    let left: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
+                    // Cut short by the max lease or the item's expiry (a few ms of slack for
+                    // the round trip).
+                    let capped = left < vis - 5_000;
+                    let c = &self.shared.counters;
+                    crate::counters::Counters::add(&c.extends, 1);
+                    if capped {
+                        crate::counters::Counters::add(&c.extends_capped, 1);
+                    }
+                    Ok(Extended::Until {
+                        deadline: self.shared.local_in(left),
+                        capped,
+                    })
+                }
+                Ok(_) => Err(settle::explain(&self.shared, &client, &copy, true).await),
+                Err(e) => {
+                    self.shared.failed("extend", e);
+                    Err(ReceiptError::LeaseExpired(mid))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Every statement the store runs, with its schema filled in once at open. Times travel as
+//! microseconds (`bigint`): durations into the database, remaining times out of it, so
+//! that only the database's clock decides deadlines and the machines' clocks may differ.
+
+/// Microseconds from now until `x` (negative once passed), as `bigint`.
+macro_rules! until {
+    ($x:literal) => {
+        concat!(
+            "(EXTRACT(EPOCH FROM (",
+            $x,
+            " - clock_timestamp())) * 1000000)::bigint"
+        )
+    };
+}
+
+/// The statements of one schema.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    /// The notification channel of the schema (payload: the queue name).
+    pub(crate) channel: String,
+    pub(crate) instance: String,
+    pub(crate) insert: String,
+    pub(crate) claim: String,
+    pub(crate) next_visible: String,
+    pub(crate) ack: String,
+    pub(crate) why_stale: String,
+    pub(crate) retry: String,
+    pub(crate) bury: String,
+    pub(crate) terminate: String,
+    pub(crate) extend: String,
+    pub(crate) unclaim: String,
+    pub(crate) heartbeat: String,
+    pub(crate) expired_leases: String,
+    pub(crate) rescue: String,
+    pub(crate) expire_items: String,
+    pub(crate) counts: String,
+    pub(crate) cancel_read: String,
+    pub(crate) cancel: String,
+    pub(crate) dead_letters: String,
+    pub(crate) redrive: String,
+    pub(crate) purge_dead: String,
+    pub(crate) vacuum: String,
+}
+
+impl Sql {
+    pub(crate) fn new(schema: &str) -> Sql {
+        let s = format!("\"{schema}\"");
+        let f = |q: &str| q.replace("{s}", &s);
+        Sql {
+            channel: format!("leaseq.{schema}").chars().take(63).collect(),
+            instance: f("SELECT nextval('{s}.instances')"),
+            // $1 queue, then one array per column; delay and ttl in microseconds.
+            insert: f("INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
+                 SELECT u.id, $1, u.priority, clock_timestamp() + u.delay * interval '1 microsecond',
+                        clock_timestamp() + u.ttl * interval '1 microsecond', u.payload
+                 FROM unnest($2::bigint[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[])
+                      AS u(id, priority, delay, ttl, payload)
+                 ON CONFLICT (id) DO NOTHING"),
+            // $1 queue, $2 how many, $3 visibility (us). `= ANY(ARRAY(...))` keeps the claim
+            // index once the statement is prepared (`IN (SELECT ...)` gets a generic plan
+            // with a full scan).
+            claim: f(concat!(
+                "UPDATE {s}.items SET state = 1, lease = lease + 1, attempts = attempts + 1,
+                        leased_at = clock_timestamp(),
+                        deadline = clock_timestamp() + $3::bigint * interval '1 microsecond'
+                 WHERE id = ANY(ARRAY(
+                     SELECT id FROM {s}.items
+                     WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
+                       AND (expires_at IS NULL OR expires_at > clock_timestamp())
+                     ORDER BY priority DESC, visible_at, id
+                     LIMIT $2 FOR UPDATE SKIP LOCKED))
+                 RETURNING id, lease, attempts, priority,
+                           (EXTRACT(EPOCH FROM visible_at) * 1000000)::bigint, ",
+                until!("deadline"),
+                ", ",
+                until!("expires_at"),
+                ", payload"
+            )),
+            // The soonest a waiting item of $1 becomes visible: one index probe per level.
+            next_visible: f(concat!(
+                "SELECT ",
+                until!("min(v)"),
+                " FROM (SELECT (SELECT visible_at FROM {s}.items
+                    WHERE queue = $1 AND state = 0 AND priority = p
+                    ORDER BY visible_at LIMIT 1) AS v FROM generate_series(0, 7) AS p) AS levels"
+            )),
+            // $1 ids, $2 leases. Accepted while the lease is the item's latest and the item is
+            // not a dead letter: on time, or late but claimed by nobody since.
+            ack: f(concat!(
+                "DELETE FROM {s}.items i USING unnest($1::bigint[], $2::bigint[]) AS a(id, lease)
+                 WHERE i.id = a.id AND i.lease = a.lease AND i.state IN (0, 1)
+                 RETURNING i.id, i.state, -",
+                until!("i.deadline")
+            )),
+            // Why leases were refused: $1 ids.
+            why_stale: f(concat!(
+                "SELECT id, state, lease, ",
+                until!("deadline"),
+                " FROM {s}.items WHERE id = ANY($1::bigint[])"
+            )),
+            // A failed attempt, back after $3 us: $1 id, $2 lease, $4 reason, $5 error.
+            retry: f(concat!(
+                "UPDATE {s}.items SET state = 0,
+                        visible_at = clock_timestamp() + $3::bigint * interval '1 microsecond',
+                        reason = $4, last_error = COALESCE($5, last_error)
+                 WHERE id = $1 AND lease = $2 AND state = 1 AND deadline >= clock_timestamp()
+                 RETURNING ",
+                until!("visible_at")
+            )),
+            // A failed attempt, to the dead letters: $1 id, $2 lease, $3 reason, $4 error.
+            bury: f("UPDATE {s}.items SET state = 2, reason = $3,
+                        last_error = COALESCE($4, last_error), dead_at = clock_timestamp()
+                 WHERE id = $1 AND lease = $2 AND state = 1 AND deadline >= clock_timestamp()
+                 RETURNING attempts"),
+            // Poison: to the dead letters whether or not the lease ran out, unless claimed
+            // since. $1 id, $2 lease, $3 reason, $4 error.
+            terminate: f("UPDATE {s}.items SET state = 2, reason = $3, last_error = $4,
+                        dead_at = clock_timestamp()
+                 WHERE id = $1 AND lease = $2 AND state IN (0, 1)
+                 RETURNING attempts"),
+            // $1 id, $2 lease, $3 visibility (us), $4 max lease (us).
+            extend: f(concat!(
+                "UPDATE {s}.items SET deadline = LEAST(
+                        clock_timestamp() + $3::bigint * interval '1 microsecond',
+                        leased_at + $4::bigint * interval '1 microsecond',
+                        COALESCE(expires_at, 'infinity'))
+                 WHERE id = $1 AND lease = $2 AND state = 1 AND deadline >= clock_timestamp()
+                 RETURNING ",
+                until!("deadline")
+            )),
+            // Claimed but never handed out (its receive went away): waiting again, this
+            // attempt not counted. $1 ids, $2 leases.
+            unclaim: f("UPDATE {s}.items i SET state = 0, attempts = attempts - 1
+                 FROM unnest($1::bigint[], $2::bigint[]) AS a(id, lease)
+                 WHERE i.id = a.id AND i.lease = a.lease AND i.state = 1"),
+            // Every held lease of this process in one statement: $1 ids, $2 leases,
+            // $3 visibility (us), $4 max lease (us). Returns the ones kept.
+            heartbeat: f(concat!(
+                "UPDATE {s}.items i SET deadline = LEAST(
+                        clock_timestamp() + $3::bigint * interval '1 microsecond',
+                        i.leased_at + $4::bigint * interval '1 microsecond',
+                        COALESCE(i.expires_at, 'infinity'))
+                 FROM unnest($1::bigint[], $2::bigint[]) AS a(id, lease)
+                 WHERE i.id = a.id AND i.lease = a.lease AND i.state = 1
+                   AND i.deadline >= clock_timestamp()
+                   AND i.leased_at + $4::bigint * interval '1 microsecond' > clock_timestamp()
+                 RETURNING i.id, ",
+                until!("i.deadline")
+            )),
+            // Leases of $1 that ran out, whoever held them (in a transaction, with `rescue`).
+            expired_leases: f("SELECT id, attempts, (expires_at IS NOT NULL AND expires_at <= clock_timestamp())
+                 FROM {s}.items WHERE queue = $1 AND state = 1 AND deadline < clock_timestamp()
+                 ORDER BY deadline LIMIT $2 FOR UPDATE SKIP LOCKED"),
+            // The rescuer's verdicts: $1 ids, $2 new states, $3 delays (us), $4 reasons.
+            rescue: f("UPDATE {s}.items i SET state = u.state,
+                        visible_at = CASE WHEN u.state = 0
+                            THEN clock_timestamp() + u.delay * interval '1 microsecond'
+                            ELSE i.visible_at END,
+                        reason = u.reason,
+                        dead_at = CASE WHEN u.state = 2 THEN clock_timestamp() END
+                 FROM unnest($1::bigint[], $2::smallint[], $3::bigint[], $4::smallint[])
+                      AS u(id, state, delay, reason)
+                 WHERE i.id = u.id AND i.state = 1"),
+            // Waiting items of $1 whose time to live passed: dead letters ($2 reason code).
+            expire_items: f("UPDATE {s}.items SET state = 2, reason = $2, dead_at = clock_timestamp()
+                 WHERE id = ANY(ARRAY(SELECT id FROM {s}.items
+                     WHERE queue = $1 AND state = 0 AND expires_at <= clock_timestamp()
+                     LIMIT 1000 FOR UPDATE SKIP LOCKED))"),
+            counts: f("SELECT
+                   count(*) FILTER (WHERE state = 0 AND visible_at <= clock_timestamp()),
+                   count(*) FILTER (WHERE state = 0 AND visible_at > clock_timestamp()),
+                   count(*) FILTER (WHERE state = 1),
+                   count(*) FILTER (WHERE state = 2)
+                 FROM {s}.items WHERE queue = $1"),
+            // $1 queue, $2 id: the row to cancel, locked.
+            cancel_read: f("SELECT state, payload FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"),
+            cancel: f("DELETE FROM {s}.items WHERE id = $1"),
+            dead_letters: f("SELECT id, attempts, reason, last_error, priority,
+                   (EXTRACT(EPOCH FROM dead_at) * 1000000)::bigint, payload
+                 FROM {s}.items WHERE queue = $1 AND state = 2
+                 ORDER BY dead_at, id LIMIT $2"),
+            redrive: f("UPDATE {s}.items SET state = 0, attempts = 0, visible_at = clock_timestamp(),
+                        reason = NULL, last_error = NULL, dead_at = NULL
+                 WHERE queue = $1 AND id = $2 AND state = 2"),
+            purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2"),
+            vacuum: f("VACUUM {s}.items"),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Pushes: `try_push` encodes the item and queues a row at once (with its id); one writer
+//! task per store inserts everything queued in one statement per batch (group commit), then
+//! publishes how far it got. `push().await` waits for that (`Store::synced`). A failed
+//! insert is retried, rows kept, until it commits: an accepted push is never dropped while
+//! the process lives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leaseq_core::MessageId;
+
+use crate::counters::Counters;
+use crate::store::Shared;
+
+/// A row waiting for the writer.
+#[derive(Debug)]
+pub(crate) struct PushRow {
+    pub(crate) id: i64,
+    pub(crate) priority: i16,
+    pub(crate) delay_us: i64,
+    pub(crate) ttl_us: Option<i64>,
+    pub(crate) payload: Vec<u8>,
+}
+
+/// The rows accepted and not yet committed, and the id source.
+#[derive(Debug, Default)]
+pub(crate) struct PushBuffer {
+    pub(crate) rows: Vec<PushRow>,
+    /// Sequence number of the last row queued (rows are numbered from 1, in order).
+    pub(crate) queued: u64,
+    /// Sequence number of the last row committed.
+    pub(crate) committed: u64,
+    /// This process's instance number (ids are `instance << 32 | counter`).
+    pub(crate) instance: i64,
+    pub(crate) counter: u32,
+    /// A fresh instance number fetched ahead, for when the counter runs out.
+    pub(crate) spare_instance: Option<i64>,
+}
+
+impl PushBuffer {
+    /// The next id, if one is left: ids are unique across every process (each has its own
+    /// instance number from a database sequence).
+    pub(crate) fn next_id(&mut self) -> Option<MessageId> {
+        if self.counter == u32::MAX {
+            self.instance = self.spare_instance.take()?;
+            self.counter = 0;
+        }
+        self.counter += 1;
+        Some(MessageId::new(
+            ((self.instance as u64) << 32) | u64::from(self.counter),
+        ))
+    }
+
+    /// Whether the writer should fetch a spare instance number now.
+    pub(crate) fn wants_spare(&self) -> bool {
+        self.spare_instance.is_none() && self.counter > u32::MAX / 2
+    }
+}
+
+/// The writer task: inserts queued rows in batches until the store is gone and nothing is
+/// left to write.
+pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let listener = shared.push_queued.listen();
+        let (batch, upto, spare) = {
+            let mut buf = shared.pushes.lock();
+            let n = buf.rows.len().min(shared.options.max_push_batch);
+            let upto = buf.committed + n as u64;
+            let batch: Vec<PushRow> = buf.rows.drain(..n).collect();
+            (batch, upto, buf.wants_spare())
+        };
+        if spare {
+            fetch_spare(&shared).await;
+        }
+        if batch.is_empty() {
+            if shared.is_stopped() {
+                return;
+            }
+            listener.await;
+            continue;
+        }
+        match insert(&shared, &batch).await {
+            Ok(()) => {
+                backoff = Duration::from_millis(10);
+                shared.pushes.lock().committed = upto;
+                Counters::add(&shared.counters.pushed, batch.len() as u64);
+                shared.push_committed.notify(usize::MAX);
+                // Receivers of this process look at once; other processes are told by the
+                // notification sent with the batch.
+                shared.claim_wake.notify(usize::MAX);
+            }
+            Err(e) => {
+                shared.failed("insert", e);
+                // Put the rows back in front, in order, and try again.
+                {
+                    let mut buf = shared.pushes.lock();
+                    let rest = std::mem::take(&mut buf.rows);
+                    buf.rows = batch;
+                    buf.rows.extend(rest);
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// One batch in one statement; a notification if some rows are visible at once.
+async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> {
+    let client = shared.client().await?;
+    let stmt = client
+        .prepare_cached(&shared.sql.insert)
+        .await
+        .map_err(|e| e.to_string())?;
+    let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
+    let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
+    let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
+    let ttls: Vec<Option<i64>> = batch.iter().map(|r| r.ttl_us).collect();
+    let payloads: Vec<&[u8]> = batch.iter().map(|r| r.payload.as_slice()).collect();
+    client
+        .execute(
+            &stmt,
+            &[
+                &shared.queue,
+                &ids,
+                &priorities,
+                &delays,
+                &ttls,
+                &payloads,
+            ],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if batch.iter().any(|r| r.delay_us == 0) {
+        // After the commit, in its own statement: one notification per batch, never one
+        // per item (NOTIFY takes a global lock at commit).
+        let _ = client
+            .execute(
+                "SELECT pg_notify($1, $2)",
+                &[&shared.sql.channel, &shared.queue],
+            )
+            .await;
+    }
+    Ok(())
+}
+
+async fn fetch_spare<T>(shared: &Shared<T>) {
+    let Ok(client) = shared.client().await else {
+        return;
+    };
+    if let Ok(row) = client.query_one(&shared.sql.instance, &[]).await {
+        shared.pushes.lock().spare_instance = Some(row.get(0));
+    }
+}
