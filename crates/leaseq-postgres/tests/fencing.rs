@@ -1,0 +1,242 @@
+//! Fencing across processes (the nats-server #4786 case): two handles opened separately on
+//! one queue act as two processes. Worker A's lease runs out, the rescuer puts the item
+//! back, worker B takes it with a new fencing token; every settle of A's is then refused
+//! with the typed stale result and changes no row. Also: a late ack nobody else claimed is
+//! accepted, a heartbeat keeps a slow item's lease, and the max lease takes it anyway.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use leaseq_async::{Acked, Config, ReceiptError, ReceiveError, Store};
+use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue};
+use tokio_postgres::{Client, NoTls};
+
+const SCHEMA: &str = "leaseq_test";
+/// How long any one wait may take before the test fails (the machine may be busy).
+const PATIENCE: Duration = Duration::from_secs(15);
+
+/// A plain client on the server, to read rows behind the store's back.
+async fn sql(url: &str) -> Client {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+/// One "process": its own pool, claimer, settler, heartbeat and rescuer.
+async fn process(url: &str, queue: &str, config: Config) -> PgQueue<Vec<u8>> {
+    let options = Options::new()
+        .schema(SCHEMA)
+        .pool_size(4)
+        .rescue_every(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(200));
+    open(url, queue, config, options, BytesCodec)
+        .await
+        .expect("open")
+}
+
+/// Every column a settle could touch, as text (`None` once the row is gone).
+async fn row(c: &Client, id: leaseq_async::MessageId) -> Option<Vec<Option<String>>> {
+    let q = format!(
+        "SELECT state::text, lease::text, attempts::text, deadline::text, visible_at::text,
+                leased_at::text, reason::text, last_error, dead_at::text
+         FROM {SCHEMA}.items WHERE id = $1"
+    );
+    c.query_opt(&q, &[&(id.get() as i64)])
+        .await
+        .expect("read row")
+        .map(|r| (0..9).map(|i| r.get(i)).collect())
+}
+
+/// `(state, lease, attempts)` of a row.
+fn fence(row: &[Option<String>]) -> (&str, &str, &str) {
+    let s = |i: usize| row[i].as_deref().unwrap_or("NULL");
+    (s(0), s(1), s(2))
+}
+
+/// Receives one item, failing loudly if none comes in time.
+async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
+    match q.receive_timeout(PATIENCE).await {
+        Ok(d) => d,
+        Err(e) => panic!(
+            "no delivery ({e}); last error: {:?}",
+            q.store().last_error()
+        ),
+    }
+}
+
+#[test]
+fn stale_holder_changes_nothing_after_takeover() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("fencing");
+        // A: short leases and no heartbeat (a worker that hangs). B: long leases.
+        let a = process(&url, &name, Config::new(Duration::from_millis(300))).await;
+        let b = process(&url, &name, Config::new(Duration::from_secs(60))).await;
+        let db = sql(&url).await;
+        let mut ids = Vec::new();
+        for i in 0..3u8 {
+            ids.push(a.push(vec![i]).await.expect("push"));
+        }
+        let mut held_by_a = Vec::new();
+        for _ in 0..3 {
+            let d = receive(&a).await;
+            assert_eq!(d.attempt(), 1);
+            held_by_a.push(d);
+        }
+        // A hangs; its leases run out; a rescuer puts the items back; B takes them.
+        let mut held_by_b = Vec::new();
+        for _ in 0..3 {
+            let d = receive(&b).await;
+            assert_eq!(d.attempt(), 2, "a redelivery counts the expired attempt");
+            held_by_b.push(d);
+        }
+        held_by_a.sort_by_key(|d| d.id());
+        held_by_b.sort_by_key(|d| d.id());
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(held_by_b.iter().map(|d| d.id()).collect::<Vec<_>>(), sorted);
+
+        let mut before = Vec::new();
+        for d in &held_by_b {
+            let r = row(&db, d.id()).await.expect("row of a leased item");
+            assert_eq!(fence(&r), ("1", "2", "2"), "leased to B with token 2");
+            before.push(r);
+        }
+
+        // A wakes up: every settle of its stale leases is refused, typed.
+        let mut a_iter = held_by_a.into_iter();
+        let (mut a0, a1, a2) = (
+            a_iter.next().unwrap(),
+            a_iter.next().unwrap(),
+            a_iter.next().unwrap(),
+        );
+        let (id0, id1, id2) = (a0.id(), a1.id(), a2.id());
+        assert_eq!(
+            a0.extend(Duration::from_secs(60)).await,
+            Err(ReceiptError::Redelivered(id0))
+        );
+        assert_eq!(a0.ack().await, Err(ReceiptError::Redelivered(id0)));
+        assert_eq!(a1.nack("late").await, Err(ReceiptError::Redelivered(id1)));
+        assert_eq!(
+            a2.dead_letter("poison?").await,
+            Err(ReceiptError::Redelivered(id2))
+        );
+
+        for (d, was) in held_by_b.iter().zip(&before) {
+            let now = row(&db, d.id()).await.expect("row still there");
+            assert_eq!(&now, was, "a stale settle changed the row of {:?}", d.id());
+        }
+        assert_eq!(a.stats().late_acks_stale, 1);
+
+        // B's settles go through; the first through the store's API, token in hand.
+        let mut b_iter = held_by_b.into_iter();
+        let ticket = b_iter.next().unwrap().into_ticket().expect("ticket");
+        assert_eq!(ticket.fencing_token(), 2);
+        assert_eq!(b.store().ack(ticket).await, Ok(Acked::OnTime));
+        for d in b_iter {
+            assert_eq!(d.ack().await, Ok(Acked::OnTime));
+        }
+        for id in ids {
+            assert_eq!(row(&db, id).await, None, "acked by B: gone");
+        }
+    });
+}
+
+#[test]
+fn late_ack_nobody_claimed_is_accepted() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = process(
+            &url,
+            &common::unique("late-ack"),
+            Config::new(Duration::from_millis(300)),
+        )
+        .await;
+        let db = sql(&url).await;
+        let id = q.push(b"slow".to_vec()).await.expect("push");
+        let d = receive(&q).await;
+        // Wait until the rescuer has put it back (waiting again, nobody holds it).
+        let start = Instant::now();
+        loop {
+            let r = row(&db, id).await.expect("row");
+            if fence(&r) == ("0", "1", "1") {
+                break;
+            }
+            assert!(start.elapsed() < PATIENCE, "never rescued: {r:?}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        match d.ack().await {
+            Ok(Acked::LateUnclaimed { late_by }) => assert!(late_by > Duration::ZERO),
+            other => panic!("expected a late unclaimed ack, got {other:?}"),
+        }
+        assert_eq!(row(&db, id).await, None, "the late ack removed the item");
+        let s = q.stats();
+        assert_eq!(s.late_acks_unclaimed, 1);
+        assert_eq!(s.acked, 1);
+        assert_eq!(s.late_acks_stale, 0);
+        assert!(matches!(
+            q.receive_timeout(Duration::from_millis(300)).await,
+            Err(ReceiveError::Timeout)
+        ));
+    });
+}
+
+#[test]
+fn heartbeat_keeps_a_slow_items_lease() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("heartbeat");
+        let vis = Duration::from_millis(400);
+        let q = process(&url, &name, Config::new(vis)).await;
+        let other = process(&url, &name, Config::new(vis)).await;
+        q.push(b"slow".to_vec()).await.expect("push");
+        let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
+            Ok(Some(d)) => d,
+            other => panic!("no delivery: {other:?}"),
+        };
+        assert!(d.has_heartbeat());
+        // The handler runs three times the visibility; another process keeps looking.
+        let stolen = other.receive_timeout(vis * 3).await;
+        assert!(
+            matches!(stolen, Err(ReceiveError::Timeout)),
+            "redelivered while the heartbeat held it: {stolen:?}"
+        );
+        assert!(!d.is_lease_lost());
+        assert_eq!(d.attempt(), 1);
+        assert_eq!(d.ack().await, Ok(Acked::OnTime));
+        assert_eq!(q.stats().redelivered + other.stats().redelivered, 0);
+        assert_eq!(q.store().heartbeats(), 0, "settled: no longer kept alive");
+    });
+}
+
+#[test]
+fn max_lease_takes_the_item_back_despite_the_heartbeat() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("max-lease");
+        let vis = Duration::from_millis(300);
+        let config = Config::new(vis).with_max_lease(Duration::from_millis(700));
+        let q = process(&url, &name, config).await;
+        let id = q.push(b"hung".to_vec()).await.expect("push");
+        let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
+            Ok(Some(d)) => d,
+            other => panic!("no delivery: {other:?}"),
+        };
+        let start = Instant::now();
+        // The handler would run far longer than the max lease: the lease is lost anyway.
+        tokio::time::timeout(PATIENCE, d.lease_lost())
+            .await
+            .expect("the lease is lost at the max lease, heartbeat or not");
+        assert!(
+            start.elapsed() >= vis / 2,
+            "lost after {:?}, before the first lease could run out",
+            start.elapsed()
+        );
+        assert!(d.is_lease_lost());
+        let again = receive(&q).await;
+        assert_eq!((again.id(), again.attempt()), (id, 2));
+        assert_eq!(d.ack().await, Err(ReceiptError::Redelivered(id)));
+        assert!(again.ack().await.is_ok());
+    });
+}
