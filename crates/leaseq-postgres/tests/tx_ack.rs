@@ -1,0 +1,203 @@
+//! Acking inside the caller's own transaction (`PgStore::ack_in`): the work's result and
+//! the ack commit together, or neither does; a stale delivery is refused, typed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use leaseq_async::{Acked, Config, MessageId, ReceiptError, ReceiveError};
+use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue, TxAckError};
+use tokio_postgres::{Client, NoTls};
+
+const SCHEMA: &str = "leaseq_test";
+const PATIENCE: Duration = Duration::from_secs(15);
+
+async fn sql(url: &str) -> Client {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+async fn process(url: &str, queue: &str, visibility: Duration) -> PgQueue<Vec<u8>> {
+    let options = Options::new()
+        .schema(SCHEMA)
+        .pool_size(4)
+        .rescue_every(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(200));
+    open(url, queue, Config::new(visibility), options, BytesCodec)
+        .await
+        .expect("open")
+}
+
+async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
+    match q.receive_timeout(PATIENCE).await {
+        Ok(d) => d,
+        Err(e) => panic!(
+            "no delivery ({e}); last error: {:?}",
+            q.store().last_error()
+        ),
+    }
+}
+
+/// A results table of the test's own (the user's table in real life).
+async fn results_table(db: &Client, queue: &str) -> String {
+    let table = format!("\"{SCHEMA}\".\"results-{queue}\"");
+    db.batch_execute(&format!(
+        "CREATE TABLE {table} (id bigint PRIMARY KEY, result bytea NOT NULL)"
+    ))
+    .await
+    .expect("create results table");
+    table
+}
+
+async fn results(db: &Client, table: &str, id: MessageId) -> i64 {
+    db.query_one(
+        &format!("SELECT count(*) FROM {table} WHERE id = $1"),
+        &[&(id.get() as i64)],
+    )
+    .await
+    .expect("count results")
+    .get(0)
+}
+
+/// `(state, lease, attempts)` of the item's row, `None` once it is gone.
+async fn item(db: &Client, id: MessageId) -> Option<(i16, i64, i32)> {
+    db.query_opt(
+        &format!("SELECT state, lease, attempts FROM {SCHEMA}.items WHERE id = $1"),
+        &[&(id.get() as i64)],
+    )
+    .await
+    .expect("read item")
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+}
+
+#[test]
+fn commit_removes_the_item_with_the_result_written() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("tx-commit");
+        let q = process(&url, &name, Duration::from_secs(30)).await;
+        let watcher = sql(&url).await;
+        let mut db = sql(&url).await;
+        let table = results_table(&watcher, &name).await;
+        let id = q.push(b"work".to_vec()).await.expect("push");
+        let d = receive(&q).await;
+
+        let tx = db.transaction().await.expect("begin");
+        tx.execute(
+            &format!("INSERT INTO {table} (id, result) VALUES ($1, $2)"),
+            &[&(id.get() as i64), &b"done".as_slice()],
+        )
+        .await
+        .expect("write result");
+        assert_eq!(
+            q.store().ack_in(&tx, d).await.expect("ack_in"),
+            Acked::OnTime
+        );
+        // Not committed yet: other sessions still see the item leased and no result.
+        assert_eq!(item(&watcher, id).await, Some((1, 1, 1)));
+        assert_eq!(results(&watcher, &table, id).await, 0);
+        tx.commit().await.expect("commit");
+
+        assert_eq!(item(&watcher, id).await, None, "acked: the item is gone");
+        assert_eq!(
+            results(&watcher, &table, id).await,
+            1,
+            "and the result is there"
+        );
+        assert!(matches!(
+            q.receive_timeout(Duration::from_millis(300)).await,
+            Err(ReceiveError::Timeout)
+        ));
+        assert_eq!(q.stats().acked, 1);
+        watcher
+            .batch_execute(&format!("DROP TABLE {table}"))
+            .await
+            .expect("drop results table");
+    });
+}
+
+#[test]
+fn rollback_leaves_the_item_leased_until_it_comes_back() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("tx-rollback");
+        let vis = Duration::from_millis(400);
+        let q = process(&url, &name, vis).await;
+        let watcher = sql(&url).await;
+        let mut db = sql(&url).await;
+        let table = results_table(&watcher, &name).await;
+        let id = q.push(b"work".to_vec()).await.expect("push");
+        let d = receive(&q).await;
+        let received = Instant::now();
+
+        let tx = db.transaction().await.expect("begin");
+        tx.execute(
+            &format!("INSERT INTO {table} (id, result) VALUES ($1, $2)"),
+            &[&(id.get() as i64), &b"done".as_slice()],
+        )
+        .await
+        .expect("write result");
+        q.store().ack_in(&tx, d).await.expect("ack_in");
+        tx.rollback().await.expect("rollback");
+
+        assert_eq!(item(&watcher, id).await, Some((1, 1, 1)), "still leased");
+        assert_eq!(results(&watcher, &table, id).await, 0);
+        let again = receive(&q).await;
+        assert_eq!((again.id(), again.attempt()), (id, 2), "redelivered");
+        assert!(
+            received.elapsed() >= vis * 3 / 4,
+            "back after {:?}, before the lease could run out",
+            received.elapsed()
+        );
+        assert_eq!(results(&watcher, &table, id).await, 0, "no result row");
+        assert!(again.ack().await.is_ok());
+        watcher
+            .batch_execute(&format!("DROP TABLE {table}"))
+            .await
+            .expect("drop results table");
+    });
+}
+
+#[test]
+fn stale_delivery_is_refused_and_changes_nothing() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("tx-stale");
+        let a = process(&url, &name, Duration::from_millis(300)).await;
+        let b = process(&url, &name, Duration::from_secs(60)).await;
+        let mut db = sql(&url).await;
+        let id = a.push(b"work".to_vec()).await.expect("push");
+        let stale = receive(&a).await;
+        let fresh = receive(&b).await; // after A's lease ran out and the rescuer ran
+        assert_eq!((fresh.id(), fresh.attempt()), (id, 2));
+
+        let tx = db.transaction().await.expect("begin");
+        match a.store().ack_in(&tx, stale).await {
+            Err(TxAckError::Stale(ReceiptError::Redelivered(got))) => assert_eq!(got, id),
+            other => panic!("expected a stale refusal, got {other:?}"),
+        }
+        tx.commit().await.expect("the transaction is still usable");
+        assert_eq!(item(&db, id).await, Some((1, 2, 2)), "B's lease untouched");
+
+        // A delivery released already has no lease left to ack.
+        b.push(b"other".to_vec()).await.expect("push");
+        let mut released = receive(&b).await;
+        released.extend(Duration::ZERO).await.expect("release");
+        let tx = db.transaction().await.expect("begin");
+        let r = b.store().ack_in(&tx, released).await;
+        assert!(
+            matches!(r, Err(TxAckError::Stale(ReceiptError::Released(_)))),
+            "{r:?}"
+        );
+        tx.rollback().await.expect("rollback");
+
+        let tx = db.transaction().await.expect("begin");
+        assert_eq!(
+            b.store().ack_in(&tx, fresh).await.expect("ack_in"),
+            Acked::OnTime
+        );
+        tx.commit().await.expect("commit");
+        assert_eq!(item(&db, id).await, None);
+    });
+}
