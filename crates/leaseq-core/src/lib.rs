@@ -163,6 +163,7 @@ mod key;
 mod key_table;
 mod lease;
 mod outcome;
+mod policy;
 mod queue;
 mod stats;
 mod time;
@@ -182,6 +183,7 @@ pub use lease::Lease;
 pub use outcome::{
     Acked, Extended, Failure, Nacked, PushOptions, Pushed, Retry, MAX_PRIORITY, PRIORITY_LEVELS,
 };
+pub use policy::{RetryPolicy, Verdict};
 pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter};
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;

@@ -7,7 +7,6 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::backoff::SplitMix64;
 use crate::config::Config;
 use crate::dead_letter::DeadLetter;
 use crate::error::ConfigError;
@@ -16,6 +15,7 @@ use crate::id::MessageId;
 use crate::key::UniqueKey;
 use crate::key_table::KeyTable;
 use crate::outcome::PRIORITY_LEVELS;
+use crate::policy::RetryPolicy;
 use crate::stats::Stats;
 use crate::time::Timestamp;
 use crate::timer_index::{Timer, TimerIndex};
@@ -189,19 +189,21 @@ pub struct Queue<T> {
     stats: Stats,
     /// Dead letters by reason (`Reason::index`), for `dead_lettered_by`.
     dead_by_reason: [u64; crate::event::Reason::ALL.len()],
-    rng: SplitMix64,
+    /// What failed attempts become (max attempts, backoff, jitter and its PRNG).
+    retry: RetryPolicy,
 }
 
 impl<T> Queue<T> {
     /// An empty queue, or the reason `config` cannot work.
     pub fn new(config: Config) -> Result<Self, ConfigError> {
         config.validate()?;
-        let seed = config.jitter.map_or(0, |j| j.seed());
         let visibility_ns = Timestamp::ZERO.saturating_add(config.visibility).as_nanos();
         let max_lease_ns = config
             .max_lease
             .map_or(u64::MAX, |m| Timestamp::ZERO.saturating_add(m).as_nanos());
+        let retry = RetryPolicy::new(&config);
         Ok(Queue {
+            retry,
             visibility_ns,
             max_lease_ns,
             config,
@@ -224,7 +226,6 @@ impl<T> Queue<T> {
             events: VecDeque::new(),
             stats: Stats::default(),
             dead_by_reason: [0; crate::event::Reason::ALL.len()],
-            rng: SplitMix64::new(seed),
         })
     }
 

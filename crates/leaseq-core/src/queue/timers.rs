@@ -5,6 +5,7 @@ use super::{expiry_live, timer_live, LeaseEnd, Queue, State};
 use crate::event::{Event, Reason};
 use crate::id::MessageId;
 use crate::outcome::{Nacked, Retry};
+use crate::policy::Verdict;
 use crate::time::Timestamp;
 use crate::timer_index::Timer;
 
@@ -169,7 +170,8 @@ impl<T> Queue<T> {
     }
 
     /// An attempt of an item no longer in flight (in-flight count already taken off) ended
-    /// without an ack at `at`: back to the queue after the backoff, or to the dead letters.
+    /// without an ack at `at`: back to the queue after the backoff, or to the dead letters,
+    /// as the [`RetryPolicy`](crate::RetryPolicy) decides.
     pub(super) fn fail_attempt(
         &mut self,
         slot: usize,
@@ -179,22 +181,12 @@ impl<T> Queue<T> {
     ) -> Nacked {
         let s = &self.slots[slot];
         let attempts = s.attempts;
-        if s.expires_at != Timestamp::MAX && s.expires_at <= at {
-            self.bury(slot, at, Reason::Expired);
-            return Nacked::DeadLettered { attempts };
-        }
-        if attempts >= self.config.max_attempts {
-            self.bury(slot, at, reason);
-            return Nacked::DeadLettered { attempts };
-        }
-        let delay = match retry {
-            Retry::After(d) => d,
-            Retry::Backoff => {
-                let d = self.config.backoff.delay(attempts);
-                match self.config.jitter {
-                    Some(j) => self.rng.jitter(d, j.percent()),
-                    None => d,
-                }
+        let expired = s.expires_at != Timestamp::MAX && s.expires_at <= at;
+        let delay = match self.retry.after_failure(attempts, expired, reason, retry) {
+            Verdict::Retry { delay } => delay,
+            Verdict::DeadLetter { reason } => {
+                self.bury(slot, at, reason);
+                return Nacked::DeadLettered { attempts };
             }
         };
         let visible_at = at.saturating_add(delay);
