@@ -488,9 +488,9 @@ fn describe_gives_every_metric_a_unit_and_a_description() {
         q.wait_empty().await;
         let _ = pool.stats();
         let series = scraper.snapshotter.snapshot().into_vec();
-        // 18 counters (late acks in two), 8 dead-letter reasons, 4 gauges; 5 outcomes and
-        // a histogram for the one item type.
-        assert_eq!(series.len(), 18 + 8 + 4 + 5 + 1);
+        // 18 counters (late acks in two), one per dead-letter reason, 4 gauges; 5 outcomes
+        // and a histogram for the one item type.
+        assert_eq!(series.len(), 18 + Reason::ALL.len() + 4 + 5 + 1);
         for (key, unit, description, _) in series {
             let name = key.key().name().to_string();
             let expected = if name == names::POOL_HANDLING_SECONDS {

@@ -27,11 +27,15 @@ pub enum Reason {
     Panicked,
     /// The item's own deadline passed; it is never delivered again.
     Expired,
+    /// The store could not decode the item's stored bytes (its codec failed); the error
+    /// says why.
+    Undecodable,
 }
 
 impl Reason {
-    /// Every reason, in declaration order.
-    pub const ALL: [Reason; 8] = [
+    /// Every reason, in declaration order. A new reason is appended at the end, so that
+    /// the position of each reason (which stores may keep as its code) never changes.
+    pub const ALL: [Reason; 9] = [
         Reason::LeaseExpired,
         Reason::Nacked,
         Reason::TimedOut,
@@ -40,6 +44,7 @@ impl Reason {
         Reason::Terminated,
         Reason::Panicked,
         Reason::Expired,
+        Reason::Undecodable,
     ];
 
     /// Its position in [`Reason::ALL`] (a new reason must be added there too).
@@ -53,6 +58,7 @@ impl Reason {
             Reason::Terminated => 5,
             Reason::Panicked => 6,
             Reason::Expired => 7,
+            Reason::Undecodable => 8,
         }
     }
 
@@ -67,6 +73,7 @@ impl Reason {
             Reason::Terminated => "terminated",
             Reason::Panicked => "panicked",
             Reason::Expired => "expired",
+            Reason::Undecodable => "undecodable",
         }
     }
 }

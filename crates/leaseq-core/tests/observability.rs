@@ -33,8 +33,9 @@ fn dead_letters_are_counted_by_reason() {
     let by = |r| q.dead_lettered_by(r);
     assert_eq!(
         Reason::ALL.map(by),
-        [1, 1, 1, 0, 0, 1, 0, 1],
-        "lease expired, nacked, timed out, dropped, released, terminated, panicked, expired"
+        [1, 1, 1, 0, 0, 1, 0, 1, 0],
+        "lease expired, nacked, timed out, dropped, released, terminated, panicked, expired, \
+         undecodable"
     );
     assert_eq!(
         Reason::ALL.map(by).iter().sum::<u64>(),

@@ -25,7 +25,7 @@
 //! | `leaseq_acked_total` | counter | `queue` | items acked (`acked`) |
 //! | `leaseq_nacked_total` | counter | `queue` | attempts handed back early: nack, release, timeout, drop (`nacks`) |
 //! | `leaseq_lease_expired_total` | counter | `queue` | leases that ran out before an ack (`lease_expired`) |
-//! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters, by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `terminated`, `panicked`, `expired` (they add up to `dead_lettered`; `expired` is `expired`) |
+//! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters, by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `terminated`, `panicked`, `expired`, `undecodable` (they add up to `dead_lettered`; `expired` is `expired`) |
 //! | `leaseq_late_acks_total` | counter | `queue`, `kind` | acks after the lease ended: `unclaimed` (accepted, `late_acks_unclaimed`) or `stale` (refused, `late_acks_stale`) |
 //! | `leaseq_unknown_receipts_total` | counter | `queue` | receipts not recognized at all (`unknown_receipts`) |
 //! | `leaseq_extends_total` | counter | `queue` | successful extends, heartbeats included (`extends`) |
@@ -133,6 +133,7 @@ pub fn reason_label(reason: leaseq_core::Reason) -> &'static str {
         Reason::Terminated => "terminated",
         Reason::Panicked => "panicked",
         Reason::Expired => "expired",
+        Reason::Undecodable => "undecodable",
         _ => "other",
     }
 }
