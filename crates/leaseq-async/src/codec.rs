@@ -1,4 +1,4 @@
-//! How items become bytes on disk and back.
+//! How a durable store turns items into bytes and back.
 
 use std::fmt;
 
@@ -14,8 +14,9 @@ impl fmt::Display for CodecError {
 
 impl std::error::Error for CodecError {}
 
-/// Turns items into bytes for the file and back. Encoding runs on the pushing thread
-/// before the queue's lock is taken; decoding runs when a queue is opened.
+/// Turns items into bytes for a durable store (a file, a database) and back. A store
+/// encodes on the pushing thread before the queue's lock is taken, and decodes when it reads
+/// items back (at open, or on receive for a store that keeps no copy in memory).
 pub trait Codec<T>: Send + Sync + 'static {
     /// The item's bytes.
     fn encode(&self, item: &T) -> Result<Vec<u8>, CodecError>;
@@ -37,7 +38,7 @@ impl Codec<Vec<u8>> for BytesCodec {
 }
 
 /// Any `serde` item in [postcard](https://docs.rs/postcard)'s compact binary format
-/// (feature `serde`, on by default).
+/// (feature `serde`).
 #[cfg(feature = "serde")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PostcardCodec;

@@ -51,7 +51,8 @@
 //!   [`DeadLetter`], [`Config`], [`Event`], [`MessageId`], [`TypeReport`], ...: see
 //!   `leaseq-core`'s `serde` feature), [`Finding`], [`FindingKind`] and [`Watchdog`];
 //!   `Serialize` only for [`PoolStats`], [`PoolReport`], [`StuckWorker`] and [`Holding`],
-//!   whose item types are `&'static str`.
+//!   whose item types are `&'static str`; and [`PostcardCodec`], a [`Codec`] for any `serde`
+//!   item in postcard's compact binary format (for durable stores).
 // Without `sim` (or `executor`) the items named above are not compiled: link them to docs.rs.
 #![cfg_attr(
     not(feature = "sim"),
@@ -65,6 +66,11 @@
     doc = "",
     doc = "[`ExecutorTask`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.ExecutorTask.html"
 )]
+#![cfg_attr(
+    not(feature = "serde"),
+    doc = "",
+    doc = "[`PostcardCodec`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.PostcardCodec.html"
+)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -74,6 +80,7 @@ mod beats;
 #[cfg(test)]
 mod beats_model;
 mod builder;
+mod codec;
 mod delivery;
 mod diagnosis;
 mod driver;
@@ -99,6 +106,9 @@ mod watchdog;
 
 pub use ack_batch::AckBatch;
 pub use builder::{QueueBuilder, DEFAULT_MAX_LEASE};
+#[cfg(feature = "serde")]
+pub use codec::PostcardCodec;
+pub use codec::{BytesCodec, Codec, CodecError};
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};

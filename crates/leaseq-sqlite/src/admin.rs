@@ -3,10 +3,9 @@
 
 use std::sync::Arc;
 
-use leaseq_async::{MemoryStore, Runtime};
+use leaseq_async::{Codec, MemoryStore, Runtime};
 use leaseq_core::{DeadLetter, MessageId, RedriveError};
 
-use crate::codec::Codec;
 use crate::journal::Op;
 use crate::store::SqliteStore;
 

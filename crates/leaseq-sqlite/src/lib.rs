@@ -89,16 +89,16 @@
 #![warn(missing_docs)]
 
 mod admin;
-mod codec;
 mod journal;
 mod open;
 mod receive;
 mod seam;
 mod store;
 
+// The codecs live in `leaseq-async`, shared by every durable store; re-exported here.
 #[cfg(feature = "serde")]
-pub use codec::PostcardCodec;
-pub use codec::{BytesCodec, Codec, CodecError};
+pub use leaseq_async::PostcardCodec;
+pub use leaseq_async::{BytesCodec, Codec, CodecError};
 pub use open::{check_file, open, Durability, OpenError, Options, APPLICATION_ID, FORMAT_VERSION};
 pub use receive::SqliteWaiting;
 pub use store::{SqliteStore, SqliteTicket};

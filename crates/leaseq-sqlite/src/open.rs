@@ -6,14 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_async::{LeaseQueue, MemoryStore, Runtime, DEFAULT_MAX_LEASE};
+use leaseq_async::{Codec, CodecError, LeaseQueue, MemoryStore, Runtime, DEFAULT_MAX_LEASE};
 use leaseq_core::{
     Config, ConfigError, EventMask, MessageId, Queue, RestoreError, Restored, RestoredDeadLetter,
     Timestamp, UniqueKey,
 };
 use rusqlite::{Connection, OpenFlags};
 
-use crate::codec::{Codec, CodecError};
 use crate::journal::{Journal, Op};
 use crate::store::{reason_code, reason_of, wall_now, SqliteStore};
 use crate::SqliteQueue;

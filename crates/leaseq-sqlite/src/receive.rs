@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use event_listener::EventListener;
-use leaseq_async::{MemoryTicket, MemoryWaiting, Runtime, Store, Taken};
+use leaseq_async::{Codec, MemoryTicket, MemoryWaiting, Runtime, Store, Taken};
 
-use crate::codec::Codec;
 use crate::journal::Op;
 use crate::store::{SqliteStore, SqliteTicket};
 

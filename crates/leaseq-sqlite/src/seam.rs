@@ -7,12 +7,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::EventListener;
-use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
+use leaseq_async::{Codec, Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
 use leaseq_core::{
     Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp,
 };
 
-use crate::codec::Codec;
 use crate::journal::Op;
 use crate::receive::SqliteWaiting;
 use crate::store::{ready_now, SqliteStore, SqliteTicket};

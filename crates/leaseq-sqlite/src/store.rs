@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use leaseq_async::{MemoryStore, MemoryTicket, Runtime};
+use leaseq_async::{Codec, MemoryStore, MemoryTicket, Runtime};
 use leaseq_core::{Event, MessageId, Nacked, Reason, Timestamp};
 
-use crate::codec::Codec;
 use crate::journal::{Journal, Op};
 
 /// A lease held from a [`SqliteStore`].
