@@ -75,8 +75,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         }
     }
 
-    /// The store this delivery's lease is from.
-    pub(crate) fn store(&self) -> &Arc<S> {
+    /// The store this delivery's lease is from: for a store's own API on the lease (with
+    /// [`into_ticket`](Self::into_ticket)), or to tell which queue a delivery came from.
+    pub fn store(&self) -> &Arc<S> {
         &self.store
     }
 
@@ -136,7 +137,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     pub fn lease_lost(&self) -> LeaseLost {
         match &self.ticket {
             Some(t) => self.store.lease_lost(t, self.deadline),
-            None => LeaseLost::now(),
+            None => LeaseLost::lost(),
         }
     }
 
@@ -200,8 +201,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         self.ticket.take().ok_or(ReceiptError::Released(self.id))
     }
 
-    /// The ticket, for a batch settle by the queue (see `ack_batch`).
-    pub(crate) fn into_ticket(mut self) -> Option<S::Ticket> {
+    /// Hands the lease's ticket to the caller, who settles it through the store's own API
+    /// (an ack inside a database transaction, say); the delivery's `Drop` then hands nothing
+    /// back. `None` if the delivery was settled already (an [`extend`](Self::extend) to
+    /// zero released it). [`Store`]'s own methods on [`store`](Self::store) settle it too. A
+    /// ticket dropped unsettled is not handed back: the lease runs on (its heartbeat too,
+    /// if it has one) until it runs out.
+    pub fn into_ticket(mut self) -> Option<S::Ticket> {
         self.ticket.take()
     }
 }

@@ -1,5 +1,5 @@
-//! The lease-lost signal of a delivery kept alive by the heartbeat, and the future that
-//! waits for it.
+//! The lease-lost signal of a delivery kept alive by a heartbeat, and the future that waits
+//! for it (public, so that other stores make them for their own leases).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,21 +13,33 @@ use parking_lot::Mutex;
 
 use crate::runtime::Runtime;
 
-/// Whether a delivery's lease was lost while it was held: a heartbeat extension was refused,
-/// or the max lease lifetime was reached.
+/// The lost flag of a lease kept alive by a store's heartbeat; a store marks it lost when an
+/// extension is refused or the max lease is reached.
+///
+/// Shared (`Arc`) between the store's heartbeat, which [marks](Self::mark_lost) it, and the
+/// [`LeaseLost`] futures made [from it](LeaseLost::from_signal), which complete then. Once
+/// lost, it stays lost.
 #[derive(Debug, Default)]
-pub(crate) struct LeaseSignal {
+pub struct LeaseSignal {
     lost: AtomicBool,
     event: Event,
 }
 
 impl LeaseSignal {
-    pub(crate) fn mark_lost(&self) {
+    /// A signal not lost yet, to share between a heartbeat and its lease's holders.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Marks the lease lost and wakes every [`LeaseLost`] waiting on this signal. Marking
+    /// it again does nothing more.
+    pub fn mark_lost(&self) {
         self.lost.store(true, Ordering::Release);
         self.event.notify(usize::MAX);
     }
 
-    pub(crate) fn is_lost(&self) -> bool {
+    /// Whether the lease was marked lost.
+    pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)
     }
 }
@@ -71,22 +83,30 @@ enum How {
 }
 
 impl LeaseLost {
-    /// Already lost (a settled or released lease).
-    pub(crate) fn now() -> Self {
-        let signal = Arc::new(LeaseSignal::default());
+    /// Already lost: completes on its first poll (for a settled or released lease).
+    pub fn lost() -> Self {
+        let signal = LeaseSignal::new();
         signal.mark_lost();
-        Self::heartbeat(signal)
+        Self::from_signal(signal)
     }
 
-    pub(crate) fn heartbeat(signal: Arc<LeaseSignal>) -> Self {
+    /// Lost when `signal` is [marked lost](LeaseSignal::mark_lost): for a lease kept alive
+    /// by a store's heartbeat.
+    pub fn from_signal(signal: Arc<LeaseSignal>) -> Self {
         LeaseLost {
             how: How::Heartbeat(signal),
             listener: None,
         }
     }
 
-    /// Without a heartbeat the lease is lost at its deadline.
-    pub(crate) fn at_deadline(at: Timestamp, timing: Arc<dyn Timing>) -> Self {
+    /// Lost at `at` on `runtime`'s clock: for a lease without a heartbeat, lost at its
+    /// deadline. The sleep is made on first poll.
+    pub fn at_deadline<R: Runtime>(runtime: &R, at: Timestamp) -> Self {
+        Self::deadline_on(at, Arc::new(runtime.clone()))
+    }
+
+    /// [`at_deadline`](Self::at_deadline) with a queue's shared clock.
+    pub(crate) fn deadline_on(at: Timestamp, timing: Arc<dyn Timing>) -> Self {
         LeaseLost {
             how: How::Deadline {
                 at,

@@ -114,7 +114,7 @@ pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
-pub use lease_lost::LeaseLost;
+pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;

@@ -313,8 +313,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 
     fn lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> LeaseLost {
         match &ticket.beat {
-            Some((_, signal)) => LeaseLost::heartbeat(signal.clone()),
-            None => LeaseLost::at_deadline(deadline, self.timing.clone()),
+            Some((_, signal)) => LeaseLost::from_signal(signal.clone()),
+            None => LeaseLost::deadline_on(deadline, self.timing.clone()),
         }
     }
 
