@@ -47,6 +47,21 @@ impl Reason {
         Reason::Undecodable,
     ];
 
+    /// Its code: its position in [`Reason::ALL`], stable across versions (what durable
+    /// stores keep on disk).
+    pub const fn code(self) -> u8 {
+        self.index() as u8
+    }
+
+    /// The reason of a [`code`](Self::code), if it is one.
+    pub const fn from_code(code: u8) -> Option<Reason> {
+        if (code as usize) < Reason::ALL.len() {
+            Some(Reason::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+
     /// Its position in [`Reason::ALL`] (a new reason must be added there too).
     pub(crate) const fn index(self) -> usize {
         match self {

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{CodecError, Delivery};
-use leaseq_core::{Acked, MessageId, ReceiptError, Reason, Stats};
+use leaseq_core::{Acked, MessageId, Reason, ReceiptError, Stats};
 use leaseq_tokio::TokioRuntime;
 use tokio_postgres::GenericClient;
 
@@ -70,10 +70,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     }
 
     /// The dead letters of this queue, oldest first, at most `limit`.
-    pub async fn dead_letters(
-        &self,
-        limit: usize,
-    ) -> Result<Vec<PgDeadLetter<T>>, DbError> {
+    pub async fn dead_letters(&self, limit: usize) -> Result<Vec<PgDeadLetter<T>>, DbError> {
         let shared = &self.shared;
         let client = self.pooled().await?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);

@@ -258,7 +258,10 @@ pub(crate) async fn unclaim<T>(
 }
 
 /// How long until the soonest waiting item becomes visible, if any is waiting.
-async fn next_visible<T>(shared: &Shared<T>, client: &deadpool_postgres::Client) -> Option<Duration> {
+async fn next_visible<T>(
+    shared: &Shared<T>,
+    client: &deadpool_postgres::Client,
+) -> Option<Duration> {
     let stmt = client.prepare_cached(&shared.sql.next_visible).await.ok()?;
     let row = client.query_one(&stmt, &[&shared.queue]).await.ok()?;
     let us: Option<i64> = row.get(0);

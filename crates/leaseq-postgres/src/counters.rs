@@ -38,6 +38,9 @@ pub(crate) struct Gauges {
     pub(crate) delayed: u64,
     pub(crate) in_flight: u64,
     pub(crate) dead: u64,
+    /// How many of this process's pushes were committed before the count began (the
+    /// count includes those; later ones may be missing from it).
+    pub(crate) pushes_seen: u64,
 }
 
 impl Counters {

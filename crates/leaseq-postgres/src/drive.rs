@@ -31,7 +31,14 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 let count = rescue
                     && (shared.empty_waiters.load(Ordering::Relaxed) > 0
                         || shared.stats_wanted.swap(false, Ordering::Relaxed));
-                (Due { beat, rescue, count }, s.beat.min(s.rescue))
+                (
+                    Due {
+                        beat,
+                        rescue,
+                        count,
+                    },
+                    s.beat.min(s.rescue),
+                )
             };
             if due.beat || due.rescue || due.count {
                 if let Err(e) = keeper::step(shared, due).await {

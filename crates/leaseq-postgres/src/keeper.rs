@@ -10,9 +10,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool_postgres::Client;
 use leaseq_async::Runtime;
 use leaseq_core::{Reason, Retry, Timestamp, Verdict};
-use deadpool_postgres::Client;
 
 use crate::counters::{Counters, Gauges};
 use crate::store::{micros, Shared};
@@ -26,8 +26,12 @@ pub(crate) struct Schedule {
 
 /// Extends every lease the heartbeat keeps, in one statement; marks lost the ones refused.
 pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<(), String> {
-    let (ids, leases): (Vec<i64>, Vec<i64>) =
-        shared.held.lock().iter().map(|(id, h)| (*id, h.lease)).unzip();
+    let (ids, leases): (Vec<i64>, Vec<i64>) = shared
+        .held
+        .lock()
+        .iter()
+        .map(|(id, h)| (*id, h.lease))
+        .unzip();
     if ids.is_empty() {
         return Ok(());
     }
@@ -38,7 +42,12 @@ pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<
     let rows = client
         .query(
             &stmt,
-            &[&ids, &leases, &shared.visibility_us(), &shared.max_lease_us()],
+            &[
+                &ids,
+                &leases,
+                &shared.visibility_us(),
+                &shared.max_lease_us(),
+            ],
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -67,7 +76,10 @@ pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<
 pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result<u64, String> {
     let e = |e: tokio_postgres::Error| e.to_string();
     let tx = client.transaction().await.map_err(e)?;
-    let find = tx.prepare_cached(&shared.sql.expired_leases).await.map_err(e)?;
+    let find = tx
+        .prepare_cached(&shared.sql.expired_leases)
+        .await
+        .map_err(e)?;
     let rows = tx
         .query(&find, &[&shared.queue, &1000_i64])
         .await
@@ -106,9 +118,15 @@ pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result
             .await
             .map_err(e)?;
     }
-    let expire = tx.prepare_cached(&shared.sql.expire_items).await.map_err(e)?;
+    let expire = tx
+        .prepare_cached(&shared.sql.expire_items)
+        .await
+        .map_err(e)?;
     let expired = tx
-        .execute(&expire, &[&shared.queue, &i16::from(Reason::Expired.code())])
+        .execute(
+            &expire,
+            &[&shared.queue, &i16::from(Reason::Expired.code())],
+        )
         .await
         .map_err(e)?;
     tx.commit().await.map_err(e)?;
@@ -132,6 +150,8 @@ pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result
 
 /// Counts the queue's rows by state (every process's).
 pub(crate) async fn count<T>(shared: &Shared<T>, client: &Client) -> Result<Gauges, String> {
+    // Read before the statement: every push committed by then is in its snapshot.
+    let pushes_seen = shared.pushes.lock().committed;
     let stmt = client
         .prepare_cached(&shared.sql.counts)
         .await
@@ -146,6 +166,7 @@ pub(crate) async fn count<T>(shared: &Shared<T>, client: &Client) -> Result<Gaug
         delayed: n(1),
         in_flight: n(2),
         dead: n(3),
+        pushes_seen,
     };
     *shared.counters.gauges.lock() = g;
     // Whoever waits for an empty queue looks at the new count.
@@ -189,7 +210,10 @@ pub(crate) fn after(now: Timestamp, every: Duration) -> Timestamp {
 }
 
 /// One driver step: what is due, then when to run again.
-pub(crate) async fn step<T: Send + 'static>(shared: &Arc<Shared<T>>, due: Due) -> Result<(), String> {
+pub(crate) async fn step<T: Send + 'static>(
+    shared: &Arc<Shared<T>>,
+    due: Due,
+) -> Result<(), String> {
     let mut client = shared.client().await?;
     if due.beat {
         heartbeat(shared, &client).await?;

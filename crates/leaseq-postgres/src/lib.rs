@@ -1,6 +1,95 @@
 //! `leaseq-postgres`: a leaseq store on PostgreSQL. Many processes on many machines share
 //! one queue, with the same [`LeaseQueue`], [`Delivery`](leaseq_async::Delivery) and
-//! [`Pool`](leaseq_async::Pool) API as the in-memory queue.
+//! [`Pool`](leaseq_async::Pool) API as the in-memory queue: receipt-checked (fenced) acks,
+//! exact late-ack accounting, heartbeats with a lease-lost signal and a lifetime cap,
+//! attempts counted on every way back, backoff with jitter, dead letters with reason and
+//! error, per-item timeouts, the watchdog and the stats.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use leaseq_async::Config;
+//! use leaseq_postgres::{open, Options, PostcardCodec};
+//!
+//! let config = Config::new(Duration::from_secs(30)).with_max_attempts(5);
+//! let url = "host=127.0.0.1 user=postgres dbname=app";
+//! let queue = open::<String, _>(url, "invoices", config, Options::default(), PostcardCodec).await?;
+//! queue.push("send invoice 981".to_string()).await?; // committed once it returns
+//! let delivery = queue.receive().await.unwrap(); // leased to this process, fenced
+//! delivery.ack().await?; // the row is gone once it returns (if the lease was still ours)
+//! # Ok(()) }
+//! ```
+//!
+//! # Runtime
+//!
+//! tokio only: the client (`tokio-postgres`, pooled by `deadpool-postgres`) runs its
+//! connections on tokio's reactor, and the store's background tasks with them. The queue,
+//! deliveries and pools are the runtime-agnostic ones of `leaseq-async` on
+//! [`TokioRuntime`].
+//!
+//! # How it works
+//!
+//! One table (`items`, in [`Options::schema`]) holds every queue of the schema; a row is an
+//! item, waiting (`state` 0, claimable from `visible_at`), leased (1, until `deadline`) or
+//! a dead letter (2). In each process, per queue:
+//!
+//! - **Pushes** are queued with their id (an instance number from a database sequence,
+//!   shifted, plus a counter: unique across processes with no round trip) and inserted by
+//!   one writer task, everything queued in one statement (group commit).
+//!   `push(..).await` returns once its row is committed; `try_push` is fire and forget.
+//!   One `NOTIFY` per batch tells other processes.
+//! - **Receives** post what they want on a claim board; one claimer task takes it all with
+//!   one `UPDATE .. WHERE id = ANY(ARRAY(SELECT .. FOR UPDATE SKIP LOCKED LIMIT n))` (the
+//!   form that keeps the index once prepared), bumping each row's **fencing token**
+//!   (`lease`) and attempt. Undecodable rows become dead letters (reason `Undecodable`,
+//!   the decode error kept) instead of deliveries. Idle, it waits for a push here, a
+//!   notification (`LISTEN`), the soonest delayed item, or [`Options::poll_interval`].
+//! - **Acks** of all workers are batched by a settler task into one
+//!   `DELETE .. USING unnest(ids, tokens)`; nacks, dead letters and extensions are one
+//!   statement each. Every one matches the fencing token: a holder whose lease was taken
+//!   over changes nothing and gets the typed stale result
+//!   ([`ReceiptError::Redelivered`](leaseq_core::ReceiptError)). A late ack is accepted
+//!   while nobody claimed the item since (`Acked::LateUnclaimed`, counted).
+//! - **The driver** (the shared layer's, one per queue) runs the **heartbeat**: every lease
+//!   of this process that asked for one, extended in one statement per tick, never past
+//!   `leased_at + max_lease` (so a hung handler that keeps heart-beating is still taken
+//!   back); a refused lease fires its lease-lost signal. It also runs the **rescuer**: leases
+//!   of any process that ran out (a killed process stops extending) go back with the
+//!   attempt counted, after the core's backoff, or to the dead letters, by the core's own
+//!   [`RetryPolicy`](leaseq_core::RetryPolicy) (no policy in SQL); items past their time to
+//!   live become dead letters (`Expired`).
+//! - **Ack in your transaction**: [`PgStore::ack_in`] runs the fenced delete on your
+//!   `Transaction`, so the work's result and the ack commit together or not at all.
+//!
+//! Every deadline is the database's clock (`clock_timestamp()`); durations travel as
+//! microseconds, so the machines' clocks may disagree.
+//!
+//! # Table size
+//!
+//! Acked rows are deleted, never kept; claims and settles update rows in place. Dead
+//! tuples are reclaimed by autovacuum, tuned per table (a fixed threshold of 5,000 dead
+//! rows instead of a fraction of the table), and by the store itself: after
+//! [`Options::vacuum_after_rows`] rows removed, one process (an advisory lock) runs `VACUUM`
+//! off the driver's path. So the table and its indexes follow the live items, not the
+//! history (measured in BENCHMARKS.md).
+//!
+//! # What differs from the in-memory queue
+//!
+//! - **Unique keys** and `replace_pending` are not offered: a push with a key is refused
+//!   with [`PushError::Unsupported`](leaseq_async::PushError) (item handed back). Priority
+//!   levels, delays and time to live are.
+//! - **No capacity**: a `Config` with one is refused at open; backpressure is
+//!   [`Options::max_pending_pushes`] (pushes waiting for the writer).
+//! - **Stats**: the gauges (`ready`, `delayed`, `in_flight`, `dead`) are the queue's, as
+//!   counted by the driver at most once per rescue tick after a read (or now with
+//!   [`PgStore::refresh_stats`]); the counters are this process's.
+//! - **`try_receive`** claims on a helper thread with its own connection, blocking the
+//!   caller for one round trip.
+//! - **Stale reasons**: an acked item and a cancelled one both read as `AlreadyAcked` to a
+//!   stale holder (the row is gone either way).
+//! - **Database outages**: the background tasks retry (pushes are kept, not dropped;
+//!   [`PgStore::last_error`] says what failed); a settle that cannot reach the database
+//!   reports `LeaseExpired`, and the item comes back when its lease runs out.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

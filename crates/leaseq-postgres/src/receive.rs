@@ -159,8 +159,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         }
     }
 
-    /// `poll_empty`: ready once the rows counted by the driver show nothing live and no
-    /// push of this process waits for the writer.
+    /// `poll_empty`: ready once a count of the rows made by the driver shows nothing live
+    /// and includes every push this process accepted (one the writer was inserting while
+    /// the count ran is in neither the buffer nor the count).
     pub(crate) fn poll_drained(
         &self,
         waiting: &mut PgWaiting<T>,
@@ -176,8 +177,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             // Each count the driver makes after this wait began fires the listener.
             match poll_listener(&mut waiting.listener, cx, || shared.empty.listen()) {
                 Poll::Ready(()) => {
-                    let pending = shared.pushes.lock().rows.len();
-                    if shared.counters.stats().live() == 0 && pending == 0 {
+                    let queued = shared.pushes.lock().queued;
+                    let g = *shared.counters.gauges.lock();
+                    if g.ready + g.delayed + g.in_flight == 0 && g.pushes_seen >= queued {
                         return Poll::Ready(());
                     }
                 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use event_listener::EventListener;
 use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
 use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Reason, Stats,
+    Acked, CancelError, Extended, Failure, MessageId, Nacked, Reason, ReceiptError, Stats,
 };
 use leaseq_tokio::TokioRuntime;
 

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{Acked, Failure, MessageId, Nacked, ReceiptError, Reason, Verdict};
-use tokio::sync::oneshot;
 use deadpool_postgres::Client;
+use leaseq_core::{Acked, Failure, MessageId, Nacked, Reason, ReceiptError, Verdict};
+use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Row};
 
@@ -188,9 +188,16 @@ pub(crate) fn count_ack<T>(shared: &Shared<T>, r: &Result<Acked, ReceiptError>) 
             Counters::add(&c.acked, 1);
             Counters::add(&c.late_acks_unclaimed, 1);
         }
-        Err(ReceiptError::Redelivered(_)) | Err(ReceiptError::DeadLettered(_)) => {
-            Counters::add(&c.late_acks_stale, 1)
-        }
+        // Stale the way the core counts it (`late_acks_stale`): an ack whose row is gone
+        // (acked by the item's next holder, or cancelled) reads `AlreadyAcked`, as the
+        // core says after a redelivery's ack.
+        Err(
+            ReceiptError::Redelivered(_)
+            | ReceiptError::DeadLettered(_)
+            | ReceiptError::AlreadyAcked(_)
+            | ReceiptError::Released(_)
+            | ReceiptError::Cancelled(_),
+        ) => Counters::add(&c.late_acks_stale, 1),
         Err(_) => Counters::add(&c.unknown_receipts, 1),
     }
 }

@@ -179,8 +179,10 @@ impl Sql {
                    (EXTRACT(EPOCH FROM dead_at) * 1000000)::bigint, payload
                  FROM {s}.items WHERE queue = $1 AND state = 2
                  ORDER BY dead_at, id LIMIT $2"),
-            redrive: f("UPDATE {s}.items SET state = 0, attempts = 0, visible_at = clock_timestamp(),
-                        reason = NULL, last_error = NULL, dead_at = NULL
+            // The fencing token moves on: the lease that ended in the dead letters stays stale
+            // (its late ack or dead letter must not settle the redriven item).
+            redrive: f("UPDATE {s}.items SET state = 0, attempts = 0, lease = lease + 1,
+                        visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL
                  WHERE queue = $1 AND id = $2 AND state = 2"),
             purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2"),
             vacuum: f("VACUUM {s}.items"),

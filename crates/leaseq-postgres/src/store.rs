@@ -35,7 +35,8 @@ pub struct PgTicket {
 }
 
 impl PgTicket {
-    /// The fencing token: the number of leases issued on the item, this one included.
+    /// The fencing token: the number of leases issued on the item, this one included (a
+    /// redrive from the dead letters counts as one, so that no earlier lease settles it).
     pub fn fencing_token(&self) -> i64 {
         self.lease
     }

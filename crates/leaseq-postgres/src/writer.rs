@@ -121,14 +121,7 @@ async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> 
     client
         .execute(
             &stmt,
-            &[
-                &shared.queue,
-                &ids,
-                &priorities,
-                &delays,
-                &ttls,
-                &payloads,
-            ],
+            &[&shared.queue, &ids, &priorities, &delays, &ttls, &payloads],
         )
         .await
         .map_err(|e| e.to_string())?;

@@ -183,6 +183,53 @@ fn late_ack_nobody_claimed_is_accepted() {
 }
 
 #[test]
+fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        // One attempt only: the lease running out sends the item to the dead letters.
+        let config = Config::new(Duration::from_millis(300)).with_max_attempts(1);
+        let q = process(&url, &common::unique("redrive-fence"), config).await;
+        let db = sql(&url).await;
+        let ids = [
+            q.push(b"ack".to_vec()).await.expect("push"),
+            q.push(b"bury".to_vec()).await.expect("push"),
+        ];
+        let (acker, burier) = (receive(&q).await, receive(&q).await);
+        let start = Instant::now();
+        while q
+            .store()
+            .dead_letters(10)
+            .await
+            .expect("dead letters")
+            .len()
+            < 2
+        {
+            assert!(start.elapsed() < PATIENCE, "the leases never ran out");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        for id in ids {
+            assert!(q.store().redrive(id).await.expect("redrive"));
+        }
+        let before = [row(&db, ids[0]).await, row(&db, ids[1]).await];
+        // The old holders wake up: their leases ended in the dead letters; the redriven
+        // items are not theirs to settle.
+        let r = acker.ack().await;
+        assert!(r.is_err(), "a stale ack removed a redriven item: {r:?}");
+        let r = burier.dead_letter("late").await;
+        assert!(
+            r.is_err(),
+            "a stale dead letter buried a redriven item: {r:?}"
+        );
+        assert_eq!([row(&db, ids[0]).await, row(&db, ids[1]).await], before);
+        for _ in 0..2 {
+            let d = receive(&q).await;
+            assert_eq!(d.attempt(), 1, "a redrive starts the attempts over");
+            assert!(d.ack().await.is_ok());
+        }
+    });
+}
+
+#[test]
 fn heartbeat_keeps_a_slow_items_lease() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {

@@ -1,0 +1,68 @@
+//! `#[ignore]`d measurements (run with `--ignored --nocapture`): end-to-end throughput of
+//! the store with 4 workers. The side-by-side comparison with a bare SKIP LOCKED loop is
+//! the root example `pg_bench`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use leaseq_async::Config;
+use leaseq_postgres::{open, BytesCodec, Options};
+
+#[test]
+#[ignore]
+fn throughput_4_workers_batch_16() {
+    let Some(url) = common::server() else { return };
+    let n: usize = std::env::var("LEASEQ_BENCH_ITEMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    common::runtime().block_on(async {
+        let q = open::<Vec<u8>, _>(
+            &url,
+            &common::unique("bench"),
+            Config::new(Duration::from_secs(30)),
+            Options::new().schema("leaseq_bench"),
+            BytesCodec,
+        )
+        .await
+        .expect("open");
+        let start = Instant::now();
+        let producer = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                for i in 0..n {
+                    let mut item = vec![0u8; 16];
+                    item[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                    q.push(item).await.expect("push");
+                }
+            })
+        };
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut workers = Vec::new();
+        for _ in 0..4 {
+            let q = q.clone();
+            let done = done.clone();
+            workers.push(tokio::spawn(async move {
+                while done.load(std::sync::atomic::Ordering::Relaxed) < n {
+                    let batch =
+                        tokio::time::timeout(Duration::from_millis(200), q.receive_batch(16)).await;
+                    let Ok(batch) = batch else { continue };
+                    let k = batch.len();
+                    let r = q.ack_batch(batch).await;
+                    assert_eq!(r.accepted(), k);
+                    done.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+                }
+            }));
+        }
+        producer.await.unwrap();
+        for w in workers {
+            w.await.unwrap();
+        }
+        let took = start.elapsed();
+        println!(
+            "{n} items in {took:?}: {:.0} items/s",
+            n as f64 / took.as_secs_f64()
+        );
+    });
+}

@@ -1,0 +1,339 @@
+//! The queue's features on PostgreSQL: delays, priorities, time to live, nack with backoff
+//! up to the dead letters and back (redrive), cancel, `try_receive` on a current-thread
+//! runtime, batch receive, queues sharing a schema, and `wait_empty`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use leaseq_async::{
+    Acked, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError, ReceiveError,
+};
+use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue};
+
+const SCHEMA: &str = "leaseq_test";
+const PATIENCE: Duration = Duration::from_secs(15);
+
+fn options() -> Options {
+    Options::new()
+        .schema(SCHEMA)
+        .pool_size(4)
+        .rescue_every(Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(200))
+}
+
+async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
+    open(url, &common::unique(prefix), config, options(), BytesCodec)
+        .await
+        .expect("open")
+}
+
+fn config() -> Config {
+    Config::new(Duration::from_secs(30))
+}
+
+async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
+    match q.receive_timeout(PATIENCE).await {
+        Ok(d) => d,
+        Err(e) => panic!(
+            "no delivery ({e}); last error: {:?}",
+            q.store().last_error()
+        ),
+    }
+}
+
+async fn nothing_for(q: &PgQueue<Vec<u8>>, wait: Duration) {
+    let r = q.receive_timeout(wait).await;
+    assert!(matches!(r, Err(ReceiveError::Timeout)), "unexpected: {r:?}");
+}
+
+#[test]
+fn delayed_items_become_visible_after_their_delay() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = queue(&url, "delay", config()).await;
+        let delay = Duration::from_millis(800);
+        let start = Instant::now();
+        let id = q
+            .push_delayed(b"later".to_vec(), delay)
+            .await
+            .expect("push");
+        if start.elapsed() < delay / 2 {
+            assert!(q.try_receive().is_none(), "visible before its delay");
+        }
+        let d = receive(&q).await;
+        assert_eq!(d.id(), id);
+        assert!(
+            start.elapsed() >= delay,
+            "delivered {:?} after the push, delay {delay:?}",
+            start.elapsed()
+        );
+        d.ack().await.expect("ack");
+    });
+}
+
+#[test]
+fn higher_priorities_are_claimed_first() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = queue(&url, "priority", config()).await;
+        let levels = [0u8, 3, 7, 1, 5, 7, 0];
+        for (seq, level) in levels.iter().enumerate() {
+            let push = Push::new().priority(*level);
+            q.push_with_options(vec![*level, seq as u8], push)
+                .await
+                .expect("push");
+        }
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        for d in q.receive_batch(3).await {
+            got.push(d.item().clone());
+            d.ack().await.expect("ack");
+        }
+        while got.len() < levels.len() {
+            let d = receive(&q).await;
+            got.push(d.item().clone());
+            d.ack().await.expect("ack");
+        }
+        // Highest level first; within a level, in push order.
+        let want: Vec<Vec<u8>> = [[7, 2], [7, 5], [5, 4], [3, 1], [1, 3], [0, 0], [0, 6]]
+            .iter()
+            .map(|x| x.to_vec())
+            .collect();
+        assert_eq!(got, want);
+    });
+}
+
+#[test]
+fn items_past_their_ttl_become_dead_letters() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = queue(&url, "ttl", config()).await;
+        let push = Push::new().ttl(Duration::from_millis(300));
+        let id = q
+            .push_with_options(b"stale soon".to_vec(), push)
+            .await
+            .expect("push");
+        let keep = q.push(b"fresh".to_vec()).await.expect("push");
+        let start = Instant::now();
+        let dead = loop {
+            let dead = q.store().dead_letters(10).await.expect("dead letters");
+            if !dead.is_empty() {
+                break dead;
+            }
+            assert!(start.elapsed() < PATIENCE, "never expired");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(dead.len(), 1);
+        assert_eq!((dead[0].id, dead[0].reason), (id, Reason::Expired));
+        assert_eq!(dead[0].item.as_deref(), Ok(&b"stale soon"[..]));
+        let d = receive(&q).await;
+        assert_eq!(d.id(), keep, "only the fresh item is delivered");
+        d.ack().await.expect("ack");
+        nothing_for(&q, Duration::from_millis(300)).await;
+        assert_eq!(q.stats().expired, 1);
+    });
+}
+
+#[test]
+fn nacks_back_off_then_dead_letter_then_redrive() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let backoff = Duration::from_millis(500);
+        let config = config()
+            .with_max_attempts(3)
+            .with_backoff(Backoff::Fixed(backoff));
+        let q = queue(&url, "nack", config).await;
+        let id = q.push(b"flaky".to_vec()).await.expect("push");
+        let mut d = receive(&q).await;
+        for attempt in 1..=2u32 {
+            assert_eq!((d.id(), d.attempt()), (id, attempt));
+            let nacked_at = Instant::now();
+            match d.nack(format!("boom {attempt}")).await {
+                Ok(Nacked::Retrying { attempts, .. }) => assert_eq!(attempts, attempt),
+                other => panic!("attempt {attempt}: expected a retry, got {other:?}"),
+            }
+            nothing_for(&q, backoff / 2).await;
+            d = receive(&q).await;
+            assert!(
+                nacked_at.elapsed() >= backoff,
+                "back {:?} after the nack, backoff {backoff:?}",
+                nacked_at.elapsed()
+            );
+        }
+        assert_eq!(d.attempt(), 3);
+        assert_eq!(
+            d.nack("boom 3").await,
+            Ok(Nacked::DeadLettered { attempts: 3 })
+        );
+        nothing_for(&q, Duration::from_millis(300)).await;
+        let dead = q.store().dead_letters(10).await.expect("dead letters");
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
+        assert_eq!(dead[0].reason, Reason::Nacked);
+        assert_eq!(dead[0].last_error.as_deref(), Some("boom 3"));
+        assert_eq!(dead[0].item.as_deref(), Ok(&b"flaky"[..]));
+        assert_eq!(q.cancel(id).await, Err(CancelError::DeadLettered(id)));
+        let s = q.store().refresh_stats().await.expect("stats");
+        assert_eq!((s.dead, s.live(), s.dead_lettered, s.nacks), (1, 0, 1, 3));
+
+        assert!(q.store().redrive(id).await.expect("redrive"));
+        assert!(
+            !q.store().redrive(id).await.expect("redrive"),
+            "not dead now"
+        );
+        let d = receive(&q).await;
+        assert_eq!((d.id(), d.attempt()), (id, 1), "attempts start over");
+        d.ack().await.expect("ack");
+        assert!(q.store().dead_letters(10).await.expect("dead").is_empty());
+    });
+}
+
+#[test]
+fn cancel_hands_waiting_items_back_and_leaves_leased_ones() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = queue(&url, "cancel", config()).await;
+        let waiting = q
+            .push_delayed(b"waiting".to_vec(), Duration::from_secs(60))
+            .await
+            .expect("push");
+        assert_eq!(q.cancel(waiting).await, Ok(b"waiting".to_vec()));
+        assert_eq!(q.cancel(waiting).await, Err(CancelError::NotFound(waiting)));
+
+        let leased = q.push(b"leased".to_vec()).await.expect("push");
+        let d = receive(&q).await;
+        assert_eq!(q.cancel(leased).await, Err(CancelError::InFlight(leased)));
+        assert_eq!(d.ack().await, Ok(Acked::OnTime), "left to its holder");
+
+        let taken = q.push(b"taken".to_vec()).await.expect("push");
+        let d = receive(&q).await;
+        assert_eq!(q.cancel_leased(taken).await, Ok(b"taken".to_vec()));
+        let r = d.ack().await;
+        assert!(
+            matches!(
+                r,
+                Err(ReceiptError::Cancelled(_)) | Err(ReceiptError::AlreadyAcked(_))
+            ),
+            "{r:?}"
+        );
+        nothing_for(&q, Duration::from_millis(300)).await;
+    });
+}
+
+#[test]
+fn try_receive_works_on_a_current_thread_runtime() {
+    let Some(url) = common::server() else { return };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let q = queue(&url, "try-receive", config()).await;
+        assert!(q.try_receive().is_none(), "empty");
+        let id = q.push(b"one".to_vec()).await.expect("push");
+        let d = q.try_receive().expect("a committed item, visible now");
+        assert_eq!(d.id(), id);
+        assert_eq!(d.ack().await, Ok(Acked::OnTime));
+        for i in 0..5u8 {
+            q.push(vec![i]).await.expect("push");
+        }
+        let batch = q.try_receive_batch(16);
+        assert_eq!(batch.len(), 5);
+        for d in batch {
+            d.ack().await.expect("ack");
+        }
+        assert!(q.try_receive().is_none(), "drained");
+    });
+}
+
+#[test]
+fn receive_batch_takes_up_to_sixteen() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = queue(&url, "batch", config()).await;
+        q.try_push_batch((0..39u8).map(|i| vec![i]))
+            .expect("push batch");
+        q.push(vec![39]).await.expect("push"); // returns once every row is committed
+        let mut seen = Vec::new();
+        let mut batches = 0;
+        while seen.len() < 40 {
+            let batch = tokio::time::timeout(PATIENCE, q.receive_batch(16))
+                .await
+                .expect("a batch");
+            assert!((1..=16).contains(&batch.len()), "{}", batch.len());
+            if batches == 0 {
+                assert_eq!(batch.len(), 16, "40 visible: a full batch");
+            }
+            batches += 1;
+            for d in batch {
+                seen.push(d.item()[0]);
+                d.ack().await.expect("ack");
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..40).collect::<Vec<u8>>());
+        nothing_for(&q, Duration::from_millis(300)).await;
+    });
+}
+
+#[test]
+fn queues_in_one_schema_never_see_each_others_items() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let a = queue(&url, "iso-a", config()).await;
+        let b = queue(&url, "iso-b", config()).await;
+        let mut a_ids = Vec::new();
+        for i in 0..3u8 {
+            a_ids.push(a.push(vec![b'a', i]).await.expect("push"));
+            b.push(vec![b'b', i]).await.expect("push");
+        }
+        assert_eq!(
+            b.cancel(a_ids[0]).await,
+            Err(CancelError::NotFound(a_ids[0]))
+        );
+        for (q, tag) in [(&a, b'a'), (&b, b'b')] {
+            for _ in 0..3 {
+                let d = receive(q).await;
+                assert_eq!(d.item()[0], tag);
+                d.ack().await.expect("ack");
+            }
+            nothing_for(q, Duration::from_millis(300)).await;
+        }
+        let s = a.store().refresh_stats().await.expect("stats");
+        assert_eq!((s.live(), s.dead), (0, 0));
+    });
+}
+
+#[test]
+fn wait_empty_completes_once_everything_is_acked() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = queue(&url, "wait-empty", config()).await;
+        tokio::time::timeout(PATIENCE, q.wait_empty())
+            .await
+            .expect("an empty queue is empty");
+        for i in 0..5u8 {
+            q.push(vec![i]).await.expect("push");
+        }
+        let mut held = Vec::new();
+        for _ in 0..5 {
+            held.push(receive(&q).await);
+        }
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move { tokio::time::timeout(PATIENCE, q.wait_empty()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !waiter.is_finished(),
+            "empty while five items are in flight"
+        );
+        for d in held {
+            d.ack().await.expect("ack");
+        }
+        waiter
+            .await
+            .expect("task")
+            .expect("wait_empty completes once everything is acked");
+    });
+}
