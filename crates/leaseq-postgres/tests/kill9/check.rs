@@ -39,13 +39,15 @@ pub(crate) struct Run {
     at: i64,
 }
 
+/// How a run ended, `(kind, error, when)`, by `(id, attempt, pid)`.
+type Outcome = (String, Option<String>, i64);
+
 /// Everything the processes recorded, and the queue's rows at the end.
 pub(crate) struct Facts {
     pushed: BTreeMap<i64, u8>,
     /// Per id, in the order they were recorded.
     runs: BTreeMap<i64, Vec<Run>>,
-    /// `(id, attempt, pid)` to `(kind, error, when)`.
-    outcomes: HashMap<(i64, u32, i32), Vec<(String, Option<String>, i64)>>,
+    outcomes: HashMap<(i64, u32, i32), Vec<Outcome>>,
     /// Killed pid to when (µs).
     kills: HashMap<i32, i64>,
     /// The queue's rows left: id to state.
