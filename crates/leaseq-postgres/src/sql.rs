@@ -58,11 +58,13 @@ impl Sql {
                  ON CONFLICT (id) DO NOTHING"),
             // $1 queue, $2 how many, $3 visibility (us). `= ANY(ARRAY(...))` keeps the claim
             // index once the statement is prepared (`IN (SELECT ...)` gets a generic plan
-            // with a full scan).
+            // with a full scan). No lease outlives its item's time to live (the max lease is
+            // at least the visibility).
             claim: f(concat!(
                 "UPDATE {s}.items SET state = 1, lease = lease + 1, attempts = attempts + 1,
                         leased_at = clock_timestamp(),
-                        deadline = clock_timestamp() + $3::bigint * interval '1 microsecond'
+                        deadline = LEAST(clock_timestamp() + $3::bigint * interval '1 microsecond',
+                                         COALESCE(expires_at, 'infinity'))
                  WHERE id = ANY(ARRAY(
                      SELECT id FROM {s}.items
                      WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
