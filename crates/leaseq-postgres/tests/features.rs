@@ -131,6 +131,29 @@ fn items_past_their_ttl_become_dead_letters() {
         d.ack().await.expect("ack");
         nothing_for(&q, Duration::from_millis(300)).await;
         assert_eq!(q.stats().expired, 1);
+
+        // A lease never outlives its item (visibility 30 s, time to live 600 ms): the item
+        // leaves for the dead letters at its expiry, not at the end of the visibility.
+        let push = Push::new().ttl(Duration::from_millis(600));
+        let leased = q
+            .push_with_options(b"leased".to_vec(), push)
+            .await
+            .expect("push");
+        let d = receive(&q).await;
+        assert_eq!(d.id(), leased);
+        let expires_at = d.expires_at().expect("pushed with a time to live");
+        assert!(
+            d.deadline() <= expires_at.saturating_add(Duration::from_millis(50)),
+            "the lease ends after the item expires"
+        );
+        let start = Instant::now();
+        while q.store().dead_letters(10).await.expect("dead").len() < 2 {
+            assert!(start.elapsed() < PATIENCE, "the leased item never expired");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let dead = q.store().dead_letters(10).await.expect("dead letters");
+        assert_eq!((dead[1].id, dead[1].reason), (leased, Reason::Expired));
+        assert!(d.ack().await.is_err(), "an expired item is not acked");
     });
 }
 
@@ -281,7 +304,7 @@ fn queues_in_one_schema_never_see_each_others_items() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
         let a = queue(&url, "iso-a", config()).await;
-        let b = queue(&url, "iso-b", config()).await;
+        let b = queue(&url, "iso b's \"ünïcode\" \\", config()).await; // any text
         let mut a_ids = Vec::new();
         for i in 0..3u8 {
             a_ids.push(a.push(vec![b'a', i]).await.expect("push"));
