@@ -360,3 +360,32 @@ fn wait_empty_completes_once_everything_is_acked() {
             .expect("wait_empty completes once everything is acked");
     });
 }
+
+#[test]
+fn another_processs_push_wakes_a_waiting_receiver() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        // Polling once a minute: only the notification can wake the receiver in time.
+        let name = common::unique("notify");
+        let slow_poll = || options().poll_interval(Duration::from_secs(60));
+        let a = open(&url, &name, config(), slow_poll(), BytesCodec).await;
+        let b = open(&url, &name, config(), slow_poll(), BytesCodec).await;
+        let (a, b): (PgQueue<Vec<u8>>, PgQueue<Vec<u8>>) = (a.expect("open"), b.expect("open"));
+        let waiter = tokio::spawn(async move { b.receive_timeout(PATIENCE).await });
+        // Let B look, find nothing and go to sleep (and its LISTEN start).
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let id = a.push(b"wake up".to_vec()).await.expect("push");
+        let pushed = Instant::now();
+        let d = waiter
+            .await
+            .expect("task")
+            .expect("woken by the notification");
+        assert_eq!(d.id(), id);
+        assert!(
+            pushed.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            pushed.elapsed()
+        );
+        d.ack().await.expect("ack");
+    });
+}
