@@ -7,6 +7,8 @@
 pub mod cpu;
 pub mod demo;
 pub mod latency;
+#[cfg(feature = "postgres")]
+pub mod pg_bare;
 pub mod rng;
 pub mod roundtrip;
 pub mod throughput;
