@@ -1,6 +1,6 @@
 //! What the Postgres tests share: finding the server (or saying loudly that there is none),
 //! unique queue names, and the runtime.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)] // each test binary uses a part; `pub` for them all
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
