@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::future::{select, Either};
 use leaseq_async::{
     BoxFuture, Config, ConservationError, DeadLetter, FindingKind, Job, LeaseQueue, MemoryStore,
-    MessageId, Reason, Runtime, Store, Timestamp,
+    MessageId, Reason, Runtime, Stats, Store, Timestamp,
 };
 
 /// An item of a scenario's queues, with its bytes for durable stores.
@@ -35,6 +35,12 @@ pub(crate) trait StoreKind<R: Runtime>: Clone + Send + Sync + 'static {
     /// Whether a receive may complete on its first poll once an item is there (a durable
     /// store first commits the delivery's attempt, so its receive waits for the writer).
     const RECEIVES_AT_ONCE: bool = true;
+    /// Whether what a push or a dropped delivery does shows when the call returns: the
+    /// item there for receivers (a waiting one woken), back in the queue or in the dead
+    /// letters, and in the stats. A store shared by several processes shows it once one of
+    /// its background tasks committed it, a moment later: the scenarios wait for that (up
+    /// to their patience) before they check the same outcome.
+    const VISIBLE_AT_ONCE: bool = true;
     /// A queue on `rt`, its heartbeat every `heartbeat_every` if given.
     fn queue<T: Item>(
         &self,
@@ -65,16 +71,23 @@ impl<R: Runtime> StoreKind<R> for Memory {
 }
 
 /// What the checks of a scenario read from a queue beyond the `Store` seam, per store.
-pub(crate) trait InspectStore<T>: Store<T> + Sized {
-    fn dead_letter_list(q: &LeaseQueue<T, Self::Runtime, Self>) -> Vec<DeadLetter<T>>;
+pub(crate) trait InspectStore<T: 'static>: Store<T> + Sized {
+    /// The dead letters' facts (a store that keeps no `DeadLetter` values copies them out).
+    fn dead_letter_list(q: &LeaseQueue<T, Self::Runtime, Self>) -> Vec<Dead>;
     fn invariants(q: &LeaseQueue<T, Self::Runtime, Self>) -> Result<(), ConservationError>;
     /// Leases kept alive by the heartbeat, where the store shows it.
     fn heartbeat_count(q: &LeaseQueue<T, Self::Runtime, Self>) -> Option<usize>;
+    /// The stats with the gauges read now: `q.stats()` where that is exact (the memory
+    /// core); a store shared by several processes counts its rows first (its `stats()` has
+    /// them as of its last refresh).
+    fn fresh_stats(q: &LeaseQueue<T, Self::Runtime, Self>) -> Stats {
+        q.stats()
+    }
 }
 
 impl<T: Clone + Send + 'static, R: Runtime> InspectStore<T> for MemoryStore<T, R> {
-    fn dead_letter_list(q: &LeaseQueue<T, R>) -> Vec<DeadLetter<T>> {
-        q.dead_letters()
+    fn dead_letter_list(q: &LeaseQueue<T, R>) -> Vec<Dead> {
+        q.dead_letters().iter().map(Dead::of).collect()
     }
     fn invariants(q: &LeaseQueue<T, R>) -> Result<(), ConservationError> {
         q.check_invariants()
@@ -86,15 +99,16 @@ impl<T: Clone + Send + 'static, R: Runtime> InspectStore<T> for MemoryStore<T, R
 
 /// [`InspectStore`] as methods of the queue.
 pub(crate) trait Inspect {
-    type Item;
-    fn dead_letter_list(&self) -> Vec<DeadLetter<Self::Item>>;
+    fn dead_letter_list(&self) -> Vec<Dead>;
     fn invariants(&self) -> Result<(), ConservationError>;
     fn heartbeat_count(&self) -> Option<usize>;
+    fn fresh_stats(&self) -> Stats;
 }
 
-impl<T, R: Runtime, S: InspectStore<T> + Store<T, Runtime = R>> Inspect for LeaseQueue<T, R, S> {
-    type Item = T;
-    fn dead_letter_list(&self) -> Vec<DeadLetter<T>> {
+impl<T: 'static, R: Runtime, S: InspectStore<T> + Store<T, Runtime = R>> Inspect
+    for LeaseQueue<T, R, S>
+{
+    fn dead_letter_list(&self) -> Vec<Dead> {
         S::dead_letter_list(self)
     }
     fn invariants(&self) -> Result<(), ConservationError> {
@@ -102,6 +116,9 @@ impl<T, R: Runtime, S: InspectStore<T> + Store<T, Runtime = R>> Inspect for Leas
     }
     fn heartbeat_count(&self) -> Option<usize> {
         S::heartbeat_count(self)
+    }
+    fn fresh_stats(&self) -> Stats {
+        S::fresh_stats(self)
     }
 }
 
@@ -186,6 +203,23 @@ impl<R: Runtime, K: StoreKind<R>> Env<R, K> {
             );
             sleep(&self.rt, self.u / 20).await;
         }
+    }
+
+    /// The queue's stats, their gauges read now ([`Inspect::fresh_stats`]), once `settled`
+    /// holds of them: at once where what a push or a drop does shows when it returns
+    /// (`VISIBLE_AT_ONCE`), else after the store committed it (waiting up to the patience).
+    /// The caller then checks the exact values.
+    pub(crate) async fn stats_once<Q: Inspect>(
+        &self,
+        q: &Q,
+        what: &str,
+        settled: impl Fn(&Stats) -> bool,
+    ) -> Stats {
+        if !K::VISIBLE_AT_ONCE {
+            self.until(self.patience(), what, || settled(&q.fresh_stats()))
+                .await;
+        }
+        q.fresh_stats()
     }
 
     /// Asserts `actual == expected` on virtual time (real time is never exact).
@@ -275,17 +309,20 @@ pub(crate) struct Dead {
     pub(crate) at: Timestamp,
 }
 
-pub(crate) fn dead_letters<Q: Inspect>(q: &Q) -> Vec<Dead> {
-    q.dead_letter_list()
-        .iter()
-        .map(|d| Dead {
+impl Dead {
+    pub(crate) fn of<T>(d: &DeadLetter<T>) -> Dead {
+        Dead {
             id: d.id,
             attempts: d.attempts,
             reason: d.reason,
             last_error: d.last_error.clone(),
             at: d.at,
-        })
-        .collect()
+        }
+    }
+}
+
+pub(crate) fn dead_letters<Q: Inspect>(q: &Q) -> Vec<Dead> {
+    q.dead_letter_list()
 }
 
 /// Conservation and the core's own recount of every gauge.

@@ -175,7 +175,11 @@ pub(crate) async fn watchdog_reports_stuck_worker<R: Runtime, K: StoreKind<R>>(e
     assert_eq!(report.stats.stuck_reports, 1);
     assert!(kinds(&report.diagnosis).contains(&FindingKind::StuckWorkers));
     // The stuck item went back to the queue.
-    let s = q.stats();
+    let s = env
+        .stats_once(&q, "the stuck item back", |s| {
+            s.in_flight == 0 && s.nacks > 0
+        })
+        .await;
     assert_eq!(
         (s.in_flight, s.ready, s.acked, s.nacks),
         (0, 1, 5, 1),

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_async::{Config, ConservationError, DeadLetter, LeaseQueue, Runtime};
+use leaseq_async::{Config, ConservationError, LeaseQueue, Runtime};
 use leaseq_sqlite::{open, Codec, CodecError, Options, SqliteStore};
 
-use crate::scenarios::{InspectStore, Item, StoreKind};
+use crate::scenarios::{Dead, InspectStore, Item, StoreKind};
 
 /// Any scenario [`Item`], by its own bytes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -77,8 +77,8 @@ impl<R: Runtime> StoreKind<R> for Sqlite {
 }
 
 impl<T: Item, R: Runtime> InspectStore<T> for SqliteStore<T, R, ItemCodec> {
-    fn dead_letter_list(q: &LeaseQueue<T, R, Self>) -> Vec<DeadLetter<T>> {
-        q.store().dead_letters()
+    fn dead_letter_list(q: &LeaseQueue<T, R, Self>) -> Vec<Dead> {
+        q.store().dead_letters().iter().map(Dead::of).collect()
     }
     fn invariants(q: &LeaseQueue<T, R, Self>) -> Result<(), ConservationError> {
         q.store().memory().with_core(|core, now| {
