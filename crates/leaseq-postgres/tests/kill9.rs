@@ -336,6 +336,10 @@ fn kill9_workers_lose_nothing() {
         queue: common::unique("kill9"),
         ts: format!("kill9_{}_{nanos}", std::process::id()),
     };
+    eprintln!(
+        "kill9: queue {:?}; records in schema {} (kept if the test fails)",
+        run.queue, run.ts
+    );
     let started = Instant::now();
     common::runtime().block_on(async {
         let db = connect(&url).await;
