@@ -233,6 +233,25 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
             .map_err(|e| (e, items.collect()))
     }
 
+    /// [`try_push_batch`](Self::try_push_batch), then waits until the accepted items are
+    /// durable (a durable store commits them together: one commit for the batch). A refusal
+    /// (full, closed, ...) hands back the refused item and the rest, after the accepted
+    /// ones are durable.
+    pub async fn push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, (PushError<T>, Vec<T>)>
+    where
+        I: IntoIterator<Item = T>,
+    {
+        let r = self.try_push_batch(items);
+        self.store.synced().await;
+        r
+    }
+
+    /// Completes once every push made so far (fire-and-forget ones included) is durable.
+    /// At once for the in-memory store.
+    pub async fn synced(&self) {
+        self.store.synced().await
+    }
+
     /// Stops new receives and pushes. Receivers waiting now get `None`; deliveries already
     /// out can still be settled. Items left in the queue stay there (see [`stats`](Self::stats)).
     pub fn close(&self) {

@@ -13,10 +13,12 @@ use parking_lot::Mutex;
 use crate::store::{PgStore, PgTicket, Shared};
 
 type Reply<T> = mpsc::Sender<Vec<Taken<T, PgTicket>>>;
+/// The thread's request line: how many to claim, and where to answer.
+type Line<T> = mpsc::Sender<(usize, Reply<T>)>;
 
 /// The thread's request line (`None` until first used).
 pub(crate) struct BlockingTaker<T> {
-    line: Mutex<Option<mpsc::Sender<(usize, Reply<T>)>>>,
+    line: Mutex<Option<Line<T>>>,
 }
 
 impl<T> Default for BlockingTaker<T> {
@@ -64,7 +66,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 }
 
 /// Starts the claiming thread; it ends when its line is dropped (with the store).
-fn start<T: Send + Sync + 'static>(shared: Arc<Shared<T>>) -> mpsc::Sender<(usize, Reply<T>)> {
+fn start<T: Send + Sync + 'static>(shared: Arc<Shared<T>>) -> Line<T> {
     let (line, requests) = mpsc::channel::<(usize, Reply<T>)>();
     let _ = std::thread::Builder::new()
         .name("leaseq-pg-try-take".into())

@@ -1,7 +1,6 @@
 //! `Store::drive` for a [`PgStore`]: which of the keeper's jobs are due, running them, and
 //! when to wake next.
 
-use std::future::Future;
 use std::sync::atomic::Ordering;
 
 use leaseq_async::{Drive, Runtime};
@@ -13,8 +12,8 @@ use crate::store::PgStore;
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// One driver step: the heartbeat when due (and leases are held), the rescuer when
     /// due, the row counts when someone waits for them.
-    pub(crate) fn drive_step(&self) -> impl Future<Output = Drive> + Send + '_ {
-        async move {
+    pub(crate) async fn drive_step(&self) -> Drive {
+        {
             let shared = &self.shared;
             let vis = shared.config.visibility();
             let now = shared.rt.now();

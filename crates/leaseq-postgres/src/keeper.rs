@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Client;
-use leaseq_async::Runtime;
 use leaseq_core::{Reason, Retry, Timestamp, Verdict};
 
 use crate::counters::{Counters, Gauges};

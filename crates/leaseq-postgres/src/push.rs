@@ -2,7 +2,6 @@
 //! it its id and queues its row for the writer; `synced` waits for the commit; `cancel`
 //! deletes a row and hands its item back.
 
-use std::future::Future;
 use std::sync::atomic::Ordering;
 
 use leaseq_async::{Push, PushError};
@@ -66,8 +65,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     }
 
     /// Completes once every row queued up to `seq` is committed (or the store stopped).
-    pub(crate) fn committed(&self, seq: u64) -> impl Future<Output = ()> + Send + '_ {
-        async move {
+    pub(crate) async fn committed(&self, seq: u64) {
+        {
             loop {
                 let listener = self.shared.push_committed.listen();
                 if self.shared.pushes.lock().committed >= seq
@@ -83,12 +82,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `cancel`: deletes a waiting item (with `leased`, a leased one too) and hands it back.
     /// An item whose bytes do not decode is left alone (`NotFound`); it is dead-lettered as
     /// undecodable when claimed.
-    pub(crate) fn cancel_row(
-        &self,
-        id: MessageId,
-        leased: bool,
-    ) -> impl Future<Output = Result<T, CancelError>> + Send + '_ {
-        async move {
+    pub(crate) async fn cancel_row(&self, id: MessageId, leased: bool) -> Result<T, CancelError> {
+        {
             let shared = &self.shared;
             let Ok(mut client) = shared.client().await else {
                 return Err(CancelError::NotFound(id));

@@ -143,12 +143,8 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         }
     }
 
-    fn nack(
-        &self,
-        ticket: PgTicket,
-        failure: Failure,
-    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
-        async move {
+    async fn nack(&self, ticket: PgTicket, failure: Failure) -> Result<Nacked, ReceiptError> {
+        {
             let id = MessageId::new(ticket.id as u64);
             let client = match self.shared.client().await {
                 Ok(c) => c,
@@ -162,12 +158,8 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         }
     }
 
-    fn dead_letter(
-        &self,
-        ticket: PgTicket,
-        error: String,
-    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
-        async move {
+    async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, ReceiptError> {
+        {
             let id = MessageId::new(ticket.id as u64);
             let client = match self.shared.client().await {
                 Ok(c) => c,

@@ -31,10 +31,16 @@ fn throughput_4_workers_batch_16() {
         let producer = {
             let q = q.clone();
             tokio::spawn(async move {
-                for i in 0..n {
-                    let mut item = vec![0u8; 16];
-                    item[..8].copy_from_slice(&(i as u64).to_le_bytes());
-                    q.push(item).await.expect("push");
+                let mut i = 0;
+                while i < n {
+                    let k = 256.min(n - i);
+                    let batch = (i..i + k).map(|i| {
+                        let mut item = vec![0u8; 16];
+                        item[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                        item
+                    });
+                    q.push_batch(batch.collect::<Vec<_>>()).await.expect("push");
+                    i += k;
                 }
             })
         };
@@ -64,5 +70,47 @@ fn throughput_4_workers_batch_16() {
             "{n} items in {took:?}: {:.0} items/s",
             n as f64 / took.as_secs_f64()
         );
+    });
+}
+
+#[test]
+#[ignore]
+fn phases() {
+    let Some(url) = common::server() else { return };
+    let n = 20_000usize;
+    common::runtime().block_on(async {
+        let q = open::<Vec<u8>, _>(
+            &url,
+            &common::unique("phases"),
+            Config::new(Duration::from_secs(30)),
+            Options::new().schema("leaseq_bench"),
+            BytesCodec,
+        )
+        .await
+        .expect("open");
+        let t = Instant::now();
+        let mut i = 0;
+        while i < n {
+            let k = 256.min(n - i);
+            q.push_batch((0..k).map(|_| vec![0u8; 16]).collect::<Vec<_>>())
+                .await
+                .expect("push");
+            i += k;
+        }
+        println!("push {n}: {:?}", t.elapsed());
+        let t = Instant::now();
+        let mut got = 0;
+        let mut batches = Vec::new();
+        while got < n {
+            let b = q.receive_batch(64).await;
+            got += b.len();
+            batches.push(b);
+        }
+        println!("claim {n} in {} batches: {:?}", batches.len(), t.elapsed());
+        let t = Instant::now();
+        for b in batches {
+            let _ = q.ack_batch(b).await;
+        }
+        println!("ack {n}: {:?}", t.elapsed());
     });
 }
