@@ -2,6 +2,13 @@
 //! `leaseq_test` of the server the crate's own tests use (`LEASEQ_PG_URL`), with the
 //! store's periods short next to the scenario's unit.
 //!
+//! `open` takes no runtime: the store makes its own `TokioRuntime` on the current tokio
+//! runtime, whose clock has its own epoch (the moment of `open`). So the store's and the
+//! pool's timestamps (deadlines, the watchdog's `since`) are a few ms behind the scenario's
+//! `env.now()` for the same instant. On real time the scenarios compare such timestamps only
+//! in `watchdog_reports_stuck_worker`'s `since <= handler_start`, which that offset can
+//! only loosen, by the time `open` took.
+//!
 //! The store's admin calls are async while [`InspectStore`] is sync: they are run with
 //! [`bridge`] (`block_in_place` + `Handle::block_on`), which needs tokio's multi-thread
 //! runtime; the store runs on tokio only anyway.
@@ -28,7 +35,25 @@ pub(crate) const SCHEMA: &str = "leaseq_test";
 /// with `LEASEQ_PG_REQUIRED=1`). Looked up once per test binary.
 pub(crate) fn server_url() -> Option<String> {
     static URL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    URL.get_or_init(server::server).clone()
+    URL.get_or_init(|| {
+        let url = server::server();
+        if url.is_none() {
+            // `eprintln!` in a test that passes is swallowed by the test harness: the note
+            // goes to the process's stderr itself, once.
+            use std::io::Write;
+            let tried =
+                std::env::var(server::URL_VAR).unwrap_or_else(|_| server::DEFAULT_URL.to_string());
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n!!! SKIPPED: the Postgres scenarios: PostgreSQL at {tried:?} cannot be \
+                 reached.\n!!! Point {} at a server, or set {}=1 to fail instead.\n",
+                server::URL_VAR,
+                server::REQUIRED_VAR
+            );
+        }
+        url
+    })
+    .clone()
 }
 
 /// Runs the scenarios of one test binary one at a time: each runs in real time with
