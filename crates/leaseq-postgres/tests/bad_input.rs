@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::*;
+
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Codec, CodecError, Config, Push, PushError, Reason, ReceiveError};
@@ -12,24 +14,9 @@ use leaseq_postgres::{
     migrate, open, schema_version, BytesCodec, OpenError, Options, PgQueue, MAX_QUEUE_NAME,
     SCHEMA_VERSION,
 };
-use tokio_postgres::{Client, NoTls};
 
 const SCHEMA: &str = "leaseq_test";
 const PATIENCE: Duration = Duration::from_secs(15);
-
-async fn sql(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
-    tokio::spawn(conn);
-    client
-}
-
-fn options() -> Options {
-    Options::new()
-        .schema(SCHEMA)
-        .pool_size(4)
-        .rescue_every(Duration::from_millis(50))
-        .poll_interval(Duration::from_millis(200))
-}
 
 fn config() -> Config {
     Config::new(Duration::from_secs(30))

@@ -4,23 +4,14 @@
 
 mod common;
 
+use common::*;
+
 use std::time::{Duration, Instant};
 
 use leaseq_async::{
     Acked, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError, ReceiveError,
 };
-use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue};
-
-const SCHEMA: &str = "leaseq_test";
-const PATIENCE: Duration = Duration::from_secs(15);
-
-fn options() -> Options {
-    Options::new()
-        .schema(SCHEMA)
-        .pool_size(4)
-        .rescue_every(Duration::from_millis(50))
-        .poll_interval(Duration::from_millis(200))
-}
+use leaseq_postgres::{open, BytesCodec, PgDelivery, PgQueue};
 
 async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
     open(url, &common::unique(prefix), config, options(), BytesCodec)

@@ -6,34 +6,13 @@
 
 mod common;
 
+use common::*;
+
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Acked, Config, ReceiptError, ReceiveError, Store};
-use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue};
-use tokio_postgres::{Client, NoTls};
-
-const SCHEMA: &str = "leaseq_test";
-/// How long any one wait may take before the test fails (the machine may be busy).
-const PATIENCE: Duration = Duration::from_secs(15);
-
-/// A plain client on the server, to read rows behind the store's back.
-async fn sql(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
-    tokio::spawn(conn);
-    client
-}
-
-/// One "process": its own pool, claimer, settler, heartbeat and rescuer.
-async fn process(url: &str, queue: &str, config: Config) -> PgQueue<Vec<u8>> {
-    let options = Options::new()
-        .schema(SCHEMA)
-        .pool_size(4)
-        .rescue_every(Duration::from_millis(50))
-        .poll_interval(Duration::from_millis(200));
-    open(url, queue, config, options, BytesCodec)
-        .await
-        .expect("open")
-}
+use leaseq_postgres::{PgDelivery, PgQueue};
+use tokio_postgres::Client;
 
 /// Every column a settle could touch, as text (`None` once the row is gone).
 async fn row(c: &Client, id: leaseq_async::MessageId) -> Option<Vec<Option<String>>> {

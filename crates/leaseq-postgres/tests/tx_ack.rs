@@ -3,30 +3,16 @@
 
 mod common;
 
+use common::*;
+
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Acked, Config, MessageId, ReceiptError, ReceiveError};
-use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue, TxAckError};
-use tokio_postgres::{Client, NoTls};
+use leaseq_postgres::{PgDelivery, PgQueue, TxAckError};
+use tokio_postgres::Client;
 
-const SCHEMA: &str = "leaseq_test";
-const PATIENCE: Duration = Duration::from_secs(15);
-
-async fn sql(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
-    tokio::spawn(conn);
-    client
-}
-
-async fn process(url: &str, queue: &str, visibility: Duration) -> PgQueue<Vec<u8>> {
-    let options = Options::new()
-        .schema(SCHEMA)
-        .pool_size(4)
-        .rescue_every(Duration::from_millis(50))
-        .poll_interval(Duration::from_millis(200));
-    open(url, queue, Config::new(visibility), options, BytesCodec)
-        .await
-        .expect("open")
+async fn process_with(url: &str, queue: &str, visibility: Duration) -> PgQueue<Vec<u8>> {
+    common::process(url, queue, Config::new(visibility)).await
 }
 
 async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
@@ -76,7 +62,7 @@ fn commit_removes_the_item_with_the_result_written() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
         let name = common::unique("tx-commit");
-        let q = process(&url, &name, Duration::from_secs(30)).await;
+        let q = process_with(&url, &name, Duration::from_secs(30)).await;
         let watcher = sql(&url).await;
         let mut db = sql(&url).await;
         let table = results_table(&watcher, &name).await;
@@ -123,7 +109,7 @@ fn rollback_leaves_the_item_leased_until_it_comes_back() {
     common::runtime().block_on(async {
         let name = common::unique("tx-rollback");
         let vis = Duration::from_millis(400);
-        let q = process(&url, &name, vis).await;
+        let q = process_with(&url, &name, vis).await;
         let watcher = sql(&url).await;
         let mut db = sql(&url).await;
         let table = results_table(&watcher, &name).await;
@@ -164,8 +150,8 @@ fn stale_delivery_is_refused_and_changes_nothing() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
         let name = common::unique("tx-stale");
-        let a = process(&url, &name, Duration::from_millis(300)).await;
-        let b = process(&url, &name, Duration::from_secs(60)).await;
+        let a = process_with(&url, &name, Duration::from_millis(300)).await;
+        let b = process_with(&url, &name, Duration::from_secs(60)).await;
         let mut db = sql(&url).await;
         let id = a.push(b"work".to_vec()).await.expect("push");
         let stale = receive(&a).await;

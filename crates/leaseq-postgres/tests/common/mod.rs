@@ -64,3 +64,37 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("runtime")
 }
+
+/// The schema the tests' queues live in.
+pub const SCHEMA: &str = "leaseq_test";
+/// How long any one wait may take before a test fails (the machine may be busy).
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A plain client on the server, to read and write rows behind the store's back.
+pub async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+/// Options for tests: schema [`SCHEMA`], a small pool, a fast rescuer and poll.
+pub fn options() -> leaseq_postgres::Options {
+    leaseq_postgres::Options::new()
+        .schema(SCHEMA)
+        .pool_size(4)
+        .rescue_every(std::time::Duration::from_millis(50))
+        .poll_interval(std::time::Duration::from_millis(200))
+}
+
+/// One "process" on `queue`: its own pool, claimer, settler, heartbeat and rescuer.
+pub async fn process(
+    url: &str,
+    queue: &str,
+    config: leaseq_async::Config,
+) -> leaseq_postgres::PgQueue<Vec<u8>> {
+    leaseq_postgres::open(url, queue, config, options(), leaseq_postgres::BytesCodec)
+        .await
+        .expect("open")
+}
