@@ -27,9 +27,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 if rescue {
                     s.rescue = keeper::after(now, shared.options.rescue_period(vis));
                 }
-                let count = rescue
-                    && (shared.empty_waiters.load(Ordering::Relaxed) > 0
-                        || shared.stats_wanted.swap(false, Ordering::Relaxed));
+                // Someone waiting for an empty queue: every rescue tick. Someone reading
+                // the stats: at most every `stats_every` (a count reads every row of the
+                // queue).
+                let waiting = shared.empty_waiters.load(Ordering::Relaxed) > 0;
+                let reading = now >= s.count && shared.stats_wanted.load(Ordering::Relaxed);
+                let count = rescue && (waiting || reading);
+                if count {
+                    shared.stats_wanted.store(false, Ordering::Relaxed);
+                    s.count = keeper::after(now, shared.options.stats_every);
+                }
                 (
                     Due {
                         beat,

@@ -21,6 +21,8 @@ use crate::store::{micros, Shared};
 pub(crate) struct Schedule {
     pub(crate) beat: Timestamp,
     pub(crate) rescue: Timestamp,
+    /// The soonest the stats' row counts are refreshed again for a reader.
+    pub(crate) count: Timestamp,
 }
 
 /// Extends every lease the heartbeat keeps, in one statement; marks lost the ones refused.

@@ -36,6 +36,10 @@ pub struct Options {
     pub pool_size: usize,
     /// How long to wait for a connection to the server. Default 5 s.
     pub connect_timeout: Duration,
+    /// How often, at most, the driver counts the queue's rows for the stats' gauges while
+    /// someone reads the stats (a count reads every row of the queue; a wait for an empty
+    /// queue counts every rescue tick regardless). Default 2 s.
+    pub stats_every: Duration,
     /// After this many rows removed by this process, the store runs a `VACUUM` of the items
     /// table (one process at a time, by an advisory lock), so acked rows do not pile up as
     /// dead tuples between autovacuum runs. `0` turns it off. Default 50,000.
@@ -54,6 +58,7 @@ impl Default for Options {
             max_pending_pushes: 65_536,
             pool_size: 8,
             connect_timeout: Duration::from_secs(5),
+            stats_every: Duration::from_secs(2),
             vacuum_after_rows: 50_000,
         }
     }
@@ -107,6 +112,11 @@ impl Options {
     /// Sets [`connect_timeout`](Self::connect_timeout).
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
+        self
+    }
+    /// Sets [`stats_every`](Self::stats_every).
+    pub fn stats_every(mut self, every: Duration) -> Self {
+        self.stats_every = every;
         self
     }
     /// Sets [`vacuum_after_rows`](Self::vacuum_after_rows).
