@@ -39,7 +39,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     ///
     /// Works with a `tokio_postgres::Transaction` or `Client` (a deadpool transaction
     /// derefs to one). Fenced like every settle: a stale lease gives
-    /// [`TxAckError::Stale`] and changes no row.
+    /// [`TxAckError::Stale`] and changes no row. This process's `acked` counter counts it
+    /// when the statement succeeds: an ack whose transaction then rolls back is counted
+    /// too (and again when the redelivered item is acked).
     pub async fn ack_in<C: GenericClient + Sync>(
         &self,
         client: &C,
