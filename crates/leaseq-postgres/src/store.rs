@@ -97,7 +97,10 @@ impl<T: 'static> Shared<T> {
 
     /// Records a background task's error (it will retry).
     pub(crate) fn failed(&self, what: &str, e: impl std::fmt::Display) {
-        *self.last_error.lock() = Some(format!("{what}: {e}"));
+        let message = format!("{what}: {e}");
+        #[cfg(feature = "tracing")]
+        tracing::warn!(queue = %self.queue, error = %message, "leaseq-postgres: database error, retrying");
+        *self.last_error.lock() = Some(message);
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
