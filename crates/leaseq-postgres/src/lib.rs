@@ -73,6 +73,11 @@
 //! off the driver's path. So the table and its indexes follow the live items, not the
 //! history (measured in BENCHMARKS.md).
 //!
+//! # Features
+//!
+//! `serde` (default): [`PostcardCodec`]. `tracing`: a warning for each database error a
+//! background task meets (it retries), and the shared layer's events.
+//!
 //! # What differs from the in-memory queue
 //!
 //! - **Unique keys** and `replace_pending` are not offered: a push with a key is refused
