@@ -1,9 +1,7 @@
-//! Receiving: receivers of this process post what they want on the claim board; one
-//! claimer task takes it all in one `FOR UPDATE SKIP LOCKED` claim (so concurrent workers
-//! share round trips and commits), decodes the rows and fills the receivers in the order
-//! they came. It sleeps until a receiver waits and then until items may be there: a push of
-//! this process, a notification from another, the soonest delayed item, or the poll
-//! interval.
+//! Claiming: the claim board (receivers of this process post what they want), the claim
+//! statement (`FOR UPDATE SKIP LOCKED`, decoding, undecodable rows dead-lettered), the
+//! heartbeat registration of a new lease, and putting back what nobody took. The task that
+//! runs claims is in `claimer.rs`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -46,10 +44,23 @@ impl<T> Default for ClaimBoard<T> {
 }
 
 impl<T> ClaimBoard<T> {
-    /// Items wanted by receivers still waiting.
-    fn demand(&mut self) -> usize {
-        self.waiting.retain(|s| !s.state.lock().abandoned);
-        self.waiting.iter().map(|s| s.max).sum()
+    /// Takes the oldest waiting slots for one claim: as many as fit in `max_claim` items
+    /// (at least one slot). Abandoned slots are dropped on the way.
+    pub(crate) fn take_slots(&mut self, max_claim: usize) -> Vec<Arc<ClaimSlot<T>>> {
+        let mut taken = Vec::new();
+        let mut wanted = 0;
+        while let Some(slot) = self.waiting.front() {
+            if slot.state.lock().abandoned {
+                self.waiting.pop_front();
+                continue;
+            }
+            if !taken.is_empty() && wanted + slot.max > max_claim {
+                break;
+            }
+            wanted += slot.max;
+            taken.extend(self.waiting.pop_front());
+        }
+        taken
     }
 }
 
@@ -154,82 +165,6 @@ pub(crate) fn keep_alive<T>(shared: &Shared<T>, taken: &mut Taken<T, PgTicket>) 
     taken.ticket.beat = Some(signal);
 }
 
-/// The claimer task.
-pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
-    let mut backoff = Duration::from_millis(10);
-    loop {
-        let listener = shared.claim_wake.listen();
-        if shared.is_stopped() || shared.is_closed() {
-            return;
-        }
-        let demand = shared.board.lock().demand().min(shared.options.max_claim);
-        if demand == 0 {
-            listener.await;
-            continue;
-        }
-        let client = match shared.client().await {
-            Ok(c) => c,
-            Err(e) => {
-                shared.failed("claim", e);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        let got = match claim(&shared, &client, demand).await {
-            Ok(got) => got,
-            Err(e) => {
-                shared.failed("claim", e);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        backoff = Duration::from_millis(10);
-        let short = got.len() < demand;
-        let leftover = hand_out(&shared, got);
-        if !leftover.is_empty() {
-            unclaim(&shared, &client, &leftover).await;
-        }
-        if short {
-            // Drained for now: sleep until told, or until the soonest delayed item, or the
-            // poll interval, whichever comes first.
-            let wait = next_visible(&shared, &client)
-                .await
-                .unwrap_or(shared.options.poll_interval)
-                .min(shared.options.poll_interval);
-            drop(client);
-            let _ = tokio::time::timeout(wait, listener).await;
-        }
-    }
-}
-
-/// Fills waiting receivers in order; returns what nobody took (as `(id, lease)`).
-fn hand_out<T>(shared: &Shared<T>, got: Vec<Taken<T, PgTicket>>) -> Vec<(i64, i64)> {
-    let mut got = got.into_iter().peekable();
-    let mut board = shared.board.lock();
-    while got.peek().is_some() {
-        let Some(slot) = board.waiting.pop_front() else {
-            break;
-        };
-        let mut st = slot.state.lock();
-        if st.abandoned {
-            continue;
-        }
-        for mut taken in got.by_ref().take(slot.max) {
-            if slot.heartbeat {
-                keep_alive(shared, &mut taken);
-            }
-            st.got.push(taken);
-        }
-        if let Some(w) = st.waker.take() {
-            w.wake();
-        }
-    }
-    drop(board);
-    got.map(|t| (t.ticket.id, t.ticket.lease)).collect()
-}
-
 /// Puts back leases claimed for receivers that went away, their attempt not counted.
 pub(crate) async fn unclaim<T>(
     shared: &Shared<T>,
@@ -258,7 +193,7 @@ pub(crate) async fn unclaim<T>(
 }
 
 /// How long until the soonest waiting item becomes visible, if any is waiting.
-async fn next_visible<T>(
+pub(crate) async fn next_visible<T>(
     shared: &Shared<T>,
     client: &deadpool_postgres::Client,
 ) -> Option<Duration> {

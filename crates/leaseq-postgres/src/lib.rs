@@ -101,6 +101,7 @@
 mod admin;
 mod blocking;
 mod claim;
+mod claimer;
 mod counters;
 mod drive;
 mod error;
@@ -113,6 +114,7 @@ mod receive;
 mod schema;
 mod seam;
 mod settle;
+mod settler;
 mod sql;
 mod store;
 mod writer;

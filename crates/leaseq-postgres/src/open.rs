@@ -133,8 +133,8 @@ where
     });
     let handle = rt.handle();
     handle.spawn(crate::writer::run(shared.clone()));
-    handle.spawn(crate::claim::run(shared.clone()));
-    handle.spawn(crate::settle::run(shared.clone()));
+    handle.spawn(crate::claimer::run(shared.clone()));
+    handle.spawn(crate::settler::run(shared.clone()));
     handle.spawn(crate::listen::run(shared.clone(), pg_config));
     let name: &'static str = Box::leak(queue.to_string().into_boxed_str());
     let store = Arc::new(PgStore {

@@ -24,6 +24,11 @@ pub struct Options {
     /// Most items one claim statement takes (the receivers waiting in this process share
     /// it). Default 256.
     pub max_claim: usize,
+    /// Claims running at once (each on its own pooled connection), so that receivers do not
+    /// wait in lockstep behind one round trip. Default 4.
+    pub claims_in_flight: usize,
+    /// Ack batches running at once (each on its own pooled connection). Default 4.
+    pub acks_in_flight: usize,
     /// Most rows one insert statement carries. Default 2,048.
     pub max_push_batch: usize,
     /// Pushes accepted but not yet committed, past which `try_push` refuses with
@@ -32,7 +37,8 @@ pub struct Options {
     pub max_pending_pushes: usize,
     /// Connections in the store's pool (the claimer, the writer, the settler, the driver and
     /// the operator's calls share it; the notification listener has one of its own).
-    /// Default 8.
+    /// Default 12: the writer, `claims_in_flight` claims, `acks_in_flight` ack batches, the
+    /// driver and two to spare.
     pub pool_size: usize,
     /// How long to wait for a connection to the server. Default 5 s.
     pub connect_timeout: Duration,
@@ -54,9 +60,11 @@ impl Default for Options {
             rescue_every: None,
             poll_interval: Duration::from_secs(1),
             max_claim: 256,
+            claims_in_flight: 4,
+            acks_in_flight: 4,
             max_push_batch: 2048,
             max_pending_pushes: 65_536,
-            pool_size: 8,
+            pool_size: 12,
             connect_timeout: Duration::from_secs(5),
             stats_every: Duration::from_secs(2),
             vacuum_after_rows: 50_000,
@@ -102,6 +110,16 @@ impl Options {
     /// Sets [`max_pending_pushes`](Self::max_pending_pushes).
     pub fn max_pending_pushes(mut self, n: usize) -> Self {
         self.max_pending_pushes = n;
+        self
+    }
+    /// Sets [`claims_in_flight`](Self::claims_in_flight).
+    pub fn claims_in_flight(mut self, n: usize) -> Self {
+        self.claims_in_flight = n;
+        self
+    }
+    /// Sets [`acks_in_flight`](Self::acks_in_flight).
+    pub fn acks_in_flight(mut self, n: usize) -> Self {
+        self.acks_in_flight = n;
         self
     }
     /// Sets [`pool_size`](Self::pool_size).

@@ -1,11 +1,10 @@
-//! Settling leases. Acks of all workers of a process are batched by one settler task into
-//! one `DELETE` per round trip (each matching its fencing token); hand-backs of dropped
-//! deliveries (synchronous, from `Drop`) go through it too. Nacks, dead letters and
-//! extensions run at once on a pooled connection. A refused statement is explained by
-//! reading the row: taken over (`Redelivered`), dead-lettered, gone, or run out.
+//! Settling leases: the fenced statements. Acks of all workers of a process are batched
+//! (by the settler task, `settler.rs`) into one `DELETE` per round trip, each matching its
+//! fencing token; nacks, dead letters and extensions run at once on a pooled connection. A
+//! refused statement is explained by reading the row: taken over (`Redelivered`),
+//! dead-lettered, gone, or run out.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Client;
@@ -33,61 +32,8 @@ pub(crate) struct SettleQueue {
     pub(crate) unclaims: Vec<(i64, i64)>,
 }
 
-/// The settler task: runs until the store is gone and nothing is queued.
-pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
-    let mut backoff = Duration::from_millis(10);
-    loop {
-        let listener = shared.settle_queued.listen();
-        let (acks, hand_backs, unclaims) = {
-            let mut q = shared.settles.lock();
-            (
-                std::mem::take(&mut q.acks),
-                std::mem::take(&mut q.hand_backs),
-                std::mem::take(&mut q.unclaims),
-            )
-        };
-        if acks.is_empty() && hand_backs.is_empty() && unclaims.is_empty() {
-            if shared.is_stopped() {
-                return;
-            }
-            listener.await;
-            continue;
-        }
-        let client = match shared.client().await {
-            Ok(c) => c,
-            Err(e) => {
-                shared.failed("settle", e);
-                {
-                    let mut q = shared.settles.lock();
-                    q.acks.splice(0..0, acks);
-                    q.hand_backs.splice(0..0, hand_backs);
-                    q.unclaims.splice(0..0, unclaims);
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        backoff = Duration::from_millis(10);
-        if !acks.is_empty() {
-            if let Err((e, acks)) = ack_batch(&shared, &client, acks).await {
-                shared.failed("ack", e);
-                shared.settles.lock().acks.splice(0..0, acks);
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-        if !unclaims.is_empty() {
-            crate::claim::unclaim(&shared, &client, &unclaims).await;
-        }
-        for ticket in hand_backs {
-            // Best effort: if this fails, the lease runs out and the item comes back then.
-            let _ = fail(&shared, &client, ticket, Failure::dropped()).await;
-        }
-    }
-}
-
 /// One `DELETE` for a batch of acks; each caller gets its own result.
-async fn ack_batch<T>(
+pub(crate) async fn ack_batch<T>(
     shared: &Shared<T>,
     client: &Client,
     acks: Vec<AckOp>,
