@@ -64,6 +64,26 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         Ok(id)
     }
 
+    /// `try_push_batch`: every item pushed one by one, the writer held back until the last
+    /// so that the batch goes in one insert (one commit).
+    pub(crate) fn push_many(
+        &self,
+        items: &mut dyn Iterator<Item = T>,
+    ) -> Result<Vec<MessageId>, PushError<T>> {
+        /// Ends the batch (also if a codec panics) and lets the writer go.
+        struct Filling<'a, T: 'static>(&'a crate::store::Shared<T>);
+        impl<T> Drop for Filling<'_, T> {
+            fn drop(&mut self) {
+                self.0.pushes.lock().filling -= 1;
+                self.0.push_queued.notify(1);
+            }
+        }
+        self.shared.pushes.lock().filling += 1;
+        let _filling = Filling(&self.shared);
+        let plain = Push::new();
+        items.map(|item| self.push_row(item, &plain)).collect()
+    }
+
     /// Completes once every row queued up to `seq` is committed (or the store stopped).
     pub(crate) async fn committed(&self, seq: u64) {
         {

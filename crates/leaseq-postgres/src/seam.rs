@@ -77,8 +77,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         &self,
         items: &mut dyn Iterator<Item = T>,
     ) -> Result<Vec<MessageId>, PushError<T>> {
-        let plain = Push::new();
-        items.map(|item| self.push_row(item, &plain)).collect()
+        self.push_many(items)
     }
 
     fn poll_space(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {

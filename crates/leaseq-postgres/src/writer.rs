@@ -35,6 +35,8 @@ pub(crate) struct PushBuffer {
     pub(crate) counter: u32,
     /// A fresh instance number fetched ahead, for when the counter runs out.
     pub(crate) spare_instance: Option<i64>,
+    /// Batch pushes in progress (the writer waits for them to end).
+    pub(crate) filling: usize,
 }
 
 impl PushBuffer {
@@ -65,7 +67,13 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
         let listener = shared.push_queued.listen();
         let (batch, upto, spare) = {
             let mut buf = shared.pushes.lock();
-            let n = buf.rows.len().min(shared.options.max_push_batch);
+            // A batch push in progress: wait for all of it (it notifies when done), so that
+            // it goes in one insert, unless a full insert is ready anyway.
+            let n = if buf.filling > 0 && buf.rows.len() < shared.options.max_push_batch {
+                0
+            } else {
+                buf.rows.len().min(shared.options.max_push_batch)
+            };
             let upto = buf.committed + n as u64;
             let batch: Vec<PushRow> = buf.rows.drain(..n).collect();
             (batch, upto, buf.wants_spare())
@@ -118,23 +126,25 @@ async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> 
     let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
     let ttls: Vec<Option<i64>> = batch.iter().map(|r| r.ttl_us).collect();
     let payloads: Vec<&[u8]> = batch.iter().map(|r| r.payload.as_slice()).collect();
+    // One notification per batch, never one per item (NOTIFY takes a global lock at
+    // commit), and only if some row is visible at once.
+    let notify = batch.iter().any(|r| r.delay_us == 0);
     client
         .execute(
             &stmt,
-            &[&shared.queue, &ids, &priorities, &delays, &ttls, &payloads],
+            &[
+                &shared.queue,
+                &ids,
+                &priorities,
+                &delays,
+                &ttls,
+                &payloads,
+                &shared.sql.channel,
+                &notify,
+            ],
         )
         .await
         .map_err(|e| e.to_string())?;
-    if batch.iter().any(|r| r.delay_us == 0) {
-        // After the commit, in its own statement: one notification per batch, never one
-        // per item (NOTIFY takes a global lock at commit).
-        let _ = client
-            .execute(
-                "SELECT pg_notify($1, $2)",
-                &[&shared.sql.channel, &shared.queue],
-            )
-            .await;
-    }
     Ok(())
 }
 

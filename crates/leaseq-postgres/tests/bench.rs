@@ -17,12 +17,23 @@ fn throughput_4_workers_batch_16() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(50_000);
-    common::runtime().block_on(async {
+    let rt = if std::env::var("LEASEQ_CURRENT_THREAD").is_ok() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    } else {
+        common::runtime()
+    };
+    rt.block_on(async {
         let q = open::<Vec<u8>, _>(
             &url,
             &common::unique("bench"),
             Config::new(Duration::from_secs(30)),
-            Options::new().schema("leaseq_bench"),
+            Options::new()
+                .schema("leaseq_bench")
+                .claims_in_flight(env_or("LEASEQ_CLAIMS", 4))
+                .acks_in_flight(env_or("LEASEQ_ACKS", 4)),
             BytesCodec,
         )
         .await
@@ -44,21 +55,36 @@ fn throughput_4_workers_batch_16() {
                 }
             })
         };
+        let producer = if std::env::var("LEASEQ_PREFILL").is_ok() {
+            producer.await.unwrap();
+            println!("prefilled in {:?}", start.elapsed());
+            tokio::spawn(async {})
+        } else {
+            producer
+        };
+        let start = Instant::now();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut workers = Vec::new();
         for _ in 0..4 {
             let q = q.clone();
             let done = done.clone();
             workers.push(tokio::spawn(async move {
+                let (mut recv, mut ack, mut batches) = (Duration::ZERO, Duration::ZERO, 0);
                 while done.load(std::sync::atomic::Ordering::Relaxed) < n {
+                    let t = Instant::now();
                     let batch =
                         tokio::time::timeout(Duration::from_millis(200), q.receive_batch(16)).await;
+                    recv += t.elapsed();
                     let Ok(batch) = batch else { continue };
                     let k = batch.len();
+                    batches += 1;
+                    let t = Instant::now();
                     let r = q.ack_batch(batch).await;
+                    ack += t.elapsed();
                     assert_eq!(r.accepted(), k);
                     done.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
                 }
+                println!("worker: {batches} batches, receiving {recv:?}, acking {ack:?}");
             }));
         }
         producer.await.unwrap();
@@ -113,4 +139,11 @@ fn phases() {
         }
         println!("ack {n}: {:?}", t.elapsed());
     });
+}
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
