@@ -46,6 +46,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     s.beat.min(s.rescue),
                 )
             };
+            // An ack whose future was dropped before its first poll queued its op and ran
+            // no batch: the settler task looks at least once a tick.
+            shared.settle_queued.notify(1);
             if due.beat || due.rescue || due.count {
                 if let Err(e) = keeper::step(shared, due).await {
                     shared.failed("driver", e);

@@ -123,6 +123,7 @@ where
         claim_wake: Event::new(),
         settles: Mutex::new(SettleQueue::default()),
         settle_queued: Event::new(),
+        settling: AtomicUsize::new(0),
         held: Mutex::new(HashMap::new()),
         driver_wake: Event::new(),
         empty_waiters: AtomicUsize::new(0),

@@ -125,7 +125,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
 
     fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
         let rx = self.queue_ack(ticket);
-        async move { rx.await.unwrap_or(Err(ReceiptError::Unknown)) }
+        async move {
+            crate::settler::flush_here(&self.shared).await;
+            rx.await.unwrap_or(Err(ReceiptError::Unknown))
+        }
     }
 
     fn ack_many(
@@ -134,6 +137,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
         let rxs: Vec<_> = tickets.into_iter().map(|t| self.queue_ack(t)).collect();
         async move {
+            crate::settler::flush_here(&self.shared).await;
             let mut out = Vec::with_capacity(rxs.len());
             for rx in rxs {
                 out.push(rx.await.unwrap_or(Err(ReceiptError::Unknown)));
@@ -241,7 +245,6 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             lease: ticket.lease,
             reply,
         });
-        self.shared.settle_queued.notify(1);
         rx
     }
 

@@ -1,10 +1,15 @@
-//! The settler task: takes everything queued for it (acks of all workers, hand-backs of
-//! dropped deliveries, leases claimed for receives that went away) and settles it on a
+//! Settling batches: everything queued (acks of all workers, hand-backs of dropped
+//! deliveries, leases claimed for receives that went away) taken at once and settled on a
 //! pooled connection, the acks in one statement. Up to `Options::acks_in_flight` batches run
-//! at once, so a worker's ack does not wait behind another batch's commit. Runs until the
-//! store is gone and nothing is queued; a batch that fails is queued again (after a pause).
+//! at once: an ack runs one in its own task when a slot is free (no hop to another task and
+//! back, the costly part on a busy machine), and the settler task runs the rest (hand-backs
+//! come from `Drop`, which cannot wait). A batch that fails is queued again (after a pause).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -22,6 +27,12 @@ struct Work {
 }
 
 impl Work {
+    /// Whether nothing is queued.
+    fn is_empty<T>(shared: &Shared<T>) -> bool {
+        let q = shared.settles.lock();
+        q.acks.is_empty() && q.hand_backs.is_empty() && q.unclaims.is_empty()
+    }
+
     /// Everything queued now, if anything is.
     fn take<T>(shared: &Shared<T>) -> Option<Work> {
         let mut q = shared.settles.lock();
@@ -44,31 +55,97 @@ impl Work {
     }
 }
 
-/// The settler task.
+/// The settler task: runs batches while fewer than `acks_in_flight` run (in callers'
+/// tasks or here), until the store is gone and nothing is queued.
 pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
     let mut batches = FuturesUnordered::new();
     loop {
         let listener = shared.settle_queued.listen();
-        while batches.len() < shared.options.acks_in_flight.max(1) {
+        while enter(&shared) {
             let Some(work) = Work::take(&shared) else {
+                leave(&shared);
                 break;
             };
-            batches.push(settle(shared.clone(), work));
+            batches.push(run_batch(shared.clone(), work));
         }
         if batches.is_empty() {
-            if shared.is_stopped() {
+            if shared.is_stopped() && Work::is_empty(&shared) {
                 return;
             }
             listener.await;
             continue;
         }
         tokio::select! {
-            Some(failed) = batches.next() => {
-                if let Some(work) = failed {
-                    work.requeue(&shared);
-                }
-            }
+            Some(()) = batches.next() => {}
             _ = listener => {}
+        }
+    }
+}
+
+/// Settles what is queued in the caller's own task (an ack waiting for its result), as long
+/// as fewer than `acks_in_flight` batches run: no hop to the settler task and back. A batch
+/// this future started finishes even if the future is dropped (it is handed to a task).
+pub(crate) async fn flush_here<T: Send + 'static>(shared: &Arc<Shared<T>>) {
+    while enter(shared) {
+        let Some(work) = Work::take(shared) else {
+            leave(shared);
+            return;
+        };
+        Detached(Some(Box::pin(run_batch(shared.clone(), work)))).await;
+    }
+}
+
+/// Takes a batch slot if one of `acks_in_flight` is free.
+fn enter<T>(shared: &Shared<T>) -> bool {
+    let max = shared.options.acks_in_flight.max(1);
+    shared
+        .settling
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_ok()
+}
+
+/// Gives a batch slot back; whatever was queued meanwhile is the settler task's to take.
+fn leave<T>(shared: &Shared<T>) {
+    shared.settling.fetch_sub(1, Ordering::AcqRel);
+    if !Work::is_empty(shared) {
+        shared.settle_queued.notify(1);
+    }
+}
+
+/// One batch from start to end, its slot given back; failed work queued again.
+async fn run_batch<T: Send + 'static>(shared: Arc<Shared<T>>, work: Work) {
+    let failed = settle(shared.clone(), work).await;
+    if let Some(work) = failed {
+        work.requeue(&shared);
+    }
+    leave(&shared);
+}
+
+/// A batch future that, dropped before it ended, is spawned to finish on its own.
+struct Detached(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl Future for Detached {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(f) = self.0.as_mut() else {
+            return Poll::Ready(());
+        };
+        let done = f.as_mut().poll(cx);
+        if done.is_ready() {
+            self.0 = None;
+        }
+        done
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(f);
+            }
         }
     }
 }

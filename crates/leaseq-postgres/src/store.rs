@@ -74,6 +74,8 @@ pub(crate) struct Shared<T: 'static> {
     pub(crate) settles: Mutex<SettleQueue>,
     /// Wakes the settler.
     pub(crate) settle_queued: Event,
+    /// Settling batches running now (at most `acks_in_flight`).
+    pub(crate) settling: AtomicUsize,
     /// Leases kept alive by the heartbeat, by row id.
     pub(crate) held: Mutex<HashMap<i64, Held>>,
     /// Wakes the driver.
