@@ -9,6 +9,8 @@ pub mod demo;
 pub mod latency;
 #[cfg(feature = "postgres")]
 pub mod pg_bare;
+#[cfg(feature = "postgres")]
+pub mod pg_store_bench;
 pub mod rng;
 pub mod roundtrip;
 pub mod throughput;

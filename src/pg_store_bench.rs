@@ -1,0 +1,367 @@
+//! The leaseq-postgres store measured end to end, beside the bare loop of [`crate::pg_bare`]:
+//! the same item count, 16-byte payloads, 4 workers taking 16 at a time, a producer pushing
+//! batches of 256 while the workers run, the server's `synchronous_commit` (on by default).
+//!
+//! - [`run_store`]: a producer task `push_batch`es 256 items at a time (each batch one
+//!   committed insert, awaited before the next, as the bare producer does); `workers` tasks
+//!   loop `receive_batch(claim)` then `ack_batch` of what they got. The clock runs from just
+//!   before the first push to the end of the last ack; opening the queue (connecting,
+//!   migrating) is outside it.
+//! - [`run_pool`]: the same producer feeding a [`PgPool`] of `workers` workers with a no-op
+//!   async handler (each worker receives and acks one item at a time); the clock stops once
+//!   every item is handled and the pool is shut down (its last acks committed).
+//! - [`table_size`]: the items table's size with `live` items waiting, then after `flow`
+//!   more items were pushed and acked through the store while about `live` stay waiting.
+//!
+//! Each run opens a fresh queue (a unique name) in the schema it is given and checks at the
+//! end that every item was acked exactly once (no redelivery, no refused ack, no row left).
+
+use std::error::Error;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use leaseq_async::{Config, Job};
+use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue};
+use tokio::sync::{Barrier, Notify};
+use tokio_postgres::NoTls;
+
+use crate::pg_bare::{PAYLOAD_BYTES, PUSH_BATCH};
+
+/// Whatever failed: the server, or a check.
+pub type BenchError = Box<dyn Error + Send + Sync>;
+
+/// What one run measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoreReport {
+    /// Items pushed, received and acked (each exactly once).
+    pub items: u64,
+    /// Wall time from just before the first push to the end of the last ack.
+    pub elapsed: Duration,
+    /// `items / elapsed`.
+    pub items_per_sec: f64,
+}
+
+impl StoreReport {
+    fn new(items: u64, elapsed: Duration) -> Self {
+        StoreReport {
+            items,
+            elapsed,
+            items_per_sec: items as f64 / elapsed.as_secs_f64(),
+        }
+    }
+}
+
+/// A queue name no earlier run used.
+pub fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// The `i`-th payload: 16 bytes, `i` then `!i`.
+fn payload(i: u64) -> Vec<u8> {
+    let mut p = vec![0u8; PAYLOAD_BYTES];
+    p[..8].copy_from_slice(&i.to_le_bytes());
+    p[8..].copy_from_slice(&(!i).to_le_bytes());
+    p
+}
+
+/// Opens a fresh queue in `schema` with a 30 s visibility, as the bare loop's claim uses.
+pub async fn open_queue(
+    url: &str,
+    schema: &str,
+    options: Options,
+) -> Result<PgQueue<Vec<u8>>, BenchError> {
+    let config = Config::new(Duration::from_secs(30));
+    Ok(open(
+        url,
+        &unique("bench"),
+        config,
+        options.schema(schema),
+        BytesCodec,
+    )
+    .await?)
+}
+
+/// Pushes items `from..to` in batches of [`PUSH_BATCH`], each awaited (committed).
+async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Result<(), BenchError> {
+    let mut next = from;
+    while next < to {
+        let n = (to - next).min(PUSH_BATCH as u64);
+        let batch: Vec<Vec<u8>> = (next..next + n).map(payload).collect();
+        q.push_batch(batch)
+            .await
+            .map_err(|(e, _)| format!("push: {e:?}"))?;
+        next += n;
+    }
+    Ok(())
+}
+
+/// Counts the queue's rows now and fails unless none is left and this process acked
+/// `items`.
+async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
+    let s = q.store().refresh_stats().await?;
+    let left = (s.ready, s.delayed, s.in_flight, s.dead);
+    if left != (0, 0, 0, 0) || s.acked != items || s.redelivered != 0 {
+        return Err(format!(
+            "store check failed: (ready, delayed, in flight, dead) = {left:?}, acked {} of \
+             {items}, redelivered {}",
+            s.acked, s.redelivered
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// One worker: `receive_batch(claim)` then `ack_batch`, until the queue is closed. Items
+/// are reserved from `budget` first (if given), so that the workers ack exactly that many.
+async fn work(
+    q: PgQueue<Vec<u8>>,
+    claim: usize,
+    acked: Arc<AtomicU64>,
+    target: u64,
+    budget: Option<Arc<AtomicU64>>,
+) -> Result<Option<Instant>, BenchError> {
+    let mut last = None;
+    loop {
+        let want = match &budget {
+            None => claim,
+            Some(b) => {
+                let got = b
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                        Some(left - left.min(claim as u64))
+                    })
+                    .unwrap_or(0);
+                got.min(claim as u64) as usize
+            }
+        };
+        if want == 0 {
+            return Ok(last);
+        }
+        let batch = q.receive_batch(want).await;
+        if batch.is_empty() {
+            return Ok(last); // closed
+        }
+        let n = batch.len();
+        if let Some(b) = &budget {
+            b.fetch_add((want - n) as u64, Ordering::AcqRel);
+        }
+        if let Some(d) = batch
+            .iter()
+            .find(|d| d.attempt() != 1 || d.item().len() != 16)
+        {
+            return Err(format!("item {:?} delivered twice or mangled", d.id()).into());
+        }
+        let r = q.ack_batch(batch).await;
+        if r.accepted() != n {
+            return Err(format!("ack refused: {:?}", r.stale()).into());
+        }
+        last = Some(Instant::now());
+        if acked.fetch_add(n as u64, Ordering::AcqRel) + n as u64 >= target {
+            q.close(); // every item acked: wake the workers still waiting
+        }
+    }
+}
+
+/// The store end to end: one producer pushes `items` in batches of [`PUSH_BATCH`] while
+/// `workers` workers receive up to `claim` at a time and ack each batch (see the module
+/// docs). Opens a fresh queue in `schema` with the default [`Options`].
+pub async fn run_store(
+    url: &str,
+    schema: &str,
+    items: u64,
+    workers: usize,
+    claim: usize,
+) -> Result<StoreReport, BenchError> {
+    let q = open_queue(url, schema, Options::new()).await?;
+    let acked = Arc::new(AtomicU64::new(0));
+    let ready = Arc::new(Barrier::new(workers + 1));
+    let mut handles = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (q, acked, ready) = (q.clone(), acked.clone(), ready.clone());
+        handles.push(tokio::spawn(async move {
+            ready.wait().await;
+            work(q, claim, acked, items, None).await
+        }));
+    }
+    ready.wait().await;
+    let start = Instant::now();
+    let pushed = push_range(&q, 0, items).await;
+    if pushed.is_err() {
+        q.close();
+    }
+    let mut end = start;
+    for h in handles {
+        end = end.max(h.await??.unwrap_or(start));
+    }
+    pushed?;
+    check_drained(&q, items).await?;
+    Ok(StoreReport::new(items, end - start))
+}
+
+/// A [`PgPool`] of `workers` workers with a no-op async handler over a fresh queue in
+/// `schema`, fed by one producer pushing `items` in batches of [`PUSH_BATCH`]. Timed until
+/// every item is handled and the pool is shut down.
+pub async fn run_pool(
+    url: &str,
+    schema: &str,
+    items: u64,
+    workers: usize,
+) -> Result<StoreReport, BenchError> {
+    let q = open_queue(url, schema, Options::new()).await?;
+    let handled = Arc::new(AtomicU64::new(0));
+    let all = Arc::new(Notify::new());
+    let start = Instant::now();
+    let pool: PgPool<Vec<u8>> = PgPool::builder(q.clone()).workers(workers).spawn({
+        let (handled, all) = (handled.clone(), all.clone());
+        move |_job: Job<Vec<u8>>| {
+            if handled.fetch_add(1, Ordering::AcqRel) + 1 == items {
+                all.notify_one();
+            }
+            async { Ok(()) }
+        }
+    });
+    push_range(&q, 0, items).await?;
+    all.notified().await;
+    let report = pool.shutdown(Duration::from_secs(30)).await;
+    let elapsed = start.elapsed();
+    if report.stats.ok != items {
+        return Err(format!("pool handled {} of {items}", report.stats.ok).into());
+    }
+    check_drained(&q, items).await?;
+    Ok(StoreReport::new(items, elapsed))
+}
+
+/// Drops `schema` (and every queue in it), so that the next open creates it afresh.
+pub async fn drop_schema(url: &str, schema: &str) -> Result<(), BenchError> {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await?;
+    Ok(())
+}
+
+/// Sizes of the items table, in bytes, and its tuple counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableSize {
+    /// `pg_total_relation_size`: heap, indexes and TOAST.
+    pub total: i64,
+    /// The heap alone (`pg_relation_size`).
+    pub heap: i64,
+    /// The indexes (`pg_indexes_size`).
+    pub indexes: i64,
+    /// Rows in the table now.
+    pub rows: i64,
+    /// Dead tuples as the statistics collector counts them (`n_dead_tup`).
+    pub dead_tuples: i64,
+    /// `VACUUM`s run on the table (`vacuum_count`: manual ones, the store's included).
+    pub vacuums: i64,
+}
+
+/// The size of `schema`'s items table now.
+pub async fn measure(url: &str, schema: &str) -> Result<TableSize, BenchError> {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(conn);
+    let t = format!("\"{schema}\".items");
+    // The statistics are sent at the end of each transaction, at most every 1 s (PG 15).
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let r = client
+        .query_one(
+            &format!(
+                "SELECT pg_total_relation_size($1::text::regclass), pg_relation_size($1::text::regclass),
+                        pg_indexes_size($1::text::regclass), (SELECT count(*) FROM {t}),
+                        s.n_dead_tup, s.vacuum_count
+                 FROM pg_stat_user_tables s WHERE s.relid = $1::text::regclass"
+            ),
+            &[&t],
+        )
+        .await?;
+    Ok(TableSize {
+        total: r.get(0),
+        heap: r.get(1),
+        indexes: r.get(2),
+        rows: r.get(3),
+        dead_tuples: r.get(4),
+        vacuums: r.get(5),
+    })
+}
+
+/// What [`table_size`] measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizeReport {
+    /// A fresh table with `live` items waiting.
+    pub with_live: TableSize,
+    /// After `flow` more items were pushed and acked, `live` still waiting.
+    pub after_flow: TableSize,
+    /// How long the flow took.
+    pub flow: StoreReport,
+}
+
+/// On a fresh `schema` (dropped first): pushes `live` items and measures the table; then a
+/// producer pushes `flow` more while `workers` workers receive `claim` at a time and ack,
+/// the producer keeping at most about `live` items waiting, the workers acking exactly
+/// `flow` (so `live` are left); then measures again. `options` set the store's VACUUM.
+pub async fn table_size(
+    url: &str,
+    schema: &str,
+    options: Options,
+    live: u64,
+    flow: u64,
+    workers: usize,
+    claim: usize,
+) -> Result<SizeReport, BenchError> {
+    drop_schema(url, schema).await?;
+    let q = open_queue(url, schema, options).await?;
+    push_range(&q, 0, live).await?;
+    let with_live = measure(url, schema).await?;
+    let acked = Arc::new(AtomicU64::new(0));
+    let budget = Arc::new(AtomicU64::new(flow));
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(workers);
+    let failed = Arc::new(AtomicBool::new(false));
+    for _ in 0..workers {
+        let w = work(
+            q.clone(),
+            claim,
+            acked.clone(),
+            u64::MAX,
+            Some(budget.clone()),
+        );
+        let failed = failed.clone();
+        handles.push(tokio::spawn(async move {
+            let r = w.await;
+            failed.fetch_or(r.is_err(), Ordering::AcqRel);
+            r
+        }));
+    }
+    let mut pushed = live;
+    while pushed < live + flow {
+        if failed.load(Ordering::Acquire) {
+            break; // a worker failed: its error is returned below
+        }
+        // Keep about `live` waiting: push only while the backlog leaves room for the batch.
+        let to = (pushed + PUSH_BATCH as u64).min(live + flow);
+        if to - acked.load(Ordering::Acquire) > live {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            continue;
+        }
+        push_range(&q, pushed, to).await?;
+        pushed = to;
+    }
+    let mut end = start;
+    for h in handles {
+        end = end.max(h.await??.unwrap_or(start));
+    }
+    let after_flow = measure(url, schema).await?;
+    if after_flow.rows != live as i64 {
+        return Err(format!("{} rows left, {live} expected", after_flow.rows).into());
+    }
+    Ok(SizeReport {
+        with_live,
+        after_flow,
+        flow: StoreReport::new(flow, end - start),
+    })
+}
