@@ -163,9 +163,21 @@ fn fill<T>(
     }
 }
 
-/// Puts receivers back at the front of the board, in their order.
+/// Puts receivers back at the front of the board, in their order; once the queue is
+/// closed, wakes them instead (they were off the board when `close` woke the waiting ones,
+/// and see the queue closed). The flag is read under the board's lock, which `close` takes
+/// after setting it, so no receiver is left waiting.
 fn requeue<T>(shared: &Shared<T>, slots: Vec<Arc<ClaimSlot<T>>>) {
     let mut board = shared.board.lock();
+    if shared.is_closed() {
+        drop(board);
+        for slot in slots {
+            if let Some(w) = slot.state.lock().waker.take() {
+                w.wake();
+            }
+        }
+        return;
+    }
     for slot in slots.into_iter().rev() {
         board.waiting.push_front(slot);
     }

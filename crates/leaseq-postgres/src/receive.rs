@@ -87,7 +87,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                         abandoned: false,
                     }),
                 });
-                shared.board.lock().waiting.push_back(slot.clone());
+                {
+                    // Closed is checked again under the board's lock, which `close` takes
+                    // after setting it: a slot posted here is one `close` will wake.
+                    let mut board = shared.board.lock();
+                    if shared.is_closed() {
+                        return Poll::Ready(false);
+                    }
+                    board.waiting.push_back(slot.clone());
+                }
                 shared.claim_wake.notify(1);
                 waiting.slot = Some(slot);
                 return Poll::Pending;
