@@ -7,35 +7,46 @@
 //! ```
 //!
 //! **Throughput** (the default): a discarded warm-up round (a tenth of the items), then
-//! `--rounds` rounds (3), each running, in an order that alternates from round to round:
-//! the bare loop (`leaseq_suite::pg_bare`, 4 workers, claim 16, batched ack); the store end
-//! to end (`leaseq_suite::pg_store_bench::run_store`: 4 workers `receive_batch(16)` +
-//! `ack_batch`, a producer `push_batch`ing 256 at a time); and a `PgPool` of 4 workers with
-//! a no-op handler (`--pool-items`, 0 to skip). The bare loop and the store get the same
-//! `--items` (100,000) of 16 bytes. Prints items/s per round, the ratio store/bare within
-//! each round, and the medians.
+//! `--rounds` rounds (3), each running these, in an order that rotates from round to round:
+//!
+//! - **bare**: the bare loop (`leaseq_suite::pg_bare`: 4 workers, claim 16, batched ack);
+//! - **store**: the store end to end (`leaseq_suite::pg_store_bench::run_store`: 4 workers
+//!   `receive_batch(16)` + `ack_batch`, a producer `push_batch`ing 256 at a time) on one
+//!   queue name for the whole run, as a long-lived queue;
+//! - **fresh queue**: the same on a new queue name each round, in the same table (what a new
+//!   queue meets before the store's first `VACUUM (ANALYZE)` counts its rows);
+//! - **pool**: a `PgPool` of 4 workers with a no-op handler on one queue name
+//!   (`--pool-items`, 20,000; 0 to skip).
+//!
+//! The bare loop and the store get the same `--items` (100,000) of 16 bytes. Prints items/s
+//! per round with each one's ratio to the bare loop in that round, then the medians.
 //!
 //! **Table size** (`--table-size`): `pg_total_relation_size` of the store's items table in a
 //! fresh schema with `--live` items waiting (10,000), then after `--flow` more items
 //! (1,000,000) were pushed and acked while about `--live` stayed waiting; once with the
-//! store's periodic VACUUM (`vacuum_after_rows` 50,000, the default) and once without it.
-//! `--all` runs both parts.
+//! store's periodic VACUUM (`vacuum_after_rows` 50,000, the default), once without it, and
+//! once more for each `--vacuum-after N` given (`vacuum_after_rows` = N). `--all` runs both
+//! parts.
 //!
-//! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store`,
-//! `leaseq_bench_size` and `leaseq_bench_size_novac`, dropping and recreating the last three.
+//! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
+//! `leaseq_bench_size`, dropping and recreating the last two.
 //! Absolute figures are the machine's; compare within one run.
 
 use std::process::ExitCode;
 
 use leaseq_postgres::Options;
+use leaseq_suite::cpu::process_cpu_time;
 use leaseq_suite::pg_bare::run_bare;
 use leaseq_suite::pg_store_bench::{
-    drop_schema, run_pool, run_store, table_size, BenchError, SizeReport, TableSize,
+    drop_schema, run_pool, run_store, server_cpu_time, table_size, unique, BenchError, SizeReport,
+    TableSize,
 };
 
 /// The server used when `LEASEQ_PG_URL` is not set.
 const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 const STORE_SCHEMA: &str = "leaseq_bench_store";
+/// Dropped and created again for each table-size run.
+const SIZE_SCHEMA: &str = "leaseq_bench_size";
 const WORKERS: usize = 4;
 const CLAIM: usize = 16;
 
@@ -47,6 +58,7 @@ struct Args {
     table_size: bool,
     live: u64,
     flow: u64,
+    vacuum_after: Vec<u64>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -58,6 +70,7 @@ fn parse_args() -> Result<Args, String> {
         table_size: false,
         live: 10_000,
         flow: 1_000_000,
+        vacuum_after: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -73,6 +86,10 @@ fn parse_args() -> Result<Args, String> {
             "--pool-items" => a.pool_items = num()?,
             "--live" => a.live = num()?,
             "--flow" => a.flow = num()?,
+            "--vacuum-after" => {
+                let n = num()?;
+                a.vacuum_after.push(n);
+            }
             "--table-size" => (a.throughput, a.table_size) = (false, true),
             "--all" => (a.throughput, a.table_size) = (true, true),
             other => return Err(format!("unknown argument {other}")),
@@ -100,27 +117,58 @@ fn load() -> String {
         .unwrap_or_default()
 }
 
-#[derive(Clone, Copy)]
+/// The kinds' names, in [`Kind`] order.
+const NAMES: [&str; 4] = ["bare", "store", "fresh queue", "pool"];
+
+/// What one run measures.
+#[derive(Clone, Copy, PartialEq)]
 enum Kind {
+    /// The bare SKIP LOCKED loop.
     Bare,
+    /// The store on one queue name for the whole run (a long-lived queue).
     Store,
+    /// The store on a queue name of its own each round (a new queue in a used table).
+    Fresh,
+    /// A `PgPool` of 4 workers, no-op handler, on one queue name for the whole run.
     Pool,
 }
 
-async fn run_one(url: &str, kind: Kind, items: u64) -> Result<f64, BenchError> {
-    Ok(match kind {
+/// Items/s of one run, and the CPU time per item (µs) of this process and of the server.
+async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchError> {
+    let s = STORE_SCHEMA;
+    let cpu = || (process_cpu_time(), server_cpu_time());
+    let before = cpu();
+    let rate = match kind {
         Kind::Bare => run_bare(url, items, WORKERS, CLAIM).await?.items_per_sec,
         Kind::Store => {
-            run_store(url, STORE_SCHEMA, items, WORKERS, CLAIM)
+            run_store(url, s, "bench-store", items, WORKERS, CLAIM)
+                .await?
+                .items_per_sec
+        }
+        Kind::Fresh => {
+            let queue = unique("bench-fresh");
+            run_store(url, s, &queue, items, WORKERS, CLAIM)
                 .await?
                 .items_per_sec
         }
         Kind::Pool => {
-            run_pool(url, STORE_SCHEMA, items, WORKERS)
+            run_pool(url, s, "bench-pool", items, WORKERS)
                 .await?
                 .items_per_sec
         }
-    })
+    };
+    // Let the server reap the run's backends, so that their CPU time is counted.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let after = cpu();
+    let per_item = |a: Option<std::time::Duration>, b: Option<std::time::Duration>| match (a, b) {
+        (Some(a), Some(b)) => (b - a).as_secs_f64() * 1e6 / items as f64,
+        _ => f64::NAN,
+    };
+    Ok([
+        rate,
+        per_item(before.0, after.0),
+        per_item(before.1, after.1),
+    ])
 }
 
 async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
@@ -130,48 +178,59 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
         a.items, a.pool_items, a.rounds
     );
     drop_schema(url, STORE_SCHEMA).await?;
-    let with_pool = a.pool_items > 0;
-    // Warm-up (the store's first round also creates its schema); not counted.
-    for kind in [Kind::Bare, Kind::Store] {
-        run_one(url, kind, (a.items / 10).max(1)).await?;
+    let mut kinds = vec![Kind::Bare, Kind::Store, Kind::Fresh];
+    if a.pool_items > 0 {
+        kinds.push(Kind::Pool);
     }
-    let (mut bare, mut store, mut pool, mut ratio) = (vec![], vec![], vec![], vec![]);
-    for round in 1..=a.rounds {
-        let mut order = vec![Kind::Bare, Kind::Store];
-        if round % 2 == 0 {
-            order.reverse();
+    let items = |k: Kind| {
+        if k == Kind::Pool {
+            a.pool_items
+        } else {
+            a.items
         }
-        if with_pool {
-            order.insert(round % 3, Kind::Pool);
+    };
+    // Warm-up (the store's also creates its schema); not counted.
+    for &kind in &kinds {
+        run_one(url, kind, (items(kind) / 10).max(1)).await?;
+    }
+    // Per kind, [items/s, client µs/item, server µs/item] of each round.
+    let mut got: Vec<Vec<[f64; 3]>> = vec![Vec::new(); kinds.len()];
+    for round in 0..a.rounds {
+        // Each round starts with the next kind: the order rotates.
+        let mut r = vec![[f64::NAN; 3]; kinds.len()];
+        for i in 0..kinds.len() {
+            let k = (round + i) % kinds.len();
+            r[k] = run_one(url, kinds[k], items(kinds[k])).await?;
         }
-        let (mut b, mut s, mut p) = (f64::NAN, f64::NAN, f64::NAN);
-        for kind in order {
-            match kind {
-                Kind::Bare => b = run_one(url, kind, a.items).await?,
-                Kind::Store => s = run_one(url, kind, a.items).await?,
-                Kind::Pool => p = run_one(url, kind, a.pool_items).await?,
-            }
+        println!("round {} (load {}):", round + 1, load());
+        for (k, v) in r.iter().enumerate() {
+            println!(
+                "  {:<12} {:>7.0} items/s  {:.3}x bare  CPU per item: client {:>5.1} us, \
+                 server {:>5.1} us",
+                NAMES[k],
+                v[0],
+                v[0] / r[0][0],
+                v[1],
+                v[2]
+            );
         }
+        for (g, v) in got.iter_mut().zip(r) {
+            g.push(v);
+        }
+    }
+    println!("median of {} rounds:", a.rounds);
+    for (k, g) in got.iter().enumerate() {
+        let col = |i: usize| median(g.iter().map(|v| v[i]).collect());
+        let ratio = median(g.iter().zip(&got[0]).map(|(v, b)| v[0] / b[0]).collect());
         println!(
-            "round {round}: bare {b:>8.0} items/s  store {s:>8.0} items/s  ratio {:.3}  \
-             pool {p:>8.0} items/s  (load {})",
-            s / b,
-            load()
+            "  {:<12} {:>7.0} items/s  {ratio:.3}x bare (median of the rounds' ratios)  \
+             CPU per item: client {:>5.1} us, server {:>5.1} us",
+            NAMES[k],
+            col(0),
+            col(1),
+            col(2)
         );
-        bare.push(b);
-        store.push(s);
-        pool.push(p);
-        ratio.push(s / b);
     }
-    println!(
-        "median: bare {:.0} items/s  store {:.0} items/s  ratio store/bare {:.3}  pool {:.0} \
-         items/s  pool/bare {:.3}",
-        median(bare.clone()),
-        median(store),
-        median(ratio),
-        median(pool.clone()),
-        median(pool) / median(bare)
-    );
     Ok(())
 }
 
@@ -194,21 +253,23 @@ async fn sizes(url: &str, a: &Args) -> Result<(), BenchError> {
          {CLAIM}) with about {} waiting",
         a.live, a.flow, a.live
     );
-    let runs = [
+    let mut runs = vec![
         (
-            "leaseq_bench_size",
             Options::new(),
-            "store VACUUM after 50,000 rows (default)",
+            "store VACUUM after 50,000 rows (default)".to_string(),
         ),
         (
-            "leaseq_bench_size_novac",
             Options::new().vacuum_after_rows(0),
-            "store VACUUM off (vacuum_after_rows = 0)",
+            "store VACUUM off (vacuum_after_rows = 0)".to_string(),
         ),
     ];
-    for (schema, options, what) in runs {
+    for &n in &a.vacuum_after {
+        let what = format!("store VACUUM after {n} rows (vacuum_after_rows = {n})");
+        runs.push((Options::new().vacuum_after_rows(n), what));
+    }
+    for (options, what) in runs {
         let r: SizeReport =
-            table_size(url, schema, options, a.live, a.flow, WORKERS, CLAIM).await?;
+            table_size(url, SIZE_SCHEMA, options, a.live, a.flow, WORKERS, CLAIM).await?;
         println!(
             "{what}: flow {:.0} items/s ({:.1} s), load {}",
             r.flow.items_per_sec,

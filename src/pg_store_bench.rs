@@ -13,8 +13,8 @@
 //! - [`table_size`]: the items table's size with `live` items waiting, then after `flow`
 //!   more items were pushed and acked through the store while about `live` stay waiting.
 //!
-//! Each run opens a fresh queue (a unique name) in the schema it is given and checks at the
-//! end that every item was acked exactly once (no redelivery, no refused ack, no row left).
+//! Each run opens the queue it is given (empty at the start) and checks at the end that
+//! every item was acked exactly once (no redelivery, no refused ack, no row left).
 
 use std::error::Error;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -68,21 +68,15 @@ fn payload(i: u64) -> Vec<u8> {
     p
 }
 
-/// Opens a fresh queue in `schema` with a 30 s visibility, as the bare loop's claim uses.
+/// Opens `queue` in `schema` with a 30 s visibility, as the bare loop's claim uses.
 pub async fn open_queue(
     url: &str,
     schema: &str,
+    queue: &str,
     options: Options,
 ) -> Result<PgQueue<Vec<u8>>, BenchError> {
     let config = Config::new(Duration::from_secs(30));
-    Ok(open(
-        url,
-        &unique("bench"),
-        config,
-        options.schema(schema),
-        BytesCodec,
-    )
-    .await?)
+    Ok(open(url, queue, config, options.schema(schema), BytesCodec).await?)
 }
 
 /// Pushes items `from..to` in batches of [`PUSH_BATCH`], each awaited (committed).
@@ -167,15 +161,16 @@ async fn work(
 
 /// The store end to end: one producer pushes `items` in batches of [`PUSH_BATCH`] while
 /// `workers` workers receive up to `claim` at a time and ack each batch (see the module
-/// docs). Opens a fresh queue in `schema` with the default [`Options`].
+/// docs). Opens `queue` (empty) in `schema` with the default [`Options`].
 pub async fn run_store(
     url: &str,
     schema: &str,
+    queue: &str,
     items: u64,
     workers: usize,
     claim: usize,
 ) -> Result<StoreReport, BenchError> {
-    let q = open_queue(url, schema, Options::new()).await?;
+    let q = open_queue(url, schema, queue, Options::new()).await?;
     let acked = Arc::new(AtomicU64::new(0));
     let ready = Arc::new(Barrier::new(workers + 1));
     let mut handles = Vec::with_capacity(workers);
@@ -201,16 +196,17 @@ pub async fn run_store(
     Ok(StoreReport::new(items, end - start))
 }
 
-/// A [`PgPool`] of `workers` workers with a no-op async handler over a fresh queue in
+/// A [`PgPool`] of `workers` workers with a no-op async handler over `queue` (empty) in
 /// `schema`, fed by one producer pushing `items` in batches of [`PUSH_BATCH`]. Timed until
 /// every item is handled and the pool is shut down.
 pub async fn run_pool(
     url: &str,
     schema: &str,
+    queue: &str,
     items: u64,
     workers: usize,
 ) -> Result<StoreReport, BenchError> {
-    let q = open_queue(url, schema, Options::new()).await?;
+    let q = open_queue(url, schema, queue, Options::new()).await?;
     let handled = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
     let start = Instant::now();
@@ -314,7 +310,7 @@ pub async fn table_size(
     claim: usize,
 ) -> Result<SizeReport, BenchError> {
     drop_schema(url, schema).await?;
-    let q = open_queue(url, schema, options).await?;
+    let q = open_queue(url, schema, &unique("size"), options).await?;
     push_range(&q, 0, live).await?;
     let with_live = measure(url, schema).await?;
     let acked = Arc::new(AtomicU64::new(0));
@@ -364,4 +360,30 @@ pub async fn table_size(
         after_flow,
         flow: StoreReport::new(flow, end - start),
     })
+}
+
+/// CPU time of every PostgreSQL process on this machine so far (Linux, a server on the
+/// same machine): user plus system time of each process named `postgres`, plus the time
+/// of the children they reaped (so that backends which exited still count). Includes
+/// whatever other clients of the server ran meanwhile. `None` without `/proc`.
+pub fn server_cpu_time() -> Option<Duration> {
+    let mut ticks = 0u64;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if &stat[open + 1..close] != "postgres" {
+            continue;
+        }
+        // utime, stime, cutime, cstime: fields 14 to 17, 11 to 14 after the name.
+        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+        ticks += (11..15)
+            .filter_map(|i| fields.get(i)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    // Clock ticks; USER_HZ is 100 on every mainstream configuration.
+    Some(Duration::from_millis(ticks * 10))
 }
