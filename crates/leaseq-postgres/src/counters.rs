@@ -27,6 +27,8 @@ pub(crate) struct Counters {
     pub(crate) cancelled: AtomicU64,
     /// Rows this process removed since its last `VACUUM`.
     pub(crate) removed_since_vacuum: AtomicU64,
+    /// A `VACUUM` started by this process is running.
+    pub(crate) vacuuming: std::sync::atomic::AtomicBool,
     /// The row counts of the queue as last read.
     pub(crate) gauges: Mutex<Gauges>,
 }

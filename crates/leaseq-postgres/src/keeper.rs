@@ -176,17 +176,23 @@ pub(crate) async fn count<T>(shared: &Shared<T>, client: &Client) -> Result<Gaug
 }
 
 /// Starts a `VACUUM` of the items table when this process removed enough rows since the
-/// last one; one process at a time (an advisory lock), off the driver's path.
+/// last one (checked after every ack batch and driver step); one at a time per process (a
+/// due one starts as soon as the running one ends) and per schema (an advisory lock), off
+/// the caller's path.
 pub(crate) fn vacuum_if_due<T: Send + 'static>(shared: &Arc<Shared<T>>) {
     let every = shared.options.vacuum_after_rows;
-    let removed = &shared.counters.removed_since_vacuum;
-    if every == 0 || removed.load(Ordering::Relaxed) < every {
+    let c = &shared.counters;
+    if every == 0 || c.removed_since_vacuum.load(Ordering::Relaxed) < every {
         return;
     }
-    removed.store(0, Ordering::Relaxed);
+    if c.vacuuming.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    c.removed_since_vacuum.store(0, Ordering::Relaxed);
     let shared = shared.clone();
     tokio::spawn(async move {
         let Ok(client) = shared.client().await else {
+            shared.counters.vacuuming.store(false, Ordering::Release);
             return;
         };
         let key = format!("leaseq.vacuum.{}", shared.options.schema);
@@ -202,6 +208,9 @@ pub(crate) fn vacuum_if_due<T: Send + 'static>(shared: &Arc<Shared<T>>) {
                 .execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
                 .await;
         }
+        shared.counters.vacuuming.store(false, Ordering::Release);
+        // Rows removed meanwhile may make the next one due already.
+        vacuum_if_due(&shared);
     });
 }
 

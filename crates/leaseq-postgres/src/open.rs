@@ -92,6 +92,19 @@ where
         return Err(OpenError::InvalidName(options.schema.clone()));
     }
     pg_config.connect_timeout(options.connect_timeout);
+    let listen_config = pg_config.clone();
+    // The store's own sessions plan for what its statements are: index scans in index
+    // order under a LIMIT. Statistics can say otherwise for a while (a table VACUUMed
+    // while drained reads as empty, and a claim then sorts the whole backlog: measured in
+    // BENCHMARKS.md), so those sessions plan once per statement and never sort or bitmap-
+    // scan where an index scan will do; no JIT for short statements.
+    let session = "-c plan_cache_mode=force_generic_plan -c enable_sort=off \
+                   -c enable_bitmapscan=off -c jit=off";
+    let merged = match pg_config.get_options() {
+        Some(own) if !own.is_empty() => format!("{own} {session}"),
+        _ => session.to_string(),
+    };
+    pg_config.options(&merged);
     let pool = make_pool(&pg_config, options.pool_size);
     let mut client = pool
         .get()
@@ -136,7 +149,7 @@ where
     handle.spawn(crate::writer::run(shared.clone()));
     handle.spawn(crate::claimer::run(shared.clone()));
     handle.spawn(crate::settler::run(shared.clone()));
-    handle.spawn(crate::listen::run(shared.clone(), pg_config));
+    handle.spawn(crate::listen::run(shared.clone(), listen_config));
     let name: &'static str = Box::leak(queue.to_string().into_boxed_str());
     let store = Arc::new(PgStore {
         shared,

@@ -48,7 +48,7 @@ pub struct Options {
     pub stats_every: Duration,
     /// After this many rows removed by this process, the store runs a `VACUUM` of the items
     /// table (one process at a time, by an advisory lock), so acked rows do not pile up as
-    /// dead tuples between autovacuum runs. `0` turns it off. Default 50,000.
+    /// dead tuples between autovacuum runs. `0` turns it off. Default 10,000.
     pub vacuum_after_rows: u64,
 }
 
@@ -67,7 +67,7 @@ impl Default for Options {
             pool_size: 12,
             connect_timeout: Duration::from_secs(5),
             stats_every: Duration::from_secs(2),
-            vacuum_after_rows: 50_000,
+            vacuum_after_rows: 10_000,
         }
     }
 }

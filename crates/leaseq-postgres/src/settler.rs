@@ -151,7 +151,7 @@ impl Drop for Detached {
 }
 
 /// Settles one batch; what could not be done comes back (after a pause) to be queued again.
-async fn settle<T>(shared: Arc<Shared<T>>, mut work: Work) -> Option<Work> {
+async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Option<Work> {
     let pause = Duration::from_millis(20);
     let client = match shared.client().await {
         Ok(c) => c,
@@ -169,6 +169,7 @@ async fn settle<T>(shared: Arc<Shared<T>>, mut work: Work) -> Option<Work> {
             tokio::time::sleep(pause).await;
             return Some(work);
         }
+        crate::keeper::vacuum_if_due(&shared);
     }
     if !work.unclaims.is_empty() {
         crate::claim::unclaim(&shared, &client, &work.unclaims).await;
