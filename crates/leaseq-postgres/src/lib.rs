@@ -76,9 +76,10 @@
 //! more slowly; after 1M items the table was well over twice its size with 10k live items.
 //! A periodic `REINDEX .. CONCURRENTLY` by the operator bounds them.
 //!
-//! The store's own sessions plan each statement once (`plan_cache_mode`) and never sort or
-//! bitmap-scan where an index scan in index order will do: statistics taken while a queue
-//! was drained otherwise make a claim sort the whole backlog.
+//! The store's own sessions never sort or bitmap-scan where an index scan in index order
+//! will do (`enable_sort`, `enable_bitmapscan` off, and `jit` off, for those sessions
+//! only): statistics taken while a queue was drained otherwise make a claim sort the whole
+//! backlog.
 //!
 //! # Features
 //!
