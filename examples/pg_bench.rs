@@ -24,7 +24,7 @@
 //! **Table size** (`--table-size`): `pg_total_relation_size` of the store's items table in a
 //! fresh schema with `--live` items waiting (10,000), then after `--flow` more items
 //! (1,000,000) were pushed and acked while about `--live` stayed waiting; once with the
-//! store's periodic VACUUM (`vacuum_after_rows` 50,000, the default), once without it, and
+//! store's periodic VACUUM (`vacuum_after_rows` at its default, 10,000), once without it, and
 //! once more for each `--vacuum-after N` given (`vacuum_after_rows` = N). `--all` runs both
 //! parts.
 //!
@@ -256,7 +256,7 @@ async fn sizes(url: &str, a: &Args) -> Result<(), BenchError> {
     let mut runs = vec![
         (
             Options::new(),
-            "store VACUUM after 50,000 rows (default)".to_string(),
+            "store VACUUM at the default vacuum_after_rows (10,000)".to_string(),
         ),
         (
             Options::new().vacuum_after_rows(0),
