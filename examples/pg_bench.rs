@@ -118,7 +118,7 @@ fn load() -> String {
 }
 
 /// The kinds' names, in [`Kind`] order.
-const NAMES: [&str; 4] = ["bare", "store", "fresh queue", "pool"];
+const NAMES: [&str; 5] = ["bare", "store", "fresh queue", "pool", "pool+prefetch"];
 
 /// What one run measures.
 #[derive(Clone, Copy, PartialEq)]
@@ -131,7 +131,12 @@ enum Kind {
     Fresh,
     /// A `PgPool` of 4 workers, no-op handler, on one queue name for the whole run.
     Pool,
+    /// The same with `Options::prefetch` = [`PREFETCH`] (leases claimed ahead).
+    PoolPrefetch,
 }
+
+/// The prefetch of [`Kind::PoolPrefetch`].
+const PREFETCH: usize = 32;
 
 /// Items/s of one run, and the CPU time per item (µs) of this process and of the server.
 async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchError> {
@@ -152,7 +157,12 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
                 .items_per_sec
         }
         Kind::Pool => {
-            run_pool(url, s, "bench-pool", items, WORKERS)
+            run_pool(url, s, "bench-pool", items, WORKERS, 0)
+                .await?
+                .items_per_sec
+        }
+        Kind::PoolPrefetch => {
+            run_pool(url, s, "bench-pool-prefetch", items, WORKERS, PREFETCH)
                 .await?
                 .items_per_sec
         }
@@ -181,9 +191,10 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
     let mut kinds = vec![Kind::Bare, Kind::Store, Kind::Fresh];
     if a.pool_items > 0 {
         kinds.push(Kind::Pool);
+        kinds.push(Kind::PoolPrefetch);
     }
     let items = |k: Kind| {
-        if k == Kind::Pool {
+        if matches!(k, Kind::Pool | Kind::PoolPrefetch) {
             a.pool_items
         } else {
             a.items

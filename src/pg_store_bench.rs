@@ -205,8 +205,9 @@ pub async fn run_pool(
     queue: &str,
     items: u64,
     workers: usize,
+    prefetch: usize,
 ) -> Result<StoreReport, BenchError> {
-    let q = open_queue(url, schema, queue, Options::new()).await?;
+    let q = open_queue(url, schema, queue, Options::new().prefetch(prefetch)).await?;
     let handled = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
     let start = Instant::now();

@@ -33,17 +33,43 @@ pub(crate) struct SlotState<T> {
 /// The receivers waiting, oldest first.
 pub(crate) struct ClaimBoard<T> {
     pub(crate) waiting: VecDeque<Arc<ClaimSlot<T>>>,
+    /// Leases claimed ahead (`Options::prefetch`), oldest first, for the next receives.
+    pub(crate) prefetched: VecDeque<Taken<T, PgTicket>>,
 }
 
 impl<T> Default for ClaimBoard<T> {
     fn default() -> Self {
         ClaimBoard {
             waiting: VecDeque::new(),
+            prefetched: VecDeque::new(),
         }
     }
 }
 
 impl<T> ClaimBoard<T> {
+    /// Takes up to `max` prefetched leases with at least half their visibility left
+    /// (`fresh_until`: the local time before which a lease's deadline is too near); the
+    /// stale ones are returned in `stale` to be put back.
+    pub(crate) fn take_prefetched(
+        &mut self,
+        max: usize,
+        fresh_until: leaseq_core::Timestamp,
+        stale: &mut Vec<(i64, i64)>,
+    ) -> Vec<Taken<T, PgTicket>> {
+        let mut out = Vec::new();
+        while out.len() < max {
+            let Some(t) = self.prefetched.pop_front() else {
+                break;
+            };
+            if t.deadline < fresh_until {
+                stale.push((t.ticket.id, t.ticket.lease));
+            } else {
+                out.push(t);
+            }
+        }
+        out
+    }
+
     /// Takes the oldest waiting slots for one claim: as many as fit in `max_claim` items
     /// (at least one slot). Abandoned slots are dropped on the way.
     pub(crate) fn take_slots(&mut self, max_claim: usize) -> Vec<Arc<ClaimSlot<T>>> {

@@ -35,7 +35,15 @@ async fn round<T: Send + 'static>(
     shared: Arc<Shared<T>>,
     slots: Vec<Arc<ClaimSlot<T>>>,
 ) -> Round<T> {
-    let wanted: usize = slots.iter().map(|s| s.max).sum();
+    let asked: usize = slots.iter().map(|s| s.max).sum();
+    let ahead = {
+        let board = shared.board.lock();
+        shared
+            .options
+            .prefetch
+            .saturating_sub(board.prefetched.len())
+    };
+    let wanted = asked + ahead;
     let result = async {
         let client = shared.client().await?;
         let got = claim::claim(&shared, &client, wanted.min(shared.options.max_claim))
@@ -132,6 +140,16 @@ fn finish<T>(shared: &Shared<T>, done: Round<T>) -> Result<Option<Duration>, ()>
         match next {
             Some(slot) => fill(shared, &slot, &mut got),
             None => break,
+        }
+    }
+    // Claimed ahead: kept for the next receives, up to `prefetch`.
+    {
+        let mut board = shared.board.lock();
+        while board.prefetched.len() < shared.options.prefetch {
+            match got.next() {
+                Some(t) => board.prefetched.push_back(t),
+                None => break,
+            }
         }
     }
     let leftover: Vec<(i64, i64)> = got.map(|t| (t.ticket.id, t.ticket.lease)).collect();

@@ -29,6 +29,12 @@ pub struct Options {
     pub claims_in_flight: usize,
     /// Ack batches running at once (each on its own pooled connection). Default 4.
     pub acks_in_flight: usize,
+    /// Leases to claim ahead of the receivers waiting, kept in the process for the next
+    /// receives (which then need no round trip): for pools whose workers receive one item
+    /// at a time. A lease claimed ahead runs from its claim, so one with less than half its
+    /// visibility left is put back (attempt not counted) instead of handed out; all go back
+    /// when the queue closes. Default 0 (none).
+    pub prefetch: usize,
     /// Most rows one insert statement carries. Default 2,048.
     pub max_push_batch: usize,
     /// Pushes accepted but not yet committed, past which `try_push` refuses with
@@ -61,6 +67,7 @@ impl Default for Options {
             poll_interval: Duration::from_secs(1),
             max_claim: 256,
             claims_in_flight: 4,
+            prefetch: 0,
             acks_in_flight: 4,
             max_push_batch: 2048,
             max_pending_pushes: 65_536,
@@ -115,6 +122,11 @@ impl Options {
     /// Sets [`claims_in_flight`](Self::claims_in_flight).
     pub fn claims_in_flight(mut self, n: usize) -> Self {
         self.claims_in_flight = n;
+        self
+    }
+    /// Sets [`prefetch`](Self::prefetch).
+    pub fn prefetch(mut self, n: usize) -> Self {
+        self.prefetch = n;
         self
     }
     /// Sets [`acks_in_flight`](Self::acks_in_flight).

@@ -78,6 +78,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 if shared.is_closed() {
                     return Poll::Ready(false);
                 }
+                if shared.options.prefetch > 0 && self.take_ahead(max.max(1), heartbeat, out) {
+                    return Poll::Ready(true);
+                }
                 let slot = Arc::new(ClaimSlot {
                     max: max.max(1),
                     heartbeat,
@@ -116,6 +119,35 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         }
         st.waker = Some(cx.waker().clone());
         Poll::Pending
+    }
+
+    /// Hands out leases claimed ahead, if any still has half its visibility; true if some.
+    fn take_ahead(&self, max: usize, heartbeat: bool, out: &mut Vec<Taken<T, PgTicket>>) -> bool {
+        use leaseq_async::Runtime;
+        let shared = &self.shared;
+        let half = shared.config.visibility() / 2;
+        let fresh_until = shared.rt.now().saturating_add(half);
+        let mut stale = Vec::new();
+        let mut got = shared
+            .board
+            .lock()
+            .take_prefetched(max, fresh_until, &mut stale);
+        if !stale.is_empty() {
+            shared.settles.lock().unclaims.extend(stale);
+            shared.settle_queued.notify(1);
+        }
+        if got.is_empty() {
+            return false;
+        }
+        if heartbeat {
+            for t in &mut got {
+                crate::claim::keep_alive(shared, t);
+            }
+        }
+        out.append(&mut got);
+        // Room ahead again: the claimer may refill it.
+        shared.claim_wake.notify(1);
+        true
     }
 
     /// `stop_waiting`: a posted slot is withdrawn; leases claimed for it but not taken go

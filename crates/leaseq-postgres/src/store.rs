@@ -172,6 +172,13 @@ impl<T: 'static> std::fmt::Debug for PgStore<T> {
 
 impl<T: 'static> Drop for PgStore<T> {
     fn drop(&mut self) {
+        // Leases claimed ahead go back (the settler drains its queue before it ends).
+        let ahead: Vec<(i64, i64)> = {
+            let mut board = self.shared.board.lock();
+            let ahead = board.prefetched.drain(..);
+            ahead.map(|t| (t.ticket.id, t.ticket.lease)).collect()
+        };
+        self.shared.settles.lock().unclaims.extend(ahead);
         self.shared.stopped.store(true, Ordering::Release);
         self.shared.wake_all();
     }

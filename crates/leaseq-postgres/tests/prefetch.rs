@@ -1,0 +1,79 @@
+//! `Options::prefetch`: leases claimed ahead serve the next receives, never stale, and go
+//! back (their attempt not counted) when the queue closes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use leaseq_async::{Config, Runtime, Store};
+use leaseq_postgres::{open, BytesCodec, PgQueue};
+
+async fn queue(url: &str, name: &str, visibility: Duration, prefetch: usize) -> PgQueue<Vec<u8>> {
+    let options = options().prefetch(prefetch);
+    open(url, name, Config::new(visibility), options, BytesCodec)
+        .await
+        .expect("open")
+}
+
+#[test]
+fn prefetched_leases_serve_receives_and_go_back_on_close() {
+    let Some(url) = server() else { return };
+    runtime().block_on(async {
+        let name = unique("prefetch");
+        let a = queue(&url, &name, Duration::from_secs(30), 8).await;
+        for i in 0..20u8 {
+            a.push(vec![i]).await.expect("push");
+        }
+        // Every item once, in order, through the prefetched leases.
+        let mut seen = Vec::new();
+        for _ in 0..12 {
+            let d = a.receive_timeout(PATIENCE).await.expect("delivery");
+            assert_eq!(d.attempt(), 1);
+            seen.push(d.item()[0]);
+            d.ack().await.expect("ack");
+        }
+        assert_eq!(seen, (0..12).collect::<Vec<u8>>());
+        // Up to 8 more are held ahead by `a`; closing puts them back, attempt not counted.
+        a.close();
+        let b = queue(&url, &name, Duration::from_secs(30), 0).await;
+        let mut rest = Vec::new();
+        for _ in 0..8 {
+            let d = b.receive_timeout(PATIENCE).await.expect("delivery");
+            assert_eq!(
+                d.attempt(),
+                1,
+                "a lease claimed ahead and put back is not an attempt"
+            );
+            rest.push(d.item()[0]);
+            d.ack().await.expect("ack");
+        }
+        rest.sort();
+        assert_eq!(rest, (12..20).collect::<Vec<u8>>());
+        assert!(b.try_receive().is_none());
+    });
+}
+
+#[test]
+fn stale_prefetched_leases_are_put_back_not_handed_out() {
+    let Some(url) = server() else { return };
+    runtime().block_on(async {
+        let visibility = Duration::from_millis(600);
+        let q = queue(&url, &unique("prefetch-stale"), visibility, 4).await;
+        for i in 0..5u8 {
+            q.push(vec![i]).await.expect("push");
+        }
+        let first = q.receive_timeout(PATIENCE).await.expect("delivery");
+        first.ack().await.expect("ack");
+        // The 4 claimed ahead pass half their visibility before the next receive.
+        tokio::time::sleep(visibility * 3 / 4).await;
+        let d = q.receive_timeout(PATIENCE).await.expect("delivery");
+        let now = Runtime::now(Store::<Vec<u8>>::runtime(&**q.store()));
+        let left = d.deadline().saturating_duration_since(now);
+        assert!(
+            left > visibility / 2,
+            "a stale lease was handed out ({left:?} left of {visibility:?})"
+        );
+        d.ack().await.expect("ack");
+    });
+}
