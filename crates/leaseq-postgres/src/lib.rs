@@ -96,6 +96,8 @@
 //! - **Stats**: the gauges (`ready`, `delayed`, `in_flight`, `dead`) are the queue's, as
 //!   counted by the driver at most once per rescue tick after a read (or now with
 //!   [`PgStore::refresh_stats`]); the counters are this process's.
+//! - **Pools** whose workers receive one item at a time make one claim per item unless
+//!   [`Options::prefetch`] claims some ahead (measured 2.2x the items/s in BENCHMARKS.md).
 //! - **`try_receive`** claims on a helper thread with its own connection, blocking the
 //!   caller for one round trip.
 //! - **Stale reasons**: an acked item and a cancelled one both read as `AlreadyAcked` to a
