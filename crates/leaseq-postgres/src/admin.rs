@@ -64,7 +64,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     .await
                     .map_err(TxAckError::Db)?;
                 let row = why.get(&ticket.id).copied();
-                Err(settle::stale(shared, ticket.id, ticket.lease, row, false))
+                Err(settle::stale(ticket.id, ticket.lease, row, false))
             }
         };
         settle::count_ack(shared, &r);
@@ -74,7 +74,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// The dead letters of this queue, oldest first, at most `limit`.
     pub async fn dead_letters(&self, limit: usize) -> Result<Vec<PgDeadLetter<T>>, DbError> {
         let shared = &self.shared;
-        let client = self.pooled().await?;
+        let client = self.shared.client().await?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = settle::run_on(
             settle::pooled(&client),
@@ -106,7 +106,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Puts a dead letter back, visible at once, attempts reset. `false` if `id` is not a
     /// dead letter of this queue.
     pub async fn redrive(&self, id: MessageId) -> Result<bool, DbError> {
-        let client = self.pooled().await?;
+        let client = self.shared.client().await?;
         let n = client
             .execute(
                 &self.shared.sql.redrive,
@@ -122,7 +122,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 
     /// Deletes every dead letter of this queue; how many.
     pub async fn purge_dead_letters(&self) -> Result<u64, DbError> {
-        let client = self.pooled().await?;
+        let client = self.shared.client().await?;
         Ok(client
             .execute(&self.shared.sql.purge_dead, &[&self.shared.queue])
             .await?)
@@ -131,7 +131,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Counts the queue's rows now (every process's) and returns the stats with them:
     /// the gauges are the queue's, the counters this process's.
     pub async fn refresh_stats(&self) -> Result<Stats, DbError> {
-        let client = self.pooled().await?;
+        let client = self.shared.client().await?;
         crate::keeper::count(&self.shared, &client)
             .await
             .map_err(DbError::Pool)?;
@@ -156,13 +156,5 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Leases this process's heartbeat keeps alive now.
     pub fn heartbeats(&self) -> usize {
         self.shared.held.lock().len()
-    }
-
-    /// A pooled connection, for an operator's statement.
-    async fn pooled(&self) -> Result<deadpool_postgres::Client, DbError> {
-        self.shared.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => DbError::Db(e),
-            other => DbError::Pool(other.to_string()),
-        })
     }
 }

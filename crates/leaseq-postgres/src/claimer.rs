@@ -36,12 +36,11 @@ async fn round<T: Send + 'static>(
     slots: Vec<Arc<ClaimSlot<T>>>,
 ) -> Round<T> {
     let asked: usize = slots.iter().map(|s| s.max).sum();
-    let ahead = {
-        let board = shared.board.lock();
-        shared
-            .options
-            .prefetch
-            .saturating_sub(board.prefetched.len())
+    let prefetch = shared.options.prefetch;
+    let ahead = if prefetch == 0 {
+        0
+    } else {
+        prefetch.saturating_sub(shared.board.lock().prefetched.len())
     };
     let wanted = asked + ahead;
     let result = async {

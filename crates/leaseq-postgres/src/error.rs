@@ -141,3 +141,9 @@ impl From<tokio_postgres::Error> for DbError {
         DbError::Db(e)
     }
 }
+
+impl From<DbError> for String {
+    fn from(e: DbError) -> Self {
+        e.to_string()
+    }
+}

@@ -14,6 +14,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `try_push`: refused at once (the item handed back) when closed, when the writer is
     /// `max_pending_pushes` behind, or when the push asks for what the store cannot do.
     pub(crate) fn push_row(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        let id = self.queue_row(item, push)?;
+        self.shared.push_queued.notify(1);
+        Ok(id)
+    }
+
+    /// Checks, encodes and queues one row without waking the writer.
+    fn queue_row(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
         let shared = &self.shared;
         if shared.is_closed() || shared.is_stopped() {
             return Err(PushError::Closed(item));
@@ -59,8 +66,6 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             payload,
         });
         buf.queued += 1;
-        drop(buf);
-        shared.push_queued.notify(1);
         Ok(id)
     }
 
@@ -81,7 +86,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         self.shared.pushes.lock().filling += 1;
         let _filling = Filling(&self.shared);
         let plain = Push::new();
-        items.map(|item| self.push_row(item, &plain)).collect()
+        // The writer is woken once, when the batch ends (`Filling`'s drop).
+        items.map(|item| self.queue_row(item, &plain)).collect()
     }
 
     /// Completes once every row queued up to `seq` is committed (or the store stopped).

@@ -42,18 +42,12 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
 
     fn close(&self) {
         if !self.shared.closed.swap(true, Ordering::AcqRel) {
-            let ahead: Vec<(i64, i64)> = {
-                let mut board = self.shared.board.lock();
-                for slot in board.waiting.drain(..) {
-                    if let Some(w) = slot.state.lock().waker.take() {
-                        w.wake();
-                    }
+            for slot in self.shared.board.lock().waiting.drain(..) {
+                if let Some(w) = slot.state.lock().waker.take() {
+                    w.wake();
                 }
-                let ahead = board.prefetched.drain(..);
-                ahead.map(|t| (t.ticket.id, t.ticket.lease)).collect()
-            };
-            // Leases claimed ahead go back, their attempt not counted.
-            self.shared.settles.lock().unclaims.extend(ahead);
+            }
+            self.shared.put_back_prefetched();
             self.shared.wake_all();
         }
     }

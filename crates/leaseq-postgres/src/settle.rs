@@ -60,7 +60,7 @@ pub(crate) async fn ack_batch<T>(
     for a in acks {
         let r = match rows.get(&a.id) {
             Some(r) => Ok(*r),
-            None => Err(stale(shared, a.id, a.lease, why.remove(&a.id), false)),
+            None => Err(stale(a.id, a.lease, why.remove(&a.id), false)),
         };
         count_ack(shared, &r);
         let _ = a.reply.send(r);
@@ -162,8 +162,7 @@ pub(crate) async fn why_stale<T, C: GenericClient + Sync>(
 }
 
 /// The typed reason a statement on lease `(id, lease)` changed nothing, from its row now.
-pub(crate) fn stale<T>(
-    _shared: &Shared<T>,
+pub(crate) fn stale(
     id: i64,
     lease: i64,
     row: Option<(i16, i64, Option<i64>)>,
@@ -199,55 +198,25 @@ pub(crate) async fn fail<T>(
             .policy
             .lock()
             .after_failure(ticket.attempts, expired, failure.reason, failure.retry);
+    let (id, lease, attempts) = (&ticket.id, &ticket.lease, ticket.attempts);
     let r = match verdict {
         Verdict::Retry { delay } => {
-            let stmt = client.prepare_cached(&shared.sql.retry).await;
-            let res = match stmt {
-                Ok(stmt) => {
-                    client
-                        .query_opt(
-                            &stmt,
-                            &[
-                                &ticket.id,
-                                &ticket.lease,
-                                &micros(delay),
-                                &i16::from(failure.reason.code()),
-                                &failure.error,
-                            ],
-                        )
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            res.map(|row| {
+            let reason = i16::from(failure.reason.code());
+            let params: [&(dyn ToSql + Sync); 5] =
+                [id, lease, &micros(delay), &reason, &failure.error];
+            fenced(client, &shared.sql.retry, &params).await.map(|row| {
                 row.map(|r| Nacked::Retrying {
                     visible_at: shared.local_in(r.get::<_, Option<i64>>(0).unwrap_or(0)),
-                    attempts: ticket.attempts,
+                    attempts,
                 })
             })
         }
         Verdict::DeadLetter { reason } => {
-            let res = match client.prepare_cached(&shared.sql.bury).await {
-                Ok(stmt) => {
-                    client
-                        .query_opt(
-                            &stmt,
-                            &[
-                                &ticket.id,
-                                &ticket.lease,
-                                &i16::from(reason.code()),
-                                &failure.error,
-                            ],
-                        )
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            res.map(|row| {
-                row.map(|_| Nacked::DeadLettered {
-                    attempts: ticket.attempts,
-                })
-            })
+            let reason = i16::from(reason.code());
+            let params: [&(dyn ToSql + Sync); 4] = [id, lease, &reason, &failure.error];
+            fenced(client, &shared.sql.bury, &params)
+                .await
+                .map(|row| row.map(|_| Nacked::DeadLettered { attempts }))
         }
         _ => return Err(ReceiptError::Unknown),
     };
@@ -281,14 +250,8 @@ pub(crate) async fn terminate<T>(
 ) -> Result<u32, ReceiptError> {
     forget(shared, &ticket);
     let code = i16::from(Reason::Terminated.code());
-    let r = match client.prepare_cached(&shared.sql.terminate).await {
-        Ok(stmt) => {
-            client
-                .query_opt(&stmt, &[&ticket.id, &ticket.lease, &code, &Some(error)])
-                .await
-        }
-        Err(e) => Err(e),
-    };
+    let params: [&(dyn ToSql + Sync); 4] = [&ticket.id, &ticket.lease, &code, &Some(error)];
+    let r = fenced(client, &shared.sql.terminate, &params).await;
     match r {
         Ok(Some(row)) => {
             Counters::add(&shared.counters.dead_lettered, 1);
@@ -302,6 +265,15 @@ pub(crate) async fn terminate<T>(
     }
 }
 
+/// Runs a fenced statement that changes at most one row; the row it returned, if any.
+async fn fenced(
+    client: &Client,
+    q: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Option<Row>, tokio_postgres::Error> {
+    Ok(run_on(pooled(client), q, params).await?.into_iter().next())
+}
+
 /// Why a fenced statement on `ticket` changed nothing.
 pub(crate) async fn explain<T>(
     shared: &Shared<T>,
@@ -313,7 +285,7 @@ pub(crate) async fn explain<T>(
         .await
         .ok()
         .and_then(|mut m| m.remove(&ticket.id));
-    let e = stale(shared, ticket.id, ticket.lease, row, holder_only);
+    let e = stale(ticket.id, ticket.lease, row, holder_only);
     if matches!(e, ReceiptError::Unknown) {
         Counters::add(&shared.counters.unknown_receipts, 1);
     }

@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 
 use crate::claim::ClaimBoard;
 use crate::counters::Counters;
+use crate::error::DbError;
 use crate::options::Options;
 use crate::settle::SettleQueue;
 use crate::sql::Sql;
@@ -93,8 +94,11 @@ pub(crate) struct Shared<T: 'static> {
 
 impl<T: 'static> Shared<T> {
     /// A connection from the pool.
-    pub(crate) async fn client(&self) -> Result<Object, String> {
-        self.pool.get().await.map_err(|e| e.to_string())
+    pub(crate) async fn client(&self) -> Result<Object, DbError> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => DbError::Db(e),
+            other => DbError::Pool(other.to_string()),
+        })
     }
 
     /// Records a background task's error (it will retry).
@@ -131,6 +135,19 @@ impl<T: 'static> Shared<T> {
     /// The max lease, in microseconds (`i64::MAX / 2`: none).
     pub(crate) fn max_lease_us(&self) -> i64 {
         self.config.max_lease().map_or(i64::MAX / 2, micros)
+    }
+
+    /// Queues the leases claimed ahead to go back, their attempt not counted.
+    pub(crate) fn put_back_prefetched(&self) {
+        let ahead: Vec<(i64, i64)> = {
+            let mut board = self.board.lock();
+            let ahead = board.prefetched.drain(..);
+            ahead.map(|t| (t.ticket.id, t.ticket.lease)).collect()
+        };
+        if !ahead.is_empty() {
+            self.settles.lock().unclaims.extend(ahead);
+            self.settle_queued.notify(1);
+        }
     }
 
     /// Wakes every background task so that it notices `stopped` or `closed`.
@@ -172,13 +189,8 @@ impl<T: 'static> std::fmt::Debug for PgStore<T> {
 
 impl<T: 'static> Drop for PgStore<T> {
     fn drop(&mut self) {
-        // Leases claimed ahead go back (the settler drains its queue before it ends).
-        let ahead: Vec<(i64, i64)> = {
-            let mut board = self.shared.board.lock();
-            let ahead = board.prefetched.drain(..);
-            ahead.map(|t| (t.ticket.id, t.ticket.lease)).collect()
-        };
-        self.shared.settles.lock().unclaims.extend(ahead);
+        // The settler drains its queue before it ends.
+        self.shared.put_back_prefetched();
         self.shared.stopped.store(true, Ordering::Release);
         self.shared.wake_all();
     }
