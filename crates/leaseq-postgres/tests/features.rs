@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use leaseq_async::{
     Acked, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError, ReceiveError,
 };
-use leaseq_postgres::{open, BytesCodec, PgDelivery, PgQueue};
+use leaseq_postgres::{open, BytesCodec, PgQueue};
 
 async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
     open(url, &common::unique(prefix), config, options(), BytesCodec)
@@ -21,16 +21,6 @@ async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
 
 fn config() -> Config {
     Config::new(Duration::from_secs(30))
-}
-
-async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
-    match q.receive_timeout(PATIENCE).await {
-        Ok(d) => d,
-        Err(e) => panic!(
-            "no delivery ({e}); last error: {:?}",
-            q.store().last_error()
-        ),
-    }
 }
 
 async fn nothing_for(q: &PgQueue<Vec<u8>>, wait: Duration) {

@@ -11,7 +11,6 @@ use common::*;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Acked, Config, ReceiptError, ReceiveError, Store};
-use leaseq_postgres::{PgDelivery, PgQueue};
 use tokio_postgres::Client;
 
 /// Every column a settle could touch, as text (`None` once the row is gone).
@@ -31,17 +30,6 @@ async fn row(c: &Client, id: leaseq_async::MessageId) -> Option<Vec<Option<Strin
 fn fence(row: &[Option<String>]) -> (&str, &str, &str) {
     let s = |i: usize| row[i].as_deref().unwrap_or("NULL");
     (s(0), s(1), s(2))
-}
-
-/// Receives one item, failing loudly if none comes in time.
-async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
-    match q.receive_timeout(PATIENCE).await {
-        Ok(d) => d,
-        Err(e) => panic!(
-            "no delivery ({e}); last error: {:?}",
-            q.store().last_error()
-        ),
-    }
 }
 
 #[test]

@@ -8,21 +8,11 @@ use common::*;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Acked, Config, MessageId, ReceiptError, ReceiveError};
-use leaseq_postgres::{PgDelivery, PgQueue, TxAckError};
+use leaseq_postgres::{PgQueue, TxAckError};
 use tokio_postgres::Client;
 
 async fn process_with(url: &str, queue: &str, visibility: Duration) -> PgQueue<Vec<u8>> {
     common::process(url, queue, Config::new(visibility)).await
-}
-
-async fn receive(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
-    match q.receive_timeout(PATIENCE).await {
-        Ok(d) => d,
-        Err(e) => panic!(
-            "no delivery ({e}); last error: {:?}",
-            q.store().last_error()
-        ),
-    }
 }
 
 /// A results table of the test's own (the user's table in real life).

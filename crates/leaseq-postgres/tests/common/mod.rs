@@ -98,3 +98,16 @@ pub async fn process(
         .await
         .expect("open")
 }
+
+/// Receives one item, failing loudly (with the store's last error) if none comes in time.
+pub async fn receive(
+    q: &leaseq_postgres::PgQueue<Vec<u8>>,
+) -> leaseq_postgres::PgDelivery<Vec<u8>> {
+    match q.receive_timeout(PATIENCE).await {
+        Ok(d) => d,
+        Err(e) => panic!(
+            "no delivery ({e}); last error: {:?}",
+            q.store().last_error()
+        ),
+    }
+}

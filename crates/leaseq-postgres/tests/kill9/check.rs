@@ -8,8 +8,8 @@ use leaseq_postgres::PgDeadLetter;
 use tokio_postgres::Client;
 
 use super::{
-    FIRST_TRY_ERROR, HANG, MAX_ATTEMPTS, NORMAL, POISON, QUEUE_SCHEMA, RESCUE, TERMINATE,
-    TERMINATE_ERROR, VISIBILITY,
+    FIRST_TRY_ERROR, HANG, MAX_ATTEMPTS, NORMAL, POISON, QUEUE_SCHEMA, TERMINATE, TERMINATE_ERROR,
+    VISIBILITY,
 };
 
 /// The test's own tables, in schema `ts`.
@@ -317,14 +317,9 @@ impl Facts {
         if kills >= 3 {
             assert!(cut > 0, "no kill cut a run: the kills were not mid-run");
         }
+        // Measured, not asserted (timing belongs to the benchmark: BENCHMARKS.md reports
+        // these delays against the visibility + one rescue tick).
         delays.sort();
-        let slack = Duration::from_secs(3);
-        if let Some(max) = delays.last() {
-            assert!(
-                *max < VISIBILITY + RESCUE + slack,
-                "an item of a killed worker ran again only {max:?} after the kill"
-            );
-        }
         let delay = match delays.len() {
             0 => "none measured".to_string(),
             n => format!(
