@@ -75,20 +75,23 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         &self,
         deliveries: impl IntoIterator<Item = Delivery<T, R, S>>,
     ) -> AckBatch<T, R, S> {
-        let (ours, foreign): (Vec<_>, Vec<_>) = deliveries
-            .into_iter()
-            .partition(|d| Arc::ptr_eq(d.store(), &self.store));
-        let mut ids = Vec::with_capacity(ours.len());
-        let mut tickets = Vec::with_capacity(ours.len());
-        let mut report = AckBatch {
-            accepted: Vec::with_capacity(ours.len()),
-            stale: Vec::new(),
-            foreign,
-        };
-        // The deliveries' own copies of the items, dropped at the end: an item's `Drop` that
-        // panics must not strand the tickets gathered so far.
-        let mut items = Vec::with_capacity(ours.len());
-        for mut d in ours {
+        // One pass: deliveries of another queue set aside, ours taken apart. The deliveries'
+        // own copies of the items are dropped at the end: an item's `Drop` that panics must
+        // not strand the tickets gathered so far.
+        let deliveries = deliveries.into_iter();
+        let hint = deliveries.size_hint().0;
+        let (mut ids, mut tickets, mut items) = (
+            Vec::with_capacity(hint),
+            Vec::with_capacity(hint),
+            Vec::with_capacity(hint),
+        );
+        let mut foreign = Vec::new();
+        let mut stale = Vec::new();
+        for mut d in deliveries {
+            if !Arc::ptr_eq(d.store(), &self.store) {
+                foreign.push(d);
+                continue;
+            }
             let id = d.id();
             items.push(d.take_item());
             match d.into_ticket() {
@@ -97,17 +100,27 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                     tickets.push(ticket);
                 }
                 // Released already (an extend by zero): nothing of it is left to ack.
-                None => report.stale.push((id, ReceiptError::Released(id))),
+                None => stale.push((id, ReceiptError::Released(id))),
             }
         }
         let results = self.store.ack_many(tickets).await;
         drop(items);
-        for (id, r) in ids.into_iter().zip(results) {
-            match r {
-                Ok(_) => report.accepted.push(id),
-                Err(e) => report.stale.push((id, e)),
-            }
+        // `ids` becomes the accepted ones, in place.
+        let mut results = results.into_iter();
+        // (A store answers once per ticket; a missing answer would be no ack.)
+        ids.retain(
+            |id| match results.next().unwrap_or(Err(ReceiptError::Unknown)) {
+                Ok(_) => true,
+                Err(e) => {
+                    stale.push((*id, e));
+                    false
+                }
+            },
+        );
+        AckBatch {
+            accepted: ids,
+            stale,
+            foreign,
         }
-        report
     }
 }
