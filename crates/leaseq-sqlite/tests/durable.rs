@@ -22,6 +22,19 @@ fn config() -> Config {
     Config::new(Duration::from_secs(30)).with_max_attempts(3)
 }
 
+/// Opens `path` with the default options, bytes as items.
+fn open_default(
+    path: &std::path::Path,
+) -> Result<leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>, OpenError> {
+    open(
+        path,
+        config(),
+        Options::default(),
+        BytesCodec,
+        SmolRuntime::global(),
+    )
+}
+
 fn queue(path: &PathBuf) -> SqliteQueue<String, SmolRuntime, PostcardCodec> {
     open(
         path,
@@ -165,13 +178,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     let path = temp("foreign");
     let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 31 % 251) as u8).collect();
     std::fs::write(&path, &garbage).unwrap();
-    let r = open::<Vec<u8>, _, _>(
-        &path,
-        config(),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
-    );
+    let r = open_default(&path);
     assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
     assert_eq!(std::fs::read(&path).unwrap(), garbage);
     drop(std::fs::remove_file(&path));
@@ -184,13 +191,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
             .unwrap();
     }
     let before = std::fs::read(&path).unwrap();
-    let r = open::<Vec<u8>, _, _>(
-        &path,
-        config(),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
-    );
+    let r = open_default(&path);
     assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     drop(std::fs::remove_file(&path));
@@ -198,14 +199,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     // A queue written by a newer format version.
     let path = temp("newer");
     smol::block_on(async {
-        let q = open::<Vec<u8>, _, _>(
-            &path,
-            config(),
-            Options::default(),
-            BytesCodec,
-            SmolRuntime::global(),
-        )
-        .unwrap();
+        let q = open_default(&path).unwrap();
         q.push(b"x".to_vec()).await.unwrap();
     });
     std::thread::sleep(Duration::from_millis(100)); // the writer checkpoints as it ends
@@ -214,13 +208,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
         conn.execute_batch("PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;").unwrap();
     }
     let before = std::fs::read(&path).unwrap();
-    let r = open::<Vec<u8>, _, _>(
-        &path,
-        config(),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
-    );
+    let r = open_default(&path);
     assert!(
         matches!(
             r,
@@ -298,14 +286,7 @@ fn file_does_not_grow_with_history() {
     let payload = vec![7u8; 200];
     let (few, many);
     {
-        let q = open::<Vec<u8>, _, _>(
-            &path,
-            config(),
-            Options::default(),
-            BytesCodec,
-            SmolRuntime::global(),
-        )
-        .unwrap();
+        let q = open_default(&path).unwrap();
         smol::block_on(async {
             for round in 0..20 {
                 for _ in 0..1000 {
@@ -326,14 +307,7 @@ fn file_does_not_grow_with_history() {
     std::thread::sleep(Duration::from_millis(200)); // the writer truncates the WAL as it ends
     let after_close = size(&path);
     {
-        let q = open::<Vec<u8>, _, _>(
-            &path,
-            config(),
-            Options::default(),
-            BytesCodec,
-            SmolRuntime::global(),
-        )
-        .unwrap();
+        let q = open_default(&path).unwrap();
         assert_eq!(q.stats().live(), 0);
         smol::block_on(async {
             for _ in 0..20_000 {
