@@ -24,9 +24,9 @@
 //! **Table size** (`--table-size`): `pg_total_relation_size` of the store's items table in a
 //! fresh schema with `--live` items waiting (10,000), then after `--flow` more items
 //! (1,000,000) were pushed and acked while about `--live` stayed waiting; once with the
-//! store's periodic VACUUM (`vacuum_after_rows` at its default, 10,000), once without it, and
-//! once more for each `--vacuum-after N` given (`vacuum_after_rows` = N). `--all` runs both
-//! parts.
+//! store's upkeep at its defaults (`VACUUM` every 5,000 rows removed, bloated indexes
+//! rebuilt), once with the `VACUUM` but no index rebuilds, once with neither, and once more
+//! for each `--vacuum-after N` given (`vacuum_after_rows` = N). `--all` runs both parts.
 //!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
 //! `leaseq_bench_size`, dropping and recreating the last two.
@@ -267,7 +267,11 @@ async fn sizes(url: &str, a: &Args) -> Result<(), BenchError> {
     let mut runs = vec![
         (
             Options::new(),
-            "store VACUUM at the default vacuum_after_rows (10,000)".to_string(),
+            "store upkeep at its defaults (VACUUM every 5,000 rows, index rebuilds)".to_string(),
+        ),
+        (
+            Options::new().rebuild_bloated_indexes(false),
+            "store VACUUM every 5,000 rows, no index rebuilds".to_string(),
         ),
         (
             Options::new().vacuum_after_rows(0),
@@ -290,9 +294,17 @@ async fn sizes(url: &str, a: &Args) -> Result<(), BenchError> {
         print_size("with live items", &r.with_live);
         print_size("after the flow ", &r.after_flow);
         println!(
-            "  ratio after/with live: {:.2}",
-            r.after_flow.total as f64 / r.with_live.total as f64
+            "  ratio after/with live: {:.2}; the store ran {} VACUUMs and {} index rebuilds",
+            r.after_flow.total as f64 / r.with_live.total as f64,
+            r.upkeep.vacuums,
+            r.upkeep.indexes_rebuilt
         );
+        for (name, bytes, entries) in &r.indexes {
+            println!(
+                "  index {name}: {:.2} MB, {entries:.0} entries",
+                *bytes as f64 / 1e6
+            );
+        }
     }
     Ok(())
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Config, Job};
-use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue};
+use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue, Upkeep};
 use tokio::sync::{Barrier, Notify};
 use tokio_postgres::NoTls;
 
@@ -286,8 +286,26 @@ pub async fn measure(url: &str, schema: &str) -> Result<TableSize, BenchError> {
     })
 }
 
+/// Each index of `schema`'s items table: name, bytes, entries as last counted.
+pub async fn index_sizes(url: &str, schema: &str) -> Result<Vec<(String, i64, f64)>, BenchError> {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(conn);
+    let rows = client
+        .query(
+            "SELECT c.relname::text, pg_relation_size(c.oid), c.reltuples::float8
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE i.indrelid = $1::text::regclass ORDER BY 1",
+            &[&format!("\"{schema}\".items")],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect())
+}
+
 /// What [`table_size`] measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SizeReport {
     /// A fresh table with `live` items waiting.
     pub with_live: TableSize,
@@ -295,6 +313,11 @@ pub struct SizeReport {
     pub after_flow: TableSize,
     /// How long the flow took.
     pub flow: StoreReport,
+    /// The `VACUUM`s and index rebuilds the store ran.
+    pub upkeep: Upkeep,
+    /// Each index after the flow: name, bytes, live entries (as the last `ANALYZE` or
+    /// `VACUUM` counted them).
+    pub indexes: Vec<(String, i64, f64)>,
 }
 
 /// On a fresh `schema` (dropped first): pushes `live` items and measures the table; then a
@@ -360,6 +383,8 @@ pub async fn table_size(
         with_live,
         after_flow,
         flow: StoreReport::new(flow, end - start),
+        upkeep: q.store().upkeep(),
+        indexes: index_sizes(url, schema).await?,
     })
 }
 

@@ -157,4 +157,39 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     pub fn heartbeats(&self) -> usize {
         self.shared.held.lock().len()
     }
+
+    /// Runs the table's upkeep now, as the store does by itself after
+    /// [`Options::vacuum_after_rows`](crate::Options::vacuum_after_rows) removed rows:
+    /// `VACUUM (ANALYZE)` of the items table, then `REINDEX INDEX CONCURRENTLY` of each index
+    /// past 1.5x the size a fresh build would take (unless
+    /// [`Options::rebuild_bloated_indexes`](crate::Options::rebuild_bloated_indexes) is off),
+    /// and the drop of an index a failed rebuild left invalid. Waits while another process
+    /// of the schema runs its own. For operators, or where the store's removals alone do
+    /// not make it due (many processes each removing few rows).
+    pub async fn run_upkeep(&self) -> Result<Upkeep, DbError> {
+        let client = self.shared.client().await?;
+        crate::upkeep::upkeep_now(&self.shared, &client).await?;
+        Ok(self.upkeep())
+    }
+
+    /// The table upkeep this process ran: `VACUUM`s of the items table, and indexes it
+    /// rebuilt because they had grown past twice what their live entries need
+    /// ([`Options::rebuild_bloated_indexes`](crate::Options::rebuild_bloated_indexes)).
+    pub fn upkeep(&self) -> Upkeep {
+        let c = &self.shared.counters;
+        Upkeep {
+            vacuums: c.vacuums.load(std::sync::atomic::Ordering::Relaxed),
+            indexes_rebuilt: c.reindexes.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+}
+
+/// The table upkeep one process ran ([`PgStore::upkeep`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Upkeep {
+    /// `VACUUM (ANALYZE)`s of the items table.
+    pub vacuums: u64,
+    /// Indexes rebuilt by `REINDEX INDEX CONCURRENTLY`.
+    pub indexes_rebuilt: u64,
 }

@@ -29,6 +29,10 @@ pub(crate) struct Counters {
     pub(crate) removed_since_vacuum: AtomicU64,
     /// A `VACUUM` started by this process is running.
     pub(crate) vacuuming: std::sync::atomic::AtomicBool,
+    /// `VACUUM`s of the items table this process ran.
+    pub(crate) vacuums: AtomicU64,
+    /// Indexes of the items table this process rebuilt.
+    pub(crate) reindexes: AtomicU64,
     /// The row counts of the queue as last read.
     pub(crate) gauges: Mutex<Gauges>,
 }

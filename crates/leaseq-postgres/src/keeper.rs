@@ -2,11 +2,10 @@
 //! this process extended in one statement per tick; a lease refused or at its max lifetime
 //! signalled lost), the rescuer (leases of any process that ran out go back with the
 //! attempt counted, or to the dead letters, by the core's policy; items past their time to
-//! live become dead letters), the row counts while someone waits for an empty queue, and a
-//! `VACUUM` after many rows were removed.
+//! live become dead letters), the row counts while someone waits for an empty queue, and the
+//! table's upkeep when due (`upkeep.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -175,45 +174,6 @@ pub(crate) async fn count<T>(shared: &Shared<T>, client: &Client) -> Result<Gaug
     Ok(g)
 }
 
-/// Starts a `VACUUM` of the items table when this process removed enough rows since the
-/// last one (checked after every ack batch and driver step); one at a time per process (a
-/// due one starts as soon as the running one ends) and per schema (an advisory lock), off
-/// the caller's path.
-pub(crate) fn vacuum_if_due<T: Send + 'static>(shared: &Arc<Shared<T>>) {
-    let every = shared.options.vacuum_after_rows;
-    let c = &shared.counters;
-    if every == 0 || c.removed_since_vacuum.load(Ordering::Relaxed) < every {
-        return;
-    }
-    if c.vacuuming.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    c.removed_since_vacuum.store(0, Ordering::Relaxed);
-    let shared = shared.clone();
-    tokio::spawn(async move {
-        let Ok(client) = shared.client().await else {
-            shared.counters.vacuuming.store(false, Ordering::Release);
-            return;
-        };
-        let key = format!("leaseq.vacuum.{}", shared.options.schema);
-        let locked = client
-            .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
-            .await
-            .is_ok_and(|r| r.get::<_, bool>(0));
-        if locked {
-            if let Err(e) = client.batch_execute(&shared.sql.vacuum).await {
-                shared.failed("vacuum", e);
-            }
-            let _ = client
-                .execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
-                .await;
-        }
-        shared.counters.vacuuming.store(false, Ordering::Release);
-        // Rows removed meanwhile may make the next one due already.
-        vacuum_if_due(&shared);
-    });
-}
-
 /// The next instant `every` after `now`.
 pub(crate) fn after(now: Timestamp, every: Duration) -> Timestamp {
     now.saturating_add(every)
@@ -234,7 +194,7 @@ pub(crate) async fn step<T: Send + 'static>(
     if due.count {
         count(shared, &client).await?;
     }
-    vacuum_if_due(shared);
+    crate::upkeep::vacuum_if_due(shared);
     Ok(())
 }
 

@@ -127,9 +127,10 @@ mod settle;
 mod settler;
 mod sql;
 mod store;
+mod upkeep;
 mod writer;
 
-pub use admin::PgDeadLetter;
+pub use admin::{PgDeadLetter, Upkeep};
 pub use error::{DbError, OpenError, TxAckError};
 pub use open::{open, open_with, MAX_QUEUE_NAME};
 pub use options::Options;

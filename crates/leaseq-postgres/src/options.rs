@@ -54,8 +54,13 @@ pub struct Options {
     pub stats_every: Duration,
     /// After this many rows removed by this process, the store runs a `VACUUM` of the items
     /// table (one process at a time, by an advisory lock), so acked rows do not pile up as
-    /// dead tuples between autovacuum runs. `0` turns it off. Default 10,000.
+    /// dead tuples between autovacuum runs. `0` turns it off. Default 5,000.
     pub vacuum_after_rows: u64,
+    /// After each of its `VACUUM`s, the store rebuilds (`REINDEX INDEX CONCURRENTLY`: pushes,
+    /// claims and acks go on meanwhile) every index of the items table that takes more than
+    /// about twice the space its live entries need: B-tree indexes whose keys only grow do not
+    /// shrink back by `VACUUM` alone. Needs the table's owner (or `MAINTAIN`). Default `true`.
+    pub rebuild_bloated_indexes: bool,
 }
 
 impl Default for Options {
@@ -74,7 +79,8 @@ impl Default for Options {
             pool_size: 12,
             connect_timeout: Duration::from_secs(5),
             stats_every: Duration::from_secs(2),
-            vacuum_after_rows: 10_000,
+            vacuum_after_rows: 5_000,
+            rebuild_bloated_indexes: true,
         }
     }
 }
@@ -152,6 +158,11 @@ impl Options {
     /// Sets [`vacuum_after_rows`](Self::vacuum_after_rows).
     pub fn vacuum_after_rows(mut self, n: u64) -> Self {
         self.vacuum_after_rows = n;
+        self
+    }
+    /// Sets [`rebuild_bloated_indexes`](Self::rebuild_bloated_indexes).
+    pub fn rebuild_bloated_indexes(mut self, rebuild: bool) -> Self {
+        self.rebuild_bloated_indexes = rebuild;
         self
     }
 

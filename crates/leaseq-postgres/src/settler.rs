@@ -169,7 +169,7 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
             tokio::time::sleep(pause).await;
             return Some(work);
         }
-        crate::keeper::vacuum_if_due(&shared);
+        crate::upkeep::vacuum_if_due(&shared);
     }
     if !work.unclaims.is_empty() {
         crate::claim::unclaim(&shared, &client, &work.unclaims).await;

@@ -1,0 +1,174 @@
+//! Keeping the items table small: a `VACUUM (ANALYZE)` after many rows were removed, then
+//! a rebuild of the indexes that grew far past what their live entries need.
+//!
+//! Why both: every item leaves dead row versions and dead index entries behind (its claim
+//! updates the row, its ack deletes it). `VACUUM` makes the heap's space reusable, and the
+//! heap then stays near its live size; the B-tree indexes do not follow. Their keys only
+//! grow (ids, `visible_at`, deadlines), so new entries go to the right edge while the pages
+//! emptied at the left wait for later `VACUUM`s to delete and recycle them; measured, the
+//! indexes grew to 11x their size at the same live count after 1M items
+//! (BENCHMARKS.md, "Table size"). A `REINDEX INDEX CONCURRENTLY` builds such an index
+//! afresh from the live rows without blocking pushes, claims or acks, and swaps it in.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use deadpool_postgres::Client;
+use tokio_postgres::Error;
+
+use crate::store::Shared;
+
+/// An index is rebuilt when it takes more than this many times the space a fresh build of
+/// it would take (so that, with the heap near its live size, the whole table stays within
+/// twice the size its live items need).
+pub(crate) const REBUILD_FACTOR: f64 = 1.5;
+
+/// Indexes smaller than this are never rebuilt (a few pages are no bloat worth the work).
+pub(crate) const REBUILD_FLOOR: i64 = 256 * 1024;
+
+/// What a freshly built B-tree index takes per entry, in bytes, when the indexed columns'
+/// values average `width` bytes (`pg_stats.avg_width`, summed; `None` before the first
+/// `ANALYZE`, then taken as 48): the tuple header (8), the values, 4 bytes of alignment
+/// padding on average, the line pointer (4), over leaf pages filled to 90% with their
+/// headers and the inner pages (88% in all). Measured against `REINDEX` on a table of
+/// 10,000 items: 27.3 estimated for the primary key against 24.6, 73.9 for `items_claim`
+/// against 78.6.
+pub(crate) fn fresh_bytes_per_entry(width: Option<f64>) -> f64 {
+    (8.0 + width.unwrap_or(48.0) + 4.0 + 4.0) / 0.88
+}
+
+/// Whether an index of `bytes` holding `entries` live entries (`-1`: never counted) of
+/// `width` bytes of values is worth rebuilding.
+pub(crate) fn bloated(bytes: i64, entries: f64, width: Option<f64>) -> bool {
+    bytes > REBUILD_FLOOR
+        && bytes as f64 > entries.max(0.0) * fresh_bytes_per_entry(width) * REBUILD_FACTOR
+}
+
+/// Starts the table's upkeep when this process removed enough rows since the last one
+/// (checked after every ack batch and driver step): one at a time per process (a due one
+/// starts as soon as the running one ends) and per schema (an advisory lock), off the
+/// caller's path.
+pub(crate) fn vacuum_if_due<T: Send + 'static>(shared: &Arc<Shared<T>>) {
+    let every = shared.options.vacuum_after_rows;
+    let c = &shared.counters;
+    if every == 0 || c.removed_since_vacuum.load(Ordering::Relaxed) < every {
+        return;
+    }
+    if c.vacuuming.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    c.removed_since_vacuum.store(0, Ordering::Relaxed);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        if let Ok(client) = shared.client().await {
+            let key = lock_key(&shared);
+            let locked = client
+                .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
+                .await
+                .is_ok_and(|r| r.get::<_, bool>(0));
+            if locked {
+                if let Err(e) = upkeep(&shared, &client).await {
+                    shared.failed("upkeep", e);
+                }
+                let _ = client
+                    .execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
+                    .await;
+            }
+        }
+        shared.counters.vacuuming.store(false, Ordering::Release);
+        // Rows removed meanwhile may make the next one due already.
+        vacuum_if_due(&shared);
+    });
+}
+
+/// The advisory lock that lets one process of a schema at a time run the upkeep.
+fn lock_key<T>(shared: &Shared<T>) -> String {
+    format!("leaseq.vacuum.{}", shared.options.schema)
+}
+
+/// The upkeep now, in this task: waits for another process's to end first.
+pub(crate) async fn upkeep_now<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
+    let key = lock_key(shared);
+    client
+        .execute("SELECT pg_advisory_lock(hashtext($1))", &[&key])
+        .await?;
+    let r = upkeep(shared, client).await;
+    let unlocked = client
+        .execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
+        .await;
+    r?;
+    unlocked.map(drop)
+}
+
+/// `VACUUM (ANALYZE)`, then the rebuild of bloated indexes (if the options allow it).
+async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
+    client.batch_execute(&shared.sql.vacuum).await?;
+    shared.counters.vacuums.fetch_add(1, Ordering::Relaxed);
+    if shared.options.rebuild_bloated_indexes {
+        rebuild_bloated(shared, client).await?;
+    }
+    Ok(())
+}
+
+/// Rebuilds each index of the items table that takes more than [`REBUILD_FACTOR`] times
+/// what a fresh build would (its live entries and their widths as the `VACUUM (ANALYZE)`
+/// just before counted them). An index left invalid by a rebuild that failed midway (the
+/// server stopped, a lock timeout) is dropped first: it would otherwise be kept up to date
+/// by every write and used by no query.
+async fn rebuild_bloated<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
+    let schema = &shared.options.schema;
+    let rows = client
+        .query(
+            "SELECT c.relname::text, pg_relation_size(c.oid), c.reltuples::float8, i.indisvalid,
+                    (SELECT sum(s.avg_width)::float8 FROM pg_attribute a
+                     JOIN pg_stats s ON s.schemaname = $1 AND s.tablename = 'items'
+                                    AND s.attname = a.attname
+                     WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey))
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE i.indrelid = format('%I.items', $1::text)::regclass",
+            &[schema],
+        )
+        .await?;
+    for row in rows {
+        let (name, bytes, entries, valid, width): (String, i64, f64, bool, Option<f64>) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        let statement = if !valid && name.contains("_ccnew") {
+            format!("DROP INDEX CONCURRENTLY IF EXISTS \"{schema}\".\"{name}\"")
+        } else if valid && bloated(bytes, entries, width) {
+            format!("REINDEX INDEX CONCURRENTLY \"{schema}\".\"{name}\"")
+        } else {
+            continue;
+        };
+        client.batch_execute(&statement).await?;
+        if valid {
+            shared.counters.reindexes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_is_rebuilt_past_twice_a_fresh_build() {
+        // The primary key: one bigint, 27.3 bytes per entry fresh, rebuilt past 40.9.
+        let fresh = fresh_bytes_per_entry(Some(8.0));
+        assert!((fresh - 27.27).abs() < 0.01, "{fresh}");
+        assert!(!bloated(REBUILD_FLOOR, -1.0, None), "small");
+        assert!(!bloated(400_000, 10_000.0, Some(8.0)), "40 bytes per entry");
+        assert!(bloated(420_000, 10_000.0, Some(8.0)), "42 bytes per entry");
+        assert!(
+            bloated(REBUILD_FLOOR + 1, 0.0, Some(8.0)),
+            "empty, past the floor"
+        );
+        assert!(
+            bloated(REBUILD_FLOOR + 1, -1.0, None),
+            "never counted, past the floor"
+        );
+        // Unknown widths count as 48 bytes: 72.7 per entry fresh, rebuilt past 109.1.
+        assert!(!bloated(1_090_000, 10_000.0, None), "109 bytes per entry");
+        assert!(bloated(1_100_000, 10_000.0, None), "110 bytes per entry");
+    }
+}

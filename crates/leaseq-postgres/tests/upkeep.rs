@@ -1,0 +1,132 @@
+//! The table's upkeep: after many items went through, `VACUUM` alone leaves the indexes
+//! at their bloated size; the upkeep's rebuild brings each back near a fresh build, and
+//! drops an index a failed rebuild left invalid.
+
+mod common;
+
+use std::time::Duration;
+
+use leaseq_async::Config;
+use leaseq_postgres::{open, BytesCodec, PgQueue};
+
+/// A schema of its own: the sizes must be this test's rows only.
+const SCHEMA: &str = "leaseq_test_upkeep";
+const LIVE: usize = 2_000;
+const FLOW: usize = 30_000;
+
+/// Each valid index of the items table: name and bytes, by name.
+async fn index_sizes(db: &tokio_postgres::Client) -> Vec<(String, i64)> {
+    db.query(
+        "SELECT c.relname::text, pg_relation_size(c.oid)
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid = 'leaseq_test_upkeep.items'::regclass AND i.indisvalid
+         ORDER BY 1",
+        &[],
+    )
+    .await
+    .expect("index sizes")
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
+fn total(sizes: &[(String, i64)]) -> i64 {
+    sizes.iter().map(|(_, b)| b).sum()
+}
+
+async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
+    let options = common::options()
+        .schema(SCHEMA)
+        .vacuum_after_rows(0) // no upkeep by itself: the test runs it
+        .rebuild_bloated_indexes(rebuild);
+    open(
+        url,
+        name,
+        Config::new(Duration::from_secs(30)),
+        options,
+        BytesCodec,
+    )
+    .await
+    .expect("open")
+}
+
+#[test]
+fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let db = common::sql(&url).await;
+        db.batch_execute(&format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+            .await
+            .expect("drop schema");
+        let name = common::unique("upkeep");
+        let q = queue(&url, &name, true).await;
+        let vacuum_only = queue(&url, &name, false).await;
+
+        // LIVE items waiting, then FLOW more through, LIVE left.
+        q.push_batch((0..LIVE).map(|_| vec![7u8; 16]))
+            .await
+            .expect("push");
+        let mut acked = 0;
+        while acked < FLOW {
+            q.push_batch((0..500).map(|_| vec![7u8; 16]))
+                .await
+                .expect("push");
+            let mut got = 0;
+            while got < 500 {
+                let batch = q.receive_batch(500 - got).await;
+                let n = batch.len();
+                got += n;
+                let done = q.ack_batch(batch).await;
+                assert_eq!(done.accepted(), n, "{:?}", done.stale());
+            }
+            acked += 500;
+        }
+        let bloated = index_sizes(&db).await;
+
+        // VACUUM alone: the index files keep their size.
+        let done = vacuum_only.store().run_upkeep().await.expect("upkeep");
+        assert_eq!((done.vacuums, done.indexes_rebuilt), (1, 0));
+        let vacuumed = index_sizes(&db).await;
+        assert_eq!(vacuumed, bloated, "VACUUM does not shrink an index");
+
+        // A rebuild that failed midway leaves an invalid index named like REINDEX's own.
+        let failed = db
+            .batch_execute(&format!(
+                "CREATE UNIQUE INDEX CONCURRENTLY items_claim_ccnew ON {SCHEMA}.items (queue)"
+            ))
+            .await;
+        assert!(failed.is_err(), "the queue column is not unique");
+        let invalid = "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE i.indrelid = 'leaseq_test_upkeep.items'::regclass AND NOT i.indisvalid";
+        let count = |r: tokio_postgres::Row| r.get::<_, i64>(0);
+        assert_eq!(count(db.query_one(invalid, &[]).await.expect("count")), 1);
+
+        // The upkeep with rebuilds: every index back near a fresh build, the invalid gone.
+        let done = q.store().run_upkeep().await.expect("upkeep");
+        assert_eq!(done.vacuums, 1);
+        assert!(done.indexes_rebuilt >= 1, "{done:?}");
+        assert_eq!(count(db.query_one(invalid, &[]).await.expect("count")), 0);
+        let kept = index_sizes(&db).await;
+        db.batch_execute(&format!("REINDEX TABLE {SCHEMA}.items"))
+            .await
+            .expect("reindex");
+        let fresh = index_sizes(&db).await;
+        println!("indexes: bloated {bloated:?}\n  after the upkeep {kept:?}\n  fresh {fresh:?}");
+        assert!(
+            total(&bloated) > 3 * total(&fresh),
+            "the flow bloated the indexes: {bloated:?} against {fresh:?}"
+        );
+        for ((name, bytes), (_, fresh_bytes)) in kept.iter().zip(&fresh) {
+            assert!(
+                *bytes <= (*fresh_bytes * 3 / 2).max(256 * 1024),
+                "{name}: {bytes} bytes after the upkeep, {fresh_bytes} fresh"
+            );
+        }
+        let s = q.store().refresh_stats().await.expect("stats");
+        assert_eq!(s.ready as usize, LIVE, "the upkeep lost no item");
+        drop((q, vacuum_only));
+        db.batch_execute(&format!("DROP SCHEMA {SCHEMA} CASCADE"))
+            .await
+            .expect("drop schema");
+    });
+}
