@@ -161,7 +161,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Runs the table's upkeep now, as the store does by itself after
     /// [`Options::vacuum_after_rows`](crate::Options::vacuum_after_rows) removed rows:
     /// `VACUUM (ANALYZE)` of the items table, then `REINDEX INDEX CONCURRENTLY` of each index
-    /// past 1.5x the size a fresh build would take (unless
+    /// past twice the size a fresh build would take (unless
     /// [`Options::rebuild_bloated_indexes`](crate::Options::rebuild_bloated_indexes) is off),
     /// and the drop of an index a failed rebuild left invalid. Waits while another process
     /// of the schema runs its own. For operators, or where the store's removals alone do

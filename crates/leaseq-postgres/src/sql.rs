@@ -191,7 +191,8 @@ impl Sql {
                         visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL
                  WHERE queue = $1 AND id = $2 AND state = 2"),
             purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2"),
-            vacuum: f("VACUUM (ANALYZE) {s}.items"),
+            // INDEX_CLEANUP ON: never skip the indexes (see upkeep.rs).
+            vacuum: f("VACUUM (ANALYZE, INDEX_CLEANUP ON) {s}.items"),
         }
     }
 }

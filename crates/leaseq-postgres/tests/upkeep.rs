@@ -118,7 +118,7 @@ fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
         );
         for ((name, bytes), (_, fresh_bytes)) in kept.iter().zip(&fresh) {
             assert!(
-                *bytes <= (*fresh_bytes * 3 / 2).max(256 * 1024),
+                *bytes <= (*fresh_bytes * 2).max(256 * 1024),
                 "{name}: {bytes} bytes after the upkeep, {fresh_bytes} fresh"
             );
         }
