@@ -120,8 +120,8 @@ async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
 /// Rebuilds each index of the items table that takes more than [`REBUILD_FACTOR`] times
 /// what a fresh build would (its live entries and their widths as the `VACUUM (ANALYZE)`
 /// just before counted them). An index left invalid by a rebuild that failed midway (the
-/// server stopped, a lock timeout) is dropped first: it would otherwise be kept up to date
-/// by every write and used by no query.
+/// server stopped, a lock timeout: the new one, `*_ccnew`, or the old one, `*_ccold`) is
+/// dropped: it would otherwise be kept up to date by every write and used by no query.
 async fn rebuild_bloated<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
     let schema = &shared.options.schema;
     let rows = client
@@ -139,7 +139,8 @@ async fn rebuild_bloated<T>(shared: &Shared<T>, client: &Client) -> Result<(), E
     for row in rows {
         let (name, bytes, entries, valid, width): (String, i64, f64, bool, Option<f64>) =
             (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
-        let statement = if !valid && name.contains("_ccnew") {
+        let leftover = name.contains("_ccnew") || name.contains("_ccold");
+        let statement = if !valid && leftover {
             format!("DROP INDEX CONCURRENTLY IF EXISTS \"{schema}\".\"{name}\"")
         } else if valid && bloated(bytes, entries, width) {
             format!("REINDEX INDEX CONCURRENTLY \"{schema}\".\"{name}\"")
