@@ -167,8 +167,19 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// of the schema runs its own. For operators, or where the store's removals alone do
     /// not make it due (many processes each removing few rows).
     pub async fn run_upkeep(&self) -> Result<Upkeep, DbError> {
-        let client = self.shared.client().await?;
-        crate::upkeep::upkeep_now(&self.shared, &client).await?;
+        // In a task of its own: dropping this future must not leave the pooled connection
+        // holding the schema's upkeep lock (a session lock) between lock and unlock.
+        let shared = self.shared.clone();
+        let upkeep = tokio::spawn(async move {
+            let client = shared.client().await?;
+            crate::upkeep::upkeep_now(&shared, &client)
+                .await
+                .map_err(DbError::Db)
+        });
+        match upkeep.await {
+            Ok(r) => r?,
+            Err(e) => return Err(DbError::Pool(format!("the upkeep task ended: {e}"))),
+        }
         Ok(self.upkeep())
     }
 
