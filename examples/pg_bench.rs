@@ -37,9 +37,9 @@ use std::process::ExitCode;
 use leaseq_postgres::Options;
 use leaseq_suite::cpu::process_cpu_time;
 use leaseq_suite::pg_bare::run_bare;
+use leaseq_suite::pg_size_bench::{table_size, SizeReport, TableSize};
 use leaseq_suite::pg_store_bench::{
-    drop_schema, run_pool, run_store, server_cpu_time, table_size, unique, BenchError, SizeReport,
-    TableSize,
+    drop_schema, run_pool, run_store, server_cpu_time, unique, BenchError,
 };
 
 /// The server used when `LEASEQ_PG_URL` is not set.

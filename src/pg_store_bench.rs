@@ -10,19 +10,19 @@
 //! - [`run_pool`]: the same producer feeding a [`PgPool`] of `workers` workers with a no-op
 //!   async handler (each worker receives and acks one item at a time); the clock stops once
 //!   every item is handled and the pool is shut down (its last acks committed).
-//! - [`table_size`]: the items table's size with `live` items waiting, then after `flow`
-//!   more items were pushed and acked through the store while about `live` stay waiting.
+//!
+//! The table-size measurement is in [`crate::pg_size_bench`].
 //!
 //! Each run opens the queue it is given (empty at the start) and checks at the end that
 //! every item was acked exactly once (no redelivery, no refused ack, no row left).
 
 use std::error::Error;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Config, Job};
-use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue, Upkeep};
+use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue};
 use tokio::sync::{Barrier, Notify};
 use tokio_postgres::NoTls;
 
@@ -43,7 +43,7 @@ pub struct StoreReport {
 }
 
 impl StoreReport {
-    fn new(items: u64, elapsed: Duration) -> Self {
+    pub(crate) fn new(items: u64, elapsed: Duration) -> Self {
         StoreReport {
             items,
             elapsed,
@@ -80,7 +80,7 @@ pub async fn open_queue(
 }
 
 /// Pushes items `from..to` in batches of [`PUSH_BATCH`], each awaited (committed).
-async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Result<(), BenchError> {
+pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Result<(), BenchError> {
     let mut next = from;
     while next < to {
         let n = (to - next).min(PUSH_BATCH as u64);
@@ -111,7 +111,7 @@ async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchErro
 
 /// One worker: `receive_batch(claim)` then `ack_batch`, until the queue is closed. Items
 /// are reserved from `budget` first (if given), so that the workers ack exactly that many.
-async fn work(
+pub(crate) async fn work(
     q: PgQueue<Vec<u8>>,
     claim: usize,
     acked: Arc<AtomicU64>,
@@ -239,153 +239,6 @@ pub async fn drop_schema(url: &str, schema: &str) -> Result<(), BenchError> {
         .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
         .await?;
     Ok(())
-}
-
-/// Sizes of the items table, in bytes, and its tuple counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TableSize {
-    /// `pg_total_relation_size`: heap, indexes and TOAST.
-    pub total: i64,
-    /// The heap alone (`pg_relation_size`).
-    pub heap: i64,
-    /// The indexes (`pg_indexes_size`).
-    pub indexes: i64,
-    /// Rows in the table now.
-    pub rows: i64,
-    /// Dead tuples as the statistics collector counts them (`n_dead_tup`).
-    pub dead_tuples: i64,
-    /// `VACUUM`s run on the table (`vacuum_count`: manual ones, the store's included).
-    pub vacuums: i64,
-}
-
-/// The size of `schema`'s items table now.
-pub async fn measure(url: &str, schema: &str) -> Result<TableSize, BenchError> {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
-    tokio::spawn(conn);
-    let t = format!("\"{schema}\".items");
-    // The statistics are sent at the end of each transaction, at most every 1 s (PG 15).
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let r = client
-        .query_one(
-            &format!(
-                "SELECT pg_total_relation_size($1::text::regclass), pg_relation_size($1::text::regclass),
-                        pg_indexes_size($1::text::regclass), (SELECT count(*) FROM {t}),
-                        s.n_dead_tup, s.vacuum_count
-                 FROM pg_stat_user_tables s WHERE s.relid = $1::text::regclass"
-            ),
-            &[&t],
-        )
-        .await?;
-    Ok(TableSize {
-        total: r.get(0),
-        heap: r.get(1),
-        indexes: r.get(2),
-        rows: r.get(3),
-        dead_tuples: r.get(4),
-        vacuums: r.get(5),
-    })
-}
-
-/// Each index of `schema`'s items table: name, bytes, entries as last counted.
-pub async fn index_sizes(url: &str, schema: &str) -> Result<Vec<(String, i64, f64)>, BenchError> {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
-    tokio::spawn(conn);
-    let rows = client
-        .query(
-            "SELECT c.relname::text, pg_relation_size(c.oid), c.reltuples::float8
-             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-             WHERE i.indrelid = $1::text::regclass ORDER BY 1",
-            &[&format!("\"{schema}\".items")],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect())
-}
-
-/// What [`table_size`] measured.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SizeReport {
-    /// A fresh table with `live` items waiting.
-    pub with_live: TableSize,
-    /// After `flow` more items were pushed and acked, `live` still waiting.
-    pub after_flow: TableSize,
-    /// How long the flow took.
-    pub flow: StoreReport,
-    /// The `VACUUM`s and index rebuilds the store ran.
-    pub upkeep: Upkeep,
-    /// Each index after the flow: name, bytes, live entries (as the last `ANALYZE` or
-    /// `VACUUM` counted them).
-    pub indexes: Vec<(String, i64, f64)>,
-}
-
-/// On a fresh `schema` (dropped first): pushes `live` items and measures the table; then a
-/// producer pushes `flow` more while `workers` workers receive `claim` at a time and ack,
-/// the producer keeping at most about `live` items waiting, the workers acking exactly
-/// `flow` (so `live` are left); then measures again. `options` set the store's VACUUM.
-pub async fn table_size(
-    url: &str,
-    schema: &str,
-    options: Options,
-    live: u64,
-    flow: u64,
-    workers: usize,
-    claim: usize,
-) -> Result<SizeReport, BenchError> {
-    drop_schema(url, schema).await?;
-    let q = open_queue(url, schema, &unique("size"), options).await?;
-    push_range(&q, 0, live).await?;
-    let with_live = measure(url, schema).await?;
-    let acked = Arc::new(AtomicU64::new(0));
-    let budget = Arc::new(AtomicU64::new(flow));
-    let start = Instant::now();
-    let mut handles = Vec::with_capacity(workers);
-    let failed = Arc::new(AtomicBool::new(false));
-    for _ in 0..workers {
-        let w = work(
-            q.clone(),
-            claim,
-            acked.clone(),
-            u64::MAX,
-            Some(budget.clone()),
-        );
-        let failed = failed.clone();
-        handles.push(tokio::spawn(async move {
-            let r = w.await;
-            failed.fetch_or(r.is_err(), Ordering::AcqRel);
-            r
-        }));
-    }
-    let mut pushed = live;
-    while pushed < live + flow {
-        if failed.load(Ordering::Acquire) {
-            break; // a worker failed: its error is returned below
-        }
-        // Keep about `live` waiting: push only while the backlog leaves room for the batch.
-        let to = (pushed + PUSH_BATCH as u64).min(live + flow);
-        if to - acked.load(Ordering::Acquire) > live {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            continue;
-        }
-        push_range(&q, pushed, to).await?;
-        pushed = to;
-    }
-    let mut end = start;
-    for h in handles {
-        end = end.max(h.await??.unwrap_or(start));
-    }
-    let after_flow = measure(url, schema).await?;
-    if after_flow.rows != live as i64 {
-        return Err(format!("{} rows left, {live} expected", after_flow.rows).into());
-    }
-    Ok(SizeReport {
-        with_live,
-        after_flow,
-        flow: StoreReport::new(flow, end - start),
-        upkeep: q.store().upkeep(),
-        indexes: index_sizes(url, schema).await?,
-    })
 }
 
 /// CPU time of every PostgreSQL process on this machine so far (Linux, a server on the
