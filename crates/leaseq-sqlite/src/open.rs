@@ -14,7 +14,7 @@ use leaseq_core::{
 use rusqlite::{Connection, OpenFlags};
 
 use crate::journal::{Journal, Op};
-use crate::store::{reason_code, reason_of, wall_now, SqliteStore};
+use crate::store::{wall_now, SqliteStore};
 use crate::SqliteQueue;
 
 /// `PRAGMA application_id` of a leaseq queue file ("LQ01" in ASCII).
@@ -268,7 +268,11 @@ where
             if dead || (restart && attempts >= max_attempts) {
                 let (reason, last_error, at) = if dead {
                     (
-                        reason_of(reason.unwrap_or(0)),
+                        // An unknown code (a newer version's reason) reads as "dropped".
+                        reason
+                            .and_then(|c| u8::try_from(c).ok())
+                            .and_then(leaseq_core::Reason::from_code)
+                            .unwrap_or(leaseq_core::Reason::Dropped),
                         last_error,
                         dead_at.map_or(now, from_disk),
                     )
@@ -279,7 +283,7 @@ where
                     fixes.push(Op::Dead {
                         id,
                         attempts,
-                        reason: reason_code(reason),
+                        reason: reason.code(),
                         error: error.clone(),
                         at: (now.as_nanos() as i128 + offset) as i64,
                     });

@@ -101,7 +101,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                     Op::Dead {
                         id: id.get(),
                         attempts,
-                        reason: reason_code(reason),
+                        reason: reason.code(),
                         error,
                         at: self.to_disk(at),
                     }
@@ -124,17 +124,4 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             _ => self.journal_events(),
         }
     }
-}
-
-/// A reason's code on disk: its position in [`Reason::ALL`].
-pub(crate) fn reason_code(reason: Reason) -> u8 {
-    Reason::ALL.iter().position(|r| *r == reason).unwrap_or(0) as u8
-}
-
-/// The reason of a code on disk (an unknown one reads as "dropped").
-pub(crate) fn reason_of(code: i64) -> Reason {
-    usize::try_from(code)
-        .ok()
-        .and_then(|i| Reason::ALL.get(i).copied())
-        .unwrap_or(Reason::Dropped)
 }
