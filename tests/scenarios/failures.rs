@@ -28,9 +28,9 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime, K: StoreKind
         assert_eq!(again.len(), 1, "the dropped item is not back at once");
         again.pop().unwrap()
     } else {
-        // Back once the store committed the hand-back: a moment, far from its lease (50u;
-        // a lease that ran out would also show in `lease_expired` below).
-        env.within(10 * u, "the dropped item", q.receive())
+        // Back once the store committed the hand-back (a lease that ran out instead would
+        // show in `lease_expired` below).
+        env.within(env.patience(), "the dropped item", q.receive())
             .await
             .expect("queue open")
     };
@@ -46,9 +46,11 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime, K: StoreKind
     // Dropped on its last attempt: to the dead letters.
     drop(again);
     if !K::VISIBLE_AT_ONCE {
-        env.until(10 * u, "the dropped item in the dead letters", || {
-            !dead_letters(&q).is_empty()
-        })
+        env.until(
+            env.patience(),
+            "the dropped item in the dead letters",
+            || !dead_letters(&q).is_empty(),
+        )
         .await;
     }
     let dead = dead_letters(&q);

@@ -15,9 +15,6 @@ use leaseq_postgres::{
     SCHEMA_VERSION,
 };
 
-const SCHEMA: &str = "leaseq_test";
-const PATIENCE: Duration = Duration::from_secs(15);
-
 fn config() -> Config {
     Config::new(Duration::from_secs(30))
 }

@@ -52,6 +52,13 @@ fn close_wakes_receivers_with_claims_in_flight() {
                     .unwrap_or_else(|_| panic!("round {round}: a receiver was not woken by close"))
                     .expect("worker");
             }
+            assert_eq!(
+                acked.load(Ordering::Acquire),
+                n,
+                "round {round}: every item acked"
+            );
+            let s = q.store().refresh_stats().await.expect("stats");
+            assert_eq!(s.live(), 0, "round {round}: nothing left");
         }
     });
 }

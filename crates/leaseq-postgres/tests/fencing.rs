@@ -208,12 +208,13 @@ fn heartbeat_keeps_a_slow_items_lease() {
         let vis = Duration::from_millis(400);
         let q = process(&url, &name, Config::new(vis)).await;
         let other = process(&url, &name, Config::new(vis)).await;
-        q.push(b"slow".to_vec()).await.expect("push");
+        let id = q.push(b"slow".to_vec()).await.expect("push");
         let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
             Ok(Some(d)) => d,
             other => panic!("no delivery: {other:?}"),
         };
         assert!(d.has_heartbeat());
+        assert_eq!(q.store().heartbeats(), 1, "kept alive by this process");
         // The handler runs three times the visibility; another process keeps looking.
         let stolen = other.receive_timeout(vis * 3).await;
         assert!(
@@ -222,8 +223,21 @@ fn heartbeat_keeps_a_slow_items_lease() {
         );
         assert!(!d.is_lease_lost());
         assert_eq!(d.attempt(), 1);
+        // The row's lease was extended past the first one's end.
+        let db = sql(&url).await;
+        let extended: bool = db
+            .query_one(
+                &format!(
+                    "SELECT deadline > leased_at + $2 * interval '1 microsecond'
+                     FROM {SCHEMA}.items WHERE id = $1"
+                ),
+                &[&(id.get() as i64), &(vis.as_micros() as f64)],
+            )
+            .await
+            .expect("read the lease")
+            .get(0);
+        assert!(extended, "the heartbeat extended the lease in the row");
         assert_eq!(d.ack().await, Ok(Acked::OnTime));
-        assert_eq!(q.stats().redelivered + other.stats().redelivered, 0);
         assert_eq!(q.store().heartbeats(), 0, "settled: no longer kept alive");
     });
 }
@@ -241,16 +255,10 @@ fn max_lease_takes_the_item_back_despite_the_heartbeat() {
             Ok(Some(d)) => d,
             other => panic!("no delivery: {other:?}"),
         };
-        let start = Instant::now();
         // The handler would run far longer than the max lease: the lease is lost anyway.
         tokio::time::timeout(PATIENCE, d.lease_lost())
             .await
             .expect("the lease is lost at the max lease, heartbeat or not");
-        assert!(
-            start.elapsed() >= vis / 2,
-            "lost after {:?}, before the first lease could run out",
-            start.elapsed()
-        );
         assert!(d.is_lease_lost());
         let again = receive(&q).await;
         assert_eq!((again.id(), again.attempt()), (id, 2));

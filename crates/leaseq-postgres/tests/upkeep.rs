@@ -116,6 +116,9 @@ fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
             total(&bloated) > 3 * total(&fresh),
             "the flow bloated the indexes: {bloated:?} against {fresh:?}"
         );
+        let names =
+            |sizes: &[(String, i64)]| sizes.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&kept), names(&fresh), "the same indexes");
         for ((name, bytes), (_, fresh_bytes)) in kept.iter().zip(&fresh) {
             assert!(
                 *bytes <= (*fresh_bytes * 2).max(256 * 1024),
