@@ -176,7 +176,13 @@ impl Facts {
                 // Every delivery cut by a kill before it was recorded.
                 let d = dead.expect("checked");
                 assert_eq!(d.reason, Reason::LeaseExpired, "#{id} dead with no run");
-                assert!(self.kill_between(i64::MIN, i64::MAX));
+                let dead_at =
+                    d.at.duration_since(UNIX_EPOCH)
+                        .map_or(0, |t| t.as_micros() as i64);
+                assert!(
+                    self.kill_between(i64::MIN, dead_at),
+                    "#{id}: dead with no run and no kill before"
+                );
                 continue;
             };
             if first.attempt != 1 {
@@ -263,7 +269,7 @@ impl Facts {
             if d.attempts > last.attempt {
                 // Claimed again by a worker killed before it recorded the run.
                 assert!(
-                    self.kill_between(last.at, i64::MAX),
+                    self.kill_between(last.at, dead_at),
                     "#{id}: {d:?} after {last:?}"
                 );
                 assert_eq!(d.reason, Reason::LeaseExpired, "#{id}");
