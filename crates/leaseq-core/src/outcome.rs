@@ -116,6 +116,11 @@ impl PushOptions {
             _ => None,
         }
     }
+    /// Whether a unique key was given, of any length (a key too long for
+    /// [`key_bytes`](Self::key_bytes) included: the push will be refused, not made keyless).
+    pub const fn has_key(&self) -> bool {
+        !matches!(self.key, KeyOption::None)
+    }
     pub(crate) const fn key_option(&self) -> &KeyOption {
         &self.key
     }

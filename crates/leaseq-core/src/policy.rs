@@ -11,8 +11,8 @@ use crate::event::Reason;
 use crate::outcome::Retry;
 
 /// The verdict of [`RetryPolicy::after_failure`] on an attempt that ended without an ack.
+/// Not `non_exhaustive`: stores match it whole, so that a new verdict cannot slip past one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Verdict {
     /// Delivered again: the item becomes visible `delay` after the failure.
     Retry {

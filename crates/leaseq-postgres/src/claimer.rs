@@ -42,10 +42,11 @@ async fn round<T: Send + 'static>(
     } else {
         prefetch.saturating_sub(shared.board.lock().prefetched.len())
     };
-    let wanted = asked + ahead;
+    // One claim takes at most `max_claim`: a claim of that many is full, not short.
+    let wanted = (asked + ahead).min(shared.options.max_claim);
     let result = async {
         let client = shared.client().await?;
-        let got = claim::claim(&shared, &client, wanted.min(shared.options.max_claim))
+        let got = claim::claim(&shared, &client, wanted)
             .await
             .map_err(|e| e.to_string())?;
         let idle = if got.len() < wanted {

@@ -104,11 +104,6 @@ pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result
                     delays.push(0);
                     reasons.push(i16::from(reason.code()));
                 }
-                _ => {
-                    states.push(2_i16);
-                    delays.push(0);
-                    reasons.push(i16::from(Reason::LeaseExpired.code()));
-                }
             }
         }
     }

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use leaseq_async::{Push, PushError};
-use leaseq_core::{CancelError, MessageId, PushOptions, MAX_PRIORITY};
+use leaseq_core::{CancelError, MessageId, MAX_PRIORITY};
 
 use crate::store::{micros, PgStore};
 use crate::writer::PushRow;
@@ -30,7 +30,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let level = options.priority;
             return Err(PushError::PriorityOutOfRange { item, level });
         }
-        if has_key(options) || options.replace_pending {
+        if options.has_key() || options.replace_pending {
             return Err(PushError::Unsupported {
                 item,
                 what: "unique keys",
@@ -154,14 +154,4 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             }
         }
     }
-}
-
-/// Whether `options` carry a unique key of any length. `key_bytes` is `None` for a key
-/// longer than the longest allowed too: such a push must be refused, not queued keyless.
-fn has_key(options: &PushOptions) -> bool {
-    let mut keyless = PushOptions::new().priority(options.priority);
-    keyless.delay = options.delay;
-    keyless.expires_at = options.expires_at;
-    keyless.replace_pending = options.replace_pending;
-    keyless != *options
 }

@@ -218,7 +218,6 @@ pub(crate) async fn fail<T>(
                 .await
                 .map(|row| row.map(|_| Nacked::DeadLettered { attempts }))
         }
-        _ => return Err(ReceiptError::Unknown),
     };
     match r {
         Ok(Some(n)) => {
