@@ -4,6 +4,8 @@ use std::fmt;
 
 use leaseq_core::{ConfigError, MessageId};
 
+use crate::store_error::StoreError;
+
 /// A push that was refused; the item is inside.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -50,18 +52,48 @@ pub enum PushError<T> {
         /// What was asked for, in words.
         what: &'static str,
     },
+    /// The store cannot take pushes now (a durable store whose commits fail: disk full, file
+    /// locked; a database it cannot reach). Nothing was queued; the item is handed back.
+    Store {
+        /// The item, handed back.
+        item: T,
+        /// What failed (always "not done" here).
+        error: StoreError,
+    },
+    /// The item was accepted (it holds `id`) but the store could not confirm it durable
+    /// before its commit timeout ran out: it stays queued in this process and reaches disk
+    /// if the store recovers before the process ends. The outcome is unknown: pushing it
+    /// again may make a second item. Only `push(..).await` and its variants say this; there
+    /// is no item to hand back.
+    Unconfirmed {
+        /// The id the item was given.
+        id: MessageId,
+        /// What failed (outcome unknown).
+        error: StoreError,
+    },
 }
 
 impl<T> PushError<T> {
-    /// The refused item, handed back.
-    pub fn into_item(self) -> T {
+    /// The refused item, handed back; `None` only for
+    /// [`Unconfirmed`](Self::Unconfirmed), whose item the queue kept.
+    pub fn into_item(self) -> Option<T> {
         match self {
-            PushError::Closed(t) | PushError::Full(t) | PushError::AlreadyExpired(t) => t,
+            PushError::Closed(t) | PushError::Full(t) | PushError::AlreadyExpired(t) => Some(t),
             PushError::PriorityOutOfRange { item, .. }
             | PushError::KeyTooLong { item, .. }
             | PushError::DuplicateKey { item, .. }
             | PushError::Encode { item, .. }
-            | PushError::Unsupported { item, .. } => item,
+            | PushError::Unsupported { item, .. }
+            | PushError::Store { item, .. } => Some(item),
+            PushError::Unconfirmed { .. } => None,
+        }
+    }
+
+    /// The store's error, for [`Store`](Self::Store) and [`Unconfirmed`](Self::Unconfirmed).
+    pub fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            PushError::Store { error, .. } | PushError::Unconfirmed { error, .. } => Some(error),
+            _ => None,
         }
     }
 
@@ -105,6 +137,10 @@ impl<T> fmt::Debug for PushError<T> {
             PushError::Unsupported { what, .. } => {
                 write!(f, "Unsupported {{ what: {what:?}, .. }}")
             }
+            PushError::Store { error, .. } => write!(f, "Store {{ error: {error:?}, .. }}"),
+            PushError::Unconfirmed { id, error } => {
+                write!(f, "Unconfirmed {{ id: {id:?}, error: {error:?} }}")
+            }
         }
     }
 }
@@ -139,11 +175,20 @@ impl<T> fmt::Display for PushError<T> {
             PushError::Unsupported { what, .. } => {
                 write!(f, "this store does not support {what}; item handed back")
             }
+            PushError::Store { error, .. } => write!(f, "{error}; item handed back"),
+            PushError::Unconfirmed { id, error } => write!(
+                f,
+                "{id} was accepted but not confirmed durable: {error}; the queue keeps it"
+            ),
         }
     }
 }
 
-impl<T> std::error::Error for PushError<T> {}
+impl<T> std::error::Error for PushError<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.store_error().map(|e| e as _)
+    }
+}
 
 /// Why a queue could not be created.
 #[derive(Clone, Debug, PartialEq, Eq)]

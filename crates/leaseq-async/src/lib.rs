@@ -100,6 +100,7 @@ mod signal;
 #[cfg(feature = "sim")]
 mod sim;
 mod store;
+mod store_error;
 #[cfg(feature = "tracing")]
 mod trace;
 mod watchdog;
@@ -125,6 +126,7 @@ pub use runtime::{BoxFuture, Runtime};
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use store::{Drive, Store, Taken};
+pub use store_error::{SettleError, StoreError};
 pub use watchdog::{Holding, StuckWorker, Watchdog};
 
 /// The core state machine, re-exported.
