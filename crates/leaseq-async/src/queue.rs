@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use leaseq_core::{CancelError, MessageId, Stats, Timestamp};
 
+use crate::closing::Closing;
 use crate::driver;
 use crate::error::PushError;
 use crate::memory::MemoryStore;
@@ -268,8 +269,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
 
     /// Stops new receives and pushes. Receivers waiting now get `None`; deliveries already
     /// out can still be settled. Items left in the queue stay there (see [`stats`](Self::stats)).
-    pub fn close(&self) {
+    ///
+    /// The close happens here; `q.close().await` also waits until everything accepted
+    /// before it (fire-and-forget pushes included) is durable, and says so ([`Closing`]).
+    pub fn close(&self) -> Closing<'_, T, R, S> {
         self.store.close();
+        Closing { queue: self }
     }
 
     /// Whether [`close`](Self::close) was called.
