@@ -25,8 +25,11 @@ pub struct Stats {
 
     /// Items accepted by push.
     pub pushed: u64,
-    /// Pushes refused (full, already expired, id out of order, level out of range, key too
-    /// long, key held: every [`PushError`](crate::PushError)).
+    /// Pushes refused and returned to the caller as refused (full, already expired, id out
+    /// of order, level out of range, key too long, key held: every
+    /// [`PushError`](crate::PushError)). A push that waits for room when the queue is full
+    /// ([`PushOptions::waits_for_room`](crate::PushOptions::waits_for_room): the async
+    /// layer's awaited push) is not counted while it waits, only if it is finally refused.
     pub rejected: u64,
     /// Deliveries, first ones and repeats.
     pub delivered: u64,
