@@ -49,7 +49,10 @@ fn expiries_of_a_worker_only_process_are_a_share_of_its_own_work() {
     let kinds: Vec<_> = findings.iter().map(|f| f.kind).collect();
     assert_eq!(
         kinds,
-        [FindingKind::ItemsExpireUnworked, FindingKind::ManyDeadLetters]
+        [
+            FindingKind::ItemsExpireUnworked,
+            FindingKind::ManyDeadLetters
+        ]
     );
     assert_eq!(
         findings[0].message,

@@ -67,7 +67,11 @@ fn a_try_push_into_a_full_queue_counts_one() {
             }
         }));
         sleep(&rt, Duration::from_millis(5)).await;
-        assert_eq!(q.stats().rejected, 1, "a push waiting for room is not refused");
+        assert_eq!(
+            q.stats().rejected,
+            1,
+            "a push waiting for room is not refused"
+        );
         q.receive().await.unwrap().ack().await.unwrap();
         waiting.await;
         let s = q.stats();
