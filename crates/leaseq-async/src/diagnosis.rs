@@ -28,6 +28,9 @@ pub enum FindingKind {
     /// A handler hung while its heartbeat kept extending the lease: the item is held until
     /// the max lease lifetime, not its visibility.
     HungUnderHeartbeat,
+    /// The store could not make settles durable (disk full, file locked, connection lost):
+    /// those items come back unless the settle landed after all, so they may run again.
+    StoreFailures,
 }
 
 /// One verdict, with the figures behind it.
@@ -211,6 +214,18 @@ pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -
                     "{} blocking handlers ran past their item timeout ({} still running): \
                      their threads cannot be stopped, so make the work itself time-bounded.",
                     p.blocking_overruns, p.blocking_overruns_running
+                ),
+            });
+        }
+        if p.failed_settles > 0 {
+            out.push(Finding {
+                kind: FindingKind::StoreFailures,
+                message: format!(
+                    "the store could not make the settle (ack, nack or dead letter) of {} \
+                     durable: disk full, file locked or connection lost. Each such item comes \
+                     back unless its settle landed after all, so it may run again; look at the \
+                     store's errors.",
+                    of(p.failed_settles, p.handled(), "handlings of this pool"),
                 ),
             });
         }

@@ -101,6 +101,24 @@ fn item_timeouts_are_a_share_of_this_pool_s_handlings() {
     );
 }
 
+/// Settles the store could not make durable are named, as a share of this pool's work.
+#[test]
+fn settles_the_store_could_not_make_durable_are_named() {
+    let mut p = PoolStats::default();
+    p.ok = 198;
+    p.failed = 2;
+    p.failed_settles = 3;
+    let f = only(diagnose(&Stats::default(), Some(&p), VISIBILITY));
+    assert_eq!(f.kind, FindingKind::StoreFailures);
+    assert_eq!(
+        f.message,
+        "the store could not make the settle (ack, nack or dead letter) of 3 of the 200 \
+         handlings of this pool (1.5%) durable: disk full, file locked or connection lost. \
+         Each such item comes back unless its settle landed after all, so it may run again; \
+         look at the store's errors."
+    );
+}
+
 /// The shares printed, `(x%)`, of a message.
 fn shares(message: &str) -> Vec<f64> {
     message
@@ -146,6 +164,7 @@ proptest! {
         p.permanent = pool[4];
         p.stuck_reports = pool[5];
         p.blocking_overruns = pool[5];
+        p.failed_settles = pool[1];
         p.heartbeat = heartbeat;
         for f in diagnose(&s, with_pool.then_some(&p), VISIBILITY) {
             for share in shares(&f.message) {
