@@ -153,6 +153,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// waiting for room like [`push`](Self::push).
     pub async fn push_with_options(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
         let mut item = item;
+        // A full queue's refusal is waited out here, never returned: the store does not
+        // count it as rejected (`Stats::rejected` counts refusals the caller is given).
+        let push = push.waiting_for_room();
         loop {
             match self.store.try_push(item, &push) {
                 Err(PushError::Full(back)) => item = back,
