@@ -34,7 +34,7 @@
 //!
 //! `bench_summary --roundtrip QUEUED ITERATIONS` runs only the core round trip (and the
 //! `VecDeque` loop beside it), `bench_summary --core SHAPE QUEUED ITERATIONS` only the core
-//! loop with items of a shape (`plain`, `levels8`, `keyed`, `levels8_keyed`), and
+//! loop with items of a shape (`plain`, `levels8`, `keyed`, `levels8_keyed`, `with_id`), and
 //! `bench_summary --one KIND RUNTIME [ITEMS]` one throughput run (for profiling).
 //! `benches/instructions.sh` runs these under callgrind and prints instructions per item.
 
@@ -167,12 +167,12 @@ fn main() {
         return;
     }
     // `--core SHAPE QUEUED ITERATIONS`: only the core loop (no VecDeque loop beside it), for
-    // `benches/instructions.sh`; SHAPE: plain, levels8, keyed or levels8_keyed.
+    // `benches/instructions.sh`; SHAPE: plain, levels8, keyed, levels8_keyed or with_id.
     if args.first().map(String::as_str) == Some("--core") {
         let shape = args
             .get(1)
             .and_then(|a| roundtrip::Shape::parse(a))
-            .expect("a shape: plain, levels8, keyed or levels8_keyed");
+            .expect("a shape: plain, levels8, keyed, levels8_keyed or with_id");
         let arg = |i: usize, default: u64| {
             args.get(i)
                 .map(|a| a.parse().expect("a whole number"))

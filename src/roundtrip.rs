@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use leaseq_core::{Config, PushOptions, Queue, Timestamp};
+use leaseq_core::{Config, MessageId, PushOptions, Queue, Timestamp};
 
 /// Nanoseconds per push + receive + ack of a `u64` item with `queued` items already in the
 /// queue, over `iterations` round trips, and the same loop on a bare `VecDeque`
@@ -34,16 +34,20 @@ pub enum Shape {
     Keyed,
     /// Both.
     Levels8Keyed,
+    /// Level 0, no key, pushed as the memory store's inbox pushes: `push_with_id` with ids
+    /// handed out in order and default options.
+    WithId,
 }
 
 impl Shape {
-    /// The shape named `name`: `plain`, `levels8`, `keyed` or `levels8_keyed`.
+    /// The shape named `name`: `plain`, `levels8`, `keyed`, `levels8_keyed` or `with_id`.
     pub fn parse(name: &str) -> Option<Shape> {
         Some(match name {
             "plain" => Shape::Plain,
             "levels8" => Shape::Levels8,
             "keyed" => Shape::Keyed,
             "levels8_keyed" => Shape::Levels8Keyed,
+            "with_id" => Shape::WithId,
             _ => return None,
         })
     }
@@ -68,35 +72,59 @@ impl Shape {
 /// already in the queue, over `iterations` round trips; nothing else runs in the loop, so
 /// that `valgrind --tool=callgrind` on two iteration counts gives the instructions of one
 /// round trip (`bench_summary --core`, `benches/instructions.sh`). `Shape::Plain` pushes
-/// with `push`, the others with `push_with`.
+/// with `push`, `Shape::WithId` with `push_with_id`, the others with `push_with`.
 pub fn core_loop_ns(shape: Shape, queued: usize, iterations: u64) -> f64 {
     let mut q = Queue::new(Config::new(Duration::from_secs(30))).expect("valid config");
-    let mut now = Timestamp::ZERO;
     for i in 0..queued as u64 {
-        if shape == Shape::Plain {
-            q.push(i, now).expect("no capacity limit");
+        if shape == Shape::Plain || shape == Shape::WithId {
+            q.push(i, Timestamp::ZERO).expect("no capacity limit");
         } else {
-            q.push_with(i, now, shape.options(i, true))
+            q.push_with(i, Timestamp::ZERO, shape.options(i, true))
                 .expect("no capacity limit, distinct keys");
         }
     }
     let start = Instant::now();
-    if shape == Shape::Plain {
-        for i in 0..iterations {
-            now = Timestamp::from_nanos(i);
-            q.push(black_box(i), now).expect("no capacity limit");
-            let lease = q.receive(now).expect("an item is ready");
-            black_box(q.ack(lease.receipt, now)).expect("fresh receipt");
-        }
-    } else {
-        for i in 0..iterations {
-            now = Timestamp::from_nanos(i);
-            let n = queued as u64 + i;
-            q.push_with(black_box(n), now, shape.options(n, false))
-                .expect("no capacity limit, distinct keys");
-            let lease = q.receive(now).expect("an item is ready");
-            black_box(q.ack(lease.receipt, now)).expect("fresh receipt");
-        }
+    match shape {
+        Shape::Plain => plain_loop(&mut q, iterations),
+        Shape::WithId => with_id_loop(&mut q, queued as u64, iterations),
+        _ => options_loop(&mut q, shape, queued as u64, iterations),
     }
     start.elapsed().as_nanos() as f64 / iterations as f64
+}
+
+// Each loop is a function of its own, so that the code of one does not change how the
+// compiler lays out another (which moves a count by a few instructions).
+
+#[inline(never)]
+fn plain_loop(q: &mut Queue<u64>, iterations: u64) {
+    for i in 0..iterations {
+        let now = Timestamp::from_nanos(i);
+        q.push(black_box(i), now).expect("no capacity limit");
+        let lease = q.receive(now).expect("an item is ready");
+        black_box(q.ack(lease.receipt, now)).expect("fresh receipt");
+    }
+}
+
+#[inline(never)]
+fn with_id_loop(q: &mut Queue<u64>, queued: u64, iterations: u64) {
+    for i in 0..iterations {
+        let now = Timestamp::from_nanos(i);
+        let id = MessageId::new(queued + i);
+        q.push_with_id(id, black_box(i), now, PushOptions::new())
+            .expect("no capacity limit, ids in order");
+        let lease = q.receive(now).expect("an item is ready");
+        black_box(q.ack(lease.receipt, now)).expect("fresh receipt");
+    }
+}
+
+#[inline(never)]
+fn options_loop(q: &mut Queue<u64>, shape: Shape, queued: u64, iterations: u64) {
+    for i in 0..iterations {
+        let now = Timestamp::from_nanos(i);
+        let n = queued + i;
+        q.push_with(black_box(n), now, shape.options(n, false))
+            .expect("no capacity limit, distinct keys");
+        let lease = q.receive(now).expect("an item is ready");
+        black_box(q.ack(lease.receipt, now)).expect("fresh receipt");
+    }
 }
