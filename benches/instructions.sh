@@ -12,8 +12,10 @@
 # 1 producer and 4 consumers (N = 20,000 and 40,000 items); `single` is push -> receive ->
 # ack one at a time, `batch` batches of 16, `pool` a Pool of 4 workers with a no-op handler,
 # `flume` and `flume-handler` the channel baselines. The async rows run several threads,
-# which callgrind serializes: they move by a few instructions between runs, the core rows
-# do not. Uses $CARGO_TARGET_DIR (default: target).
+# which callgrind serializes, and how often a consumer parks and is woken differs from run
+# to run: they move by up to a third between runs, so each is run ASYNC_RUNS times
+# (default 3) and the median printed with the range. The core rows are exact (the same
+# count every run). Uses $CARGO_TARGET_DIR (default: target).
 set -eu
 cd "$(dirname "$0")/.."
 which="${1:-all}"
@@ -26,14 +28,26 @@ count() {
         sed -n 's/.*Collected : \([0-9][0-9]*\).*/\1/p'
 }
 
-# per_item LABEL N1 N2 ARGS...: the run length goes after ARGS.
+# per_item LABEL N1 N2 ARGS...: the run length goes after ARGS; RUNS pairs of runs (1 unless
+# set), the median printed with the range when there are several.
 per_item() {
     label=$1 n1=$2 n2=$3
     shift 3
-    a=$(count "$@" "$n1")
-    b=$(count "$@" "$n2")
-    awk -v l="$label" -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" \
-        'BEGIN { printf "%-44s %8.1f\n", l, (b - a) / (n2 - n1) }'
+    all=""
+    i=0
+    while [ "$i" -lt "${RUNS:-1}" ]; do
+        a=$(count "$@" "$n1")
+        b=$(count "$@" "$n2")
+        all="$all $(awk -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" \
+            'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')"
+        i=$((i + 1))
+    done
+    echo "$all" | tr ' ' '\n' | grep . | sort -n | awk -v l="$label" '
+        { v[NR] = $1 }
+        END {
+            if (NR == 1) printf "%-52s %8.1f\n", l, v[1]
+            else printf "%-52s %8.1f  [%.1f-%.1f, %d runs]\n", l, v[int((NR + 1) / 2)], v[1], v[NR], NR
+        }'
 }
 
 echo "instructions per item (callgrind, release, u64 items)"
@@ -51,7 +65,7 @@ fi
 if [ "$which" = all ] || [ "$which" = async ]; then
     for rt in tokio smol; do
         for kind in single batch pool flume flume-handler; do
-            per_item "$kind, $rt" 20000 40000 --one $kind $rt
+            RUNS="${ASYNC_RUNS:-3}" per_item "$kind, $rt" 20000 40000 --one $kind $rt
         done
     done
 fi
