@@ -89,17 +89,29 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod check;
+mod commit;
+mod commit_error;
 mod journal;
+mod lock;
 mod open;
+mod open_error;
+mod options;
 mod receive;
+mod restore;
 mod seam;
 mod store;
+mod writer;
 
 // The codecs live in `leaseq-async`, shared by every durable store; re-exported here.
+pub use check::{check_file, APPLICATION_ID, FORMAT_VERSION};
+pub use commit_error::{CommitError, CommitErrorKind};
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
-pub use open::{check_file, open, Durability, OpenError, Options, APPLICATION_ID, FORMAT_VERSION};
+pub use open::open;
+pub use open_error::OpenError;
+pub use options::{Durability, Options};
 pub use receive::SqliteWaiting;
 pub use store::{SqliteStore, SqliteTicket};
 

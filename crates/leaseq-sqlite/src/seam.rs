@@ -50,6 +50,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        // Nothing is accepted while commits fail: it could not be made durable.
+        if self.journal.failing() {
+            let error = self.journal.refusal();
+            return Err(PushError::Store { item, error });
+        }
         // Encoded before any lock is taken.
         let payload = match self.codec.encode(&item) {
             Ok(p) => p,
@@ -189,7 +194,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
                 .map(|(id, _)| Op::Delete { id: id.get() }),
         );
         async move {
-            self.journal.committed(seq).await;
+            let _ = self.journal.committed(seq).await;
             results
         }
     }
@@ -205,7 +210,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
         async move {
             if let Some(seq) = seq {
-                self.journal.committed(seq).await;
+                let _ = self.journal.committed(seq).await;
             }
             r
         }
@@ -220,7 +225,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         let seq = r.is_ok().then(|| self.journal_events());
         async move {
             if let Some(seq) = seq {
-                self.journal.committed(seq).await;
+                let _ = self.journal.committed(seq).await;
             }
             r
         }
@@ -241,7 +246,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         };
         async move {
             if let Some(seq) = seq {
-                self.journal.committed(seq).await;
+                let _ = self.journal.committed(seq).await;
             }
             r
         }
@@ -287,7 +292,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
 
     fn synced(&self) -> impl Future<Output = ()> + Send {
         let seq = self.journal.last();
-        async move { self.journal.committed(seq).await }
+        async move {
+            let _ = self.journal.committed(seq).await;
+        }
     }
 }
 
@@ -304,7 +311,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
         async move {
             if let Some(seq) = seq {
-                self.journal.committed(seq).await;
+                let _ = self.journal.committed(seq).await;
             }
             r
         }

@@ -41,6 +41,10 @@ impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
     }
 }
 
+/// The last handle is gone: a bounded flush. The writer commits everything queued (a
+/// failing commit retried for up to [`Options::commit_timeout`](crate::Options)),
+/// checkpoints and truncates the WAL, closes the file and releases its owner lock; `drop`
+/// waits for it.
 impl<T, R, C> Drop for SqliteStore<T, R, C> {
     fn drop(&mut self) {
         self.journal.stop();

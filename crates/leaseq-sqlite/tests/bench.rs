@@ -286,7 +286,7 @@ fn open_bytes(path: &Path) -> leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, B
 
 /// Drops the queue and gives its writer time to commit, checkpoint and close the file.
 fn close_and_settle(q: leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>) {
-    smol::block_on(q.store().sync());
+    smol::block_on(q.store().sync()).unwrap();
     q.close();
     drop(q);
     std::thread::sleep(Duration::from_millis(1500));
