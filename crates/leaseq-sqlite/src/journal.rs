@@ -4,9 +4,13 @@
 //!
 //! A commit that fails is kept and retried (`writer.rs`): `committed` never passes a failed
 //! op, so nothing later lands past it. While commits fail, `failing` is set (new pushes are
-//! refused, receives wait) and the writer publishes `given_up`: every op up to it has waited
-//! [`Options::commit_timeout`](crate::Options::commit_timeout) for its commit, so its
-//! waiters fail with "outcome unknown" (the op stays queued and lands if the file recovers).
+//! refused, receives wait). The writer numbers its commit attempts (`attempts`) and
+//! publishes `timed_out`, the last failed attempt that began at least
+//! [`Options::commit_timeout`](crate::Options::commit_timeout) ago. A waiter notes the
+//! attempt number when it starts waiting; every later attempt holds its op, so once one of
+//! them has timed out the waiter fails with "outcome unknown" (the op stays queued and
+//! lands if the file recovers). So a wait lasts at most the commit timeout, plus a backoff
+//! (at most 1 s) and a busy timeout, from when it started.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -95,14 +99,17 @@ pub(crate) struct Journal {
     pub(crate) wake: Condvar,
     /// Every op up to this sequence number is committed. Written by the writer.
     pub(crate) committed: AtomicU64,
-    /// Every op up to this sequence number waited `commit_timeout` for a commit that kept
-    /// failing: its waiters give up. Written by the writer.
-    pub(crate) given_up: AtomicU64,
+    /// Commit attempts begun. Written by the writer.
+    pub(crate) attempts: AtomicU64,
+    /// The last failed attempt that began `commit_timeout` ago or more (`u64::MAX` once
+    /// the writer gave up at stop): waiters that began before it give up. Written by the
+    /// writer.
+    pub(crate) timed_out: AtomicU64,
     /// Commits are failing now (set on a failure, cleared on the next success).
     pub(crate) failing: AtomicBool,
     /// The last commit failure (kept after a recovery, for the operator).
     pub(crate) last_error: Mutex<Option<CommitError>>,
-    /// Notified after each commit, each failure and each change of `given_up`.
+    /// Notified after each commit, each failure and each change of `timed_out`.
     pub(crate) on_commit: Event,
     /// Commits made.
     pub(crate) commits: AtomicU64,
@@ -134,7 +141,8 @@ impl Journal {
             }),
             wake: Condvar::new(),
             committed: AtomicU64::new(0),
-            given_up: AtomicU64::new(0),
+            attempts: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
             failing: AtomicBool::new(false),
             last_error: Mutex::new(None),
             on_commit: Event::new(),
@@ -207,13 +215,20 @@ impl Journal {
         self.on_commit.listen()
     }
 
-    /// Ready once `seq` is committed (`Ok`), or, with `give_up`, once its commit has been
-    /// failing for the commit timeout (`Err`, outcome unknown); `listener` keeps the
-    /// registration between polls.
+    /// Where a wait starting now stands: it gives up once an attempt after this one has
+    /// timed out.
+    pub(crate) fn wait_start(&self) -> u64 {
+        self.attempts.load(Ordering::Acquire)
+    }
+
+    /// Ready once `seq` is committed (`Ok`), or, with `give_up` (the waiter's
+    /// [`wait_start`](Self::wait_start)), once a commit attempt begun after it has failed
+    /// for the commit timeout (`Err`, outcome unknown); `listener` keeps the registration
+    /// between polls.
     pub(crate) fn poll_committed(
         &self,
         seq: u64,
-        give_up: bool,
+        give_up: Option<u64>,
         listener: &mut Option<EventListener>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), StoreError>> {
@@ -222,7 +237,7 @@ impl Journal {
                 *listener = None;
                 return Poll::Ready(Ok(()));
             }
-            if give_up && self.given_up.load(Ordering::Acquire) >= seq {
+            if give_up.is_some_and(|start| self.timed_out.load(Ordering::Acquire) > start) {
                 *listener = None;
                 return Poll::Ready(Err(self.gave_up()));
             }
@@ -238,22 +253,24 @@ impl Journal {
         }
     }
 
-    /// Completes once `seq` is committed, or fails once its commit has been failing for
-    /// the commit timeout.
-    pub(crate) async fn committed(&self, seq: u64) -> Result<(), StoreError> {
+    /// Completes once `seq` is committed, or fails once commits have been failing for the
+    /// commit timeout since this call.
+    pub(crate) fn committed(&self, seq: u64) -> impl Future<Output = Result<(), StoreError>> + '_ {
+        let start = self.wait_start();
         let mut listener = None;
-        std::future::poll_fn(|cx| self.poll_committed(seq, true, &mut listener, cx)).await
+        std::future::poll_fn(move |cx| self.poll_committed(seq, Some(start), &mut listener, cx))
     }
 
-    /// Blocks this thread until `seq` is committed, or its commit has been failing for the
-    /// commit timeout.
+    /// Blocks this thread until `seq` is committed, or commits have been failing for the
+    /// commit timeout since this call.
     pub(crate) fn wait_blocking(&self, seq: u64) -> Result<(), StoreError> {
+        let start = self.wait_start();
         loop {
             let l = self.on_commit.listen();
             if self.committed.load(Ordering::Acquire) >= seq {
                 return Ok(());
             }
-            if self.given_up.load(Ordering::Acquire) >= seq {
+            if self.timed_out.load(Ordering::Acquire) > start {
                 return Err(self.gave_up());
             }
             l.wait();

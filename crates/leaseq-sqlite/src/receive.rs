@@ -98,7 +98,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         // A delivery is recorded before it is handed out.
         if self
             .journal
-            .poll_committed(seq, false, &mut waiting.listener, cx)
+            .poll_committed(seq, None, &mut waiting.listener, cx)
             .is_pending()
         {
             return Poll::Pending;

@@ -5,8 +5,8 @@
 //! timeout, I/O error) is kept: its ops stay, in order, and ops queued since are appended
 //! after them; the whole batch is retried after a backoff of 10 ms doubling to 1 s. So
 //! `committed` never passes a failed op and nothing later is committed past it. While it
-//! fails the writer publishes, after each attempt, which ops have waited
-//! `commit_timeout` (their waiters then fail, outcome unknown).
+//! fails the writer publishes, between attempts, the last failed attempt that began
+//! `commit_timeout` ago (waiters that began before it then fail, outcome unknown).
 //!
 //! At stop it commits what is queued (a failing commit retried until `commit_timeout`
 //! after the stop), checkpoints and truncates the WAL, closes the connection and then
@@ -40,8 +40,7 @@ impl Journal {
         // Ops not yet committed: the failed batch, then what came since.
         let mut ops: Vec<Op> = Vec::new();
         let mut backoff = FIRST_BACKOFF;
-        // Failed attempts not yet timed out: when each began, and the last op it held
-        // (every op up to it was queued before that instant).
+        // Failed attempts not yet timed out: when each began, and its number.
         let mut attempts: VecDeque<(Instant, u64)> = VecDeque::new();
         let mut stop_by: Option<Instant> = None;
         let mut checkpointed = 0;
@@ -55,9 +54,10 @@ impl Journal {
             }
             if !ops.is_empty() {
                 let began = Instant::now();
+                let attempt = self.attempts.fetch_add(1, Ordering::AcqRel) + 1;
                 if let Err(e) = commit(&mut conn, &ops, &mut early) {
                     self.failed(&e);
-                    attempts.push_back((began, batch.seq));
+                    attempts.push_back((began, attempt));
                     if !self.back_off(&mut attempts, backoff, stop_by) {
                         if self.queued.lock().halt {
                             break;
@@ -132,8 +132,8 @@ impl Journal {
         self.on_commit.notify(usize::MAX);
     }
 
-    /// Sleeps `backoff` after a failed attempt, publishing meanwhile which ops have waited
-    /// the commit timeout. `false`: the stop's deadline passed (or a halt came); give up.
+    /// Sleeps `backoff` after a failed attempt, publishing meanwhile which attempts have
+    /// timed out. `false`: the stop's deadline passed (or a halt came); give up.
     fn back_off(
         &self,
         attempts: &mut VecDeque<(Instant, u64)>,
@@ -143,22 +143,21 @@ impl Journal {
         let retry_at = Instant::now() + backoff;
         loop {
             let now = Instant::now();
-            let mut given_up = None;
-            while let Some(&(began, seq)) = attempts.front() {
+            let mut timed_out = None;
+            while let Some(&(began, attempt)) = attempts.front() {
                 if began + self.commit_timeout > now {
                     break;
                 }
-                given_up = Some(seq);
+                timed_out = Some(attempt);
                 attempts.pop_front();
             }
-            if let Some(seq) = given_up {
-                self.given_up.fetch_max(seq, Ordering::AcqRel);
+            if let Some(attempt) = timed_out {
+                self.timed_out.fetch_max(attempt, Ordering::AcqRel);
                 self.on_commit.notify(usize::MAX);
             }
             if stop_by.is_some_and(|by| now >= by) {
                 // Whoever still waits will not see this commit.
-                let last = self.queued.lock().seq;
-                self.given_up.fetch_max(last, Ordering::AcqRel);
+                self.timed_out.store(u64::MAX, Ordering::Release);
                 self.on_commit.notify(usize::MAX);
                 return false;
             }

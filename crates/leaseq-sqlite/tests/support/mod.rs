@@ -86,3 +86,43 @@ pub(crate) fn kind(e: &OpenError) -> &'static str {
         _ => "other",
     }
 }
+
+/// Fills the "disk" under the writer: its free pages are taken by a filler row and
+/// `max_page_count` is cut to the file's size, so the next commit that needs a new page
+/// fails with `SQLITE_FULL` (no root, no small filesystem needed).
+#[cfg(feature = "fault-injection")]
+pub(crate) fn fill_disk(q: &Queue) {
+    q.store().on_writer(|c| {
+        let _ = c.execute_batch(
+            "CREATE TABLE IF NOT EXISTS filler (x BLOB);
+             INSERT INTO filler SELECT zeroblob((SELECT freelist_count FROM pragma_freelist_count)
+                 * (SELECT page_size FROM pragma_page_size));
+             PRAGMA max_page_count = 1;",
+        );
+    });
+}
+
+/// Gives the "disk" its space back (see [`fill_disk`]).
+#[cfg(feature = "fault-injection")]
+pub(crate) fn free_disk(q: &Queue) {
+    q.store().on_writer(|c| {
+        let _ = c.execute_batch("PRAGMA max_page_count = 1073741823; DELETE FROM filler;");
+    });
+}
+
+/// Every item the file at `path` holds, live or dead, as (id, attempts), read by a
+/// plain SQLite connection (the queue must be closed).
+pub(crate) fn rows(path: &Path) -> Vec<(u64, u32, bool, Vec<u8>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut st = conn
+        .prepare("SELECT id, attempts, dead, payload FROM items ORDER BY id")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
