@@ -42,7 +42,10 @@ async fn while_failing(q: &Queue, kind: CommitErrorKind) -> u64 {
         }
         other => panic!("C: {other:?}"),
     }
-    assert!(q.try_receive().is_none(), "nothing is leased while commits fail");
+    assert!(
+        q.try_receive().is_none(),
+        "nothing is leased while commits fail"
+    );
     b
 }
 

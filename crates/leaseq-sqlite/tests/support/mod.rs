@@ -10,6 +10,8 @@ use leaseq_async::Config;
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{open, BytesCodec, OpenError, Options, SqliteQueue};
 
+pub(crate) mod log;
+
 /// A durable queue of bytes on smol.
 pub(crate) type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
 
