@@ -44,15 +44,61 @@
 //!
 //! **Size**: acked rows are deleted, and SQLite reuses their pages; the WAL is checkpointed
 //! back into the file every [`Options::wal_autocheckpoint`] pages (and truncated when the
-//! store is dropped). So under steady push/ack the file holds the live items (plus free
+//! store closes). So under steady push/ack the file holds the live items (plus free
 //! pages up to its high-water mark) and does not grow with history; opening it reads only
 //! the live rows and the dead letters.
 //!
-//! **Restart**: [`open`] checks the file read-only first (an `application_id`, a format
-//! version in `user_version`, a magic row): a foreign, corrupt or newer file gives a typed
-//! [`OpenError`] and is left untouched. Times are stored as wall-clock nanoseconds, so a
-//! delayed item keeps its schedule across restarts. Ids are never reused (the file keeps
-//! their high-water mark).
+//! **Restart**: [`open`] checks the file read-only first (SQLite's header, an
+//! `application_id`, a format version in `user_version`, a magic row), then reads every
+//! row before it writes anything: a foreign, empty, corrupt, truncated, read-only or newer
+//! file, or one with a row this version does not write, gives a typed [`OpenError`] and is
+//! left byte-identical. Times are stored as wall-clock nanoseconds, so a delayed item keeps
+//! its schedule across restarts. Ids are never reused (the file keeps their high-water
+//! mark).
+//!
+//! **One owner per file**: [`open`] takes an exclusive `flock` on the sidecar file
+//! `<path>-lock` before it opens or creates the database, and the writer thread holds it
+//! until it has closed the connection. A second open of the same file, from this process or
+//! another, is refused with [`OpenError::Locked`] and touches nothing; the OS releases the
+//! lock when the owner's process dies (`kill -9` included), so the next open succeeds. The
+//! lock file stays on disk.
+//!
+//! # When commits fail
+//!
+//! A commit can fail: the disk is full, another SQLite connection holds the file's write
+//! lock past [`Options::busy_timeout`], an I/O error. The failed commit is kept, never
+//! reported as committed: its changes stay queued, in order, with later ones appended
+//! after them, and the whole batch is retried with a backoff of 10 ms doubling to 1 s, so
+//! nothing later reaches the file past a failed change (no gaps). Meanwhile:
+//!
+//! - new pushes are refused at once, the item handed back:
+//!   [`PushError::Store`](leaseq_async::PushError::Store) with a "not done"
+//!   [`StoreError`](leaseq_async::StoreError) (`try_push`, batches and `push(..).await`
+//!   alike);
+//! - operations waiting on a commit (an awaited push, an ack, nack, dead letter or
+//!   extension, [`SqliteStore::sync`]) fail once commits have failed for
+//!   [`Options::commit_timeout`] since they started waiting (plus at most one backoff and
+//!   one busy timeout), with an "outcome unknown" `StoreError` that carries SQLite's
+//!   words: an awaited push with [`PushError::Unconfirmed`](leaseq_async::PushError),
+//!   a settle with `SettleError::Store`. Their change stays queued and is written if
+//!   the file recovers;
+//! - receives take nothing new and wait; leases already taken are handed out only once
+//!   their attempt is committed, as always (a dropped receive hands them back);
+//! - [`SqliteStore::journal_failed`] says so, [`SqliteStore::last_commit_error`] says why
+//!   (typed: [`CommitErrorKind`]), [`SqliteStore::commit_failures`] counts the attempts.
+//!
+//! Once a retry succeeds everything flows again: the queued changes land, waiters still
+//! waiting complete, pushes are accepted.
+//!
+//! # Closing
+//!
+//! When the last handle goes (the queue, its clones and deliveries), `drop` flushes, bounded:
+//! the writer commits everything accepted so far (fire-and-forget pushes included; a
+//! failing commit retried for up to the commit timeout), checkpoints the WAL into the file
+//! and truncates it, closes the file and releases its lock, and `drop` waits for that.
+//! [`SqliteStore::close_and_flush`] does the same while the queue is still held: it closes
+//! the queue, waits until every accepted push, settle and lease is committed, then
+//! checkpoints and truncates the WAL.
 //!
 //! # What a crash can and cannot lose
 //!
@@ -63,26 +109,27 @@
 //! [`Durability::PowerLoss`] for power loss and OS crashes too.
 //!
 //! A crash can lose what was not yet reported: items pushed with `try_push` (fire and
-//! forget) whose commit had not happened, and settlements whose future had not returned
-//! (the item is then delivered again: at least once, never silently dropped). Leases are
-//! not durable: a lease held at the crash comes back at once on restart, its attempt
-//! counted, whatever its remaining visibility or heartbeat. The [`Stats`] counters and
-//! latency histograms are not kept.
+//! forget) whose commit had not happened, changes whose wait failed with "outcome
+//! unknown", and settlements whose future had not returned (the item is then delivered
+//! again: at least once, never silently dropped). Leases are not durable: a lease held at
+//! the crash comes back at once on restart, its attempt counted, whatever its remaining
+//! visibility or heartbeat. The [`Stats`] counters and latency histograms are not kept.
 //!
 //! # Known limits
 //!
-//! One process at a time per file (the writer thread owns the connection; a second process
-//! opening the same file is not detected). A failed commit (I/O error, disk full) stops
-//! the file following the queue, which goes on in memory
-//! ([`SqliteStore::journal_failed`] says so). All live items are held in memory and read
-//! at open (about 0.65 s for 1M small items here). A codec failure on push hands the item back
+//! The owner lock is a Unix `flock`: on other systems a second opener is not detected.
+//! [`SqliteStore::redrive`], [`SqliteStore::take_dead_letters`] and `cancel` cannot say
+//! that their commit failed (their result types have no room for it): their change
+//! stays queued like any other. All live items are held in memory and read at open (about
+//! 0.65 s for 1M small items here). A codec failure on push hands the item back
 //! ([`PushError::Encode`](leaseq_async::PushError)); a receive cancelled while its leases'
 //! attempts are being committed hands those leases back with reason "dropped" (their
 //! attempt counted: it may be on disk already), so under many cancellations items are
 //! redelivered and can reach the dead letters; times are kept on the runtime's clock, which
 //! starts with the process, so a dead letter's `at` from before the process started reads
 //! as that start (the file keeps the wall-clock time). The counters of [`Stats`] start at
-//! each open (the file keeps items, not history).
+//! each open (the file keeps items, not history), and the core counts reloaded items as
+//! pushed.
 //!
 //! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]
