@@ -9,7 +9,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::EventListener;
-use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
+use leaseq_async::{
+    Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+};
 use leaseq_core::{
     Acked, CancelError, Extended, Failure, MessageId, Nacked, Reason, ReceiptError, Stats,
 };
@@ -124,64 +126,62 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.stop(waiting)
     }
 
-    fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+    fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let rx = self.queue_ack(ticket);
         async move {
             crate::settler::flush_here(&self.shared).await;
-            rx.await.unwrap_or(Err(ReceiptError::Unknown))
+            settled(rx.await)
         }
     }
 
     fn ack_many(
         &self,
         tickets: Vec<PgTicket>,
-    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
         let rxs: Vec<_> = tickets.into_iter().map(|t| self.queue_ack(t)).collect();
         async move {
             crate::settler::flush_here(&self.shared).await;
             let mut out = Vec::with_capacity(rxs.len());
             for rx in rxs {
-                out.push(rx.await.unwrap_or(Err(ReceiptError::Unknown)));
+                out.push(settled(rx.await));
             }
             out
         }
     }
 
-    async fn nack(&self, ticket: PgTicket, failure: Failure) -> Result<Nacked, ReceiptError> {
-        {
-            let id = MessageId::new(ticket.id as u64);
-            let client = match self.shared.client().await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.shared.failed("nack", e);
-                    settle::forget(&self.shared, &ticket);
-                    return Err(ReceiptError::LeaseExpired(id));
-                }
-            };
-            settle::fail(&self.shared, &client, ticket, failure).await
-        }
+    async fn nack(&self, ticket: PgTicket, failure: Failure) -> Result<Nacked, SettleError> {
+        let client = match self.shared.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing was sent: the nack was not made.
+                let error = StoreError::not_done(format!("nack: no connection: {e}"));
+                self.shared.failed("nack", e);
+                settle::forget(&self.shared, &ticket);
+                return Err(error.into());
+            }
+        };
+        Ok(settle::fail(&self.shared, &client, ticket, failure).await?)
     }
 
-    async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, ReceiptError> {
-        {
-            let id = MessageId::new(ticket.id as u64);
-            let client = match self.shared.client().await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.shared.failed("dead letter", e);
-                    settle::forget(&self.shared, &ticket);
-                    return Err(ReceiptError::LeaseExpired(id));
-                }
-            };
-            settle::terminate(&self.shared, &client, ticket, error).await
-        }
+    async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, SettleError> {
+        let client = match self.shared.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing was sent: the dead-letter was not made.
+                let error = StoreError::not_done(format!("dead letter: no connection: {e}"));
+                self.shared.failed("dead letter", e);
+                settle::forget(&self.shared, &ticket);
+                return Err(error.into());
+            }
+        };
+        Ok(settle::terminate(&self.shared, &client, ticket, error).await?)
     }
 
     fn extend(
         &self,
         ticket: &mut PgTicket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send {
         self.extend_lease(ticket, visibility)
     }
 
@@ -227,9 +227,25 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.shared.counters.stats()
     }
 
-    fn synced(&self) -> impl Future<Output = ()> + Send {
+    fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.shared.pushes.lock().queued;
-        self.committed(seq)
+        async move {
+            self.committed(seq).await;
+            Ok(())
+        }
+    }
+}
+
+/// An ack's answer from the settler; a settler gone before answering leaves the ack's
+/// outcome unknown.
+fn settled(
+    reply: Result<Result<Acked, ReceiptError>, tokio::sync::oneshot::error::RecvError>,
+) -> Result<Acked, SettleError> {
+    match reply {
+        Ok(r) => Ok(r?),
+        Err(_) => {
+            Err(StoreError::outcome_unknown("ack: the settler ended before answering").into())
+        }
     }
 }
 
@@ -254,7 +270,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         ticket: &mut PgTicket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send + '_ {
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send + '_ {
         let (id, lease, attempts, expires_at) =
             (ticket.id, ticket.lease, ticket.attempts, ticket.expires_at);
         let release = visibility.is_zero();
@@ -267,8 +283,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let client = match self.shared.client().await {
                 Ok(c) => c,
                 Err(e) => {
+                    // Nothing was sent: the lease was not moved.
+                    let error = StoreError::not_done(format!("extend: no connection: {e}"));
                     self.shared.failed("extend", e);
-                    return Err(ReceiptError::LeaseExpired(mid));
+                    return Err(error.into());
                 }
             };
             let copy = PgTicket {
@@ -280,9 +298,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             };
             if release {
                 let failure = Failure::with_reason(Reason::Released);
-                return settle::fail(&self.shared, &client, copy, failure)
+                return Ok(settle::fail(&self.shared, &client, copy, failure)
                     .await
-                    .map(Extended::Released);
+                    .map(Extended::Released)?);
             }
             let vis = micros(visibility);
             let rows = settle::run_on(
@@ -307,10 +325,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                         capped,
                     })
                 }
-                Ok(_) => Err(settle::explain(&self.shared, &client, &copy, true).await),
+                Ok(_) => Err(settle::explain(&self.shared, &client, &copy, true)
+                    .await
+                    .into()),
                 Err(e) => {
                     self.shared.failed("extend", e);
-                    Err(ReceiptError::LeaseExpired(mid))
+                    Err(ReceiptError::LeaseExpired(mid).into())
                 }
             }
         }

@@ -1,5 +1,7 @@
 //! `impl Store for SqliteStore`: every operation runs on the memory store, and what it
-//! changed durably is journaled; settling futures complete once their change is committed.
+//! changed durably is journaled; settling futures (and `synced`) complete once their change
+//! is committed, or fail with an "outcome unknown" `StoreError` once commits have failed
+//! for the commit timeout. Pushes are refused ("not done") while commits fail.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -7,10 +9,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::EventListener;
-use leaseq_async::{Codec, Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
-use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp,
+use leaseq_async::{
+    Codec, Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
+use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats, Timestamp};
 
 use crate::journal::Op;
 use crate::receive::SqliteWaiting;
@@ -99,7 +101,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         leased: bool,
     ) -> impl Future<Output = Result<T, CancelError>> + Send {
         let r = ready_now(self.inner.cancel(id, leased));
-        self.delete_if_ok(id, r)
+        self.delete_cancelled(id, r)
     }
 
     fn try_push_batch(
@@ -169,19 +171,16 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn stop_waiting(&self, waiting: &mut SqliteWaiting<T>) {
         self.stop(waiting)
     }
-    fn ack(
-        &self,
-        ticket: SqliteTicket,
-    ) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+    fn ack(&self, ticket: SqliteTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let id = ticket.id;
         let r = ready_now(self.inner.ack(ticket.inner));
-        self.delete_if_ok(id, r)
+        self.delete_acked(id, r)
     }
 
     fn ack_many(
         &self,
         tickets: Vec<SqliteTicket>,
-    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
         let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
         let results = ready_now(
             self.inner
@@ -194,8 +193,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
                 .map(|(id, _)| Op::Delete { id: id.get() }),
         );
         async move {
-            let _ = self.journal.committed(seq).await;
-            results
+            match self.journal.committed(seq).await {
+                Ok(()) => results,
+                // The acks stay queued: their outcome is unknown.
+                Err(e) => results
+                    .into_iter()
+                    .map(|r| r.and_then(|_| Err(SettleError::Store(e.clone()))))
+                    .collect(),
+            }
         }
     }
 
@@ -203,39 +208,29 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         &self,
         ticket: SqliteTicket,
         failure: Failure,
-    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<Nacked, SettleError>> + Send {
         let id = ticket.id;
         let error = failure.error.clone();
         let r = ready_now(self.inner.nack(ticket.inner, failure));
         let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
-        async move {
-            if let Some(seq) = seq {
-                let _ = self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.settled(seq, r)
     }
 
     fn dead_letter(
         &self,
         ticket: SqliteTicket,
         error: String,
-    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<u32, SettleError>> + Send {
         let r = ready_now(self.inner.dead_letter(ticket.inner, error));
         let seq = r.is_ok().then(|| self.journal_events());
-        async move {
-            if let Some(seq) = seq {
-                let _ = self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.settled(seq, r)
     }
 
     fn extend(
         &self,
         ticket: &mut SqliteTicket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send {
         // Leases are not durable: an extension changes nothing on disk, unless it released
         // the item.
         let id = ticket.id;
@@ -244,12 +239,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
             Ok(Extended::Released(n)) => Some(self.journal_nacked(id, n, None)),
             _ => None,
         };
-        async move {
-            if let Some(seq) = seq {
-                let _ = self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.settled(seq, r)
     }
 
     fn hand_back(&self, ticket: SqliteTicket) {
@@ -290,22 +280,51 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.stats()
     }
 
-    fn synced(&self) -> impl Future<Output = ()> + Send {
+    fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.journal.last();
-        async move {
-            let _ = self.journal.committed(seq).await;
-        }
+        async move { self.journal.committed(seq).await }
     }
 }
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
-    /// After an ack or a cancel the memory store accepted: the row goes, and the result is
-    /// given once that is committed (a refused one at once).
-    fn delete_if_ok<U: Send + 'static, E: Send + 'static>(
+    /// A settle's answer: refused at once, or given once its change (`seq`) is committed;
+    /// a store failure (the commit failing for the commit timeout) is `SettleError::Store`,
+    /// outcome unknown (the change stays queued).
+    fn settled<U: Send + 'static>(
+        &self,
+        seq: Option<u64>,
+        r: Result<U, SettleError>,
+    ) -> impl Future<Output = Result<U, SettleError>> + Send + '_ {
+        async move {
+            let done = r?;
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await?;
+            }
+            Ok(done)
+        }
+    }
+
+    /// After an ack the memory store accepted: the row goes, and the ack answers once that
+    /// is committed (a refused one at once).
+    fn delete_acked(
         &self,
         id: MessageId,
-        r: Result<U, E>,
-    ) -> impl Future<Output = Result<U, E>> + Send + '_ {
+        r: Result<Acked, SettleError>,
+    ) -> impl Future<Output = Result<Acked, SettleError>> + Send + '_ {
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        self.settled(seq, r)
+    }
+
+    /// After a cancel the memory store accepted: the row goes, and the cancel answers once
+    /// that is committed or its wait gave up (`CancelError` has no room for a store
+    /// failure: the delete stays queued; see the crate's limits).
+    fn delete_cancelled(
+        &self,
+        id: MessageId,
+        r: Result<T, CancelError>,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send + '_ {
         let seq = r
             .is_ok()
             .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
