@@ -2,7 +2,8 @@
 //! unknown) after the commit timeout and its item stays queued; new pushes are refused
 //! (handed back) and receives wait while commits fail; once a retry succeeds everything
 //! flows again, and the file has no gap (what was accepted before and during the failure
-//! lands, in order).
+//! lands, in order). An ack waiting on a failing commit fails, outcome unknown, and lands
+//! once the file recovers.
 
 #![cfg(feature = "fault-injection")]
 
@@ -10,7 +11,7 @@ mod support;
 
 use std::time::Duration;
 
-use leaseq_async::PushError;
+use leaseq_async::{PushError, SettleError};
 use leaseq_sqlite::{CommitErrorKind, Options};
 use support::{fill_disk, free_disk, open_with, remove, rows, temp, Queue};
 
@@ -81,21 +82,33 @@ fn commit_failing_on_a_locked_file_is_retried_not_published() {
 fn commit_failing_on_a_full_disk_is_retried_not_published() {
     let path = temp("full-commit");
     let q = open_with(&path, options()).unwrap();
-    let (a, b, d) = smol::block_on(async {
-        let a = q.push(b"A".to_vec()).await.unwrap().get();
+    let (b, d) = smol::block_on(async {
+        let a = q.push(b"A".to_vec()).await.unwrap();
+        let delivery = q.receive().await.unwrap();
+        assert_eq!(delivery.id(), a);
         fill_disk(&q);
         // A page's worth of items fills what the last page had left.
         for _ in 0..8 {
             q.try_push(vec![0; 1000]).unwrap();
         }
         let b = while_failing(&q, CommitErrorKind::DiskFull).await;
+        // The ack cannot be confirmed: outcome unknown, never Ok.
+        match delivery.ack().await {
+            Err(SettleError::Store(e)) => assert!(e.is_outcome_unknown(), "{e:?}"),
+            other => panic!("ack of A: {other:?}"),
+        }
         free_disk(&q);
-        (a, b, after(&q).await)
+        (b, after(&q).await)
     });
     drop(q);
+    // A's ack landed once the disk had room; the fillers, B and D are there.
     let got = rows(&path);
-    assert_eq!(got.len(), 11, "A, the 8 fillers, B, D");
-    let ids: Vec<u64> = got.iter().map(|r| r.0).collect();
-    assert_eq!((ids[0], ids[9], ids[10]), (a, b, d));
+    assert_eq!(
+        got.len(),
+        10,
+        "the 8 fillers, B, D: {:?}",
+        got.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    assert_eq!((got[8].0, got[9].0), (b, d));
     remove(&path);
 }
