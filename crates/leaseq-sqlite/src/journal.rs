@@ -308,6 +308,7 @@ impl Journal {
     }
 
     /// Runs `hook` on the writer's connection before its next commit attempt.
+    #[cfg(feature = "fault-injection")]
     pub(crate) fn hook(&self, hook: Hook) {
         self.queued.lock().hooks.push(hook);
         self.wake.notify_one();
@@ -322,6 +323,7 @@ impl Journal {
     }
 
     /// Ends the writer at once, committing nothing more (as if the process died); waits.
+    #[cfg(feature = "fault-injection")]
     pub(crate) fn halt(&self) {
         self.queued.lock().halt = true;
         self.end();

@@ -290,18 +290,16 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// A settle's answer: refused at once, or given once its change (`seq`) is committed;
     /// a store failure (the commit failing for the commit timeout) is `SettleError::Store`,
     /// outcome unknown (the change stays queued).
-    fn settled<U: Send + 'static>(
+    async fn settled<U: Send + 'static>(
         &self,
         seq: Option<u64>,
         r: Result<U, SettleError>,
-    ) -> impl Future<Output = Result<U, SettleError>> + Send + '_ {
-        async move {
-            let done = r?;
-            if let Some(seq) = seq {
-                self.journal.committed(seq).await?;
-            }
-            Ok(done)
+    ) -> Result<U, SettleError> {
+        let done = r?;
+        if let Some(seq) = seq {
+            self.journal.committed(seq).await?;
         }
+        Ok(done)
     }
 
     /// After an ack the memory store accepted: the row goes, and the ack answers once that
