@@ -186,7 +186,9 @@ fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
         let stale = |r: &Result<(), SettleError>| {
             matches!(
                 r.as_ref().map_err(SettleError::stale),
-                Err(Some(ReceiptError::Redelivered(_) | ReceiptError::DeadLettered(_)))
+                Err(Some(
+                    ReceiptError::Redelivered(_) | ReceiptError::DeadLettered(_)
+                ))
             )
         };
         let r = acker.ack().await.map(drop);
