@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use leaseq_async::{Codec, MemoryStore, Runtime, Store, StoreError};
+use leaseq_async::{Codec, MemoryStore, Runtime, StoreError};
 use leaseq_core::{DeadLetter, MessageId, RedriveError};
 
 use crate::commit_error::CommitError;
@@ -47,15 +47,6 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// have waited the commit timeout while commits fail.
     pub async fn sync(&self) -> Result<(), StoreError> {
         self.journal.committed(self.journal.last()).await
-    }
-
-    /// Closes the queue (no more pushes or receives; deliveries out can still be settled)
-    /// and waits until every accepted push, settle and lease is committed, then
-    /// checkpoints the WAL into the file and truncates it. Fails (outcome unknown) if
-    /// commits fail for the commit timeout.
-    pub async fn close_and_flush(&self) -> Result<(), StoreError> {
-        self.inner.close();
-        self.journal.checkpoint().await
     }
 
     /// Runs `hook` on the writer's SQLite connection before its next commit attempt

@@ -96,9 +96,10 @@
 //! the writer commits everything accepted so far (fire-and-forget pushes included; a
 //! failing commit retried for up to the commit timeout), checkpoints the WAL into the file
 //! and truncates it, closes the file and releases its lock, and `drop` waits for that.
-//! [`SqliteStore::close_and_flush`] does the same while the queue is still held: it closes
-//! the queue, waits until every accepted push, settle and lease is committed, then
-//! checkpoints and truncates the WAL.
+//! `queue.close().await` ([`LeaseQueue::close`]) does the same while the queue is still
+//! held: the queue closes at once, and the await waits until every push, settle and lease
+//! accepted before it is committed, then checkpoints and truncates the WAL (or fails,
+//! outcome unknown, once commits have failed for the commit timeout).
 //!
 //! # What a crash can and cannot lose
 //!

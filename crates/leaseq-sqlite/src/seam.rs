@@ -280,9 +280,18 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.stats()
     }
 
+    /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the
+    /// file and truncates it after the last commit.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.journal.last();
-        async move { self.journal.committed(seq).await }
+        let closed = self.inner.is_closed();
+        async move {
+            if closed {
+                self.journal.checkpoint().await
+            } else {
+                self.journal.committed(seq).await
+            }
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! A clean exit loses nothing: a process that pushes with `try_push` (fire and forget),
 //! drops its queue and returns from `main` finds every item in the file when it reopens,
-//! and the WAL checkpointed and truncated; `close_and_flush` does the same without a drop.
+//! and the WAL checkpointed and truncated; `close().await` does the same without a drop.
 //! The owner lock goes with the owner, also when it is killed with SIGKILL.
 
 mod support;
@@ -56,13 +56,13 @@ fn drop_then_exit_keeps_every_try_push() {
 }
 
 #[test]
-fn close_and_flush_commits_and_truncates_the_wal() {
+fn close_await_commits_and_truncates_the_wal() {
     let path = temp("close-flush");
     let q = open_default(&path).unwrap();
     for i in 0..ITEMS {
         q.try_push((i as u32).to_le_bytes().to_vec()).unwrap();
     }
-    smol::block_on(q.store().close_and_flush()).unwrap();
+    smol::block_on(async { q.close().await }).unwrap();
     assert!(q.is_closed());
     assert_eq!(wal_len(&path), 0, "the WAL is truncated");
     // What the file holds now, read by another connection while the queue is still open.
