@@ -210,6 +210,11 @@ impl Journal {
         ))
     }
 
+    /// Wakes everyone waiting on the journal (to look again: the queue closed, say).
+    pub(crate) fn wake_waiters(&self) {
+        self.on_commit.notify(usize::MAX);
+    }
+
     /// A listener notified after the writer's next commit, failure or give-up.
     pub(crate) fn listen(&self) -> EventListener {
         self.on_commit.listen()

@@ -40,7 +40,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn close(&self) {
-        self.inner.close()
+        self.inner.close();
+        // Receivers waiting out a commit failure see the close.
+        self.journal.wake_waiters();
     }
 
     fn handle_added(&self) {
