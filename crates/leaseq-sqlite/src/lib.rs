@@ -129,8 +129,8 @@
 //! redelivered and can reach the dead letters; times are kept on the runtime's clock, which
 //! starts with the process, so a dead letter's `at` from before the process started reads
 //! as that start (the file keeps the wall-clock time). The counters of [`Stats`] start at
-//! each open (the file keeps items, not history), and the core counts reloaded items as
-//! pushed.
+//! each open (the file keeps items, not history): items and dead letters reloaded at open
+//! are counted in `restored` and `restored_dead`, not as pushed.
 //!
 //! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]

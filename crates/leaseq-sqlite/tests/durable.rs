@@ -109,6 +109,8 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
         let q = queue(&path);
         let s = q.stats();
         assert_eq!((s.ready, s.delayed, s.dead), (1, 1, 1), "{s:?}");
+        // Reloaded, not pushed by this run.
+        assert_eq!((s.pushed, s.restored, s.restored_dead), (0, 2, 1), "{s:?}");
         let dead = q.store().dead_letters();
         assert_eq!(dead[0].id, poison);
         assert_eq!(dead[0].reason, Reason::Terminated);
