@@ -2,12 +2,13 @@
 //! (ack, nack, dead letter) run on a durable queue while faults are injected in a seeded
 //! order: the disk filled under the writer (`PRAGMA max_page_count` on its connection,
 //! then raised), the file's write lock held by another connection past the busy timeout
-//! (then released), a second opener in this process and in another one. Every answer goes
+//! (then released), a second opener in this process and in another one, a clean restart
+//! (a burst of `try_push`, the queue dropped and opened again). Every answer goes
 //! to an append-only log. The run ends with a crash in the middle of a last fault (the
 //! writer halted while its commits fail, as if the process died then); after a reopen the
 //! log is checked (see `support/log.rs`): every push answered `Ok` is in the file or was
-//! acked, an item whose ack answered `Ok` never comes back, attempts never go down, every
-//! refusal is typed.
+//! acked, everything accepted before a clean close too, an item whose ack answered `Ok`
+//! never comes back, attempts never go down, every refusal is typed.
 //!
 //! CI runs `LEASEQ_FAULT_ROUNDS` = 3 rounds by default (each round one fault of each
 //! kind); `LEASEQ_FAULT_ROUNDS=200` gives 200 per kind. `LEASEQ_FAULT_SEED` picks the seed.
@@ -142,6 +143,7 @@ struct Injected {
     locked: usize,
     opener_here: usize,
     opener_process: usize,
+    restart: usize,
     not_triggered: usize,
 }
 
@@ -211,40 +213,70 @@ fn inject(
     Ok(())
 }
 
+/// The load on one open queue: producers and consumers until stopped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<smol::Task<()>>,
+}
+
+impl Load {
+    fn start(q: &Queue, log: &Arc<Log>, seed: u64) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for p in 0..2 {
+            tasks.push(producer(q.clone(), log.clone(), stop.clone(), seed + p));
+        }
+        for c in 0..3 {
+            tasks.push(consumer(
+                q.clone(),
+                log.clone(),
+                stop.clone(),
+                seed + 10 + c,
+            ));
+        }
+        Load { stop, tasks }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        smol::block_on(async {
+            for t in self.tasks {
+                t.await;
+            }
+        });
+    }
+}
+
 #[test]
 fn seeded_faults_lose_nothing_answered_ok() {
     let rounds = env_or("LEASEQ_FAULT_ROUNDS", 3);
     let seed = env_or("LEASEQ_FAULT_SEED", 16);
     let path = temp("faults");
     let log = Arc::new(Log::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let q = open_with(&path, options()).unwrap();
-    let mut tasks = Vec::new();
-    for p in 0..2 {
-        tasks.push(producer(
-            q.clone(),
-            log.clone(),
-            stop.clone(),
-            seed * 100 + p,
-        ));
-    }
-    for c in 0..3 {
-        tasks.push(consumer(
-            q.clone(),
-            log.clone(),
-            stop.clone(),
-            seed * 100 + 10 + c,
-        ));
-    }
+    let mut q = open_with(&path, options()).unwrap();
+    let mut load = Load::start(&q, &log, seed * 1000);
     let mut rng = Rng(seed);
     let mut n = Injected::default();
     let mut errors = Vec::new();
     let started = Instant::now();
-    for _ in 0..rounds {
-        let first = rng.below(4);
-        for k in 0..4 {
+    for round in 0..rounds {
+        let first = rng.below(5);
+        for k in 0..5 {
             std::thread::sleep(Duration::from_millis(rng.below(30)));
-            if let Err(e) = inject((first + k) % 4, &q, &path, &mut rng, &mut n) {
+            let which = (first + k) % 5;
+            if which == 4 {
+                // A clean restart: the load stopped, a burst of fire-and-forget pushes, the
+                // queue dropped (its flush) and opened again.
+                load.stop();
+                for i in 0..200u32 {
+                    log.push(q.try_push(i.to_le_bytes().to_vec()), false);
+                }
+                log.add(Fact::CleanClose);
+                drop(q);
+                q = open_with(&path, options()).unwrap();
+                n.restart += 1;
+                load = Load::start(&q, &log, (seed * 1000 + round + 1) * 100);
+            } else if let Err(e) = inject(which, &q, &path, &mut rng, &mut n) {
                 errors.push(e);
             }
         }
@@ -265,12 +297,7 @@ fn seeded_faults_lose_nothing_answered_ok() {
     };
     assert!(wait_until("the last fault", || q.store().commit_failures() > before));
     std::thread::sleep(Duration::from_millis(rng.below(200)));
-    stop.store(true, Ordering::Relaxed);
-    smol::block_on(async {
-        for t in tasks {
-            t.await;
-        }
-    });
+    load.stop();
     q.store().halt();
     std::mem::forget(q);
     if let Some(other) = other {
@@ -308,8 +335,15 @@ fn seeded_faults_lose_nothing_answered_ok() {
         &verdict.violations[..verdict.violations.len().min(20)]
     );
     assert_eq!(
-        (n.disk_full, n.locked, n.opener_here, n.opener_process),
         (
+            n.disk_full,
+            n.locked,
+            n.opener_here,
+            n.opener_process,
+            n.restart
+        ),
+        (
+            rounds as usize,
             rounds as usize,
             rounds as usize,
             rounds as usize,

@@ -33,6 +33,9 @@ pub(crate) enum Fact {
     Stale(u64),
     /// An answer of no expected kind.
     Untyped(String),
+    /// The queue was dropped (a clean close, healthy): everything accepted before it is
+    /// in the file.
+    CleanClose,
 }
 
 /// The log: facts in the order the callers were told them.
@@ -109,6 +112,7 @@ pub(crate) fn check(
     let mut acked_ok = BTreeSet::new();
     let mut settled_unknown = BTreeSet::new();
     let mut last_attempt: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut closed_with = BTreeSet::new();
     for f in facts {
         let name = match f {
             Fact::PushOk(id) | Fact::TryPushOk(id) | Fact::PushUnconfirmed(id) => {
@@ -140,6 +144,10 @@ pub(crate) fn check(
             Fact::NackOk(_) => "nack ok",
             Fact::DeadOk(_) => "dead letter ok",
             Fact::Stale(_) => "settle stale",
+            Fact::CleanClose => {
+                closed_with.extend(accepted.iter().copied());
+                "clean close"
+            }
             Fact::Untyped(what) => {
                 v.violations.push(format!("untyped answer: {what}"));
                 "untyped"
@@ -157,6 +165,16 @@ pub(crate) fn check(
                 v.violations.push(format!("#{id}: push answered Ok, lost"));
             }
         }
+    }
+    let gone = |id: &u64| {
+        !present.contains_key(id)
+            && !dead.contains_key(id)
+            && !acked_ok.contains(id)
+            && !settled_unknown.contains(id)
+    };
+    for id in closed_with.iter().filter(|id| gone(id)) {
+        v.violations
+            .push(format!("#{id}: accepted before a clean close, lost"));
     }
     // Accepted but never confirmed (try_push, unconfirmed pushes) and not in the file: a
     // crash may lose those; counted, not a violation.
