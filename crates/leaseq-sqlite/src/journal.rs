@@ -119,6 +119,8 @@ pub(crate) struct Journal {
     pub(crate) checkpoints: AtomicU64,
     /// How long a waiter waits for a failing commit.
     pub(crate) commit_timeout: Duration,
+    /// The owner lock's flag: the last handle is gone, the lock will be released soon.
+    closing: Arc<AtomicBool>,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -150,6 +152,7 @@ impl Journal {
             failures: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
             commit_timeout,
+            closing: lock.closing(),
             writer: Mutex::new(None),
         });
         let writer = journal.clone();
@@ -282,17 +285,23 @@ impl Journal {
         }
     }
 
-    /// Asks the writer for a WAL checkpoint (TRUNCATE) after everything queued so far is
-    /// committed, and waits for it (or for the commit timeout).
-    pub(crate) async fn checkpoint(&self) -> Result<(), StoreError> {
+    /// Asks the writer for a WAL checkpoint (TRUNCATE) after its next commit; the number to
+    /// wait for.
+    fn ask_checkpoint(&self) -> u64 {
         let target = {
             let mut q = self.queued.lock();
             q.checkpoints_asked += 1;
             q.checkpoints_asked
         };
         self.wake.notify_one();
-        let seq = self.last();
-        self.committed(seq).await?;
+        target
+    }
+
+    /// Asks the writer for a WAL checkpoint (TRUNCATE) after everything queued so far is
+    /// committed, and waits for it (or for the commit timeout).
+    pub(crate) async fn checkpoint(&self) -> Result<(), StoreError> {
+        let target = self.ask_checkpoint();
+        self.committed(self.last()).await?;
         let mut listener: Option<EventListener> = None;
         std::future::poll_fn(|cx| loop {
             if self.checkpoints.load(Ordering::Acquire) >= target {
@@ -310,6 +319,22 @@ impl Journal {
         })
         .await;
         Ok(())
+    }
+
+    /// The last handle is gone: blocks until everything queued so far is committed and the
+    /// WAL checkpointed (or the commit timeout ran out), then marks the owner closing.
+    pub(crate) fn last_handle_gone(&self) {
+        let target = self.ask_checkpoint();
+        if self.wait_blocking(self.last()).is_ok() {
+            loop {
+                let l = self.on_commit.listen();
+                if self.checkpoints.load(Ordering::Acquire) >= target {
+                    break;
+                }
+                l.wait();
+            }
+        }
+        self.closing.store(true, Ordering::Release);
     }
 
     /// Runs `hook` on the writer's connection before its next commit attempt.

@@ -60,8 +60,11 @@
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
 //! until it has closed the connection. A second open of the same file, from this process or
 //! another, is refused with [`OpenError::Locked`] and touches nothing; the OS releases the
-//! lock when the owner's process dies (`kill -9` included), so the next open succeeds. The
-//! lock file stays on disk.
+//! lock when the owner's process dies (`kill -9` included), so the next open succeeds. One
+//! wait: an open that meets a queue of this same process whose last handle is gone (its
+//! store kept a moment longer by the driver's step or a delivery still out) waits for it to
+//! let go, up to [`Options::commit_timeout`] plus [`Options::busy_timeout`], so that dropping
+//! a queue and opening its file again works. The lock file stays on disk.
 //!
 //! # When commits fail
 //!
@@ -92,10 +95,14 @@
 //!
 //! # Closing
 //!
-//! When the last handle goes (the queue, its clones and deliveries), `drop` flushes, bounded:
-//! the writer commits everything accepted so far (fire-and-forget pushes included; a
-//! failing commit retried for up to the commit timeout), checkpoints the WAL into the file
-//! and truncates it, closes the file and releases its lock, and `drop` waits for that.
+//! Dropping the last queue handle (the queue, its clones and streams) is a bounded flush:
+//! it blocks until everything accepted so far (fire-and-forget pushes included) is
+//! committed and the WAL checkpointed into the file and truncated, or until commits have
+//! failed for the commit timeout. So a program that drops its queue and returns from `main`
+//! loses nothing, even while a delivery still holds the store. When the store itself goes
+//! (its deliveries too), the writer commits what came since (a failing commit retried for
+//! up to the commit timeout), checkpoints again, closes the file and releases its lock;
+//! that `drop` waits for it too.
 //! `queue.close().await` ([`LeaseQueue::close`]) does the same while the queue is still
 //! held: the queue closes at once, and the await waits until every push, settle and lease
 //! accepted before it is committed, then checkpoints and truncates the WAL (or fails,

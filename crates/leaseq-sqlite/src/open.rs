@@ -2,6 +2,7 @@
 //! schema of a new file, the restore of its items into a fresh core, and the writer.
 
 use std::path::Path;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use leaseq_async::{Codec, LeaseQueue, MemoryStore, Runtime, DEFAULT_MAX_LEASE};
@@ -42,7 +43,8 @@ where
     C: Codec<T>,
 {
     let path = path.as_ref();
-    let lock = OwnerLock::take(path)?;
+    // A closing owner of this process gets as long as its flush may take.
+    let lock = OwnerLock::take(path, options.commit_timeout + options.busy_timeout)?;
     let existed = check(path, options.busy_timeout)?;
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(options.busy_timeout)?;
@@ -95,6 +97,7 @@ where
         codec,
         journal,
         offset,
+        handles: AtomicUsize::new(1),
     });
     Ok(LeaseQueue::start(store))
 }

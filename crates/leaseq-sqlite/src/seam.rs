@@ -4,6 +4,7 @@
 //! for the commit timeout. Pushes are refused ("not done") while commits fail.
 
 use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -46,11 +47,19 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn handle_added(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
         self.inner.handle_added()
     }
 
+    /// The last handle's drop is a bounded flush: it blocks until everything accepted so
+    /// far is committed and the WAL checkpointed (at most the commit timeout while commits
+    /// fail), so a program that drops its queue and returns from `main` keeps its
+    /// fire-and-forget pushes, whichever thread ends up dropping the store.
     fn handle_dropped(&self) {
-        self.inner.handle_dropped()
+        self.inner.handle_dropped();
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.journal.last_handle_gone();
+        }
     }
 
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {

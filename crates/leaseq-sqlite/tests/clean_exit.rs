@@ -1,7 +1,9 @@
 //! A clean exit loses nothing: a process that pushes with `try_push` (fire and forget),
 //! drops its queue and returns from `main` finds every item in the file when it reopens,
 //! and the WAL checkpointed and truncated; `close().await` does the same without a drop.
-//! The owner lock goes with the owner, also when it is killed with SIGKILL.
+//! The last handle's drop flushes even while a delivery keeps the store alive; an open in
+//! the same process waits for such a closing owner. The owner lock goes with the owner,
+//! also when it is killed with SIGKILL.
 
 mod support;
 
@@ -72,6 +74,69 @@ fn close_await_commits_and_truncates_the_wal() {
         .unwrap();
     assert_eq!(n, ITEMS as i64);
     drop(conn);
+    drop(q);
+    remove(&path);
+}
+
+/// The child's part of `last_handle_drop_flushes_while_the_store_lives_on`: a delivery
+/// outlives the queue (forgotten, so the store is never dropped), the queue's last handle
+/// is dropped, the process ends.
+#[test]
+fn outliving_delivery_child() {
+    let Ok(path) = std::env::var("LEASEQ_OUTLIVING_CHILD") else {
+        return;
+    };
+    let q = open_default(Path::new(&path)).unwrap();
+    smol::block_on(async {
+        q.push(b"held".to_vec()).await.unwrap();
+        let d = q.receive().await.unwrap();
+        for i in 0..ITEMS {
+            q.try_push((i as u32).to_le_bytes().to_vec()).unwrap();
+        }
+        std::mem::forget(d);
+    });
+    drop(q);
+}
+
+#[test]
+fn last_handle_drop_flushes_while_the_store_lives_on() {
+    let path = temp("outliving");
+    let (status, out) = run_child(
+        "outliving_delivery_child",
+        &[("LEASEQ_OUTLIVING_CHILD", path.display().to_string())],
+        None,
+    );
+    assert!(status.success(), "{out}");
+    let q = open_default(&path).unwrap();
+    // Every push, and the held item back (its lease was not durable).
+    assert_eq!(q.stats().ready, ITEMS as u64 + 1);
+    let d = q.try_receive().unwrap();
+    assert_eq!((d.item().as_slice(), d.attempt()), (&b"held"[..], 2));
+    drop(d);
+    drop(q);
+    remove(&path);
+}
+
+#[test]
+fn reopen_waits_for_a_closing_owner_of_this_process() {
+    let path = temp("closing-owner");
+    let q = open_default(&path).unwrap();
+    let d = smol::block_on(async {
+        q.push(b"x".to_vec()).await.unwrap();
+        q.receive().await.unwrap()
+    });
+    // The delivery keeps the store (and its lock) alive after the last handle goes; it is
+    // handed back a moment later, on another thread.
+    drop(q);
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(d);
+    });
+    let q = open_default(&path).expect("the closing owner let go");
+    releaser.join().unwrap();
+    let d = q.try_receive().expect("the handed-back item");
+    assert_eq!(d.attempt(), 2);
+    drop(d);
     drop(q);
     remove(&path);
 }

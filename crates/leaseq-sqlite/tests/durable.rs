@@ -209,7 +209,6 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
         let q = open_default(&path).unwrap();
         q.push(b"x".to_vec()).await.unwrap();
     });
-    std::thread::sleep(Duration::from_millis(100)); // the writer checkpoints as it ends
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch("PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;").unwrap();
@@ -331,7 +330,6 @@ fn file_does_not_grow_with_history() {
         few = size(&path);
         drop(q);
     }
-    std::thread::sleep(Duration::from_millis(200)); // the writer truncates the WAL as it ends
     let after_close = size(&path);
     {
         let q = open_default(&path).unwrap();
