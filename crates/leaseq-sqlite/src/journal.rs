@@ -111,6 +111,8 @@ pub(crate) struct Journal {
     pub(crate) last_error: Mutex<Option<CommitError>>,
     /// Notified after each commit, each failure and each change of `timed_out`.
     pub(crate) on_commit: Event,
+    /// The writer ended (stopped, halted, or gave up at stop): nothing more is committed.
+    pub(crate) ended: AtomicBool,
     /// Commits made.
     pub(crate) commits: AtomicU64,
     /// Commits that failed (each retry counts).
@@ -148,6 +150,7 @@ impl Journal {
             failing: AtomicBool::new(false),
             last_error: Mutex::new(None),
             on_commit: Event::new(),
+            ended: AtomicBool::new(false),
             commits: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
@@ -205,6 +208,12 @@ impl Journal {
 
     /// The error of a wait that gave up.
     fn gave_up(&self) -> StoreError {
+        if self.ended.load(Ordering::Acquire) {
+            return StoreError::outcome_unknown(format!(
+                "the queue file's writer has stopped before this change was committed ({})",
+                self.describe_failure()
+            ));
+        }
         StoreError::outcome_unknown(format!(
             "not committed within {:?}: {}; the change stays queued and is written if the \
              file recovers",
@@ -245,7 +254,9 @@ impl Journal {
                 *listener = None;
                 return Poll::Ready(Ok(()));
             }
-            if give_up.is_some_and(|start| self.timed_out.load(Ordering::Acquire) > start) {
+            if self.ended.load(Ordering::Acquire)
+                || give_up.is_some_and(|start| self.timed_out.load(Ordering::Acquire) > start)
+            {
                 *listener = None;
                 return Poll::Ready(Err(self.gave_up()));
             }
@@ -278,7 +289,8 @@ impl Journal {
             if self.committed.load(Ordering::Acquire) >= seq {
                 return Ok(());
             }
-            if self.timed_out.load(Ordering::Acquire) > start {
+            if self.ended.load(Ordering::Acquire) || self.timed_out.load(Ordering::Acquire) > start
+            {
                 return Err(self.gave_up());
             }
             l.wait();
@@ -304,7 +316,9 @@ impl Journal {
         self.committed(self.last()).await?;
         let mut listener: Option<EventListener> = None;
         std::future::poll_fn(|cx| loop {
-            if self.checkpoints.load(Ordering::Acquire) >= target {
+            if self.checkpoints.load(Ordering::Acquire) >= target
+                || self.ended.load(Ordering::Acquire)
+            {
                 return Poll::Ready(());
             }
             match &mut listener {
@@ -328,7 +342,9 @@ impl Journal {
         if self.wait_blocking(self.last()).is_ok() {
             loop {
                 let l = self.on_commit.listen();
-                if self.checkpoints.load(Ordering::Acquire) >= target {
+                if self.checkpoints.load(Ordering::Acquire) >= target
+                    || self.ended.load(Ordering::Acquire)
+                {
                     break;
                 }
                 l.wait();

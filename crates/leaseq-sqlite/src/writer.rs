@@ -92,6 +92,9 @@ impl Journal {
         }
         drop(conn);
         drop(lock);
+        // Whoever still waits will not see a commit.
+        self.ended.store(true, Ordering::Release);
+        self.on_commit.notify(usize::MAX);
     }
 
     /// Waits for work and moves what is queued onto `ops` (after any that failed).
