@@ -9,15 +9,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::EventListener;
-use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
-use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, Reason, ReceiptError, Stats,
-};
+use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, Taken};
+use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats};
 use leaseq_tokio::TokioRuntime;
 
 use crate::receive::PgWaiting;
 use crate::settle::{self, AckOp};
-use crate::store::{micros, PgStore, PgTicket};
+use crate::store::{PgStore, PgTicket};
 
 impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     type Runtime = TokioRuntime;
@@ -128,7 +126,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         let rx = self.queue_ack(ticket);
         async move {
             crate::settler::flush_here(&self.shared).await;
-            rx.await.unwrap_or(Err(ReceiptError::Unknown))
+            receipt(
+                rx.await
+                    .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown))),
+            )
         }
     }
 
@@ -141,7 +142,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             crate::settler::flush_here(&self.shared).await;
             let mut out = Vec::with_capacity(rxs.len());
             for rx in rxs {
-                out.push(rx.await.unwrap_or(Err(ReceiptError::Unknown)));
+                out.push(receipt(
+                    rx.await
+                        .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown))),
+                ));
             }
             out
         }
@@ -158,7 +162,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
                     return Err(ReceiptError::LeaseExpired(id));
                 }
             };
-            settle::fail(&self.shared, &client, ticket, failure).await
+            receipt(settle::fail(&self.shared, &client, ticket, failure).await)
         }
     }
 
@@ -173,7 +177,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
                     return Err(ReceiptError::LeaseExpired(id));
                 }
             };
-            settle::terminate(&self.shared, &client, ticket, error).await
+            receipt(settle::terminate(&self.shared, &client, ticket, error).await)
         }
     }
 
@@ -182,7 +186,8 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         ticket: &mut PgTicket,
         visibility: Duration,
     ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
-        self.extend_lease(ticket, visibility)
+        let f = self.extend_lease(ticket, visibility);
+        async move { receipt(f.await) }
     }
 
     fn hand_back(&self, ticket: PgTicket) {
@@ -229,7 +234,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
 
     fn synced(&self) -> impl Future<Output = ()> + Send {
         let seq = self.shared.pushes.lock().queued;
-        self.committed(seq)
+        let f = self.committed(seq);
+        async move {
+            let _ = f.await;
+        }
     }
 }
 
@@ -238,81 +246,23 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     fn queue_ack(
         &self,
         ticket: PgTicket,
-    ) -> tokio::sync::oneshot::Receiver<Result<Acked, ReceiptError>> {
+    ) -> tokio::sync::oneshot::Receiver<Result<Acked, SettleError>> {
         settle::forget(&self.shared, &ticket);
         let (reply, rx) = tokio::sync::oneshot::channel();
         self.shared.settles.lock().acks.push(AckOp {
             id: ticket.id,
             lease: ticket.lease,
+            resent: false,
             reply,
         });
         rx
     }
+}
 
-    /// Moves the lease's deadline (zero: hands the item back, reason `Released`).
-    fn extend_lease(
-        &self,
-        ticket: &mut PgTicket,
-        visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send + '_ {
-        let (id, lease, attempts, expires_at) =
-            (ticket.id, ticket.lease, ticket.attempts, ticket.expires_at);
-        let release = visibility.is_zero();
-        if release {
-            settle::forget(&self.shared, ticket);
-            ticket.beat = None;
-        }
-        async move {
-            let mid = MessageId::new(id as u64);
-            let client = match self.shared.client().await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.shared.failed("extend", e);
-                    return Err(ReceiptError::LeaseExpired(mid));
-                }
-            };
-            let copy = PgTicket {
-                id,
-                lease,
-                attempts,
-                expires_at,
-                beat: None,
-            };
-            if release {
-                let failure = Failure::with_reason(Reason::Released);
-                return settle::fail(&self.shared, &client, copy, failure)
-                    .await
-                    .map(Extended::Released);
-            }
-            let vis = micros(visibility);
-            let rows = settle::run_on(
-                settle::pooled(&client),
-                &self.shared.sql.extend,
-                &[&id, &lease, &vis, &self.shared.max_lease_us()],
-            )
-            .await;
-            match rows.as_deref() {
-                Ok([row]) => {
-                    let left: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
-                    // Cut short by the max lease or the item's expiry (a few ms of slack for
-                    // the round trip).
-                    let capped = left < vis - 5_000;
-                    let c = &self.shared.counters;
-                    crate::counters::Counters::add(&c.extends, 1);
-                    if capped {
-                        crate::counters::Counters::add(&c.extends_capped, 1);
-                    }
-                    Ok(Extended::Until {
-                        deadline: self.shared.local_in(left),
-                        capped,
-                    })
-                }
-                Ok(_) => Err(settle::explain(&self.shared, &client, &copy, true).await),
-                Err(e) => {
-                    self.shared.failed("extend", e);
-                    Err(ReceiptError::LeaseExpired(mid))
-                }
-            }
-        }
-    }
+/// Until the seam carries [`SettleError`]: a store failure reads as a lease that ran out.
+fn receipt<X>(r: Result<X, SettleError>) -> Result<X, ReceiptError> {
+    r.map_err(|e| match e {
+        SettleError::Stale(e) => e,
+        _ => ReceiptError::Unknown,
+    })
 }
