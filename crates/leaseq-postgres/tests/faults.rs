@@ -74,8 +74,14 @@ async fn run(url: String, quota: u64, seed: u64) {
         Duration::from_millis(400),
     )
     .await;
-    let mut via = direct.clone();
-    via.port(proxy.port);
+    let mut via = tokio_postgres::Config::new();
+    via.host("127.0.0.1").port(proxy.port);
+    if let Some(user) = direct.get_user() {
+        via.user(user);
+    }
+    if let Some(db) = direct.get_dbname() {
+        via.dbname(db);
+    }
     let name = common::unique("faults");
     let config = Config::new(VISIBILITY)
         .with_max_attempts(5)

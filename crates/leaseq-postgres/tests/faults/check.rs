@@ -7,20 +7,20 @@ use super::log::{Entry, Op, Told};
 
 /// What a run came to.
 #[derive(Debug, Default)]
-pub struct Report {
-    pub pushed_ok: usize,
-    pub pushed_unconfirmed: usize,
-    pub deliveries: usize,
+pub(crate) struct Report {
+    pub(crate) pushed_ok: usize,
+    pub(crate) pushed_unconfirmed: usize,
+    pub(crate) deliveries: usize,
     /// Deliveries after one that did not end in a nack answered Ok (its lease was lost).
-    pub duplicates: usize,
+    pub(crate) duplicates: usize,
     /// Settles refused as stale, and settles whose outcome is unknown / not done.
-    pub stale: usize,
-    pub unknown: usize,
-    pub not_done: usize,
+    pub(crate) stale: usize,
+    pub(crate) unknown: usize,
+    pub(crate) not_done: usize,
     /// Acks answered Ok.
-    pub acked: usize,
+    pub(crate) acked: usize,
     /// Everything found wrong, in words.
-    pub violations: Vec<String>,
+    pub(crate) violations: Vec<String>,
 }
 
 /// One item's story.
@@ -34,7 +34,7 @@ struct Item {
 }
 
 /// Checks the log against the rows `(id, state)` of the queue.
-pub fn check(log: &[Entry], rows: &HashMap<u64, i16>) -> Report {
+pub(crate) fn check(log: &[Entry], rows: &HashMap<u64, i16>) -> Report {
     let mut r = Report::default();
     let mut items: HashMap<u64, Item> = HashMap::new();
     for e in log {

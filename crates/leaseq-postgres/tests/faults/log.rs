@@ -5,7 +5,7 @@ use parking_lot::Mutex;
 
 /// A settle operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Ack,
     Nack,
     DeadLetter,
@@ -14,7 +14,7 @@ pub enum Op {
 
 /// What a caller was told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Told {
+pub(crate) enum Told {
     /// Done (`dead`: a nack that made a dead letter).
     Ok { dead: bool },
     /// Refused for its receipt (the lease was lost: taken over, run out, settled).
@@ -27,7 +27,7 @@ pub enum Told {
 
 /// One line of the log.
 #[derive(Clone, Copy, Debug)]
-pub enum Entry {
+pub(crate) enum Entry {
     /// A push answered: `id`, and whether it was confirmed (`false`: outcome unknown).
     Pushed {
         id: u64,
@@ -49,20 +49,20 @@ pub enum Entry {
 
 /// The log: entries in the order they were told.
 #[derive(Default)]
-pub struct Log(Mutex<Vec<Entry>>);
+pub(crate) struct Log(Mutex<Vec<Entry>>);
 
 impl Log {
-    pub fn add(&self, e: Entry) {
+    pub(crate) fn add(&self, e: Entry) {
         self.0.lock().push(e);
     }
 
-    pub fn entries(&self) -> Vec<Entry> {
+    pub(crate) fn entries(&self) -> Vec<Entry> {
         self.0.lock().clone()
     }
 }
 
 /// How a settle's error reads, whichever error type the seam returns.
-pub trait Classify {
+pub(crate) trait Classify {
     fn told(&self) -> Told;
 }
 
@@ -87,7 +87,7 @@ impl Classify for leaseq_async::SettleError {
 }
 
 /// The answer of a settle, as logged.
-pub fn told<T, E: Classify>(r: &Result<T, E>) -> Told {
+pub(crate) fn told<T, E: Classify>(r: &Result<T, E>) -> Told {
     match r {
         Ok(_) => Told::Ok { dead: false },
         Err(e) => e.told(),

@@ -21,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The kinds of fault, in the order of [`Proxy::counts`].
-pub const KINDS: [&str; 3] = ["lost reply", "reset", "stall"];
+pub(crate) const KINDS: [&str; 3] = ["lost reply", "reset", "stall"];
 
 /// The seeded generator of the fault decisions (SplitMix64).
 struct Rng(u64);
@@ -51,18 +51,18 @@ enum Fault {
 }
 
 /// The proxy's shared state: the seed's generator, the quotas and the counts.
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// The address the store connects to.
-    pub port: u16,
+    pub(crate) port: u16,
     rng: Mutex<Rng>,
     /// One request in `one_in` is faulted (while quotas remain).
     one_in: u64,
     quota: u64,
     counts: [AtomicU64; 3],
     /// Requests seen, for the report.
-    pub requests: AtomicU64,
+    pub(crate) requests: AtomicU64,
     /// Cleared to stop injecting (the end of a run: the check needs a calm server).
-    pub armed: AtomicBool,
+    pub(crate) armed: AtomicBool,
     /// The longest stall.
     max_stall: Duration,
 }
@@ -70,7 +70,7 @@ pub struct Proxy {
 impl Proxy {
     /// Starts a proxy to `upstream` on a free loopback port: `quota` faults of each kind at
     /// most, one request in `one_in` faulted.
-    pub async fn start(
+    pub(crate) async fn start(
         upstream: &str,
         seed: u64,
         quota: u64,
@@ -103,12 +103,12 @@ impl Proxy {
     }
 
     /// Faults injected so far, by kind ([`KINDS`]).
-    pub fn counts(&self) -> [u64; 3] {
+    pub(crate) fn counts(&self) -> [u64; 3] {
         std::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed))
     }
 
     /// Whether every quota is met.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.counts().iter().all(|c| *c >= self.quota)
     }
 
@@ -157,7 +157,9 @@ impl Conn {
     async fn run(proxy: Arc<Proxy>, client: TcpStream, server: TcpStream) {
         for s in [&client, &server] {
             let _ = s.set_nodelay(true);
-            // Every close is a reset.
+            // Every close is a reset. (Deprecated as a linger may block on drop; a zero
+            // linger never does: it resets at once.)
+            #[allow(deprecated)]
             let _ = s.set_linger(Some(Duration::ZERO));
         }
         let conn = Arc::new(Conn {
