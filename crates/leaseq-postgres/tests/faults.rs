@@ -32,7 +32,7 @@ use leaseq_postgres::{open_with, BytesCodec, PgQueue};
 use log::{told, Entry, Log, Op, Told};
 
 /// Faults of each kind in the CI run.
-const FAULTS_CI: u64 = 12;
+const FAULTS_CI: u64 = 30;
 /// One request in this many is faulted (while a quota remains).
 const ONE_IN: u64 = 20;
 const VISIBILITY: Duration = Duration::from_secs(2);

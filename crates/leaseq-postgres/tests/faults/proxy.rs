@@ -112,13 +112,18 @@ impl Proxy {
         self.counts().iter().all(|c| *c >= self.quota)
     }
 
-    /// The fault for the next request.
-    fn decide(&self) -> Fault {
+    /// The fault for the next request (`insert`: it runs the writer's insert, whose lost
+    /// replies are the ones that could make a duplicate: one in four is lost).
+    fn decide(&self, insert: bool) -> Fault {
         self.requests.fetch_add(1, Ordering::Relaxed);
         if !self.armed.load(Ordering::Relaxed) {
             return Fault::None;
         }
         let mut rng = self.rng.lock();
+        if insert && self.counts[0].load(Ordering::Relaxed) < self.quota && rng.one_in(4) {
+            self.counts[0].fetch_add(1, Ordering::Relaxed);
+            return Fault::LostReply;
+        }
         if !rng.one_in(self.one_in) {
             return Fault::None;
         }
@@ -141,6 +146,11 @@ impl Proxy {
             }
         }
     }
+}
+
+/// Whether `hay` contains `needle`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// One proxied connection.
@@ -173,6 +183,10 @@ impl Conn {
         // Client to server: messages parsed, each request's fault decided at its end.
         let mut buf: Vec<u8> = Vec::new();
         let mut startup = true;
+        // Prepared statements that insert items (by name), and whether the request being
+        // read runs one.
+        let mut inserts: std::collections::HashSet<Vec<u8>> = Default::default();
+        let mut insert = false;
         let mut chunk = vec![0u8; 64 * 1024];
         'outer: loop {
             let n = match cr.read(&mut chunk).await {
@@ -204,8 +218,33 @@ impl Conn {
                     break;
                 }
                 let msg: Vec<u8> = buf.drain(..len).collect();
+                let fields = |at: usize| -> Vec<&[u8]> { msg[at..].split(|b| *b == 0).collect() };
+                match kind {
+                    // Parse: statement name, then its text.
+                    b'P' => {
+                        let f = fields(5);
+                        if f.len() > 1
+                            && contains(f[1], b"INSERT INTO")
+                            && contains(f[1], b".items")
+                        {
+                            inserts.insert(f[0].to_vec());
+                        }
+                    }
+                    // Bind: portal name, then the statement's.
+                    b'B' => {
+                        let f = fields(5);
+                        insert |= f.len() > 1 && inserts.contains(f[1]);
+                    }
+                    _ => {}
+                }
                 let request = kind == b'S' || kind == b'Q';
-                let fault = if request { proxy.decide() } else { Fault::None };
+                let fault = if request {
+                    let f = proxy.decide(insert);
+                    insert = false;
+                    f
+                } else {
+                    Fault::None
+                };
                 match fault {
                     Fault::None => {
                         let _guard = conn.stalled.read().await;
