@@ -26,6 +26,7 @@ use std::time::Duration;
 use leaseq_suite::rng::Rng;
 use leaseq_tokio::{
     Backoff, Config, Delivery, Jitter, LeaseQueue, MessageId, PushError, Reason, ReceiptError,
+    SettleError,
 };
 use tokio::task::JoinHandle;
 
@@ -153,7 +154,7 @@ impl Tally {
             }
             // The slot has held two newer items since: the queue no longer knows the
             // receipt (slots are reused as items leave).
-            Err(ReceiptError::Unknown) => {
+            Err(SettleError::Stale(ReceiptError::Unknown)) => {
                 self.unknown.fetch_add(1, Ordering::SeqCst);
             }
             Err(_) => {

@@ -165,7 +165,7 @@ impl<T: Item> InspectStore<T> for PgStore<T> {
         // Every accepted push committed first (`pushed` counts committed rows), then the
         // rows counted: conservation of this process's counters against the table holds
         // while no other process uses the queue, as here.
-        bridge(q.store().synced());
+        bridge(q.store().synced()).expect("every accepted push committed");
         fresh_stats(q).check_conservation()
     }
     fn heartbeat_count(q: &LeaseQueue<T, TokioRuntime, Self>) -> Option<usize> {

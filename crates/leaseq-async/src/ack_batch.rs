@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use leaseq_core::{MessageId, ReceiptError};
 
+use crate::store_error::{SettleError, StoreError};
+
 use crate::delivery::Delivery;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
@@ -11,13 +13,15 @@ use crate::store::Store;
 
 /// What [`LeaseQueue::ack_batch`] did with each delivery it was given.
 ///
-/// Every delivery ends up in exactly one of three places: accepted (the item is acked),
-/// stale (its receipt was refused, the reason is kept and counted in the stats), or handed
+/// Every delivery ends up in exactly one of four places: accepted (the item is acked),
+/// stale (its receipt was refused, the reason is kept and counted in the stats), failed (the
+/// store could not make the ack durable: not done, or an outcome it cannot know), or handed
 /// back untouched because it belongs to another queue.
 #[must_use = "deliveries of another queue are handed back here"]
 pub struct AckBatch<T, R: Runtime, S: Store<T, Runtime = R>> {
     accepted: Vec<MessageId>,
     stale: Vec<(MessageId, ReceiptError)>,
+    failed: Vec<(MessageId, StoreError)>,
     foreign: Vec<Delivery<T, R, S>>,
 }
 
@@ -37,6 +41,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> AckBatch<T, R, S> {
         &self.stale
     }
 
+    /// The deliveries whose acks the store could not make durable, with its error (see
+    /// [`StoreError::is_outcome_unknown`]).
+    pub fn failed(&self) -> &[(MessageId, StoreError)] {
+        &self.failed
+    }
+
     /// Deliveries of another queue: refused, unsettled, their leases and heartbeats intact.
     pub fn foreign(&self) -> &[Delivery<T, R, S>] {
         &self.foreign
@@ -50,7 +60,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> AckBatch<T, R, S> {
 
     /// Whether every delivery given was acked.
     pub fn all_accepted(&self) -> bool {
-        self.stale.is_empty() && self.foreign.is_empty()
+        self.stale.is_empty() && self.failed.is_empty() && self.foreign.is_empty()
     }
 }
 
@@ -59,6 +69,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for AckBatch<T, R,
         f.debug_struct("AckBatch")
             .field("accepted", &self.accepted)
             .field("stale", &self.stale)
+            .field("failed", &self.failed)
             .field("foreign", &self.foreign.len())
             .finish()
     }
@@ -87,6 +98,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         );
         let mut foreign = Vec::new();
         let mut stale = Vec::new();
+        let mut failed = Vec::new();
         for mut d in deliveries {
             if !Arc::ptr_eq(d.store(), &self.store) {
                 foreign.push(d);
@@ -108,18 +120,26 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         // `ids` becomes the accepted ones, in place.
         let mut results = results.into_iter();
         // (A store answers once per ticket; a missing answer would be no ack.)
-        ids.retain(
-            |id| match results.next().unwrap_or(Err(ReceiptError::Unknown)) {
+        ids.retain(|id| {
+            match results
+                .next()
+                .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown)))
+            {
                 Ok(_) => true,
-                Err(e) => {
+                Err(SettleError::Stale(e)) => {
                     stale.push((*id, e));
                     false
                 }
-            },
-        );
+                Err(SettleError::Store(e)) => {
+                    failed.push((*id, e));
+                    false
+                }
+            }
+        });
         AckBatch {
             accepted: ids,
             stale,
+            failed,
             foreign,
         }
     }

@@ -12,21 +12,18 @@ impl<T, R: Runtime> LeaseQueue<T, R, MemoryStore<T, R>> {
     /// lease deadline, brought up to date: for admin tools and checks. A snapshot taken
     /// under the lock in one pass over the items.
     pub fn peek(&self) -> Vec<ItemView> {
-        let now = self.store.rt.now();
-        let mut st = self.store.lock();
-        st.core.handle_timeout(now);
-        st.core.items().collect()
+        self.store.peek()
     }
 
     /// Leases currently kept alive by the heartbeat.
     pub fn heartbeats(&self) -> usize {
-        self.store.lock().beats.len()
+        self.store.heartbeats()
     }
 
     /// The oldest core [`Event`] not yet taken. Only the kinds asked for with
     /// [`QueueBuilder::events`](crate::QueueBuilder::events) are recorded (none by default).
     pub fn poll_event(&self) -> Option<Event> {
-        self.store.lock().core.poll_event()
+        self.store.poll_event()
     }
 
     /// The dead letters, oldest first: a snapshot (each item cloned).
@@ -34,7 +31,7 @@ impl<T, R: Runtime> LeaseQueue<T, R, MemoryStore<T, R>> {
     where
         T: Clone,
     {
-        self.store.lock().core.dead_letters().cloned().collect()
+        self.store.dead_letters()
     }
 
     /// Runs `f` over a snapshot of the dead letters, oldest first.
@@ -54,27 +51,22 @@ impl<T, R: Runtime> LeaseQueue<T, R, MemoryStore<T, R>> {
 
     /// Removes every dead letter and hands them over.
     pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
-        self.store.lock().core.take_dead_letters()
+        self.store.take_dead_letters()
     }
 
     /// Puts a dead letter back, visible at once, attempts reset.
     pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
-        let now = self.store.rt.now();
-        // (Releasing the lock wakes a receiver for it.)
-        self.store.lock().core.redrive(id, now)
+        self.store.redrive(id)
     }
 
     /// Recounts every item and checks the core's invariants (the conservation law among
     /// them): for tests and health checks. Costs a pass over every item.
     pub fn check_invariants(&self) -> Result<(), ConservationError> {
-        self.store.lock().core.check_invariants()
+        self.store.check_invariants()
     }
 
     /// Visible items per priority level (index = level), brought up to date.
     pub fn ready_per_level(&self) -> [u64; leaseq_core::PRIORITY_LEVELS] {
-        let now = self.store.rt.now();
-        let mut st = self.store.lock();
-        st.core.handle_timeout(now);
-        st.core.ready_per_level()
+        self.store.ready_per_level()
     }
 }

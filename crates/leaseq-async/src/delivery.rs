@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use leaseq_core::{Acked, Extended, Failure, MessageId, Nacked, Receipt, ReceiptError, Timestamp};
 
+use crate::store_error::SettleError;
+
 use crate::lease_lost::LeaseLost;
 use crate::memory::MemoryStore;
 use crate::runtime::Runtime;
@@ -146,27 +148,28 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// Judged on a clock reading taken at this call: an ack after the deadline is late by
     /// exactly the time since it, and is accepted as [`Acked::LateUnclaimed`] if nobody else
     /// has leased the item since, whether or not the queue's driver has run in between.
-    /// (The in-memory store answers at once; a durable one once the ack is committed.)
-    pub async fn ack(mut self) -> Result<Acked, ReceiptError> {
+    /// (The in-memory store answers at once; a durable one once the ack is committed, or
+    /// with [`SettleError::Store`] when it could not be.)
+    pub async fn ack(mut self) -> Result<Acked, SettleError> {
         let ticket = self.take_ticket()?;
         self.store.ack(ticket).await
     }
 
     /// Hands the item back with an error: it is delivered again after the backoff, or
     /// dead-lettered if this was its last attempt.
-    pub async fn nack(self, error: impl Into<String>) -> Result<Nacked, ReceiptError> {
+    pub async fn nack(self, error: impl Into<String>) -> Result<Nacked, SettleError> {
         self.nack_with(Failure::error(error)).await
     }
 
     /// Hands the item back with any [`Failure`] (reason, error, retry delay).
-    pub async fn nack_with(mut self, failure: Failure) -> Result<Nacked, ReceiptError> {
+    pub async fn nack_with(mut self, failure: Failure) -> Result<Nacked, SettleError> {
         let ticket = self.take_ticket()?;
         self.store.nack(ticket, failure).await
     }
 
     /// Declares the item poison: straight to the dead letters with the error, whatever
     /// attempts it had left.
-    pub async fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, ReceiptError> {
+    pub async fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, SettleError> {
         let ticket = self.take_ticket()?;
         self.store.dead_letter(ticket, error.into()).await
     }
@@ -174,9 +177,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// Moves the deadline to `now + visibility` (capped by the max lease lifetime and the
     /// item's expiry). Zero releases the item, like a nack without error or backoff. A
     /// heartbeat on the lease is brought forward to keep a nearer deadline.
-    pub async fn extend(&mut self, visibility: Duration) -> Result<Extended, ReceiptError> {
+    pub async fn extend(&mut self, visibility: Duration) -> Result<Extended, SettleError> {
         let Some(ticket) = self.ticket.as_mut() else {
-            return Err(ReceiptError::Released(self.id));
+            return Err(ReceiptError::Released(self.id).into());
         };
         let r = self.store.extend(ticket, visibility).await;
         match r {

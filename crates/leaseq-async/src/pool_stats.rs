@@ -25,6 +25,9 @@ pub struct PoolStats {
     pub permanent: u64,
     /// Settles refused because the lease had been lost (the item runs elsewhere).
     pub stale_settles: u64,
+    /// Settles the store could not make durable (disk full, connection lost: not done, or
+    /// an outcome it cannot know). The item comes back unless the settle landed after all.
+    pub failed_settles: u64,
     /// Blocking handlers still running when their item timed out, in all.
     pub blocking_overruns: u64,
     /// ... and of those, how many are still running now.

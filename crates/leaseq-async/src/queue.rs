@@ -156,9 +156,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
             match self.store.try_push(item, &push) {
                 Err(PushError::Full(back)) => item = back,
                 Ok(id) => {
-                    // A durable store answers once the item is on disk.
-                    self.store.synced().await;
-                    return Ok(id);
+                    // A durable store answers once the item is on disk, or says it could
+                    // not confirm that (the item stays queued: the outcome is unknown).
+                    return match self.store.synced().await {
+                        Ok(()) => Ok(id),
+                        Err(error) => Err(PushError::Unconfirmed { id, error }),
+                    };
                 }
                 other => return other,
             }
@@ -236,19 +239,30 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// [`try_push_batch`](Self::try_push_batch), then waits until the accepted items are
     /// durable (a durable store commits them together: one commit for the batch). A refusal
     /// (full, closed, ...) hands back the refused item and the rest, after the accepted
-    /// ones are durable.
+    /// ones are durable. When the store cannot confirm the accepted items durable, the
+    /// error is [`PushError::Unconfirmed`] with the first accepted id (every accepted item
+    /// of the batch is then unconfirmed; none is handed back).
     pub async fn push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, (PushError<T>, Vec<T>)>
     where
         I: IntoIterator<Item = T>,
     {
         let r = self.try_push_batch(items);
-        self.store.synced().await;
-        r
+        if matches!(&r, Ok(ids) if ids.is_empty()) {
+            return r;
+        }
+        match (self.store.synced().await, r) {
+            (Ok(()), r) => r,
+            (Err(error), Ok(ids)) => Err((PushError::Unconfirmed { id: ids[0], error }, vec![])),
+            // The refusal is the answer; what was accepted before it is unconfirmed, as
+            // the store's state says.
+            (Err(_), Err(refused)) => Err(refused),
+        }
     }
 
-    /// Completes once every push made so far (fire-and-forget ones included) is durable.
-    /// At once for the in-memory store.
-    pub async fn synced(&self) {
+    /// Completes once every push made so far (fire-and-forget ones included) is durable;
+    /// an error when the store could not confirm that before its commit timeout (those
+    /// pushes stay queued: their outcome is unknown). At once for the in-memory store.
+    pub async fn synced(&self) -> Result<(), crate::StoreError> {
         self.store.synced().await
     }
 

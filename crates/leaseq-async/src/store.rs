@@ -5,14 +5,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp,
-};
+use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats, Timestamp};
 
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::push::Push;
 use crate::runtime::Runtime;
+use crate::store_error::{SettleError, StoreError};
 
 /// A lease just taken from a store: the item and what its delivery needs.
 #[derive(Debug)]
@@ -159,28 +158,34 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     fn stop_waiting(&self, waiting: &mut Self::Waiting);
 
     /// Done: the item leaves the queue for good (judged on a clock reading at this call).
-    fn ack(&self, ticket: Self::Ticket)
-        -> impl Future<Output = Result<Acked, ReceiptError>> + Send;
+    ///
+    /// Every settle ([`ack`](Store::ack), [`ack_many`](Store::ack_many),
+    /// [`nack`](Store::nack), [`dead_letter`](Store::dead_letter), [`extend`](Store::extend))
+    /// answers `Ok` only once its change is durable, [`SettleError::Stale`] when the receipt
+    /// is refused, and [`SettleError::Store`] when the store failed: not done, or an outcome
+    /// it cannot know (a lost reply; a commit still failing when the store's commit timeout
+    /// ran out). Never a wrong definite answer.
+    fn ack(&self, ticket: Self::Ticket) -> impl Future<Output = Result<Acked, SettleError>> + Send;
 
     /// Acks several leases in one step; one result per ticket, in order.
     fn ack_many(
         &self,
         tickets: Vec<Self::Ticket>,
-    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send;
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send;
 
     /// Hands the item back with `failure`: again after the backoff, or to the dead letters.
     fn nack(
         &self,
         ticket: Self::Ticket,
         failure: Failure,
-    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send;
+    ) -> impl Future<Output = Result<Nacked, SettleError>> + Send;
 
     /// Poison: straight to the dead letters with `error`; returns the attempts it had.
     fn dead_letter(
         &self,
         ticket: Self::Ticket,
         error: String,
-    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send;
+    ) -> impl Future<Output = Result<u32, SettleError>> + Send;
 
     /// Moves the lease's deadline to now + `visibility` (zero releases the item); a
     /// heartbeat on the lease is brought forward to keep the new deadline.
@@ -188,7 +193,7 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         &self,
         ticket: &mut Self::Ticket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send;
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send;
 
     /// The holder let go without settling (a dropped delivery): the item goes back with
     /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
@@ -218,12 +223,15 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// several processes, as of its last refresh).
     fn stats(&self) -> Stats;
 
-    /// Completes once every change made so far (pushes included) is durable. Ready at once
-    /// for the memory store (the default). [`LeaseQueue::push`](crate::LeaseQueue::push) and
-    /// its variants await it after the item was accepted, so that a push that returned `Ok`
-    /// is on disk; `try_push` does not (fire and forget).
-    fn synced(&self) -> impl Future<Output = ()> + Send {
-        std::future::ready(())
+    /// Completes once every change made so far (pushes included) is durable; an error when
+    /// the store could not make them durable before its commit timeout (their outcome is
+    /// then unknown: they stay queued and land if the store recovers). Ready at once with
+    /// `Ok` for the memory store (the default). [`LeaseQueue::push`](crate::LeaseQueue::push)
+    /// and its variants await it after the item was accepted, so that a push that returned
+    /// `Ok` is on disk ([`PushError::Unconfirmed`] otherwise); `try_push` does not (fire and
+    /// forget).
+    fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(Ok(()))
     }
 }
 

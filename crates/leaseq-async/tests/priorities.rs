@@ -102,7 +102,7 @@ fn cancel_ready_delayed_and_leased() {
         let d = q.receive().await.unwrap();
         assert_eq!(q.cancel(held).await, Err(CancelError::InFlight(held)));
         assert_eq!(q.cancel_leased(held).await, Ok("held"));
-        assert_eq!(d.ack().await, Err(ReceiptError::Cancelled(held)));
+        assert_eq!(d.ack().await, Err(ReceiptError::Cancelled(held).into()));
         // The key was freed with the cancel.
         q.try_push_with_options("again", Push::new().key("k"))
             .unwrap();

@@ -9,8 +9,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::EventListener;
-use leaseq_async::{Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, Taken};
-use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats};
+use leaseq_async::{
+    Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+};
+use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats};
 use leaseq_tokio::TokioRuntime;
 
 use crate::receive::PgWaiting;
@@ -122,72 +124,63 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.stop(waiting)
     }
 
-    fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+    fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let rx = self.queue_ack(ticket);
         async move {
             crate::settler::flush_here(&self.shared).await;
-            receipt(
-                rx.await
-                    .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown))),
-            )
+            settled(rx.await)
         }
     }
 
     fn ack_many(
         &self,
         tickets: Vec<PgTicket>,
-    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
         let rxs: Vec<_> = tickets.into_iter().map(|t| self.queue_ack(t)).collect();
         async move {
             crate::settler::flush_here(&self.shared).await;
             let mut out = Vec::with_capacity(rxs.len());
             for rx in rxs {
-                out.push(receipt(
-                    rx.await
-                        .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown))),
-                ));
+                out.push(settled(rx.await));
             }
             out
         }
     }
 
-    async fn nack(&self, ticket: PgTicket, failure: Failure) -> Result<Nacked, ReceiptError> {
-        {
-            let id = MessageId::new(ticket.id as u64);
-            let client = match self.shared.client().await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.shared.failed("nack", e);
-                    settle::forget(&self.shared, &ticket);
-                    return Err(ReceiptError::LeaseExpired(id));
-                }
-            };
-            receipt(settle::fail(&self.shared, &client, ticket, failure).await)
-        }
+    async fn nack(&self, ticket: PgTicket, failure: Failure) -> Result<Nacked, SettleError> {
+        let client = match self.shared.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing was sent: the nack was not made.
+                let error = StoreError::not_done(format!("nack: no connection: {e}"));
+                self.shared.failed("nack", e);
+                settle::forget(&self.shared, &ticket);
+                return Err(error.into());
+            }
+        };
+        settle::fail(&self.shared, &client, ticket, failure).await
     }
 
-    async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, ReceiptError> {
-        {
-            let id = MessageId::new(ticket.id as u64);
-            let client = match self.shared.client().await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.shared.failed("dead letter", e);
-                    settle::forget(&self.shared, &ticket);
-                    return Err(ReceiptError::LeaseExpired(id));
-                }
-            };
-            receipt(settle::terminate(&self.shared, &client, ticket, error).await)
-        }
+    async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, SettleError> {
+        let client = match self.shared.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing was sent: the dead-letter was not made.
+                let error = StoreError::not_done(format!("dead letter: no connection: {e}"));
+                self.shared.failed("dead letter", e);
+                settle::forget(&self.shared, &ticket);
+                return Err(error.into());
+            }
+        };
+        settle::terminate(&self.shared, &client, ticket, error).await
     }
 
     fn extend(
         &self,
         ticket: &mut PgTicket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
-        let f = self.extend_lease(ticket, visibility);
-        async move { receipt(f.await) }
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send {
+        self.extend_lease(ticket, visibility)
     }
 
     fn hand_back(&self, ticket: PgTicket) {
@@ -232,11 +225,21 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.shared.counters.stats()
     }
 
-    fn synced(&self) -> impl Future<Output = ()> + Send {
+    fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.shared.pushes.lock().queued;
-        let f = self.committed(seq);
-        async move {
-            let _ = f.await;
+        self.committed(seq)
+    }
+}
+
+/// An ack's answer from the settler; a settler gone before answering leaves the ack's
+/// outcome unknown.
+fn settled(
+    reply: Result<Result<Acked, SettleError>, tokio::sync::oneshot::error::RecvError>,
+) -> Result<Acked, SettleError> {
+    match reply {
+        Ok(r) => r,
+        Err(_) => {
+            Err(StoreError::outcome_unknown("ack: the settler ended before answering").into())
         }
     }
 }
@@ -257,12 +260,4 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         });
         rx
     }
-}
-
-/// Until the seam carries [`SettleError`]: a store failure reads as a lease that ran out.
-fn receipt<X>(r: Result<X, SettleError>) -> Result<X, ReceiptError> {
-    r.map_err(|e| match e {
-        SettleError::Stale(e) => e,
-        _ => ReceiptError::Unknown,
-    })
 }

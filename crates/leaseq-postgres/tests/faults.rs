@@ -119,7 +119,7 @@ async fn run(url: String, quota: u64, seed: u64) {
         producers.push(tokio::spawn(async move {
             let mut n = 0u64;
             while producing.load(Ordering::Relaxed) {
-                let item = (p << 48 | n).to_le_bytes().to_vec();
+                let item = ((p << 48) | n).to_le_bytes().to_vec();
                 n += 1;
                 match q.push(item).await {
                     Ok(id) => log.add(Entry::Pushed {
@@ -146,7 +146,7 @@ async fn run(url: String, quota: u64, seed: u64) {
     for c in 0..CONSUMERS {
         let (q, log, consuming) = (q.clone(), log.clone(), consuming.clone());
         consumers.push(tokio::spawn(async move {
-            let mut rng = mix(seed ^ (c + 1) * 0x1234_5678);
+            let mut rng = mix(seed ^ ((c + 1) * 0x1234_5678));
             while consuming.load(Ordering::Relaxed) {
                 let got = if c % 2 == 0 {
                     tokio::time::timeout(Duration::from_millis(200), q.receive_with_heartbeat())

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{
     Acked, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError, ReceiveError,
+    SettleError,
 };
 use leaseq_postgres::{open, BytesCodec, PgQueue};
 
@@ -235,8 +236,10 @@ fn cancel_hands_waiting_items_back_and_leaves_leased_ones() {
         let r = d.ack().await;
         assert!(
             matches!(
-                r,
-                Err(ReceiptError::Cancelled(_)) | Err(ReceiptError::AlreadyAcked(_))
+                r.as_ref().map_err(SettleError::stale),
+                Err(Some(
+                    ReceiptError::Cancelled(_) | ReceiptError::AlreadyAcked(_)
+                ))
             ),
             "{r:?}"
         );

@@ -10,7 +10,7 @@ use common::*;
 
 use std::time::{Duration, Instant};
 
-use leaseq_async::{Acked, Config, ReceiptError, ReceiveError, Store};
+use leaseq_async::{Acked, Config, ReceiptError, ReceiveError, SettleError, Store};
 use tokio_postgres::Client;
 
 /// Every column a settle could touch, as text (`None` once the row is gone).
@@ -81,13 +81,16 @@ fn stale_holder_changes_nothing_after_takeover() {
         let (id0, id1, id2) = (a0.id(), a1.id(), a2.id());
         assert_eq!(
             a0.extend(Duration::from_secs(60)).await,
-            Err(ReceiptError::Redelivered(id0))
+            Err(ReceiptError::Redelivered(id0).into())
         );
-        assert_eq!(a0.ack().await, Err(ReceiptError::Redelivered(id0)));
-        assert_eq!(a1.nack("late").await, Err(ReceiptError::Redelivered(id1)));
+        assert_eq!(a0.ack().await, Err(ReceiptError::Redelivered(id0).into()));
+        assert_eq!(
+            a1.nack("late").await,
+            Err(ReceiptError::Redelivered(id1).into())
+        );
         assert_eq!(
             a2.dead_letter("poison?").await,
-            Err(ReceiptError::Redelivered(id2))
+            Err(ReceiptError::Redelivered(id2).into())
         );
 
         for (d, was) in held_by_b.iter().zip(&before) {
@@ -180,10 +183,12 @@ fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
         let before = [row(&db, ids[0]).await, row(&db, ids[1]).await];
         // The old holders wake up: their leases ended in the dead letters; the redriven
         // items are not theirs to settle.
-        let stale = |r: &Result<(), ReceiptError>| {
+        let stale = |r: &Result<(), SettleError>| {
             matches!(
-                r,
-                Err(ReceiptError::Redelivered(_)) | Err(ReceiptError::DeadLettered(_))
+                r.as_ref().map_err(SettleError::stale),
+                Err(Some(
+                    ReceiptError::Redelivered(_) | ReceiptError::DeadLettered(_)
+                ))
             )
         };
         let r = acker.ack().await.map(drop);
@@ -262,7 +267,7 @@ fn max_lease_takes_the_item_back_despite_the_heartbeat() {
         assert!(d.is_lease_lost());
         let again = receive(&q).await;
         assert_eq!((again.id(), again.attempt()), (id, 2));
-        assert_eq!(d.ack().await, Err(ReceiptError::Redelivered(id)));
+        assert_eq!(d.ack().await, Err(ReceiptError::Redelivered(id).into()));
         assert!(again.ack().await.is_ok());
     });
 }

@@ -50,7 +50,7 @@ pub use leaseq_async::{ItemState, ItemView, LatencyAdvisor, MessageId, TypeRepor
 
 /// A leased item from a smol queue.
 pub type Delivery<T> = leaseq_async::Delivery<T, SmolRuntime>;
-pub use leaseq_async::{Acked, Extended, Nacked, Receipt, ReceiptError};
+pub use leaseq_async::{Acked, Extended, Nacked, Receipt, ReceiptError, SettleError, StoreError};
 pub use leaseq_async::{DeadLetter, Failure, Reason, RedriveError};
 pub use leaseq_async::{Receive, ReceiveError, ReceiveStream};
 

@@ -35,19 +35,16 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
 
     /// The dead letters, oldest first: a snapshot (each item cloned).
     pub fn dead_letters(&self) -> Vec<DeadLetter<T>> {
-        self.inner
-            .with_core(|core, _| core.dead_letters().cloned().collect())
+        self.inner.dead_letters()
     }
 
     /// Puts a dead letter back, visible at once, attempts reset; durable once it returns.
     pub async fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
-        let r = self
-            .inner
-            .with_core(|core, now| core.redrive(id, now).map(|id| (id, now)));
-        let (id, now) = r?;
+        let id = self.inner.redrive(id)?;
+        // Visible at once (0, as for an undelayed push).
         let seq = self.journal.submit([Op::Revive {
             id: id.get(),
-            visible_at: self.to_disk(now),
+            visible_at: 0,
         }]);
         self.journal.committed(seq).await;
         Ok(id)
@@ -55,7 +52,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
 
     /// Removes every dead letter and hands them over; durable once it returns.
     pub async fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
-        let letters = self.inner.with_core(|core, _| core.take_dead_letters());
+        let letters = self.inner.take_dead_letters();
         let seq = self
             .journal
             .submit(letters.iter().map(|l| Op::Delete { id: l.id.get() }));

@@ -7,10 +7,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use event_listener::EventListener;
-use leaseq_async::{Codec, Drive, LeaseLost, Push, PushError, Runtime, Store, Taken};
-use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, ReceiptError, Stats, Timestamp,
+use leaseq_async::{
+    Codec, Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
+use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats, Timestamp};
 
 use crate::journal::Op;
 use crate::receive::SqliteWaiting;
@@ -164,10 +164,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn stop_waiting(&self, waiting: &mut SqliteWaiting<T>) {
         self.stop(waiting)
     }
-    fn ack(
-        &self,
-        ticket: SqliteTicket,
-    ) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+    fn ack(&self, ticket: SqliteTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let id = ticket.id;
         let r = ready_now(self.inner.ack(ticket.inner));
         self.delete_if_ok(id, r)
@@ -176,7 +173,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn ack_many(
         &self,
         tickets: Vec<SqliteTicket>,
-    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
         let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
         let results = ready_now(
             self.inner
@@ -198,7 +195,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         &self,
         ticket: SqliteTicket,
         failure: Failure,
-    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<Nacked, SettleError>> + Send {
         let id = ticket.id;
         let error = failure.error.clone();
         let r = ready_now(self.inner.nack(ticket.inner, failure));
@@ -215,7 +212,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         &self,
         ticket: SqliteTicket,
         error: String,
-    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<u32, SettleError>> + Send {
         let r = ready_now(self.inner.dead_letter(ticket.inner, error));
         let seq = r.is_ok().then(|| self.journal_events());
         async move {
@@ -230,7 +227,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         &self,
         ticket: &mut SqliteTicket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send {
         // Leases are not durable: an extension changes nothing on disk, unless it released
         // the item.
         let id = ticket.id;
@@ -285,9 +282,12 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.stats()
     }
 
-    fn synced(&self) -> impl Future<Output = ()> + Send {
+    fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.journal.last();
-        async move { self.journal.committed(seq).await }
+        async move {
+            self.journal.committed(seq).await;
+            Ok(())
+        }
     }
 }
 

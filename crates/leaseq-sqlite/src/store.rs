@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Codec, MemoryStore, MemoryTicket, Runtime};
-use leaseq_core::{Event, MessageId, Nacked, Reason, Timestamp};
+use leaseq_core::{Event, MessageId, Nacked, Timestamp};
 
 use crate::journal::{Journal, Op};
 
@@ -73,40 +73,26 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// Journals what the core's events say happened by itself (dead letters of leases or
     /// items that ran out, items replaced); returns the sequence number to wait for.
     pub(crate) fn journal_events(&self) -> u64 {
-        let ops = self.inner.with_core(|core, _| {
-            let mut ops = Vec::new();
-            while let Some(event) = core.poll_event() {
-                match event {
-                    Event::DeadLettered { id, .. } => {
-                        if let Some(d) = core.get_dead_letter(id) {
-                            ops.push((id, d.attempts, d.reason, d.last_error.clone(), d.at));
-                        }
-                    }
-                    Event::Replaced { id, .. } => {
-                        ops.push((id, 0, Reason::Released, None, Timestamp::MAX))
-                    }
-                    _ => {}
-                }
-            }
-            ops
-        });
+        let ops: Vec<Op> = self
+            .inner
+            .take_events()
+            .into_iter()
+            .filter_map(|(event, letter)| match (event, letter) {
+                (Event::DeadLettered { .. }, Some(d)) => Some(Op::Dead {
+                    id: d.id.get(),
+                    attempts: d.attempts,
+                    reason: d.reason.code(),
+                    error: d.last_error,
+                    at: self.to_disk(d.at),
+                }),
+                (Event::Replaced { id, .. }, _) => Some(Op::Delete { id: id.get() }),
+                _ => None,
+            })
+            .collect();
         if ops.is_empty() {
             return self.journal.last();
         }
-        self.journal
-            .submit(ops.into_iter().map(|(id, attempts, reason, error, at)| {
-                if at == Timestamp::MAX {
-                    Op::Delete { id: id.get() }
-                } else {
-                    Op::Dead {
-                        id: id.get(),
-                        attempts,
-                        reason: reason.code(),
-                        error,
-                        at: self.to_disk(at),
-                    }
-                }
-            }))
+        self.journal.submit(ops)
     }
 
     /// Journals a nack's result.

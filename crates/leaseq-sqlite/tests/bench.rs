@@ -63,7 +63,7 @@ fn leaseq(durability: Durability) -> (f64, u64) {
                     for _ in 0..n {
                         q.try_push(vec![7u8; PAYLOAD]).unwrap();
                     }
-                    q.store().synced().await;
+                    q.store().synced().await.expect("committed");
                     left -= n;
                 }
             })
@@ -306,7 +306,7 @@ fn restart_with_1m_live_items() {
                 for _ in 0..n {
                     q.try_push(vec![7u8; PAYLOAD]).unwrap();
                 }
-                q.store().synced().await;
+                q.store().synced().await.expect("committed");
                 left -= n;
             }
         });

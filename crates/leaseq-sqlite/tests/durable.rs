@@ -289,7 +289,7 @@ fn poison_item_that_aborts_the_process_is_dead_lettered() {
         assert_eq!(dead[0].reason, Reason::Dropped);
         assert_eq!(dead[0].last_error.as_deref(), Some("process restart"));
         assert_eq!(q.stats().live(), 0);
-        q.store().synced().await;
+        q.store().synced().await.expect("committed");
     });
     drop(std::fs::remove_file(&path));
 }

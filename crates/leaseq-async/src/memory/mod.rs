@@ -7,6 +7,7 @@
 mod drive;
 mod inbox;
 mod lock;
+mod operator;
 mod store;
 mod take;
 
@@ -179,11 +180,10 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         self.lock().core.poll_event()
     }
 
-    /// Runs `f` on the core under the queue's lock, the time applied first, for stores
-    /// built on this one (reading a dead letter, redriving). The lock's guard wakes
-    /// receivers and the driver as for any operation. `f` must be short and must not call
-    /// back into this store.
-    pub fn with_core<U>(&self, f: impl FnOnce(&mut Queue<T>, Timestamp) -> U) -> U {
+    /// Runs `f` on the core under the queue's lock, the time applied first. The lock's
+    /// guard wakes receivers and the driver as for any operation. Crate-private: `f` must
+    /// not drop a delivery or call back into this store (see `operator.rs`).
+    pub(crate) fn with_core<U>(&self, f: impl FnOnce(&mut Queue<T>, Timestamp) -> U) -> U {
         let now = self.rt.now();
         let mut st = self.lock();
         st.core.handle_timeout(now);

@@ -18,6 +18,7 @@ use crate::lease_lost::LeaseLost;
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store::{Drive, Store, Taken};
+use crate::store_error::SettleError;
 
 impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     type Runtime = R;
@@ -206,21 +207,18 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         self.unlisten(waiting);
     }
 
-    fn ack(
-        &self,
-        ticket: MemoryTicket,
-    ) -> impl Future<Output = Result<Acked, ReceiptError>> + Send {
+    fn ack(&self, ticket: MemoryTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let now = self.rt.now();
         // The queue's copy of the item comes out of the core and is dropped here, after the
         // lock is released: an item's `Drop` never runs under it.
         let r = self.settle(ticket, |core, r| core.ack_take(r, now));
-        ready(r.map(|(acked, _item)| acked))
+        ready(r.map(|(acked, _item)| acked).map_err(SettleError::Stale))
     }
 
     fn ack_many(
         &self,
         tickets: Vec<MemoryTicket>,
-    ) -> impl Future<Output = Vec<Result<Acked, ReceiptError>>> + Send {
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
         let now = self.rt.now();
         let mut results = Vec::with_capacity(tickets.len());
         // The queue's copies of the acked items, dropped after the lock.
@@ -235,7 +233,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
                     items.push(item);
                     results.push(Ok(acked));
                 }
-                Err(e) => results.push(Err(e)),
+                Err(e) => results.push(Err(SettleError::Stale(e))),
             }
         }
         drop(st);
@@ -247,25 +245,31 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         &self,
         ticket: MemoryTicket,
         failure: Failure,
-    ) -> impl Future<Output = Result<Nacked, ReceiptError>> + Send {
-        ready(self.hand_back_with(ticket, failure))
+    ) -> impl Future<Output = Result<Nacked, SettleError>> + Send {
+        ready(
+            self.hand_back_with(ticket, failure)
+                .map_err(SettleError::Stale),
+        )
     }
 
     fn dead_letter(
         &self,
         ticket: MemoryTicket,
         error: String,
-    ) -> impl Future<Output = Result<u32, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<u32, SettleError>> + Send {
         let now = self.rt.now();
         let error = Some(error);
-        ready(self.settle(ticket, |core, r| core.dead_letter(r, now, error)))
+        ready(
+            self.settle(ticket, |core, r| core.dead_letter(r, now, error))
+                .map_err(SettleError::Stale),
+        )
     }
 
     fn extend(
         &self,
         ticket: &mut MemoryTicket,
         visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, ReceiptError>> + Send {
+    ) -> impl Future<Output = Result<Extended, SettleError>> + Send {
         let now = self.rt.now();
         let mut st = self.lock();
         let r = st.core.extend(ticket.receipt, now, visibility);
@@ -286,7 +290,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             Err(_) => {}
         }
         drop(st);
-        ready(r)
+        ready(r.map_err(SettleError::Stale))
     }
 
     fn hand_back(&self, ticket: MemoryTicket) {

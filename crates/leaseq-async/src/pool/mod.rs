@@ -327,6 +327,7 @@ fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = 
         panicked: sum(|r| r.panicked),
         permanent: merged.records.permanent,
         stale_settles: merged.stale_settles,
+        failed_settles: merged.failed_settles,
         blocking_overruns: get(&c.blocking_overruns),
         blocking_overruns_running: get(&c.blocking_overruns_running),
         worker_panics: get(&c.worker_panics),

@@ -60,6 +60,9 @@ impl fmt::Display for PoolReport {
         if s.stale_settles > 0 {
             write!(f, "; stale settles {}", s.stale_settles)?;
         }
+        if s.failed_settles > 0 {
+            write!(f, "; failed settles (store) {}", s.failed_settles)?;
+        }
         if s.worker_panics > 0 {
             write!(f, "; worker panics {}", s.worker_panics)?;
         }

@@ -16,6 +16,8 @@ pub(crate) struct Shard {
     records: Mutex<Records>,
     /// Settles refused because the lease had been lost.
     stale_settles: AtomicU64,
+    /// Settles the store could not make durable (not done, or outcome unknown).
+    failed_settles: AtomicU64,
 }
 
 /// What a shard records under its lock.
@@ -45,6 +47,11 @@ impl Shard {
     pub(crate) fn stale_settle(&self) {
         self.stale_settles.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Counts a settle the store failed.
+    pub(crate) fn failed_settle(&self) {
+        self.failed_settles.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Every worker's shard, by worker index.
@@ -54,6 +61,7 @@ pub(crate) struct Shards(Box<[Shard]>);
 pub(crate) struct Merged {
     pub(crate) records: Records,
     pub(crate) stale_settles: u64,
+    pub(crate) failed_settles: u64,
 }
 
 impl Shards {
@@ -71,6 +79,7 @@ impl Shards {
         let mut merged = Merged {
             records: Records::default(),
             stale_settles: 0,
+            failed_settles: 0,
         };
         for shard in self.0.iter() {
             {
@@ -79,6 +88,7 @@ impl Shards {
                 merged.records.permanent += r.permanent;
             }
             merged.stale_settles += shard.stale_settles.load(Ordering::Relaxed);
+            merged.failed_settles += shard.failed_settles.load(Ordering::Relaxed);
         }
         merged
     }

@@ -22,6 +22,7 @@ use crate::pool::PoolShared;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
+use crate::store_error::SettleError;
 use crate::watchdog::{Holding, Progress};
 
 /// What a handler run gives: its result, or the message of a panic caught on the way.
@@ -297,35 +298,41 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         // its `Drop` is caught here (the settle itself went through) and counted.
         let settle = async move {
             match ended {
-                Ended::Done(Ok(())) => delivery.ack().await.is_ok(),
+                Ended::Done(Ok(())) => delivery.ack().await.err(),
                 Ended::Done(Err(e)) if e.is_permanent() => {
-                    delivery.dead_letter(e.message()).await.is_ok()
+                    delivery.dead_letter(e.message()).await.err()
                 }
-                Ended::Done(Err(e)) => delivery.nack(e.message()).await.is_ok(),
+                Ended::Done(Err(e)) => delivery.nack(e.message()).await.err(),
                 Ended::Panicked(message) => {
-                    delivery.nack_with(Failure::panicked(message)).await.is_ok()
+                    delivery.nack_with(Failure::panicked(message)).await.err()
                 }
                 Ended::TimedOut(limit) => {
                     #[cfg(feature = "tracing")]
                     tracing::debug!(limit = ?limit, "leaseq: item timed out");
                     let failure =
                         Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-                    delivery.nack_with(failure).await.is_ok()
+                    delivery.nack_with(failure).await.err()
                 }
             }
         };
         // Settling (and what it reports) belongs to the delivery's span too.
         #[cfg(feature = "tracing")]
         let settle = tracing::Instrument::instrument(settle, span);
-        let settled = AssertUnwindSafe(settle)
+        let refused = AssertUnwindSafe(settle)
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
                 Counters::bump(&pool.counters.worker_panics);
-                true
+                None
             });
-        if !settled {
-            self.shard.stale_settle();
+        match refused {
+            None => {}
+            Some(SettleError::Stale(_)) => self.shard.stale_settle(),
+            Some(SettleError::Store(_e)) => {
+                #[cfg(feature = "tracing")]
+                tracing::warn!(error = %_e, "leaseq: the store failed a settle");
+                self.shard.failed_settle();
+            }
         }
     }
 }

@@ -61,19 +61,9 @@ impl Log {
     }
 }
 
-/// How a settle's error reads, whichever error type the seam returns.
+/// How a settle's error reads.
 pub(crate) trait Classify {
     fn told(&self) -> Told;
-}
-
-impl Classify for leaseq_core::ReceiptError {
-    fn told(&self) -> Told {
-        match self {
-            // What the seam says for a store failure until it carries `SettleError`.
-            leaseq_core::ReceiptError::Unknown => Told::Unknown,
-            _ => Told::Stale,
-        }
-    }
 }
 
 impl Classify for leaseq_async::SettleError {

@@ -1,0 +1,72 @@
+//! What an operator (or a store built on this one) reads and changes on a [`MemoryStore`]:
+//! its items, dead letters, events and invariants. Each call is one short critical section;
+//! no caller's code runs under the lock (there is no public way to run a closure on the
+//! core: a closure that dropped a delivery or called back into the store under the lock
+//! would deadlock it).
+
+use leaseq_core::{ConservationError, DeadLetter, Event, ItemView, MessageId, RedriveError};
+
+use super::MemoryStore;
+use crate::runtime::Runtime;
+
+impl<T, R: Runtime> MemoryStore<T, R> {
+    /// Every live item (ready, delayed or in flight) with its attempts and, in flight, its
+    /// lease deadline, brought up to date: one pass over the items under the lock.
+    pub fn peek(&self) -> Vec<ItemView> {
+        self.with_core(|core, _| core.items().collect())
+    }
+
+    /// Leases currently kept alive by the heartbeat.
+    pub fn heartbeats(&self) -> usize {
+        self.lock().beats.len()
+    }
+
+    /// The dead letters, oldest first: a snapshot (each item cloned).
+    pub fn dead_letters(&self) -> Vec<DeadLetter<T>>
+    where
+        T: Clone,
+    {
+        self.lock().core.dead_letters().cloned().collect()
+    }
+
+    /// Removes every dead letter and hands them over.
+    pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
+        self.lock().core.take_dead_letters()
+    }
+
+    /// Puts a dead letter back, visible at once, attempts reset.
+    pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
+        // (Releasing the lock wakes a receiver for it.)
+        self.with_core(|core, now| core.redrive(id, now))
+    }
+
+    /// Takes every core event not yet taken, oldest first, each with a copy of the dead
+    /// letter it made when it made one that is still there: for stores that journal what
+    /// the queue did by itself (leases and items that ran out, items replaced).
+    pub fn take_events(&self) -> Vec<(Event, Option<DeadLetter<T>>)>
+    where
+        T: Clone,
+    {
+        let mut st = self.lock();
+        let mut out = Vec::new();
+        while let Some(event) = st.core.poll_event() {
+            let letter = match event {
+                Event::DeadLettered { id, .. } => st.core.get_dead_letter(id).cloned(),
+                _ => None,
+            };
+            out.push((event, letter));
+        }
+        out
+    }
+
+    /// Recounts every item and checks the core's invariants (the conservation law among
+    /// them), the time applied first: for tests and health checks. A pass over every item.
+    pub fn check_invariants(&self) -> Result<(), ConservationError> {
+        self.with_core(|core, _| core.check_invariants())
+    }
+
+    /// Visible items per priority level (index = level), brought up to date.
+    pub fn ready_per_level(&self) -> [u64; leaseq_core::PRIORITY_LEVELS] {
+        self.with_core(|core, _| core.ready_per_level())
+    }
+}
