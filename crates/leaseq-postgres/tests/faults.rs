@@ -61,27 +61,15 @@ fn lost_replies_resets_and_stalls_never_lose_or_duplicate() {
 
 async fn run(url: String, quota: u64, seed: u64) {
     let direct: tokio_postgres::Config = url.parse().expect("url");
-    let host = match direct.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".to_string(),
-    };
-    let port = direct.get_ports().first().copied().unwrap_or(5432);
     let proxy = proxy::Proxy::start(
-        &format!("{host}:{port}"),
+        &proxy::Proxy::upstream(&direct),
         seed,
         quota,
         ONE_IN,
         Duration::from_millis(400),
     )
     .await;
-    let mut via = tokio_postgres::Config::new();
-    via.host("127.0.0.1").port(proxy.port);
-    if let Some(user) = direct.get_user() {
-        via.user(user);
-    }
-    if let Some(db) = direct.get_dbname() {
-        via.dbname(db);
-    }
+    let via = proxy.config(&direct);
     let name = common::unique("faults");
     let config = Config::new(VISIBILITY)
         .with_max_attempts(5)

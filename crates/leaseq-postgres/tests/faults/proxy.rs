@@ -12,6 +12,8 @@
 //!
 //! Faults of each kind are injected until the kind's quota is met; the counts say how many.
 
+#![allow(dead_code)] // each test binary uses a part
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +67,8 @@ pub(crate) struct Proxy {
     pub(crate) armed: AtomicBool,
     /// The longest stall.
     max_stall: Duration,
+    /// A statement text (a part of it) whose next request's reply is lost, once.
+    pub(crate) target: Mutex<Option<Vec<u8>>>,
 }
 
 impl Proxy {
@@ -88,6 +92,7 @@ impl Proxy {
             requests: AtomicU64::new(0),
             armed: AtomicBool::new(true),
             max_stall,
+            target: Mutex::new(None),
         });
         let upstream = upstream.to_string();
         let p = proxy.clone();
@@ -105,6 +110,47 @@ impl Proxy {
     /// Faults injected so far, by kind ([`KINDS`]).
     pub(crate) fn counts(&self) -> [u64; 3] {
         std::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed))
+    }
+
+    /// Where the store connects to reach the server at `direct` through this proxy.
+    pub(crate) fn config(&self, direct: &tokio_postgres::Config) -> tokio_postgres::Config {
+        let mut via = tokio_postgres::Config::new();
+        via.host("127.0.0.1").port(self.port);
+        if let Some(user) = direct.get_user() {
+            via.user(user);
+        }
+        if let Some(db) = direct.get_dbname() {
+            via.dbname(db);
+        }
+        via
+    }
+
+    /// The `host:port` of the server at `direct`.
+    pub(crate) fn upstream(direct: &tokio_postgres::Config) -> String {
+        let host = match direct.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "127.0.0.1".to_string(),
+        };
+        let port = direct.get_ports().first().copied().unwrap_or(5432);
+        format!("{host}:{port}")
+    }
+
+    /// Loses the reply of the next request that runs a statement containing `part`.
+    pub(crate) fn lose_next_reply(&self, part: &str) {
+        *self.target.lock() = Some(part.as_bytes().to_vec());
+    }
+
+    /// Whether the targeted statement's reply is still to be lost.
+    pub(crate) fn target_pending(&self) -> bool {
+        self.target.lock().is_some()
+    }
+
+    /// Whether `text` is the targeted statement.
+    fn targets(&self, text: &[u8]) -> bool {
+        self.target
+            .lock()
+            .as_deref()
+            .is_some_and(|t| contains(text, t))
     }
 
     /// Whether every quota is met.
@@ -183,10 +229,10 @@ impl Conn {
         // Client to server: messages parsed, each request's fault decided at its end.
         let mut buf: Vec<u8> = Vec::new();
         let mut startup = true;
-        // Prepared statements that insert items (by name), and whether the request being
-        // read runs one.
-        let mut inserts: std::collections::HashSet<Vec<u8>> = Default::default();
-        let mut insert = false;
+        // Prepared statements' texts by name, and whether the request being read runs the
+        // writer's insert, or the statement a test targets.
+        let mut statements: std::collections::HashMap<Vec<u8>, Vec<u8>> = Default::default();
+        let (mut insert, mut targeted) = (false, false);
         let mut chunk = vec![0u8; 64 * 1024];
         'outer: loop {
             let n = match cr.read(&mut chunk).await {
@@ -223,24 +269,28 @@ impl Conn {
                     // Parse: statement name, then its text.
                     b'P' => {
                         let f = fields(5);
-                        if f.len() > 1
-                            && contains(f[1], b"INSERT INTO")
-                            && contains(f[1], b".items")
-                        {
-                            inserts.insert(f[0].to_vec());
+                        if f.len() > 1 {
+                            statements.insert(f[0].to_vec(), f[1].to_vec());
                         }
                     }
                     // Bind: portal name, then the statement's.
                     b'B' => {
                         let f = fields(5);
-                        insert |= f.len() > 1 && inserts.contains(f[1]);
+                        if let Some(text) = f.get(1).and_then(|name| statements.get(*name)) {
+                            insert |= contains(text, b"INSERT INTO") && contains(text, b".items");
+                            targeted |= proxy.targets(text);
+                        }
                     }
                     _ => {}
                 }
                 let request = kind == b'S' || kind == b'Q';
                 let fault = if request {
-                    let f = proxy.decide(insert);
-                    insert = false;
+                    let f = if targeted && proxy.target.lock().take().is_some() {
+                        Fault::LostReply
+                    } else {
+                        proxy.decide(insert)
+                    };
+                    (insert, targeted) = (false, false);
                     f
                 } else {
                     Fault::None

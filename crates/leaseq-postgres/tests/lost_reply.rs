@@ -1,0 +1,111 @@
+//! Settles whose reply is lost (the statement ran; the connection reset before its answer
+//! came back), one at a time through the fault proxy (`faults/proxy.rs`): each says what
+//! really happened, or a typed "outcome unknown", never a wrong definite answer. An ack
+//! retried after its lost reply finds its row gone: outcome unknown, not `AlreadyAcked`; a
+//! nack or dead letter finds its row moved as it moves it: done.
+
+mod common;
+
+#[path = "faults/proxy.rs"]
+mod proxy;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leaseq_async::{Config, Nacked};
+use leaseq_postgres::{open_with, BytesCodec, PgDelivery, PgQueue};
+
+use common::{PATIENCE, SCHEMA};
+
+/// A queue whose connections go through a proxy that injects nothing until told, and one
+/// item delivered from it.
+async fn delivered(url: &str) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>, PgDelivery<Vec<u8>>) {
+    let direct: tokio_postgres::Config = url.parse().expect("url");
+    let proxy = proxy::Proxy::start(
+        &proxy::Proxy::upstream(&direct),
+        1,
+        0,
+        1,
+        Duration::from_millis(1),
+    )
+    .await;
+    let q = open_with(
+        proxy.config(&direct),
+        &common::unique("lost-reply"),
+        Config::new(Duration::from_secs(30)),
+        common::options(),
+        BytesCodec,
+    )
+    .await
+    .expect("open");
+    q.push(b"job".to_vec()).await.expect("push");
+    let d = common::receive(&q).await;
+    (proxy, q, d)
+}
+
+/// `(state, attempts)` of the row, `None` once it is gone.
+async fn row(url: &str, id: leaseq_async::MessageId) -> Option<(i16, i32)> {
+    let db = common::sql(url).await;
+    db.query_opt(
+        &format!("SELECT state, attempts FROM {SCHEMA}.items WHERE id = $1"),
+        &[&(id.get() as i64)],
+    )
+    .await
+    .expect("read the row")
+    .map(|r| (r.get(0), r.get(1)))
+}
+
+#[test]
+fn an_ack_whose_reply_was_lost_is_outcome_unknown_not_already_acked() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, _q, d) = delivered(&url).await;
+        let id = d.id();
+        proxy.lose_next_reply("USING unnest");
+        let r = tokio::time::timeout(PATIENCE, d.ack())
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the ack's reply was lost");
+        assert!(r.as_ref().is_err_and(|e| e.is_outcome_unknown()), "{r:?}");
+        assert_eq!(row(&url, id).await, None, "the lost try deleted the row");
+    });
+}
+
+#[test]
+fn a_nack_whose_reply_was_lost_reports_the_retry_it_made() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, _q, d) = delivered(&url).await;
+        let id = d.id();
+        proxy.lose_next_reply("reason = $4, last_error = COALESCE($5");
+        let r = tokio::time::timeout(PATIENCE, d.nack("failed"))
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the nack's reply was lost");
+        assert!(
+            matches!(r, Ok(Nacked::Retrying { attempts: 1, .. })),
+            "{r:?}"
+        );
+        assert_eq!(
+            row(&url, id).await,
+            Some((0, 1)),
+            "waiting again, once tried"
+        );
+    });
+}
+
+#[test]
+fn a_dead_letter_whose_reply_was_lost_reports_the_dead_letter_it_made() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, _q, d) = delivered(&url).await;
+        let id = d.id();
+        proxy.lose_next_reply("reason = $3, last_error = $4,");
+        let r = tokio::time::timeout(PATIENCE, d.dead_letter("poison"))
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the dead letter's reply was lost");
+        assert_eq!(r, Ok(1));
+        assert_eq!(row(&url, id).await, Some((2, 1)), "a dead letter");
+    });
+}
