@@ -28,6 +28,9 @@ pub enum FindingKind {
     /// A handler hung while its heartbeat kept extending the lease: the item is held until
     /// the max lease lifetime, not its visibility.
     HungUnderHeartbeat,
+    /// The store could not make settles durable (disk full, file locked, connection lost):
+    /// those items come back unless the settle landed after all, so they may run again.
+    StoreFailures,
 }
 
 /// One verdict, with the figures behind it.
@@ -46,6 +49,7 @@ impl fmt::Display for Finding {
     }
 }
 
+/// `part` as a percentage of `whole`; 0 when `whole` is 0.
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -54,9 +58,49 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// Whether `part` is more than 1 % of `whole` ("frequent"); any `part` at all of a `whole`
+/// of 0. Exact on whole numbers, for any values.
+fn frequent(part: u64, whole: u64) -> bool {
+    u128::from(part) * 100 > u128::from(whole)
+}
+
+/// `part` out of `whole` in words: `"142 of the 1000 deliveries (14.2%)"`.
+/// When `part` counts more than `whole` (a shared store's counters may span other
+/// processes' work, as leases this process took back from them), no share is made up:
+/// `"60 (more than the 0 deliveries counted here)"`.
+fn of(part: u64, whole: u64, what: &str) -> String {
+    if part > whole {
+        format!("{part} (more than the {whole} {what} counted here)")
+    } else {
+        format!("{part} of the {whole} {what} ({:.1}%)", pct(part, whole))
+    }
+}
+
+/// What [`left`] counts, in words.
+const LEFT: &str = "items acked, dead-lettered or cancelled here";
+
+/// Items this process saw leave the queue: acked, dead-lettered or cancelled here (an
+/// expiry counts as a dead letter; a redriven item that leaves again counts again).
+fn left(queue: &Stats) -> u64 {
+    queue
+        .acked
+        .saturating_add(queue.dead_lettered.max(queue.expired))
+        .saturating_add(queue.cancelled)
+}
+
 /// Reads the stats of a queue (and of its pool, if any) and says, in plain words, which
 /// settings look wrong. An empty list means nothing stood out. Thresholds: a rate above 1 %
-/// of deliveries (or of pushes, for expiries) is "frequent".
+/// is "frequent": of this process's deliveries (leases running out, late acks), of its
+/// handlings (item timeouts), or of the items it saw leave the queue (acked, dead-lettered or
+/// cancelled here: expiries, dead letters).
+///
+/// **Whose figures.** A queue's [`Stats`] counters are what this process did: for the
+/// in-memory store that is the whole queue, for a store that several processes share (the
+/// Postgres store) only this process's operations. The gauges (ready, delayed, in flight,
+/// dead) are the queue's, as the store last read them. So every rate here divides a count of
+/// this process by another count of this process, never by `pushed` (a worker-only process
+/// pushed nothing); each message says so ("in this process"). No input panics or divides
+/// by zero.
 ///
 /// ```
 /// use leaseq_async::{diagnose, FindingKind};
@@ -76,11 +120,13 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// ```
 pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -> Vec<Finding> {
     let mut out = Vec::new();
-    let delivered = queue.delivered.max(1);
-    let late = queue.late_acks_stale + queue.late_acks_unclaimed;
-    let dead_not_expired = queue.dead_lettered - queue.expired;
-    if (pct(late, delivered) > 1.0 || pct(queue.lease_expired, delivered) > 1.0)
-        && dead_not_expired * 4 <= queue.lease_expired.max(late)
+    let late = queue
+        .late_acks_stale
+        .saturating_add(queue.late_acks_unclaimed);
+    let dead_not_expired = queue.dead_lettered.saturating_sub(queue.expired);
+    let left = left(queue);
+    if (frequent(late, queue.delivered) || frequent(queue.lease_expired, queue.delivered))
+        && dead_not_expired.saturating_mul(4) <= queue.lease_expired.max(late)
     {
         let slowest = pool
             .and_then(|p| p.types.iter().filter_map(|(_, r)| r.p99).max())
@@ -89,34 +135,29 @@ pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -
         out.push(Finding {
             kind: FindingKind::VisibilityTooShort,
             message: format!(
-                "visibility ({visibility:?}) is shorter than real processing time: {} of {} \
-                 deliveries ({:.1}%) outlived their lease and {} acks came late ({} refused as \
-                 stale), but only {} items were dead-lettered{slowest}. Raise the visibility \
-                 or turn the heartbeat on.",
-                queue.lease_expired,
-                queue.delivered,
-                pct(queue.lease_expired, delivered),
+                "visibility ({visibility:?}) is shorter than real processing time: in this \
+                 process, {} outlived their lease and {} acks came late ({} refused as stale), \
+                 but only {} items were dead-lettered{slowest}. Raise the visibility or turn \
+                 the heartbeat on.",
+                of(queue.lease_expired, queue.delivered, "deliveries"),
                 late,
                 queue.late_acks_stale,
                 dead_not_expired,
             ),
         });
     }
-    if pct(queue.expired, queue.pushed.max(1)) > 1.0 {
+    if frequent(queue.expired, left) {
         out.push(Finding {
             kind: FindingKind::ItemsExpireUnworked,
             message: format!(
-                "items expire before they are worked: {} of {} pushed ({:.1}%) passed their \
+                "items expire before they are worked: in this process, {} passed their own \
                  deadline; add workers, shorten item timeouts, or give items longer to live.",
-                queue.expired,
-                queue.pushed,
-                pct(queue.expired, queue.pushed.max(1)),
+                of(queue.expired, left, LEFT),
             ),
         });
     }
     if let Some(p) = pool {
-        let handled = p.handled().max(1);
-        if pct(p.timed_out, handled) > 1.0 {
+        if frequent(p.timed_out, p.handled()) {
             let advice: Vec<String> = p
                 .types
                 .iter()
@@ -133,12 +174,14 @@ pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -
             out.push(Finding {
                 kind: FindingKind::ItemTimeoutTooShort,
                 message: format!(
-                    "{} of {} handlings ({:.1}%) hit the item timeout ({}). If those items are \
-                     not truly hung, raise the timeout to the suggestion.",
-                    p.timed_out,
-                    p.handled(),
-                    pct(p.timed_out, handled),
-                    advice.join("; "),
+                    "{} hit the item timeout{}. If those items are not truly hung, raise \
+                     the timeout to the suggestion.",
+                    of(p.timed_out, p.handled(), "handlings of this pool"),
+                    if advice.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", advice.join("; "))
+                    },
                 ),
             });
         }
@@ -147,9 +190,9 @@ pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -
                 kind: FindingKind::HungUnderHeartbeat,
                 message: format!(
                     "the watchdog reported {} workers stuck on one item while the heartbeat kept \
-                     its lease alive ({} extends, {} capped at the max lease lifetime): a hung \
-                     handler holds its item until that cap, not for one visibility. Set an item \
-                     timeout so the item comes back at once.",
+                     its lease alive (this process made {} extends, {} capped at the max lease \
+                     lifetime): a hung handler holds its item until that cap, not for one \
+                     visibility. Set an item timeout so the item comes back at once.",
                     p.stuck_reports, queue.extends, queue.extends_capped
                 ),
             });
@@ -174,16 +217,28 @@ pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -
                 ),
             });
         }
+        if p.failed_settles > 0 {
+            out.push(Finding {
+                kind: FindingKind::StoreFailures,
+                message: format!(
+                    "the store could not make the settle (ack, nack or dead letter) of {} \
+                     durable: disk full, file locked or connection lost. Each such item comes \
+                     back unless its settle landed after all, so it may run again; look at the \
+                     store's errors.",
+                    of(p.failed_settles, p.handled(), "handlings of this pool"),
+                ),
+            });
+        }
     }
-    if pct(dead_not_expired, queue.pushed.max(1)) > 1.0 {
+    if frequent(dead_not_expired, left) {
         out.push(Finding {
             kind: FindingKind::ManyDeadLetters,
             message: format!(
-                "{} of {} pushed items ({:.1}%) were dead-lettered after using up their \
-                 attempts or being declared poison; inspect their last errors.",
-                dead_not_expired,
-                queue.pushed,
-                pct(dead_not_expired, queue.pushed.max(1)),
+                "in this process, {} were dead-lettered after using up their attempts or being \
+                 declared poison; the queue keeps {} dead letters (as the store last counted \
+                 them). Inspect their last errors.",
+                of(dead_not_expired, left, LEFT),
+                queue.dead,
             ),
         });
     }

@@ -80,6 +80,7 @@ mod beats;
 #[cfg(test)]
 mod beats_model;
 mod builder;
+mod closing;
 mod codec;
 mod delivery;
 mod diagnosis;
@@ -107,6 +108,7 @@ mod watchdog;
 
 pub use ack_batch::AckBatch;
 pub use builder::{QueueBuilder, DEFAULT_MAX_LEASE};
+pub use closing::Closing;
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
 pub use codec::{BytesCodec, Codec, CodecError};

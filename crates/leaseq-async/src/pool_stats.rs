@@ -48,8 +48,10 @@ pub struct PoolStats {
 }
 
 impl PoolStats {
-    /// Handlings of every outcome.
+    /// Handlings of every outcome (saturating: any snapshot adds up without a panic).
     pub fn handled(&self) -> u64 {
-        self.ok + self.failed + self.timed_out + self.panicked + self.permanent
+        [self.failed, self.timed_out, self.panicked, self.permanent]
+            .into_iter()
+            .fold(self.ok, u64::saturating_add)
     }
 }

@@ -96,6 +96,15 @@ impl Push {
         self.delay.is_zero() && self.ttl.is_none() && self.options.priority == 0 && !self.keyed
     }
 
+    /// This push, made by a caller that waits for room when the queue is full and pushes
+    /// again: a full queue's refusal is not counted as rejected (see
+    /// [`PushOptions::waits_for_room`]). Not part of [`is_plain`](Self::is_plain): an
+    /// unbounded in-memory queue still takes it through its inbox.
+    pub(crate) fn waiting_for_room(mut self) -> Self {
+        self.options = self.options.waits_for_room();
+        self
+    }
+
     /// The core's options for a push at `now`.
     pub(crate) fn options_at(&self, now: Timestamp) -> PushOptions {
         let mut options = self.options.delay(self.delay);

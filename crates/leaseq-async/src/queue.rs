@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use leaseq_core::{CancelError, MessageId, Stats, Timestamp};
 
+use crate::closing::Closing;
 use crate::driver;
 use crate::error::PushError;
 use crate::memory::MemoryStore;
@@ -152,6 +153,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// waiting for room like [`push`](Self::push).
     pub async fn push_with_options(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
         let mut item = item;
+        // A full queue's refusal is waited out here, never returned: the store does not
+        // count it as rejected (`Stats::rejected` counts refusals the caller is given).
+        let push = push.waiting_for_room();
         loop {
             match self.store.try_push(item, &push) {
                 Err(PushError::Full(back)) => item = back,
@@ -268,8 +272,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
 
     /// Stops new receives and pushes. Receivers waiting now get `None`; deliveries already
     /// out can still be settled. Items left in the queue stay there (see [`stats`](Self::stats)).
-    pub fn close(&self) {
+    ///
+    /// The close happens here; `q.close().await` also waits until everything accepted
+    /// before it (fire-and-forget pushes included) is durable, and says so ([`Closing`]).
+    pub fn close(&self) -> Closing<'_, T, R, S> {
         self.store.close();
+        Closing { queue: self }
     }
 
     /// Whether [`close`](Self::close) was called.

@@ -474,6 +474,38 @@ fn same_named_queues_add_up_and_leave_their_gauges() {
     });
 }
 
+/// `leaseq_rejected_total` counts refusals returned to a caller: 50 awaited pushes into a
+/// queue of capacity 1, drained concurrently, all wait for room and succeed (0 rejected);
+/// then one `try_push` into the full queue is refused (1).
+#[test]
+fn awaited_pushes_waiting_for_room_publish_no_rejection() {
+    let recorder = Recorder::new();
+    recorder.run(|rt, scraper| async move {
+        let q = named(&rt, "waits", Config::new(SECOND).with_capacity(1));
+        let producer = rt.spawn(Box::pin({
+            let q = q.clone();
+            async move {
+                for i in 0..50 {
+                    q.push(i).await.unwrap();
+                }
+            }
+        }));
+        for _ in 0..50 {
+            let d = q.receive().await.unwrap();
+            sleep(&rt, Duration::from_millis(1)).await;
+            d.ack().await.unwrap();
+        }
+        producer.await;
+        q.try_push(50).unwrap();
+        assert!(q.try_push(51).is_err());
+        let s = q.stats();
+        assert_eq!((s.pushed, s.acked, s.rejected), (51, 50, 1), "{s:?}");
+        scraper.scrape();
+        assert_eq!(scraper.counter(names::REJECTED, "waits", &[]), 1);
+        assert_eq!(scraper.counter(names::PUSHED, "waits", &[]), 51);
+    });
+}
+
 /// `describe` gives every series a unit and a description.
 #[test]
 fn describe_gives_every_metric_a_unit_and_a_description() {

@@ -73,8 +73,9 @@
 //! [`Queue::cancel_leased`] cancels it anyway: the lease ends, and the holder's ack, nack,
 //! extend or dead-letter is refused with [`ReceiptError::Cancelled`]. A cancelled item's key
 //! is free at once. Cancelled items are counted in [`Stats::cancelled`], which joins the
-//! conservation law: `pushed = acked + ready + delayed + in_flight + dead + taken +
-//! cancelled`.
+//! conservation law: `pushed + restored + restored_dead = acked + ready + delayed +
+//! in_flight + dead + taken + cancelled` (`restored` and `restored_dead`: what a durable
+//! store put back when it was opened).
 //!
 //! # Items
 //!

@@ -44,6 +44,10 @@ pub struct PushOptions {
     /// With a key: if the item holding it is ready or delayed, replace that item rather
     /// than refuse the push (see [`replace_pending`](Self::replace_pending)).
     pub replace_pending: bool,
+    /// The caller waits for room and pushes again when the queue is full: a
+    /// [`PushError::Full`](crate::PushError::Full) refusal is not counted in
+    /// [`Stats::rejected`](crate::Stats::rejected) (see [`waits_for_room`](Self::waits_for_room)).
+    pub waits_for_room: bool,
     key: KeyOption,
 }
 
@@ -65,6 +69,7 @@ impl PushOptions {
             expires_at: None,
             priority: 0,
             replace_pending: false,
+            waits_for_room: false,
             key: KeyOption::None,
         }
     }
@@ -107,6 +112,14 @@ impl PushOptions {
     /// as without this option. Without a key it does nothing.
     pub const fn replace_pending(mut self) -> Self {
         self.replace_pending = true;
+        self
+    }
+    /// The caller waits for room when the queue is full and pushes again (an awaited push
+    /// of the async layer does): refused as [`Full`](crate::PushError::Full), the push is
+    /// not counted in [`Stats::rejected`](crate::Stats::rejected), which counts refusals
+    /// returned to whoever asked. Every other refusal is counted as without it.
+    pub const fn waits_for_room(mut self) -> Self {
+        self.waits_for_room = true;
         self
     }
     /// The key's bytes, if a key of at most [`UniqueKey::MAX_LEN`] bytes was given.

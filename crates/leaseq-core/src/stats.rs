@@ -5,13 +5,18 @@ use core::fmt;
 
 /// A snapshot of the queue's gauges and lifetime totals.
 ///
-/// After every operation these obey **conservation**: every item pushed is in exactly one
-/// place, `pushed = acked + ready + delayed + in_flight + dead + taken + cancelled`, and
-/// equivalently `pushed + redriven = acked + ready + delayed + in_flight + dead_lettered +
-/// cancelled`.
+/// After every operation these obey **conservation**: every item pushed (or restored from a
+/// durable store) is in exactly one place, `pushed + restored + restored_dead = acked +
+/// ready + delayed + in_flight + dead + taken + cancelled`, and equivalently `pushed +
+/// restored + redriven = acked + ready + delayed + in_flight + dead_lettered + cancelled`.
 /// [`Stats::check_conservation`] checks both.
+///
+/// The totals count what happened to this queue value since it was made: items a durable
+/// store put back when it was opened are counted in `restored` and `restored_dead`, not as
+/// pushed or dead-lettered again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 #[non_exhaustive]
 pub struct Stats {
     /// Items visible and waiting for a receive.
@@ -25,8 +30,11 @@ pub struct Stats {
 
     /// Items accepted by push.
     pub pushed: u64,
-    /// Pushes refused (full, already expired, id out of order, level out of range, key too
-    /// long, key held: every [`PushError`](crate::PushError)).
+    /// Pushes refused and returned to the caller as refused (full, already expired, id out
+    /// of order, level out of range, key too long, key held: every
+    /// [`PushError`](crate::PushError)). A push that waits for room when the queue is full
+    /// ([`PushOptions::waits_for_room`](crate::PushOptions::waits_for_room): the async
+    /// layer's awaited push) is not counted while it waits, only if it is finally refused.
     pub rejected: u64,
     /// Deliveries, first ones and repeats.
     pub delivered: u64,
@@ -59,6 +67,13 @@ pub struct Stats {
     pub taken: u64,
     /// Events dropped because nobody polled them.
     pub events_dropped: u64,
+    /// Live items put back by [`Queue::restore`](crate::Queue::restore): pushed by an earlier
+    /// run of a durable store, not by this one (so not in `pushed`).
+    pub restored: u64,
+    /// Dead letters put back by
+    /// [`Queue::restore_dead_letter`](crate::Queue::restore_dead_letter): dead-lettered by an
+    /// earlier run (so in neither `pushed` nor `dead_lettered`; in the `dead` gauge).
+    pub restored_dead: u64,
     /// Items removed before they were acked or dead-lettered: by
     /// [`cancel`](crate::Queue::cancel), [`cancel_leased`](crate::Queue::cancel_leased), or
     /// replaced by a push ([`replace_pending`](crate::PushOptions::replace_pending)).
@@ -72,26 +87,33 @@ pub struct Stats {
 
 impl Stats {
     /// Items the queue is responsible for: ready, delayed and in flight.
+    /// Saturating: any snapshot, however built, answers without overflow.
     pub const fn live(&self) -> u64 {
-        self.ready + self.delayed + self.in_flight
+        self.ready
+            .saturating_add(self.delayed)
+            .saturating_add(self.in_flight)
     }
 
     /// Checks that every pushed item is accounted for exactly once.
+    /// Added up in `u128`: any snapshot, however built, is checked without overflow.
     pub fn check_conservation(&self) -> Result<(), ConservationError> {
-        let places = self.acked + self.live() + self.dead + self.taken + self.cancelled;
-        if self.pushed != places {
+        let sum = |counts: &[u64]| counts.iter().map(|&n| u128::from(n)).sum::<u128>();
+        let (acked, live) = (self.acked, [self.ready, self.delayed, self.in_flight]);
+        let places = sum(&[acked, self.dead, self.taken, self.cancelled]) + sum(&live);
+        if sum(&[self.pushed, self.restored, self.restored_dead]) != places {
             return Err(ConservationError {
                 stats: Box::new(*self),
-                law: "pushed = acked + ready + delayed + in_flight + dead + taken + cancelled",
+                law: "pushed + restored + restored_dead = acked + ready + delayed + in_flight \
+                      + dead + taken + cancelled",
             });
         }
-        if self.pushed + self.redriven
-            != self.acked + self.live() + self.dead_lettered + self.cancelled
+        if sum(&[self.pushed, self.restored, self.redriven])
+            != sum(&[acked, self.dead_lettered, self.cancelled]) + sum(&live)
         {
             return Err(ConservationError {
                 stats: Box::new(*self),
-                law: "pushed + redriven = acked + ready + delayed + in_flight + dead_lettered \
-                      + cancelled",
+                law: "pushed + restored + redriven = acked + ready + delayed + in_flight \
+                      + dead_lettered + cancelled",
             });
         }
         Ok(())
@@ -104,14 +126,20 @@ impl Stats {
 /// pushed 5000, acked 4890, dead 10 (ready 0, delayed 0, in flight 100); redelivered 42, late acks 3 unclaimed / 1 stale
 /// ```
 ///
-/// Dead letters taken, items cancelled and events dropped are added when there are any.
+/// Items restored from a durable store, dead letters taken, items cancelled and events
+/// dropped are added when there are any (`pushed 10, restored 40 (2 dead), acked ...`).
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "pushed {}, acked {}, dead {}",
-            self.pushed, self.acked, self.dead
-        )?;
+        write!(f, "pushed {}", self.pushed)?;
+        if self.restored > 0 || self.restored_dead > 0 {
+            write!(
+                f,
+                ", restored {} ({} dead)",
+                self.restored.saturating_add(self.restored_dead),
+                self.restored_dead
+            )?;
+        }
+        write!(f, ", acked {}, dead {}", self.acked, self.dead)?;
         if self.taken > 0 {
             write!(f, ", taken {}", self.taken)?;
         }
@@ -183,10 +211,39 @@ mod tests {
             "pushed 5000, acked 4890, dead 10, taken 2, cancelled 1 (ready 0, delayed 0, \
              in flight 100); redelivered 42, late acks 3 unclaimed / 1 stale; events dropped 7"
         );
+        s.restored = 40;
+        s.restored_dead = 2;
+        assert!(
+            s.to_string()
+                .starts_with("pushed 5000, restored 42 (2 dead), acked 4890, dead 10,"),
+            "{s}"
+        );
         assert_eq!(
             Stats::default().to_string(),
             "pushed 0, acked 0, dead 0 (ready 0, delayed 0, in flight 0); redelivered 0, \
              late acks 0 unclaimed / 0 stale"
         );
+    }
+
+    /// A snapshot a caller built with extreme counts is checked and shown without overflow.
+    #[test]
+    fn extreme_counts_neither_overflow_nor_pass_for_conserved() {
+        // pushed + restored = ready + delayed: 2 × u64::MAX on each side.
+        let mut s = Stats {
+            pushed: u64::MAX,
+            restored: u64::MAX,
+            ready: u64::MAX,
+            delayed: u64::MAX,
+            ..Stats::default()
+        };
+        assert_eq!(s.live(), u64::MAX);
+        assert!(s.check_conservation().is_ok());
+        // One dead letter restored is nowhere.
+        s.restored_dead = 1;
+        assert!(s.check_conservation().is_err());
+        assert!(s.to_string().starts_with(&alloc::format!(
+            "pushed {0}, restored {0} (1 dead)",
+            u64::MAX
+        )));
     }
 }

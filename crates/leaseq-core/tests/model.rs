@@ -477,6 +477,7 @@ impl Model {
         level: u8,
         key: &MKey,
         replace: bool,
+        waits: bool,
     ) -> Result<(u64, Option<u64>), MPushError> {
         let now = self.advance(t);
         if level > 7 {
@@ -507,7 +508,10 @@ impl Model {
             }
         }
         if replacing.is_none() && self.cfg.capacity.is_some_and(|c| self.live() >= c) {
-            self.totals.rejected += 1;
+            // A caller that waits for room is not refused: it pushes again later.
+            if !waits {
+                self.totals.rejected += 1;
+            }
             return Err(MPushError::Full);
         }
         if let Some(old) = replacing {
@@ -1229,6 +1233,8 @@ impl Harness {
             None => NEVER,
         });
         let (level, key, replace) = opts.unwrap_or((0, None, false));
+        // Every third push with options comes from a caller that waits for room.
+        let waits = opts.is_some() && item % 3 == 0;
         let mkey = key_of(key);
         let got = match (opts, expiry) {
             (None, None) if delay.is_zero() => self.q.push(item, ts(t)).map(|id| (id, None)),
@@ -1246,6 +1252,9 @@ impl Harness {
                 if replace {
                     o = o.replace_pending();
                 }
+                if waits {
+                    o = o.waits_for_room();
+                }
                 if opts.is_some() {
                     self.q.push_take(item, ts(t), o).map(|p| (p.id, p.replaced))
                 } else {
@@ -1255,7 +1264,7 @@ impl Harness {
         };
         let want = self
             .m
-            .push(item, t, delay, expires_at, level, &mkey, replace);
+            .push(item, t, delay, expires_at, level, &mkey, replace, waits);
         match (got, want) {
             (Ok((id, replaced)), Ok((mid, mreplaced))) => {
                 cov("push: Ok");

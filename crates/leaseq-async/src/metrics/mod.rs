@@ -18,14 +18,14 @@
 //!
 //! | name | kind | labels | what (the `Stats` field) |
 //! | --- | --- | --- | --- |
-//! | `leaseq_pushed_total` | counter | `queue` | items accepted by push (`pushed`) |
-//! | `leaseq_rejected_total` | counter | `queue` | pushes refused (`rejected`) |
+//! | `leaseq_pushed_total` | counter | `queue` | items accepted by push (`pushed`; not the items a durable store put back when it was opened) |
+//! | `leaseq_rejected_total` | counter | `queue` | pushes refused and returned to the caller (`rejected`; an awaited push waiting for room in a full queue is not refused) |
 //! | `leaseq_delivered_total` | counter | `queue` | deliveries, first ones and repeats (`delivered`) |
 //! | `leaseq_redelivered_total` | counter | `queue` | deliveries after the first (`redelivered`) |
 //! | `leaseq_acked_total` | counter | `queue` | items acked (`acked`) |
 //! | `leaseq_nacked_total` | counter | `queue` | attempts handed back early: nack, release, timeout, drop (`nacks`) |
 //! | `leaseq_lease_expired_total` | counter | `queue` | leases that ran out before an ack (`lease_expired`) |
-//! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters, by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `terminated`, `panicked`, `expired`, `undecodable` (they add up to `dead_lettered`; `expired` is `expired`) |
+//! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters by this queue value (not the ones a durable store put back when it was opened), by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `terminated`, `panicked`, `expired`, `undecodable` (they add up to `dead_lettered`; `expired` is `expired`) |
 //! | `leaseq_late_acks_total` | counter | `queue`, `kind` | acks after the lease ended: `unclaimed` (accepted, `late_acks_unclaimed`) or `stale` (refused, `late_acks_stale`) |
 //! | `leaseq_unknown_receipts_total` | counter | `queue` | receipts not recognized at all (`unknown_receipts`) |
 //! | `leaseq_extends_total` | counter | `queue` | successful extends, heartbeats included (`extends`) |
@@ -71,7 +71,8 @@ use std::time::Duration;
 
 /// `leaseq_pushed_total`: items accepted by push.
 pub const PUSHED: &str = "leaseq_pushed_total";
-/// `leaseq_rejected_total`: pushes refused.
+/// `leaseq_rejected_total`: pushes refused and returned to the caller (an awaited push that
+/// waits for room is not refused).
 pub const REJECTED: &str = "leaseq_rejected_total";
 /// `leaseq_delivered_total`: deliveries, first ones and repeats.
 pub const DELIVERED: &str = "leaseq_delivered_total";
@@ -158,7 +159,7 @@ use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 pub fn describe() {
     let counters: [(&'static str, &'static str); 18] = [
         (PUSHED, "Items accepted by push."),
-        (REJECTED, "Pushes refused."),
+        (REJECTED, "Pushes refused and returned to the caller."),
         (DELIVERED, "Deliveries, first ones and repeats."),
         (REDELIVERED, "Deliveries after the first."),
         (ACKED, "Items acked."),

@@ -325,10 +325,13 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Items ready, delayed or in flight.
+    /// Items ready, delayed or in flight: a plain sum on the push path (each gauge counts
+    /// slots, fewer than `u32::MAX`, so it cannot overflow; `Stats::live` saturates for
+    /// snapshots built elsewhere).
     #[inline]
     fn live(&self) -> u64 {
-        self.stats.live()
+        let s = &self.stats;
+        s.ready + s.delayed + s.in_flight
     }
 
     fn record(&mut self, event: Event) {

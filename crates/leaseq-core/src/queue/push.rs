@@ -17,6 +17,7 @@ impl<T> Queue<T> {
     pub fn push(&mut self, item: T, now: Timestamp) -> Result<MessageId, PushError<T>> {
         let now = self.advance(now);
         self.push_at(item, now, now, Timestamp::MAX)
+            .map_err(|full| self.refused_full(full, false))
     }
 
     /// Adds an item that becomes visible after `delay`.
@@ -135,18 +136,22 @@ impl<T> Queue<T> {
         }
         let visible_at = now.saturating_add(options.delay);
         let Some(key) = key else {
-            let id = self.push_at_level(item, now, visible_at, expires_at, level)?;
-            return Ok(Pushed { id, replaced: None });
+            return match self.push_at_level(item, now, visible_at, expires_at, level) {
+                Ok(id) => Ok(Pushed { id, replaced: None }),
+                Err(full) => Err(self.refused_full(full, options.waits_for_room)),
+            };
         };
-        self.push_keyed(
-            item,
-            now,
-            visible_at,
-            expires_at,
-            level,
-            key,
-            options.replace_pending,
-        )
+        self.push_keyed(item, now, visible_at, expires_at, level, key, options)
+    }
+
+    /// Counts a push refused as full in `rejected`, unless its caller `waits` for room and
+    /// pushes again (a refusal it never returns to anyone); hands the refusal back.
+    #[cold]
+    fn refused_full(&mut self, full: PushError<T>, waits: bool) -> PushError<T> {
+        if !waits {
+            self.stats.rejected += 1;
+        }
+        full
     }
 
     /// The keyed half of `push_options`: the duplicate check, the replacement, the table.
@@ -160,13 +165,13 @@ impl<T> Queue<T> {
         expires_at: Timestamp,
         level: u8,
         key: &UniqueKey,
-        replace: bool,
+        options: &PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
         let hash = key.hash64();
         let mut replacing = None;
         if let Some(holder) = self.keys.find(key, hash) {
             let s = &self.slots[holder as usize];
-            if replace && s.state != State::InFlight {
+            if options.replace_pending && s.state != State::InFlight {
                 replacing = Some(holder as usize);
             } else {
                 self.stats.rejected += 1;
@@ -179,8 +184,7 @@ impl<T> Queue<T> {
         }
         // A replacement frees the slot and the place it takes.
         if replacing.is_none() && self.no_room() {
-            self.stats.rejected += 1;
-            return Err(PushError::Full(item));
+            return Err(self.refused_full(PushError::Full(item), options.waits_for_room));
         }
         let replaced = replacing.map(|slot| {
             let old = MessageId(self.slots[slot].id);
@@ -231,6 +235,8 @@ impl<T> Queue<T> {
     }
 
     /// Push of an item without a key, after the time step and the checks of its options.
+    /// A refusal as full is not counted here: the caller knows whether it counts (see
+    /// [`refused_full`](Self::refused_full)).
     #[inline]
     fn push_at_level(
         &mut self,
@@ -241,7 +247,6 @@ impl<T> Queue<T> {
         level: u8,
     ) -> Result<MessageId, PushError<T>> {
         if self.no_room() {
-            self.stats.rejected += 1;
             return Err(PushError::Full(item));
         }
         let id = self.next_id;

@@ -103,7 +103,8 @@ impl fmt::Display for RestoreError {
 impl<T> Queue<T> {
     /// Puts back a live item a durable store recorded: ready if `visible_at` is not after
     /// `now`, delayed until then otherwise, with its attempts, expiry, level, key and last
-    /// error. Counted as pushed. The next push gets an id above it.
+    /// error. Counted in [`Stats::restored`](crate::Stats::restored), not as pushed (an
+    /// earlier run pushed it). The next push gets an id above it.
     ///
     /// Refused, the queue unchanged, when its id is not above every id pushed or restored
     /// before ([`RestoreError::IdOutOfOrder`]: restore in id order, live items and dead
@@ -121,14 +122,16 @@ impl<T> Queue<T> {
         if let Some(error) = r.last_error {
             self.errors.insert(slot as u32, error);
         }
-        self.stats.pushed += 1;
+        self.stats.restored += 1;
         self.next_id = r.id.0 + 1;
         self.make_visible(slot, r.visible_at, now);
         Ok(())
     }
 
     /// Puts back a dead letter a durable store recorded, with its reason, error and time.
-    /// Counted as pushed and dead-lettered (for its reason), so the conservation law holds. Refused as [`restore`](Self::restore) is
+    /// Counted in [`Stats::restored_dead`](crate::Stats::restored_dead) and the `dead` gauge,
+    /// not as pushed or dead-lettered (an earlier run did both), nor in
+    /// [`dead_lettered_by`](Self::dead_lettered_by). Refused as [`restore`](Self::restore) is
     /// (but never for capacity, nor for its key: a dead letter's key is free).
     pub fn restore_dead_letter(&mut self, r: RestoredDeadLetter<T>) -> Result<(), RestoreError> {
         self.check_restore(r.id, r.priority, None, false)?;
@@ -147,10 +150,8 @@ impl<T> Queue<T> {
                 leases: r.attempts,
             },
         );
-        self.stats.pushed += 1;
+        self.stats.restored_dead += 1;
         self.stats.dead += 1;
-        self.stats.dead_lettered += 1;
-        self.dead_by_reason[r.reason.index()] += 1;
         self.next_id = r.id.0 + 1;
         Ok(())
     }
@@ -258,7 +259,11 @@ mod tests {
         assert_eq!(lease.id, MessageId(7));
         assert_eq!(q.dead_letters().count(), 1);
         q.redrive(MessageId(5), later).unwrap();
-        assert_eq!(q.stats().pushed, 3);
+        // Put back, not pushed or dead-lettered by this run: counted apart.
+        let s = q.stats();
+        assert_eq!((s.pushed, s.restored, s.restored_dead), (0, 2, 1), "{s:?}");
+        assert_eq!((s.dead_lettered, s.redriven, s.acked), (0, 1, 1), "{s:?}");
+        assert_eq!(q.dead_lettered_by(Reason::Nacked), 0);
         q.check_invariants().unwrap();
     }
 }
