@@ -90,21 +90,41 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         items.map(|item| self.queue_row(item, &plain)).collect()
     }
 
-    /// Completes once every row queued up to `seq` is committed; an error if the store
-    /// stopped first (the rows may still be committed by the writer on its way out, or not).
+    /// Completes once every row queued up to `seq` is committed; an "outcome unknown"
+    /// error if the writer's inserts have failed for `Options::commit_timeout` (the rows
+    /// stay queued), or if the store stopped first.
     pub(crate) async fn committed(&self, seq: u64) -> Result<(), StoreError> {
+        let shared = &self.shared;
+        let timeout = shared.options.commit_timeout;
         loop {
-            let listener = self.shared.push_committed.listen();
-            if self.shared.pushes.lock().committed >= seq {
-                return Ok(());
-            }
-            if self.shared.stopped.load(Ordering::Acquire) {
-                let last = self.shared.last_error.lock().clone().unwrap_or_default();
+            let listener = shared.push_committed.listen();
+            let failing_since = {
+                let buf = shared.pushes.lock();
+                if buf.committed >= seq {
+                    return Ok(());
+                }
+                buf.failing_since
+            };
+            let last = || shared.last_error.lock().clone().unwrap_or_default();
+            if shared.stopped.load(Ordering::Acquire) {
                 return Err(StoreError::outcome_unknown(format!(
-                    "the store stopped before the push was committed (last error: {last})"
+                    "the store stopped before the push was committed (last error: {})",
+                    last()
                 )));
             }
-            listener.await;
+            match failing_since {
+                Some(since) if since.elapsed() >= timeout => {
+                    return Err(StoreError::outcome_unknown(format!(
+                        "the push was not committed: inserts failed for {timeout:?} (it stays \
+                         queued; last error: {})",
+                        last()
+                    )));
+                }
+                Some(since) => {
+                    let _ = tokio::time::timeout(timeout - since.elapsed(), listener).await;
+                }
+                None => listener.await,
+            }
         }
     }
 

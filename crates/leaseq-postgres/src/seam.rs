@@ -256,6 +256,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             id: ticket.id,
             lease: ticket.lease,
             resent: false,
+            since: std::time::Instant::now(),
             reply,
         });
         rx

@@ -25,6 +25,8 @@ pub(crate) struct AckOp {
     /// An earlier try of this ack may have been made (its reply was lost): a refusal with
     /// the row gone is then no proof that someone else removed it.
     pub(crate) resent: bool,
+    /// When the ack was queued (it gives up after `Options::commit_timeout` of failures).
+    pub(crate) since: std::time::Instant,
     pub(crate) reply: oneshot::Sender<Result<Acked, SettleError>>,
 }
 

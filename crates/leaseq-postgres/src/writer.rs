@@ -47,6 +47,8 @@ pub(crate) struct PushBuffer {
     pub(crate) spare_instance: Option<i64>,
     /// Batch pushes in progress (the writer waits for them to end).
     pub(crate) filling: usize,
+    /// Since when the writer's inserts have failed (none: the last one committed).
+    pub(crate) failing_since: Option<std::time::Instant>,
 }
 
 impl PushBuffer {
@@ -101,7 +103,11 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
         match insert(&shared, &batch).await {
             Ok(()) => {
                 backoff = Duration::from_millis(10);
-                shared.pushes.lock().committed = upto;
+                {
+                    let mut buf = shared.pushes.lock();
+                    buf.committed = upto;
+                    buf.failing_since = None;
+                }
                 Counters::add(&shared.counters.pushed, batch.len() as u64);
                 shared.push_committed.notify(usize::MAX);
                 // Receivers of this process look at once; other processes are told by the
@@ -116,7 +122,11 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
                     let rest = std::mem::take(&mut buf.rows);
                     buf.rows = batch;
                     buf.rows.extend(rest);
+                    buf.failing_since
+                        .get_or_insert_with(std::time::Instant::now);
                 }
+                // Waiters look whether the commit timeout ran out.
+                shared.push_committed.notify(usize::MAX);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }

@@ -2,7 +2,8 @@
 //! came back), one at a time through the fault proxy (`faults/proxy.rs`): each says what
 //! really happened, or a typed "outcome unknown", never a wrong definite answer. An ack
 //! retried after its lost reply finds its row gone: outcome unknown, not `AlreadyAcked`; a
-//! nack or dead letter finds its row moved as it moves it: done.
+//! nack or dead letter finds its row moved as it moves it: done. And a push the server
+//! cannot take within the commit timeout is `Unconfirmed`, kept, and committed later.
 
 mod common;
 
@@ -12,14 +13,16 @@ mod proxy;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_async::{Config, Nacked};
+use leaseq_async::{Config, Nacked, PushError};
 use leaseq_postgres::{open_with, BytesCodec, PgDelivery, PgQueue};
 
 use common::{PATIENCE, SCHEMA};
 
-/// A queue whose connections go through a proxy that injects nothing until told, and one
-/// item delivered from it.
-async fn delivered(url: &str) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>, PgDelivery<Vec<u8>>) {
+/// A queue whose connections go through a proxy that injects nothing until told.
+async fn proxied(
+    url: &str,
+    options: leaseq_postgres::Options,
+) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>) {
     let direct: tokio_postgres::Config = url.parse().expect("url");
     let proxy = proxy::Proxy::start(
         &proxy::Proxy::upstream(&direct),
@@ -33,11 +36,17 @@ async fn delivered(url: &str) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>, PgDeliver
         proxy.config(&direct),
         &common::unique("lost-reply"),
         Config::new(Duration::from_secs(30)),
-        common::options(),
+        options,
         BytesCodec,
     )
     .await
     .expect("open");
+    (proxy, q)
+}
+
+/// [`proxied`], and one item delivered from it.
+async fn delivered(url: &str) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>, PgDelivery<Vec<u8>>) {
+    let (proxy, q) = proxied(url, common::options()).await;
     q.push(b"job".to_vec()).await.expect("push");
     let d = common::receive(&q).await;
     (proxy, q, d)
@@ -107,5 +116,32 @@ fn a_dead_letter_whose_reply_was_lost_reports_the_dead_letter_it_made() {
         assert!(!proxy.target_pending(), "the dead letter's reply was lost");
         assert_eq!(r, Ok(1));
         assert_eq!(row(&url, id).await, Some((2, 1)), "a dead letter");
+    });
+}
+
+#[test]
+fn a_push_the_server_cannot_take_in_time_is_unconfirmed_then_committed() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let options = common::options().commit_timeout(Duration::from_millis(500));
+        let (proxy, q) = proxied(&url, options).await;
+        proxy
+            .blocked
+            .store(true, std::sync::atomic::Ordering::Release);
+        let r = tokio::time::timeout(PATIENCE, q.push(b"during".to_vec()))
+            .await
+            .expect("the push gives up after the commit timeout");
+        let Err(PushError::Unconfirmed { id, error }) = r else {
+            panic!("{r:?}")
+        };
+        assert!(error.is_outcome_unknown(), "{error:?}");
+        assert_eq!(row(&url, id).await, None, "not committed yet");
+        // The server is back: the queue kept the row and commits it.
+        proxy
+            .blocked
+            .store(false, std::sync::atomic::Ordering::Release);
+        let d = common::receive(&q).await;
+        assert_eq!((d.id(), d.item().as_slice()), (id, b"during".as_slice()));
+        assert!(d.ack().await.is_ok());
     });
 }

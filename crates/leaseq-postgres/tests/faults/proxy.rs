@@ -69,6 +69,9 @@ pub(crate) struct Proxy {
     max_stall: Duration,
     /// A statement text (a part of it) whose next request's reply is lost, once.
     pub(crate) target: Mutex<Option<Vec<u8>>>,
+    /// While set, the server is out of reach: new connections are reset at once, open ones
+    /// at their next request.
+    pub(crate) blocked: AtomicBool,
 }
 
 impl Proxy {
@@ -93,11 +96,17 @@ impl Proxy {
             armed: AtomicBool::new(true),
             max_stall,
             target: Mutex::new(None),
+            blocked: AtomicBool::new(false),
         });
         let upstream = upstream.to_string();
         let p = proxy.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                if p.blocked.load(Ordering::Acquire) {
+                    #[allow(deprecated)] // a zero linger resets at once, never blocks
+                    let _ = client.set_linger(Some(Duration::ZERO));
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     continue;
                 };
@@ -285,7 +294,9 @@ impl Conn {
                 }
                 let request = kind == b'S' || kind == b'Q';
                 let fault = if request {
-                    let f = if targeted && proxy.target.lock().take().is_some() {
+                    let f = if proxy.blocked.load(Ordering::Acquire) {
+                        Fault::Reset { forward: false }
+                    } else if targeted && proxy.target.lock().take().is_some() {
                         Fault::LostReply
                     } else {
                         proxy.decide(insert)
