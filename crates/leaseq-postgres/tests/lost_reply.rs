@@ -145,3 +145,24 @@ fn a_push_the_server_cannot_take_in_time_is_unconfirmed_then_committed() {
         assert!(d.ack().await.is_ok());
     });
 }
+
+#[test]
+fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, q) = proxied(&url, common::options()).await;
+        let id = q
+            .push_delayed(b"later".to_vec(), Duration::from_secs(60))
+            .await
+            .expect("push");
+        // The delete's reply is lost: its transaction never commits (the connection is
+        // gone), and the cancel is tried again on another.
+        proxy.lose_next_reply("DELETE FROM");
+        let r = tokio::time::timeout(PATIENCE, q.cancel(id))
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the delete's reply was lost");
+        assert_eq!(r.as_deref(), Ok(b"later".as_slice()));
+        assert_eq!(row(&url, id).await, None, "cancelled");
+    });
+}
