@@ -94,10 +94,16 @@ pub(crate) async fn settle<T, O>(
         match run_on(pooled(c), f.sql, f.params).await {
             Ok(rows) => match rows.into_iter().next() {
                 Some(row) => return Ok(done(&row)),
+                // Refused, and no earlier try may have been made: stale, for the reason
+                // the row gives (not done if it cannot be read).
                 None if !sent => {
-                    return Err(SettleError::Stale(
-                        explain(shared, c, ticket, f.holder_only).await,
-                    ))
+                    return Err(match explain(shared, c, ticket, f.holder_only).await {
+                        Ok(e) => SettleError::Stale(e),
+                        Err(e) => SettleError::Store(StoreError::not_done(format!(
+                            "{}: refused, and the row could not be read: {e}",
+                            f.what
+                        ))),
+                    })
                 }
                 None => match reread(shared, c, ticket.id).await {
                     Ok(row) => {

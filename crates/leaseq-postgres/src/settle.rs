@@ -336,22 +336,22 @@ fn mid(id: i64) -> MessageId {
     MessageId::new(id as u64)
 }
 
-/// Why a fenced statement on `ticket` changed nothing.
+/// Why a fenced statement on `ticket` changed nothing (an error if the row cannot be read:
+/// no reason is then given, rather than a wrong one).
 pub(crate) async fn explain<T>(
     shared: &Shared<T>,
     client: &Client,
     ticket: &PgTicket,
     holder_only: bool,
-) -> ReceiptError {
+) -> Result<ReceiptError, tokio_postgres::Error> {
     let row = why_stale(shared, pooled(client), &[ticket.id])
-        .await
-        .ok()
-        .and_then(|mut m| m.remove(&ticket.id));
+        .await?
+        .remove(&ticket.id);
     let e = stale(ticket.id, ticket.lease, row, holder_only);
     if matches!(e, ReceiptError::Unknown) {
         Counters::add(&shared.counters.unknown_receipts, 1);
     }
-    e
+    Ok(e)
 }
 
 /// The heartbeat lets go of a lease that is being settled.
