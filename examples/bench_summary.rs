@@ -32,8 +32,11 @@
 //!
 //! (one line; `roundtrip_ns` is the core's round trip with 1k items queued.)
 //!
-//! `bench_summary --roundtrip QUEUED ITERATIONS` runs only the core round trip, and
+//! `bench_summary --roundtrip QUEUED ITERATIONS` runs only the core round trip (and the
+//! `VecDeque` loop beside it), `bench_summary --core SHAPE QUEUED ITERATIONS` only the core
+//! loop with items of a shape (`plain`, `levels8`, `keyed`, `levels8_keyed`, `with_id`), and
 //! `bench_summary --one KIND RUNTIME [ITEMS]` one throughput run (for profiling).
+//! `benches/instructions.sh` runs these under callgrind and prints instructions per item.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -161,6 +164,22 @@ fn main() {
         };
         let (ns, vd) = roundtrip::core_roundtrip_ns(arg(1, 1_000) as usize, arg(2, 2_000_000));
         println!("roundtrip_ns={ns:.1} vecdeque_ns={vd:.1}");
+        return;
+    }
+    // `--core SHAPE QUEUED ITERATIONS`: only the core loop (no VecDeque loop beside it), for
+    // `benches/instructions.sh`; SHAPE: plain, levels8, keyed, levels8_keyed or with_id.
+    if args.first().map(String::as_str) == Some("--core") {
+        let shape = args
+            .get(1)
+            .and_then(|a| roundtrip::Shape::parse(a))
+            .expect("a shape: plain, levels8, keyed, levels8_keyed or with_id");
+        let arg = |i: usize, default: u64| {
+            args.get(i)
+                .map(|a| a.parse().expect("a whole number"))
+                .unwrap_or(default)
+        };
+        let ns = roundtrip::core_loop_ns(shape, arg(2, 1_000) as usize, arg(3, 2_000_000));
+        println!("core_ns={ns:.1}");
         return;
     }
     let tokio = tokio::runtime::Builder::new_multi_thread()

@@ -137,6 +137,17 @@ impl PushOptions {
     pub(crate) const fn key_option(&self) -> &KeyOption {
         &self.key
     }
+
+    /// Whether these options are [`new`](Self::new)'s as far as a push goes (visible at
+    /// once, no expiry, level 0, no key): such a push takes `push`'s steps. Constant-folded
+    /// where the options are built in the caller.
+    #[inline]
+    pub(crate) fn is_plain(&self) -> bool {
+        self.delay.is_zero()
+            && self.expires_at.is_none()
+            && self.priority == 0
+            && matches!(self.key, KeyOption::None)
+    }
 }
 
 /// When a failed item is visible again.

@@ -188,3 +188,36 @@ fn push_with_id_takes_increasing_ids_only() {
     assert_eq!(q.stats().rejected, 2);
     assert_eq!(q.receive(ts(1)).map(|l| l.id), Some(a));
 }
+
+/// `push_with_id` with plain options (its fast path, `push`'s steps) refuses as the general
+/// path does: a full queue hands the item back, counts the refusal unless the caller waits
+/// for room, and leaves the id unused; with room again the same id is taken.
+#[test]
+fn a_plain_push_with_id_refused_as_full_does_not_use_up_the_id() {
+    use leaseq_core::{MessageId, PushError};
+    let mut q = Queue::new(config().with_capacity(1)).unwrap();
+    let first = q
+        .push_with_id(MessageId::new(2), "a", ts(0), PushOptions::new())
+        .unwrap();
+    match q.push_with_id(MessageId::new(7), "b", ts(0), PushOptions::new()) {
+        Err(PushError::Full(item)) => assert_eq!(item, "b"),
+        other => panic!("{other:?}"),
+    }
+    let waits = PushOptions::new().waits_for_room();
+    match q.push_with_id(MessageId::new(8), "c", ts(0), waits) {
+        Err(PushError::Full(item)) => assert_eq!(item, "c"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(q.next_id(), MessageId::new(3));
+    assert_eq!(q.stats().rejected, 1);
+    let lease = q.receive(ts(0)).unwrap();
+    assert_eq!(lease.id, first);
+    q.ack(lease.receipt, ts(0)).unwrap();
+    assert_eq!(
+        q.push_with_id(MessageId::new(7), "b", ts(1), PushOptions::new()),
+        Ok(MessageId::new(7))
+    );
+    assert_eq!(q.next_id(), MessageId::new(8));
+    q.stats().check_conservation().unwrap();
+    q.check_invariants().unwrap();
+}

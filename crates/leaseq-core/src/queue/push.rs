@@ -70,6 +70,7 @@ impl<T> Queue<T> {
     /// queue's lock). Ids must increase: an `id` below [`next_id`](Self::next_id) is handed
     /// back with [`PushError::IdOutOfOrder`]; ids skipped are never used. A refused push
     /// does not use up `id`.
+    #[inline]
     pub fn push_with_id(
         &mut self,
         id: MessageId,
@@ -77,7 +78,40 @@ impl<T> Queue<T> {
         now: Timestamp,
         options: PushOptions,
     ) -> Result<MessageId, PushError<T>> {
+        if options.is_plain() {
+            return self.push_plain_with_id(id, item, now, options.waits_for_room);
+        }
         self.push_with_id_take(id, item, now, options).map(|p| p.id)
+    }
+
+    /// `push_with_id` with plain options (see `PushOptions::is_plain`): `push`'s steps
+    /// under the caller's id, without building a `Pushed` (a plain push replaces nothing).
+    /// The same checks in the same order as the general path: the id, then room.
+    #[inline]
+    fn push_plain_with_id(
+        &mut self,
+        id: MessageId,
+        item: T,
+        now: Timestamp,
+        waits_for_room: bool,
+    ) -> Result<MessageId, PushError<T>> {
+        if id.0 < self.next_id {
+            self.stats.rejected += 1;
+            return Err(PushError::IdOutOfOrder(item));
+        }
+        let now = self.advance(now);
+        let next = self.next_id;
+        self.next_id = id.0;
+        self.push_at(item, now, now, Timestamp::MAX)
+            .map_err(|full| self.refused_with_id(full, next, waits_for_room))
+    }
+
+    /// A plain push under an id refused as full: the id is not used up, and the refusal
+    /// counts unless its caller waits for room.
+    #[cold]
+    fn refused_with_id(&mut self, full: PushError<T>, next: u64, waits: bool) -> PushError<T> {
+        self.next_id = next;
+        self.refused_full(full, waits)
     }
 
     /// [`push_with_id`](Self::push_with_id) that hands out a replaced item, as
@@ -237,7 +271,7 @@ impl<T> Queue<T> {
     /// Push of an item without a key, after the time step and the checks of its options.
     /// A refusal as full is not counted here: the caller knows whether it counts (see
     /// [`refused_full`](Self::refused_full)).
-    #[inline]
+    #[inline(always)]
     fn push_at_level(
         &mut self,
         item: T,

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Instructions per item on each in-memory path, counted by callgrind (issue 20): the
+# difference of the instruction totals of two run lengths divided by the difference of the
+# lengths, so that start-up, filling the queue and shutting down cancel out.
+#
+#   benches/instructions.sh            # every row (about 10 minutes)
+#   benches/instructions.sh core       # the core rows only
+#   benches/instructions.sh async      # the async rows only (tokio and smol)
+#
+# Core rows: `bench_summary --core SHAPE QUEUED N`, one push + receive + ack of a `u64`
+# per iteration (N = 200,000 and 400,000). Async rows: `bench_summary --one KIND RUNTIME N`,
+# 1 producer and 4 consumers (N = 20,000 and 40,000 items); `single` is push -> receive ->
+# ack one at a time, `batch` batches of 16, `pool` a Pool of 4 workers with a no-op handler,
+# `flume` and `flume-handler` the channel baselines. The async rows run several threads,
+# which callgrind serializes: they move by a few instructions between runs, the core rows
+# do not. Uses $CARGO_TARGET_DIR (default: target).
+set -eu
+cd "$(dirname "$0")/.."
+which="${1:-all}"
+cargo build --release --example bench_summary >&2
+bin="${CARGO_TARGET_DIR:-target}/release/examples/bench_summary"
+
+# The total instructions of one run of bench_summary with the given arguments.
+count() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 >/dev/null |
+        sed -n 's/.*Collected : \([0-9][0-9]*\).*/\1/p'
+}
+
+# per_item LABEL N1 N2 ARGS...: the run length goes after ARGS.
+per_item() {
+    label=$1 n1=$2 n2=$3
+    shift 3
+    a=$(count "$@" "$n1")
+    b=$(count "$@" "$n2")
+    awk -v l="$label" -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" \
+        'BEGIN { printf "%-44s %8.1f\n", l, (b - a) / (n2 - n1) }'
+}
+
+echo "instructions per item (callgrind, release, u64 items)"
+if [ "$which" = all ] || [ "$which" = core ]; then
+    for q in 1000 100000 1000000; do
+        per_item "core push+receive+ack, $q queued" 200000 400000 --core plain $q
+    done
+    per_item "core with_id (as the memory store pushes), 1000 queued" 200000 400000 --core with_id 1000
+    for shape in levels8 keyed levels8_keyed; do
+        for q in 1000 1000000; do
+            per_item "core $shape, $q queued" 200000 400000 --core $shape $q
+        done
+    done
+fi
+if [ "$which" = all ] || [ "$which" = async ]; then
+    for rt in tokio smol; do
+        for kind in single batch pool flume flume-handler; do
+            per_item "$kind, $rt" 20000 40000 --one $kind $rt
+        done
+    done
+fi
