@@ -158,7 +158,7 @@ async fn demo_file() -> Result<PathBuf, String> {
         }
         d.ack().await.map_err(|e| e.to_string())?;
     }
-    q.store().sync().await;
+    q.store().sync().await.map_err(|e| e.to_string())?;
     Ok(path)
 }
 

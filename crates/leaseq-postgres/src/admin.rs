@@ -67,7 +67,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Err(settle::stale(ticket.id, ticket.lease, row, false))
             }
         };
-        settle::count_ack(shared, &r);
+        settle::count_ack(shared, &r.map_err(leaseq_async::SettleError::Stale));
         r.map_err(TxAckError::Stale)
     }
 

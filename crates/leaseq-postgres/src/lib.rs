@@ -37,7 +37,10 @@
 //!   shifted, plus a counter: unique across processes with no round trip) and inserted by
 //!   one writer task, everything queued in one statement (group commit).
 //!   `push(..).await` returns once its row is committed; `try_push` is fire and forget.
-//!   One `NOTIFY` per batch tells other processes.
+//!   One `NOTIFY` per batch tells other processes. A failed insert is retried, and a retry
+//!   after a lost reply never inserts a row twice, even one acked since: the same statement
+//!   raises the writer instance's committed-id watermark (`writer_marks`) and inserts only
+//!   ids above it (`writer.rs` says why this holds with concurrent processes).
 //! - **Receives** post what they want on a claim board; one claimer task takes it all with
 //!   one `UPDATE .. WHERE id = ANY(ARRAY(SELECT .. FOR UPDATE SKIP LOCKED LIMIT n))` (the
 //!   form that keeps the index once prepared), bumping each row's **fencing token**
@@ -105,9 +108,19 @@
 //!   caller for one round trip.
 //! - **Stale reasons**: an acked item and a cancelled one both read as `AlreadyAcked` to a
 //!   stale holder (the row is gone either way).
-//! - **Database outages**: the background tasks retry (pushes are kept, not dropped;
-//!   [`PgStore::last_error`] says what failed); a settle that cannot reach the database
-//!   reports `LeaseExpired`, and the item comes back when its lease runs out.
+//! - **Database outages and lost replies**: the background tasks retry (pushes are kept,
+//!   not dropped; [`PgStore::last_error`] says what failed). A settle never gives a wrong
+//!   definite answer: one that was not sent or was refused by the server (rolled back) is
+//!   [`StoreError::not_done`](leaseq_async::StoreError); one whose reply was lost is run
+//!   again on another connection (its fencing makes that safe), and if that changes
+//!   nothing the row decides: moved as the settle moves it (done), or the lease moved on
+//!   (stale), or the row gone or leased again since
+//!   ([`StoreError::outcome_unknown`](leaseq_async::StoreError)). An ack whose reply was
+//!   lost and whose row is gone is outcome unknown, never `AlreadyAcked`. A lease the
+//!   process lost this way comes back when it runs out, its attempt counted.
+//! - **Lease lifetime**: a config without a max lease gets
+//!   [`DEFAULT_MAX_LEASE`](leaseq_async::DEFAULT_MAX_LEASE) (60 minutes), as in every
+//!   store: a hung handler whose heartbeat keeps its lease still loses it then.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -118,10 +131,12 @@ mod claimer;
 mod counters;
 mod drive;
 mod error;
+mod extend;
 mod keeper;
 mod listen;
 mod open;
 mod options;
+mod outcome;
 mod push;
 mod receive;
 mod schema;

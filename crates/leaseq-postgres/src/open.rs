@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use event_listener::Event;
-use leaseq_async::{Codec, LeaseQueue, Runtime};
+use leaseq_async::{Codec, LeaseQueue, Runtime, DEFAULT_MAX_LEASE};
 use leaseq_core::{Config, RetryPolicy};
 use leaseq_tokio::TokioRuntime;
 use parking_lot::Mutex;
@@ -51,6 +51,10 @@ pub(crate) fn make_pool(config: &tokio_postgres::Config, size: usize) -> Pool {
 /// Refused with a typed [`OpenError`]: a server that cannot be reached, a schema of a newer
 /// leaseq (left untouched), an invalid name or configuration, or a `capacity` in `config`
 /// (this store's backpressure is [`Options::max_pending_pushes`]).
+///
+/// A `config` without a max lease gets [`DEFAULT_MAX_LEASE`] (60 minutes, or the
+/// visibility if longer), as in every store: a hung handler whose heartbeat keeps its lease
+/// still loses it then.
 pub async fn open<T, C>(
     url: &str,
     queue: &str,
@@ -70,7 +74,7 @@ where
 pub async fn open_with<T, C>(
     mut pg_config: tokio_postgres::Config,
     queue: &str,
-    config: Config,
+    mut config: Config,
     options: Options,
     codec: C,
 ) -> Result<PgQueue<T>, OpenError>
@@ -84,6 +88,12 @@ where
         return Err(OpenError::Unsupported(
             "a capacity (its backpressure is Options::max_pending_pushes)",
         ));
+    }
+    // The same safe default as every store: a lease lives at most DEFAULT_MAX_LEASE in all
+    // (heartbeats included) unless the config says otherwise.
+    if config.max_lease().is_none() {
+        let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
+        config = config.with_max_lease(lifetime);
     }
     if queue.is_empty() || queue.len() > MAX_QUEUE_NAME {
         return Err(OpenError::InvalidName(queue.to_string()));

@@ -61,6 +61,14 @@ pub struct Options {
     /// about twice the space its live entries need: B-tree indexes whose keys only grow do not
     /// shrink back by `VACUUM` alone. Needs the table's owner (or `MAINTAIN`). Default `true`.
     pub rebuild_bloated_indexes: bool,
+    /// How long an awaited push (or an ack) waits while the store's statements fail (the
+    /// server unreachable, connections reset) before it fails with an "outcome unknown"
+    /// [`StoreError`](leaseq_async::StoreError): a push with
+    /// [`PushError::Unconfirmed`](leaseq_async::PushError::Unconfirmed) (its row stays
+    /// queued and is inserted once the server answers), an ack with `SettleError::Store`
+    /// (not done if it was never sent; the lease then runs out and the item comes back).
+    /// Healthy statements are never timed out, however slow. Default: 30 s.
+    pub commit_timeout: Duration,
 }
 
 impl Default for Options {
@@ -81,6 +89,7 @@ impl Default for Options {
             stats_every: Duration::from_secs(2),
             vacuum_after_rows: 5_000,
             rebuild_bloated_indexes: true,
+            commit_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -158,6 +167,11 @@ impl Options {
     /// Sets [`vacuum_after_rows`](Self::vacuum_after_rows).
     pub fn vacuum_after_rows(mut self, n: u64) -> Self {
         self.vacuum_after_rows = n;
+        self
+    }
+    /// Sets [`commit_timeout`](Self::commit_timeout).
+    pub fn commit_timeout(mut self, d: Duration) -> Self {
+        self.commit_timeout = d;
         self
     }
     /// Sets [`rebuild_bloated_indexes`](Self::rebuild_bloated_indexes).

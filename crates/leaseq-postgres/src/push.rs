@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use leaseq_async::{Push, PushError};
+use leaseq_async::{Push, PushError, StoreError};
 use leaseq_core::{CancelError, MessageId, MAX_PRIORITY};
 
 use crate::store::{micros, PgStore};
@@ -90,30 +90,65 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         items.map(|item| self.queue_row(item, &plain)).collect()
     }
 
-    /// Completes once every row queued up to `seq` is committed (or the store stopped).
-    pub(crate) async fn committed(&self, seq: u64) {
-        {
-            loop {
-                let listener = self.shared.push_committed.listen();
-                if self.shared.pushes.lock().committed >= seq
-                    || self.shared.stopped.load(Ordering::Acquire)
-                {
-                    return;
+    /// Completes once every row queued up to `seq` is committed; an "outcome unknown"
+    /// error if the writer's inserts have failed for `Options::commit_timeout` (the rows
+    /// stay queued), or if the store stopped first.
+    pub(crate) async fn committed(&self, seq: u64) -> Result<(), StoreError> {
+        let shared = &self.shared;
+        let timeout = shared.options.commit_timeout;
+        loop {
+            let listener = shared.push_committed.listen();
+            let failing_since = {
+                let buf = shared.pushes.lock();
+                if buf.committed >= seq {
+                    return Ok(());
                 }
-                listener.await;
+                buf.failing_since
+            };
+            let last = || shared.last_error.lock().clone().unwrap_or_default();
+            if shared.stopped.load(Ordering::Acquire) {
+                return Err(StoreError::outcome_unknown(format!(
+                    "the store stopped before the push was committed (last error: {})",
+                    last()
+                )));
+            }
+            match failing_since {
+                Some(since) if since.elapsed() >= timeout => {
+                    return Err(StoreError::outcome_unknown(format!(
+                        "the push was not committed: inserts failed for {timeout:?} (it stays \
+                         queued; last error: {})",
+                        last()
+                    )));
+                }
+                Some(since) => {
+                    let _ = tokio::time::timeout(timeout - since.elapsed(), listener).await;
+                }
+                None => listener.await,
             }
         }
     }
 
     /// `cancel`: deletes a waiting item (with `leased`, a leased one too) and hands it back.
     /// An item whose bytes do not decode is left alone (`NotFound`); it is dead-lettered as
-    /// undecodable when claimed.
+    /// undecodable when claimed. A database failure is tried again (three tries, each on a
+    /// fresh connection: the transaction rolled back unless its commit was sent); a commit
+    /// whose reply was lost is judged by the row: still there, tried again; gone, `NotFound`
+    /// (true now, whoever removed it). Only when every try fails is the answer `NotFound`
+    /// though the item may be there: `CancelError` has no variant for a store failure.
     pub(crate) async fn cancel_row(&self, id: MessageId, leased: bool) -> Result<T, CancelError> {
-        {
-            let shared = &self.shared;
-            let Ok(mut client) = shared.client().await else {
-                return Err(CancelError::NotFound(id));
+        let shared = &self.shared;
+        for tried in 0..3_u32 {
+            if tried > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20) * tried).await;
+            }
+            let mut client = match shared.client().await {
+                Ok(c) => c,
+                Err(e) => {
+                    shared.failed("cancel", e);
+                    continue;
+                }
             };
+            let mut committing = false;
             let r = async {
                 let tx = client.transaction().await?;
                 let row = tx
@@ -137,6 +172,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 };
                 tx.execute(&shared.sql.cancel, &[&(id.get() as i64)])
                     .await?;
+                committing = true;
                 tx.commit().await?;
                 Ok::<_, tokio_postgres::Error>(Ok(item))
             }
@@ -144,14 +180,25 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             match r {
                 Ok(Ok(item)) => {
                     crate::counters::Counters::add(&shared.counters.cancelled, 1);
-                    Ok(item)
+                    return Ok(item);
                 }
-                Ok(Err(e)) => Err(e),
+                Ok(Err(e)) => return Err(e),
                 Err(e) => {
+                    let unsure = committing && crate::outcome::maybe_made(&e);
                     shared.failed("cancel", e);
-                    Err(CancelError::NotFound(id))
+                    if unsure {
+                        // Whether the row is still there decides: gone is `NotFound`.
+                        let Ok(c) = shared.client().await else {
+                            continue;
+                        };
+                        if let Ok(None) = crate::outcome::reread(shared, &c, id.get() as i64).await
+                        {
+                            return Err(CancelError::NotFound(id));
+                        }
+                    }
                 }
             }
         }
+        Err(CancelError::NotFound(id))
     }
 }

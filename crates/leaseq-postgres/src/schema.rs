@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
@@ -37,6 +37,18 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX items_ttl     ON {s}.items (queue, expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
     CREATE INDEX items_leased  ON {s}.items (queue, deadline) WHERE state = 1;
     CREATE INDEX items_dead    ON {s}.items (queue, dead_at, id) WHERE state = 2;
+    "#,
+    // 2: each writer instance's committed-id watermark, raised in the statement that inserts
+    // a batch (writer.rs): a batch retried after a lost reply skips the rows its first
+    // attempt committed, even those acked and deleted since. `below` is `top` before the
+    // last raise: the rows a batch may insert are those above it.
+    r#"
+    CREATE TABLE {s}.writer_marks (
+        instance    bigint      PRIMARY KEY,          -- ids are instance << 32 | counter
+        top         bigint      NOT NULL,             -- highest id committed
+        below       bigint      NOT NULL,             -- top before the last batch's raise
+        at          timestamptz NOT NULL              -- the last batch's commit
+    );
     "#,
 ];
 

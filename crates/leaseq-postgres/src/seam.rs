@@ -12,14 +12,12 @@ use event_listener::EventListener;
 use leaseq_async::{
     Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
-use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, Reason, ReceiptError, Stats,
-};
+use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats};
 use leaseq_tokio::TokioRuntime;
 
 use crate::receive::PgWaiting;
 use crate::settle::{self, AckOp};
-use crate::store::{micros, PgStore, PgTicket};
+use crate::store::{PgStore, PgTicket};
 
 impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     type Runtime = TokioRuntime;
@@ -160,7 +158,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
                 return Err(error.into());
             }
         };
-        Ok(settle::fail(&self.shared, &client, ticket, failure).await?)
+        settle::fail(&self.shared, &client, ticket, failure).await
     }
 
     async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, SettleError> {
@@ -174,7 +172,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
                 return Err(error.into());
             }
         };
-        Ok(settle::terminate(&self.shared, &client, ticket, error).await?)
+        settle::terminate(&self.shared, &client, ticket, error).await
     }
 
     fn extend(
@@ -229,20 +227,17 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
 
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.shared.pushes.lock().queued;
-        async move {
-            self.committed(seq).await;
-            Ok(())
-        }
+        self.committed(seq)
     }
 }
 
 /// An ack's answer from the settler; a settler gone before answering leaves the ack's
 /// outcome unknown.
 fn settled(
-    reply: Result<Result<Acked, ReceiptError>, tokio::sync::oneshot::error::RecvError>,
+    reply: Result<Result<Acked, SettleError>, tokio::sync::oneshot::error::RecvError>,
 ) -> Result<Acked, SettleError> {
     match reply {
-        Ok(r) => Ok(r?),
+        Ok(r) => r,
         Err(_) => {
             Err(StoreError::outcome_unknown("ack: the settler ended before answering").into())
         }
@@ -254,85 +249,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     fn queue_ack(
         &self,
         ticket: PgTicket,
-    ) -> tokio::sync::oneshot::Receiver<Result<Acked, ReceiptError>> {
+    ) -> tokio::sync::oneshot::Receiver<Result<Acked, SettleError>> {
         settle::forget(&self.shared, &ticket);
         let (reply, rx) = tokio::sync::oneshot::channel();
         self.shared.settles.lock().acks.push(AckOp {
             id: ticket.id,
             lease: ticket.lease,
+            resent: false,
+            since: std::time::Instant::now(),
             reply,
         });
         rx
-    }
-
-    /// Moves the lease's deadline (zero: hands the item back, reason `Released`).
-    fn extend_lease(
-        &self,
-        ticket: &mut PgTicket,
-        visibility: Duration,
-    ) -> impl Future<Output = Result<Extended, SettleError>> + Send + '_ {
-        let (id, lease, attempts, expires_at) =
-            (ticket.id, ticket.lease, ticket.attempts, ticket.expires_at);
-        let release = visibility.is_zero();
-        if release {
-            settle::forget(&self.shared, ticket);
-            ticket.beat = None;
-        }
-        async move {
-            let mid = MessageId::new(id as u64);
-            let client = match self.shared.client().await {
-                Ok(c) => c,
-                Err(e) => {
-                    // Nothing was sent: the lease was not moved.
-                    let error = StoreError::not_done(format!("extend: no connection: {e}"));
-                    self.shared.failed("extend", e);
-                    return Err(error.into());
-                }
-            };
-            let copy = PgTicket {
-                id,
-                lease,
-                attempts,
-                expires_at,
-                beat: None,
-            };
-            if release {
-                let failure = Failure::with_reason(Reason::Released);
-                return Ok(settle::fail(&self.shared, &client, copy, failure)
-                    .await
-                    .map(Extended::Released)?);
-            }
-            let vis = micros(visibility);
-            let rows = settle::run_on(
-                settle::pooled(&client),
-                &self.shared.sql.extend,
-                &[&id, &lease, &vis, &self.shared.max_lease_us()],
-            )
-            .await;
-            match rows.as_deref() {
-                Ok([row]) => {
-                    let left: i64 = row.get::<_, Option<i64>>(0).unwrap_or(0);
-                    // Cut short by the max lease or the item's expiry (a few ms of slack for
-                    // the round trip).
-                    let capped = left < vis - 5_000;
-                    let c = &self.shared.counters;
-                    crate::counters::Counters::add(&c.extends, 1);
-                    if capped {
-                        crate::counters::Counters::add(&c.extends_capped, 1);
-                    }
-                    Ok(Extended::Until {
-                        deadline: self.shared.local_in(left),
-                        capped,
-                    })
-                }
-                Ok(_) => Err(settle::explain(&self.shared, &client, &copy, true)
-                    .await
-                    .into()),
-                Err(e) => {
-                    self.shared.failed("extend", e);
-                    Err(ReceiptError::LeaseExpired(mid).into())
-                }
-            }
-        }
     }
 }

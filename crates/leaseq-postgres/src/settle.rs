@@ -8,19 +8,26 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use deadpool_postgres::Client;
+use leaseq_async::SettleError;
 use leaseq_core::{Acked, Failure, MessageId, Nacked, Reason, ReceiptError, Verdict};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Row};
 
 use crate::counters::Counters;
+use crate::outcome::{self, Decision, Fenced, RowNow};
 use crate::store::{micros, PgTicket, Shared};
 
 /// An ack waiting for the settler.
 pub(crate) struct AckOp {
     pub(crate) id: i64,
     pub(crate) lease: i64,
-    pub(crate) reply: oneshot::Sender<Result<Acked, ReceiptError>>,
+    /// An earlier try of this ack may have been made (its reply was lost): a refusal with
+    /// the row gone is then no proof that someone else removed it.
+    pub(crate) resent: bool,
+    /// When the ack was queued (it gives up after `Options::commit_timeout` of failures).
+    pub(crate) since: std::time::Instant,
+    pub(crate) reply: oneshot::Sender<Result<Acked, SettleError>>,
 }
 
 /// What waits for the settler.
@@ -32,35 +39,49 @@ pub(crate) struct SettleQueue {
     pub(crate) unclaims: Vec<(i64, i64)>,
 }
 
-/// One `DELETE` for a batch of acks; each caller gets its own result.
+/// One `DELETE` for a batch of acks; each caller gets its own result. The acks that could
+/// not be settled come back with the error, to be tried again.
 pub(crate) async fn ack_batch<T>(
     shared: &Shared<T>,
     client: &Client,
-    acks: Vec<AckOp>,
+    mut acks: Vec<AckOp>,
 ) -> Result<(), (tokio_postgres::Error, Vec<AckOp>)> {
     let ids: Vec<i64> = acks.iter().map(|a| a.id).collect();
     let leases: Vec<i64> = acks.iter().map(|a| a.lease).collect();
     let rows = match ack_rows(shared, pooled(client), &ids, &leases).await {
         Ok(rows) => rows,
-        Err(e) => return Err((e, acks)),
-    };
-    let refused: Vec<usize> = (0..acks.len())
-        .filter(|i| !rows.contains_key(&ids[*i]))
-        .collect();
-    let mut why = if refused.is_empty() {
-        HashMap::new()
-    } else {
-        let ids: Vec<i64> = refused.iter().map(|i| ids[*i]).collect();
-        match why_stale(shared, pooled(client), &ids).await {
-            Ok(why) => why,
-            Err(e) => return Err((e, acks)),
+        Err(e) => {
+            let sent = outcome::maybe_made(&e);
+            for a in &mut acks {
+                a.resent |= sent;
+            }
+            return Err((e, acks));
         }
     };
     Counters::add(&shared.counters.removed_since_vacuum, rows.len() as u64);
-    for a in acks {
-        let r = match rows.get(&a.id) {
-            Some(r) => Ok(*r),
-            None => Err(stale(a.id, a.lease, why.remove(&a.id), false)),
+    let (accepted, refused): (Vec<AckOp>, Vec<AckOp>) =
+        acks.into_iter().partition(|a| rows.contains_key(&a.id));
+    for a in accepted {
+        let r = Ok(rows[&a.id]);
+        count_ack(shared, &r);
+        let _ = a.reply.send(r);
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = refused.iter().map(|a| a.id).collect();
+    let mut why = match why_stale(shared, pooled(client), &ids).await {
+        Ok(why) => why,
+        // Refused for certain: asked again, they are refused again and explained then.
+        Err(e) => return Err((e, refused)),
+    };
+    for a in refused {
+        let r = match why.remove(&a.id) {
+            // Gone: acked by this ack's lost try, or by someone else, or cancelled.
+            None if a.resent => Err(SettleError::Store(outcome::unknown("ack", "row gone"))),
+            // Present: this ack was never made (a removed row never comes back: ids are
+            // never inserted twice).
+            row => Err(SettleError::Stale(stale(a.id, a.lease, row, false))),
         };
         count_ack(shared, &r);
         let _ = a.reply.send(r);
@@ -126,7 +147,7 @@ pub(crate) async fn ack_rows<T, C: GenericClient + Sync>(
 }
 
 /// Counts an ack's result.
-pub(crate) fn count_ack<T>(shared: &Shared<T>, r: &Result<Acked, ReceiptError>) {
+pub(crate) fn count_ack<T>(shared: &Shared<T>, r: &Result<Acked, SettleError>) {
     let c = &shared.counters;
     match r {
         Ok(Acked::OnTime) => Counters::add(&c.acked, 1),
@@ -137,14 +158,15 @@ pub(crate) fn count_ack<T>(shared: &Shared<T>, r: &Result<Acked, ReceiptError>) 
         // Stale the way the core counts it (`late_acks_stale`): an ack whose row is gone
         // (acked by the item's next holder, or cancelled) reads `AlreadyAcked`, as the
         // core says after a redelivery's ack.
-        Err(
+        Err(SettleError::Stale(
             ReceiptError::Redelivered(_)
             | ReceiptError::DeadLettered(_)
             | ReceiptError::AlreadyAcked(_)
             | ReceiptError::Released(_)
             | ReceiptError::Cancelled(_),
-        ) => Counters::add(&c.late_acks_stale, 1),
-        Err(_) => Counters::add(&c.unknown_receipts, 1),
+        )) => Counters::add(&c.late_acks_stale, 1),
+        Err(SettleError::Stale(_)) => Counters::add(&c.unknown_receipts, 1),
+        Err(_) => {}
     }
 }
 
@@ -182,13 +204,14 @@ pub(crate) fn stale(
 }
 
 /// A failed attempt (nack, timeout, panic, drop, release): the core's policy decides
-/// between the backoff and the dead letters; one fenced statement applies it.
+/// between the backoff and the dead letters; one fenced statement applies it (retried, and
+/// judged by its row, if its reply is lost: `outcome.rs`).
 pub(crate) async fn fail<T>(
     shared: &Shared<T>,
     client: &Client,
     ticket: PgTicket,
     failure: Failure,
-) -> Result<Nacked, ReceiptError> {
+) -> Result<Nacked, SettleError> {
     forget(shared, &ticket);
     let expired = ticket
         .expires_at
@@ -199,28 +222,61 @@ pub(crate) async fn fail<T>(
             .lock()
             .after_failure(ticket.attempts, expired, failure.reason, failure.retry);
     let (id, lease, attempts) = (&ticket.id, &ticket.lease, ticket.attempts);
+    let mine = |row: &RowNow| row.lease == ticket.lease;
     let r = match verdict {
         Verdict::Retry { delay } => {
             let reason = i16::from(failure.reason.code());
             let params: [&(dyn ToSql + Sync); 5] =
                 [id, lease, &micros(delay), &reason, &failure.error];
-            fenced(client, &shared.sql.retry, &params).await.map(|row| {
-                row.map(|r| Nacked::Retrying {
-                    visible_at: shared.local_in(r.get::<_, Option<i64>>(0).unwrap_or(0)),
-                    attempts,
-                })
-            })
+            let f = Fenced {
+                what: "nack",
+                sql: &shared.sql.retry,
+                params: &params,
+                holder_only: true,
+            };
+            let done = |r: &Row| Nacked::Retrying {
+                visible_at: shared.local_in(r.get::<_, Option<i64>>(0).unwrap_or(0)),
+                attempts,
+            };
+            let decide = |row: Option<RowNow>| match row {
+                Some(row) if mine(&row) => match row.state {
+                    0 if row.reason == Some(reason) => Decision::Done(Nacked::Retrying {
+                        visible_at: shared.local_in(row.visible_us.unwrap_or(0)),
+                        attempts,
+                    }),
+                    2 => Decision::Stale(ReceiptError::DeadLettered(mid(*id))),
+                    // Put back by the rescuer, or still leased and run out.
+                    _ => Decision::Stale(ReceiptError::LeaseExpired(mid(*id))),
+                },
+                _ => Decision::Unknown,
+            };
+            outcome::settle(shared, client, &ticket, f, done, decide).await
         }
         Verdict::DeadLetter { reason } => {
             let reason = i16::from(reason.code());
             let params: [&(dyn ToSql + Sync); 4] = [id, lease, &reason, &failure.error];
-            fenced(client, &shared.sql.bury, &params)
-                .await
-                .map(|row| row.map(|_| Nacked::DeadLettered { attempts }))
+            let f = Fenced {
+                what: "nack",
+                sql: &shared.sql.bury,
+                params: &params,
+                holder_only: true,
+            };
+            let done = |_: &Row| Nacked::DeadLettered { attempts };
+            let decide = |row: Option<RowNow>| match row {
+                Some(row) if mine(&row) => match row.state {
+                    2 if row.reason == Some(reason) => {
+                        Decision::Done(Nacked::DeadLettered { attempts })
+                    }
+                    2 => Decision::Stale(ReceiptError::DeadLettered(mid(*id))),
+                    _ => Decision::Stale(ReceiptError::LeaseExpired(mid(*id))),
+                },
+                _ => Decision::Unknown,
+            };
+            outcome::settle(shared, client, &ticket, f, done, decide).await
         }
     };
-    match r {
-        Ok(Some(n)) => {
+    match &r {
+        Ok(n) => {
             Counters::add(&shared.counters.nacks, 1);
             match n {
                 Nacked::DeadLettered { .. } => Counters::add(&shared.counters.dead_lettered, 1),
@@ -228,15 +284,11 @@ pub(crate) async fn fail<T>(
                     shared.claim_wake.notify(usize::MAX);
                 }
             }
-            Ok(n)
         }
-        Ok(None) => Err(explain(shared, client, &ticket, true).await),
-        Err(e) => {
-            shared.failed("nack", &e);
-            // The lease runs out and the item comes back then, its attempt counted.
-            Err(ReceiptError::LeaseExpired(MessageId::new(ticket.id as u64)))
-        }
+        Err(SettleError::Store(e)) => shared.failed("nack", e),
+        Err(_) => {}
     }
+    r
 }
 
 /// Poison: straight to the dead letters (reason `Terminated`), even after the lease ran
@@ -246,49 +298,60 @@ pub(crate) async fn terminate<T>(
     client: &Client,
     ticket: PgTicket,
     error: String,
-) -> Result<u32, ReceiptError> {
+) -> Result<u32, SettleError> {
     forget(shared, &ticket);
     let code = i16::from(Reason::Terminated.code());
-    let params: [&(dyn ToSql + Sync); 4] = [&ticket.id, &ticket.lease, &code, &Some(error)];
-    let r = fenced(client, &shared.sql.terminate, &params).await;
-    match r {
-        Ok(Some(row)) => {
-            Counters::add(&shared.counters.dead_lettered, 1);
-            Ok(u32::try_from(row.get::<_, i32>(0)).unwrap_or(0))
-        }
-        Ok(None) => Err(explain(shared, client, &ticket, false).await),
-        Err(e) => {
-            shared.failed("dead letter", &e);
-            Err(ReceiptError::LeaseExpired(MessageId::new(ticket.id as u64)))
-        }
+    let error = Some(error);
+    let params: [&(dyn ToSql + Sync); 4] = [&ticket.id, &ticket.lease, &code, &error];
+    let f = Fenced {
+        what: "dead letter",
+        sql: &shared.sql.terminate,
+        params: &params,
+        holder_only: false,
+    };
+    let done = |row: &Row| u32::try_from(row.get::<_, i32>(0)).unwrap_or(0);
+    let decide = |row: Option<RowNow>| match row {
+        Some(row) if row.lease == ticket.lease => match row.state {
+            2 if row.reason == Some(code) => {
+                Decision::Done(u32::try_from(row.attempts).unwrap_or(0))
+            }
+            2 => Decision::Stale(ReceiptError::DeadLettered(mid(ticket.id))),
+            // Waiting or leased with this token, yet the statement refused: no reason is
+            // known for it.
+            _ => Decision::Unknown,
+        },
+        _ => Decision::Unknown,
+    };
+    let r = outcome::settle(shared, client, &ticket, f, done, decide).await;
+    match &r {
+        Ok(_) => Counters::add(&shared.counters.dead_lettered, 1),
+        Err(SettleError::Store(e)) => shared.failed("dead letter", e),
+        Err(_) => {}
     }
+    r
 }
 
-/// Runs a fenced statement that changes at most one row; the row it returned, if any.
-async fn fenced(
-    client: &Client,
-    q: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<Option<Row>, tokio_postgres::Error> {
-    Ok(run_on(pooled(client), q, params).await?.into_iter().next())
+/// The message id of row `id`.
+fn mid(id: i64) -> MessageId {
+    MessageId::new(id as u64)
 }
 
-/// Why a fenced statement on `ticket` changed nothing.
+/// Why a fenced statement on `ticket` changed nothing (an error if the row cannot be read:
+/// no reason is then given, rather than a wrong one).
 pub(crate) async fn explain<T>(
     shared: &Shared<T>,
     client: &Client,
     ticket: &PgTicket,
     holder_only: bool,
-) -> ReceiptError {
+) -> Result<ReceiptError, tokio_postgres::Error> {
     let row = why_stale(shared, pooled(client), &[ticket.id])
-        .await
-        .ok()
-        .and_then(|mut m| m.remove(&ticket.id));
+        .await?
+        .remove(&ticket.id);
     let e = stale(ticket.id, ticket.lease, row, holder_only);
     if matches!(e, ReceiptError::Unknown) {
         Counters::add(&shared.counters.unknown_receipts, 1);
     }
-    e
+    Ok(e)
 }
 
 /// The heartbeat lets go of a lease that is being settled.

@@ -13,6 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use leaseq_async::{SettleError, StoreError};
 use leaseq_core::Failure;
 
 use crate::settle::{self, AckOp};
@@ -156,6 +157,7 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
     let client = match shared.client().await {
         Ok(c) => c,
         Err(e) => {
+            give_up_late_acks(&shared, &mut work.acks, &e.to_string());
             shared.failed("settle", e);
             tokio::time::sleep(pause).await;
             return Some(work);
@@ -164,8 +166,9 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
     if !work.acks.is_empty() {
         let acks = std::mem::take(&mut work.acks);
         if let Err((e, acks)) = settle::ack_batch(&shared, &client, acks).await {
-            shared.failed("ack", e);
             work.acks = acks;
+            give_up_late_acks(&shared, &mut work.acks, &e.to_string());
+            shared.failed("ack", e);
             tokio::time::sleep(pause).await;
             return Some(work);
         }
@@ -179,4 +182,22 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
         let _ = settle::fail(&shared, &client, ticket, Failure::dropped()).await;
     }
     None
+}
+
+/// Answers the acks that have waited `Options::commit_timeout` through failures: not done
+/// if no try of theirs may have been made, outcome unknown otherwise. The rest are kept.
+fn give_up_late_acks<T>(shared: &Shared<T>, acks: &mut Vec<AckOp>, last: &str) {
+    let timeout = shared.options.commit_timeout;
+    let (late, kept): (Vec<AckOp>, Vec<AckOp>) = std::mem::take(acks)
+        .into_iter()
+        .partition(|a| a.since.elapsed() >= timeout);
+    *acks = kept;
+    for a in late {
+        let e = if a.resent {
+            crate::outcome::unknown("ack", last)
+        } else {
+            StoreError::not_done(format!("ack: failed for {timeout:?}: {last}"))
+        };
+        let _ = a.reply.send(Err(SettleError::Store(e)));
+    }
 }

@@ -20,10 +20,12 @@ pub(crate) struct Sql {
     pub(crate) channel: String,
     pub(crate) instance: String,
     pub(crate) insert: String,
+    pub(crate) forget_marks: String,
     pub(crate) claim: String,
     pub(crate) next_visible: String,
     pub(crate) ack: String,
     pub(crate) why_stale: String,
+    pub(crate) reread: String,
     pub(crate) retry: String,
     pub(crate) bury: String,
     pub(crate) terminate: String,
@@ -49,17 +51,35 @@ impl Sql {
         Sql {
             channel: format!("leaseq.{schema}").chars().take(63).collect(),
             instance: f("SELECT nextval('{s}.instances')"),
-            // $1 queue, then one array per column; delay and ttl in microseconds.
-            // The rows, and with them (when $8: some are visible at once) one notification
-            // on channel $7, sent at commit: one round trip and one commit per batch.
-            insert: f("WITH ins AS (
+            // $1 queue, then one array per column; delay and ttl in microseconds; $9 the
+            // writer instances of the batch's ids and $10 each one's highest id in it.
+            // First each instance's watermark is raised (`mark`: an upsert, so the row is
+            // locked, and waited for if another statement of the same instance holds it,
+            // and `below` is the top committed before this statement); then only rows above
+            // it are inserted: a batch retried after a lost reply skips every row its first
+            // attempt committed, also rows acked and deleted since. With them (when $8: some
+            // are visible at once) one notification on channel $7, sent at commit: one round
+            // trip and one commit per batch.
+            insert: f("WITH mark AS (
+                   INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
+                   SELECT m.instance, m.top, 0, clock_timestamp()
+                   FROM unnest($9::bigint[], $10::bigint[]) AS m(instance, top)
+                   ON CONFLICT (instance) DO UPDATE
+                   SET below = w.top, top = GREATEST(w.top, EXCLUDED.top), at = EXCLUDED.at
+                   RETURNING w.instance, w.below),
+                 ins AS (
                    INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
                    SELECT u.id, $1, u.priority, clock_timestamp() + u.delay * interval '1 microsecond',
                           clock_timestamp() + u.ttl * interval '1 microsecond', u.payload
                    FROM unnest($2::bigint[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[])
                         AS u(id, priority, delay, ttl, payload)
+                   JOIN mark ON mark.instance = u.id >> 32
+                   WHERE u.id > mark.below
                    ON CONFLICT (id) DO NOTHING)
                  SELECT pg_notify($7, $1) WHERE $8::bool"),
+            // Watermarks of writer instances that committed nothing for 30 days (upkeep):
+            // no retry of theirs can still be under way.
+            forget_marks: f("DELETE FROM {s}.writer_marks WHERE at < clock_timestamp() - interval '30 days'"),
             // $1 queue, $2 how many, $3 visibility (us). `= ANY(ARRAY(...))` keeps the claim
             // index once the statement is prepared (`IN (SELECT ...)` gets a generic plan
             // with a full scan). No lease outlives its item's time to live (the max lease is
@@ -103,6 +123,14 @@ impl Sql {
                 "SELECT id, state, lease, ",
                 until!("deadline"),
                 " FROM {s}.items WHERE id = ANY($1::bigint[])"
+            )),
+            // A row as it is now, after a settle's reply was lost: $1 id.
+            reread: f(concat!(
+                "SELECT state, lease, reason, attempts, ",
+                until!("deadline"),
+                ", ",
+                until!("visible_at"),
+                " FROM {s}.items WHERE id = $1"
             )),
             // A failed attempt, back after $3 us: $1 id, $2 lease, $4 reason, $5 error.
             retry: f(concat!(

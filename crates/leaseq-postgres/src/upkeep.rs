@@ -1,4 +1,5 @@
-//! Keeping the items table small: a `VACUUM (ANALYZE, INDEX_CLEANUP ON)` after many rows
+//! Keeping the items table small (and forgetting the id watermarks of writers gone for 30
+//! days): a `VACUUM (ANALYZE, INDEX_CLEANUP ON)` after many rows
 //! were removed, then a rebuild of the indexes that grew far past what their live entries
 //! need.
 //!
@@ -106,9 +107,11 @@ pub(crate) async fn upkeep_now<T>(shared: &Shared<T>, client: &Client) -> Result
     unlocked.map(drop)
 }
 
-/// `VACUUM (ANALYZE, INDEX_CLEANUP ON)`, then the rebuild of bloated indexes (if the
+/// The watermarks of writers gone for 30 days forgotten, `VACUUM (ANALYZE, INDEX_CLEANUP
+/// ON)`, then the rebuild of bloated indexes (if the
 /// options allow it).
 async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
+    client.execute(&shared.sql.forget_marks, &[]).await?;
     client.batch_execute(&shared.sql.vacuum).await?;
     shared.counters.vacuums.fetch_add(1, Ordering::Relaxed);
     if shared.options.rebuild_bloated_indexes {

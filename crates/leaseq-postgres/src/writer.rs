@@ -3,6 +3,16 @@
 //! publishes how far it got. `push().await` waits for that (`Store::synced`). A failed
 //! insert is retried, rows kept, until it commits: an accepted push is never dropped while
 //! the process lives.
+//!
+//! A retry never inserts a row twice, even when the first attempt committed and only its
+//! reply was lost, and a consumer took and acked the row since: each writer instance's ids
+//! grow in the order the writer sends them (a batch is retried whole, in front, before
+//! anything later), and the statement that inserts a batch also raises the instance's
+//! committed-id watermark (`writer_marks`), inserting only ids above the mark as it was.
+//! The mark's row is locked by the upsert before any row of the batch is inserted, so a
+//! retry that overlaps a first attempt still running on the server (its connection gone)
+//! waits for it and then reads its mark. Other processes have other instances (a database
+//! sequence), so they never contend for a mark.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +47,8 @@ pub(crate) struct PushBuffer {
     pub(crate) spare_instance: Option<i64>,
     /// Batch pushes in progress (the writer waits for them to end).
     pub(crate) filling: usize,
+    /// Since when the writer's inserts have failed (none: the last one committed).
+    pub(crate) failing_since: Option<std::time::Instant>,
 }
 
 impl PushBuffer {
@@ -91,7 +103,11 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
         match insert(&shared, &batch).await {
             Ok(()) => {
                 backoff = Duration::from_millis(10);
-                shared.pushes.lock().committed = upto;
+                {
+                    let mut buf = shared.pushes.lock();
+                    buf.committed = upto;
+                    buf.failing_since = None;
+                }
                 Counters::add(&shared.counters.pushed, batch.len() as u64);
                 shared.push_committed.notify(usize::MAX);
                 // Receivers of this process look at once; other processes are told by the
@@ -106,7 +122,11 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
                     let rest = std::mem::take(&mut buf.rows);
                     buf.rows = batch;
                     buf.rows.extend(rest);
+                    buf.failing_since
+                        .get_or_insert_with(std::time::Instant::now);
                 }
+                // Waiters look whether the commit timeout ran out.
+                shared.push_committed.notify(usize::MAX);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
@@ -129,6 +149,7 @@ async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> 
     // One notification per batch, never one per item (NOTIFY takes a global lock at
     // commit), and only if some row is visible at once.
     let notify = batch.iter().any(|r| r.delay_us == 0);
+    let (instances, tops) = marks(batch);
     client
         .execute(
             &stmt,
@@ -141,11 +162,30 @@ async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> 
                 &payloads,
                 &shared.sql.channel,
                 &notify,
+                &instances,
+                &tops,
             ],
         )
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// The writer instances of a batch's ids and each one's highest id in it (one instance,
+/// or two when the counter ran out within the batch).
+fn marks(batch: &[PushRow]) -> (Vec<i64>, Vec<i64>) {
+    let (mut instances, mut tops): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    for row in batch {
+        let instance = row.id >> 32;
+        match instances.iter().position(|i| *i == instance) {
+            Some(at) => tops[at] = tops[at].max(row.id),
+            None => {
+                instances.push(instance);
+                tops.push(row.id);
+            }
+        }
+    }
+    (instances, tops)
 }
 
 async fn fetch_spare<T>(shared: &Shared<T>) {

@@ -271,3 +271,52 @@ fn max_lease_takes_the_item_back_despite_the_heartbeat() {
         assert!(again.ack().await.is_ok());
     });
 }
+
+/// Moves the lease's start `minutes` back, as if the handler had run that long.
+async fn age_lease(db: &Client, id: leaseq_async::MessageId, minutes: i32) {
+    let n = db
+        .execute(
+            &format!(
+                "UPDATE {SCHEMA}.items SET leased_at = leased_at - $2 * interval '1 minute'
+                 WHERE id = $1"
+            ),
+            &[&(id.get() as i64), &f64::from(minutes)],
+        )
+        .await
+        .expect("move leased_at");
+    assert_eq!(n, 1, "the item's row");
+}
+
+#[test]
+fn a_heartbeat_kept_lease_ends_at_sixty_minutes_by_default() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("default-max-lease");
+        let vis = Duration::from_millis(300);
+        // No max lease in the config: the default (60 minutes) applies.
+        let q = process(&url, &name, Config::new(vis)).await;
+        let other = process(&url, &name, Config::new(vis)).await;
+        let id = q.push(b"hung".to_vec()).await.expect("push");
+        let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
+            Ok(Some(d)) => d,
+            other => panic!("no delivery: {other:?}"),
+        };
+        let db = sql(&url).await;
+        // 59 minutes in: the heartbeat still keeps it.
+        age_lease(&db, id, 59).await;
+        let stolen = other.receive_timeout(vis * 3).await;
+        assert!(
+            matches!(stolen, Err(ReceiveError::Timeout)),
+            "redelivered before the cap: {stolen:?}"
+        );
+        assert!(!d.is_lease_lost());
+        // 61 minutes in: the next beat refuses it, and the item comes back.
+        age_lease(&db, id, 2).await;
+        tokio::time::timeout(PATIENCE, d.lease_lost())
+            .await
+            .expect("the lease is lost at 60 minutes, heartbeat or not");
+        let again = receive(&other).await;
+        assert_eq!((again.id(), again.attempt()), (id, 2));
+        assert!(again.ack().await.is_ok());
+    });
+}

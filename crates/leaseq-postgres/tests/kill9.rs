@@ -40,8 +40,22 @@ const WORKERS: usize = 4;
 /// Receive loops per worker process, and the connections they share for their records.
 const LOOPS: usize = 16;
 const RECORD_CONNS: usize = 3;
-/// The schema of the queue's tables (the smoke test's).
-const QUEUE_SCHEMA: &str = "leaseq_test";
+/// The schema of the queue's tables: the parent's test schema (`common::SCHEMA`), which
+/// the children are told in `LEASEQ_KILL9_QUEUE_SCHEMA`.
+const QUEUE_SCHEMA: QueueSchema = QueueSchema;
+
+/// The type of [`QUEUE_SCHEMA`], written `{QUEUE_SCHEMA}` in SQL.
+#[derive(Clone, Copy)]
+struct QueueSchema;
+
+impl std::fmt::Display for QueueSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match std::env::var("LEASEQ_KILL9_QUEUE_SCHEMA") {
+            Ok(name) => f.write_str(&name),
+            Err(_) => f.write_str(common::SCHEMA.name()),
+        }
+    }
+}
 
 /// What an item is, its first byte: acked after some work (one in ten longer than the
 /// visibility: the heartbeat keeps it), nacked until it is a dead letter, dead-lettered at
@@ -61,7 +75,7 @@ fn config() -> Config {
 
 async fn open_queue(url: &str, queue: &str) -> PgQueue<Vec<u8>> {
     let options = Options::new()
-        .schema(QUEUE_SCHEMA)
+        .schema(QUEUE_SCHEMA.to_string())
         .heartbeat_every(HEARTBEAT)
         .rescue_every(RESCUE)
         .pool_size(4);
@@ -286,6 +300,7 @@ impl Run {
             .env("LEASEQ_KILL9_URL", &self.url)
             .env("LEASEQ_KILL9_QUEUE", &self.queue)
             .env("LEASEQ_KILL9_SCHEMA", &self.ts)
+            .env("LEASEQ_KILL9_QUEUE_SCHEMA", QUEUE_SCHEMA.to_string())
             .env("LEASEQ_KILL9_SEED", seed.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())

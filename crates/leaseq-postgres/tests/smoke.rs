@@ -15,7 +15,7 @@ fn push_receive_ack() {
             &url,
             &common::unique("smoke"),
             Config::new(Duration::from_secs(5)),
-            Options::new().schema("leaseq_test"),
+            Options::new().schema(common::SCHEMA),
             BytesCodec,
         )
         .await

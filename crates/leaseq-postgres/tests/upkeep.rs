@@ -9,8 +9,10 @@ use std::time::Duration;
 use leaseq_async::Config;
 use leaseq_postgres::{open, BytesCodec, PgQueue};
 
-/// A schema of its own: the sizes must be this test's rows only.
-const SCHEMA: &str = "leaseq_test_upkeep";
+/// A schema of its own (this run's, with a suffix): the sizes must be this test's rows only.
+fn schema() -> String {
+    format!("{}_upkeep", common::SCHEMA)
+}
 const LIVE: usize = 2_000;
 const FLOW: usize = 30_000;
 
@@ -19,9 +21,9 @@ async fn index_sizes(db: &tokio_postgres::Client) -> Vec<(String, i64)> {
     db.query(
         "SELECT c.relname::text, pg_relation_size(c.oid)
          FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-         WHERE i.indrelid = 'leaseq_test_upkeep.items'::regclass AND i.indisvalid
+         WHERE i.indrelid = format('%I.items', $1::text)::regclass AND i.indisvalid
          ORDER BY 1",
-        &[],
+        &[&schema()],
     )
     .await
     .expect("index sizes")
@@ -36,7 +38,7 @@ fn total(sizes: &[(String, i64)]) -> i64 {
 
 async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
     let options = common::options()
-        .schema(SCHEMA)
+        .schema(schema())
         .vacuum_after_rows(0) // no upkeep by itself: the test runs it
         .rebuild_bloated_indexes(rebuild);
     open(
@@ -54,6 +56,8 @@ async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
 fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
+        #[allow(non_snake_case)] // the schema as the SQL below names it
+        let SCHEMA = schema();
         let db = common::sql(&url).await;
         db.batch_execute(&format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
             .await
@@ -96,8 +100,11 @@ fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
             ))
             .await;
         assert!(failed.is_err(), "the queue column is not unique");
-        let invalid = "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-             WHERE i.indrelid = 'leaseq_test_upkeep.items'::regclass AND NOT i.indisvalid";
+        let invalid = format!(
+            "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE i.indrelid = '{SCHEMA}.items'::regclass AND NOT i.indisvalid"
+        );
+        let invalid = invalid.as_str();
         let count = |r: tokio_postgres::Row| r.get::<_, i64>(0);
         assert_eq!(count(db.query_one(invalid, &[]).await.expect("count")), 1);
 

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use leaseq_async::{Codec, MemoryStore, Runtime};
+use leaseq_async::{Codec, MemoryStore, Runtime, StoreError};
 use leaseq_core::{DeadLetter, MessageId, RedriveError};
 
+use crate::commit_error::CommitError;
 use crate::journal::Op;
 use crate::store::SqliteStore;
 
@@ -22,15 +23,46 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether a commit failed (I/O error, disk full): the file then no longer follows the
-    /// queue (the queue itself goes on in memory).
+    /// Whether commits are failing now (disk full, the file locked by another connection,
+    /// an I/O error): the writer keeps the failed changes and retries them; meanwhile new
+    /// pushes are refused, receives wait, and operations waiting on a commit fail after
+    /// the commit timeout. `false` again once a retry succeeded.
     pub fn journal_failed(&self) -> bool {
-        self.journal.failed()
+        self.journal.failing()
     }
 
-    /// Completes once every change so far is durable.
-    pub async fn sync(&self) {
+    /// Why the last failed commit failed (kept after a recovery), if any commit failed.
+    pub fn last_commit_error(&self) -> Option<CommitError> {
+        self.journal.last_error()
+    }
+
+    /// Commit attempts that failed so far (each retry counts).
+    pub fn commit_failures(&self) -> u64 {
+        self.journal
+            .failures
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Completes once every change so far is durable; fails (outcome unknown) once they
+    /// have waited the commit timeout while commits fail.
+    pub async fn sync(&self) -> Result<(), StoreError> {
         self.journal.committed(self.journal.last()).await
+    }
+
+    /// Runs `hook` on the writer's SQLite connection before its next commit attempt
+    /// (fault injection: `PRAGMA max_page_count` to fill the "disk", say).
+    #[cfg(feature = "fault-injection")]
+    pub fn on_writer(&self, hook: impl FnOnce(&rusqlite::Connection) + Send + 'static) {
+        self.journal.hook(Box::new(hook))
+    }
+
+    /// Stops the writer at once, as if the process died: nothing queued since its last
+    /// commit is written, the WAL is not checkpointed, and the file's owner lock is
+    /// released (so a crash can be simulated in one process). The queue must not be used
+    /// afterwards.
+    #[cfg(feature = "fault-injection")]
+    pub fn halt(&self) {
+        self.journal.halt()
     }
 
     /// The dead letters, oldest first: a snapshot (each item cloned).
@@ -46,7 +78,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             id: id.get(),
             visible_at: 0,
         }]);
-        self.journal.committed(seq).await;
+        // Not awaited for an error: `RedriveError` has no room for a store failure; the
+        // revive stays queued (see the crate's limits).
+        let _ = self.journal.committed(seq).await;
         Ok(id)
     }
 
@@ -56,7 +90,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let seq = self
             .journal
             .submit(letters.iter().map(|l| Op::Delete { id: l.id.get() }));
-        self.journal.committed(seq).await;
+        // As in `redrive`: the deletes stay queued if the commit is failing.
+        let _ = self.journal.committed(seq).await;
         letters
     }
 }

@@ -1,19 +1,35 @@
-//! The journal: one writer thread that owns the SQLite connection and commits every change
-//! queued since its last commit in one transaction (group commit).
+//! The journal: what the store and its writer thread share. Operations queue their durable
+//! facts ([`Op`]) with a sequence number; the writer (`writer.rs`) commits everything
+//! queued in one transaction and publishes "committed up to N"; waiters complete on that.
+//!
+//! A commit that fails is kept and retried (`writer.rs`): `committed` never passes a failed
+//! op, so nothing later lands past it. While commits fail, `failing` is set (new pushes are
+//! refused, receives wait). The writer numbers its commit attempts (`attempts`) and
+//! publishes `timed_out`, the last failed attempt that began at least
+//! [`Options::commit_timeout`](crate::Options::commit_timeout) ago. A waiter notes the
+//! attempt number when it starts waiting; every later attempt holds its op, so once one of
+//! them has timed out the waiter fails with "outcome unknown" (the op stays queued and
+//! lands if the file recovers). So a wait lasts at most the commit timeout, plus a backoff
+//! (at most 1 s) and a busy timeout, from when it started.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use std::future::Future;
 
 use event_listener::{Event, EventListener, Listener};
+use leaseq_async::StoreError;
 use parking_lot::{Condvar, Mutex};
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
+
+use crate::commit_error::CommitError;
+use crate::lock::OwnerLock;
 
 /// One durable fact about an item.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Op {
     /// Pushed.
     Insert {
@@ -48,7 +64,7 @@ pub(crate) enum Op {
 }
 
 impl Op {
-    fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         match self {
             Op::Insert { id, .. }
             | Op::Taken { id, .. }
@@ -60,48 +76,94 @@ impl Op {
     }
 }
 
-struct Queued {
-    ops: Vec<Op>,
+/// Work run on the writer's connection before its next commit (fault injection).
+pub(crate) type Hook = Box<dyn FnOnce(&Connection) + Send>;
+
+/// What the store hands the writer. Written by the store's operations, read by the writer.
+pub(crate) struct Queued {
+    pub(crate) ops: Vec<Op>,
     /// The sequence number of the last op queued.
-    seq: u64,
-    stop: bool,
+    pub(crate) seq: u64,
+    /// Commit what is queued (within the commit timeout), checkpoint, and end.
+    pub(crate) stop: bool,
+    /// End at once, committing nothing more (a simulated crash).
+    pub(crate) halt: bool,
+    /// Checkpoints (TRUNCATE) asked for; the writer runs one after its next commit.
+    pub(crate) checkpoints_asked: u64,
+    pub(crate) hooks: Vec<Hook>,
 }
 
 /// What the store and the writer thread share.
 pub(crate) struct Journal {
-    queued: Mutex<Queued>,
-    wake: Condvar,
-    /// Every op up to this sequence number is committed.
-    committed: AtomicU64,
-    /// Notified after each commit.
-    on_commit: Event,
-    /// A commit failed (the file is no longer kept up to date).
-    failed: AtomicBool,
-    /// Commits made (for the figures).
+    pub(crate) queued: Mutex<Queued>,
+    pub(crate) wake: Condvar,
+    /// Every op up to this sequence number is committed. Written by the writer.
+    pub(crate) committed: AtomicU64,
+    /// Commit attempts begun. Written by the writer.
+    pub(crate) attempts: AtomicU64,
+    /// The last failed attempt that began `commit_timeout` ago or more (`u64::MAX` once
+    /// the writer gave up at stop): waiters that began before it give up. Written by the
+    /// writer.
+    pub(crate) timed_out: AtomicU64,
+    /// Commits are failing now (set on a failure, cleared on the next success).
+    pub(crate) failing: AtomicBool,
+    /// The last commit failure (kept after a recovery, for the operator).
+    pub(crate) last_error: Mutex<Option<CommitError>>,
+    /// Notified after each commit, each failure and each change of `timed_out`.
+    pub(crate) on_commit: Event,
+    /// The writer ended (stopped, halted, or gave up at stop): nothing more is committed.
+    pub(crate) ended: AtomicBool,
+    /// Commits made.
     pub(crate) commits: AtomicU64,
+    /// Commits that failed (each retry counts).
+    pub(crate) failures: AtomicU64,
+    /// Checkpoints done (those asked for with `checkpoint`).
+    pub(crate) checkpoints: AtomicU64,
+    /// How long a waiter waits for a failing commit.
+    pub(crate) commit_timeout: Duration,
+    /// The owner lock's flag: the last handle is gone, the lock will be released soon.
+    closing: Arc<AtomicBool>,
+    writer: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Journal {
-    /// Starts the writer thread on `conn`.
-    pub(crate) fn start(conn: Connection) -> Arc<Journal> {
+    /// Starts the writer thread on `conn`; it holds `lock` (the file's owner lock) until
+    /// it ends, after the connection is closed.
+    pub(crate) fn start(
+        conn: Connection,
+        lock: OwnerLock,
+        commit_timeout: Duration,
+    ) -> std::io::Result<Arc<Journal>> {
         let journal = Arc::new(Journal {
             queued: Mutex::new(Queued {
                 ops: Vec::new(),
                 seq: 0,
                 stop: false,
+                halt: false,
+                checkpoints_asked: 0,
+                hooks: Vec::new(),
             }),
             wake: Condvar::new(),
             committed: AtomicU64::new(0),
+            attempts: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
+            failing: AtomicBool::new(false),
+            last_error: Mutex::new(None),
             on_commit: Event::new(),
-            failed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             commits: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            commit_timeout,
+            closing: lock.closing(),
+            writer: Mutex::new(None),
         });
         let writer = journal.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("leaseq-sqlite-writer".into())
-            .spawn(move || writer.run(conn))
-            .expect("spawn the leaseq-sqlite writer thread");
-        journal
+            .spawn(move || writer.run(conn, lock))?;
+        *journal.writer.lock() = Some(handle);
+        Ok(journal)
     }
 
     /// Queues `ops`; returns the sequence number to wait for.
@@ -121,26 +183,82 @@ impl Journal {
         self.queued.lock().seq
     }
 
-    pub(crate) fn is_committed(&self, seq: u64) -> bool {
-        self.committed.load(Ordering::Acquire) >= seq
+    /// Whether commits are failing now.
+    pub(crate) fn failing(&self) -> bool {
+        self.failing.load(Ordering::Acquire)
     }
 
-    /// Whether a commit failed (I/O error, disk full): the file stopped following the queue.
-    pub(crate) fn failed(&self) -> bool {
-        self.failed.load(Ordering::Acquire)
+    /// The last commit failure, if any.
+    pub(crate) fn last_error(&self) -> Option<CommitError> {
+        self.last_error.lock().clone()
     }
 
-    /// Ready once `seq` is committed; `listener` keeps the registration between polls.
+    /// The error of a push refused while commits fail.
+    pub(crate) fn refusal(&self) -> StoreError {
+        StoreError::not_done(format!(
+            "the queue file is failing its commits ({}); nothing was queued",
+            self.describe_failure()
+        ))
+    }
+
+    fn describe_failure(&self) -> String {
+        self.last_error()
+            .map_or_else(|| "no commit yet".to_string(), |e| e.to_string())
+    }
+
+    /// The error of a wait that gave up.
+    fn gave_up(&self) -> StoreError {
+        if self.ended.load(Ordering::Acquire) {
+            return StoreError::outcome_unknown(format!(
+                "the queue file's writer has stopped before this change was committed ({})",
+                self.describe_failure()
+            ));
+        }
+        StoreError::outcome_unknown(format!(
+            "not committed within {:?}: {}; the change stays queued and is written if the \
+             file recovers",
+            self.commit_timeout,
+            self.describe_failure()
+        ))
+    }
+
+    /// Wakes everyone waiting on the journal (to look again: the queue closed, say).
+    pub(crate) fn wake_waiters(&self) {
+        self.on_commit.notify(usize::MAX);
+    }
+
+    /// A listener notified after the writer's next commit, failure or give-up.
+    pub(crate) fn listen(&self) -> EventListener {
+        self.on_commit.listen()
+    }
+
+    /// Where a wait starting now stands: it gives up once an attempt after this one has
+    /// timed out.
+    pub(crate) fn wait_start(&self) -> u64 {
+        self.attempts.load(Ordering::Acquire)
+    }
+
+    /// Ready once `seq` is committed (`Ok`), or, with `give_up` (the waiter's
+    /// [`wait_start`](Self::wait_start)), once a commit attempt begun after it has failed
+    /// for the commit timeout (`Err`, outcome unknown); `listener` keeps the registration
+    /// between polls.
     pub(crate) fn poll_committed(
         &self,
         seq: u64,
+        give_up: Option<u64>,
         listener: &mut Option<EventListener>,
         cx: &mut Context<'_>,
-    ) -> Poll<()> {
+    ) -> Poll<Result<(), StoreError>> {
         loop {
-            if self.is_committed(seq) {
+            if self.committed.load(Ordering::Acquire) >= seq {
                 *listener = None;
-                return Poll::Ready(());
+                return Poll::Ready(Ok(()));
+            }
+            if self.ended.load(Ordering::Acquire)
+                || give_up.is_some_and(|start| self.timed_out.load(Ordering::Acquire) > start)
+            {
+                *listener = None;
+                return Poll::Ready(Err(self.gave_up()));
             }
             match listener {
                 Some(l) => {
@@ -154,164 +272,116 @@ impl Journal {
         }
     }
 
-    /// Completes once `seq` is committed.
-    pub(crate) async fn committed(&self, seq: u64) {
+    /// Completes once `seq` is committed, or fails once commits have been failing for the
+    /// commit timeout since this call.
+    pub(crate) fn committed(&self, seq: u64) -> impl Future<Output = Result<(), StoreError>> + '_ {
+        let start = self.wait_start();
         let mut listener = None;
-        std::future::poll_fn(|cx| self.poll_committed(seq, &mut listener, cx)).await
+        std::future::poll_fn(move |cx| self.poll_committed(seq, Some(start), &mut listener, cx))
     }
 
-    /// Blocks this thread until `seq` is committed.
-    pub(crate) fn wait_blocking(&self, seq: u64) {
-        while !self.is_committed(seq) {
+    /// Blocks this thread until `seq` is committed, or commits have been failing for the
+    /// commit timeout since this call.
+    pub(crate) fn wait_blocking(&self, seq: u64) -> Result<(), StoreError> {
+        let start = self.wait_start();
+        loop {
             let l = self.on_commit.listen();
-            if self.is_committed(seq) {
-                break;
+            if self.committed.load(Ordering::Acquire) >= seq {
+                return Ok(());
+            }
+            if self.ended.load(Ordering::Acquire) || self.timed_out.load(Ordering::Acquire) > start
+            {
+                return Err(self.gave_up());
             }
             l.wait();
         }
     }
 
-    /// Asks the writer to commit what is queued and end.
-    pub(crate) fn stop(&self) {
-        self.queued.lock().stop = true;
+    /// Asks the writer for a WAL checkpoint (TRUNCATE) after its next commit; the number to
+    /// wait for.
+    fn ask_checkpoint(&self) -> u64 {
+        let target = {
+            let mut q = self.queued.lock();
+            q.checkpoints_asked += 1;
+            q.checkpoints_asked
+        };
+        self.wake.notify_one();
+        target
+    }
+
+    /// Asks the writer for a WAL checkpoint (TRUNCATE) after everything queued so far is
+    /// committed, and waits for it (or for the commit timeout).
+    pub(crate) async fn checkpoint(&self) -> Result<(), StoreError> {
+        let target = self.ask_checkpoint();
+        self.committed(self.last()).await?;
+        let mut listener: Option<EventListener> = None;
+        std::future::poll_fn(|cx| loop {
+            if self.checkpoints.load(Ordering::Acquire) >= target
+                || self.ended.load(Ordering::Acquire)
+            {
+                return Poll::Ready(());
+            }
+            match &mut listener {
+                Some(l) => {
+                    if std::pin::Pin::new(l).poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    listener = None;
+                }
+                None => listener = Some(self.on_commit.listen()),
+            }
+        })
+        .await;
+        Ok(())
+    }
+
+    /// The last handle is gone: blocks until everything queued so far is committed and the
+    /// WAL checkpointed (or the commit timeout ran out), then marks the owner closing.
+    pub(crate) fn last_handle_gone(&self) {
+        let target = self.ask_checkpoint();
+        if self.wait_blocking(self.last()).is_ok() {
+            loop {
+                let l = self.on_commit.listen();
+                if self.checkpoints.load(Ordering::Acquire) >= target
+                    || self.ended.load(Ordering::Acquire)
+                {
+                    break;
+                }
+                l.wait();
+            }
+        }
+        self.closing.store(true, Ordering::Release);
+    }
+
+    /// Runs `hook` on the writer's connection before its next commit attempt.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn hook(&self, hook: Hook) {
+        self.queued.lock().hooks.push(hook);
         self.wake.notify_one();
     }
 
-    fn run(&self, mut conn: Connection) {
-        // Ops on an item whose insert has not arrived yet (a receiver's journal entry can
-        // overtake its pusher's): applied right after the insert.
-        let mut early: HashMap<u64, Vec<Op>> = HashMap::new();
-        let mut ops = Vec::new();
-        loop {
-            let (seq, stop) = {
-                let mut q = self.queued.lock();
-                while q.ops.is_empty() && !q.stop {
-                    self.wake.wait(&mut q);
-                }
-                std::mem::swap(&mut ops, &mut q.ops);
-                (q.seq, q.stop)
-            };
-            if !ops.is_empty() {
-                if let Err(e) = commit(&mut conn, &mut ops, &mut early) {
-                    if !self.failed.swap(true, Ordering::AcqRel) {
-                        eprintln!(
-                            "leaseq-sqlite: commit failed, the file stops following the queue: {e}"
-                        );
-                    }
-                }
-                ops.clear();
-                self.commits.fetch_add(1, Ordering::Relaxed);
-            }
-            self.committed.store(seq, Ordering::Release);
-            self.on_commit.notify(usize::MAX);
-            if stop {
-                let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
-                return;
+    /// Asks the writer to commit what is queued (retrying a failing commit up to the commit
+    /// timeout), checkpoint and truncate the WAL, close the file and release its lock; waits
+    /// until it has.
+    pub(crate) fn stop(&self) {
+        self.queued.lock().stop = true;
+        self.end();
+    }
+
+    /// Ends the writer at once, committing nothing more (as if the process died); waits.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn halt(&self) {
+        self.queued.lock().halt = true;
+        self.end();
+    }
+
+    fn end(&self) {
+        self.wake.notify_one();
+        let handle = self.writer.lock().take();
+        if let Some(handle) = handle {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
             }
         }
     }
-}
-
-fn commit(
-    conn: &mut Connection,
-    ops: &mut Vec<Op>,
-    early: &mut HashMap<u64, Vec<Op>>,
-) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    // The ids' high-water mark: ids are never reused, even after the newest item was acked.
-    let top = ops
-        .iter()
-        .filter_map(|op| match op {
-            Op::Insert { id, .. } => Some(*id),
-            _ => None,
-        })
-        .max();
-    if let Some(top) = top {
-        tx.prepare_cached(
-            "UPDATE meta SET value = max(CAST(value AS INTEGER), ?1) WHERE key = 'next_id'",
-        )?
-        .execute(params![(top + 1) as i64])?;
-    }
-    for op in ops.drain(..) {
-        apply(&tx, op, early)?;
-    }
-    tx.commit()
-}
-
-fn apply(
-    tx: &rusqlite::Transaction<'_>,
-    op: Op,
-    early: &mut HashMap<u64, Vec<Op>>,
-) -> rusqlite::Result<()> {
-    let id = op.id();
-    let changed = match &op {
-        Op::Insert {
-            id,
-            payload,
-            visible_at,
-            expires_at,
-            priority,
-            key,
-        } => {
-            let mut st = tx.prepare_cached(
-                "INSERT OR REPLACE INTO items (id, payload, attempts, visible_at, expires_at, \
-                 priority, key, leased, dead) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0)",
-            )?;
-            st.execute(params![
-                *id as i64,
-                payload,
-                visible_at,
-                expires_at,
-                priority,
-                key
-            ])?;
-            if let Some(later) = early.remove(id) {
-                for op in later {
-                    apply(tx, op, early)?;
-                }
-            }
-            return Ok(());
-        }
-        Op::Taken { id, attempts } => tx
-            .prepare_cached(
-                "UPDATE items SET attempts = max(attempts, ?2), leased = 1 WHERE id = ?1 AND dead = 0",
-            )?
-            .execute(params![*id as i64, attempts])?,
-        Op::Retry {
-            id,
-            attempts,
-            visible_at,
-            error,
-        } => tx
-            .prepare_cached(
-                "UPDATE items SET attempts = max(attempts, ?2), leased = 0, visible_at = ?3, \
-                 last_error = coalesce(?4, last_error) WHERE id = ?1 AND dead = 0",
-            )?
-            .execute(params![*id as i64, attempts, visible_at, error])?,
-        Op::Dead {
-            id,
-            attempts,
-            reason,
-            error,
-            at,
-        } => tx
-            .prepare_cached(
-                "UPDATE items SET attempts = ?2, leased = 0, dead = 1, reason = ?3, \
-                 last_error = coalesce(?4, last_error), dead_at = ?5 WHERE id = ?1",
-            )?
-            .execute(params![*id as i64, attempts, reason, error, at])?,
-        Op::Delete { id } => tx
-            .prepare_cached("DELETE FROM items WHERE id = ?1")?
-            .execute(params![*id as i64])?,
-        Op::Revive { id, visible_at } => tx
-            .prepare_cached(
-                "UPDATE items SET attempts = 0, leased = 0, dead = 0, reason = NULL, \
-                 dead_at = NULL, visible_at = ?2 WHERE id = ?1",
-            )?
-            .execute(params![*id as i64, visible_at])?,
-    };
-    if changed == 0 {
-        early.entry(id).or_default().push(op);
-    }
-    Ok(())
 }

@@ -44,15 +44,69 @@
 //!
 //! **Size**: acked rows are deleted, and SQLite reuses their pages; the WAL is checkpointed
 //! back into the file every [`Options::wal_autocheckpoint`] pages (and truncated when the
-//! store is dropped). So under steady push/ack the file holds the live items (plus free
+//! store closes). So under steady push/ack the file holds the live items (plus free
 //! pages up to its high-water mark) and does not grow with history; opening it reads only
 //! the live rows and the dead letters.
 //!
-//! **Restart**: [`open`] checks the file read-only first (an `application_id`, a format
-//! version in `user_version`, a magic row): a foreign, corrupt or newer file gives a typed
-//! [`OpenError`] and is left untouched. Times are stored as wall-clock nanoseconds, so a
-//! delayed item keeps its schedule across restarts. Ids are never reused (the file keeps
-//! their high-water mark).
+//! **Restart**: [`open`] checks the file read-only first (SQLite's header, an
+//! `application_id`, a format version in `user_version`, a magic row), then reads every
+//! row before it writes anything: a foreign, empty, corrupt, truncated, read-only or newer
+//! file, or one with a row this version does not write, gives a typed [`OpenError`] and is
+//! left byte-identical. Times are stored as wall-clock nanoseconds, so a delayed item keeps
+//! its schedule across restarts. Ids are never reused (the file keeps their high-water
+//! mark).
+//!
+//! **One owner per file**: [`open`] takes an exclusive `flock` on the sidecar file
+//! `<path>-lock` before it opens or creates the database, and the writer thread holds it
+//! until it has closed the connection. A second open of the same file, from this process or
+//! another, is refused with [`OpenError::Locked`] and touches nothing; the OS releases the
+//! lock when the owner's process dies (`kill -9` included), so the next open succeeds. One
+//! wait: an open that meets a queue of this same process whose last handle is gone (its
+//! store kept a moment longer by the driver's step or a delivery still out) waits for it to
+//! let go, up to [`Options::commit_timeout`] plus [`Options::busy_timeout`], so that dropping
+//! a queue and opening its file again works. The lock file stays on disk.
+//!
+//! # When commits fail
+//!
+//! A commit can fail: the disk is full, another SQLite connection holds the file's write
+//! lock past [`Options::busy_timeout`], an I/O error. The failed commit is kept, never
+//! reported as committed: its changes stay queued, in order, with later ones appended
+//! after them, and the whole batch is retried with a backoff of 10 ms doubling to 1 s, so
+//! nothing later reaches the file past a failed change (no gaps). Meanwhile:
+//!
+//! - new pushes are refused at once, the item handed back:
+//!   [`PushError::Store`](leaseq_async::PushError::Store) with a "not done"
+//!   [`StoreError`](leaseq_async::StoreError) (`try_push`, batches and `push(..).await`
+//!   alike);
+//! - operations waiting on a commit (an awaited push, an ack, nack, dead letter or
+//!   extension, [`SqliteStore::sync`]) fail once commits have failed for
+//!   [`Options::commit_timeout`] since they started waiting (plus at most one backoff and
+//!   one busy timeout), with an "outcome unknown" `StoreError` that carries SQLite's
+//!   words: an awaited push with [`PushError::Unconfirmed`](leaseq_async::PushError),
+//!   a settle with `SettleError::Store`. Their change stays queued and is written if
+//!   the file recovers;
+//! - receives take nothing new and wait; leases already taken are handed out only once
+//!   their attempt is committed, as always (a dropped receive hands them back);
+//! - [`SqliteStore::journal_failed`] says so, [`SqliteStore::last_commit_error`] says why
+//!   (typed: [`CommitErrorKind`]), [`SqliteStore::commit_failures`] counts the attempts.
+//!
+//! Once a retry succeeds everything flows again: the queued changes land, waiters still
+//! waiting complete, pushes are accepted.
+//!
+//! # Closing
+//!
+//! Dropping the last queue handle (the queue, its clones and streams) is a bounded flush:
+//! it blocks until everything accepted so far (fire-and-forget pushes included) is
+//! committed and the WAL checkpointed into the file and truncated, or until commits have
+//! failed for the commit timeout. So a program that drops its queue and returns from `main`
+//! loses nothing, even while a delivery still holds the store. When the store itself goes
+//! (its deliveries too), the writer commits what came since (a failing commit retried for
+//! up to the commit timeout), checkpoints again, closes the file and releases its lock;
+//! that `drop` waits for it too.
+//! `queue.close().await` ([`LeaseQueue::close`]) does the same while the queue is still
+//! held: the queue closes at once, and the await waits until every push, settle and lease
+//! accepted before it is committed, then checkpoints and truncates the WAL (or fails,
+//! outcome unknown, once commits have failed for the commit timeout).
 //!
 //! # What a crash can and cannot lose
 //!
@@ -63,43 +117,56 @@
 //! [`Durability::PowerLoss`] for power loss and OS crashes too.
 //!
 //! A crash can lose what was not yet reported: items pushed with `try_push` (fire and
-//! forget) whose commit had not happened, and settlements whose future had not returned
-//! (the item is then delivered again: at least once, never silently dropped). Leases are
-//! not durable: a lease held at the crash comes back at once on restart, its attempt
-//! counted, whatever its remaining visibility or heartbeat. The [`Stats`] counters and
-//! latency histograms are not kept.
+//! forget) whose commit had not happened, changes whose wait failed with "outcome
+//! unknown", and settlements whose future had not returned (the item is then delivered
+//! again: at least once, never silently dropped). Leases are not durable: a lease held at
+//! the crash comes back at once on restart, its attempt counted, whatever its remaining
+//! visibility or heartbeat. The [`Stats`] counters and latency histograms are not kept.
 //!
 //! # Known limits
 //!
-//! One process at a time per file (the writer thread owns the connection; a second process
-//! opening the same file is not detected). A failed commit (I/O error, disk full) stops
-//! the file following the queue, which goes on in memory
-//! ([`SqliteStore::journal_failed`] says so). All live items are held in memory and read
-//! at open (about 0.65 s for 1M small items here). A codec failure on push hands the item back
+//! The owner lock is a Unix `flock`: on other systems a second opener is not detected.
+//! [`SqliteStore::redrive`], [`SqliteStore::take_dead_letters`] and `cancel` cannot say
+//! that their commit failed (their result types have no room for it): their change
+//! stays queued like any other. All live items are held in memory and read at open (about
+//! 0.65 s for 1M small items here). A codec failure on push hands the item back
 //! ([`PushError::Encode`](leaseq_async::PushError)); a receive cancelled while its leases'
 //! attempts are being committed hands those leases back with reason "dropped" (their
 //! attempt counted: it may be on disk already), so under many cancellations items are
 //! redelivered and can reach the dead letters; times are kept on the runtime's clock, which
 //! starts with the process, so a dead letter's `at` from before the process started reads
 //! as that start (the file keeps the wall-clock time). The counters of [`Stats`] start at
-//! each open (the file keeps items, not history).
+//! each open (the file keeps items, not history): items and dead letters reloaded at open
+//! are counted in `restored` and `restored_dead`, not as pushed.
 //!
 //! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod admin;
+mod check;
+mod commit;
+mod commit_error;
 mod journal;
+mod lock;
 mod open;
+mod open_error;
+mod options;
 mod receive;
+mod restore;
 mod seam;
 mod store;
+mod writer;
 
 // The codecs live in `leaseq-async`, shared by every durable store; re-exported here.
+pub use check::{check_file, APPLICATION_ID, FORMAT_VERSION};
+pub use commit_error::{CommitError, CommitErrorKind};
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
-pub use open::{check_file, open, Durability, OpenError, Options, APPLICATION_ID, FORMAT_VERSION};
+pub use open::open;
+pub use open_error::OpenError;
+pub use options::{Durability, Options};
 pub use receive::SqliteWaiting;
 pub use store::{SqliteStore, SqliteTicket};
 

@@ -3,6 +3,8 @@
 //! handling an item still counts the attempt). A receive dropped in between hands its
 //! leases back.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -58,7 +60,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
 
     /// The receive step shared by `poll_take` and `poll_take_one`: `take` takes leases
     /// from the memory store (`Ready(None)`: closed and drained); they are held in
-    /// `waiting` until their attempts are committed, then handed over.
+    /// `waiting` until their attempts are committed, then handed over. While commits fail
+    /// it takes nothing and waits for the writer to recover; leases already held wait for
+    /// their commit however long it takes (a dropped receive hands them back).
     pub(crate) fn poll_held(
         &self,
         waiting: &mut SqliteWaiting<T>,
@@ -69,6 +73,18 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         ) -> Poll<Option<Vec<Taken<T, MemoryTicket>>>>,
     ) -> Poll<Option<Vec<Taken<T, SqliteTicket>>>> {
         if waiting.held.is_none() {
+            while self.journal.failing() && !self.inner.is_closed() {
+                match &mut waiting.listener {
+                    Some(l) => {
+                        if Pin::new(l).poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                        waiting.listener = None;
+                    }
+                    None => waiting.listener = Some(self.journal.listen()),
+                }
+            }
+            waiting.listener = None;
             let got = match take(&mut waiting.inner, cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => return Poll::Ready(None),
@@ -82,7 +98,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         // A delivery is recorded before it is handed out.
         if self
             .journal
-            .poll_committed(seq, &mut waiting.listener, cx)
+            .poll_committed(seq, None, &mut waiting.listener, cx)
             .is_pending()
         {
             return Poll::Pending;
@@ -91,18 +107,29 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         Poll::Ready(Some(held))
     }
 
-    /// `try_take`: never waits for items, but does wait for their attempts to be committed.
+    /// `try_take`: never waits for items, but does wait for their attempts to be committed
+    /// (up to the commit timeout: then they are handed back and it returns 0). Takes
+    /// nothing while commits fail.
     pub(crate) fn take_now(
         self: &Arc<Self>,
         max: usize,
         heartbeat: bool,
         out: &mut Vec<Taken<T, SqliteTicket>>,
     ) -> usize {
+        if self.journal.failing() {
+            return 0;
+        }
         let mut got = Vec::new();
         let n = self.inner.try_take(max, heartbeat, &mut got);
         if n > 0 {
+            let start = out.len();
             let seq = self.record_taken(got, out);
-            self.journal.wait_blocking(seq);
+            if self.journal.wait_blocking(seq).is_err() {
+                for taken in out.drain(start..) {
+                    self.hand_back(taken.ticket);
+                }
+                return 0;
+            }
         }
         n
     }

@@ -1,7 +1,10 @@
 //! `impl Store for SqliteStore`: every operation runs on the memory store, and what it
-//! changed durably is journaled; settling futures complete once their change is committed.
+//! changed durably is journaled; settling futures (and `synced`) complete once their change
+//! is committed, or fail with an "outcome unknown" `StoreError` once commits have failed
+//! for the commit timeout. Pushes are refused ("not done") while commits fail.
 
 use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -38,18 +41,33 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn close(&self) {
-        self.inner.close()
+        self.inner.close();
+        // Receivers waiting out a commit failure see the close.
+        self.journal.wake_waiters();
     }
 
     fn handle_added(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
         self.inner.handle_added()
     }
 
+    /// The last handle's drop is a bounded flush: it blocks until everything accepted so
+    /// far is committed and the WAL checkpointed (at most the commit timeout while commits
+    /// fail), so a program that drops its queue and returns from `main` keeps its
+    /// fire-and-forget pushes, whichever thread ends up dropping the store.
     fn handle_dropped(&self) {
-        self.inner.handle_dropped()
+        self.inner.handle_dropped();
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.journal.last_handle_gone();
+        }
     }
 
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        // Nothing is accepted while commits fail: it could not be made durable.
+        if self.journal.failing() {
+            let error = self.journal.refusal();
+            return Err(PushError::Store { item, error });
+        }
         // Encoded before any lock is taken.
         let payload = match self.codec.encode(&item) {
             Ok(p) => p,
@@ -94,7 +112,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         leased: bool,
     ) -> impl Future<Output = Result<T, CancelError>> + Send {
         let r = ready_now(self.inner.cancel(id, leased));
-        self.delete_if_ok(id, r)
+        self.delete_cancelled(id, r)
     }
 
     fn try_push_batch(
@@ -167,7 +185,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn ack(&self, ticket: SqliteTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let id = ticket.id;
         let r = ready_now(self.inner.ack(ticket.inner));
-        self.delete_if_ok(id, r)
+        self.delete_acked(id, r)
     }
 
     fn ack_many(
@@ -186,8 +204,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
                 .map(|(id, _)| Op::Delete { id: id.get() }),
         );
         async move {
-            self.journal.committed(seq).await;
-            results
+            match self.journal.committed(seq).await {
+                Ok(()) => results,
+                // The acks stay queued: their outcome is unknown.
+                Err(e) => results
+                    .into_iter()
+                    .map(|r| r.and_then(|_| Err(SettleError::Store(e.clone()))))
+                    .collect(),
+            }
         }
     }
 
@@ -200,12 +224,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         let error = failure.error.clone();
         let r = ready_now(self.inner.nack(ticket.inner, failure));
         let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
-        async move {
-            if let Some(seq) = seq {
-                self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.settled(seq, r)
     }
 
     fn dead_letter(
@@ -215,12 +234,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     ) -> impl Future<Output = Result<u32, SettleError>> + Send {
         let r = ready_now(self.inner.dead_letter(ticket.inner, error));
         let seq = r.is_ok().then(|| self.journal_events());
-        async move {
-            if let Some(seq) = seq {
-                self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.settled(seq, r)
     }
 
     fn extend(
@@ -236,12 +250,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
             Ok(Extended::Released(n)) => Some(self.journal_nacked(id, n, None)),
             _ => None,
         };
-        async move {
-            if let Some(seq) = seq {
-                self.journal.committed(seq).await;
-            }
-            r
-        }
+        self.settled(seq, r)
     }
 
     fn hand_back(&self, ticket: SqliteTicket) {
@@ -282,29 +291,64 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.stats()
     }
 
+    /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the
+    /// file and truncates it after the last commit.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.journal.last();
+        let closed = self.inner.is_closed();
         async move {
-            self.journal.committed(seq).await;
-            Ok(())
+            if closed {
+                self.journal.checkpoint().await
+            } else {
+                self.journal.committed(seq).await
+            }
         }
     }
 }
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
-    /// After an ack or a cancel the memory store accepted: the row goes, and the result is
-    /// given once that is committed (a refused one at once).
-    fn delete_if_ok<U: Send + 'static, E: Send + 'static>(
+    /// A settle's answer: refused at once, or given once its change (`seq`) is committed;
+    /// a store failure (the commit failing for the commit timeout) is `SettleError::Store`,
+    /// outcome unknown (the change stays queued).
+    async fn settled<U: Send + 'static>(
+        &self,
+        seq: Option<u64>,
+        r: Result<U, SettleError>,
+    ) -> Result<U, SettleError> {
+        let done = r?;
+        if let Some(seq) = seq {
+            self.journal.committed(seq).await?;
+        }
+        Ok(done)
+    }
+
+    /// After an ack the memory store accepted: the row goes, and the ack answers once that
+    /// is committed (a refused one at once).
+    fn delete_acked(
         &self,
         id: MessageId,
-        r: Result<U, E>,
-    ) -> impl Future<Output = Result<U, E>> + Send + '_ {
+        r: Result<Acked, SettleError>,
+    ) -> impl Future<Output = Result<Acked, SettleError>> + Send + '_ {
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        self.settled(seq, r)
+    }
+
+    /// After a cancel the memory store accepted: the row goes, and the cancel answers once
+    /// that is committed or its wait gave up (`CancelError` has no room for a store
+    /// failure: the delete stays queued; see the crate's limits).
+    fn delete_cancelled(
+        &self,
+        id: MessageId,
+        r: Result<T, CancelError>,
+    ) -> impl Future<Output = Result<T, CancelError>> + Send + '_ {
         let seq = r
             .is_ok()
             .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
         async move {
             if let Some(seq) = seq {
-                self.journal.committed(seq).await;
+                let _ = self.journal.committed(seq).await;
             }
             r
         }

@@ -4,6 +4,7 @@
 //! methods in `admin.rs`.
 
 use std::future::Future;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -31,6 +32,9 @@ pub struct SqliteStore<T, R, C> {
     /// Wall-clock nanoseconds minus the runtime's clock, fixed at open: times on disk are
     /// wall-clock, so that they mean the same to the next process.
     pub(crate) offset: i128,
+    /// Live queue handles (clones and streams; deliveries do not count), as the memory
+    /// store counts them: the last one's drop flushes.
+    pub(crate) handles: AtomicUsize,
 }
 
 impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
@@ -41,6 +45,11 @@ impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
     }
 }
 
+/// The store itself is gone (its last handle and delivery, and the driver's step): the
+/// writer commits everything queued (a failing commit retried for up to
+/// [`Options::commit_timeout`](crate::Options)), checkpoints and truncates the WAL, closes
+/// the file and releases its owner lock; `drop` waits for it. (The drop of the last queue
+/// handle flushed already: see `handle_dropped` in `seam.rs`.)
 impl<T, R, C> Drop for SqliteStore<T, R, C> {
     fn drop(&mut self) {
         self.journal.stop();

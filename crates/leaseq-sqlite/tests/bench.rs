@@ -101,8 +101,7 @@ fn leaseq(durability: Durability) -> (f64, u64) {
     let rate = ITEMS as f64 / start.elapsed().as_secs_f64();
     let commits = q.store().commits();
     assert_eq!(q.stats().acked, ITEMS as u64);
-    drop(q);
-    std::thread::sleep(Duration::from_millis(100));
+    drop(q); // waits for the writer to close the file
     remove(&path);
     (rate, commits)
 }
@@ -249,8 +248,7 @@ fn push_latency(durability: Durability) -> (Duration, Duration, Duration, usize)
     lat.sort();
     let pct = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize];
     let out = (pct(0.5), pct(0.99), pct(0.999), lat.len());
-    drop(q);
-    std::thread::sleep(Duration::from_millis(100));
+    drop(q); // waits for the writer to close the file
     remove(&path);
     out
 }
@@ -284,12 +282,11 @@ fn open_bytes(path: &Path) -> leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, B
     .unwrap()
 }
 
-/// Drops the queue and gives its writer time to commit, checkpoint and close the file.
+/// Closes the queue (its last commit and the WAL's checkpoint awaited) and drops it (the
+/// writer closes the file before the drop returns).
 fn close_and_settle(q: leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>) {
-    smol::block_on(q.store().sync());
-    q.close();
+    smol::block_on(async { q.close().await }).unwrap();
     drop(q);
-    std::thread::sleep(Duration::from_millis(1500));
 }
 
 #[test]

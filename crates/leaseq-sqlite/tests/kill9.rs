@@ -260,7 +260,7 @@ fn kill9_loses_nothing() {
                 Err(e) => panic!("{} items live, none came in a minute: {e:?}", s.live()),
             }
         }
-        q.store().sync().await;
+        q.store().sync().await.unwrap();
     });
     let dead: BTreeMap<u64, u32> = q
         .store()

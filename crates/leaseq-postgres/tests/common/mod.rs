@@ -31,6 +31,10 @@ pub fn server() -> Option<String> {
             .simple_query("SELECT 1")
             .await
             .map_err(|e| e.to_string())?;
+        static CLEANED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !CLEANED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            drop_leftovers(&client).await;
+        }
         Ok::<(), String>(())
     });
     match reached {
@@ -65,8 +69,73 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// The schema the tests' queues live in.
-pub const SCHEMA: &str = "leaseq_test";
+/// The schema the tests' queues live in: one per test process, `leaseq_test_<pid>_<nanos>`,
+/// so that two runs against one database never share tables (they deadlocked in the
+/// upkeep test when they did). Written `{SCHEMA}` in SQL; `.schema(SCHEMA)` in options.
+/// Schemas of earlier runs whose process is gone are dropped by [`server`].
+pub const SCHEMA: Schema = Schema;
+
+/// The type of [`SCHEMA`]: its name is made once per process, on first use.
+#[derive(Clone, Copy, Debug)]
+pub struct Schema;
+
+impl Schema {
+    /// This process's schema name.
+    pub fn name(self) -> &'static str {
+        static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        NAME.get_or_init(|| {
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            format!("{RUN_PREFIX}{}_{nanos}", std::process::id())
+        })
+    }
+}
+
+impl std::fmt::Display for Schema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<Schema> for String {
+    fn from(s: Schema) -> String {
+        s.name().to_string()
+    }
+}
+
+/// How every test run's schema names begin (then the process id).
+pub const RUN_PREFIX: &str = "leaseq_test_";
+
+/// Drops the schemas of earlier test runs whose process is no longer alive (on systems with
+/// `/proc`; elsewhere none): a run that ended normally or not leaves nothing behind for
+/// long. A schema whose process lives (a run going on now) is never touched.
+async fn drop_leftovers(client: &tokio_postgres::Client) {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(rows) = client
+        .query(
+            "SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, $1)",
+            &[&RUN_PREFIX],
+        )
+        .await
+    else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let pid = name[RUN_PREFIX.len()..].split('_').next().unwrap_or("");
+        let gone = pid.parse::<u32>().is_ok_and(|pid| {
+            pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if gone {
+            let _ = client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE"))
+                .await;
+        }
+    }
+}
 /// How long any one wait may take before a test fails (the machine may be busy).
 pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(15);
 

@@ -1,0 +1,400 @@
+//! A loopback TCP proxy between the store and the server that, driven by a seed, breaks
+//! connections at the end of a client request (a `Sync` or a simple `Query` message of the
+//! PostgreSQL protocol): every statement the store runs (pushes, claims, heartbeats,
+//! settles, the rescuer) is one or more such requests on the same pooled connections.
+//!
+//! - **Lost reply**: the request is forwarded, its reply (and every reply still due on that
+//!   connection) swallowed, then both sides reset: the statement ran, the client never
+//!   hears of it.
+//! - **Reset**: both sides reset at once, the request forwarded first or not (a coin
+//!   toss): the statement ran, may run, or never reached the server.
+//! - **Stall**: nothing moves either way for a while, then everything goes on.
+//!
+//! Faults of each kind are injected until the kind's quota is met; the counts say how many.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The kinds of fault, in the order of [`Proxy::counts`].
+pub(crate) const KINDS: [&str; 3] = ["lost reply", "reset", "stall"];
+
+/// The seeded generator of the fault decisions (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// True one time in `n`.
+    fn one_in(&mut self, n: u64) -> bool {
+        self.next() % n.max(1) == 0
+    }
+}
+
+/// What the proxy does to one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    None,
+    LostReply,
+    Reset { forward: bool },
+    Stall(Duration),
+}
+
+/// The proxy's shared state: the seed's generator, the quotas and the counts.
+pub(crate) struct Proxy {
+    /// The address the store connects to.
+    pub(crate) port: u16,
+    rng: Mutex<Rng>,
+    /// One request in `one_in` is faulted (while quotas remain).
+    one_in: u64,
+    quota: u64,
+    counts: [AtomicU64; 3],
+    /// Requests seen, for the report.
+    pub(crate) requests: AtomicU64,
+    /// Cleared to stop injecting (the end of a run: the check needs a calm server).
+    pub(crate) armed: AtomicBool,
+    /// The longest stall.
+    max_stall: Duration,
+    /// A statement text (a part of it) whose next request's reply is lost, once.
+    pub(crate) target: Mutex<Option<Vec<u8>>>,
+    /// While set, the server is out of reach: new connections are reset at once, open ones
+    /// at their next request.
+    pub(crate) blocked: AtomicBool,
+}
+
+impl Proxy {
+    /// Starts a proxy to `upstream` on a free loopback port: `quota` faults of each kind at
+    /// most, one request in `one_in` faulted.
+    pub(crate) async fn start(
+        upstream: &str,
+        seed: u64,
+        quota: u64,
+        one_in: u64,
+        max_stall: Duration,
+    ) -> Arc<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let proxy = Arc::new(Proxy {
+            port,
+            rng: Mutex::new(Rng(seed)),
+            one_in,
+            quota,
+            counts: Default::default(),
+            requests: AtomicU64::new(0),
+            armed: AtomicBool::new(true),
+            max_stall,
+            target: Mutex::new(None),
+            blocked: AtomicBool::new(false),
+        });
+        let upstream = upstream.to_string();
+        let p = proxy.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                if p.blocked.load(Ordering::Acquire) {
+                    #[allow(deprecated)] // a zero linger resets at once, never blocks
+                    let _ = client.set_linger(Some(Duration::ZERO));
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream).await else {
+                    continue;
+                };
+                tokio::spawn(Conn::run(p.clone(), client, server));
+            }
+        });
+        proxy
+    }
+
+    /// Faults injected so far, by kind ([`KINDS`]).
+    pub(crate) fn counts(&self) -> [u64; 3] {
+        std::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed))
+    }
+
+    /// Where the store connects to reach the server at `direct` through this proxy.
+    pub(crate) fn config(&self, direct: &tokio_postgres::Config) -> tokio_postgres::Config {
+        let mut via = tokio_postgres::Config::new();
+        via.host("127.0.0.1").port(self.port);
+        if let Some(user) = direct.get_user() {
+            via.user(user);
+        }
+        if let Some(db) = direct.get_dbname() {
+            via.dbname(db);
+        }
+        via
+    }
+
+    /// The `host:port` of the server at `direct`.
+    pub(crate) fn upstream(direct: &tokio_postgres::Config) -> String {
+        let host = match direct.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "127.0.0.1".to_string(),
+        };
+        let port = direct.get_ports().first().copied().unwrap_or(5432);
+        format!("{host}:{port}")
+    }
+
+    /// Loses the reply of the next request that runs a statement containing `part`.
+    pub(crate) fn lose_next_reply(&self, part: &str) {
+        *self.target.lock() = Some(part.as_bytes().to_vec());
+    }
+
+    /// Whether the targeted statement's reply is still to be lost.
+    pub(crate) fn target_pending(&self) -> bool {
+        self.target.lock().is_some()
+    }
+
+    /// Whether `text` is the targeted statement.
+    fn targets(&self, text: &[u8]) -> bool {
+        self.target
+            .lock()
+            .as_deref()
+            .is_some_and(|t| contains(text, t))
+    }
+
+    /// Whether every quota is met.
+    pub(crate) fn done(&self) -> bool {
+        self.counts().iter().all(|c| *c >= self.quota)
+    }
+
+    /// The fault for the next request (`insert`: it runs the writer's insert, whose lost
+    /// replies are the ones that could make a duplicate: one in four is lost).
+    fn decide(&self, insert: bool) -> Fault {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        if !self.armed.load(Ordering::Relaxed) {
+            return Fault::None;
+        }
+        let mut rng = self.rng.lock();
+        if insert && self.counts[0].load(Ordering::Relaxed) < self.quota && rng.one_in(4) {
+            self.counts[0].fetch_add(1, Ordering::Relaxed);
+            return Fault::LostReply;
+        }
+        if !rng.one_in(self.one_in) {
+            return Fault::None;
+        }
+        let left: Vec<usize> = (0..3)
+            .filter(|k| self.counts[*k].load(Ordering::Relaxed) < self.quota)
+            .collect();
+        if left.is_empty() {
+            return Fault::None;
+        }
+        let kind = left[(rng.next() % left.len() as u64) as usize];
+        self.counts[kind].fetch_add(1, Ordering::Relaxed);
+        match kind {
+            0 => Fault::LostReply,
+            1 => Fault::Reset {
+                forward: rng.one_in(2),
+            },
+            _ => {
+                let ms = self.max_stall.as_millis().max(1) as u64;
+                Fault::Stall(Duration::from_millis(rng.next() % ms + 1))
+            }
+        }
+    }
+}
+
+/// Whether `hay` contains `needle`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// One proxied connection.
+struct Conn {
+    /// Requests forwarded minus `ReadyForQuery` replies seen: replies still due.
+    due: AtomicUsize,
+    /// Set by a lost reply: the server's bytes are no longer forwarded.
+    swallow: AtomicBool,
+    /// While set, nothing moves (a stall).
+    stalled: tokio::sync::RwLock<()>,
+}
+
+impl Conn {
+    async fn run(proxy: Arc<Proxy>, client: TcpStream, server: TcpStream) {
+        for s in [&client, &server] {
+            let _ = s.set_nodelay(true);
+            // Every close is a reset. (Deprecated as a linger may block on drop; a zero
+            // linger never does: it resets at once.)
+            #[allow(deprecated)]
+            let _ = s.set_linger(Some(Duration::ZERO));
+        }
+        let conn = Arc::new(Conn {
+            due: AtomicUsize::new(0),
+            swallow: AtomicBool::new(false),
+            stalled: tokio::sync::RwLock::new(()),
+        });
+        let (mut cr, cw) = client.into_split();
+        let (sr, mut sw) = server.into_split();
+        let down = tokio::spawn(conn.clone().server_to_client(sr, cw));
+        // Client to server: messages parsed, each request's fault decided at its end.
+        let mut buf: Vec<u8> = Vec::new();
+        let mut startup = true;
+        // Prepared statements' texts by name, and whether the request being read runs the
+        // writer's insert, or the statement a test targets.
+        let mut statements: std::collections::HashMap<Vec<u8>, Vec<u8>> = Default::default();
+        let (mut insert, mut targeted) = (false, false);
+        let mut chunk = vec![0u8; 64 * 1024];
+        'outer: loop {
+            let n = match cr.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            buf.extend_from_slice(&chunk[..n]);
+            // Forward whole messages; decide at each Sync or Query.
+            loop {
+                let (len, kind) = if startup {
+                    if buf.len() < 8 {
+                        break;
+                    }
+                    let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+                    let code = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
+                    // An SSL or GSS request is followed by the startup message.
+                    if code != 80_877_103 && code != 80_877_104 {
+                        startup = false;
+                    }
+                    (len, 0u8)
+                } else {
+                    if buf.len() < 5 {
+                        break;
+                    }
+                    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize + 1;
+                    (len, buf[0])
+                };
+                if buf.len() < len {
+                    break;
+                }
+                let msg: Vec<u8> = buf.drain(..len).collect();
+                let fields = |at: usize| -> Vec<&[u8]> { msg[at..].split(|b| *b == 0).collect() };
+                match kind {
+                    // Parse: statement name, then its text.
+                    b'P' => {
+                        let f = fields(5);
+                        if f.len() > 1 {
+                            statements.insert(f[0].to_vec(), f[1].to_vec());
+                        }
+                    }
+                    // Bind: portal name, then the statement's.
+                    b'B' => {
+                        let f = fields(5);
+                        if let Some(text) = f.get(1).and_then(|name| statements.get(*name)) {
+                            insert |= contains(text, b"INSERT INTO") && contains(text, b".items");
+                            targeted |= proxy.targets(text);
+                        }
+                    }
+                    _ => {}
+                }
+                let request = kind == b'S' || kind == b'Q';
+                let fault = if request {
+                    let f = if proxy.blocked.load(Ordering::Acquire) {
+                        Fault::Reset { forward: false }
+                    } else if targeted && proxy.target.lock().take().is_some() {
+                        Fault::LostReply
+                    } else {
+                        proxy.decide(insert)
+                    };
+                    (insert, targeted) = (false, false);
+                    f
+                } else {
+                    Fault::None
+                };
+                match fault {
+                    Fault::None => {
+                        let _guard = conn.stalled.read().await;
+                        if sw.write_all(&msg).await.is_err() {
+                            break 'outer;
+                        }
+                        if request {
+                            conn.due.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                    Fault::Stall(d) => {
+                        let guard = conn.stalled.write().await;
+                        tokio::time::sleep(d).await;
+                        drop(guard);
+                        if sw.write_all(&msg).await.is_err() {
+                            break 'outer;
+                        }
+                        conn.due.fetch_add(1, Ordering::AcqRel);
+                    }
+                    Fault::LostReply => {
+                        conn.swallow.store(true, Ordering::Release);
+                        if sw.write_all(&msg).await.is_err() {
+                            break 'outer;
+                        }
+                        conn.due.fetch_add(1, Ordering::AcqRel);
+                        // Every reply due arrives (and is swallowed), then the reset.
+                        for _ in 0..400 {
+                            if conn.due.load(Ordering::Acquire) == 0 {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        break 'outer;
+                    }
+                    Fault::Reset { forward } => {
+                        if forward {
+                            let _ = sw.write_all(&msg).await;
+                        }
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        // Both sides closed with a reset (linger zero).
+        down.abort();
+    }
+
+    /// Server to client: forwarded message by message (`ReadyForQuery` counted), swallowed
+    /// after a lost reply.
+    async fn server_to_client(
+        self: Arc<Self>,
+        mut sr: tokio::net::tcp::OwnedReadHalf,
+        mut cw: tokio::net::tcp::OwnedWriteHalf,
+    ) {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = match sr.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            buf.extend_from_slice(&chunk[..n]);
+            let mut upto = 0;
+            while buf.len() - upto >= 5 {
+                let len = u32::from_be_bytes([
+                    buf[upto + 1],
+                    buf[upto + 2],
+                    buf[upto + 3],
+                    buf[upto + 4],
+                ]) as usize
+                    + 1;
+                if buf.len() - upto < len {
+                    break;
+                }
+                if buf[upto] == b'Z' {
+                    let _ = self
+                        .due
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |d| d.checked_sub(1));
+                }
+                upto += len;
+            }
+            let msgs: Vec<u8> = buf.drain(..upto).collect();
+            if self.swallow.load(Ordering::Acquire) {
+                continue;
+            }
+            let _guard = self.stalled.read().await;
+            if cw.write_all(&msgs).await.is_err() {
+                break;
+            }
+        }
+    }
+}

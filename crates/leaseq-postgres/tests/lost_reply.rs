@@ -1,0 +1,168 @@
+//! Settles whose reply is lost (the statement ran; the connection reset before its answer
+//! came back), one at a time through the fault proxy (`faults/proxy.rs`): each says what
+//! really happened, or a typed "outcome unknown", never a wrong definite answer. An ack
+//! retried after its lost reply finds its row gone: outcome unknown, not `AlreadyAcked`; a
+//! nack or dead letter finds its row moved as it moves it: done. And a push the server
+//! cannot take within the commit timeout is `Unconfirmed`, kept, and committed later.
+
+mod common;
+
+#[path = "faults/proxy.rs"]
+mod proxy;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leaseq_async::{Config, Nacked, PushError};
+use leaseq_postgres::{open_with, BytesCodec, PgDelivery, PgQueue};
+
+use common::{PATIENCE, SCHEMA};
+
+/// A queue whose connections go through a proxy that injects nothing until told.
+async fn proxied(
+    url: &str,
+    options: leaseq_postgres::Options,
+) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>) {
+    let direct: tokio_postgres::Config = url.parse().expect("url");
+    let proxy = proxy::Proxy::start(
+        &proxy::Proxy::upstream(&direct),
+        1,
+        0,
+        1,
+        Duration::from_millis(1),
+    )
+    .await;
+    let q = open_with(
+        proxy.config(&direct),
+        &common::unique("lost-reply"),
+        Config::new(Duration::from_secs(30)),
+        options,
+        BytesCodec,
+    )
+    .await
+    .expect("open");
+    (proxy, q)
+}
+
+/// [`proxied`], and one item delivered from it.
+async fn delivered(url: &str) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>, PgDelivery<Vec<u8>>) {
+    let (proxy, q) = proxied(url, common::options()).await;
+    q.push(b"job".to_vec()).await.expect("push");
+    let d = common::receive(&q).await;
+    (proxy, q, d)
+}
+
+/// `(state, attempts)` of the row, `None` once it is gone.
+async fn row(url: &str, id: leaseq_async::MessageId) -> Option<(i16, i32)> {
+    let db = common::sql(url).await;
+    db.query_opt(
+        &format!("SELECT state, attempts FROM {SCHEMA}.items WHERE id = $1"),
+        &[&(id.get() as i64)],
+    )
+    .await
+    .expect("read the row")
+    .map(|r| (r.get(0), r.get(1)))
+}
+
+#[test]
+fn an_ack_whose_reply_was_lost_is_outcome_unknown_not_already_acked() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, _q, d) = delivered(&url).await;
+        let id = d.id();
+        proxy.lose_next_reply("USING unnest");
+        let r = tokio::time::timeout(PATIENCE, d.ack())
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the ack's reply was lost");
+        assert!(r.as_ref().is_err_and(|e| e.is_outcome_unknown()), "{r:?}");
+        assert_eq!(row(&url, id).await, None, "the lost try deleted the row");
+    });
+}
+
+#[test]
+fn a_nack_whose_reply_was_lost_reports_the_retry_it_made() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, _q, d) = delivered(&url).await;
+        let id = d.id();
+        proxy.lose_next_reply("reason = $4, last_error = COALESCE($5");
+        let r = tokio::time::timeout(PATIENCE, d.nack("failed"))
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the nack's reply was lost");
+        assert!(
+            matches!(r, Ok(Nacked::Retrying { attempts: 1, .. })),
+            "{r:?}"
+        );
+        assert_eq!(
+            row(&url, id).await,
+            Some((0, 1)),
+            "waiting again, once tried"
+        );
+    });
+}
+
+#[test]
+fn a_dead_letter_whose_reply_was_lost_reports_the_dead_letter_it_made() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, _q, d) = delivered(&url).await;
+        let id = d.id();
+        proxy.lose_next_reply("reason = $3, last_error = $4,");
+        let r = tokio::time::timeout(PATIENCE, d.dead_letter("poison"))
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the dead letter's reply was lost");
+        assert_eq!(r, Ok(1));
+        assert_eq!(row(&url, id).await, Some((2, 1)), "a dead letter");
+    });
+}
+
+#[test]
+fn a_push_the_server_cannot_take_in_time_is_unconfirmed_then_committed() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let options = common::options().commit_timeout(Duration::from_millis(500));
+        let (proxy, q) = proxied(&url, options).await;
+        proxy
+            .blocked
+            .store(true, std::sync::atomic::Ordering::Release);
+        let r = tokio::time::timeout(PATIENCE, q.push(b"during".to_vec()))
+            .await
+            .expect("the push gives up after the commit timeout");
+        let Err(PushError::Unconfirmed { id, error }) = r else {
+            panic!("{r:?}")
+        };
+        assert!(error.is_outcome_unknown(), "{error:?}");
+        assert_eq!(row(&url, id).await, None, "not committed yet");
+        // The server is back: the queue kept the row and commits it.
+        proxy
+            .blocked
+            .store(false, std::sync::atomic::Ordering::Release);
+        let d = common::receive(&q).await;
+        assert_eq!((d.id(), d.item().as_slice()), (id, b"during".as_slice()));
+        assert!(d.ack().await.is_ok());
+    });
+}
+
+#[test]
+fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (proxy, q) = proxied(&url, common::options()).await;
+        let id = q
+            .push_delayed(b"later".to_vec(), Duration::from_secs(60))
+            .await
+            .expect("push");
+        // The delete's reply is lost: its transaction never commits (the connection is
+        // gone), and the cancel is tried again on another.
+        proxy.lose_next_reply("DELETE FROM");
+        let r = tokio::time::timeout(PATIENCE, q.cancel(id))
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the delete's reply was lost");
+        assert_eq!(r.as_deref(), Ok(b"later".as_slice()));
+        assert_eq!(row(&url, id).await, None, "cancelled");
+    });
+}

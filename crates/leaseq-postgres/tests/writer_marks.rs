@@ -1,0 +1,60 @@
+//! The writers' committed-id watermarks (`writer_marks`, what makes a retried insert skip
+//! the rows its lost try committed): a push raises its writer's mark to the id it got; the
+//! upkeep forgets the marks of writers that committed nothing for 30 days and keeps the
+//! others.
+
+mod common;
+
+use std::time::Duration;
+
+use leaseq_async::Config;
+use leaseq_postgres::{open, BytesCodec};
+
+use common::SCHEMA;
+
+/// The mark of writer `instance`, if it has one.
+async fn mark(db: &tokio_postgres::Client, instance: i64) -> Option<i64> {
+    let q = format!("SELECT top FROM {SCHEMA}.writer_marks WHERE instance = $1");
+    db.query_opt(&q, &[&instance])
+        .await
+        .expect("read the mark")
+        .map(|r| r.get::<_, i64>(0))
+}
+
+#[test]
+fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = open::<Vec<u8>, _>(
+            &url,
+            &common::unique("marks"),
+            Config::new(Duration::from_secs(30)),
+            common::options().vacuum_after_rows(0),
+            BytesCodec,
+        )
+        .await
+        .expect("open");
+        let first = q.push(b"a".to_vec()).await.expect("push");
+        let last = q.push(b"b".to_vec()).await.expect("push");
+        let db = common::sql(&url).await;
+        let instance = (last.get() >> 32) as i64;
+        assert!(first < last);
+        assert_eq!(mark(&db, instance).await, Some(last.get() as i64), "raised");
+
+        // A writer gone for 31 days, and one seen a day ago.
+        db.execute(
+            &format!(
+                "INSERT INTO {SCHEMA}.writer_marks (instance, top, below, at) VALUES
+                 (2000000001, 1, 0, now() - interval '31 days'),
+                 (2000000002, 1, 0, now() - interval '1 day')"
+            ),
+            &[],
+        )
+        .await
+        .expect("old marks");
+        q.store().run_upkeep().await.expect("upkeep");
+        assert_eq!(mark(&db, 2000000001).await, None, "forgotten");
+        assert_eq!(mark(&db, 2000000002).await, Some(1), "kept");
+        assert_eq!(mark(&db, instance).await, Some(last.get() as i64), "kept");
+    });
+}

@@ -1,0 +1,174 @@
+//! Reading a queue file's rows back into a fresh core at open: live items and dead letters,
+//! the leases the previous process held (back at once, their attempt counted), and the ids'
+//! high-water mark. Nothing is written here: the fixes for the leases cut by the previous
+//! process are returned as ops, committed by `open` once every row was read.
+
+use leaseq_async::Codec;
+use leaseq_core::{MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey};
+use rusqlite::types::Value;
+use rusqlite::Connection;
+
+use crate::journal::Op;
+use crate::open_error::OpenError;
+
+/// One row of `items`, as stored.
+struct Row {
+    id: u64,
+    payload: Vec<u8>,
+    attempts: u32,
+    visible_at: i64,
+    expires_at: Option<i64>,
+    priority: u8,
+    key: Option<Vec<u8>>,
+    leased: bool,
+    last_error: Option<String>,
+    dead: bool,
+    reason: Option<i64>,
+    dead_at: Option<i64>,
+}
+
+fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
+    let id: i64 = row.get(0)?;
+    let bad = |e: rusqlite::Error| OpenError::BadRow {
+        row: format!("item {id}"),
+        why: e.to_string(),
+    };
+    if id < 0 {
+        return Err(OpenError::BadRow {
+            row: format!("item {id}"),
+            why: "a negative id".into(),
+        });
+    }
+    Ok(Row {
+        id: id as u64,
+        payload: row.get(1).map_err(bad)?,
+        attempts: row.get(2).map_err(bad)?,
+        visible_at: row.get(3).map_err(bad)?,
+        expires_at: row.get(4).map_err(bad)?,
+        priority: row.get(5).map_err(bad)?,
+        key: row.get(6).map_err(bad)?,
+        leased: row.get(7).map_err(bad)?,
+        last_error: row.get(8).map_err(bad)?,
+        dead: row.get(9).map_err(bad)?,
+        reason: row.get(10).map_err(bad)?,
+        dead_at: row.get(11).map_err(bad)?,
+    })
+}
+
+/// The ids' high-water mark in `meta`: a non-negative integer, or the file is refused.
+pub(crate) fn next_id(conn: &Connection) -> Result<u64, OpenError> {
+    let bad = |why: String| OpenError::BadRow {
+        row: "meta next_id".into(),
+        why,
+    };
+    let value: Value = conn
+        .query_row("SELECT value FROM meta WHERE key = 'next_id'", [], |r| {
+            r.get(0)
+        })
+        .map_err(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => bad("missing".into()),
+            e => OpenError::from_sqlite(e),
+        })?;
+    match value {
+        Value::Integer(n) if n >= 0 => Ok(n as u64),
+        other => Err(bad(format!("{other:?} is not a non-negative integer"))),
+    }
+}
+
+/// Restores every row of `items` into `core`; returns the ops that record, for leases the
+/// previous process held, that they came back (or became dead letters).
+pub(crate) fn restore_rows<T, C: Codec<T>>(
+    conn: &Connection,
+    core: &mut Queue<T>,
+    codec: &C,
+    now: Timestamp,
+    offset: i128,
+) -> Result<Vec<Op>, OpenError> {
+    let max_attempts = core.config().max_attempts();
+    let from_disk = |t: i64| -> Timestamp {
+        let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
+        Timestamp::from_nanos(ns)
+    };
+    let mut fixes = Vec::new();
+    let mut st = conn.prepare(
+        "SELECT id, payload, attempts, visible_at, expires_at, priority, key, leased, \
+         last_error, dead, reason, dead_at FROM items ORDER BY id",
+    )?;
+    let mut rows = st.query([])?;
+    while let Some(row) = rows.next()? {
+        let r = read_row(row)?;
+        let id = r.id;
+        let item = codec
+            .decode(&r.payload)
+            .map_err(|error| OpenError::Decode { id, error })?;
+        let key = r.key.and_then(UniqueKey::new);
+        let expires_at = r.expires_at.map(from_disk);
+        let restart = r.leased && !r.dead;
+        if r.dead || (restart && r.attempts >= max_attempts) {
+            let (reason, last_error, at) = if r.dead {
+                (
+                    // An unknown code (a newer version's reason) reads as "dropped".
+                    r.reason
+                        .and_then(|c| u8::try_from(c).ok())
+                        .and_then(Reason::from_code)
+                        .unwrap_or(Reason::Dropped),
+                    r.last_error,
+                    r.dead_at.map_or(now, from_disk),
+                )
+            } else {
+                // Its last lease was cut by the process dying.
+                let reason = Reason::Dropped;
+                let error = Some("process restart".to_string());
+                fixes.push(Op::Dead {
+                    id,
+                    attempts: r.attempts,
+                    reason: reason.code(),
+                    error: error.clone(),
+                    at: (now.as_nanos() as i128 + offset) as i64,
+                });
+                (reason, error, now)
+            };
+            core.restore_dead_letter(RestoredDeadLetter {
+                id: MessageId::new(id),
+                item,
+                attempts: r.attempts,
+                reason,
+                last_error,
+                at,
+                expires_at,
+                priority: r.priority,
+                key,
+            })
+            .map_err(OpenError::Restore)?;
+        } else {
+            let (visible_at, last_error) = if restart {
+                // The lease the dead process held comes back at once, its attempt counted
+                // (it was recorded before the delivery was handed out).
+                fixes.push(Op::Retry {
+                    id,
+                    attempts: r.attempts,
+                    visible_at: 0,
+                    error: Some("process restart".into()),
+                });
+                (now, Some("process restart".to_string()))
+            } else {
+                (from_disk(r.visible_at), r.last_error)
+            };
+            core.restore(
+                Restored {
+                    id: MessageId::new(id),
+                    item,
+                    attempts: r.attempts,
+                    visible_at,
+                    expires_at,
+                    priority: r.priority,
+                    key,
+                    last_error,
+                },
+                now,
+            )
+            .map_err(OpenError::Restore)?;
+        }
+    }
+    Ok(fixes)
+}

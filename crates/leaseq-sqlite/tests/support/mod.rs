@@ -1,0 +1,130 @@
+//! What the SQLite tests share: temporary paths, opening a queue of bytes, re-running this
+//! test binary as a child process.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use leaseq_async::Config;
+use leaseq_smol::SmolRuntime;
+use leaseq_sqlite::{open, BytesCodec, OpenError, Options, SqliteQueue};
+
+pub(crate) mod log;
+
+/// A durable queue of bytes on smol.
+pub(crate) type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
+
+/// A fresh path in the temp directory (nothing there yet).
+pub(crate) fn temp(name: &str) -> PathBuf {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let p = std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()));
+    remove(&p);
+    p
+}
+
+/// Removes the queue file and its sidecars (WAL, shared memory, lock).
+pub(crate) fn remove(p: &Path) {
+    for suffix in ["", "-wal", "-shm", "-lock", "-journal"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+}
+
+/// The core config of these tests.
+pub(crate) fn config() -> Config {
+    Config::new(Duration::from_secs(30)).with_max_attempts(5)
+}
+
+/// Opens `path` with `options`.
+pub(crate) fn open_with(path: &Path, options: Options) -> Result<Queue, OpenError> {
+    open(path, config(), options, BytesCodec, SmolRuntime::global())
+}
+
+/// Opens `path` with the default options.
+pub(crate) fn open_default(path: &Path) -> Result<Queue, OpenError> {
+    open_with(path, Options::default())
+}
+
+/// Runs this test binary's test `name` alone as a child process, with `env`; returns its
+/// exit status and what it printed.
+pub(crate) fn run_child(
+    name: &str,
+    env: &[(&str, String)],
+    uid: Option<u32>,
+) -> (std::process::ExitStatus, String) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--exact", name, "--test-threads=1", "--nocapture"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(uid) = uid {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(uid).gid(uid);
+    }
+    let out = cmd.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status, text)
+}
+
+/// A one-word name of an open error, for children to print and parents to compare.
+pub(crate) fn kind(e: &OpenError) -> &'static str {
+    match e {
+        OpenError::NotAQueue(_) => "NotAQueue",
+        OpenError::Corrupt(_) => "Corrupt",
+        OpenError::ReadOnly(_) => "ReadOnly",
+        OpenError::Locked(_) => "Locked",
+        OpenError::NewerVersion { .. } => "NewerVersion",
+        OpenError::BadRow { .. } => "BadRow",
+        OpenError::Config(_) => "Config",
+        OpenError::Decode { .. } => "Decode",
+        OpenError::Restore(_) => "Restore",
+        OpenError::Io(_) => "Io",
+        OpenError::Sqlite(_) => "Sqlite",
+        _ => "other",
+    }
+}
+
+/// Fills the "disk" under the writer: its free pages are taken by a filler row and
+/// `max_page_count` is cut to the file's size, so the next commit that needs a new page
+/// fails with `SQLITE_FULL` (no root, no small filesystem needed).
+#[cfg(feature = "fault-injection")]
+pub(crate) fn fill_disk(q: &Queue) {
+    q.store().on_writer(|c| {
+        let _ = c.execute_batch(
+            "CREATE TABLE IF NOT EXISTS filler (x BLOB);
+             INSERT INTO filler SELECT zeroblob((SELECT freelist_count FROM pragma_freelist_count)
+                 * (SELECT page_size FROM pragma_page_size));
+             PRAGMA max_page_count = 1;",
+        );
+    });
+}
+
+/// Gives the "disk" its space back (see [`fill_disk`]).
+#[cfg(feature = "fault-injection")]
+pub(crate) fn free_disk(q: &Queue) {
+    q.store().on_writer(|c| {
+        let _ = c.execute_batch("PRAGMA max_page_count = 1073741823; DELETE FROM filler;");
+    });
+}
+
+/// Every item the file at `path` holds, live or dead, as (id, attempts), read by a
+/// plain SQLite connection (the queue must be closed).
+pub(crate) fn rows(path: &Path) -> Vec<(u64, u32, bool, Vec<u8>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut st = conn
+        .prepare("SELECT id, attempts, dead, payload FROM items ORDER BY id")
+        .unwrap();
+    let rows = st
+        .query_map([], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
