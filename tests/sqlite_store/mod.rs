@@ -43,7 +43,7 @@ impl Sqlite {
     /// Removes the files of the queues made so far (open ones keep working on Unix).
     pub(crate) fn remove_files(&self) {
         for p in self.files.lock().unwrap().drain(..) {
-            for suffix in ["", "-wal", "-shm"] {
+            for suffix in ["", "-wal", "-shm", "-lock"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
             }
         }

@@ -35,7 +35,7 @@ fn temp(name: &str) -> PathBuf {
 }
 
 fn remove(p: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
     }
 }

@@ -18,6 +18,13 @@ fn temp(name: &str) -> PathBuf {
     p
 }
 
+/// Removes a queue file and its sidecars (WAL, shared memory, owner lock).
+fn remove_all(p: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm", "-lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+}
+
 fn config() -> Config {
     Config::new(Duration::from_secs(30)).with_max_attempts(3)
 }
@@ -77,7 +84,7 @@ fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
         assert!(q.store().commits() > 0);
         assert!(!q.store().journal_failed());
     });
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 }
 
 #[test]
@@ -129,7 +136,7 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
         assert!(next > later);
         assert_eq!(q.stats().delayed, 1);
     });
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 }
 
 #[cfg(feature = "fault-injection")]
@@ -176,7 +183,7 @@ fn leases_held_at_a_crash_come_back_with_their_attempt_counted() {
         assert_eq!(dead[0].reason, Reason::Dropped);
         assert_eq!(dead[0].last_error.as_deref(), Some("process restart"));
     });
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 }
 
 #[test]
@@ -188,7 +195,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     let r = open_default(&path);
     assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
     assert_eq!(std::fs::read(&path).unwrap(), garbage);
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 
     // Another application's SQLite database.
     let path = temp("other-app");
@@ -201,7 +208,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     let r = open_default(&path);
     assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 
     // A queue written by a newer format version.
     let path = temp("newer");
@@ -226,7 +233,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
         "{r:?}"
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 }
 
 /// The child's part of `poison_item_that_aborts_the_process_is_dead_lettered`: takes the
@@ -297,7 +304,7 @@ fn poison_item_that_aborts_the_process_is_dead_lettered() {
         assert_eq!(q.stats().live(), 0);
         q.store().synced().await.expect("committed");
     });
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 }
 
 /// Steady push/ack: acked rows are deleted, their pages reused, the WAL checkpointed; the
@@ -347,5 +354,5 @@ fn file_does_not_grow_with_history() {
          20,000 live items: {many} bytes"
     );
     assert!(after_close * 2 < many, "{after_close} vs {many}");
-    drop(std::fs::remove_file(&path));
+    remove_all(&path);
 }

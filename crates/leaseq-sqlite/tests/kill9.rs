@@ -340,7 +340,7 @@ fn kill9_loses_nothing() {
     );
     assert!(facts.pushed.len() > 100, "too little load");
     drop(q);
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     let _ = std::fs::remove_file(&log_path);
