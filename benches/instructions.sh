@@ -55,7 +55,7 @@ if [ "$which" = all ] || [ "$which" = core ]; then
     for q in 1000 100000 1000000; do
         per_item "core push+receive+ack, $q queued" 200000 400000 --core plain $q
     done
-    per_item "core with_id (as the memory store pushes), 1000 queued" 200000 400000 --core with_id 1000
+    per_item "core with_id (the memory store's push), 1000 queued" 200000 400000 --core with_id 1000
     for shape in levels8 keyed levels8_keyed; do
         for q in 1000 1000000; do
             per_item "core $shape, $q queued" 200000 400000 --core $shape $q
