@@ -8,7 +8,7 @@
 #   benches/instructions.sh async      # the async rows only (tokio and smol)
 #
 # Core rows: `bench_summary --core SHAPE QUEUED N`, one push + receive + ack of a `u64`
-# per iteration (N = 200,000 and 400,000). Async rows: `bench_summary --one KIND RUNTIME N`,
+# per iteration (N = 200,000 and 400,000; `batch16`: N items in batches of 16). Async rows: `bench_summary --one KIND RUNTIME N`,
 # 1 producer and 4 consumers (N = 20,000 and 40,000 items); `single` is push -> receive ->
 # ack one at a time, `batch` batches of 16, `pool` a Pool of 4 workers with a no-op handler,
 # `flume` and `flume-handler` the channel baselines. The async rows run several threads,
@@ -56,6 +56,7 @@ if [ "$which" = all ] || [ "$which" = core ]; then
         per_item "core push+receive+ack, $q queued" 200000 400000 --core plain $q
     done
     per_item "core with_id (the memory store's push), 1000 queued" 200000 400000 --core with_id 1000
+    per_item "core with_id in batches of 16, 1000 queued" 200000 400000 --core batch16 1000
     for shape in levels8 keyed levels8_keyed; do
         for q in 1000 1000000; do
             per_item "core $shape, $q queued" 200000 400000 --core $shape $q

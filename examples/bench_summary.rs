@@ -34,7 +34,8 @@
 //!
 //! `bench_summary --roundtrip QUEUED ITERATIONS` runs only the core round trip (and the
 //! `VecDeque` loop beside it), `bench_summary --core SHAPE QUEUED ITERATIONS` only the core
-//! loop with items of a shape (`plain`, `levels8`, `keyed`, `levels8_keyed`, `with_id`), and
+//! loop with items of a shape (`plain`, `levels8`, `keyed`, `levels8_keyed`, `with_id`,
+//! `batch16`), and
 //! `bench_summary --one KIND RUNTIME [ITEMS]` one throughput run (for profiling).
 //! `benches/instructions.sh` runs these under callgrind and prints instructions per item.
 
@@ -167,12 +168,12 @@ fn main() {
         return;
     }
     // `--core SHAPE QUEUED ITERATIONS`: only the core loop (no VecDeque loop beside it), for
-    // `benches/instructions.sh`; SHAPE: plain, levels8, keyed, levels8_keyed or with_id.
+    // `benches/instructions.sh`; SHAPE: plain, levels8, keyed, levels8_keyed, with_id or batch16.
     if args.first().map(String::as_str) == Some("--core") {
         let shape = args
             .get(1)
             .and_then(|a| roundtrip::Shape::parse(a))
-            .expect("a shape: plain, levels8, keyed, levels8_keyed or with_id");
+            .expect("a shape: plain, levels8, keyed, levels8_keyed, with_id or batch16");
         let arg = |i: usize, default: u64| {
             args.get(i)
                 .map(|a| a.parse().expect("a whole number"))

@@ -37,10 +37,14 @@ pub enum Shape {
     /// Level 0, no key, pushed as the memory store's inbox pushes: `push_with_id` with ids
     /// handed out in order and default options.
     WithId,
+    /// `WithId` in batches of 16, as the memory store serves batches: 16 pushes, one
+    /// `receive_many` of 16, 16 `ack_take`s (the figure is still per item).
+    Batch16,
 }
 
 impl Shape {
-    /// The shape named `name`: `plain`, `levels8`, `keyed`, `levels8_keyed` or `with_id`.
+    /// The shape named `name`: `plain`, `levels8`, `keyed`, `levels8_keyed`, `with_id` or
+    /// `batch16`.
     pub fn parse(name: &str) -> Option<Shape> {
         Some(match name {
             "plain" => Shape::Plain,
@@ -48,6 +52,7 @@ impl Shape {
             "keyed" => Shape::Keyed,
             "levels8_keyed" => Shape::Levels8Keyed,
             "with_id" => Shape::WithId,
+            "batch16" => Shape::Batch16,
             _ => return None,
         })
     }
@@ -72,11 +77,12 @@ impl Shape {
 /// already in the queue, over `iterations` round trips; nothing else runs in the loop, so
 /// that `valgrind --tool=callgrind` on two iteration counts gives the instructions of one
 /// round trip (`bench_summary --core`, `benches/instructions.sh`). `Shape::Plain` pushes
-/// with `push`, `Shape::WithId` with `push_with_id`, the others with `push_with`.
+/// with `push`, `Shape::WithId` and `Shape::Batch16` with `push_with_id`, the others with
+/// `push_with`.
 pub fn core_loop_ns(shape: Shape, queued: usize, iterations: u64) -> f64 {
     let mut q = Queue::new(Config::new(Duration::from_secs(30))).expect("valid config");
     for i in 0..queued as u64 {
-        if shape == Shape::Plain || shape == Shape::WithId {
+        if matches!(shape, Shape::Plain | Shape::WithId | Shape::Batch16) {
             q.push(i, Timestamp::ZERO).expect("no capacity limit");
         } else {
             q.push_with(i, Timestamp::ZERO, shape.options(i, true))
@@ -87,6 +93,7 @@ pub fn core_loop_ns(shape: Shape, queued: usize, iterations: u64) -> f64 {
     match shape {
         Shape::Plain => plain_loop(&mut q, iterations),
         Shape::WithId => with_id_loop(&mut q, queued as u64, iterations),
+        Shape::Batch16 => batch16_loop(&mut q, queued as u64, iterations),
         _ => options_loop(&mut q, shape, queued as u64, iterations),
     }
     start.elapsed().as_nanos() as f64 / iterations as f64
@@ -114,6 +121,32 @@ fn with_id_loop(q: &mut Queue<u64>, queued: u64, iterations: u64) {
             .expect("no capacity limit, ids in order");
         let lease = q.receive(now).expect("an item is ready");
         black_box(q.ack(lease.receipt, now)).expect("fresh receipt");
+    }
+}
+
+/// `iterations` items in batches of 16 (the last batch shorter).
+#[inline(never)]
+fn batch16_loop(q: &mut Queue<u64>, queued: u64, iterations: u64) {
+    let mut leases = Vec::with_capacity(16);
+    let mut i = 0;
+    while i < iterations {
+        let now = Timestamp::from_nanos(i);
+        let end = (i + 16).min(iterations);
+        for n in i..end {
+            q.push_with_id(
+                MessageId::new(queued + n),
+                black_box(n),
+                now,
+                PushOptions::new(),
+            )
+            .expect("no capacity limit, ids in order");
+        }
+        let got = q.receive_many(now, 16, &mut leases);
+        assert_eq!(got as u64, end - i, "every item pushed is ready");
+        for lease in leases.drain(..) {
+            black_box(q.ack_take(lease.receipt, now)).expect("fresh receipt");
+        }
+        i = end;
     }
 }
 
