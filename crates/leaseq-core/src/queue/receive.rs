@@ -31,7 +31,7 @@ impl<T> Queue<T> {
         let now = self.advance(now);
         let mut n = 0;
         while n < max {
-            match self.lease_next(now) {
+            match self.lease_next_inlined(now) {
                 Some(slot) => out.push(self.lease_of(slot)),
                 None => break,
             }
@@ -44,7 +44,15 @@ impl<T> Queue<T> {
     /// which [`lease_of`](Self::lease_of) turns into the `Lease`. Split so that the `Lease`
     /// is built in the caller from fields just stored, rather than returned through memory
     /// written piecewise and read back whole (a store-forwarding stall in the caller).
+    #[inline(never)]
     fn lease_next(&mut self, now: Timestamp) -> Option<usize> {
+        self.lease_next_inlined(now)
+    }
+
+    /// `lease_next`'s body, inlined into `receive_many`'s loop: one call per batch rather
+    /// than one per item.
+    #[inline(always)]
+    fn lease_next_inlined(&mut self, now: Timestamp) -> Option<usize> {
         let mask = self.ready_mask;
         let slot = if mask == 0 {
             // No level above 0 has a ready item: level 0, with the very steps and counters
