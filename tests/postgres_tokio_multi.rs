@@ -12,7 +12,7 @@
 //! Needs the server of the crate's own tests (`LEASEQ_PG_URL`, by default
 //! `host=127.0.0.1 port=5432 user=postgres dbname=test`); without one every test passes
 //! after a loud SKIPPED note (it fails instead with `LEASEQ_PG_REQUIRED=1`). Each queue is a
-//! new name in the schema `leaseq_test`.
+//! new name in this test process's own schema (`leaseq_test_<pid>_<nanos>`).
 
 mod postgres_store;
 mod scenarios;

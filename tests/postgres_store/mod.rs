@@ -1,6 +1,6 @@
-//! The Postgres store as a scenario store ([`Postgres`]): each queue a new name in the schema
-//! `leaseq_test` of the server the crate's own tests use (`LEASEQ_PG_URL`), with the
-//! store's periods short next to the scenario's unit.
+//! The Postgres store as a scenario store ([`Postgres`]): each queue a new name in this test
+//! process's own schema (`leaseq_test_<pid>_<nanos>`) of the server the crate's own tests
+//! use (`LEASEQ_PG_URL`), with the store's periods short next to the scenario's unit.
 //!
 //! `open` takes no runtime: the store makes its own `TokioRuntime` on the current tokio
 //! runtime, whose clock has its own epoch (the moment of `open`). So the store's and the
@@ -28,8 +28,9 @@ use crate::scenarios::{Dead, InspectStore, Item, StoreKind};
 #[path = "../../crates/leaseq-postgres/tests/common/mod.rs"]
 mod server;
 
-/// The schema the scenario queues live in (the crate's tests use it too).
-pub(crate) const SCHEMA: &str = "leaseq_test";
+/// The schema the scenario queues live in: this test process's own (see the crate's
+/// tests' `common::SCHEMA`), so that two runs against one database never share tables.
+pub(crate) use server::SCHEMA;
 
 /// The server's connection string, or `None` after the loud SKIPPED note (a panic instead
 /// with `LEASEQ_PG_REQUIRED=1`). Looked up once per test binary.

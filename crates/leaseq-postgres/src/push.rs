@@ -51,7 +51,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let mut buf = shared.pushes.lock();
         if buf.rows.len() >= shared.options.max_pending_pushes {
             drop(buf);
-            crate::counters::Counters::add(&shared.counters.rejected, 1);
+            // A push that waits for room is refused only if it gives up (see
+            // `PushOptions::waits_for_room`): it counts nothing here.
+            if !options.waits_for_room {
+                crate::counters::Counters::add(&shared.counters.rejected, 1);
+            }
             return Err(PushError::Full(item));
         }
         let Some(id) = buf.next_id() else {

@@ -26,24 +26,10 @@ use std::time::{Duration, Instant};
 use leaseq_async::Failure;
 use leaseq_sqlite::{OpenError, Options};
 use support::log::{check, Fact, Log};
+use support::rng::Rng;
 use support::{
     fill_disk, free_disk, kind, open_default, open_with, remove, run_child, temp, Queue,
 };
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

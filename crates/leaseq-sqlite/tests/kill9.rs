@@ -12,6 +12,10 @@
 //! (no fsync: a SIGKILL does not lose what the kernel has). A line cut by the kill (no
 //! trailing newline) is ignored. The parent writes a `K` line after each kill.
 
+#[path = "support/rng.rs"]
+mod rng;
+
+use rng::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -41,21 +45,6 @@ fn queue(path: &Path) -> Queue {
         SmolRuntime::global(),
     )
     .expect("open the queue file")
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// The append-only log: each line one `write` call.

@@ -11,6 +11,7 @@ use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{open, BytesCodec, OpenError, Options, SqliteQueue};
 
 pub(crate) mod log;
+pub(crate) mod rng;
 
 /// A durable queue of bytes on smol.
 pub(crate) type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
