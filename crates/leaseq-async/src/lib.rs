@@ -16,10 +16,13 @@
 //! - One lock per queue guards the core; no lock is held across an await, and user code
 //!   never runs under it. Batch receive and batch ack take many items per lock acquisition
 //!   and read the clock once.
-//! - The **reaper** task sleeps until the core's next deadline and is re-armed when an
-//!   operation creates an earlier one; there is no polling loop.
-//! - The **heartbeat** task extends every registered lease when due, all in one lock
-//!   acquisition per wake-up: 10,000 held deliveries cost one task and one timer.
+//! - One **driver** task per queue, with one timer reset (not rebuilt) to the store's next
+//!   alarm, applies what is due: leases and delays running out, and heartbeats (every
+//!   registered lease due, extended in one lock acquisition: 10,000 held deliveries cost one
+//!   task and one timer). There is no polling loop.
+//! - Every store sits behind one seam, [`Store`]; `Ok` from a durable store means on disk
+//!   (or committed on the server), and a failure is typed ([`SettleError`], [`StoreError`]:
+//!   not done, or outcome unknown).
 //! - `receive()` is cancel-safe: an item leaves the queue only in the poll that returns it.
 //! - A [`Delivery`] dropped unsettled goes back at once (reason "dropped"; the attempt
 //!   counts).

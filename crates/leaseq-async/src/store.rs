@@ -48,14 +48,17 @@ pub struct Drive {
 /// receives, deliveries that go back when dropped, item timeouts, panics caught, stats for the
 /// diagnosis) is shared.
 ///
-/// Three stores are planned behind it: [`MemoryStore`](crate::MemoryStore) (the `no_std` core
-/// behind one lock: this crate), a durable store on one machine (SQLite), and a Postgres store
-/// for many processes. The trait is shaped by what the durable ones need:
+/// Three stores implement it: [`MemoryStore`](crate::MemoryStore) (the `no_std` core behind
+/// one lock: this crate), `SqliteStore` (leaseq-sqlite: a durable store on one machine) and
+/// `PgStore` (leaseq-postgres: one queue for many processes). The trait is shaped by what the
+/// durable ones need:
 ///
 /// - **Settling is async** ([`ack`](Store::ack), [`nack`](Store::nack), ...): a durable store
 ///   answers once the change is committed, and a shared one needs a round trip to check the
 ///   lease's fencing token. The memory store answers at once: its futures are ready on
 ///   their first poll, so the seam costs it nothing (static dispatch, no allocation).
+/// - **Failure is typed** ([`SettleError`], [`StoreError`]): `Ok` means durable; a store that
+///   failed says "not done" or "outcome unknown", never a wrong definite answer.
 /// - **Receiving is a poll** ([`poll_take`](Store::poll_take)) so the receive future stays
 ///   cancel-safe whatever the store: the memory store takes items only in the poll that
 ///   returns them; a database store keeps its claim in [`Store::Waiting`] and hands back what
@@ -70,7 +73,7 @@ pub struct Drive {
 ///   delays ending, heartbeats) and says when to wake next; a database store also rescues
 ///   leases of dead processes there.
 ///
-/// Implemented by [`MemoryStore`](crate::MemoryStore). Every method is called without any
+/// Every method is called without any
 /// lock of the caller held; none calls back into user code while it holds a lock of its own.
 pub trait Store<T>: Send + Sync + Sized + 'static {
     /// The runtime the queue runs on.
