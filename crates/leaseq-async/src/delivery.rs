@@ -21,7 +21,8 @@ use crate::store::{Store, Taken};
 /// reason [`Dropped`](leaseq_core::Reason::Dropped), and that counts as an attempt.
 ///
 /// A settle with a stale receipt (the lease ran out and the item went to someone else) is a
-/// typed [`ReceiptError`], never a panic.
+/// typed [`SettleError::Stale`] with its [`ReceiptError`], never a panic; a store that
+/// failed says [`SettleError::Store`] (not done, or outcome unknown).
 ///
 /// ```
 /// use std::time::Duration;

@@ -51,7 +51,7 @@
 //!   `DELETE .. USING unnest(ids, tokens)`; nacks, dead letters and extensions are one
 //!   statement each. Every one matches the fencing token: a holder whose lease was taken
 //!   over changes nothing and gets the typed stale result
-//!   ([`ReceiptError::Redelivered`](leaseq_core::ReceiptError)). A late ack is accepted
+//!   (`SettleError::Stale(ReceiptError::Redelivered)`). A late ack is accepted
 //!   while nobody claimed the item since (`Acked::LateUnclaimed`, counted).
 //! - **The driver** (the shared layer's, one per queue) runs the **heartbeat**: every lease
 //!   of this process that asked for one, extended in one statement per tick, never past
