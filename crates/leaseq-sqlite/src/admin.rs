@@ -70,7 +70,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         self.inner.dead_letters()
     }
 
-    /// Puts a dead letter back, visible at once, attempts reset; durable once it returns.
+    /// Puts a dead letter back, visible at once, attempts reset; durable once it returns,
+    /// unless commits are failing: then it returns after the commit timeout with the revive
+    /// still queued (written if the file recovers; [`journal_failed`](Self::journal_failed)
+    /// says so). `RedriveError` has no room for a store failure yet.
     pub async fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
         let id = self.inner.redrive(id)?;
         // Visible at once (0, as for an undelayed push).
@@ -84,7 +87,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         Ok(id)
     }
 
-    /// Removes every dead letter and hands them over; durable once it returns.
+    /// Removes every dead letter and hands them over; durable once it returns, unless
+    /// commits are failing (as for [`redrive`](Self::redrive): the deletes stay queued, and
+    /// the dead letters are back in the file after a crash before they land).
     pub async fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
         let letters = self.inner.take_dead_letters();
         let seq = self
