@@ -95,7 +95,7 @@ pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Resu
 
 /// Counts the queue's rows now and fails unless none is left and this process acked
 /// `items`.
-async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
+pub(crate) async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
     let s = q.store().refresh_stats().await?;
     let left = (s.ready, s.delayed, s.in_flight, s.dead);
     if left != (0, 0, 0, 0) || s.acked != items || s.redelivered != 0 {

@@ -202,6 +202,13 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
     fn hand_back(&self, ticket: Self::Ticket);
 
+    /// A lease taken ahead (prefetch) that was never started goes back uncounted: its
+    /// attempt not counted, visible at once. Synchronous (called from `Drop` / shutdown).
+    /// Default: [`hand_back`](Self::hand_back) (counted).
+    fn put_back(&self, ticket: Self::Ticket) {
+        self.hand_back(ticket)
+    }
+
     /// Stops the lease's heartbeat, if it has one; the lease then runs out at its deadline.
     fn stop_heartbeat(&self, ticket: &mut Self::Ticket);
 

@@ -121,7 +121,7 @@ where
         .await
         .map_err(|e| OpenError::Connect(e.to_string()))?;
     schema::migrate(&mut client, &options.schema).await?;
-    let sql = Sql::new(&options.schema);
+    let sql = Sql::new(&options.schema, options.max_claim);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     drop(client);
     let shared = Arc::new(Shared {

@@ -189,6 +189,19 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.shared.settle_queued.notify(1);
     }
 
+    /// Queued for the settler with the leases its own prefetch puts back: one statement
+    /// makes the row waiting again, visible at once, its attempt not counted (the claim's
+    /// `delivered` count taken back), if the lease is still this one.
+    fn put_back(&self, ticket: PgTicket) {
+        settle::forget(&self.shared, &ticket);
+        self.shared
+            .settles
+            .lock()
+            .unclaims
+            .push((ticket.id, ticket.lease));
+        self.shared.settle_queued.notify(1);
+    }
+
     fn stop_heartbeat(&self, ticket: &mut PgTicket) {
         settle::forget(&self.shared, ticket);
         ticket.beat = None;

@@ -45,7 +45,8 @@ pub(crate) struct Sql {
 }
 
 impl Sql {
-    pub(crate) fn new(schema: &str) -> Sql {
+    /// The statements of `schema`, claims taking at most `max_claim` items.
+    pub(crate) fn new(schema: &str, max_claim: usize) -> Sql {
         let s = format!("\"{schema}\"");
         let f = |q: &str| q.replace("{s}", &s);
         Sql {
@@ -59,7 +60,9 @@ impl Sql {
             // it are inserted: a batch retried after a lost reply skips every row its first
             // attempt committed, also rows acked and deleted since. With them (when $8: some
             // are visible at once) one notification on channel $7, sent at commit: one round
-            // trip and one commit per batch.
+            // trip and one commit per batch. Times count from the statement's start, one
+            // reading for the batch: per row (`clock_timestamp()`) they came out in the
+            // join's order, which put a batch's items in reverse for claims.
             insert: f("WITH mark AS (
                    INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
                    SELECT m.instance, m.top, 0, clock_timestamp()
@@ -69,8 +72,8 @@ impl Sql {
                    RETURNING w.instance, w.below),
                  ins AS (
                    INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
-                   SELECT u.id, $1, u.priority, clock_timestamp() + u.delay * interval '1 microsecond',
-                          clock_timestamp() + u.ttl * interval '1 microsecond', u.payload
+                   SELECT u.id, $1, u.priority, statement_timestamp() + u.delay * interval '1 microsecond',
+                          statement_timestamp() + u.ttl * interval '1 microsecond', u.payload
                    FROM unnest($2::bigint[], $3::smallint[], $4::bigint[], $5::bigint[], $6::bytea[])
                         AS u(id, priority, delay, ttl, payload)
                    JOIN mark ON mark.instance = u.id >> 32
@@ -80,28 +83,38 @@ impl Sql {
             // Watermarks of writer instances that committed nothing for 30 days (upkeep):
             // no retry of theirs can still be under way.
             forget_marks: f("DELETE FROM {s}.writer_marks WHERE at < clock_timestamp() - interval '30 days'"),
-            // $1 queue, $2 how many, $3 visibility (us). `= ANY(ARRAY(...))` keeps the claim
-            // index once the statement is prepared (`IN (SELECT ...)` gets a generic plan
-            // with a full scan). No lease outlives its item's time to live (the max lease is
-            // at least the visibility).
+            // $1 queue, $2 how many (at most `{max_claim}`), $3 visibility (us).
+            // `= ANY(ARRAY(...))` keeps the claim index once the statement is prepared
+            // (`IN (SELECT ...)` gets a generic plan with a full scan). The inner limit is
+            // the largest claim, written in the text, and the bound one is applied outside
+            // it: rows are locked only as the outer limit pulls them, and the planner costs
+            // the statement for a known number of rows, so that after five executions the
+            // plan cache keeps one generic plan (with `LIMIT $2` alone it assumes a tenth
+            // of the table and plans every execution again). The `ORDER BY` is the claim
+            // index's order, which the store's sessions never replace by a sort (open.rs).
+            // No lease outlives its item's time to live (the max lease is at least the
+            // visibility).
             claim: f(concat!(
                 "UPDATE {s}.items SET state = 1, lease = lease + 1, attempts = attempts + 1,
                         leased_at = clock_timestamp(),
                         deadline = LEAST(clock_timestamp() + $3::bigint * interval '1 microsecond',
                                          COALESCE(expires_at, 'infinity'))
                  WHERE id = ANY(ARRAY(
-                     SELECT id FROM {s}.items
-                     WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
-                       AND (expires_at IS NULL OR expires_at > clock_timestamp())
-                     ORDER BY priority DESC, visible_at, id
-                     LIMIT $2 FOR UPDATE SKIP LOCKED))
+                     SELECT id FROM (
+                         SELECT id FROM {s}.items
+                         WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
+                           AND (expires_at IS NULL OR expires_at > clock_timestamp())
+                         ORDER BY priority DESC, visible_at, id
+                         LIMIT {max_claim} FOR UPDATE SKIP LOCKED) AS c
+                     LIMIT $2))
                  RETURNING id, lease, attempts, priority,
                            (EXTRACT(EPOCH FROM visible_at) * 1000000)::bigint, ",
                 until!("deadline"),
                 ", ",
                 until!("expires_at"),
                 ", payload"
-            )),
+            ))
+            .replace("{max_claim}", &max_claim.max(1).to_string()),
             // The soonest a waiting item of $1 becomes visible: one index probe per level.
             next_visible: f(concat!(
                 "SELECT ",
