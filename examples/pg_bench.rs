@@ -65,6 +65,7 @@ struct Args {
     pool_items: u64,
     throughput: bool,
     table_size: bool,
+    upkeep_off: bool,
     live: u64,
     flow: u64,
     vacuum_after: Vec<u64>,
@@ -78,6 +79,7 @@ fn parse_args() -> Result<Args, String> {
         pool_items: 20_000,
         throughput: true,
         table_size: false,
+        upkeep_off: false,
         live: 10_000,
         flow: 1_000_000,
         vacuum_after: Vec::new(),
@@ -102,8 +104,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--table-size" => (a.throughput, a.table_size) = (false, true),
             "--all" => (a.throughput, a.table_size) = (true, true),
+            "--upkeep-off" => a.upkeep_off = true,
             "--refill" => (a.throughput, a.refill) = (false, true),
-            "--help" | "-h" => return Err(HELP.to_string()),
+            "--help" | "-h" => {
+                println!("{HELP}");
+                std::process::exit(0);
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -136,7 +142,14 @@ fn load() -> String {
 }
 
 /// The kinds' names, in [`Kind`] order.
-const NAMES: [&str; 5] = ["bare", "store", "fresh queue", "pool", "pool+prefetch"];
+const NAMES: [&str; 6] = [
+    "bare",
+    "store",
+    "fresh queue",
+    "pool",
+    "pool+prefetch",
+    "store, no upkeep",
+];
 
 /// What one run measures.
 #[derive(Clone, Copy, PartialEq)]
@@ -151,6 +164,9 @@ enum Kind {
     Pool,
     /// The same with `Options::prefetch` = [`PREFETCH`] (leases claimed ahead).
     PoolPrefetch,
+    /// [`Kind::Store`] with the store's upkeep off (`vacuum_after_rows` = 0): what the
+    /// `VACUUM`s and index rebuilds cost (`--upkeep-off`).
+    NoUpkeep,
 }
 
 /// The prefetch of [`Kind::PoolPrefetch`].
@@ -164,15 +180,29 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
     let rate = match kind {
         Kind::Bare => run_bare(url, items, WORKERS, CLAIM).await?.items_per_sec,
         Kind::Store => {
-            run_store(url, s, "bench-store", items, WORKERS, CLAIM)
+            run_store(url, s, "bench-store", Options::new(), items, WORKERS, CLAIM)
                 .await?
                 .items_per_sec
         }
         Kind::Fresh => {
             let queue = unique("bench-fresh");
-            run_store(url, s, &queue, items, WORKERS, CLAIM)
+            run_store(url, s, &queue, Options::new(), items, WORKERS, CLAIM)
                 .await?
                 .items_per_sec
+        }
+        Kind::NoUpkeep => {
+            let options = Options::new().vacuum_after_rows(0);
+            run_store(
+                url,
+                s,
+                "bench-store-no-upkeep",
+                options,
+                items,
+                WORKERS,
+                CLAIM,
+            )
+            .await?
+            .items_per_sec
         }
         Kind::Pool => {
             run_pool(url, s, "bench-pool", items, WORKERS, 0)
@@ -214,6 +244,9 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
         kinds.push(Kind::Pool);
         kinds.push(Kind::PoolPrefetch);
     }
+    if a.upkeep_off {
+        kinds.push(Kind::NoUpkeep);
+    }
     let items = |k: Kind| {
         if matches!(k, Kind::Pool | Kind::PoolPrefetch) {
             a.pool_items
@@ -237,9 +270,9 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
         println!("round {} (load {}):", round + 1, load());
         for (k, v) in r.iter().enumerate() {
             println!(
-                "  {:<12} {:>7.0} items/s  {:.3}x bare  CPU per item: client {:>5.1} us, \
+                "  {:<16} {:>7.0} items/s  {:.3}x bare  CPU per item: client {:>5.1} us, \
                  server {:>5.1} us",
-                NAMES[k],
+                NAMES[kinds[k] as usize],
                 v[0],
                 v[0] / r[0][0],
                 v[1],
@@ -255,9 +288,9 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
         let col = |i: usize| median(g.iter().map(|v| v[i]).collect());
         let ratio = median(g.iter().zip(&got[0]).map(|(v, b)| v[0] / b[0]).collect());
         println!(
-            "  {:<12} {:>7.0} items/s  {ratio:.3}x bare (median of the rounds' ratios)  \
+            "  {:<16} {:>7.0} items/s  {ratio:.3}x bare (median of the rounds' ratios)  \
              CPU per item: client {:>5.1} us, server {:>5.1} us",
-            NAMES[k],
+            NAMES[kinds[k] as usize],
             col(0),
             col(1),
             col(2)

@@ -109,7 +109,7 @@ where
     // BENCHMARKS.md), so those sessions never sort or bitmap-scan where an index scan will
     // do, and compile nothing (JIT) for short statements. (Plans stay custom: forcing
     // generic plans was measured slower.)
-    let session = "-c jit=off -c enable_bitmapscan=off -c enable_sort=off";
+    let session = "-c jit=off -c enable_bitmapscan=off -c enable_sort=off -c enable_seqscan=off -c plan_cache_mode=force_generic_plan";
     let merged = match pg_config.get_options() {
         Some(own) if !own.is_empty() => format!("{own} {session}"),
         _ => session.to_string(),
