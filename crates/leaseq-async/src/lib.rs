@@ -100,6 +100,7 @@ mod push;
 mod queue;
 mod receive;
 mod runtime;
+mod settling;
 mod signal;
 #[cfg(feature = "sim")]
 mod sim;
@@ -128,6 +129,7 @@ pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
+pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use store::{Drive, Store, Taken};

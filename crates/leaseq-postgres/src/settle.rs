@@ -37,6 +37,8 @@ pub(crate) struct SettleQueue {
     pub(crate) hand_backs: Vec<PgTicket>,
     /// Leases claimed for receives that went away before taking them: `(id, lease)`.
     pub(crate) unclaims: Vec<(i64, i64)>,
+    /// Leases delivered and given back unstarted (`Store::put_back`): `(id, lease)`.
+    pub(crate) put_backs: Vec<(i64, i64)>,
 }
 
 /// One `DELETE` for a batch of acks; each caller gets its own result. The acks that could

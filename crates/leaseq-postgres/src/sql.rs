@@ -184,7 +184,8 @@ impl Sql {
             // attempt not counted. $1 ids, $2 leases.
             unclaim: f("UPDATE {s}.items i SET state = 0, attempts = attempts - 1
                  FROM unnest($1::bigint[], $2::bigint[]) AS a(id, lease)
-                 WHERE i.id = a.id AND i.lease = a.lease AND i.state = 1"),
+                 WHERE i.id = a.id AND i.lease = a.lease AND i.state = 1
+                 RETURNING i.id"),
             // Every held lease of this process in one statement: $1 ids, $2 leases,
             // $3 visibility (us), $4 max lease (us). Returns the ones kept.
             heartbeat: f(concat!(

@@ -298,6 +298,16 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let _ = self.hand_back_with(ticket, Failure::dropped());
     }
 
+    fn put_back(&self, ticket: MemoryTicket) {
+        let now = self.rt.now();
+        // Stale or not (the lease ran out meanwhile), there is nothing more to do here.
+        let _ = self.settle(ticket, |core, r| core.put_back(r, now));
+    }
+
+    fn settles_at_once(&self) -> bool {
+        true
+    }
+
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
         if let Some((key, _)) = ticket.beat.take() {
             self.lock().beats.unregister(key);
