@@ -445,7 +445,7 @@ async fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e} ({e:?})");
             ExitCode::FAILURE
         }
     }
