@@ -178,6 +178,21 @@ impl Journal {
         seq
     }
 
+    /// Queues the op `change` returns, if any, with `change` run under the journal's lock:
+    /// for a change of the memory store whose op must come before any op that follows
+    /// that change (a lease put back, whose attempt count must not land after the next
+    /// lease's count).
+    pub(crate) fn submit_with(&self, change: impl FnOnce() -> Option<Op>) {
+        let mut q = self.queued.lock();
+        let Some(op) = change() else {
+            return;
+        };
+        q.ops.push(op);
+        q.seq += 1;
+        drop(q);
+        self.wake.notify_one();
+    }
+
     /// The sequence number of the last op queued.
     pub(crate) fn last(&self) -> u64 {
         self.queued.lock().seq

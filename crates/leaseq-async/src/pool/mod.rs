@@ -2,9 +2,12 @@
 
 mod blocking;
 mod builder;
+mod completer;
+mod fetcher;
 mod job;
 mod local;
 mod report;
+mod settle;
 mod shards;
 pub(crate) mod stats;
 mod timeout;
@@ -33,6 +36,8 @@ pub use job::Job;
 pub use report::PoolReport;
 pub use timeout::ItemTimeout;
 
+use completer::Completer;
+use fetcher::Fetcher;
 use shards::Shards;
 use stats::Counters;
 use worker::Handler;
@@ -53,6 +58,9 @@ pub(crate) struct PoolShared<T> {
     pub(crate) timeout: ItemTimeout<T>,
     /// Worker tasks running now.
     pub(crate) live_workers: AtomicUsize,
+    /// Where workers hand over settles the store does not answer at once (none for a
+    /// store that does: the memory store).
+    pub(crate) completer: Option<Arc<Completer>>,
 }
 
 impl<T> PoolShared<T> {
@@ -132,6 +140,8 @@ pub struct Pool<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     tasks: Mutex<Vec<Option<R::Task>>>,
     watchdog: Option<R::Task>,
     watchdog_done: Arc<AtomicBool>,
+    /// The fetcher, if the pool leases ahead for its workers, and its task.
+    fetcher: Option<(Arc<Fetcher<T, R, S>>, R::Task)>,
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Pool<T, R, S> {
@@ -187,6 +197,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                     &self.queue,
                     &self.shared,
                     &self.handler,
+                    self.fetcher.as_ref().map(|(f, _)| f),
                     index,
                 ));
             }
@@ -242,6 +253,17 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 task.await;
             }
         }
+        // The fetcher saw the stop: it ends and puts back what it had leased ahead.
+        if let Some((_, task)) = self.fetcher.take() {
+            task.await;
+        }
+        // Settles handed over by the workers: answered (committed) before the report, if
+        // they can be within the grace.
+        if let Some(completer) = &self.shared.completer {
+            let sleep = pin!(rt.sleep_until(deadline));
+            select(pin!(completer.wait_idle()), sleep).await;
+            completer.close();
+        }
         self.watchdog_done.store(true, Ordering::Release);
         if let Some(mut w) = self.watchdog.take() {
             rt.abort(&mut w);
@@ -277,6 +299,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
         if let Some(mut w) = self.watchdog.take() {
             rt.abort(&mut w);
         }
+        if let Some((_, mut task)) = self.fetcher.take() {
+            rt.abort(&mut task);
+        }
+        // The completer's task finishes the settles handed over, then ends.
+        if let Some(completer) = &self.shared.completer {
+            completer.close();
+        }
     }
 }
 
@@ -296,10 +325,17 @@ fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtim
     queue: &LeaseQueue<T, R, S>,
     shared: &Arc<PoolShared<T>>,
     handler: &Handler<T>,
+    fetcher: Option<&Arc<Fetcher<T, R, S>>>,
     index: usize,
 ) -> R::Task {
     let alive = worker::Alive::new(shared.clone());
-    let fut = worker::run(index, queue.clone(), alive, handler.clone());
+    let fut = worker::run(
+        index,
+        queue.clone(),
+        alive,
+        handler.clone(),
+        fetcher.cloned(),
+    );
     spawn_guarded(queue.runtime(), fut)
 }
 
