@@ -222,9 +222,17 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
                 .items_per_sec
         }
         Kind::PoolPrefetch => {
-            run_pool(url, s, "bench-pool-prefetch", items, WORKERS, PREFETCH, None)
-                .await?
-                .items_per_sec
+            run_pool(
+                url,
+                s,
+                "bench-pool-prefetch",
+                items,
+                WORKERS,
+                PREFETCH,
+                None,
+            )
+            .await?
+            .items_per_sec
         }
     };
     // Let the server reap the run's backends, so that their CPU time is counted.

@@ -74,7 +74,7 @@
 //! rows instead of a fraction of the table), and by the store itself, as autovacuum may be
 //! off: after [`Options::vacuum_after_rows`] rows removed by a process, it runs its upkeep
 //! off the hot path (one per process at a time, one per schema by an advisory lock):
-//! `VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE OFF)` (never skipping the indexes, as the
+//! `VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF)`, with `ANALYZE` one time in 8 (never skipping the indexes, as the
 //! default may for small `VACUUM`s, and never waiting to cut the table's emptied last
 //! pages, which a queue refills at once), then `REINDEX INDEX CONCURRENTLY` of each index past twice the size a
 //! fresh build would take ([`Options::rebuild_bloated_indexes`]), since B-tree indexes whose

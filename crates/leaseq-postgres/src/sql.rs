@@ -43,6 +43,7 @@ pub(crate) struct Sql {
     pub(crate) redrive: String,
     pub(crate) purge_dead: String,
     pub(crate) vacuum: String,
+    pub(crate) vacuum_analyze: String,
 }
 
 impl Sql {
@@ -248,7 +249,8 @@ impl Sql {
             // queue's table keeps emptying and refilling its last pages, and the truncation
             // waits up to 5 s for an exclusive lock it rarely gets (and stalls every claim
             // and ack while it holds it); emptied pages are reused anyway.
-            vacuum: f("VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE OFF) {s}.items"),
+            vacuum: f("VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF) {s}.items"),
+            vacuum_analyze: f("VACUUM (ANALYZE, INDEX_CLEANUP ON, TRUNCATE OFF) {s}.items"),
         };
         sql.insert_checked = sql.insert.replace(
             "WHERE u.id > mark.below)",
