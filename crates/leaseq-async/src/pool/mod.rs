@@ -3,7 +3,6 @@
 mod blocking;
 mod builder;
 mod completer;
-mod fetcher;
 mod job;
 mod local;
 mod report;
@@ -24,6 +23,7 @@ use futures::future::{select, Either};
 use leaseq_core::Histogram;
 
 use crate::diagnosis::diagnose;
+use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::pool_stats::PoolStats;
 use crate::queue::LeaseQueue;
@@ -37,7 +37,6 @@ pub use report::PoolReport;
 pub use timeout::ItemTimeout;
 
 use completer::Completer;
-use fetcher::Fetcher;
 use shards::Shards;
 use stats::Counters;
 use worker::Handler;
@@ -226,6 +225,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let start = rt.now();
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.notify(usize::MAX);
+        if let Some((fetcher, _)) = &self.fetcher {
+            fetcher.stop();
+        }
         let deadline = start.saturating_add(grace);
         let tasks: Vec<(usize, R::Task)> =
             std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()))
@@ -299,7 +301,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
         if let Some(mut w) = self.watchdog.take() {
             rt.abort(&mut w);
         }
-        if let Some((_, mut task)) = self.fetcher.take() {
+        if let Some((fetcher, mut task)) = self.fetcher.take() {
+            fetcher.stop();
             rt.abort(&mut task);
         }
         // The completer's task finishes the settles handed over, then ends.
