@@ -85,12 +85,14 @@ mod beats_model;
 mod builder;
 mod closing;
 mod codec;
+mod consumer;
 mod delivery;
 mod diagnosis;
 mod driver;
 mod error;
 #[cfg(feature = "executor")]
 mod executor_task;
+mod fetcher;
 mod lease_lost;
 mod memory;
 pub mod metrics;
@@ -116,6 +118,7 @@ pub use closing::Closing;
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
 pub use codec::{BytesCodec, Codec, CodecError};
+pub use consumer::Consumer;
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};

@@ -42,6 +42,9 @@ pub(crate) enum Op {
     },
     /// Leased: its attempt is counted before the delivery is handed out.
     Taken { id: u64, attempts: u32 },
+    /// A lease given back unstarted: its attempt taken back (`attempts` is the count before
+    /// that lease), no longer leased.
+    PutBack { id: u64, attempts: u32 },
     /// Handed back, to be delivered again from `visible_at`.
     Retry {
         id: u64,
@@ -68,6 +71,7 @@ impl Op {
         match self {
             Op::Insert { id, .. }
             | Op::Taken { id, .. }
+            | Op::PutBack { id, .. }
             | Op::Retry { id, .. }
             | Op::Dead { id, .. }
             | Op::Delete { id }

@@ -266,7 +266,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         // of whoever takes the item next.
         self.journal.submit_with(|| {
             self.inner.try_put_back(ticket.inner).ok()?;
-            Some(Op::Taken {
+            Some(Op::PutBack {
                 id: id.get(),
                 attempts: attempt.saturating_sub(1),
             })

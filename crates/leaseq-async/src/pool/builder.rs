@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 use event_listener::Event;
 
 use super::completer::Completer;
-use super::fetcher::Fetcher;
 use super::shards::Shards;
 use super::stats::Counters;
 use super::worker::Handler;
 use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, TypeOf};
 use crate::error::JobError;
+use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
@@ -182,8 +182,12 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 .then(|| Arc::new(Completer::default())),
         });
         let fetcher = prefetch.map(|prefetch| {
-            let fetcher = Arc::new(Fetcher::new(prefetch, self.queue.visibility()));
-            let task = spawn_guarded(&rt, fetcher.clone().run(self.queue.clone(), shared.clone()));
+            let fetcher = Arc::new(Fetcher::new(
+                prefetch,
+                self.queue.visibility(),
+                self.heartbeat,
+            ));
+            let task = spawn_guarded(&rt, fetcher.clone().run(self.queue.clone()));
             (fetcher, task)
         });
         if let Some(completer) = &shared.completer {

@@ -3,7 +3,6 @@
 mod blocking;
 mod builder;
 mod completer;
-mod fetcher;
 mod job;
 mod local;
 mod report;
@@ -24,6 +23,7 @@ use futures::future::{select, Either};
 use leaseq_core::Histogram;
 
 use crate::diagnosis::diagnose;
+use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::pool_stats::PoolStats;
 use crate::queue::LeaseQueue;
@@ -37,10 +37,12 @@ pub use report::PoolReport;
 pub use timeout::ItemTimeout;
 
 use completer::Completer;
-use fetcher::Fetcher;
 use shards::Shards;
 use stats::Counters;
 use worker::Handler;
+
+/// A pool's fetcher and its task.
+type FetcherTask<T, R, S> = (Arc<Fetcher<T, R, S>>, <R as Runtime>::Task);
 
 type TypeOf<T> = Arc<dyn Fn(&T) -> &'static str + Send + Sync>;
 
@@ -141,7 +143,7 @@ pub struct Pool<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     watchdog: Option<R::Task>,
     watchdog_done: Arc<AtomicBool>,
     /// The fetcher, if the pool leases ahead for its workers, and its task.
-    fetcher: Option<(Arc<Fetcher<T, R, S>>, R::Task)>,
+    fetcher: Option<FetcherTask<T, R, S>>,
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Pool<T, R, S> {
@@ -226,6 +228,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let start = rt.now();
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.notify(usize::MAX);
+        if let Some((fetcher, _)) = &self.fetcher {
+            fetcher.stop();
+        }
         let deadline = start.saturating_add(grace);
         let tasks: Vec<(usize, R::Task)> =
             std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()))
@@ -299,7 +304,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
         if let Some(mut w) = self.watchdog.take() {
             rt.abort(&mut w);
         }
-        if let Some((_, mut task)) = self.fetcher.take() {
+        if let Some((fetcher, mut task)) = self.fetcher.take() {
+            fetcher.stop();
             rt.abort(&mut task);
         }
         // The completer's task finishes the settles handed over, then ends.

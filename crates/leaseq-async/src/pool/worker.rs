@@ -14,7 +14,7 @@ use leaseq_core::{Outcome, Timestamp};
 
 use crate::delivery::Delivery;
 use crate::error::JobError;
-use crate::pool::fetcher::Fetcher;
+use crate::fetcher::Fetcher;
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -106,7 +106,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         let (delivery, start) = match &fetcher {
             // Taken by the pool's fetcher: the worker starts on it at the reading that
             // found it fresh.
-            Some(fetcher) => match fetcher.next(&rt, pool).await {
+            Some(fetcher) => match fetcher.next(&rt).await {
                 Some((d, at)) => (d, Some(at)),
                 None => return,
             },

@@ -1,11 +1,12 @@
-//! The pool's fetcher: one task takes items for all the workers waiting, plus a prefetch,
-//! in one step of the store (one lock, one commit, one claim statement), and the workers
-//! take them from a shared buffer.
+//! Fetching ahead: one task takes items for all the receivers waiting (a pool's workers, or
+//! a [`Consumer`](crate::Consumer)'s callers), plus a prefetch, in one step of the store
+//! (one lock, one commit, one claim statement), and the receivers take them from a shared
+//! buffer.
 //!
-//! A worker that finds the buffer empty says it waits and sleeps; the fetcher then asks the
-//! store for as many items as workers wait plus the prefetch, less what the buffer holds,
-//! and wakes one worker per item. So a worker that finishes an item finds the next one
-//! leased already, and a durable store commits the attempts of many items at once.
+//! A receiver that finds the buffer empty says it waits and sleeps; the fetcher then asks
+//! the store for as many items as receivers wait plus the prefetch, less what the buffer
+//! holds, and wakes one receiver per item. So a worker that finishes an item finds the next
+//! one leased already, and a durable store commits the attempts of many items at once.
 //!
 //! A lease in the buffer runs from its claim. None is handed out with less than half its
 //! visibility left: a worker that pops one that old puts it back (its attempt not
@@ -23,12 +24,11 @@ use futures::future::{select, Either};
 use leaseq_core::Timestamp;
 
 use crate::delivery::Delivery;
-use crate::pool::PoolShared;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::{StopWaiting, Store};
 
-/// The buffer between the fetcher and the workers.
+/// The buffer between the fetcher task and its receivers.
 pub(crate) struct Fetcher<T, R: Runtime, S: Store<T, Runtime = R>> {
     /// Leased items, oldest claim first.
     buffer: Mutex<VecDeque<Delivery<T, R, S>>>,
@@ -44,10 +44,16 @@ pub(crate) struct Fetcher<T, R: Runtime, S: Store<T, Runtime = R>> {
     prefetch: usize,
     /// Half the queue's visibility: the age past which a lease is not handed out.
     max_age: Duration,
+    /// Leases taken with a heartbeat.
+    heartbeat: bool,
+    /// Asked to stop: the task ends, putting back what it holds; receivers get `None`.
+    stopping: AtomicBool,
+    /// Notified when asked to stop.
+    stop: Event,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
-    pub(crate) fn new(prefetch: usize, visibility: Duration) -> Self {
+    pub(crate) fn new(prefetch: usize, visibility: Duration, heartbeat: bool) -> Self {
         Fetcher {
             buffer: Mutex::new(VecDeque::new()),
             waiting: AtomicUsize::new(0),
@@ -56,6 +62,33 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             ended: AtomicBool::new(false),
             prefetch,
             max_age: visibility / 2,
+            heartbeat,
+            stopping: AtomicBool::new(false),
+            stop: Event::new(),
+        }
+    }
+
+    /// Asks the fetcher to stop: receivers get `None`, the task puts back what it holds.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.stop.notify(usize::MAX);
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Completes once asked to stop.
+    async fn stopped(&self) {
+        loop {
+            if self.is_stopping() {
+                return;
+            }
+            let listener = self.stop.listen();
+            if self.is_stopping() {
+                return;
+            }
+            listener.await;
         }
     }
 
@@ -83,18 +116,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
         d.deadline().saturating_duration_since(now) >= self.max_age
     }
 
-    /// A worker's next item: from the buffer, or once the fetcher brings one; `None` once
-    /// the pool stops or the fetcher ended.
-    pub(crate) async fn next(
-        &self,
-        rt: &R,
-        pool: &PoolShared<T>,
-    ) -> Option<(Delivery<T, R, S>, Timestamp)> {
+    /// A receiver's next item: from the buffer, or once the fetcher brings one; `None` once
+    /// the fetcher is stopping or ended (the queue closed).
+    pub(crate) async fn next(&self, rt: &R) -> Option<(Delivery<T, R, S>, Timestamp)> {
         loop {
             if let Some(got) = self.pop(rt) {
                 return Some(got);
             }
-            if self.ended.load(Ordering::Acquire) || pool.stopping.load(Ordering::Acquire) {
+            if self.ended.load(Ordering::Acquire) || self.is_stopping() {
                 return None;
             }
             let listener = self.arrived.listen();
@@ -107,7 +136,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
                 return got;
             }
             if !self.ended.load(Ordering::Acquire) {
-                select(listener, pool.stop_listener()).await;
+                select(listener, std::pin::pin!(self.stopped())).await;
             }
         }
     }
@@ -133,13 +162,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
         next
     }
 
-    /// The fetcher's task: fetches while workers wait or the prefetch is short, until the
-    /// pool stops or the queue closes; then puts back what is left.
-    pub(crate) async fn run(self: Arc<Self>, queue: LeaseQueue<T, R, S>, pool: Arc<PoolShared<T>>) {
+    /// The fetcher's task: fetches while receivers wait or the prefetch is short, until
+    /// asked to stop or the queue closes; then puts back what is left.
+    pub(crate) async fn run(self: Arc<Self>, queue: LeaseQueue<T, R, S>) {
         let rt = queue.runtime().clone();
         let store = queue.store.clone();
         loop {
-            if pool.stopping.load(Ordering::Acquire) {
+            if self.is_stopping() {
                 break;
             }
             let listener = self.wanted.listen();
@@ -151,7 +180,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
                 // oldest buffered lease is too old to hand out.
                 let wake = self.sweep(rt.now()).unwrap_or(Timestamp::MAX);
                 let sleep = std::pin::pin!(rt.sleep_until(wake));
-                let stop = pool.stop_listener();
+                let stop = std::pin::pin!(self.stopped());
                 select(listener, select(sleep, stop)).await;
                 continue;
             }
@@ -161,10 +190,10 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             let took = {
                 let wait = StopWaiting(&*store, &mut waiting);
                 let take = std::future::poll_fn(|cx| {
-                    store.poll_take(&mut *wait.1, cx, want, pool.heartbeat, &mut taken)
+                    store.poll_take(&mut *wait.1, cx, want, self.heartbeat, &mut taken)
                 });
                 let take = std::pin::pin!(take);
-                match select(take, pool.stop_listener()).await {
+                match select(take, std::pin::pin!(self.stopped())).await {
                     Either::Left((took, _)) => took,
                     Either::Right(_) => false,
                 }
