@@ -20,7 +20,7 @@ use crate::store::Store;
 use crate::watchdog::{self, Board, Watchdog};
 
 /// The default prefetch of a pool's fetcher (at least one item per worker).
-const DEFAULT_PREFETCH: usize = 16;
+const DEFAULT_PREFETCH: usize = 32;
 
 /// Configures and starts a [`Pool`]. From [`Pool::builder`].
 pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
@@ -63,7 +63,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     ///
     /// Default: for a store that settles at once (the memory store, where a receive is a
     /// lock away), no fetcher: each worker receives for itself; for the others (SQLite,
-    /// Postgres), a fetcher with a prefetch of 16 items or one per worker, whichever is
+    /// Postgres), a fetcher with a prefetch of 32 items or one per worker, whichever is
     /// more. Setting it (zero included: a fetcher that leases only for waiting workers)
     /// turns the fetcher on for any store.
     pub fn prefetch(mut self, n: usize) -> Self {
