@@ -13,6 +13,8 @@ pub mod pg_bare;
 pub mod pg_size_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_store_bench;
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+pub mod pipeline;
 pub mod rng;
 pub mod roundtrip;
 pub mod throughput;

@@ -1,0 +1,238 @@
+//! The leaseq throughput rows, the same code on every store: one producer task pushing
+//! `items` 16-byte payloads in awaited batches of [`PUSH_BATCH`], and [`CONSUMERS`]
+//! consumers of one [`Consumer`] kind. The clock runs from just before the first push to the
+//! end of the last settle (for the pool: until every item is handled and the pool is shut
+//! down). The queue given must be empty; opening it is outside the clock.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leaseq_async::{Job, LeaseQueue, Pool, Runtime, Store};
+use tokio::sync::Notify;
+
+use super::{payload, payload_ok, BenchError, CONSUMERS, PUSH_BATCH};
+
+/// How the consumers take and settle their items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consumer {
+    /// A [`Pool`] of [`CONSUMERS`] workers with a no-op async handler.
+    Pool,
+    /// `receive()` then `ack().await`, one item at a time.
+    Single,
+    /// `receive()` then `ack_nowait()`, one item at a time: the ack completes in the
+    /// background; each consumer awaits its acks' outcomes at the end (inside the clock).
+    SingleNowait,
+    /// `receive_batch(n)` then `ack_batch`.
+    Batch(usize),
+}
+
+/// Whether this build has the non-waiting ack ([`Consumer::SingleNowait`]); its rows are
+/// "n/a" otherwise.
+pub const NOWAIT: bool = false;
+
+/// A queue of 16-byte payloads on store `S`.
+pub type BytesQueue<R, S> = LeaseQueue<Vec<u8>, R, S>;
+
+/// Pushes payloads `0..items` in batches of [`PUSH_BATCH`], each awaited.
+pub async fn produce<R, S>(q: &BytesQueue<R, S>, items: u64) -> Result<(), BenchError>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    let mut next = 0;
+    while next < items {
+        let n = (items - next).min(PUSH_BATCH as u64);
+        q.push_batch((next..next + n).map(payload))
+            .await
+            .map_err(|(e, _)| format!("push: {e:?}"))?;
+        next += n;
+    }
+    Ok(())
+}
+
+/// Runs one row on `q` (empty): pushes `items` while the consumers of kind `how` take and
+/// settle them. Returns the time from the first push to the last settle.
+///
+/// # Errors
+///
+/// A push that failed, an item delivered twice or mangled, a settle refused or failed.
+pub async fn run<R, S>(
+    q: BytesQueue<R, S>,
+    items: u64,
+    how: Consumer,
+) -> Result<Duration, BenchError>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    if how == Consumer::Pool {
+        return run_pool(q, items).await;
+    }
+    // Each consumer reserves items from the budget before it receives them, so that the
+    // consumers settle exactly `items` between them and none waits for an item that will
+    // never come (the queue stays open: closing it is not part of the measurement).
+    let budget = Arc::new(AtomicU64::new(items));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(CONSUMERS);
+    for _ in 0..CONSUMERS {
+        let (q, budget) = (q.clone(), budget.clone());
+        tasks.push(tokio::spawn(async move {
+            match how {
+                Consumer::Batch(n) => batch_consumer(q, budget, n).await,
+                _ => single_consumer(q, budget, how).await,
+            }
+        }));
+    }
+    let pushed = produce(&q, items).await;
+    let mut end = start;
+    let mut settled = 0;
+    let mut first_error = pushed.err();
+    for t in tasks {
+        match t.await.map_err(|e| format!("a consumer panicked: {e}"))? {
+            Ok((n, last)) => {
+                settled += n;
+                end = end.max(last.unwrap_or(start));
+            }
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    if settled != items {
+        return Err(format!("{how:?}: settled {settled} of {items}").into());
+    }
+    Ok(end - start)
+}
+
+/// Takes up to `want` items from the budget; how many it took.
+fn reserve(budget: &AtomicU64, want: u64) -> u64 {
+    let before = budget
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+            Some(left - left.min(want))
+        })
+        .unwrap_or(0);
+    before.min(want)
+}
+
+/// One item at a time, the ack awaited ([`Consumer::Single`]) or not
+/// ([`Consumer::SingleNowait`]). Returns the items it settled and when it finished.
+async fn single_consumer<R, S>(
+    q: BytesQueue<R, S>,
+    budget: Arc<AtomicU64>,
+    how: Consumer,
+) -> Result<(u64, Option<Instant>), BenchError>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    let _ = how; // SingleNowait arrives with the non-waiting ack.
+    let mut settled = 0;
+    let mut last = None;
+    while reserve(&budget, 1) == 1 {
+        let d = q.receive().await.ok_or("the queue closed")?;
+        if d.attempt() != 1 || !payload_ok(d.item()) {
+            return Err(format!("item {:?} delivered twice or mangled", d.id()).into());
+        }
+        d.ack().await.map_err(|e| format!("ack: {e:?}"))?;
+        settled += 1;
+        last = Some(Instant::now());
+    }
+    Ok((settled, last))
+}
+
+/// `receive_batch(claim)` then `ack_batch`. Returns the items it settled and when it
+/// finished.
+async fn batch_consumer<R, S>(
+    q: BytesQueue<R, S>,
+    budget: Arc<AtomicU64>,
+    claim: usize,
+) -> Result<(u64, Option<Instant>), BenchError>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    let mut settled = 0;
+    let mut last = None;
+    loop {
+        let want = reserve(&budget, claim as u64);
+        if want == 0 {
+            return Ok((settled, last));
+        }
+        let batch = q.receive_batch(want as usize).await;
+        if batch.is_empty() {
+            return Err("the queue closed".into());
+        }
+        let n = batch.len() as u64;
+        budget.fetch_add(want - n, Ordering::AcqRel);
+        if let Some(d) = batch
+            .iter()
+            .find(|d| d.attempt() != 1 || !payload_ok(d.item()))
+        {
+            return Err(format!("item {:?} delivered twice or mangled", d.id()).into());
+        }
+        let r = q.ack_batch(batch).await;
+        if r.accepted() as u64 != n {
+            return Err(format!("ack_batch: {:?} {:?}", r.stale(), r.failed()).into());
+        }
+        settled += n;
+        last = Some(Instant::now());
+    }
+}
+
+/// A [`Pool`] of [`CONSUMERS`] workers with a no-op async handler; the clock stops once
+/// every item is handled and the pool is shut down (its settles done).
+async fn run_pool<R, S>(q: BytesQueue<R, S>, items: u64) -> Result<Duration, BenchError>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    pool_with(q, items, CONSUMERS, |_| async { Ok(()) }).await
+}
+
+/// A [`Pool`] of `workers` workers running `handler` on each item, fed by [`produce`]; the
+/// clock runs from just before the pool starts until every item is handled and the pool is
+/// shut down. Fails if an item came twice or mangled, or the pool did not count `items` ok.
+pub async fn pool_with<R, S, H, F>(
+    q: BytesQueue<R, S>,
+    items: u64,
+    workers: usize,
+    handler: H,
+) -> Result<Duration, BenchError>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+    H: Fn(Vec<u8>) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<(), leaseq_async::JobError>> + Send + 'static,
+{
+    let handled = Arc::new(AtomicU64::new(0));
+    let bad = Arc::new(AtomicU64::new(0));
+    let all = Arc::new(Notify::new());
+    let start = Instant::now();
+    let pool = Pool::builder(q.clone()).workers(workers).spawn({
+        let (handled, bad, all) = (handled.clone(), bad.clone(), all.clone());
+        move |job: Job<Vec<u8>>| {
+            if job.attempt != 1 || !payload_ok(&job.item) {
+                bad.fetch_add(1, Ordering::AcqRel);
+            }
+            if handled.fetch_add(1, Ordering::AcqRel) + 1 == items {
+                all.notify_one();
+            }
+            handler(job.item)
+        }
+    });
+    produce(&q, items).await?;
+    all.notified().await;
+    let report = pool.shutdown(Duration::from_secs(60)).await;
+    let took = start.elapsed();
+    let bad = bad.load(Ordering::Acquire);
+    if report.stats.ok != items || bad != 0 {
+        return Err(format!(
+            "pool: {} of {items} ok, {bad} delivered twice or mangled, {} stale and {} failed settles",
+            report.stats.ok, report.stats.stale_settles, report.stats.failed_settles
+        )
+        .into());
+    }
+    Ok(took)
+}
