@@ -210,7 +210,9 @@ async fn work(
 ) -> Result<WorkerTally, tokio_postgres::Error> {
     let prepared = async {
         Ok::<_, tokio_postgres::Error>((
-            client.prepare(&in_schema(&claim_sql(claim), &shared.schema)).await?,
+            client
+                .prepare(&in_schema(&claim_sql(claim), &shared.schema))
+                .await?,
             client.prepare(&in_schema(ACK_SQL, &shared.schema)).await?,
         ))
     }
@@ -287,7 +289,11 @@ async fn check_plans(
         .await?;
     let ack = "EXECUTE bare_ack(NULL, NULL)".to_owned();
     for (what, sql, index) in [
-        ("claim", in_schema(&claim_sql(claim), schema), "bare_items_claim"),
+        (
+            "claim",
+            in_schema(&claim_sql(claim), schema),
+            "bare_items_claim",
+        ),
         ("ack", ack, "bare_items_pkey"),
     ] {
         let rows = admin.query(&format!("EXPLAIN {sql}"), &[]).await?;
