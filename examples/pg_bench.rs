@@ -28,6 +28,13 @@
 //! rebuilt), once with the `VACUUM` but no index rebuilds, once with neither, and once more
 //! for each `--vacuum-after N` given (`vacuum_after_rows` = N). `--all` runs both parts.
 //!
+//! **Claims whatever the statistics say** (`--refill`): `--rounds` rounds (30 here) of the
+//! store draining a backlog of `--items` pushed before the clock, alternating a fresh queue
+//! name and a long-lived queue drained, its table `VACUUM ANALYZE`d empty (`reltuples` = 0)
+//! and refilled (`leaseq_suite::pg_refill_bench`); prints each round's items/s, then the
+//! min and median, and the bare loop (`--items`, pushing while it claims) before the first
+//! round and after the last, as the machine's reference.
+//!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
 //! `leaseq_bench_size`, dropping and recreating the last two.
 //! Absolute figures are the machine's; compare within one run.
@@ -37,6 +44,7 @@ use std::process::ExitCode;
 use leaseq_postgres::Options;
 use leaseq_suite::cpu::process_cpu_time;
 use leaseq_suite::pg_bare::run_bare;
+use leaseq_suite::pg_refill_bench::{run_refill_rounds, Start};
 use leaseq_suite::pg_size_bench::{table_size, SizeReport, TableSize};
 use leaseq_suite::pg_store_bench::{
     drop_schema, run_pool, run_store, server_cpu_time, unique, BenchError,
@@ -51,11 +59,13 @@ const WORKERS: usize = 4;
 const CLAIM: usize = 16;
 
 struct Args {
-    rounds: usize,
+    rounds: Option<usize>,
+    refill: bool,
     items: u64,
     pool_items: u64,
     throughput: bool,
     table_size: bool,
+    upkeep_off: bool,
     live: u64,
     flow: u64,
     vacuum_after: Vec<u64>,
@@ -63,11 +73,13 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
-        rounds: 3,
+        rounds: None,
+        refill: false,
         items: 100_000,
         pool_items: 20_000,
         throughput: true,
         table_size: false,
+        upkeep_off: false,
         live: 10_000,
         flow: 1_000_000,
         vacuum_after: Vec::new(),
@@ -81,7 +93,7 @@ fn parse_args() -> Result<Args, String> {
                 .map_err(|e| format!("{flag} {v}: {e}"))
         };
         match flag.as_str() {
-            "--rounds" => a.rounds = num()? as usize,
+            "--rounds" => a.rounds = Some(num()? as usize),
             "--items" => a.items = num()?,
             "--pool-items" => a.pool_items = num()?,
             "--live" => a.live = num()?,
@@ -92,11 +104,23 @@ fn parse_args() -> Result<Args, String> {
             }
             "--table-size" => (a.throughput, a.table_size) = (false, true),
             "--all" => (a.throughput, a.table_size) = (true, true),
+            "--upkeep-off" => a.upkeep_off = true,
+            "--refill" => (a.throughput, a.refill) = (false, true),
+            "--help" | "-h" => {
+                println!("{HELP}");
+                std::process::exit(0);
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
     Ok(a)
 }
+
+const HELP: &str = "pg_bench [--rounds N] [--items N] [--pool-items N]   throughput (3 rounds)
+pg_bench --refill [--rounds N] [--items N]                  fresh / drained-VACUUMed-refilled rounds (30)
+pg_bench --table-size [--live N] [--flow N] [--vacuum-after N]...
+pg_bench --all                                               throughput, then table size
+LEASEQ_PG_URL sets the server (default host=127.0.0.1 port=5432 user=postgres dbname=test)";
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -118,7 +142,14 @@ fn load() -> String {
 }
 
 /// The kinds' names, in [`Kind`] order.
-const NAMES: [&str; 5] = ["bare", "store", "fresh queue", "pool", "pool+prefetch"];
+const NAMES: [&str; 6] = [
+    "bare",
+    "store",
+    "fresh queue",
+    "pool",
+    "pool+prefetch",
+    "store, no upkeep",
+];
 
 /// What one run measures.
 #[derive(Clone, Copy, PartialEq)]
@@ -133,6 +164,9 @@ enum Kind {
     Pool,
     /// The same with `Options::prefetch` = [`PREFETCH`] (leases claimed ahead).
     PoolPrefetch,
+    /// [`Kind::Store`] with the store's upkeep off (`vacuum_after_rows` = 0): what the
+    /// `VACUUM`s and index rebuilds cost (`--upkeep-off`).
+    NoUpkeep,
 }
 
 /// The prefetch of [`Kind::PoolPrefetch`].
@@ -146,15 +180,29 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
     let rate = match kind {
         Kind::Bare => run_bare(url, items, WORKERS, CLAIM).await?.items_per_sec,
         Kind::Store => {
-            run_store(url, s, "bench-store", items, WORKERS, CLAIM)
+            run_store(url, s, "bench-store", Options::new(), items, WORKERS, CLAIM)
                 .await?
                 .items_per_sec
         }
         Kind::Fresh => {
             let queue = unique("bench-fresh");
-            run_store(url, s, &queue, items, WORKERS, CLAIM)
+            run_store(url, s, &queue, Options::new(), items, WORKERS, CLAIM)
                 .await?
                 .items_per_sec
+        }
+        Kind::NoUpkeep => {
+            let options = Options::new().vacuum_after_rows(0);
+            run_store(
+                url,
+                s,
+                "bench-store-no-upkeep",
+                options,
+                items,
+                WORKERS,
+                CLAIM,
+            )
+            .await?
+            .items_per_sec
         }
         Kind::Pool => {
             run_pool(url, s, "bench-pool", items, WORKERS, 0)
@@ -185,13 +233,19 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
     println!(
         "throughput: {} items of 16 bytes, {WORKERS} workers, claim {CLAIM}, producer batches \
          of 256; pool: {} items, {WORKERS} workers, no-op handler; {} rounds",
-        a.items, a.pool_items, a.rounds
+        a.items,
+        a.pool_items,
+        a.rounds.unwrap_or(3)
     );
+    let rounds = a.rounds.unwrap_or(3);
     drop_schema(url, STORE_SCHEMA).await?;
     let mut kinds = vec![Kind::Bare, Kind::Store, Kind::Fresh];
     if a.pool_items > 0 {
         kinds.push(Kind::Pool);
         kinds.push(Kind::PoolPrefetch);
+    }
+    if a.upkeep_off {
+        kinds.push(Kind::NoUpkeep);
     }
     let items = |k: Kind| {
         if matches!(k, Kind::Pool | Kind::PoolPrefetch) {
@@ -206,7 +260,7 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
     }
     // Per kind, [items/s, client µs/item, server µs/item] of each round.
     let mut got: Vec<Vec<[f64; 3]>> = vec![Vec::new(); kinds.len()];
-    for round in 0..a.rounds {
+    for round in 0..rounds {
         // Each round starts with the next kind: the order rotates.
         let mut r = vec![[f64::NAN; 3]; kinds.len()];
         for i in 0..kinds.len() {
@@ -216,9 +270,9 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
         println!("round {} (load {}):", round + 1, load());
         for (k, v) in r.iter().enumerate() {
             println!(
-                "  {:<12} {:>7.0} items/s  {:.3}x bare  CPU per item: client {:>5.1} us, \
+                "  {:<16} {:>7.0} items/s  {:.3}x bare  CPU per item: client {:>5.1} us, \
                  server {:>5.1} us",
-                NAMES[k],
+                NAMES[kinds[k] as usize],
                 v[0],
                 v[0] / r[0][0],
                 v[1],
@@ -229,17 +283,76 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
             g.push(v);
         }
     }
-    println!("median of {} rounds:", a.rounds);
+    println!("median of {rounds} rounds:");
     for (k, g) in got.iter().enumerate() {
         let col = |i: usize| median(g.iter().map(|v| v[i]).collect());
         let ratio = median(g.iter().zip(&got[0]).map(|(v, b)| v[0] / b[0]).collect());
         println!(
-            "  {:<12} {:>7.0} items/s  {ratio:.3}x bare (median of the rounds' ratios)  \
+            "  {:<16} {:>7.0} items/s  {ratio:.3}x bare (median of the rounds' ratios)  \
              CPU per item: client {:>5.1} us, server {:>5.1} us",
-            NAMES[k],
+            NAMES[kinds[k] as usize],
             col(0),
             col(1),
             col(2)
+        );
+    }
+    Ok(())
+}
+
+async fn refill(url: &str, a: &Args) -> Result<(), BenchError> {
+    let rounds = a.rounds.unwrap_or(30);
+    println!(
+        "refill: {rounds} rounds of {} items of 16 bytes pushed, then drained by {WORKERS} \
+         workers (receive_batch({CLAIM}) + ack_batch); odd rounds a fresh queue, even ones a \
+         drained queue whose table was VACUUM ANALYZEd empty, then refilled",
+        a.items
+    );
+    drop_schema(url, STORE_SCHEMA).await?;
+    let bare_before = run_bare(url, a.items, WORKERS, CLAIM).await?.items_per_sec;
+    println!(
+        "bare loop before: {bare_before:.0} items/s (load {})",
+        load()
+    );
+    let got = run_refill_rounds(
+        url,
+        STORE_SCHEMA,
+        rounds,
+        a.items,
+        WORKERS,
+        CLAIM,
+        |i, r| {
+            println!(
+                "round {:>2} {:<8} reltuples {:>8.0}  {:>7.0} items/s  (load {})",
+                i + 1,
+                format!("{:?}", r.start).to_lowercase(),
+                r.reltuples,
+                r.items_per_sec,
+                load()
+            );
+        },
+    )
+    .await?;
+    let bare_after = run_bare(url, a.items, WORKERS, CLAIM).await?.items_per_sec;
+    println!("bare loop after: {bare_after:.0} items/s (load {})", load());
+    for start in [None, Some(true), Some(false)] {
+        let rates: Vec<f64> = got
+            .iter()
+            .filter(|r| start.is_none_or(|fresh| fresh == (r.start == Start::Fresh)))
+            .map(|r| r.items_per_sec)
+            .collect();
+        let what = match start {
+            None => "all rounds",
+            Some(true) => "fresh",
+            Some(false) => "refilled",
+        };
+        let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+        let med = median(rates.clone());
+        println!(
+            "{what:<10} ({:>2}): min {min:>7.0}  median {med:>7.0} items/s  min/median {:.3}  \
+             median / bare {:.3}",
+            rates.len(),
+            min / med,
+            med / median(vec![bare_before, bare_after])
         );
     }
     Ok(())
@@ -322,6 +435,9 @@ async fn main() -> ExitCode {
     let mut r = Ok(());
     if a.throughput {
         r = throughput(&url, &a).await;
+    }
+    if r.is_ok() && a.refill {
+        r = refill(&url, &a).await;
     }
     if r.is_ok() && a.table_size {
         r = sizes(&url, &a).await;

@@ -95,7 +95,7 @@ pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Resu
 
 /// Counts the queue's rows now and fails unless none is left and this process acked
 /// `items`.
-async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
+pub(crate) async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
     let s = q.store().refresh_stats().await?;
     let left = (s.ready, s.delayed, s.in_flight, s.dead);
     if left != (0, 0, 0, 0) || s.acked != items || s.redelivered != 0 {
@@ -161,16 +161,17 @@ pub(crate) async fn work(
 
 /// The store end to end: one producer pushes `items` in batches of [`PUSH_BATCH`] while
 /// `workers` workers receive up to `claim` at a time and ack each batch (see the module
-/// docs). Opens `queue` (empty) in `schema` with the default [`Options`].
+/// docs). Opens `queue` (empty) in `schema` with `options`.
 pub async fn run_store(
     url: &str,
     schema: &str,
     queue: &str,
+    options: Options,
     items: u64,
     workers: usize,
     claim: usize,
 ) -> Result<StoreReport, BenchError> {
-    let q = open_queue(url, schema, queue, Options::new()).await?;
+    let q = open_queue(url, schema, queue, options).await?;
     let acked = Arc::new(AtomicU64::new(0));
     let ready = Arc::new(Barrier::new(workers + 1));
     let mut handles = Vec::with_capacity(workers);

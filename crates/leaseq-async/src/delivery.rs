@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use leaseq_core::{Acked, Extended, Failure, MessageId, Nacked, Receipt, ReceiptError, Timestamp};
 
+use crate::settling::{self, Settling};
 use crate::store_error::SettleError;
 
 use crate::lease_lost::LeaseLost;
@@ -173,6 +174,64 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     pub async fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, SettleError> {
         let ticket = self.take_ticket()?;
         self.store.dead_letter(ticket, error.into()).await
+    }
+
+    /// Acks without waiting for the store's answer: the ack is made now (the lease given
+    /// up, the item gone from the queue's view once the store applies it) and a durable
+    /// store commits it with others in the background, so a consumer that takes one item
+    /// at a time goes on to the next at once, as a broker client does. The returned
+    /// [`Settling`] gives the answer [`ack`](Self::ack) would have given, to whoever awaits
+    /// it; it may be dropped. The queue's stats count the outcome either way.
+    ///
+    /// Until the commit, a crash can bring the item back (it is then delivered again, as an
+    /// item whose ack was lost): use [`ack`](Self::ack) where the work's own effect must
+    /// not be repeated before its ack is durable, e.g. before replying to a client.
+    pub fn ack_nowait(mut self) -> Settling<Acked> {
+        match self.take_ticket() {
+            Err(e) => Settling::done(Err(e.into())),
+            Ok(ticket) => {
+                let store = self.store.clone();
+                settling::start(self.store.runtime(), async move { store.ack(ticket).await })
+            }
+        }
+    }
+
+    /// [`nack_with`](Self::nack_with) without waiting for the store's answer (see
+    /// [`ack_nowait`](Self::ack_nowait)).
+    pub fn nack_nowait(mut self, failure: Failure) -> Settling<Nacked> {
+        match self.take_ticket() {
+            Err(e) => Settling::done(Err(e.into())),
+            Ok(ticket) => {
+                let store = self.store.clone();
+                settling::start(self.store.runtime(), async move {
+                    store.nack(ticket, failure).await
+                })
+            }
+        }
+    }
+
+    /// [`dead_letter`](Self::dead_letter) without waiting for the store's answer (see
+    /// [`ack_nowait`](Self::ack_nowait)).
+    pub fn dead_letter_nowait(mut self, error: impl Into<String>) -> Settling<u32> {
+        match self.take_ticket() {
+            Err(e) => Settling::done(Err(e.into())),
+            Ok(ticket) => {
+                let store = self.store.clone();
+                let error = error.into();
+                settling::start(self.store.runtime(), async move {
+                    store.dead_letter(ticket, error).await
+                })
+            }
+        }
+    }
+
+    /// Gives the lease back unstarted: the item is visible again at once and this attempt
+    /// does not count (see [`Store::put_back`]). For a lease taken ahead of need (a
+    /// prefetch) that its taker will not work on.
+    pub fn put_back(mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.store.put_back(ticket);
+        }
     }
 
     /// Moves the deadline to `now + visibility` (capped by the max lease lifetime and the

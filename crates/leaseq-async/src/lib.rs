@@ -85,12 +85,14 @@ mod beats_model;
 mod builder;
 mod closing;
 mod codec;
+mod consumer;
 mod delivery;
 mod diagnosis;
 mod driver;
 mod error;
 #[cfg(feature = "executor")]
 mod executor_task;
+mod fetcher;
 mod lease_lost;
 mod memory;
 pub mod metrics;
@@ -100,6 +102,7 @@ mod push;
 mod queue;
 mod receive;
 mod runtime;
+mod settling;
 mod signal;
 #[cfg(feature = "sim")]
 mod sim;
@@ -115,6 +118,7 @@ pub use closing::Closing;
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
 pub use codec::{BytesCodec, Codec, CodecError};
+pub use consumer::Consumer;
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{JobError, NewQueueError, PushError};
@@ -128,6 +132,7 @@ pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
+pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use store::{Drive, Store, Taken};

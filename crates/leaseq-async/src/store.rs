@@ -202,6 +202,20 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
     fn hand_back(&self, ticket: Self::Ticket);
 
+    /// A lease taken ahead (a pool's prefetch) that was never started goes back uncounted:
+    /// its attempt not counted, the item visible at once. Synchronous: called from `Drop`
+    /// and at shutdown. Default: [`hand_back`](Store::hand_back), which counts the attempt.
+    fn put_back(&self, ticket: Self::Ticket) {
+        self.hand_back(ticket)
+    }
+
+    /// Whether every settle's future is ready on its first poll (the memory store): then
+    /// a pool settles in the worker, as nothing is gained by handing the settle over to
+    /// finish in the background. Default `false`.
+    fn settles_at_once(&self) -> bool {
+        false
+    }
+
     /// Stops the lease's heartbeat, if it has one; the lease then runs out at its deadline.
     fn stop_heartbeat(&self, ticket: &mut Self::Ticket);
 

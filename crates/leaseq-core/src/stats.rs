@@ -63,6 +63,10 @@ pub struct Stats {
     pub nacks: u64,
     /// Dead letters put back into the queue.
     pub redriven: u64,
+    /// Leases given back unstarted with [`Queue::put_back`](crate::Queue::put_back) (taken
+    /// ahead for a worker, then not needed): their attempt not counted. Also counted in
+    /// `delivered`, as the deliveries they were.
+    pub put_back: u64,
     /// Dead letters removed by their owner.
     pub taken: u64,
     /// Events dropped because nobody polled them.

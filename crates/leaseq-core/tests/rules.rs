@@ -244,6 +244,36 @@ fn nack_counts_an_attempt_and_waits_out_a_fixed_backoff() {
 }
 
 #[test]
+fn a_lease_put_back_unstarted_keeps_its_attempt_and_is_ready_at_once() {
+    let mut q = queue(config().with_max_attempts(1));
+    let id = q.push("a", ts(0)).unwrap();
+    let l = q.receive(ts(0)).unwrap();
+    assert_eq!(l.attempt, 1);
+    // With one attempt allowed, a counted hand-back would dead-letter it.
+    assert_eq!(q.put_back(l.receipt, ts(3)), Ok(()));
+    let s = q.stats();
+    assert_eq!((s.put_back, s.nacks, s.ready, s.in_flight), (1, 0, 1, 0));
+    let again = q.receive(ts(3)).unwrap();
+    assert_eq!((again.id, again.attempt), (id, 1));
+    assert_eq!(q.stats().redelivered, 0);
+    // The old receipt is stale; the new lease is the one that settles.
+    assert_eq!(
+        q.put_back(l.receipt, ts(4)),
+        Err(ReceiptError::Redelivered(id))
+    );
+    // A lease that ran out cannot be put back: its attempt was counted when it ran out
+    // (here its last, so the item is a dead letter).
+    assert_eq!(q.poll_timeout(), Some(ts(13)));
+    q.handle_timeout(ts(13));
+    assert_eq!(
+        q.put_back(again.receipt, ts(13)),
+        Err(ReceiptError::DeadLettered(id))
+    );
+    assert_eq!(q.stats().dead, 1);
+    ok(&q);
+}
+
+#[test]
 fn nack_waits_out_an_exponential_backoff() {
     let backoff = Backoff::exponential(ns(10), ns(35));
     let mut q = queue(config().with_max_attempts(5).with_backoff(backoff));

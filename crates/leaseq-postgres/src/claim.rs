@@ -191,26 +191,34 @@ pub(crate) fn keep_alive<T>(shared: &Shared<T>, taken: &mut Taken<T, PgTicket>) 
     taken.ticket.beat = Some(signal);
 }
 
-/// Puts back leases claimed for receivers that went away, their attempt not counted.
+/// Puts back leases, their attempt not counted, in one statement: `unclaims`, claimed for
+/// receivers that went away (never delivered: taken off `delivered`), and `put_backs`,
+/// delivered and given back unstarted (`Store::put_back`: counted in `put_back` if the
+/// lease was still theirs).
 pub(crate) async fn unclaim<T>(
     shared: &Shared<T>,
     client: &deadpool_postgres::Client,
-    leases: &[(i64, i64)],
+    unclaims: &[(i64, i64)],
+    put_backs: &[(i64, i64)],
 ) {
-    let ids: Vec<i64> = leases.iter().map(|l| l.0).collect();
-    let tokens: Vec<i64> = leases.iter().map(|l| l.1).collect();
+    let all = || unclaims.iter().chain(put_backs);
+    let ids: Vec<i64> = all().map(|l| l.0).collect();
+    let tokens: Vec<i64> = all().map(|l| l.1).collect();
     let r = async {
         let stmt = client.prepare_cached(&shared.sql.unclaim).await?;
-        client.execute(&stmt, &[&ids, &tokens]).await
+        client.query(&stmt, &[&ids, &tokens]).await
     }
     .await;
     match r {
-        Ok(_) => {
-            let n = leases.len() as u64;
+        Ok(rows) => {
+            let n = unclaims.len() as u64;
             shared
                 .counters
                 .delivered
                 .fetch_sub(n, std::sync::atomic::Ordering::Relaxed);
+            let back: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+            let put_back = put_backs.iter().filter(|l| back.contains(&l.0)).count();
+            Counters::add(&shared.counters.put_back, put_back as u64);
             shared.claim_wake.notify(usize::MAX);
         }
         // They come back when their lease runs out, the attempt counted.

@@ -25,6 +25,7 @@ pub(crate) struct Counters {
     pub(crate) nacks: AtomicU64,
     pub(crate) redriven: AtomicU64,
     pub(crate) cancelled: AtomicU64,
+    pub(crate) put_back: AtomicU64,
     /// Rows this process removed since its last `VACUUM`.
     pub(crate) removed_since_vacuum: AtomicU64,
     /// A `VACUUM` started by this process is running.
@@ -78,6 +79,7 @@ impl Counters {
         s.nacks = self.nacks.load(Relaxed);
         s.redriven = self.redriven.load(Relaxed);
         s.cancelled = self.cancelled.load(Relaxed);
+        s.put_back = self.put_back.load(Relaxed);
         s
     }
 }

@@ -137,6 +137,7 @@ mod listen;
 mod open;
 mod options;
 mod outcome;
+mod plan;
 mod push;
 mod receive;
 mod schema;

@@ -109,7 +109,7 @@ where
     // BENCHMARKS.md), so those sessions never sort or bitmap-scan where an index scan will
     // do, and compile nothing (JIT) for short statements. (Plans stay custom: forcing
     // generic plans was measured slower.)
-    let session = "-c jit=off -c enable_bitmapscan=off -c enable_sort=off";
+    let session = "-c jit=off -c enable_bitmapscan=off -c enable_sort=off -c enable_seqscan=off -c plan_cache_mode=force_generic_plan";
     let merged = match pg_config.get_options() {
         Some(own) if !own.is_empty() => format!("{own} {session}"),
         _ => session.to_string(),
@@ -121,7 +121,7 @@ where
         .await
         .map_err(|e| OpenError::Connect(e.to_string()))?;
     schema::migrate(&mut client, &options.schema).await?;
-    let sql = Sql::new(&options.schema);
+    let sql = Sql::new(&options.schema, options.max_claim);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     drop(client);
     let shared = Arc::new(Shared {

@@ -189,6 +189,20 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.shared.settle_queued.notify(1);
     }
 
+    /// Queued for the settler with the leases its own prefetch puts back: one statement
+    /// makes the row waiting again, its attempt not counted, if the lease is still this
+    /// one (counted in `put_back`). It keeps its `visible_at`, so it is visible at once and
+    /// first in line again (the memory store puts it behind the items ready now).
+    fn put_back(&self, ticket: PgTicket) {
+        settle::forget(&self.shared, &ticket);
+        self.shared
+            .settles
+            .lock()
+            .put_backs
+            .push((ticket.id, ticket.lease));
+        self.shared.settle_queued.notify(1);
+    }
+
     fn stop_heartbeat(&self, ticket: &mut PgTicket) {
         settle::forget(&self.shared, ticket);
         ticket.beat = None;

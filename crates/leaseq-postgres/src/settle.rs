@@ -37,6 +37,8 @@ pub(crate) struct SettleQueue {
     pub(crate) hand_backs: Vec<PgTicket>,
     /// Leases claimed for receives that went away before taking them: `(id, lease)`.
     pub(crate) unclaims: Vec<(i64, i64)>,
+    /// Leases delivered and given back unstarted (`Store::put_back`): `(id, lease)`.
+    pub(crate) put_backs: Vec<(i64, i64)>,
 }
 
 /// One `DELETE` for a batch of acks; each caller gets its own result. The acks that could
@@ -354,10 +356,19 @@ pub(crate) async fn explain<T>(
     Ok(e)
 }
 
-/// The heartbeat lets go of a lease that is being settled.
+/// The heartbeat lets go of a lease that is being settled: this lease only. A stale holder
+/// settling late must not stop the heartbeat of the item's next lease, taken by this same
+/// process meanwhile (the map is by row id; that lease then ran out under its holder: the
+/// kill -9 test caught it).
 pub(crate) fn forget<T>(shared: &Shared<T>, ticket: &PgTicket) {
     if ticket.beat.is_some() {
-        shared.held.lock().remove(&ticket.id);
+        let mut held = shared.held.lock();
+        if held
+            .get(&ticket.id)
+            .is_some_and(|h| h.lease == ticket.lease)
+        {
+            held.remove(&ticket.id);
+        }
     }
 }
 

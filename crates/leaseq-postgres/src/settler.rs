@@ -25,25 +25,34 @@ struct Work {
     acks: Vec<AckOp>,
     hand_backs: Vec<PgTicket>,
     unclaims: Vec<(i64, i64)>,
+    put_backs: Vec<(i64, i64)>,
 }
 
 impl Work {
     /// Whether nothing is queued.
     fn is_empty<T>(shared: &Shared<T>) -> bool {
         let q = shared.settles.lock();
-        q.acks.is_empty() && q.hand_backs.is_empty() && q.unclaims.is_empty()
+        q.acks.is_empty()
+            && q.hand_backs.is_empty()
+            && q.unclaims.is_empty()
+            && q.put_backs.is_empty()
     }
 
     /// Everything queued now, if anything is.
     fn take<T>(shared: &Shared<T>) -> Option<Work> {
         let mut q = shared.settles.lock();
-        if q.acks.is_empty() && q.hand_backs.is_empty() && q.unclaims.is_empty() {
+        if q.acks.is_empty()
+            && q.hand_backs.is_empty()
+            && q.unclaims.is_empty()
+            && q.put_backs.is_empty()
+        {
             return None;
         }
         Some(Work {
             acks: std::mem::take(&mut q.acks),
             hand_backs: std::mem::take(&mut q.hand_backs),
             unclaims: std::mem::take(&mut q.unclaims),
+            put_backs: std::mem::take(&mut q.put_backs),
         })
     }
 
@@ -53,6 +62,7 @@ impl Work {
         q.acks.splice(0..0, self.acks);
         q.hand_backs.splice(0..0, self.hand_backs);
         q.unclaims.splice(0..0, self.unclaims);
+        q.put_backs.splice(0..0, self.put_backs);
     }
 }
 
@@ -174,8 +184,8 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
         }
         crate::upkeep::vacuum_if_due(&shared);
     }
-    if !work.unclaims.is_empty() {
-        crate::claim::unclaim(&shared, &client, &work.unclaims).await;
+    if !work.unclaims.is_empty() || !work.put_backs.is_empty() {
+        crate::claim::unclaim(&shared, &client, &work.unclaims, &work.put_backs).await;
     }
     for ticket in work.hand_backs {
         // Best effort: if this fails, the lease runs out and the item comes back then.

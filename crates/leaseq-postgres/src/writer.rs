@@ -134,13 +134,56 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
     }
 }
 
-/// One batch in one statement; a notification if some rows are visible at once.
+/// One batch in one statement; a notification if some rows are visible at once. The
+/// statement inserts without `ON CONFLICT` (the watermark already skips every row a lost
+/// reply's first attempt committed); should it meet a row with one of the batch's ids
+/// anyway, it is refused whole (nothing done) and the batch runs again with
+/// `ON CONFLICT (id) DO NOTHING`.
 async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> {
-    let client = shared.client().await?;
-    let stmt = client
-        .prepare_cached(&shared.sql.insert)
+    match insert_with(shared, batch, &shared.sql.insert).await {
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+            insert_with(shared, batch, &shared.sql.insert_checked).await
+        }
+        r => r,
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// A connection's error or a statement's.
+enum InsertError {
+    Pool(String),
+    Db(tokio_postgres::Error),
+}
+
+impl InsertError {
+    fn code(&self) -> Option<&tokio_postgres::error::SqlState> {
+        match self {
+            InsertError::Db(e) => e.code(),
+            InsertError::Pool(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for InsertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InsertError::Pool(e) => f.write_str(e),
+            InsertError::Db(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Runs `sql` (the insert statement, checked or not) for `batch`.
+async fn insert_with<T>(
+    shared: &Shared<T>,
+    batch: &[PushRow],
+    sql: &str,
+) -> Result<(), InsertError> {
+    let client = shared
+        .client()
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| InsertError::Pool(e.to_string()))?;
+    let stmt = client.prepare_cached(sql).await.map_err(InsertError::Db)?;
     let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
     let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
     let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
@@ -167,7 +210,7 @@ async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> 
             ],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(InsertError::Db)?;
     Ok(())
 }
 

@@ -272,6 +272,41 @@ fn max_lease_takes_the_item_back_despite_the_heartbeat() {
     });
 }
 
+#[test]
+fn a_stale_holders_settle_leaves_the_next_leases_heartbeat_alone() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = common::unique("stale-beat");
+        let vis = Duration::from_millis(300);
+        let config = Config::new(vis).with_max_lease(Duration::from_millis(700));
+        let q = process(&url, &name, config).await;
+        let id = q.push(b"slow".to_vec()).await.expect("push");
+        let first = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
+            Ok(Some(d)) => d,
+            other => panic!("no delivery: {other:?}"),
+        };
+        tokio::time::timeout(PATIENCE, first.lease_lost())
+            .await
+            .expect("the lease is lost at the max lease");
+        // The same process takes the item again, with a heartbeat of its own.
+        let again = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
+            Ok(Some(d)) => d,
+            other => panic!("no delivery: {other:?}"),
+        };
+        assert_eq!((again.id(), again.attempt()), (id, 2));
+        assert_eq!(q.store().heartbeats(), 1);
+        // The first holder settles late: refused, and the new lease keeps its heartbeat.
+        assert_eq!(first.ack().await, Err(ReceiptError::Redelivered(id).into()));
+        assert_eq!(
+            q.store().heartbeats(),
+            1,
+            "the stale settle stopped the heartbeat of the item's next lease"
+        );
+        assert!(again.ack().await.is_ok());
+        assert_eq!(q.store().heartbeats(), 0);
+    });
+}
+
 /// Moves the lease's start `minutes` back, as if the handler had run that long.
 async fn age_lease(db: &Client, id: leaseq_async::MessageId, minutes: i32) {
     let n = db

@@ -79,3 +79,35 @@ fn stale_prefetched_leases_are_put_back_not_handed_out() {
         d.ack().await.expect("ack");
     });
 }
+
+#[test]
+fn a_put_back_lease_comes_back_with_the_same_attempt_at_once() {
+    let Some(url) = server() else { return };
+    runtime().block_on(async {
+        let q = queue(&url, &unique("put-back"), Duration::from_secs(30), 0).await;
+        q.push(vec![7]).await.expect("push");
+        let first = q.receive_timeout(PATIENCE).await.expect("delivery");
+        assert_eq!(first.attempt(), 1);
+        let id = first.id();
+        // Taken ahead and never started: back uncounted (a hand-back would count the
+        // attempt, and its backoff would keep the item away).
+        first.put_back();
+        let again = q
+            .receive_timeout(Duration::from_secs(5))
+            .await
+            .expect("the put-back item is visible again at once");
+        assert_eq!(again.id(), id);
+        assert_eq!(
+            again.attempt(),
+            1,
+            "a lease put back is not an attempt: same attempt number"
+        );
+        again.ack().await.expect("ack");
+        let stats = q.store().refresh_stats().await.expect("stats");
+        assert_eq!(
+            (stats.delivered, stats.put_back, stats.acked, stats.nacks),
+            (2, 1, 1, 0),
+            "both deliveries counted, one put back, none failed"
+        );
+    });
+}

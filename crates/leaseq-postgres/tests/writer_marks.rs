@@ -58,3 +58,56 @@ fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
         assert_eq!(mark(&db, instance).await, Some(last.get() as i64), "kept");
     });
 }
+
+#[test]
+fn a_batch_meeting_a_row_with_its_id_is_inserted_without_it_not_retried_for_ever() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = open::<Vec<u8>, _>(
+            &url,
+            &common::unique("marks-conflict"),
+            Config::new(Duration::from_secs(30)),
+            common::options().vacuum_after_rows(0),
+            BytesCodec,
+        )
+        .await
+        .expect("open");
+        let first = q.push(b"a".to_vec()).await.expect("push");
+        // A row already holding the id the writer gives next, behind the watermark's back
+        // (the fast insert has no ON CONFLICT: it is refused, and the batch goes again
+        // with one).
+        let db = common::sql(&url).await;
+        let taken = first.get() as i64 + 1;
+        db.execute(
+            &format!(
+                "INSERT INTO {SCHEMA}.items (id, queue, visible_at, payload)
+                 VALUES ($1, 'elsewhere', 'infinity', '\\x00')"
+            ),
+            &[&taken],
+        )
+        .await
+        .expect("insert the squatter");
+        let batch = vec![b"b".to_vec(), b"c".to_vec()];
+        let ids = tokio::time::timeout(Duration::from_secs(10), q.push_batch(batch))
+            .await
+            .expect("the batch committed (not retried for ever)")
+            .expect("push");
+        assert_eq!(ids[0].get() as i64, taken);
+        // The squatter is kept; the other row of the batch went in.
+        let d = common::receive(&q).await;
+        assert_eq!(d.item(), b"a");
+        d.ack().await.expect("ack");
+        let d = common::receive(&q).await;
+        assert_eq!(d.item(), b"c");
+        d.ack().await.expect("ack");
+        let queue: String = db
+            .query_one(
+                &format!("SELECT queue FROM {SCHEMA}.items WHERE id = $1"),
+                &[&taken],
+            )
+            .await
+            .expect("the squatter")
+            .get(0);
+        assert_eq!(queue, "elsewhere");
+    });
+}

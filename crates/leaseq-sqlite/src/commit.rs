@@ -80,6 +80,11 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
                 "UPDATE items SET attempts = max(attempts, ?2), leased = 1 WHERE id = ?1 AND dead = 0",
             )?
             .execute(params![*id as i64, attempts])?,
+        Op::PutBack { id, attempts } => tx
+            .prepare_cached(
+                "UPDATE items SET attempts = ?2, leased = 0 WHERE id = ?1 AND dead = 0",
+            )?
+            .execute(params![*id as i64, attempts])?,
         Op::Retry {
             id,
             attempts,

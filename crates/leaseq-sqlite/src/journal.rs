@@ -42,6 +42,9 @@ pub(crate) enum Op {
     },
     /// Leased: its attempt is counted before the delivery is handed out.
     Taken { id: u64, attempts: u32 },
+    /// A lease given back unstarted: its attempt taken back (`attempts` is the count before
+    /// that lease), no longer leased.
+    PutBack { id: u64, attempts: u32 },
     /// Handed back, to be delivered again from `visible_at`.
     Retry {
         id: u64,
@@ -68,6 +71,7 @@ impl Op {
         match self {
             Op::Insert { id, .. }
             | Op::Taken { id, .. }
+            | Op::PutBack { id, .. }
             | Op::Retry { id, .. }
             | Op::Dead { id, .. }
             | Op::Delete { id }
@@ -176,6 +180,21 @@ impl Journal {
         drop(q);
         self.wake.notify_one();
         seq
+    }
+
+    /// Queues the op `change` returns, if any, with `change` run under the journal's lock:
+    /// for a change of the memory store whose op must come before any op that follows
+    /// that change (a lease put back, whose attempt count must not land after the next
+    /// lease's count).
+    pub(crate) fn submit_with(&self, change: impl FnOnce() -> Option<Op>) {
+        let mut q = self.queued.lock();
+        let Some(op) = change() else {
+            return;
+        };
+        q.ops.push(op);
+        q.seq += 1;
+        drop(q);
+        self.wake.notify_one();
     }
 
     /// The sequence number of the last op queued.

@@ -157,6 +157,7 @@ fn wrap<T>(t: Taken<T, MemoryTicket>) -> Taken<T, SqliteTicket> {
         ticket: SqliteTicket {
             inner: t.ticket,
             id: t.id,
+            attempt: t.attempt,
         },
     }
 }

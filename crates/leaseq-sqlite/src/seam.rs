@@ -260,6 +260,23 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         }
     }
 
+    fn put_back(&self, ticket: SqliteTicket) {
+        let (id, attempt) = (ticket.id, ticket.attempt);
+        // The attempt journaled when the lease was taken is taken back, ahead of the count
+        // of whoever takes the item next.
+        self.journal.submit_with(|| {
+            self.inner.try_put_back(ticket.inner).ok()?;
+            Some(Op::PutBack {
+                id: id.get(),
+                attempts: attempt.saturating_sub(1),
+            })
+        });
+    }
+
+    fn settles_at_once(&self) -> bool {
+        false
+    }
+
     fn stop_heartbeat(&self, ticket: &mut SqliteTicket) {
         self.inner.stop_heartbeat(&mut ticket.inner)
     }

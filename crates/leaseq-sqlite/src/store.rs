@@ -19,6 +19,8 @@ use crate::journal::{Journal, Op};
 pub struct SqliteTicket {
     pub(crate) inner: MemoryTicket,
     pub(crate) id: MessageId,
+    /// The lease's attempt, as journaled when it was taken.
+    pub(crate) attempt: u32,
 }
 
 /// A durable store on one machine: a [`MemoryStore`] (the core does all the policy:

@@ -298,6 +298,15 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let _ = self.hand_back_with(ticket, Failure::dropped());
     }
 
+    fn put_back(&self, ticket: MemoryTicket) {
+        // Stale or not (the lease ran out meanwhile), there is nothing more to do here.
+        let _ = self.try_put_back(ticket);
+    }
+
+    fn settles_at_once(&self) -> bool {
+        true
+    }
+
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
         if let Some((key, _)) = ticket.beat.take() {
             self.lock().beats.unregister(key);
@@ -348,6 +357,14 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
+    /// [`Store::put_back`] with its answer: `Ok` if the lease was running and is given
+    /// back (its attempt not counted), else why not. For a store built on this one that
+    /// records the change (leaseq-sqlite journals the attempt count).
+    pub fn try_put_back(&self, ticket: MemoryTicket) -> Result<(), ReceiptError> {
+        let now = self.rt.now();
+        self.settle(ticket, |core, r| core.put_back(r, now))
+    }
+
     /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
     fn settle<U>(
         &self,

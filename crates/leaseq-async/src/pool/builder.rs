@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex};
 
 use event_listener::Event;
 
+use super::completer::Completer;
 use super::shards::Shards;
 use super::stats::Counters;
 use super::worker::Handler;
 use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, TypeOf};
 use crate::error::JobError;
+use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
@@ -26,6 +28,7 @@ pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, 
     watchdog: Option<Watchdog>,
     type_of: TypeOf<T>,
     max_overruns: Option<u64>,
+    prefetch: Option<usize>,
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> PoolBuilder<T, R, S> {
@@ -40,6 +43,34 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             watchdog: Some(Watchdog::default()),
             type_of: Arc::new(|_| "item"),
             max_overruns: None,
+            prefetch: None,
+        }
+    }
+
+    /// Items leased ahead for the workers, beyond those of the workers waiting now.
+    ///
+    /// With a fetch-ahead the pool's fetcher task leases, in one step of the store (one
+    /// lock, one commit, one claim statement), an item for every worker waiting plus
+    /// `n` more, and the workers take them from a shared buffer: a worker that finishes an
+    /// item finds the next one leased. A lease waits in the buffer at most half the queue's
+    /// visibility (then it goes back, its attempt not counted, as all left do at shutdown).
+    ///
+    /// Default: for a store that settles at once (the memory store, where a receive is a
+    /// lock away), no fetcher: each worker receives for itself; for the others (SQLite,
+    /// Postgres), a fetcher with a prefetch of one item per worker. Setting it (zero
+    /// included: a fetcher that leases only for waiting workers) turns the fetcher on for
+    /// any store.
+    pub fn prefetch(mut self, n: usize) -> Self {
+        self.prefetch = Some(n);
+        self
+    }
+
+    /// The fetcher's prefetch, if the pool has a fetcher.
+    fn fetcher_prefetch(&self) -> Option<usize> {
+        match self.prefetch {
+            Some(n) => Some(n),
+            None if self.queue.store().settles_at_once() => None,
+            None => Some(self.workers),
         }
     }
 
@@ -135,6 +166,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
 
     fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R, S> {
         let rt = self.queue.runtime().clone();
+        let prefetch = self.fetcher_prefetch();
         let board = Arc::new(Board::new(self.workers, self.watchdog.is_some()));
         let shared = Arc::new(PoolShared {
             heartbeat: self.heartbeat,
@@ -146,9 +178,26 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             type_of: self.type_of,
             timeout: self.timeout,
             live_workers: AtomicUsize::new(0),
+            completer: (!self.queue.store().settles_at_once())
+                .then(|| Arc::new(Completer::default())),
         });
+        let fetcher = prefetch.map(|prefetch| {
+            let fetcher = Arc::new(Fetcher::new(
+                prefetch,
+                self.queue.visibility(),
+                self.heartbeat,
+            ));
+            let task = spawn_guarded(&rt, fetcher.clone().run(self.queue.clone()));
+            (fetcher, task)
+        });
+        if let Some(completer) = &shared.completer {
+            drop(spawn_guarded(&rt, completer.clone().run()));
+        }
         let tasks = (0..self.workers)
-            .map(|i| Some(spawn_worker(&self.queue, &shared, &handler, i)))
+            .map(|i| {
+                let fetcher = fetcher.as_ref().map(|(f, _)| f);
+                Some(spawn_worker(&self.queue, &shared, &handler, fetcher, i))
+            })
             .collect();
         let watchdog_done = Arc::new(AtomicBool::new(false));
         let watchdog = self.watchdog.map(|config| {
@@ -164,6 +213,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             tasks: Mutex::new(tasks),
             watchdog,
             watchdog_done,
+            fetcher,
         }
     }
 }
@@ -176,6 +226,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for PoolBuilder<T,
             .field("heartbeat", &self.heartbeat)
             .field("watchdog", &self.watchdog)
             .field("max_overruns", &self.max_overruns)
+            .field("prefetch", &self.prefetch)
             .finish_non_exhaustive()
     }
 }

@@ -2,9 +2,11 @@
 
 mod blocking;
 mod builder;
+mod completer;
 mod job;
 mod local;
 mod report;
+mod settle;
 mod shards;
 pub(crate) mod stats;
 mod timeout;
@@ -21,6 +23,7 @@ use futures::future::{select, Either};
 use leaseq_core::Histogram;
 
 use crate::diagnosis::diagnose;
+use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::pool_stats::PoolStats;
 use crate::queue::LeaseQueue;
@@ -33,6 +36,7 @@ pub use job::Job;
 pub use report::PoolReport;
 pub use timeout::ItemTimeout;
 
+use completer::Completer;
 use shards::Shards;
 use stats::Counters;
 use worker::Handler;
@@ -53,6 +57,9 @@ pub(crate) struct PoolShared<T> {
     pub(crate) timeout: ItemTimeout<T>,
     /// Worker tasks running now.
     pub(crate) live_workers: AtomicUsize,
+    /// Where workers hand over settles the store does not answer at once (none for a
+    /// store that does: the memory store).
+    pub(crate) completer: Option<Arc<Completer>>,
 }
 
 impl<T> PoolShared<T> {
@@ -132,6 +139,8 @@ pub struct Pool<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     tasks: Mutex<Vec<Option<R::Task>>>,
     watchdog: Option<R::Task>,
     watchdog_done: Arc<AtomicBool>,
+    /// The fetcher, if the pool leases ahead for its workers, and its task.
+    fetcher: Option<(Arc<Fetcher<T, R, S>>, R::Task)>,
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Pool<T, R, S> {
@@ -187,6 +196,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                     &self.queue,
                     &self.shared,
                     &self.handler,
+                    self.fetcher.as_ref().map(|(f, _)| f),
                     index,
                 ));
             }
@@ -215,6 +225,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let start = rt.now();
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.notify(usize::MAX);
+        if let Some((fetcher, _)) = &self.fetcher {
+            fetcher.stop();
+        }
         let deadline = start.saturating_add(grace);
         let tasks: Vec<(usize, R::Task)> =
             std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()))
@@ -241,6 +254,17 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 rt.abort(&mut task);
                 task.await;
             }
+        }
+        // The fetcher saw the stop: it ends and puts back what it had leased ahead.
+        if let Some((_, task)) = self.fetcher.take() {
+            task.await;
+        }
+        // Settles handed over by the workers: answered (committed) before the report, if
+        // they can be within the grace.
+        if let Some(completer) = &self.shared.completer {
+            let sleep = pin!(rt.sleep_until(deadline));
+            select(pin!(completer.wait_idle()), sleep).await;
+            completer.close();
         }
         self.watchdog_done.store(true, Ordering::Release);
         if let Some(mut w) = self.watchdog.take() {
@@ -277,6 +301,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
         if let Some(mut w) = self.watchdog.take() {
             rt.abort(&mut w);
         }
+        if let Some((fetcher, mut task)) = self.fetcher.take() {
+            fetcher.stop();
+            rt.abort(&mut task);
+        }
+        // The completer's task finishes the settles handed over, then ends.
+        if let Some(completer) = &self.shared.completer {
+            completer.close();
+        }
     }
 }
 
@@ -296,10 +328,17 @@ fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtim
     queue: &LeaseQueue<T, R, S>,
     shared: &Arc<PoolShared<T>>,
     handler: &Handler<T>,
+    fetcher: Option<&Arc<Fetcher<T, R, S>>>,
     index: usize,
 ) -> R::Task {
     let alive = worker::Alive::new(shared.clone());
-    let fut = worker::run(index, queue.clone(), alive, handler.clone());
+    let fut = worker::run(
+        index,
+        queue.clone(),
+        alive,
+        handler.clone(),
+        fetcher.cloned(),
+    );
     spawn_guarded(queue.runtime(), fut)
 }
 

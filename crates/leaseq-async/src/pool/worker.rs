@@ -10,19 +10,20 @@ use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::FutureExt;
-use leaseq_core::{Failure, Outcome, Timestamp};
+use leaseq_core::{Outcome, Timestamp};
 
 use crate::delivery::Delivery;
 use crate::error::JobError;
+use crate::fetcher::Fetcher;
 use crate::pool::job::Job;
 use crate::pool::local::Local;
+use crate::pool::settle::{settle_and_count, Ended};
 use crate::pool::shards::Shard;
 use crate::pool::stats::Counters;
 use crate::pool::PoolShared;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
-use crate::store_error::SettleError;
 use crate::watchdog::{Holding, Progress};
 
 /// What a handler run gives: its result, or the message of a panic caught on the way.
@@ -41,13 +42,6 @@ pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
     } else {
         "panicked (with a payload that is not a string)".to_string()
     }
-}
-
-/// How one handling ended.
-enum Ended {
-    Done(Result<(), JobError>),
-    Panicked(String),
-    TimedOut(Duration),
 }
 
 /// When `delivery`'s lease was taken, if its deadline tells.
@@ -86,12 +80,14 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
     queue: LeaseQueue<T, R, S>,
     alive: Alive<T>,
     handler: Handler<T>,
+    fetcher: Option<Arc<Fetcher<T, R, S>>>,
 ) {
     let pool = &alive.0;
     let rt = queue.runtime().clone();
     let worker: Worker<'_, T, R, S> = Worker {
         rt: &rt,
         pool,
+        index,
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
@@ -107,19 +103,27 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         if pool.stopping.load(Ordering::Acquire) {
             return;
         }
-        let delivery = {
-            let stop = pool.stop_listener();
-            let receive = if pool.heartbeat {
-                queue.receive_with_heartbeat()
-            } else {
-                queue.receive()
-            };
-            match select(receive, stop).await {
-                Either::Left((Some(d), _)) => d,
-                _ => return,
+        let (delivery, start) = match &fetcher {
+            // Taken by the pool's fetcher: the worker starts on it at the reading that
+            // found it fresh.
+            Some(fetcher) => match fetcher.next(&rt).await {
+                Some((d, at)) => (d, Some(at)),
+                None => return,
+            },
+            None => {
+                let stop = pool.stop_listener();
+                let receive = if pool.heartbeat {
+                    queue.receive_with_heartbeat()
+                } else {
+                    queue.receive()
+                };
+                match select(receive, stop).await {
+                    Either::Left((Some(d), _)) => (d, None),
+                    _ => return,
+                }
             }
         };
-        let handled = AssertUnwindSafe(worker.handle(&mut local, delivery));
+        let handled = AssertUnwindSafe(worker.handle(&mut local, delivery, start));
         if handled.catch_unwind().await.is_err() {
             Counters::bump(&pool.counters.worker_panics);
         }
@@ -129,7 +133,9 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
 /// What a worker's items share.
 struct Worker<'a, T, R, S> {
     rt: &'a R,
-    pool: &'a PoolShared<T>,
+    pool: &'a Arc<PoolShared<T>>,
+    /// This worker's index in the pool.
+    index: usize,
     handler: &'a Handler<T>,
     /// This worker's progress slot, if the pool has a watchdog.
     progress: Option<&'a Progress>,
@@ -203,9 +209,16 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
     /// the lease was taken, told by the delivery's deadline (see [`leased_at`]), read from
     /// the clock only when that deadline was capped. The progress slot needs no reading of
     /// its own (going idle is not timed: the watchdog only times holdings).
-    async fn handle(&self, local: &mut Local<R>, mut delivery: Delivery<T, R, S>) {
-        let (rt, pool) = (self.rt, self.pool);
-        let start = leased_at(&delivery, local.visibility).unwrap_or_else(|| rt.now());
+    async fn handle(
+        &self,
+        local: &mut Local<R>,
+        mut delivery: Delivery<T, R, S>,
+        start: Option<Timestamp>,
+    ) {
+        let (rt, pool) = (self.rt, &**self.pool);
+        let start = start
+            .or_else(|| leased_at(&delivery, local.visibility))
+            .unwrap_or_else(|| rt.now());
         let item_type = (pool.type_of)(delivery.item());
         if let Some(progress) = self.progress {
             progress.busy(Holding {
@@ -294,46 +307,15 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         self.shard.record(item_type, took, outcome, permanent);
         #[cfg(feature = "metrics")]
         local.metrics.record(item_type, took, outcome, permanent);
-        // An ack drops the queue's copy of the item once the queue is consistent; a panic in
-        // its `Drop` is caught here (the settle itself went through) and counted.
-        let settle = async move {
-            match ended {
-                Ended::Done(Ok(())) => delivery.ack().await.err(),
-                Ended::Done(Err(e)) if e.is_permanent() => {
-                    delivery.dead_letter(e.message()).await.err()
-                }
-                Ended::Done(Err(e)) => delivery.nack(e.message()).await.err(),
-                Ended::Panicked(message) => {
-                    delivery.nack_with(Failure::panicked(message)).await.err()
-                }
-                Ended::TimedOut(limit) => {
-                    #[cfg(feature = "tracing")]
-                    tracing::debug!(limit = ?limit, "leaseq: item timed out");
-                    let failure =
-                        Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-                    delivery.nack_with(failure).await.err()
-                }
-            }
-        };
-        // Settling (and what it reports) belongs to the delivery's span too.
-        #[cfg(feature = "tracing")]
-        let settle = tracing::Instrument::instrument(settle, span);
-        let refused = AssertUnwindSafe(settle)
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| {
-                Counters::bump(&pool.counters.worker_panics);
-                None
-            });
-        match refused {
-            None => {}
-            Some(SettleError::Stale(_)) => self.shard.stale_settle(),
-            Some(SettleError::Store(_e)) => {
-                #[cfg(feature = "tracing")]
-                tracing::warn!(error = %_e, "leaseq: the store failed a settle");
-                self.shard.failed_settle();
-            }
-        }
+        settle_and_count(
+            self.pool,
+            self.index,
+            delivery,
+            ended,
+            #[cfg(feature = "tracing")]
+            span,
+        )
+        .await;
     }
 }
 

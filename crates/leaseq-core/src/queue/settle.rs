@@ -200,6 +200,27 @@ impl<T> Queue<T> {
         Ok(self.fail_attempt(slot, now, Reason::Released, Retry::After(Duration::ZERO)))
     }
 
+    /// Gives back a lease that was never started: taken ahead (a worker pool's prefetch) and
+    /// then not needed, or held so long unstarted that its worker would get too little of
+    /// its visibility. The attempt does not count (the next delivery has the same attempt
+    /// number) and the item is ready again at once, at its level, behind the items ready
+    /// now. Counted in [`Stats::put_back`](crate::Stats::put_back), not in `nacks`.
+    ///
+    /// Refused with the receipt's [`ReceiptError`] unless the lease is running (an expired
+    /// lease's attempt was counted when it ran out).
+    pub fn put_back(&mut self, receipt: Receipt, now: Timestamp) -> Result<(), ReceiptError> {
+        let now = self.advance(now);
+        let slot = self.held(receipt)?;
+        self.stats.in_flight -= 1;
+        self.stats.put_back += 1;
+        let s = &mut self.slots[slot];
+        s.ended = LeaseEnd::Released;
+        s.attempts = s.attempts.saturating_sub(1);
+        self.make_visible(slot, now, now);
+        self.trim_indexes();
+        Ok(())
+    }
+
     /// Sends a poison item straight to the dead letters with [`Reason::Terminated`] and
     /// `error`, whatever attempts it has left. Like an ack, accepted after the deadline while
     /// nobody has leased the item again.

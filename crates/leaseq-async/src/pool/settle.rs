@@ -1,0 +1,113 @@
+//! How a worker settles an item once its handler is done: the settle made at once, its
+//! answer counted by the worker when the store gives it at once (the memory store), and
+//! otherwise by the pool's completer, so that the worker goes on without waiting for a
+//! commit.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::Context;
+use std::time::Duration;
+
+use futures::FutureExt;
+use leaseq_core::Failure;
+
+use crate::delivery::Delivery;
+use crate::error::JobError;
+use crate::pool::stats::Counters;
+use crate::pool::PoolShared;
+use crate::runtime::{BoxFuture, Runtime};
+use crate::store::Store;
+use crate::store_error::SettleError;
+
+/// How one handling ended.
+pub(crate) enum Ended {
+    Done(Result<(), JobError>),
+    Panicked(String),
+    TimedOut(Duration),
+}
+
+/// The settle that `ended` calls for: its future gives the refusal, if any.
+fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+    delivery: Delivery<T, R, S>,
+    ended: Ended,
+) -> impl Future<Output = Option<SettleError>> + Send {
+    async move {
+        match ended {
+            Ended::Done(Ok(())) => delivery.ack().await.err(),
+            Ended::Done(Err(e)) if e.is_permanent() => {
+                delivery.dead_letter(e.message()).await.err()
+            }
+            Ended::Done(Err(e)) => delivery.nack(e.message()).await.err(),
+            Ended::Panicked(message) => delivery.nack_with(Failure::panicked(message)).await.err(),
+            Ended::TimedOut(limit) => {
+                #[cfg(feature = "tracing")]
+                tracing::debug!(limit = ?limit, "leaseq: item timed out");
+                let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
+                delivery.nack_with(failure).await.err()
+            }
+        }
+    }
+}
+
+/// Counts a settle's answer in worker `index`'s shard (a panic in the settle, from an
+/// item's `Drop` as the ack drops the queue's copy, is counted too: the settle itself went
+/// through).
+fn count<T>(
+    pool: &PoolShared<T>,
+    index: usize,
+    answer: Result<Option<SettleError>, Box<dyn Any + Send>>,
+) {
+    let shard = pool.shards.get(index);
+    match answer {
+        Ok(None) => {}
+        Ok(Some(SettleError::Stale(_))) => shard.stale_settle(),
+        Ok(Some(SettleError::Store(_e))) => {
+            #[cfg(feature = "tracing")]
+            tracing::warn!(error = %_e, "leaseq: the store failed a settle");
+            shard.failed_settle();
+        }
+        Err(_) => Counters::bump(&pool.counters.worker_panics),
+    }
+}
+
+/// Settles `delivery` as `ended` says, for worker `index`. The settle is made before this
+/// returns; its answer is counted here if the store gives it at once, else by the pool's
+/// completer when it comes (the worker does not wait for it).
+pub(crate) async fn settle_and_count<
+    T: Send + Sync + 'static,
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+>(
+    pool: &Arc<PoolShared<T>>,
+    index: usize,
+    delivery: Delivery<T, R, S>,
+    ended: Ended,
+    #[cfg(feature = "tracing")] span: tracing::Span,
+) {
+    let settle = settle(delivery, ended);
+    // Settling (and what it reports) belongs to the delivery's span too.
+    #[cfg(feature = "tracing")]
+    let settle = tracing::Instrument::instrument(settle, span);
+    let settle = AssertUnwindSafe(settle).catch_unwind();
+    let Some(completer) = &pool.completer else {
+        count(pool, index, settle.await);
+        return;
+    };
+    let counted = {
+        let pool = pool.clone();
+        settle.map(move |answer| count(&pool, index, answer))
+    };
+    let mut counted: BoxFuture = Box::pin(counted);
+    // Polled once here, so the store has the settle before the worker moves on: a waker
+    // that does nothing, as the completer's task polls it from now on.
+    let waker = futures::task::noop_waker();
+    if counted
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending()
+    {
+        completer.submit(counted);
+    }
+}
