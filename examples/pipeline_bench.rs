@@ -113,11 +113,12 @@ fn memory(tokio: &Tokio, a: &Args, r: &mut Results) {
     }
 }
 
-/// The four leaseq rows of a store, in an order rotated each round.
-const KINDS: [(&str, Consumer); 4] = [
+/// The leaseq rows of a store, in an order rotated each round.
+const KINDS: [(&str, Consumer); 5] = [
     ("pool", Consumer::Pool),
     ("single", Consumer::Single),
     ("nowait", Consumer::SingleNowait),
+    ("prefetch", Consumer::Prefetch(32)),
     ("batch", Consumer::Batch(16)),
 ];
 
@@ -151,7 +152,7 @@ fn sqlite(tokio: &Tokio, a: &Args, r: &mut Results) {
             for k in 0..KINDS.len() {
                 let (name, how) = KINDS[(k + round) % KINDS.len()];
                 let key = format!("sql.{tag}.{name}");
-                if how == Consumer::SingleNowait && !NOWAIT {
+                if matches!(how, Consumer::SingleNowait | Consumer::Prefetch(_)) && !NOWAIT {
                     r.missing.insert(key, "n/a (no ack_nowait)".into());
                     continue;
                 }
@@ -187,7 +188,7 @@ fn postgres(tokio: &Tokio, a: &Args, r: &mut Results) {
                 continue;
             };
             let key = format!("pg.{name}");
-            if how == Consumer::SingleNowait && !NOWAIT {
+            if matches!(how, Consumer::SingleNowait | Consumer::Prefetch(_)) && !NOWAIT {
                 r.missing.insert(key, "n/a (no ack_nowait)".into());
                 continue;
             }

@@ -27,7 +27,7 @@ const PL: &str = "fsync per commit (PowerLoss)";
 const PC: &str = "WAL, no fsync per commit (ProcessCrash)";
 const PG: &str = "synchronous_commit (server setting above)";
 
-fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -> [Row; 4] {
+fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -> [Row; 5] {
     // Leaked once per table: the keys are built from the prefix.
     let key = |k: &str| -> &'static str { Box::leak(format!("{p}.{k}").into_boxed_str()) };
     let batch = key("batch");
@@ -50,7 +50,14 @@ fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -
             key: key("nowait"),
             system,
             durability,
-            consumer: "one at a time, `ack_nowait()`",
+            consumer: "one at a time, `receive()` + `ack_nowait()`",
+            ratio_to: Some((batch, "of the batch path")),
+        },
+        Row {
+            key: key("prefetch"),
+            system,
+            durability,
+            consumer: "one at a time, `consumer(32)` + `ack_nowait()`",
             ratio_to: Some((batch, "of the batch path")),
         },
         Row {
@@ -103,7 +110,7 @@ impl Results {
         rows.extend(store_rows("sql.pl", "leaseq-sqlite", PL));
         rows.extend(store_rows("sql.pc", "leaseq-sqlite", PC));
         let mut pg = store_rows("pg", "leaseq-postgres", PG);
-        pg[3].ratio_to = Some(("pg.bare", "of the bare loop"));
+        pg[4].ratio_to = Some(("pg.bare", "of the bare loop"));
         rows.extend(pg);
         rows.push(Row {
             key: "pg.bare",
@@ -236,8 +243,8 @@ impl Results {
                 "x",
             ),
             g(
-                "Postgres: one at a time, ack_nowait / batch path",
-                s.ratio("pg.nowait", "pg.batch"),
+                "Postgres: one at a time, consumer(32) + ack_nowait / batch path",
+                s.ratio("pg.prefetch", "pg.batch"),
                 0.7,
                 "x",
             ),
@@ -254,14 +261,14 @@ impl Results {
                 "items/s",
             ),
             g(
-                "SQLite PowerLoss: ack_nowait / batch path",
-                s.ratio("sql.pl.nowait", "sql.pl.batch"),
+                "SQLite PowerLoss: consumer(32) + ack_nowait / batch path",
+                s.ratio("sql.pl.prefetch", "sql.pl.batch"),
                 0.7,
                 "x",
             ),
             g(
-                "SQLite ProcessCrash: ack_nowait / batch path",
-                s.ratio("sql.pc.nowait", "sql.pc.batch"),
+                "SQLite ProcessCrash: consumer(32) + ack_nowait / batch path",
+                s.ratio("sql.pc.prefetch", "sql.pc.batch"),
                 0.7,
                 "x",
             ),

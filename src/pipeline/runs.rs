@@ -23,13 +23,16 @@ pub enum Consumer {
     /// `receive()` then `ack_nowait()`, one item at a time: the ack completes in the
     /// background; each consumer awaits its acks' outcomes at the end (inside the clock).
     SingleNowait,
+    /// As [`SingleNowait`](Self::SingleNowait) from a [`LeaseQueue::consumer`] with this
+    /// prefetch (each consumer its own, stopped once it has taken its share).
+    Prefetch(usize),
     /// `receive_batch(n)` then `ack_batch`.
     Batch(usize),
 }
 
-/// Whether this build has the non-waiting ack ([`Consumer::SingleNowait`]); its rows are
-/// "n/a" otherwise.
-pub const NOWAIT: bool = false;
+/// Whether this build has the non-waiting ack ([`Consumer::SingleNowait`],
+/// [`Consumer::Prefetch`]); their rows are "n/a" otherwise.
+pub const NOWAIT: bool = true;
 
 /// A queue of 16-byte payloads on store `S`.
 pub type BytesQueue<R, S> = LeaseQueue<Vec<u8>, R, S>;
@@ -64,6 +67,7 @@ pub async fn run<R, S>(
 ) -> Result<Duration, BenchError>
 where
     R: Runtime,
+    R::Task: Sync,
     S: Store<Vec<u8>, Runtime = R>,
 {
     if how == Consumer::Pool {
@@ -117,7 +121,8 @@ fn reserve(budget: &AtomicU64, want: u64) -> u64 {
 }
 
 /// One item at a time, the ack awaited ([`Consumer::Single`]) or not
-/// ([`Consumer::SingleNowait`]). Returns the items it settled and when it finished.
+/// ([`Consumer::SingleNowait`], [`Consumer::Prefetch`]). Returns the items it settled and
+/// when it finished.
 async fn single_consumer<R, S>(
     q: BytesQueue<R, S>,
     budget: Arc<AtomicU64>,
@@ -125,18 +130,39 @@ async fn single_consumer<R, S>(
 ) -> Result<(u64, Option<Instant>), BenchError>
 where
     R: Runtime,
+    R::Task: Sync,
     S: Store<Vec<u8>, Runtime = R>,
 {
-    let _ = how; // SingleNowait arrives with the non-waiting ack.
+    let prefetching = match how {
+        Consumer::Prefetch(n) => Some(q.consumer(n)),
+        _ => None,
+    };
+    let mut settling = Vec::new();
     let mut settled = 0;
     let mut last = None;
     while reserve(&budget, 1) == 1 {
-        let d = q.receive().await.ok_or("the queue closed")?;
+        let d = match &prefetching {
+            Some(c) => c.receive().await,
+            None => q.receive().await,
+        };
+        let d = d.ok_or("the queue closed")?;
         if d.attempt() != 1 || !payload_ok(d.item()) {
             return Err(format!("item {:?} delivered twice or mangled", d.id()).into());
         }
-        d.ack().await.map_err(|e| format!("ack: {e:?}"))?;
+        if how == Consumer::Single {
+            d.ack().await.map_err(|e| format!("ack: {e:?}"))?;
+            last = Some(Instant::now());
+        } else {
+            settling.push(d.ack_nowait());
+        }
         settled += 1;
+    }
+    // What it leased ahead goes back now, for the consumers still taking their share.
+    if let Some(c) = prefetching {
+        c.stop().await;
+    }
+    for s in settling {
+        s.await.map_err(|e| format!("ack_nowait: {e:?}"))?;
         last = Some(Instant::now());
     }
     Ok((settled, last))
