@@ -10,20 +10,22 @@
 //! - `memory`: a `Pool` of 4 workers with a no-op handler beside flume with 4 consumers
 //!   awaiting the same no-op (`leaseq_suite::throughput`), a warm-up round then at least 5
 //!   rounds;
-//! - `sqlite` (PowerLoss and ProcessCrash) and `postgres`: `Pool(4)`, one at a time with the
-//!   awaited ack, one at a time with `ack_nowait`, `receive_batch(16)` + `ack_batch`, and on
-//!   Postgres the bare SKIP LOCKED loop (`leaseq_suite::pg_bare`), each round in a rotated
-//!   order, each run on a fresh queue;
+//! - `sqlite` (PowerLoss and ProcessCrash) and `postgres`: `Pool(4)` (its default prefetch,
+//!   and a prefetch of 32), one at a time with the awaited ack, one at a time with
+//!   `ack_nowait` (from `receive()`, and from `consumer(32)`, which leases ahead),
+//!   `receive_batch(16)` + `ack_batch`, and on Postgres the bare SKIP LOCKED loop
+//!   (`leaseq_suite::pg_bare`), each round in a rotated order, each run on a fresh queue;
 //! - `brokers` (feature `brokers`): NATS JetStream and RabbitMQ, skipped loudly when a
 //!   server is not reachable;
 //! - `curve`: a `Pool` whose handler sleeps 1 ms, 1 to 64 workers, SQLite (PowerLoss) and
 //!   Postgres, beside flume consumers running the same handler;
 //! - `latency`: push -> handler start at 100 items/s on memory, SQLite and Postgres.
 //!
-//! Options: `--items N` (100,000; the awaited one-at-a-time rows take a fifth, the memory
-//! rows at least 100,000), `--rounds R` (3), `--curve-secs S` (1.0: each curve point gets
-//! about S seconds of its ideal rate), `--latency-secs S` (5), `--quick` (a smoke run: 5,000
-//! items, 1 round, short curve and latency). Prints markdown tables, then the goals, met or missed.
+//! Options: `--items N` (100,000; the one-at-a-time rows without a prefetch take a fifth,
+//! the memory rows at least 100,000), `--rounds R` (3), `--curve-secs S` (1.0: each curve
+//! point gets about S seconds of its ideal rate), `--latency-secs S` (5), `--quick` (a smoke
+//! run: 5,000 items, 1 round, short curve and latency). Prints markdown tables, then the
+//! issue's goals, met or missed.
 
 use std::time::Duration;
 
@@ -114,17 +116,19 @@ fn memory(tokio: &Tokio, a: &Args, r: &mut Results) {
 }
 
 /// The leaseq rows of a store, in an order rotated each round.
-const KINDS: [(&str, Consumer); 5] = [
+const KINDS: [(&str, Consumer); 6] = [
     ("pool", Consumer::Pool),
+    ("pool32", Consumer::PoolPrefetch(32)),
     ("single", Consumer::Single),
     ("nowait", Consumer::SingleNowait),
     ("prefetch", Consumer::Prefetch(32)),
     ("batch", Consumer::Batch(16)),
 ];
 
-/// Items for a row: the awaited one-at-a-time rows are the slow baselines, and take a fifth.
+/// Items for a row: the one-at-a-time rows without a prefetch are the slow baselines, and
+/// take a fifth.
 fn items_for(a: &Args, how: Consumer) -> u64 {
-    if how == Consumer::Single {
+    if matches!(how, Consumer::Single | Consumer::SingleNowait) {
         (a.items / 5).max(1)
     } else {
         a.items

@@ -32,7 +32,7 @@ where
     R: Runtime,
     S: Store<Vec<u8>, Runtime = R>,
 {
-    pool_with(q, items, workers, |_| async {
+    pool_with(q, items, workers, None, |_| async {
         tokio::time::sleep(WORK).await;
         Ok::<(), JobError>(())
     })

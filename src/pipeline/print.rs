@@ -27,7 +27,7 @@ const PL: &str = "fsync per commit (PowerLoss)";
 const PC: &str = "WAL, no fsync per commit (ProcessCrash)";
 const PG: &str = "synchronous_commit (server setting above)";
 
-fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -> [Row; 5] {
+fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -> [Row; 6] {
     // Leaked once per table: the keys are built from the prefix.
     let key = |k: &str| -> &'static str { Box::leak(format!("{p}.{k}").into_boxed_str()) };
     let batch = key("batch");
@@ -37,6 +37,13 @@ fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -
             system,
             durability,
             consumer: "Pool(4), no-op handler",
+            ratio_to: Some((batch, "of the batch path")),
+        },
+        Row {
+            key: key("pool32"),
+            system,
+            durability,
+            consumer: "Pool(4), `.prefetch(32)`",
             ratio_to: Some((batch, "of the batch path")),
         },
         Row {
@@ -110,7 +117,7 @@ impl Results {
         rows.extend(store_rows("sql.pl", "leaseq-sqlite", PL));
         rows.extend(store_rows("sql.pc", "leaseq-sqlite", PC));
         let mut pg = store_rows("pg", "leaseq-postgres", PG);
-        pg[4].ratio_to = Some(("pg.bare", "of the bare loop"));
+        pg[5].ratio_to = Some(("pg.bare", "of the bare loop"));
         rows.extend(pg);
         rows.push(Row {
             key: "pg.bare",

@@ -16,8 +16,11 @@ use super::{payload, payload_ok, BenchError, CONSUMERS, PUSH_BATCH};
 /// How the consumers take and settle their items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Consumer {
-    /// A [`Pool`] of [`CONSUMERS`] workers with a no-op async handler.
+    /// A [`Pool`] of [`CONSUMERS`] workers with a no-op async handler, its prefetch at the
+    /// default.
     Pool,
+    /// The same with this prefetch ([`PoolBuilder::prefetch`](leaseq_async::PoolBuilder::prefetch)).
+    PoolPrefetch(usize),
     /// `receive()` then `ack().await`, one item at a time.
     Single,
     /// `receive()` then `ack_nowait()`, one item at a time: the ack completes in the
@@ -70,8 +73,10 @@ where
     R::Task: Sync,
     S: Store<Vec<u8>, Runtime = R>,
 {
-    if how == Consumer::Pool {
-        return run_pool(q, items).await;
+    match how {
+        Consumer::Pool => return pool_with(q, items, CONSUMERS, None, no_op).await,
+        Consumer::PoolPrefetch(n) => return pool_with(q, items, CONSUMERS, Some(n), no_op).await,
+        _ => {}
     }
     // Each consumer reserves items from the budget before it receives them, so that the
     // consumers settle exactly `items` between them and none waits for an item that will
@@ -207,23 +212,20 @@ where
     }
 }
 
-/// A [`Pool`] of [`CONSUMERS`] workers with a no-op async handler; the clock stops once
-/// every item is handled and the pool is shut down (its settles done).
-async fn run_pool<R, S>(q: BytesQueue<R, S>, items: u64) -> Result<Duration, BenchError>
-where
-    R: Runtime,
-    S: Store<Vec<u8>, Runtime = R>,
-{
-    pool_with(q, items, CONSUMERS, |_| async { Ok(()) }).await
+/// The no-op handler of the pool rows.
+async fn no_op(_: Vec<u8>) -> Result<(), leaseq_async::JobError> {
+    Ok(())
 }
 
-/// A [`Pool`] of `workers` workers running `handler` on each item, fed by [`produce`]; the
-/// clock runs from just before the pool starts until every item is handled and the pool is
-/// shut down. Fails if an item came twice or mangled, or the pool did not count `items` ok.
+/// A [`Pool`] of `workers` workers running `handler` on each item, with `prefetch` (the
+/// pool's default if `None`), fed by [`produce`]; the clock runs from just before the pool
+/// starts until every item is handled and the pool is shut down (its settles done). Fails
+/// if an item came twice or mangled, or the pool did not count `items` ok.
 pub async fn pool_with<R, S, H, F>(
     q: BytesQueue<R, S>,
     items: u64,
     workers: usize,
+    prefetch: Option<usize>,
     handler: H,
 ) -> Result<Duration, BenchError>
 where
@@ -236,7 +238,11 @@ where
     let bad = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
     let start = Instant::now();
-    let pool = Pool::builder(q.clone()).workers(workers).spawn({
+    let mut builder = Pool::builder(q.clone()).workers(workers);
+    if let Some(n) = prefetch {
+        builder = builder.prefetch(n);
+    }
+    let pool = builder.spawn({
         let (handled, bad, all) = (handled.clone(), bad.clone(), all.clone());
         move |job: Job<Vec<u8>>| {
             if job.attempt != 1 || !payload_ok(&job.item) {
