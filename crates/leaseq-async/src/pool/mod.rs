@@ -41,6 +41,9 @@ use shards::Shards;
 use stats::Counters;
 use worker::Handler;
 
+/// A pool's fetcher and its task.
+type FetcherTask<T, R, S> = (Arc<Fetcher<T, R, S>>, <R as Runtime>::Task);
+
 type TypeOf<T> = Arc<dyn Fn(&T) -> &'static str + Send + Sync>;
 
 /// What the workers of one pool share.
@@ -140,7 +143,7 @@ pub struct Pool<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     watchdog: Option<R::Task>,
     watchdog_done: Arc<AtomicBool>,
     /// The fetcher, if the pool leases ahead for its workers, and its task.
-    fetcher: Option<(Arc<Fetcher<T, R, S>>, R::Task)>,
+    fetcher: Option<FetcherTask<T, R, S>>,
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Pool<T, R, S> {

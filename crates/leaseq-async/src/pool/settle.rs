@@ -4,7 +4,6 @@
 //! commit.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Context;
@@ -29,24 +28,20 @@ pub(crate) enum Ended {
 }
 
 /// The settle that `ended` calls for: its future gives the refusal, if any.
-fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     delivery: Delivery<T, R, S>,
     ended: Ended,
-) -> impl Future<Output = Option<SettleError>> + Send {
-    async move {
-        match ended {
-            Ended::Done(Ok(())) => delivery.ack().await.err(),
-            Ended::Done(Err(e)) if e.is_permanent() => {
-                delivery.dead_letter(e.message()).await.err()
-            }
-            Ended::Done(Err(e)) => delivery.nack(e.message()).await.err(),
-            Ended::Panicked(message) => delivery.nack_with(Failure::panicked(message)).await.err(),
-            Ended::TimedOut(limit) => {
-                #[cfg(feature = "tracing")]
-                tracing::debug!(limit = ?limit, "leaseq: item timed out");
-                let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-                delivery.nack_with(failure).await.err()
-            }
+) -> Option<SettleError> {
+    match ended {
+        Ended::Done(Ok(())) => delivery.ack().await.err(),
+        Ended::Done(Err(e)) if e.is_permanent() => delivery.dead_letter(e.message()).await.err(),
+        Ended::Done(Err(e)) => delivery.nack(e.message()).await.err(),
+        Ended::Panicked(message) => delivery.nack_with(Failure::panicked(message)).await.err(),
+        Ended::TimedOut(limit) => {
+            #[cfg(feature = "tracing")]
+            tracing::debug!(limit = ?limit, "leaseq: item timed out");
+            let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
+            delivery.nack_with(failure).await.err()
         }
     }
 }
