@@ -18,6 +18,7 @@
 //! - [`stores`]: a fresh queue per run; [`report`]: medians, the tables, the goals.
 
 pub mod curve;
+mod goals;
 pub mod low_load;
 #[cfg(feature = "brokers")]
 pub mod nats;
