@@ -33,7 +33,7 @@ use leaseq_sqlite::Durability;
 use leaseq_suite::pg_bare;
 use leaseq_suite::pg_store_bench::drop_schema;
 use leaseq_suite::pipeline::print::Results;
-use leaseq_suite::pipeline::runs::{run, Consumer, NOWAIT};
+use leaseq_suite::pipeline::runs::{run, Consumer, Outcome, NOWAIT};
 use leaseq_suite::pipeline::stores::{fresh_name, open_pg, pg_durability, SqliteFile};
 use leaseq_suite::pipeline::{curve, low_load, rate, BenchError, CONSUMERS};
 use leaseq_suite::throughput;
@@ -184,7 +184,10 @@ fn postgres(tokio: &Tokio, a: &Args, r: &mut Results) {
                 // On a task of its own: its checks panic.
                 let bare = run_bare_in(a.url.clone(), schema.clone(), a.items, CONSUMERS, 16);
                 let took = match tokio.block_on(tokio.spawn(bare)) {
-                    Ok(Ok(b)) => Ok(b.elapsed),
+                    Ok(Ok(b)) => Ok(Outcome {
+                        took: b.elapsed,
+                        again: 0,
+                    }),
                     Ok(Err(e)) => Err(e.into()),
                     Err(e) => Err(format!("the bare loop panicked: {e}").into()),
                 };
@@ -212,6 +215,7 @@ fn brokers(tokio: &Tokio, a: &Args, r: &mut Results) {
     for round in 0..a.rounds {
         if reachable(nats::ADDR) {
             let took = tokio.block_on(nats::run(a.items));
+            let took = took.map(|took| Outcome { took, again: 0 });
             r.record("nats", round, a.items, took);
         } else {
             println!("SKIPPED: NATS JetStream not reachable at {}", nats::ADDR);
@@ -220,6 +224,7 @@ fn brokers(tokio: &Tokio, a: &Args, r: &mut Results) {
         }
         if reachable(rabbit::ADDR) {
             let took = tokio.block_on(rabbit::run(a.items));
+            let took = took.map(|took| Outcome { took, again: 0 });
             r.record("rabbit", round, a.items, took);
         } else {
             println!("SKIPPED: RabbitMQ not reachable at {}", rabbit::ADDR);
@@ -254,7 +259,10 @@ fn curve(tokio: &Tokio, a: &Args, r: &mut Results) {
             .block_on(async { curve::pool_sleeping(open_pg(&a.url, &schema).await?, n, w).await });
         for (store, took) in [("sqlite", sqlite), ("pg", pg)] {
             match took {
-                Ok(t) => r.curve.push((store, w, rate(n, t))),
+                Ok(o) => {
+                    r.curve.push((store, w, rate(n, o.took)));
+                    r.note_again(&format!("curve {store} {w} workers"), 0, o.again);
+                }
                 Err(e) => eprintln!("FAILED: curve {store} at {w} workers: {e}"),
             }
         }

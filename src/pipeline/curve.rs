@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{JobError, Runtime, Store};
 
-use super::runs::{pool_with, BytesQueue};
+use super::runs::{pool_with, BytesQueue, Outcome};
 use super::{payload, BenchError};
 
 /// The handler's work per item.
@@ -22,12 +22,12 @@ pub fn items_for(workers: usize, secs: f64) -> u64 {
 }
 
 /// A pool of `workers` workers sleeping [`WORK`] per item over `q` (empty), fed `items` by
-/// one producer. Returns the time until every item is handled and the pool shut down.
+/// one producer, timed until every item is handled and the pool shut down.
 pub async fn pool_sleeping<R, S>(
     q: BytesQueue<R, S>,
     items: u64,
     workers: usize,
-) -> Result<Duration, BenchError>
+) -> Result<Outcome, BenchError>
 where
     R: Runtime,
     S: Store<Vec<u8>, Runtime = R>,

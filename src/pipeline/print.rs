@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::report::{print_goals, print_table, thousands, Row, Samples};
+use super::runs::Outcome;
 use super::{rate, BenchError};
 
 /// What the sections measured.
@@ -21,6 +22,8 @@ pub struct Results {
     pub latency: Vec<(&'static str, Duration, Duration)>,
     /// The Postgres server's durability settings, in words.
     pub pg_durability: String,
+    /// Rows whose items came at an attempt other than 1, and how many.
+    pub notes: Vec<String>,
 }
 
 const PL: &str = "fsync per commit (PowerLoss)";
@@ -78,16 +81,28 @@ fn store_rows(p: &'static str, system: &'static str, durability: &'static str) -
 }
 
 impl Results {
+    /// Notes that `again` items of row `key` came at an attempt other than 1.
+    pub fn note_again(&mut self, key: &str, round: usize, again: u64) {
+        if again > 0 {
+            let n = format!("{key} (round {round}): {again} items delivered at attempt > 1");
+            eprintln!("NOTE: {n}");
+            self.notes.push(n);
+        }
+    }
+
     /// Records one run of row `key`: its rate, or why it has none.
     pub fn record(
         &mut self,
         key: &str,
         round: usize,
         items: u64,
-        took: Result<Duration, BenchError>,
+        run: Result<Outcome, BenchError>,
     ) {
-        match took {
-            Ok(t) => self.samples.add(key, round, rate(items, t)),
+        match run {
+            Ok(o) => {
+                self.samples.add(key, round, rate(items, o.took));
+                self.note_again(key, round, o.again);
+            }
             Err(e) => {
                 eprintln!("FAILED: {key} (round {round}): {e}");
                 self.missing.insert(key.to_owned(), format!("failed: {e}"));
@@ -143,6 +158,12 @@ impl Results {
         println!("Postgres server: {}\n", self.pg_durability);
         print_table(&rows, s, &self.missing);
         println!();
+        for n in &self.notes {
+            println!("- attempts: {n}");
+        }
+        if !self.notes.is_empty() {
+            println!();
+        }
         self.print_curve();
         self.print_latency();
         print_goals(&self.goals())

@@ -57,17 +57,27 @@ where
     Ok(())
 }
 
+/// What one run measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome {
+    /// From the first push to the last settle.
+    pub took: Duration,
+    /// Items handed to a consumer at an attempt other than 1 (each was still handled once:
+    /// a second delivery of a handled item would fail its settle, and the run).
+    pub again: u64,
+}
+
 /// Runs one row on `q` (empty): pushes `items` while the consumers of kind `how` take and
-/// settle them. Returns the time from the first push to the last settle.
+/// settle them.
 ///
 /// # Errors
 ///
-/// A push that failed, an item delivered twice or mangled, a settle refused or failed.
+/// A push that failed, an item mangled, a settle refused or failed.
 pub async fn run<R, S>(
     q: BytesQueue<R, S>,
     items: u64,
     how: Consumer,
-) -> Result<Duration, BenchError>
+) -> Result<Outcome, BenchError>
 where
     R: Runtime,
     R::Task: Sync,
@@ -82,14 +92,15 @@ where
     // consumers settle exactly `items` between them and none waits for an item that will
     // never come (the queue stays open: closing it is not part of the measurement).
     let budget = Arc::new(AtomicU64::new(items));
+    let again = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(CONSUMERS);
     for _ in 0..CONSUMERS {
-        let (q, budget) = (q.clone(), budget.clone());
+        let (q, budget, again) = (q.clone(), budget.clone(), again.clone());
         tasks.push(tokio::spawn(async move {
             match how {
-                Consumer::Batch(n) => batch_consumer(q, budget, n).await,
-                _ => single_consumer(q, budget, how).await,
+                Consumer::Batch(n) => batch_consumer(q, budget, again, n).await,
+                _ => single_consumer(q, budget, again, how).await,
             }
         }));
     }
@@ -112,7 +123,10 @@ where
     if settled != items {
         return Err(format!("{how:?}: settled {settled} of {items}").into());
     }
-    Ok(end - start)
+    Ok(Outcome {
+        took: end - start,
+        again: again.load(Ordering::Acquire),
+    })
 }
 
 /// Takes up to `want` items from the budget; how many it took.
@@ -131,6 +145,7 @@ fn reserve(budget: &AtomicU64, want: u64) -> u64 {
 async fn single_consumer<R, S>(
     q: BytesQueue<R, S>,
     budget: Arc<AtomicU64>,
+    again: Arc<AtomicU64>,
     how: Consumer,
 ) -> Result<(u64, Option<Instant>), BenchError>
 where
@@ -151,9 +166,10 @@ where
             None => q.receive().await,
         };
         let d = d.ok_or("the queue closed")?;
-        if d.attempt() != 1 || !payload_ok(d.item()) {
-            return Err(format!("item {:?} delivered twice or mangled", d.id()).into());
+        if !payload_ok(d.item()) {
+            return Err(format!("item {:?} mangled", d.id()).into());
         }
+        again.fetch_add(u64::from(d.attempt() != 1), Ordering::AcqRel);
         if how == Consumer::Single {
             d.ack().await.map_err(|e| format!("ack: {e:?}"))?;
             last = Some(Instant::now());
@@ -178,6 +194,7 @@ where
 async fn batch_consumer<R, S>(
     q: BytesQueue<R, S>,
     budget: Arc<AtomicU64>,
+    again: Arc<AtomicU64>,
     claim: usize,
 ) -> Result<(u64, Option<Instant>), BenchError>
 where
@@ -197,12 +214,11 @@ where
         }
         let n = batch.len() as u64;
         budget.fetch_add(want - n, Ordering::AcqRel);
-        if let Some(d) = batch
-            .iter()
-            .find(|d| d.attempt() != 1 || !payload_ok(d.item()))
-        {
-            return Err(format!("item {:?} delivered twice or mangled", d.id()).into());
+        if let Some(d) = batch.iter().find(|d| !payload_ok(d.item())) {
+            return Err(format!("item {:?} mangled", d.id()).into());
         }
+        let n_again = batch.iter().filter(|d| d.attempt() != 1).count();
+        again.fetch_add(n_again as u64, Ordering::AcqRel);
         let r = q.ack_batch(batch).await;
         if r.accepted() as u64 != n {
             return Err(format!("ack_batch: {:?} {:?}", r.stale(), r.failed()).into());
@@ -220,14 +236,14 @@ async fn no_op(_: Vec<u8>) -> Result<(), leaseq_async::JobError> {
 /// A [`Pool`] of `workers` workers running `handler` on each item, with `prefetch` (the
 /// pool's default if `None`), fed by [`produce`]; the clock runs from just before the pool
 /// starts until every item is handled and the pool is shut down (its settles done). Fails
-/// if an item came twice or mangled, or the pool did not count `items` ok.
+/// if an item came mangled, or the pool did not count `items` ok.
 pub async fn pool_with<R, S, H, F>(
     q: BytesQueue<R, S>,
     items: u64,
     workers: usize,
     prefetch: Option<usize>,
     handler: H,
-) -> Result<Duration, BenchError>
+) -> Result<Outcome, BenchError>
 where
     R: Runtime,
     S: Store<Vec<u8>, Runtime = R>,
@@ -236,6 +252,7 @@ where
 {
     let handled = Arc::new(AtomicU64::new(0));
     let bad = Arc::new(AtomicU64::new(0));
+    let again = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
     let start = Instant::now();
     let mut builder = Pool::builder(q.clone()).workers(workers);
@@ -244,10 +261,10 @@ where
     }
     let pool = builder.spawn({
         let (handled, bad, all) = (handled.clone(), bad.clone(), all.clone());
+        let again = again.clone();
         move |job: Job<Vec<u8>>| {
-            if job.attempt != 1 || !payload_ok(&job.item) {
-                bad.fetch_add(1, Ordering::AcqRel);
-            }
+            bad.fetch_add(u64::from(!payload_ok(&job.item)), Ordering::AcqRel);
+            again.fetch_add(u64::from(job.attempt != 1), Ordering::AcqRel);
             if handled.fetch_add(1, Ordering::AcqRel) + 1 == items {
                 all.notify_one();
             }
@@ -261,10 +278,13 @@ where
     let bad = bad.load(Ordering::Acquire);
     if report.stats.ok != items || bad != 0 {
         return Err(format!(
-            "pool: {} of {items} ok, {bad} delivered twice or mangled, {} stale and {} failed settles",
+            "pool: {} of {items} ok, {bad} mangled, {} stale and {} failed settles",
             report.stats.ok, report.stats.stale_settles, report.stats.failed_settles
         )
         .into());
     }
-    Ok(took)
+    Ok(Outcome {
+        took,
+        again: again.load(Ordering::Acquire),
+    })
 }
