@@ -134,14 +134,15 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         n
     }
 
-    /// `stop_waiting`: leases taken for a receive that was dropped before their commit are
-    /// handed back (reason "dropped", the attempt counted: it is on its way to the disk).
+    /// `stop_waiting`: leases taken for a receive that was dropped before their commit go
+    /// back uncounted ([`Store::put_back`]): nobody had them, so a fetcher or consumer that
+    /// stops while its claim commits costs no item an attempt.
     pub(crate) fn stop(&self, waiting: &mut SqliteWaiting<T>) {
         self.inner.stop_waiting(&mut waiting.inner);
         waiting.listener = None;
         if let Some((_, held)) = waiting.held.take() {
             for taken in held {
-                self.hand_back(taken.ticket);
+                self.put_back(taken.ticket);
             }
         }
     }

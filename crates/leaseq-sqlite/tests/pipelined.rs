@@ -144,3 +144,44 @@ fn copy_after_crash(path: &Path) -> PathBuf {
     }
     copy
 }
+
+/// A receive dropped while the commit of its lease's attempt is under way (the writer held
+/// up by a hook) gives the lease back uncounted: nobody had the item, so its next delivery,
+/// in this run and after a reopen, is its first attempt.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_receive_dropped_before_its_commit_costs_no_attempt() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
+    let path = temp("dropped-receive");
+    smol::block_on(async {
+        let q = queue(&path);
+        q.push(7).await.unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        q.store().on_writer(move |_| {
+            let _ = held.recv();
+        });
+        let mut receive = Box::pin(q.receive());
+        let polled = receive
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+        assert!(polled.is_pending(), "its attempt's commit is held up");
+        assert_eq!(q.stats().in_flight, 1);
+        drop(receive);
+        release.send(()).unwrap();
+        let s = q.stats();
+        assert_eq!((s.put_back, s.nacks, s.ready), (1, 0, 1), "{s:?}");
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.attempt(), 1);
+        drop(d.into_ticket());
+        q.close().await.unwrap();
+    });
+    smol::block_on(async {
+        let q = queue(&path);
+        // The lease of the second receive was cut by the "crash": that one counted.
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.attempt(), 2);
+    });
+    remove_all(&path);
+}
