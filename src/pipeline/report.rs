@@ -160,3 +160,52 @@ pub fn print_goals(goals: &[Goal]) -> usize {
     }
     missed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_taken_within_rounds_else_between_medians() {
+        let mut s = Samples::default();
+        // Within rounds: 10/5 = 2 and 30/10 = 3; the ratio of the medians would be 30/10.
+        for (round, a, b) in [(0, 10.0, 5.0), (1, 30.0, 10.0), (2, 20.0, 4.0)] {
+            s.add("a", round, a);
+            s.add("b", round, b);
+        }
+        assert_eq!(s.ratio("a", "b"), Some(3.0)); // median of 2, 3, 5
+        assert_eq!(s.median("a"), Some(20.0));
+        assert_eq!(s.range("b"), Some((4.0, 10.0)));
+        // No shared round: medians.
+        s.add("c", 7, 40.0);
+        assert_eq!(s.ratio("c", "a"), Some(2.0));
+        assert_eq!(s.ratio("a", "missing"), None);
+    }
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0.4), "0");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1_000.0), "1,000");
+        assert_eq!(thousands(1_234_567.6), "1,234,568");
+    }
+
+    #[test]
+    fn goals_count_what_was_missed() {
+        let goal = |figure, bound, at_most| Goal {
+            what: "g".into(),
+            figure,
+            bound,
+            at_most,
+            unit: "x",
+        };
+        let goals = [
+            goal(Some(0.9), 0.8, false), // met
+            goal(Some(0.7), 0.8, false), // missed
+            goal(Some(4.0), 5.0, true),  // met: a ceiling
+            goal(Some(6.0), 5.0, true),  // missed
+            goal(None, 1.0, false),      // not measured: neither
+        ];
+        assert_eq!(print_goals(&goals), 2);
+    }
+}
