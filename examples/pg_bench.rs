@@ -16,7 +16,10 @@
 //! - **fresh queue**: the same on a new queue name each round, in the same table (what a new
 //!   queue meets before the store's first `VACUUM (ANALYZE)` counts its rows);
 //! - **pool**: a `PgPool` of 4 workers with a no-op handler on one queue name
-//!   (`--pool-items`, 20,000; 0 to skip).
+//!   (`--pool-items`, 20,000; 0 to skip), its fetcher's default prefetch; **pool+prefetch**
+//!   the same with the store's `Options::prefetch` 32; **pool, prefetch 32** with the
+//!   pool's own `PoolBuilder::prefetch(32)` instead;
+//! - **store, no upkeep** (`--upkeep-off`): **store** with `vacuum_after_rows` 0.
 //!
 //! The bare loop and the store get the same `--items` (100,000) of 16 bytes. Prints items/s
 //! per round with each one's ratio to the bare loop in that round, then the medians.
@@ -142,13 +145,14 @@ fn load() -> String {
 }
 
 /// The kinds' names, in [`Kind`] order.
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "bare",
     "store",
     "fresh queue",
     "pool",
     "pool+prefetch",
     "store, no upkeep",
+    "pool, prefetch 32",
 ];
 
 /// What one run measures.
@@ -167,6 +171,9 @@ enum Kind {
     /// [`Kind::Store`] with the store's upkeep off (`vacuum_after_rows` = 0): what the
     /// `VACUUM`s and index rebuilds cost (`--upkeep-off`).
     NoUpkeep,
+    /// A `PgPool` whose own fetcher prefetches [`PREFETCH`] (`PoolBuilder::prefetch`), the
+    /// store's `Options::prefetch` 0.
+    PoolOwnPrefetch,
 }
 
 /// The prefetch of [`Kind::PoolPrefetch`].
@@ -190,6 +197,11 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
                 .await?
                 .items_per_sec
         }
+        Kind::PoolOwnPrefetch => {
+            run_pool(url, s, "bench-pool-own", items, WORKERS, 0, Some(PREFETCH))
+                .await?
+                .items_per_sec
+        }
         Kind::NoUpkeep => {
             let options = Options::new().vacuum_after_rows(0);
             run_store(
@@ -205,14 +217,22 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
             .items_per_sec
         }
         Kind::Pool => {
-            run_pool(url, s, "bench-pool", items, WORKERS, 0)
+            run_pool(url, s, "bench-pool", items, WORKERS, 0, None)
                 .await?
                 .items_per_sec
         }
         Kind::PoolPrefetch => {
-            run_pool(url, s, "bench-pool-prefetch", items, WORKERS, PREFETCH)
-                .await?
-                .items_per_sec
+            run_pool(
+                url,
+                s,
+                "bench-pool-prefetch",
+                items,
+                WORKERS,
+                PREFETCH,
+                None,
+            )
+            .await?
+            .items_per_sec
         }
     };
     // Let the server reap the run's backends, so that their CPU time is counted.
@@ -243,12 +263,13 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
     if a.pool_items > 0 {
         kinds.push(Kind::Pool);
         kinds.push(Kind::PoolPrefetch);
+        kinds.push(Kind::PoolOwnPrefetch);
     }
     if a.upkeep_off {
         kinds.push(Kind::NoUpkeep);
     }
     let items = |k: Kind| {
-        if matches!(k, Kind::Pool | Kind::PoolPrefetch) {
+        if matches!(k, Kind::Pool | Kind::PoolPrefetch | Kind::PoolOwnPrefetch) {
             a.pool_items
         } else {
             a.items
@@ -445,7 +466,7 @@ async fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e} ({e:?})");
             ExitCode::FAILURE
         }
     }

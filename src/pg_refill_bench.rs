@@ -9,7 +9,8 @@
 //!   round, the table then `VACUUM ANALYZE`d while empty (so `pg_class.reltuples` = 0: the
 //!   planner expects an empty table) and refilled.
 //!
-//! A round pushes `items` items of 16 bytes (committed, before the clock), then `workers`
+//! A round pushes `items` items of 16 bytes (committed, before the clock, while no upkeep
+//! runs: the stores' advisory lock is held), then `workers`
 //! workers `receive_batch(claim)` + `ack_batch` until all are acked; the clock runs from the
 //! workers' start to the last ack. The queue is opened (default [`Options`]: the store's own
 //! `VACUUM` every 5,000 rows removed runs as usual) for each round and checked drained at
@@ -82,6 +83,19 @@ pub async fn run_refill_rounds(
             Start::Refilled => long_lived.clone(),
         };
         let q = open_queue(url, schema, &queue, Options::new()).await?;
+        // The stores' own upkeep (a `VACUUM (ANALYZE)` after every 5,000 rows removed) takes
+        // this lock: held from here to the workers' start, no upkeep of an earlier round
+        // runs meanwhile (two `ANALYZE`s at once fail) or counts the refill.
+        let key = format!("leaseq.vacuum.{schema}");
+        // Tried, not waited for in a statement: a `REINDEX CONCURRENTLY` under the lock waits
+        // for every transaction, the waiting one included (a deadlock).
+        while !db
+            .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
+            .await?
+            .get::<_, bool>(0)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         if start == Start::Refilled {
             // Every queue of the table is drained: the statistics will say it is empty.
             db.batch_execute(&format!("VACUUM ANALYZE \"{schema}\".items"))
@@ -89,6 +103,8 @@ pub async fn run_refill_rounds(
         }
         push_range(&q, 0, items).await?;
         let reltuples = reltuples(&db, schema).await?;
+        db.execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
+            .await?;
         let acked = Arc::new(AtomicU64::new(0));
         let ready = Arc::new(Barrier::new(workers + 1));
         let mut handles = Vec::with_capacity(workers);

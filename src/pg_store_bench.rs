@@ -198,7 +198,8 @@ pub async fn run_store(
 }
 
 /// A [`PgPool`] of `workers` workers with a no-op async handler over `queue` (empty) in
-/// `schema`, fed by one producer pushing `items` in batches of [`PUSH_BATCH`]. Timed until
+/// `schema`, the store's [`Options::prefetch`] `prefetch` and the pool's
+/// `PoolBuilder::prefetch` `pool_prefetch` (`None`: its default), fed by one producer pushing `items` in batches of [`PUSH_BATCH`]. Timed until
 /// every item is handled and the pool is shut down.
 pub async fn run_pool(
     url: &str,
@@ -207,12 +208,17 @@ pub async fn run_pool(
     items: u64,
     workers: usize,
     prefetch: usize,
+    pool_prefetch: Option<usize>,
 ) -> Result<StoreReport, BenchError> {
     let q = open_queue(url, schema, queue, Options::new().prefetch(prefetch)).await?;
     let handled = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
     let start = Instant::now();
-    let pool: PgPool<Vec<u8>> = PgPool::builder(q.clone()).workers(workers).spawn({
+    let mut builder = PgPool::builder(q.clone()).workers(workers);
+    if let Some(n) = pool_prefetch {
+        builder = builder.prefetch(n);
+    }
+    let pool: PgPool<Vec<u8>> = builder.spawn({
         let (handled, all) = (handled.clone(), all.clone());
         move |_job: Job<Vec<u8>>| {
             if handled.fetch_add(1, Ordering::AcqRel) + 1 == items {

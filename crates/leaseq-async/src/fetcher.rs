@@ -173,10 +173,17 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             }
             let listener = self.wanted.listen();
             let buffered = self.lock().len();
-            let want =
-                (self.waiting.load(Ordering::Acquire) + self.prefetch).saturating_sub(buffered);
+            let waiting = self.waiting.load(Ordering::Acquire);
+            // Refilled once half the prefetch is gone (or a receiver waits), so that each
+            // claim takes many items: topping it up one by one would cost the store a step
+            // per item, the very cost fetching ahead saves.
+            let want = if waiting == 0 && buffered * 2 > self.prefetch {
+                0
+            } else {
+                (waiting + self.prefetch).saturating_sub(buffered)
+            };
             if want == 0 {
-                // Every worker busy and the prefetch full: wait for a worker, or until the
+                // Every worker busy and the prefetch full enough: wait for a worker, or until the
                 // oldest buffered lease is too old to hand out.
                 let wake = self.sweep(rt.now()).unwrap_or(Timestamp::MAX);
                 let sleep = std::pin::pin!(rt.sleep_until(wake));

@@ -74,18 +74,28 @@
 //! rows instead of a fraction of the table), and by the store itself, as autovacuum may be
 //! off: after [`Options::vacuum_after_rows`] rows removed by a process, it runs its upkeep
 //! off the hot path (one per process at a time, one per schema by an advisory lock):
-//! `VACUUM (ANALYZE, INDEX_CLEANUP ON)` (never skipping the indexes, as the default may for
-//! small `VACUUM`s), then `REINDEX INDEX CONCURRENTLY` of each index past twice the size a
+//! `VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF)`, with `ANALYZE` one time in 8 (never skipping the indexes, as the
+//! default may for small `VACUUM`s, and never waiting to cut the table's emptied last
+//! pages, which a queue refills at once), then `REINDEX INDEX CONCURRENTLY` of each index past twice the size a
 //! fresh build would take ([`Options::rebuild_bloated_indexes`]), since B-tree indexes whose
 //! keys only grow keep a few `VACUUM` periods' worth of emptied pages. Measured
 //! (BENCHMARKS.md): after 1M items pushed and acked the table was 1.87x its size with 10k
 //! live items (2.23x without the rebuilds, 8.0x with the default `INDEX_CLEANUP`).
 //! [`PgStore::run_upkeep`] runs it on demand.
 //!
-//! The store's own sessions never sort or bitmap-scan where an index scan in index order
-//! will do (`enable_sort`, `enable_bitmapscan` off, and `jit` off, for those sessions
-//! only): statistics taken while a queue was drained otherwise make a claim sort the whole
-//! backlog.
+//! # Plans
+//!
+//! A claim reads the claim index in its order and only the rows it takes, whatever the
+//! table's statistics say, and is planned once per connection. The store's own sessions
+//! (and only those) never sort, bitmap-scan or seq-scan where an index will do
+//! (`enable_sort`, `enable_bitmapscan`, `enable_seqscan` off) and keep one generic plan per
+//! prepared statement (`plan_cache_mode = force_generic_plan`; `jit` off): statistics
+//! taken while a queue was drained (`reltuples = 0`) otherwise made every claim sort the
+//! whole backlog, and a plan made while the table was small made it seq-scan the table.
+//! The claim's `ORDER BY` is the claim index's, its largest limit is written in the text
+//! ([`Options::max_claim`]). [`PgStore::explain_claim`] shows the plan the store's
+//! connections get; a test checks it on a fresh table and after a `VACUUM ANALYZE` of a
+//! drained queue refilled (BENCHMARKS.md, round 3: no collapse in 30 such rounds).
 //!
 //! # Features
 //!
@@ -102,8 +112,10 @@
 //! - **Stats**: the gauges (`ready`, `delayed`, `in_flight`, `dead`) are the queue's, as
 //!   counted by the driver at most once per rescue tick after a read (or now with
 //!   [`PgStore::refresh_stats`]); the counters are this process's.
-//! - **Pools** whose workers receive one item at a time make one claim per item unless
-//!   [`Options::prefetch`] claims some ahead (measured 2.2x the items/s in BENCHMARKS.md).
+//! - **Pools** lease for all their waiting workers plus a prefetch in one claim (the pool's
+//!   fetcher), and hand their settles to a completer, so their acks share statements too;
+//!   [`Options::prefetch`] (default 0) is for code that receives one item at a time
+//!   without a pool.
 //! - **`try_receive`** claims on a helper thread with its own connection, blocking the
 //!   caller for one round trip.
 //! - **Stale reasons**: an acked item and a cancelled one both read as `AlreadyAcked` to a

@@ -104,12 +104,14 @@ where
     pg_config.connect_timeout(options.connect_timeout);
     let listen_config = pg_config.clone();
     // The store's own sessions plan for what its statements are: index scans in index
-    // order under a LIMIT. Statistics can say otherwise for a while (a table VACUUMed
-    // while drained reads as empty, and a claim then sorts the whole backlog: measured in
-    // BENCHMARKS.md), so those sessions never sort or bitmap-scan where an index scan will
-    // do, and compile nothing (JIT) for short statements. (Plans stay custom: forcing
-    // generic plans was measured slower.)
-    let session = "-c jit=off -c enable_bitmapscan=off -c enable_sort=off -c enable_seqscan=off -c plan_cache_mode=force_generic_plan";
+    // order under a LIMIT, by id for settles. Statistics can say otherwise for a while (a
+    // table VACUUMed while drained reads as empty: a claim then sorted the whole backlog,
+    // BENCHMARKS.md), so those sessions never sort, bitmap-scan or seq-scan where an index
+    // will do, and keep one generic plan per statement (planned once per connection; with
+    // seq scans off, a generic plan made while the table was small no longer scans it
+    // whole), and compile nothing (JIT) for short statements.
+    let session = "-c jit=off -c enable_bitmapscan=off -c enable_sort=off \
+                   -c enable_seqscan=off -c plan_cache_mode=force_generic_plan";
     let merged = match pg_config.get_options() {
         Some(own) if !own.is_empty() => format!("{own} {session}"),
         _ => session.to_string(),

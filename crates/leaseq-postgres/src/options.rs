@@ -30,10 +30,13 @@ pub struct Options {
     /// Ack batches running at once (each on its own pooled connection). Default 4.
     pub acks_in_flight: usize,
     /// Leases to claim ahead of the receivers waiting, kept in the process for the next
-    /// receives (which then need no round trip): for pools whose workers receive one item
-    /// at a time. A lease claimed ahead runs from its claim, so one with less than half its
-    /// visibility left is put back (attempt not counted) instead of handed out; all go back
-    /// when the queue closes. Default 0 (none).
+    /// receives (which then need no round trip): for code that receives one item at a
+    /// time without a [`Pool`](leaseq_async::Pool) (a pool's fetcher prefetches itself, see
+    /// [`PoolBuilder::prefetch`](leaseq_async::PoolBuilder::prefetch); both together only
+    /// hold more leases idle). A lease claimed
+    /// ahead runs from its claim, so one with less than half its visibility left is put
+    /// back (attempt not counted) instead of handed out; all go back when the queue
+    /// closes. Default 0 (none).
     pub prefetch: usize,
     /// Most rows one insert statement carries. Default 2,048.
     pub max_push_batch: usize,

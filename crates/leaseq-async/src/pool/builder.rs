@@ -19,6 +19,9 @@ use crate::runtime::{spawn_guarded, Runtime};
 use crate::store::Store;
 use crate::watchdog::{self, Board, Watchdog};
 
+/// The default prefetch of a pool's fetcher (at least one item per worker).
+const DEFAULT_PREFETCH: usize = 16;
+
 /// Configures and starts a [`Pool`]. From [`Pool::builder`].
 pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     queue: LeaseQueue<T, R, S>,
@@ -55,11 +58,14 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// item finds the next one leased. A lease waits in the buffer at most half the queue's
     /// visibility (then it goes back, its attempt not counted, as all left do at shutdown).
     ///
+    /// The fetcher refills the prefetch once half of it is gone, so that a claim takes
+    /// many items at once.
+    ///
     /// Default: for a store that settles at once (the memory store, where a receive is a
     /// lock away), no fetcher: each worker receives for itself; for the others (SQLite,
-    /// Postgres), a fetcher with a prefetch of one item per worker. Setting it (zero
-    /// included: a fetcher that leases only for waiting workers) turns the fetcher on for
-    /// any store.
+    /// Postgres), a fetcher with a prefetch of 16 items or one per worker, whichever is
+    /// more. Setting it (zero included: a fetcher that leases only for waiting workers)
+    /// turns the fetcher on for any store.
     pub fn prefetch(mut self, n: usize) -> Self {
         self.prefetch = Some(n);
         self
@@ -70,7 +76,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         match self.prefetch {
             Some(n) => Some(n),
             None if self.queue.store().settles_at_once() => None,
-            None => Some(self.workers),
+            None => Some(DEFAULT_PREFETCH.max(self.workers)),
         }
     }
 
