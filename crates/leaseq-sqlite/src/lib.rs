@@ -131,9 +131,8 @@
 //! stays queued like any other. All live items are held in memory and read at open (about
 //! 0.65 s for 1M small items here). A codec failure on push hands the item back
 //! ([`PushError::Encode`](leaseq_async::PushError)); a receive cancelled while its leases'
-//! attempts are being committed hands those leases back with reason "dropped" (their
-//! attempt counted: it may be on disk already), so under many cancellations items are
-//! redelivered and can reach the dead letters; times are kept on the runtime's clock, which
+//! attempts are being committed puts those leases back uncounted (nobody had them: the
+//! attempt is taken back in the file too, journaled after the one it undoes); times are kept on the runtime's clock, which
 //! starts with the process, so a dead letter's `at` from before the process started reads
 //! as that start (the file keeps the wall-clock time). The counters of [`Stats`] start at
 //! each open (the file keeps items, not history): items and dead letters reloaded at open
