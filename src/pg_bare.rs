@@ -152,6 +152,8 @@ struct WorkerTally {
 /// State the tasks of one run share.
 struct Shared {
     items: u64,
+    /// The schema of the table (see [`run_bare_in`]).
+    schema: String,
     /// Rows deleted by acks, across the workers.
     acked: AtomicU64,
     /// Set when a task fails or an ack loses items, so that the others stop instead of
@@ -172,7 +174,7 @@ async fn produce(
     shared: Arc<Shared>,
     ready: Arc<Barrier>,
 ) -> Result<Instant, tokio_postgres::Error> {
-    let push = client.prepare(PUSH_SQL).await;
+    let push = client.prepare(&in_schema(PUSH_SQL, &shared.schema)).await;
     ready.wait().await;
     let push = push.inspect_err(|_| shared.stop.store(true, Ordering::Release))?;
     let start = Instant::now();
@@ -208,8 +210,10 @@ async fn work(
 ) -> Result<WorkerTally, tokio_postgres::Error> {
     let prepared = async {
         Ok::<_, tokio_postgres::Error>((
-            client.prepare(&claim_sql(claim)).await?,
-            client.prepare(ACK_SQL).await?,
+            client
+                .prepare(&in_schema(&claim_sql(claim), &shared.schema))
+                .await?,
+            client.prepare(&in_schema(ACK_SQL, &shared.schema)).await?,
         ))
     }
     .await;
@@ -271,16 +275,25 @@ async fn work_loop(
 /// # Panics
 ///
 /// If either plan scans the table.
-async fn check_plans(admin: &Client, claim: usize) -> Result<(), tokio_postgres::Error> {
+async fn check_plans(
+    admin: &Client,
+    claim: usize,
+    schema: &str,
+) -> Result<(), tokio_postgres::Error> {
+    let ack_sql = in_schema(ACK_SQL, schema);
     admin
         .batch_execute(&format!(
             "SET plan_cache_mode = force_generic_plan; \
-             PREPARE bare_ack(bigint[], bigint[]) AS {ACK_SQL}"
+             PREPARE bare_ack(bigint[], bigint[]) AS {ack_sql}"
         ))
         .await?;
     let ack = "EXECUTE bare_ack(NULL, NULL)".to_owned();
     for (what, sql, index) in [
-        ("claim", claim_sql(claim), "bare_items_claim"),
+        (
+            "claim",
+            in_schema(&claim_sql(claim), schema),
+            "bare_items_claim",
+        ),
         ("ack", ack, "bare_items_pkey"),
     ] {
         let rows = admin.query(&format!("EXPLAIN {sql}"), &[]).await?;
@@ -320,16 +333,43 @@ pub async fn run_bare(
     workers: usize,
     claim: usize,
 ) -> Result<BareReport, tokio_postgres::Error> {
+    run_bare_in(url, "leaseq_bench", items, workers, claim).await
+}
+
+/// `sql` with its schema `leaseq_bench` replaced by `schema`.
+fn in_schema(sql: &str, schema: &str) -> String {
+    sql.replace("leaseq_bench", schema)
+}
+
+/// [`run_bare`] with the table in `schema` (created if missing, left in place), so that runs
+/// in different schemas may overlap (sharing the server). `schema` must be a plain
+/// identifier: lowercase ASCII letters, digits and `_`, not starting with a digit.
+///
+/// # Panics
+///
+/// As [`run_bare`], and if `schema` is not such an identifier.
+pub async fn run_bare_in(
+    url: &str,
+    schema: &str,
+    items: u64,
+    workers: usize,
+    claim: usize,
+) -> Result<BareReport, tokio_postgres::Error> {
     assert!(
         items > 0 && workers > 0 && claim > 0,
         "items, workers and claim must be > 0"
     );
+    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    assert!(
+        schema.chars().all(plain) && !schema.starts_with(|c: char| c.is_ascii_digit()),
+        "schema {schema:?} is not a plain identifier"
+    );
     let admin = connect(url).await?;
-    admin.batch_execute(SETUP_SQL).await?;
+    admin.batch_execute(&in_schema(SETUP_SQL, schema)).await?;
     for sql in RESET_SQL {
-        admin.batch_execute(sql).await?;
+        admin.batch_execute(&in_schema(sql, schema)).await?;
     }
-    check_plans(&admin, claim).await?;
+    check_plans(&admin, claim, schema).await?;
 
     let producer = connect(url).await?;
     let mut worker_clients = Vec::with_capacity(workers);
@@ -339,6 +379,7 @@ pub async fn run_bare(
 
     let shared = Arc::new(Shared {
         items,
+        schema: schema.to_owned(),
         acked: AtomicU64::new(0),
         stop: AtomicBool::new(false),
     });
@@ -383,7 +424,10 @@ pub async fn run_bare(
     let (claimed, acked, lost) = (sum(|t| t.claimed), sum(|t| t.acked), sum(|t| t.lost));
     let (redelivered, bad) = (sum(|t| t.redelivered), sum(|t| t.bad_payloads));
     let left: i64 = admin
-        .query_one("SELECT count(*) FROM leaseq_bench.bare_items", &[])
+        .query_one(
+            &in_schema("SELECT count(*) FROM leaseq_bench.bare_items", schema),
+            &[],
+        )
         .await?
         .get(0);
     assert_eq!(
