@@ -158,8 +158,22 @@ async fn rebuild_bloated<T>(shared: &Shared<T>, client: &Client) -> Result<(), E
         )
         .await?;
     for row in rows {
-        let (name, bytes, entries, valid, width): (String, i64, f64, bool, Option<f64>) =
-            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        // An index dropped meanwhile (another queue's rebuild in this schema swapped it)
+        // reads with no size: nothing to do with it. `try_get`: a row that does not decode
+        // is skipped, never a panic in the upkeep task.
+        let decoded = (|| -> Result<_, Error> {
+            let size: Option<i64> = row.try_get(1)?;
+            Ok((
+                row.try_get::<_, String>(0)?,
+                size,
+                row.try_get::<_, Option<f64>>(2)?.unwrap_or(0.0),
+                row.try_get::<_, bool>(3)?,
+                row.try_get::<_, Option<f64>>(4)?,
+            ))
+        })();
+        let Ok((name, Some(bytes), entries, valid, width)) = decoded else {
+            continue;
+        };
         let leftover = name.contains("_ccnew") || name.contains("_ccold");
         let statement = if !valid && leftover {
             format!("DROP INDEX CONCURRENTLY IF EXISTS \"{schema}\".\"{name}\"")
