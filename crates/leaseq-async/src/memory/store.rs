@@ -357,16 +357,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
-    /// [`Store::put_back`] with its answer: `Ok` if the lease was running and is given
-    /// back (its attempt not counted), else why not. For a store built on this one that
-    /// records the change (leaseq-sqlite journals the attempt count).
-    pub fn try_put_back(&self, ticket: MemoryTicket) -> Result<(), ReceiptError> {
-        let now = self.rt.now();
-        self.settle(ticket, |core, r| core.put_back(r, now))
-    }
-
     /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
-    fn settle<U>(
+    pub(super) fn settle<U>(
         &self,
         ticket: MemoryTicket,
         op: impl FnOnce(&mut leaseq_core::Queue<T>, leaseq_core::Receipt) -> Result<U, ReceiptError>,

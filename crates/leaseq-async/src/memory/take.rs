@@ -1,8 +1,9 @@
-//! Taking leases out of the core: one item, or a batch, under one lock and one clock read.
+//! Taking leases out of the core: one item, or a batch, under one lock and one clock read;
+//! and giving one back untaken (a put-back).
 
 use std::sync::Arc;
 
-use leaseq_core::{Lease, Timestamp};
+use leaseq_core::{Lease, ReceiptError, Timestamp};
 
 use super::{MemoryStore, MemoryTicket, State};
 use crate::lease_lost::LeaseSignal;
@@ -115,5 +116,15 @@ fn taken<T>(
             receipt: lease.receipt,
             beat,
         },
+    }
+}
+
+impl<T, R: Runtime> MemoryStore<T, R> {
+    /// [`Store::put_back`](crate::Store::put_back) with its answer: `Ok` if the lease was
+    /// running and is given back (its attempt not counted), else why not. For a store built
+    /// on this one that records the change (leaseq-sqlite journals the attempt count).
+    pub fn try_put_back(&self, ticket: MemoryTicket) -> Result<(), ReceiptError> {
+        let now = self.rt.now();
+        self.settle(ticket, |core, r| core.put_back(r, now))
     }
 }
