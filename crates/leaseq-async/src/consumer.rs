@@ -40,7 +40,7 @@ use crate::store::Store;
 ///         // Stopped (or dropped): the leases it took ahead go back, their attempts not
 ///         // counted.
 ///         consumer.stop().await;
-///         assert_eq!(queue.stats().put_back, 4);
+///         assert!(queue.stats().put_back > 0);
 ///         let rest = queue.try_receive_batch(100);
 ///         assert_eq!(rest.len(), 9);
 ///         assert!(rest.iter().all(|d| d.attempt() == 1));

@@ -38,7 +38,7 @@ fn queue(path: &Path) -> SqliteQueue<u32, SmolRuntime, PostcardCodec> {
 }
 
 /// A consumer with a prefetch of 4 hands out one item (acked without waiting) and is
-/// stopped: the four it leased ahead go back uncounted, in the file as well: after a
+/// stopped: the others it leased ahead go back uncounted, in the file as well: after a
 /// reopen every item left comes on its first attempt (a prefetch given back as a counted
 /// hand-back would bring them on their second).
 #[test]
@@ -55,7 +55,9 @@ fn a_consumers_prefetch_goes_back_uncounted_on_disk_too() {
         let acked = d.ack_nowait();
         consumer.stop().await;
         assert_eq!(acked.await, Ok(Acked::OnTime));
-        assert_eq!(q.stats().put_back, 4);
+        // 3 or 4 leased ahead, as the first fetch came before or after the receive waited.
+        let put_back = q.stats().put_back;
+        assert!((3..=4).contains(&put_back), "{:?}", q.stats());
         q.close().await.unwrap();
     });
     smol::block_on(async {
