@@ -186,42 +186,33 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// Until the commit, a crash can bring the item back (it is then delivered again, as an
     /// item whose ack was lost): use [`ack`](Self::ack) where the work's own effect must
     /// not be repeated before its ack is durable, e.g. before replying to a client.
-    pub fn ack_nowait(mut self) -> Settling<Acked> {
-        match self.take_ticket() {
-            Err(e) => Settling::done(Err(e.into())),
-            Ok(ticket) => {
-                let store = self.store.clone();
-                settling::start(self.store.runtime(), async move { store.ack(ticket).await })
-            }
-        }
+    pub fn ack_nowait(self) -> Settling<Acked> {
+        self.settle_nowait(|store, ticket| async move { store.ack(ticket).await })
     }
 
     /// [`nack_with`](Self::nack_with) without waiting for the store's answer (see
     /// [`ack_nowait`](Self::ack_nowait)).
-    pub fn nack_nowait(mut self, failure: Failure) -> Settling<Nacked> {
-        match self.take_ticket() {
-            Err(e) => Settling::done(Err(e.into())),
-            Ok(ticket) => {
-                let store = self.store.clone();
-                settling::start(self.store.runtime(), async move {
-                    store.nack(ticket, failure).await
-                })
-            }
-        }
+    pub fn nack_nowait(self, failure: Failure) -> Settling<Nacked> {
+        self.settle_nowait(|store, ticket| async move { store.nack(ticket, failure).await })
     }
 
     /// [`dead_letter`](Self::dead_letter) without waiting for the store's answer (see
     /// [`ack_nowait`](Self::ack_nowait)).
-    pub fn dead_letter_nowait(mut self, error: impl Into<String>) -> Settling<u32> {
+    pub fn dead_letter_nowait(self, error: impl Into<String>) -> Settling<u32> {
+        let error = error.into();
+        self.settle_nowait(|store, ticket| async move { store.dead_letter(ticket, error).await })
+    }
+
+    /// Makes the settle `settle` builds from the store and the ticket, answered in the
+    /// background (see [`settling::start`]); a delivery settled already answers at once.
+    fn settle_nowait<O, F>(mut self, settle: impl FnOnce(Arc<S>, S::Ticket) -> F) -> Settling<O>
+    where
+        O: Send + 'static,
+        F: std::future::Future<Output = Result<O, SettleError>> + Send + 'static,
+    {
         match self.take_ticket() {
             Err(e) => Settling::done(Err(e.into())),
-            Ok(ticket) => {
-                let store = self.store.clone();
-                let error = error.into();
-                settling::start(self.store.runtime(), async move {
-                    store.dead_letter(ticket, error).await
-                })
-            }
+            Ok(ticket) => settling::start(self.store.runtime(), settle(self.store.clone(), ticket)),
         }
     }
 

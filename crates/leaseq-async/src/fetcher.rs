@@ -26,6 +26,7 @@ use leaseq_core::Timestamp;
 use crate::delivery::Delivery;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
+use crate::stop::Stop;
 use crate::store::{StopWaiting, Store};
 
 /// The buffer between the fetcher task and its receivers.
@@ -47,9 +48,7 @@ pub(crate) struct Fetcher<T, R: Runtime, S: Store<T, Runtime = R>> {
     /// Leases taken with a heartbeat.
     heartbeat: bool,
     /// Asked to stop: the task ends, putting back what it holds; receivers get `None`.
-    stopping: AtomicBool,
-    /// Notified when asked to stop.
-    stop: Event,
+    stop: Stop,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
@@ -63,33 +62,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             prefetch,
             max_age: visibility / 2,
             heartbeat,
-            stopping: AtomicBool::new(false),
-            stop: Event::new(),
+            stop: Stop::default(),
         }
     }
 
     /// Asks the fetcher to stop: receivers get `None`, the task puts back what it holds.
     pub(crate) fn stop(&self) {
-        self.stopping.store(true, Ordering::Release);
-        self.stop.notify(usize::MAX);
-    }
-
-    fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
-    }
-
-    /// Completes once asked to stop.
-    async fn stopped(&self) {
-        loop {
-            if self.is_stopping() {
-                return;
-            }
-            let listener = self.stop.listen();
-            if self.is_stopping() {
-                return;
-            }
-            listener.await;
-        }
+        self.stop.ask();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Delivery<T, R, S>>> {
@@ -100,10 +79,16 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
     /// judged it (the moment its worker starts on it); older ones are put back.
     fn pop(&self, rt: &R) -> Option<(Delivery<T, R, S>, Timestamp)> {
         loop {
-            let d = self.lock().pop_front()?;
+            let (d, left) = {
+                let mut buffer = self.lock();
+                (buffer.pop_front()?, buffer.len())
+            };
             let now = rt.now();
             if self.fresh(&d, now) {
-                self.wanted.notify(1);
+                // The fetcher acts only once half the prefetch is gone: no wake-up before.
+                if left * 2 <= self.prefetch {
+                    self.wanted.notify(1);
+                }
                 return Some((d, now));
             }
             d.put_back();
@@ -123,7 +108,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             if let Some(got) = self.pop(rt) {
                 return Some(got);
             }
-            if self.ended.load(Ordering::Acquire) || self.is_stopping() {
+            if self.ended.load(Ordering::Acquire) || self.stop.is_asked() {
                 return None;
             }
             let listener = self.arrived.listen();
@@ -136,27 +121,25 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
                 return got;
             }
             if !self.ended.load(Ordering::Acquire) {
-                select(listener, std::pin::pin!(self.stopped())).await;
+                select(listener, self.stop.wait()).await;
             }
         }
     }
 
-    /// Puts back every buffered lease older than half the visibility; the soonest time
-    /// another will be.
+    /// Puts back the buffered leases older than half the visibility, oldest first (the
+    /// buffer is in claim order; one whose deadline an expiry cut shorter is judged when it
+    /// is popped); the instant the oldest kept one stops being fresh.
     fn sweep(&self, now: Timestamp) -> Option<Timestamp> {
+        let mut old = Vec::new();
         let mut buffer = self.lock();
-        let (keep, old): (VecDeque<_>, VecDeque<_>) =
-            buffer.drain(..).partition(|d| self.fresh(d, now));
-        *buffer = keep;
-        // The first instant at which one is no longer fresh.
-        let next = buffer
-            .iter()
-            .map(|d| {
-                d.deadline()
-                    .saturating_sub(self.max_age)
-                    .saturating_add(Duration::from_nanos(1))
-            })
-            .min();
+        while buffer.front().is_some_and(|d| !self.fresh(d, now)) {
+            old.extend(buffer.pop_front());
+        }
+        let next = buffer.front().map(|d| {
+            d.deadline()
+                .saturating_sub(self.max_age)
+                .saturating_add(Duration::from_nanos(1))
+        });
         drop(buffer);
         old.into_iter().for_each(Delivery::put_back);
         next
@@ -168,7 +151,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
         let rt = queue.runtime().clone();
         let store = queue.store.clone();
         loop {
-            if self.is_stopping() {
+            if self.stop.is_asked() {
                 break;
             }
             let listener = self.wanted.listen();
@@ -187,7 +170,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
                 // oldest buffered lease is too old to hand out.
                 let wake = self.sweep(rt.now()).unwrap_or(Timestamp::MAX);
                 let sleep = std::pin::pin!(rt.sleep_until(wake));
-                let stop = std::pin::pin!(self.stopped());
+                let stop = self.stop.wait();
                 select(listener, select(sleep, stop)).await;
                 continue;
             }
@@ -200,7 +183,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
                     store.poll_take(&mut *wait.1, cx, want, self.heartbeat, &mut taken)
                 });
                 let take = std::pin::pin!(take);
-                match select(take, std::pin::pin!(self.stopped())).await {
+                match select(take, self.stop.wait()).await {
                     Either::Left((took, _)) => took,
                     Either::Right(_) => false,
                 }

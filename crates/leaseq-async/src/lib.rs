@@ -106,6 +106,7 @@ mod settling;
 mod signal;
 #[cfg(feature = "sim")]
 mod sim;
+mod stop;
 mod store;
 mod store_error;
 #[cfg(feature = "tracing")]

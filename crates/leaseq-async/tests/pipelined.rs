@@ -202,3 +202,20 @@ fn prefetched_leases_never_go_out_with_less_than_half_their_visibility() {
         );
     });
 }
+
+/// A store failure reaches whoever awaits a non-waiting settle, typed as for `ack`: a lost
+/// reply is "outcome unknown", never `Ok`.
+#[test]
+fn ack_nowait_reports_a_lost_reply_as_outcome_unknown() {
+    let rt = SimRuntime::new();
+    rt.block_on(async {
+        let (q, store) = queue_with(&rt, COMMIT);
+        store.faults.settle_reply_lost.store(1, Ordering::Release);
+        q.try_push(1).unwrap();
+        let answer = q.receive().await.unwrap().ack_nowait().await;
+        match answer {
+            Err(SettleError::Store(e)) => assert!(e.is_outcome_unknown(), "{e}"),
+            other => panic!("expected outcome unknown, got {other:?}"),
+        }
+    });
+}

@@ -16,6 +16,7 @@ use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
+use crate::stop::Stop;
 use crate::store::Store;
 use crate::watchdog::{self, Board, Watchdog};
 
@@ -176,8 +177,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let board = Arc::new(Board::new(self.workers, self.watchdog.is_some()));
         let shared = Arc::new(PoolShared {
             heartbeat: self.heartbeat,
-            stopping: AtomicBool::new(false),
-            stop: Event::new(),
+            stop: Stop::default(),
             counters,
             shards: Shards::new(self.workers),
             board: board.clone(),

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use event_listener::{Event, EventListener};
 use futures::future::{select, Either};
 use leaseq_core::Histogram;
 
@@ -28,6 +27,7 @@ use crate::memory::MemoryStore;
 use crate::pool_stats::PoolStats;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
+use crate::stop::Stop;
 use crate::store::Store;
 use crate::watchdog::{Board, StuckWorker};
 
@@ -49,8 +49,8 @@ type TypeOf<T> = Arc<dyn Fn(&T) -> &'static str + Send + Sync>;
 /// What the workers of one pool share.
 pub(crate) struct PoolShared<T> {
     pub(crate) heartbeat: bool,
-    pub(crate) stopping: AtomicBool,
-    stop: Event,
+    /// Asked at shutdown or drop: workers take no new item.
+    pub(crate) stop: Stop,
     /// Counts of the rarer events (the outcomes are counted in the shards).
     pub(crate) counters: Arc<Counters>,
     /// Each worker's outcomes and handling times.
@@ -63,44 +63,6 @@ pub(crate) struct PoolShared<T> {
     /// Where workers hand over settles the store does not answer at once (none for a
     /// store that does: the memory store).
     pub(crate) completer: Option<Arc<Completer>>,
-}
-
-impl<T> PoolShared<T> {
-    /// Completes once the pool is stopping.
-    pub(crate) fn stop_listener(&self) -> impl Future<Output = ()> + Send + Unpin + '_ {
-        StopWait {
-            pool: self,
-            listener: None,
-        }
-    }
-}
-
-struct StopWait<'a, T> {
-    pool: &'a PoolShared<T>,
-    listener: Option<EventListener>,
-}
-
-impl<T> Future for StopWait<'_, T> {
-    type Output = ();
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
-        loop {
-            if self.pool.stopping.load(Ordering::Acquire) {
-                return std::task::Poll::Ready(());
-            }
-            match self.listener.as_mut() {
-                None => self.listener = Some(self.pool.stop.listen()),
-                Some(l) => {
-                    if std::pin::Pin::new(l).poll(cx).is_pending() {
-                        return std::task::Poll::Pending;
-                    }
-                    self.listener = None;
-                }
-            }
-        }
-    }
 }
 
 /// A running worker pool over one queue.
@@ -194,7 +156,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             if let Some(task) = slot.as_mut() {
                 rt.abort(task);
             }
-            if !self.shared.stopping.load(Ordering::Acquire) {
+            if !self.shared.stop.is_asked() {
                 *slot = Some(spawn_worker(
                     &self.queue,
                     &self.shared,
@@ -226,8 +188,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     pub async fn shutdown(mut self, grace: Duration) -> PoolReport {
         let rt = self.queue.runtime().clone();
         let start = rt.now();
-        self.shared.stopping.store(true, Ordering::Release);
-        self.shared.stop.notify(usize::MAX);
+        self.shared.stop.ask();
         if let Some((fetcher, _)) = &self.fetcher {
             fetcher.stop();
         }
@@ -292,8 +253,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
     /// detached, and the items they held go back to the queue. (After `shutdown` there is
     /// nothing left to stop.)
     fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::Release);
-        self.shared.stop.notify(usize::MAX);
+        self.shared.stop.ask();
         self.watchdog_done.store(true, Ordering::Release);
         let rt = self.queue.runtime();
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
@@ -321,7 +281,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Pool<T, R, S> 
             .field("workers", &self.shared.live_workers.load(Ordering::Relaxed))
             .field("heartbeat", &self.shared.heartbeat)
             .field("watchdog", &self.watchdog.is_some())
-            .field("stopping", &self.shared.stopping.load(Ordering::Relaxed))
+            .field("stopping", &self.shared.stop.is_asked())
             .finish_non_exhaustive()
     }
 }

@@ -74,7 +74,8 @@ fn leased_at<T, R: Runtime, S: Store<T, Runtime = R>>(
 ///
 /// Per item the worker takes no lock but its own shard's and, with a watchdog, its own
 /// progress slot's (each once, and contended only by readers of stats or the watchdog's look),
-/// and reads the clock once (see [`Worker::handle`]).
+/// plus, with a fetcher, the fetch buffer's (once, to pop the item), and reads the clock
+/// once (see [`Worker::handle`]; with a fetcher that reading is the pop's).
 pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     index: usize,
     queue: LeaseQueue<T, R, S>,
@@ -100,7 +101,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         if let Some(progress) = worker.progress {
             progress.idle();
         }
-        if pool.stopping.load(Ordering::Acquire) {
+        if pool.stop.is_asked() {
             return;
         }
         let (delivery, start) = match &fetcher {
@@ -111,7 +112,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
                 None => return,
             },
             None => {
-                let stop = pool.stop_listener();
+                let stop = pool.stop.wait();
                 let receive = if pool.heartbeat {
                     queue.receive_with_heartbeat()
                 } else {
