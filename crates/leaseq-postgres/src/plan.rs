@@ -54,8 +54,9 @@ impl<T: 'static> PgStore<T> {
         let undo = client
             .batch_execute(&format!("ROLLBACK; DEALLOCATE {NAME}"))
             .await;
-        if plan.is_ok() && undo.is_err() {
-            // The connection may keep the statement: not put back in the pool.
+        if undo.is_err() {
+            // The connection may keep the statement or the transaction: not put back in
+            // the pool.
             drop(deadpool_postgres::Object::take(client));
         }
         Ok(plan?)
