@@ -1,72 +1,78 @@
-//! What only the in-memory store can show at once (a `LeaseQueue` on a [`MemoryStore`]): its items, dead letters, events and
-//! invariants, as methods of a [`LeaseQueue`] on it.
+//! The operator API, the same on every store: stats counted afresh, the items and dead
+//! letters page by page, redrive, purge and cancel, as methods of [`LeaseQueue`].
+//!
+//! Each is one store operation: a lock for the memory store, a commit for SQLite, a
+//! statement (or a short transaction) for Postgres. A durable store answers once the change
+//! is durable, or says it is not ([`StoreError`], [`AdminError::Store`]).
 
-use leaseq_core::{ConservationError, DeadLetter, Event, ItemView, MessageId, RedriveError};
+use leaseq_core::{CancelError, DeadLetter, ItemView, MessageId, RedriveError, Stats};
 
-use crate::memory::MemoryStore;
+use crate::admin_error::AdminError;
+use crate::codec::CodecError;
+use crate::page::Page;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
+use crate::store::Store;
+use crate::store_error::StoreError;
 
-impl<T, R: Runtime> LeaseQueue<T, R, MemoryStore<T, R>> {
-    /// Every live item (ready, delayed or in flight) with its attempts and, in flight, its
-    /// lease deadline, brought up to date: for admin tools and checks. A snapshot taken
-    /// under the lock in one pass over the items.
-    pub fn peek(&self) -> Vec<ItemView> {
-        self.store.peek()
+impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
+    /// The queue's stats counted afresh: for a store shared by several processes (Postgres)
+    /// its rows counted now, where [`stats`](Self::stats) gives the last periodic count.
+    pub async fn refresh_stats(&self) -> Result<Stats, StoreError> {
+        self.store.refresh_stats().await
     }
 
-    /// Leases currently kept alive by the heartbeat.
-    pub fn heartbeats(&self) -> usize {
-        self.store.heartbeats()
+    /// The live items (ready, delayed, in flight) of `page`, in id order, each with its
+    /// state, attempts and, in flight, its lease deadline.
+    pub async fn peek(&self, page: Page) -> Result<Vec<ItemView>, StoreError> {
+        self.store.peek(page).await
     }
 
-    /// The oldest core [`Event`] not yet taken. Only the kinds asked for with
-    /// [`QueueBuilder::events`](crate::QueueBuilder::events) are recorded (none by default).
-    pub fn poll_event(&self) -> Option<Event> {
-        self.store.poll_event()
-    }
-
-    /// The dead letters, oldest first: a snapshot (each item cloned).
-    pub fn dead_letters(&self) -> Vec<DeadLetter<T>>
-    where
-        T: Clone,
-    {
-        self.store.dead_letters()
-    }
-
-    /// Runs `f` over a snapshot of the dead letters, oldest first.
-    ///
-    /// `f` runs after the queue's lock is released, so it may use the queue freely (settle
-    /// or drop a delivery, push, read stats): nothing it does can deadlock.
-    pub fn inspect_dead_letters<U>(
+    /// The dead letters of `page`, in id order: each item, or the [`CodecError`] of a
+    /// stored item whose bytes do not decode (a durable store's item written by another
+    /// version, say), with its reason, attempts and last error.
+    #[allow(clippy::type_complexity)]
+    pub async fn dead_letters(
         &self,
-        f: impl FnOnce(&mut dyn Iterator<Item = &DeadLetter<T>>) -> U,
-    ) -> U
-    where
-        T: Clone,
-    {
-        let letters = self.dead_letters();
-        f(&mut letters.iter())
+        page: Page,
+    ) -> Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError> {
+        self.store.dead_letters(page).await
     }
 
-    /// Removes every dead letter and hands them over.
-    pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
-        self.store.take_dead_letters()
+    /// Puts a dead letter back, visible at once, attempts reset, its id, level and key
+    /// kept. Refused ([`AdminError::Refused`]) when no dead letter has this id, its time to
+    /// live is over, a live item holds its key, or the queue is at capacity.
+    pub async fn redrive(&self, id: MessageId) -> Result<MessageId, AdminError<RedriveError>> {
+        self.store.redrive(id).await
     }
 
-    /// Puts a dead letter back, visible at once, attempts reset.
-    pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
-        self.store.redrive(id)
+    /// Redrives every dead letter that can go back, in id order; returns how many went.
+    /// Expired ones and those whose key a live item holds stay; it stops at capacity.
+    pub async fn redrive_all(&self) -> Result<u64, StoreError> {
+        self.store.redrive_all().await
     }
 
-    /// Recounts every item and checks the core's invariants (the conservation law among
-    /// them): for tests and health checks. Costs a pass over every item.
-    pub fn check_invariants(&self) -> Result<(), ConservationError> {
-        self.store.check_invariants()
+    /// Deletes every dead letter; returns how many.
+    pub async fn purge_dead_letters(&self) -> Result<u64, StoreError> {
+        self.store.purge_dead_letters().await
     }
 
-    /// Visible items per priority level (index = level), brought up to date.
-    pub fn ready_per_level(&self) -> [u64; leaseq_core::PRIORITY_LEVELS] {
-        self.store.ready_per_level()
+    /// Deletes every ready and delayed item; returns how many. Items in flight stay with
+    /// their holders (ack or nack them as usual); dead letters stay (see
+    /// [`purge_dead_letters`](Self::purge_dead_letters)).
+    pub async fn purge(&self) -> Result<u64, StoreError> {
+        self.store.purge().await
+    }
+
+    /// Removes a ready or delayed item and hands it back. An item in flight is left to its
+    /// holder (`CancelError::InFlight`); see [`cancel_leased`](Self::cancel_leased).
+    pub async fn cancel(&self, id: MessageId) -> Result<T, AdminError<CancelError>> {
+        self.store.cancel(id, false).await
+    }
+
+    /// Removes an item even if it is in flight: its holder's ack, nack or extend then fails
+    /// with `ReceiptError::Cancelled`. Hands the item back.
+    pub async fn cancel_leased(&self, id: MessageId) -> Result<T, AdminError<CancelError>> {
+        self.store.cancel(id, true).await
     }
 }

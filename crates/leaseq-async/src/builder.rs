@@ -1,5 +1,7 @@
-//! Building a queue on a [`MemoryStore`]: `LeaseQueue::new`, `with_runtime` and the builder.
+//! Building a queue: [`QueueBuilder`] for every store, and `LeaseQueue::new` /
+//! `with_runtime`, the in-memory shortcuts.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -7,6 +9,7 @@ use leaseq_core::{Config, EventMask, Queue};
 
 use crate::error::NewQueueError;
 use crate::memory::MemoryStore;
+use crate::open::{OpenStore, QueueSettings};
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 
@@ -19,16 +22,26 @@ pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(3600);
 /// A queue's name unless [`QueueBuilder::name`] sets another.
 pub(crate) const DEFAULT_NAME: &str = "leaseq";
 
-/// Builds a [`LeaseQueue`] with settings beyond the core [`Config`]. A config without a
-/// max lease lifetime gets [`DEFAULT_MAX_LEASE`].
+/// Builds a [`LeaseQueue`] on any store: the settings every store shares (the core
+/// [`Config`], a name, the runtime, the codec, the heartbeat period, events), then
+/// [`open`](Self::open) with the store ([`InMemory`](crate::InMemory), `leaseq_sqlite::Sqlite`,
+/// `leaseq_postgres::Postgres`), or [`build`](Self::build) for the in-memory store without
+/// awaiting. A config without a max lease lifetime gets [`DEFAULT_MAX_LEASE`].
 #[derive(Debug)]
-pub struct QueueBuilder<R> {
+pub struct QueueBuilder<R, C = NoCodec> {
     config: Config,
     heartbeat_every: Option<Duration>,
     runtime: Option<R>,
     events: Option<EventMask>,
-    name: &'static str,
+    name: Cow<'static, str>,
+    codec: C,
 }
+
+/// The codec of a [`QueueBuilder`] that was given none: enough for the in-memory store,
+/// which keeps items by value. A durable store needs a real one
+/// ([`QueueBuilder::codec`]: `PostcardCodec` for `serde` items, `BytesCodec` for bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCodec;
 
 impl<R: Runtime> QueueBuilder<R> {
     pub(crate) fn new(config: Config) -> Self {
@@ -37,16 +50,35 @@ impl<R: Runtime> QueueBuilder<R> {
             heartbeat_every: None,
             runtime: None,
             events: None,
-            name: DEFAULT_NAME,
+            name: Cow::Borrowed(DEFAULT_NAME),
+            codec: NoCodec,
         }
     }
+}
 
-    /// The queue's name, for telling queues apart in what it reports: the `queue` field of
-    /// its `tracing` events and delivery spans (feature `tracing`) and the `queue` label of
-    /// its metrics (feature `metrics`). Default: `"leaseq"`.
-    pub fn name(mut self, name: &'static str) -> Self {
-        self.name = name;
+impl<R: Runtime, C> QueueBuilder<R, C> {
+    /// The queue's name: which queue it is in a store that holds several (Postgres), and in
+    /// every store the `queue` field of its `tracing` events and delivery spans (feature
+    /// `tracing`) and the `queue` label of its metrics (feature `metrics`). Default:
+    /// `"leaseq"`. A name built at run time (a `String`) is kept for the life of the
+    /// process (leaked once per open: queues are opened once, not per item).
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = name.into();
         self
+    }
+
+    /// How a durable store turns items into bytes and back: `PostcardCodec` for any `serde`
+    /// item (feature `serde`), `BytesCodec` for `Vec<u8>`, or your own [`Codec`](crate::Codec).
+    /// The in-memory store ignores it.
+    pub fn codec<C2>(self, codec: C2) -> QueueBuilder<R, C2> {
+        QueueBuilder {
+            config: self.config,
+            heartbeat_every: self.heartbeat_every,
+            runtime: self.runtime,
+            events: self.events,
+            name: self.name,
+            codec,
+        }
     }
 
     /// How often held leases with a heartbeat are extended (by one visibility each time).
@@ -79,34 +111,70 @@ impl<R: Runtime> QueueBuilder<R> {
         self
     }
 
-    /// The queue, with its driver task spawned.
-    pub fn build<T: Clone + Send + 'static>(self) -> Result<LeaseQueue<T, R>, NewQueueError> {
-        let rt = match self.runtime {
+    /// Opens the queue on `store` ([`InMemory`](crate::InMemory), `leaseq_sqlite::Sqlite`,
+    /// `leaseq_postgres::Postgres`), with its driver task spawned. A store that needs I/O
+    /// does it here; its error says what failed, typed.
+    pub async fn open<T, O: OpenStore<T, R, C>>(
+        self,
+        store: O,
+    ) -> Result<LeaseQueue<T, R, O::Store>, O::Error> {
+        store.open(self.settings()?).await
+    }
+
+    /// The settings a store opens with: the runtime found if none was given.
+    fn settings(self) -> Result<QueueSettings<R, C>, NewQueueError> {
+        let runtime = match self.runtime {
             Some(rt) => rt,
             None => R::current().ok_or(NewQueueError::NoRuntime)?,
         };
-        let traces_events = cfg!(feature = "tracing") && self.events.is_none();
-        let events = match self.events {
-            Some(events) => events,
-            None if traces_events => EventMask::DEFAULT,
-            None => EventMask::NONE,
+        let name: &'static str = match self.name {
+            Cow::Borrowed(name) => name,
+            Cow::Owned(name) => Box::leak(name.into_boxed_str()),
         };
-        let mut config = self.config.with_events(events);
-        if config.max_lease().is_none() {
-            // A heartbeat must never keep a lease forever (a hung handler would hold its
-            // item for good): the safe default lifetime of a lease, extends included.
-            let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
-            config = config.with_max_lease(lifetime);
-        }
-        let core = Queue::new(config).map_err(NewQueueError::Config)?;
-        let visibility = core.config().visibility();
-        let every = self
-            .heartbeat_every
-            .unwrap_or(visibility / 3)
-            .clamp(Duration::from_nanos(1), visibility);
-        let store = Arc::new(MemoryStore::new(rt, core, every, traces_events, self.name));
-        Ok(LeaseQueue::start(store))
+        Ok(QueueSettings {
+            config: self.config,
+            name,
+            runtime,
+            codec: self.codec,
+            heartbeat_every: self.heartbeat_every,
+            events: self.events,
+        })
     }
+
+    /// The queue on the in-memory store, with its driver task spawned: [`open`](Self::open)
+    /// with [`InMemory`](crate::InMemory), without awaiting.
+    pub fn build<T: Clone + Send + 'static>(self) -> Result<LeaseQueue<T, R>, NewQueueError> {
+        memory_queue(self.settings()?)
+    }
+}
+
+/// A queue on a new [`MemoryStore`] with `settings`.
+pub(crate) fn memory_queue<T: Clone + Send + 'static, R: Runtime, C>(
+    settings: QueueSettings<R, C>,
+) -> Result<LeaseQueue<T, R>, NewQueueError> {
+    let traces_events = cfg!(feature = "tracing") && settings.events.is_none();
+    let events = match settings.events {
+        Some(events) => events,
+        None if traces_events => EventMask::DEFAULT,
+        None => EventMask::NONE,
+    };
+    let every = settings.heartbeat_period();
+    let mut config = settings.config.with_events(events);
+    if config.max_lease().is_none() {
+        // A heartbeat must never keep a lease forever (a hung handler would hold its item
+        // for good): the safe default lifetime of a lease, extends included.
+        let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
+        config = config.with_max_lease(lifetime);
+    }
+    let core = Queue::new(config).map_err(NewQueueError::Config)?;
+    let store = Arc::new(MemoryStore::new(
+        settings.runtime,
+        core,
+        every,
+        traces_events,
+        settings.name,
+    ));
+    Ok(LeaseQueue::start(store))
 }
 
 impl<T: Clone + Send + 'static, R: Runtime> LeaseQueue<T, R> {
@@ -120,7 +188,7 @@ impl<T: Clone + Send + 'static, R: Runtime> LeaseQueue<T, R> {
         Self::builder(config).runtime(runtime).build()
     }
 
-    /// A builder for the settings beyond `config`.
+    /// A builder for a queue on any store (see [`QueueBuilder::open`]).
     pub fn builder(config: Config) -> QueueBuilder<R> {
         QueueBuilder::new(config)
     }

@@ -79,6 +79,8 @@
 
 mod ack_batch;
 mod admin;
+mod admin_error;
+mod batch_error;
 mod beats;
 #[cfg(test)]
 mod beats_model;
@@ -95,7 +97,10 @@ mod executor_task;
 mod fetcher;
 mod lease_lost;
 mod memory;
+mod memory_admin;
 pub mod metrics;
+mod open;
+mod page;
 mod pool;
 mod pool_stats;
 mod push;
@@ -114,7 +119,9 @@ mod trace;
 mod watchdog;
 
 pub use ack_batch::AckBatch;
-pub use builder::{QueueBuilder, DEFAULT_MAX_LEASE};
+pub use admin_error::AdminError;
+pub use batch_error::BatchError;
+pub use builder::{NoCodec, QueueBuilder, DEFAULT_MAX_LEASE};
 pub use closing::Closing;
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
@@ -127,6 +134,8 @@ pub use error::{JobError, NewQueueError, PushError};
 pub use executor_task::ExecutorTask;
 pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
+pub use open::{InMemory, OpenStore, QueueSettings};
+pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
 pub use push::Push;

@@ -5,8 +5,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{CancelError, MessageId, Stats, Timestamp};
+use leaseq_core::{MessageId, Stats, Timestamp};
 
+use crate::batch_error::BatchError;
 use crate::closing::Closing;
 use crate::driver;
 use crate::error::PushError;
@@ -123,35 +124,20 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     }
 
     /// Adds an item, visible at once, waiting for room if the queue is bounded and full.
-    /// A closed queue hands the item back inside the error.
-    pub async fn push(&self, item: T) -> Result<MessageId, PushError<T>> {
-        self.push_with(item, Duration::ZERO, None).await
-    }
-
-    /// Adds an item that becomes visible after `delay`, waiting for room like
-    /// [`push`](Self::push).
-    pub async fn push_delayed(&self, item: T, delay: Duration) -> Result<MessageId, PushError<T>> {
-        self.push_with(item, delay, None).await
-    }
-
-    /// Adds an item, visible after `delay`, that is useless after `ttl` from now (see
-    /// [`try_push_with`](Self::try_push_with)), waiting for room like [`push`](Self::push).
+    /// A closed queue hands the item back inside the error. With a durable store, `Ok`
+    /// means the item is on disk (or committed on the server); when the store cannot
+    /// confirm that, [`PushError::Unconfirmed`] says so (the item stays queued).
     ///
-    /// Cancel-safe in the sense that matters: until it completes, nothing was queued.
-    pub async fn push_with(
-        &self,
-        item: T,
-        delay: Duration,
-        ttl: Option<Duration>,
-    ) -> Result<MessageId, PushError<T>> {
-        let mut push = Push::new().delay(delay);
-        push.ttl = ttl;
-        self.push_with_options(item, push).await
+    /// Cancel-safe in the sense that matters: until it completes, nothing was queued
+    /// unless the store had accepted it (then only its confirmation is not awaited).
+    pub async fn push(&self, item: T) -> Result<MessageId, PushError<T>> {
+        self.push_with(item, Push::new()).await
     }
 
     /// Adds an item as `push` says (delay, time to live, priority level, unique key),
-    /// waiting for room like [`push`](Self::push).
-    pub async fn push_with_options(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
+    /// waiting for room like [`push`](Self::push):
+    /// `q.push_with(item, Push::new().delay(Duration::from_secs(30))).await`.
+    pub async fn push_with(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
         let mut item = item;
         // A full queue's refusal is waited out here, never returned: the store does not
         // count it as rejected (`Stats::rejected` counts refusals the caller is given).
@@ -169,15 +155,20 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 }
                 other => return other,
             }
-            let mut waiting = S::Waiting::default();
-            let guard = StopWaiting(&*self.store, &mut waiting);
-            poll_fn(|cx| guard.0.poll_space(guard.1, cx)).await;
+            self.wait_for_space().await;
         }
     }
 
+    /// Waits until a push may find room (or the queue closed).
+    async fn wait_for_space(&self) {
+        let mut waiting = S::Waiting::default();
+        let guard = StopWaiting(&*self.store, &mut waiting);
+        poll_fn(|cx| guard.0.poll_space(guard.1, cx)).await;
+    }
+
     /// [`push`](Self::push) for a plain (non-async) thread: blocks it while a bounded queue
-    /// is full. Never call it from inside an async task: it would block that task's executor
-    /// thread.
+    /// is full and until a durable store confirms the item. Never call it from inside an
+    /// async task: it would block that task's executor thread.
     pub fn push_blocking(&self, item: T) -> Result<MessageId, PushError<T>> {
         futures::executor::block_on(self.push(item))
     }
@@ -185,7 +176,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// Adds an item, visible at once. Never waits: a full or closed queue hands the item
     /// back inside the error. With a durable store it is fire and forget: the item is
     /// committed with the store's next batch, but `Ok` does not mean it is on disk yet (use
-    /// [`push`](Self::push), which waits for that).
+    /// [`push`](Self::push), which waits for that, or [`synced`](Self::synced)).
     pub fn try_push(&self, item: T) -> Result<MessageId, PushError<T>> {
         self.store.try_push(item, &Push::new())
     }
@@ -193,74 +184,82 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// Adds an item as `push` says (delay, time to live, priority level, unique key). Never
     /// waits; a refused item is handed back inside the error (for a held key, with the id of
     /// the item that holds it).
-    pub fn try_push_with_options(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
+    pub fn try_push_with(&self, item: T, push: Push) -> Result<MessageId, PushError<T>> {
         self.store.try_push(item, &push)
     }
 
-    /// Removes a ready or delayed item and hands it back. An item in flight is left to its
-    /// holder (`CancelError::InFlight`); see [`cancel_leased`](Self::cancel_leased).
-    pub async fn cancel(&self, id: MessageId) -> Result<T, CancelError> {
-        self.store.cancel(id, false).await
+    /// Adds every item of `items`, in order, in one store step (one commit for a durable
+    /// store), waiting for room in a bounded queue as [`push`](Self::push) does, then until
+    /// the items are durable. A refusal other than a full queue (closed, ...) stops it: the
+    /// error holds the ids accepted before it and hands back the refused item and the rest
+    /// ([`BatchError`]). When the store cannot confirm the accepted items durable, the
+    /// error is [`PushError::Unconfirmed`] (first accepted id) with nothing handed back.
+    pub async fn push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, BatchError<T>>
+    where
+        I: IntoIterator<Item = T>,
+    {
+        let push = Push::new().waiting_for_room();
+        let mut accepted = Vec::new();
+        let mut items: Vec<T> = items.into_iter().collect();
+        let refusal = loop {
+            let mut rest = items.into_iter();
+            match self.store.try_push_batch(&mut rest, &push) {
+                Ok(ids) => {
+                    accepted.extend(ids);
+                    break None;
+                }
+                Err((ids, PushError::Full(back))) => {
+                    accepted.extend(ids);
+                    items = std::iter::once(back).chain(rest).collect();
+                    self.wait_for_space().await;
+                }
+                Err((ids, error)) => {
+                    accepted.extend(ids);
+                    break Some((error, rest.collect::<Vec<T>>()));
+                }
+            }
+        };
+        let synced = if accepted.is_empty() {
+            Ok(())
+        } else {
+            self.store.synced().await
+        };
+        match (synced, refusal) {
+            (Ok(()), None) => Ok(accepted),
+            (Err(error), None) => {
+                let id = accepted[0];
+                Err(BatchError {
+                    accepted,
+                    error: PushError::Unconfirmed { id, error },
+                    rest: Vec::new(),
+                })
+            }
+            // The refusal is the answer; what was accepted before it is unconfirmed if the
+            // sync failed, as the store's state says.
+            (_, Some((error, rest))) => Err(BatchError {
+                accepted,
+                error,
+                rest,
+            }),
+        }
     }
 
-    /// Removes an item even if it is in flight: its holder's ack, nack or extend then fails
-    /// with `ReceiptError::Cancelled`. Hands the item back.
-    pub async fn cancel_leased(&self, id: MessageId) -> Result<T, CancelError> {
-        self.store.cancel(id, true).await
-    }
-
-    /// Adds an item that becomes visible after `delay`; never waits.
-    pub fn try_push_delayed(&self, item: T, delay: Duration) -> Result<MessageId, PushError<T>> {
-        self.store.try_push(item, &Push::new().delay(delay))
-    }
-
-    /// Adds an item, visible after `delay`, that is useless after `ttl` from now: it is then
-    /// never delivered again, goes to the dead letters as expired, and no item timeout
-    /// outlasts it. Never waits.
-    pub fn try_push_with(
-        &self,
-        item: T,
-        delay: Duration,
-        ttl: Option<Duration>,
-    ) -> Result<MessageId, PushError<T>> {
-        let mut push = Push::new().delay(delay);
-        push.ttl = ttl;
-        self.store.try_push(item, &push)
-    }
-
-    /// Adds every item of `items` in one step; stops at the first refusal and returns the
-    /// ids of those accepted, with the refused item and the rest handed back. Never waits.
-    pub fn try_push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, (PushError<T>, Vec<T>)>
+    /// Adds every item of `items` in one step, in order; never waits. Stops at the first
+    /// refusal (a full queue included): the error holds the ids accepted before it and
+    /// hands back the refused item and the rest. Fire and forget with a durable store, as
+    /// [`try_push`](Self::try_push).
+    pub fn try_push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, BatchError<T>>
     where
         I: IntoIterator<Item = T>,
     {
         let mut items = items.into_iter();
         self.store
-            .try_push_batch(&mut items)
-            .map_err(|e| (e, items.collect()))
-    }
-
-    /// [`try_push_batch`](Self::try_push_batch), then waits until the accepted items are
-    /// durable (a durable store commits them together: one commit for the batch). A refusal
-    /// (full, closed, ...) hands back the refused item and the rest, after the accepted
-    /// ones are durable. When the store cannot confirm the accepted items durable, the
-    /// error is [`PushError::Unconfirmed`] with the first accepted id (every accepted item
-    /// of the batch is then unconfirmed; none is handed back).
-    pub async fn push_batch<I>(&self, items: I) -> Result<Vec<MessageId>, (PushError<T>, Vec<T>)>
-    where
-        I: IntoIterator<Item = T>,
-    {
-        let r = self.try_push_batch(items);
-        if matches!(&r, Ok(ids) if ids.is_empty()) {
-            return r;
-        }
-        match (self.store.synced().await, r) {
-            (Ok(()), r) => r,
-            (Err(error), Ok(ids)) => Err((PushError::Unconfirmed { id: ids[0], error }, vec![])),
-            // The refusal is the answer; what was accepted before it is unconfirmed, as
-            // the store's state says.
-            (Err(_), Err(refused)) => Err(refused),
-        }
+            .try_push_batch(&mut items, &Push::new())
+            .map_err(|(accepted, error)| BatchError {
+                accepted,
+                error,
+                rest: items.collect(),
+            })
     }
 
     /// Completes once every push made so far (fire-and-forget ones included) is durable;

@@ -5,10 +5,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats, Timestamp};
+use leaseq_core::{
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
+    Stats, Timestamp,
+};
 
+use crate::admin_error::AdminError;
+use crate::codec::CodecError;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
+use crate::page::Page;
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store_error::{SettleError, StoreError};
@@ -114,13 +120,17 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         &self,
         id: MessageId,
         leased: bool,
-    ) -> impl Future<Output = Result<T, CancelError>> + Send;
+    ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send;
 
-    /// Adds every item, in order; stops at the first refusal and hands it and the rest back.
+    /// Adds every item, in order, each as `push` says; stops at the first refusal and
+    /// returns the ids accepted before it with the refusal (the refused item inside; the
+    /// rest stay in `items`, untried).
+    #[allow(clippy::type_complexity)]
     fn try_push_batch(
         &self,
         items: &mut dyn Iterator<Item = T>,
-    ) -> Result<Vec<MessageId>, PushError<T>>;
+        push: &Push,
+    ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)>;
 
     /// Ready once a push may find room (or the queue closed); registers the waker otherwise.
     fn poll_space(&self, waiting: &mut Self::Waiting, cx: &mut Context<'_>) -> Poll<()>;
@@ -239,6 +249,42 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// The queue's gauges and totals (exact for the memory store; for a store shared by
     /// several processes, as of its last refresh).
     fn stats(&self) -> Stats;
+
+    /// The queue's stats counted afresh (for a store shared by several processes: its rows
+    /// counted now). Default: [`stats`](Store::stats).
+    fn refresh_stats(&self) -> impl Future<Output = Result<Stats, StoreError>> + Send {
+        std::future::ready(Ok(self.stats()))
+    }
+
+    /// The live items (ready, delayed, in flight) of `page`, in id order, each with its
+    /// state, attempts and, in flight, its lease deadline.
+    fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send;
+
+    /// The dead letters of `page`, in id order; an item whose stored bytes do not decode
+    /// shows as its [`CodecError`].
+    #[allow(clippy::type_complexity)]
+    fn dead_letters(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError>> + Send;
+
+    /// Puts a dead letter back, visible at once, attempts reset (refused as the core's
+    /// `Queue::redrive` says).
+    fn redrive(
+        &self,
+        id: MessageId,
+    ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send;
+
+    /// Redrives every dead letter that can go back, in id order; how many went (expired
+    /// ones and those whose key a live item holds stay; it stops at capacity).
+    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Deletes every dead letter; how many.
+    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Deletes every ready and delayed item (items in flight stay with their holders);
+    /// how many.
+    fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Completes once every change made so far (pushes included) is durable; an error when
     /// the store could not make them durable before its commit timeout (their outcome is

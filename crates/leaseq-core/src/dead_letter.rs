@@ -41,3 +41,39 @@ pub struct DeadLetter<T> {
     /// Leases issued so far; keeps receipts of a redriven item unique.
     pub(crate) leases: u32,
 }
+
+impl<T> DeadLetter<T> {
+    /// A dead letter as a store other than the core keeps it (a database row, say): for
+    /// showing it with the same type as the core's. No unique key, no time to live, level
+    /// 0, no error; set the public fields for the rest.
+    pub fn new(item: T, id: MessageId, attempts: u32, reason: Reason, at: Timestamp) -> Self {
+        DeadLetter {
+            item,
+            id,
+            attempts,
+            reason,
+            last_error: None,
+            at,
+            expires_at: None,
+            priority: 0,
+            key: None,
+            leases: 0,
+        }
+    }
+
+    /// The same dead letter with its item changed by `f` (decoded, say, or borrowed).
+    pub fn map_item<U>(self, f: impl FnOnce(T) -> U) -> DeadLetter<U> {
+        DeadLetter {
+            item: f(self.item),
+            id: self.id,
+            attempts: self.attempts,
+            reason: self.reason,
+            last_error: self.last_error,
+            at: self.at,
+            expires_at: self.expires_at,
+            priority: self.priority,
+            key: self.key,
+            leases: self.leases,
+        }
+    }
+}

@@ -39,23 +39,31 @@ pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
 pub use leaseq_async::{BoxFuture, Runtime};
 pub use leaseq_async::{ConservationError, Event, EventMask, Histogram, Stats};
 
-/// A lease queue on smol.
-pub type LeaseQueue<T> = leaseq_async::LeaseQueue<T, SmolRuntime>;
+/// A lease queue on smol, its items kept by store `S`: in memory unless another
+/// store is named (`leaseq_sqlite::SqliteStore`, `leaseq_postgres::PgStore`; or use
+/// `SqliteQueue` / `PgQueue`).
+pub type LeaseQueue<T, S = MemoryStore<T, SmolRuntime>> =
+    leaseq_async::LeaseQueue<T, SmolRuntime, S>;
 pub use leaseq_async::DEFAULT_MAX_LEASE;
 pub use leaseq_async::{
-    AckBatch, CancelError, LeaseLost, NewQueueError, Push, PushError, QueueBuilder, UniqueKey,
+    AckBatch, AdminError, BatchError, CancelError, InMemory, LeaseLost, NewQueueError, NoCodec,
+    OpenStore, Page, Push, PushError, QueueBuilder, QueueSettings, Settling, UniqueKey,
     MAX_PRIORITY,
 };
+pub use leaseq_async::{BytesCodec, Codec, CodecError};
 pub use leaseq_async::{ItemState, ItemView, LatencyAdvisor, MessageId, TypeReport};
 
 /// A leased item from a smol queue.
-pub type Delivery<T> = leaseq_async::Delivery<T, SmolRuntime>;
+pub type Delivery<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Delivery<T, SmolRuntime, S>;
 pub use leaseq_async::{Acked, Extended, Nacked, Receipt, ReceiptError, SettleError, StoreError};
 pub use leaseq_async::{DeadLetter, Failure, Reason, RedriveError};
 pub use leaseq_async::{Receive, ReceiveError, ReceiveStream};
 
 /// A worker pool on smol.
-pub type Pool<T> = leaseq_async::Pool<T, SmolRuntime>;
+pub type Pool<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Pool<T, SmolRuntime, S>;
+
+/// A receiver with a prefetch (see [`leaseq_async::Consumer`]), on smol.
+pub type Consumer<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Consumer<T, SmolRuntime, S>;
 pub use leaseq_async::{diagnose, Finding, FindingKind, Holding, StuckWorker, Watchdog};
 pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats};
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use leaseq_async::{Codec, MemoryStore, Runtime, StoreError};
+use leaseq_async::{AdminError, Codec, MemoryStore, Runtime, StoreError};
 use leaseq_core::{DeadLetter, MessageId, RedriveError};
 
 use crate::commit_error::CommitError;
@@ -65,38 +65,54 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         self.journal.halt()
     }
 
-    /// The dead letters, oldest first: a snapshot (each item cloned).
-    pub fn dead_letters(&self) -> Vec<DeadLetter<T>> {
-        self.inner.dead_letters()
-    }
-
-    /// Puts a dead letter back, visible at once, attempts reset; durable once it returns,
-    /// unless commits are failing: then it returns after the commit timeout with the revive
-    /// still queued (written if the file recovers; [`journal_failed`](Self::journal_failed)
-    /// says so). `RedriveError` has no room for a store failure yet.
-    pub async fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
-        let id = self.inner.redrive(id)?;
+    /// Puts a dead letter back, visible at once, attempts reset; answers once the revive
+    /// is committed (a store error, outcome unknown, if commits fail for the commit
+    /// timeout: the revive stays queued and lands if the file recovers).
+    pub(crate) async fn redrive_one(
+        &self,
+        id: MessageId,
+    ) -> Result<MessageId, AdminError<RedriveError>> {
+        let id = self.inner.redrive(id).map_err(AdminError::Refused)?;
         // Visible at once (0, as for an undelayed push).
         let seq = self.journal.submit([Op::Revive {
             id: id.get(),
             visible_at: 0,
         }]);
-        // Not awaited for an error: `RedriveError` has no room for a store failure; the
-        // revive stays queued (see the crate's limits).
-        let _ = self.journal.committed(seq).await;
+        self.journal.committed(seq).await?;
         Ok(id)
     }
 
-    /// Removes every dead letter and hands them over; durable once it returns, unless
-    /// commits are failing (as for [`redrive`](Self::redrive): the deletes stay queued, and
-    /// the dead letters are back in the file after a crash before they land).
-    pub async fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
+    /// Redrives every dead letter that can go back, in one commit; how many.
+    pub(crate) async fn redrive_every(&self) -> Result<u64, StoreError> {
+        let ids = self.inner.redrive_all();
+        let seq = self.journal.submit(ids.iter().map(|id| Op::Revive {
+            id: id.get(),
+            visible_at: 0,
+        }));
+        self.journal.committed(seq).await?;
+        Ok(ids.len() as u64)
+    }
+
+    /// Deletes every ready and delayed item, in one commit; how many.
+    pub(crate) async fn purge_items(&self) -> Result<u64, StoreError> {
+        let ids = self.inner.purge();
+        let seq = self
+            .journal
+            .submit(ids.iter().map(|id| Op::Delete { id: id.get() }));
+        self.journal.committed(seq).await?;
+        Ok(ids.len() as u64)
+    }
+
+    /// Removes every dead letter and hands them over, in one commit; answers once the
+    /// deletes are committed (a store error, outcome unknown, if commits fail for the
+    /// commit timeout: the deletes stay queued, and the dead letters are back in the file
+    /// after a crash before they land).
+    pub async fn take_dead_letters(&self) -> Result<Vec<DeadLetter<T>>, StoreError> {
         let letters = self.inner.take_dead_letters();
         let seq = self
             .journal
             .submit(letters.iter().map(|l| Op::Delete { id: l.id.get() }));
-        // As in `redrive`: the deletes stay queued if the commit is failing.
-        let _ = self.journal.committed(seq).await;
-        letters
+        self.journal.committed(seq).await?;
+        Ok(letters)
     }
 }

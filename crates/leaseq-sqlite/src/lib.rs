@@ -154,6 +154,7 @@ mod options;
 mod receive;
 mod restore;
 mod seam;
+mod sqlite;
 mod store;
 mod writer;
 
@@ -163,13 +164,19 @@ pub use commit_error::{CommitError, CommitErrorKind};
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
-pub use open::open;
 pub use open_error::OpenError;
 pub use options::{Durability, Options};
 pub use receive::SqliteWaiting;
+pub use sqlite::Sqlite;
 pub use store::{SqliteStore, SqliteTicket};
 
 use leaseq_async::LeaseQueue;
 
 /// A durable queue: a [`LeaseQueue`] on a [`SqliteStore`].
 pub type SqliteQueue<T, R, C> = LeaseQueue<T, R, SqliteStore<T, R, C>>;
+
+/// A delivery from a [`SqliteQueue`].
+pub type SqliteDelivery<T, R, C> = leaseq_async::Delivery<T, R, SqliteStore<T, R, C>>;
+
+/// A worker pool on a [`SqliteQueue`].
+pub type SqlitePool<T, R, C> = leaseq_async::Pool<T, R, SqliteStore<T, R, C>>;

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use leaseq_async::{Codec, LeaseQueue, MemoryStore, Runtime, DEFAULT_MAX_LEASE};
-use leaseq_core::{Config, EventMask, MessageId, Queue};
+use leaseq_async::{Codec, LeaseQueue, MemoryStore, QueueSettings, Runtime, DEFAULT_MAX_LEASE};
+use leaseq_core::{EventMask, MessageId, Queue};
 use rusqlite::{Connection, MAIN_DB};
 
 use crate::check::{check, APPLICATION_ID, FORMAT_VERSION, MAGIC};
@@ -30,19 +30,24 @@ use crate::SqliteQueue;
 /// `<path>-lock`, released by the OS if the process dies). A file that is not a leaseq
 /// queue, is damaged, read-only, of a newer format version, or has a row this version
 /// does not write, is refused with a typed error before anything is written to it.
-pub fn open<T, R, C>(
-    path: impl AsRef<Path>,
-    config: Config,
-    options: Options,
-    codec: C,
-    runtime: R,
+pub(crate) fn open<T, R, C>(
+    path: &Path,
+    options: &Options,
+    settings: QueueSettings<R, C>,
 ) -> Result<SqliteQueue<T, R, C>, OpenError>
 where
     T: Clone + Send + 'static,
     R: Runtime,
     C: Codec<T>,
 {
-    let path = path.as_ref();
+    let every = settings.heartbeat_period();
+    let QueueSettings {
+        config,
+        name,
+        runtime,
+        codec,
+        ..
+    } = settings;
     // A closing owner of this process gets as long as its flush may take.
     let lock = OwnerLock::take(path, options.commit_timeout + options.busy_timeout)?;
     let existed = check(path, options.busy_timeout)?;
@@ -88,9 +93,7 @@ where
         commit(&mut conn, &fixes, &mut Early::new())?;
     }
 
-    let visibility = core.config().visibility();
-    let every = options.heartbeat_every.unwrap_or(visibility / 3);
-    let inner = Arc::new(MemoryStore::from_core(runtime, core, every, options.name));
+    let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     let journal = Journal::start(conn, lock, options.commit_timeout).map_err(OpenError::Io)?;
     let store = Arc::new(SqliteStore {
         inner,

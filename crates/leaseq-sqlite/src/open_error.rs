@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::Path;
 
-use leaseq_async::CodecError;
+use leaseq_async::{CodecError, NewQueueError};
 use leaseq_core::{ConfigError, RestoreError};
 use rusqlite::ErrorCode;
 
@@ -51,10 +51,21 @@ pub enum OpenError {
     },
     /// The file's rows contradict each other.
     Restore(RestoreError),
+    /// No runtime was given and this thread is not inside one.
+    NoRuntime,
     /// The lock file or the writer thread could not be made.
     Io(std::io::Error),
     /// SQLite failed otherwise.
     Sqlite(rusqlite::Error),
+}
+
+impl From<NewQueueError> for OpenError {
+    fn from(e: NewQueueError) -> Self {
+        match e {
+            NewQueueError::Config(e) => OpenError::Config(e),
+            _ => OpenError::NoRuntime,
+        }
+    }
 }
 
 impl OpenError {
@@ -95,6 +106,7 @@ impl fmt::Display for OpenError {
             ),
             OpenError::BadRow { row, why } => write!(f, "bad row in the queue file ({row}): {why}"),
             OpenError::Config(e) => write!(f, "invalid config: {e:?}"),
+            OpenError::NoRuntime => write!(f, "no runtime given, and not inside one"),
             OpenError::Decode { id, error } => write!(f, "item #{id}: {error}"),
             OpenError::Restore(e) => write!(f, "{e}"),
             OpenError::Io(e) => write!(f, "{e}"),

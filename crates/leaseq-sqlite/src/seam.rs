@@ -11,9 +11,13 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    Codec, Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+    AdminError, Codec, CodecError, Drive, LeaseLost, Page, Push, PushError, Runtime, SettleError,
+    Store, StoreError, Taken,
 };
-use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats, Timestamp};
+use leaseq_core::{
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
+    Stats, Timestamp,
+};
 
 use crate::journal::Op;
 use crate::receive::SqliteWaiting;
@@ -110,7 +114,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         &self,
         id: MessageId,
         leased: bool,
-    ) -> impl Future<Output = Result<T, CancelError>> + Send {
+    ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
         let r = ready_now(self.inner.cancel(id, leased));
         self.delete_cancelled(id, r)
     }
@@ -118,14 +122,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn try_push_batch(
         &self,
         items: &mut dyn Iterator<Item = T>,
-    ) -> Result<Vec<MessageId>, PushError<T>> {
+        push: &Push,
+    ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
         // One by one: each item is encoded, then pushed (a plain push: the inbox).
         let mut ids = Vec::new();
-        let plain = Push::new();
         for item in items {
-            match self.try_push(item, &plain) {
+            match self.try_push(item, push) {
                 Ok(id) => ids.push(id),
-                Err(e) => return Err(e),
+                Err(e) => return Err((ids, e)),
             }
         }
         Ok(ids)
@@ -308,6 +312,39 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.stats()
     }
 
+    fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send {
+        std::future::ready(Ok(self.inner.peek_page(page)))
+    }
+
+    fn dead_letters(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError>> + Send
+    {
+        // The memory store holds every item decoded (an undecodable row refuses the open).
+        let page = self.inner.dead_letter_page(page);
+        std::future::ready(Ok(page.into_iter().map(|l| l.map_item(Ok)).collect()))
+    }
+
+    fn redrive(
+        &self,
+        id: MessageId,
+    ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send {
+        self.redrive_one(id)
+    }
+
+    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.redrive_every()
+    }
+
+    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        async move { Ok(self.take_dead_letters().await?.len() as u64) }
+    }
+
+    fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.purge_items()
+    }
+
     /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the
     /// file and truncates it after the last commit.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
@@ -353,19 +390,19 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     }
 
     /// After a cancel the memory store accepted: the row goes, and the cancel answers once
-    /// that is committed or its wait gave up (`CancelError` has no room for a store
-    /// failure: the delete stays queued; see the crate's limits).
+    /// that is committed (a store error, outcome unknown, if commits fail for the commit
+    /// timeout: the delete stays queued).
     fn delete_cancelled(
         &self,
         id: MessageId,
-        r: Result<T, CancelError>,
-    ) -> impl Future<Output = Result<T, CancelError>> + Send + '_ {
+        r: Result<T, AdminError<CancelError>>,
+    ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send + '_ {
         let seq = r
             .is_ok()
             .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
         async move {
             if let Some(seq) = seq {
-                let _ = self.journal.committed(seq).await;
+                self.journal.committed(seq).await?;
             }
             r
         }

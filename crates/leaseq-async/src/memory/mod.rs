@@ -8,6 +8,7 @@ mod drive;
 mod inbox;
 mod lock;
 mod operator;
+mod settle;
 mod store;
 mod take;
 

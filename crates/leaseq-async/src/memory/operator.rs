@@ -4,9 +4,12 @@
 //! core: a closure that dropped a delivery or called back into the store under the lock
 //! would deadlock it).
 
-use leaseq_core::{ConservationError, DeadLetter, Event, ItemView, MessageId, RedriveError};
+use leaseq_core::{
+    ConservationError, DeadLetter, Event, ItemState, ItemView, MessageId, RedriveError,
+};
 
 use super::MemoryStore;
+use crate::page::Page;
 use crate::runtime::Runtime;
 
 impl<T, R: Runtime> MemoryStore<T, R> {
@@ -14,6 +17,64 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// lease deadline, brought up to date: one pass over the items under the lock.
     pub fn peek(&self) -> Vec<ItemView> {
         self.with_core(|core, _| core.items().collect())
+    }
+
+    /// The live items of `page`, in id order (a pass over every item, then a sort).
+    pub fn peek_page(&self, page: Page) -> Vec<ItemView> {
+        let mut items: Vec<ItemView> = self
+            .peek()
+            .into_iter()
+            .filter(|v| page.admits(v.id))
+            .collect();
+        items.sort_unstable_by_key(|v| v.id);
+        items.truncate(page.limit);
+        items
+    }
+
+    /// The dead letters of `page`, in id order, each item cloned.
+    pub fn dead_letter_page(&self, page: Page) -> Vec<DeadLetter<T>>
+    where
+        T: Clone,
+    {
+        let st = self.lock();
+        st.core
+            .dead_letters()
+            .filter(|l| page.admits(l.id))
+            .take(page.limit)
+            .cloned()
+            .collect()
+    }
+
+    /// Redrives every dead letter that can go back (see the core's `Queue::redrive_all`);
+    /// the ids that went, in id order.
+    pub fn redrive_all(&self) -> Vec<MessageId> {
+        self.with_core(|core, now| {
+            let ids: Vec<MessageId> = core.dead_letters().map(|l| l.id).collect();
+            let mut went = Vec::new();
+            for id in ids {
+                match core.redrive(id, now) {
+                    Ok(id) => went.push(id),
+                    Err(RedriveError::Full(_)) => break,
+                    Err(_) => {}
+                }
+            }
+            went
+        })
+    }
+
+    /// Removes every ready and delayed item (one lock); the ids removed, in id order.
+    /// Items in flight stay with their holders.
+    pub fn purge(&self) -> Vec<MessageId> {
+        self.with_core(|core, now| {
+            let mut ids: Vec<MessageId> = core
+                .items()
+                .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
+                .map(|v| v.id)
+                .collect();
+            ids.sort_unstable();
+            ids.retain(|&id| core.cancel(id, now).is_ok());
+            ids
+        })
     }
 
     /// Leases currently kept alive by the heartbeat.

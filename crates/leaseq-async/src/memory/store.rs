@@ -8,17 +8,21 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, CancelError, Extended, Failure, MessageId, Nacked, PushOptions, ReceiptError, Stats,
-    Timestamp,
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
+    Stats, Timestamp,
 };
 
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
+use crate::admin_error::AdminError;
+use crate::codec::CodecError;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
+use crate::page::Page;
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store::{Drive, Store, Taken};
 use crate::store_error::SettleError;
+use crate::store_error::StoreError;
 
 impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     type Runtime = R;
@@ -99,7 +103,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         &self,
         id: MessageId,
         leased: bool,
-    ) -> impl Future<Output = Result<T, CancelError>> + Send {
+    ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
         let now = self.rt.now();
         let mut st = self.lock();
         let r = if leased {
@@ -108,21 +112,22 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             st.core.cancel(id, now)
         };
         drop(st);
-        ready(r)
+        ready(r.map_err(AdminError::Refused))
     }
 
     fn try_push_batch(
         &self,
         items: &mut dyn Iterator<Item = T>,
-    ) -> Result<Vec<MessageId>, PushError<T>> {
+        push: &Push,
+    ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
         let mut ids = Vec::with_capacity(items.size_hint().0);
         if self.closed() {
             return match items.next() {
-                Some(first) => Err(PushError::Closed(first)),
+                Some(first) => Err((ids, PushError::Closed(first))),
                 None => Ok(ids),
             };
         }
-        if self.inbox.enabled {
+        if self.inbox.enabled && push.is_plain() {
             self.inbox.push_all(items, &mut ids);
             self.available.notify(ids.len());
             #[cfg(feature = "metrics")]
@@ -131,14 +136,15 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
         let mut st = self.lock();
         let now = st.core.now();
+        let options = push.options_at(now);
         for item in items {
             let core = &mut st.core;
             let pushed = self
                 .inbox
-                .push_direct(|id| core.push_with_id(id, item, now, PushOptions::new()));
+                .push_direct(|id| core.push_with_id(id, item, now, options));
             match pushed {
                 Ok(id) => ids.push(id),
-                Err(e) => return Err(PushError::from_core(e)),
+                Err(e) => return Err((ids, PushError::from_core(e))),
             }
         }
         Ok(ids)
@@ -354,47 +360,36 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
         stats
     }
-}
 
-impl<T, R: Runtime> MemoryStore<T, R> {
-    /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
-    pub(super) fn settle<U>(
-        &self,
-        ticket: MemoryTicket,
-        op: impl FnOnce(&mut leaseq_core::Queue<T>, leaseq_core::Receipt) -> Result<U, ReceiptError>,
-    ) -> Result<U, ReceiptError> {
-        let mut st = self.lock();
-        if let Some((key, _)) = ticket.beat {
-            st.beats.unregister(key);
-        }
-        op(&mut st.core, ticket.receipt)
+    fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send {
+        ready(Ok(self.peek_page(page)))
     }
 
-    /// Nacks under the lock (releasing it wakes a receiver, or the driver for a later
-    /// return).
-    fn hand_back_with(
+    fn dead_letters(
         &self,
-        ticket: MemoryTicket,
-        failure: Failure,
-    ) -> Result<Nacked, ReceiptError> {
-        let now = self.rt.now();
-        #[cfg(feature = "tracing")]
-        let (reason, id) = (failure.reason, ticket.receipt.id());
-        let r = self.settle(ticket, |core, r| core.nack(r, now, failure));
-        // (A dead letter is reported by the driver, from the core's event.)
-        #[cfg(feature = "tracing")]
-        match r {
-            Ok(ref nacked) => tracing::debug!(
-                queue = self.name,
-                %id,
-                %reason,
-                dead_lettered = matches!(nacked, Nacked::DeadLettered { .. }),
-                "leaseq: item handed back"
-            ),
-            Err(ref e) => {
-                tracing::debug!(queue = self.name, %id, error = %e, "leaseq: stale hand-back")
-            }
-        }
-        r
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError>> + Send
+    {
+        let page = self.dead_letter_page(page);
+        ready(Ok(page.into_iter().map(|l| l.map_item(Ok)).collect()))
+    }
+
+    fn redrive(
+        &self,
+        id: MessageId,
+    ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send {
+        ready(MemoryStore::redrive(self, id).map_err(AdminError::Refused))
+    }
+
+    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        ready(Ok(MemoryStore::redrive_all(self).len() as u64))
+    }
+
+    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        ready(Ok(self.take_dead_letters().len() as u64))
+    }
+
+    fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        ready(Ok(MemoryStore::purge(self).len() as u64))
     }
 }

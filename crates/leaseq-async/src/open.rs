@@ -1,0 +1,99 @@
+//! Opening a queue on any store: [`OpenStore`] (what a store implements), [`QueueSettings`]
+//! (what every store is given) and [`InMemory`] (the in-memory store as one).
+
+use std::future::Future;
+use std::time::Duration;
+
+use leaseq_core::{Config, EventMask};
+
+use crate::error::NewQueueError;
+use crate::memory::MemoryStore;
+use crate::queue::LeaseQueue;
+use crate::runtime::Runtime;
+use crate::store::Store;
+
+/// The settings every store opens a queue with, as
+/// [`QueueBuilder`](crate::QueueBuilder) gathered them. A store reads what it needs.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct QueueSettings<R, C> {
+    /// The core configuration (visibility, attempts, backoff, capacity, ...).
+    pub config: Config,
+    /// The queue's name: its identity in a shared store (Postgres), and the `queue` field
+    /// and label of its traces and metrics everywhere.
+    pub name: &'static str,
+    /// The runtime to run on.
+    pub runtime: R,
+    /// How a durable store turns items into bytes (unused by the memory store).
+    pub codec: C,
+    /// How often leases with a heartbeat are extended (`None`: a third of the visibility).
+    pub heartbeat_every: Option<Duration>,
+    /// The core events recorded for the caller to poll (`None`: as the store decides).
+    pub events: Option<EventMask>,
+}
+
+impl<R, C> QueueSettings<R, C> {
+    /// The heartbeat period: as set, else a third of the visibility; never zero and never
+    /// longer than the visibility.
+    pub fn heartbeat_period(&self) -> Duration {
+        let visibility = self.config.visibility();
+        self.heartbeat_every.unwrap_or(visibility / 3).clamp(
+            Duration::from_nanos(1),
+            visibility.max(Duration::from_nanos(1)),
+        )
+    }
+}
+
+/// A store, ready to open a queue: [`InMemory`] here, `Sqlite` in `leaseq-sqlite`, `Postgres`
+/// in `leaseq-postgres`. [`QueueBuilder::open`](crate::QueueBuilder::open) takes any of them,
+/// so moving a job from one store to another changes that one argument:
+///
+/// ```
+/// use std::time::Duration;
+/// use leaseq_async::{Config, InMemory, LeaseQueue, SimRuntime};
+///
+/// let rt = SimRuntime::new();
+/// rt.block_on({
+///     let rt = rt.clone();
+///     async move {
+///         let queue: LeaseQueue<&str, _> = LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+///             .name("thumbnails")
+///             .runtime(rt)
+///             .open(InMemory)
+///             .await
+///             .unwrap();
+///         queue.push("cat.jpg").await.unwrap();
+///     }
+/// });
+/// ```
+pub trait OpenStore<T, R: Runtime, C> {
+    /// The store it opens.
+    type Store: Store<T, Runtime = R>;
+    /// Why it could not open: each store's own, typed; it takes the builder's own errors
+    /// (an invalid config, no runtime) too.
+    type Error: std::error::Error + From<NewQueueError> + Send + Sync + 'static;
+
+    /// Opens the queue: a store that needs I/O does it here (reads its file, connects).
+    fn open(
+        self,
+        settings: QueueSettings<R, C>,
+    ) -> impl Future<Output = Result<LeaseQueue<T, R, Self::Store>, Self::Error>> + Send;
+}
+
+/// The in-memory store as an [`OpenStore`]: items live in this process only, gone when it
+/// exits. The default of [`LeaseQueue::new`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InMemory;
+
+impl<T: Clone + Send + 'static, R: Runtime, C: Send> OpenStore<T, R, C> for InMemory {
+    type Store = MemoryStore<T, R>;
+    type Error = NewQueueError;
+
+    fn open(
+        self,
+        settings: QueueSettings<R, C>,
+    ) -> impl Future<Output = Result<LeaseQueue<T, R, MemoryStore<T, R>>, NewQueueError>> + Send
+    {
+        std::future::ready(crate::builder::memory_queue(settings))
+    }
+}
