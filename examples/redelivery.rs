@@ -483,17 +483,18 @@ fn queue_figures<R: Runtime>(queue: &LeaseQueue<u32, R>, sc: &Scenario) -> RowRe
     if let Err(e) = stats.check_conservation() {
         eprintln!("warning: {e}");
     }
-    let (hung_dead, last) = queue.inspect_dead_letters(|letters| {
+    let (hung_dead, last) = {
+        let letters = queue.store().dead_letters();
         let mut n = 0;
         let mut last = None;
-        for letter in letters {
+        for letter in &letters {
             if sc.hung[letter.item as usize] {
                 n += 1;
                 last = last.max(Some(letter.at.as_duration()));
             }
         }
         (n, last)
-    });
+    };
     RowResult {
         lost: stats
             .pushed

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use leaseq_async::{Config, Failure, MessageId, Runtime};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{open, BytesCodec, Options, SqliteQueue};
+use leaseq_sqlite::{BytesCodec, Options, SqliteQueue};
 
 type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
 
@@ -28,12 +28,11 @@ fn admin_config() -> Config {
 }
 
 fn open_queue(path: &PathBuf) -> Result<Queue, String> {
-    open(
-        path,
-        admin_config(),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(admin_config())
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
     )
     .map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -66,7 +65,7 @@ fn stats(q: &Queue) {
 }
 
 fn dead(q: &Queue) {
-    let letters = q.store().dead_letters();
+    let letters = q.store().memory().dead_letters();
     if letters.is_empty() {
         println!("no dead letters");
         return;
@@ -98,7 +97,7 @@ fn dead(q: &Queue) {
 }
 
 async fn redrive(q: &Queue, id: u64) -> Result<(), String> {
-    match q.store().redrive(MessageId::new(id)).await {
+    match q.redrive(MessageId::new(id)).await {
         Ok(id) => {
             println!("redriven: {id} is ready again, its attempts reset (on disk)");
             Ok(())
@@ -114,12 +113,11 @@ async fn demo_file() -> Result<PathBuf, String> {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(2);
-    let q: Queue = open(
-        &path,
-        config,
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
+    let q: Queue = smol::block_on(
+        leaseq_async::LeaseQueue::builder(config)
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(leaseq_sqlite::Sqlite::file(&path).options(Options::default())),
     )
     .map_err(|e| e.to_string())?;
     for job in [
@@ -172,7 +170,12 @@ fn main() -> ExitCode {
             stats(&q);
             println!();
             dead(&q);
-            let first = q.store().dead_letters().first().map(|d| d.id.get());
+            let first = q
+                .store()
+                .memory()
+                .dead_letters()
+                .first()
+                .map(|d| d.id.get());
             if let Some(id) = first {
                 println!();
                 redrive(&q, id).await?;

@@ -23,6 +23,7 @@ use std::time::Duration;
 use futures::executor::block_on;
 use futures::future::{select, Either};
 use futures::StreamExt;
+use leaseq_async::Push;
 use leaseq_async::{
     Backoff, Config, Delivery, ItemState, ItemTimeout, JobError, LeaseQueue, MessageId, Pool,
     Receipt, ReceiveStream, Runtime, SimRuntime,
@@ -205,7 +206,7 @@ fn check(lanes: &[Lane], held: &[Held], running: &Running, step: usize) {
         if let Err(e) = q.check_invariants() {
             panic!("step {step}, lane {i}: {e}");
         }
-        for item in q.peek() {
+        for item in q.store().peek() {
             if let ItemState::InFlight { .. } = item.state {
                 let key = (i, item.id, item.attempts);
                 let by_test = held
@@ -267,11 +268,15 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                 let q = lanes[i].queue();
                 let pushed = match rng.below(3) {
                     0 => q.try_push(item),
-                    1 => q.try_push_delayed(item, rng.up_to(Duration::from_millis(500))),
+                    1 => q.try_push_with(
+                        item,
+                        Push::new().delay(rng.up_to(Duration::from_millis(500))),
+                    ),
                     _ => q.try_push_with(
                         item,
-                        rng.up_to(Duration::from_millis(200)),
-                        Some(rng.up_to(Duration::from_secs(3))),
+                        Push::new()
+                            .delay(rng.up_to(Duration::from_millis(200)))
+                            .ttl(rng.up_to(Duration::from_secs(3))),
                     ),
                 };
                 if let Ok(_id) = pushed {
@@ -442,7 +447,7 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
         assert_eq!(q.heartbeats(), 0);
         q.check_invariants().unwrap();
         // The dead letters' bombs go off here, not as the queue is dropped.
-        for letter in q.take_dead_letters() {
+        for letter in q.store().take_dead_letters() {
             guarded(|| drop(letter));
         }
     }

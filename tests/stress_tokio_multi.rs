@@ -326,11 +326,12 @@ async fn round(seed: u64, bounded: bool) {
         .collect();
     let rejected = tally.rejected.load(Ordering::SeqCst);
     let unknown = tally.unknown.load(Ordering::SeqCst);
-    let dead: Vec<(u64, u32, Reason)> = q.inspect_dead_letters(|letters| {
-        letters
-            .map(|d| (u64::from(d.item), d.attempts, d.reason))
-            .collect()
-    });
+    let dead: Vec<(u64, u32, Reason)> = q
+        .store()
+        .dead_letters()
+        .iter()
+        .map(|d| (u64::from(d.item), d.attempts, d.reason))
+        .collect();
 
     // Nothing left, and the books balance.
     let at = format!("seed {seed:#x} (bounded: {bounded}): {s:#?}");

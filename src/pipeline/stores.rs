@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::Config;
-use leaseq_sqlite::{BytesCodec, Durability, Options, SqliteQueue};
+use leaseq_async::{Config, LeaseQueue};
+use leaseq_sqlite::{BytesCodec, Durability, Options, Sqlite, SqliteQueue};
 use leaseq_tokio::TokioRuntime;
 
 use super::BenchError;
@@ -50,13 +50,12 @@ impl SqliteFile {
         rt: TokioRuntime,
     ) -> Result<SqliteBytes, BenchError> {
         let config = Config::new(VISIBILITY);
-        Ok(leaseq_sqlite::open(
-            &self.path,
-            config,
-            Options::durability(durability),
-            BytesCodec,
-            rt,
-        )?)
+        let file = Sqlite::file(&self.path).options(Options::new().durability(durability));
+        let open = LeaseQueue::builder(config)
+            .runtime(rt)
+            .codec(BytesCodec)
+            .open(file);
+        Ok(futures::executor::block_on(open)?)
     }
 }
 

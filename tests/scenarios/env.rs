@@ -87,7 +87,7 @@ pub(crate) trait InspectStore<T: 'static>: Store<T> + Sized {
 
 impl<T: Clone + Send + 'static, R: Runtime> InspectStore<T> for MemoryStore<T, R> {
     fn dead_letter_list(q: &LeaseQueue<T, R>) -> Vec<Dead> {
-        q.dead_letters().iter().map(Dead::of).collect()
+        q.store().dead_letters().iter().map(Dead::of).collect()
     }
     fn invariants(q: &LeaseQueue<T, R>) -> Result<(), ConservationError> {
         q.check_invariants()

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leaseq_async::{Config, ConservationError, LeaseQueue, Runtime};
-use leaseq_sqlite::{open, Codec, CodecError, Options, SqliteStore};
+use leaseq_sqlite::{Codec, CodecError, SqliteStore};
 
 use crate::scenarios::{Dead, InspectStore, Item, StoreKind};
 
@@ -68,17 +68,25 @@ impl<R: Runtime> StoreKind<R> for Sqlite {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         self.files.lock().unwrap().push(path.clone());
-        let options = Options {
-            heartbeat_every,
-            ..Options::default()
-        };
-        open(&path, config, options, ItemCodec, rt.clone()).expect("open a queue file")
+        let mut builder = LeaseQueue::builder(config).runtime(rt.clone());
+        if let Some(every) = heartbeat_every {
+            builder = builder.heartbeat_every(every);
+        }
+        let open = builder
+            .codec(ItemCodec)
+            .open(leaseq_sqlite::Sqlite::file(&path));
+        smol::block_on(open).expect("open a queue file")
     }
 }
 
 impl<T: Item, R: Runtime> InspectStore<T> for SqliteStore<T, R, ItemCodec> {
     fn dead_letter_list(q: &LeaseQueue<T, R, Self>) -> Vec<Dead> {
-        q.store().dead_letters().iter().map(Dead::of).collect()
+        q.store()
+            .memory()
+            .dead_letters()
+            .iter()
+            .map(Dead::of)
+            .collect()
     }
     fn invariants(q: &LeaseQueue<T, R, Self>) -> Result<(), ConservationError> {
         q.store().memory().check_invariants()

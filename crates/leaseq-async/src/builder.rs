@@ -2,6 +2,7 @@
 //! `with_runtime`, the in-memory shortcuts.
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,13 +29,14 @@ pub(crate) const DEFAULT_NAME: &str = "leaseq";
 /// `leaseq_postgres::Postgres`), or [`build`](Self::build) for the in-memory store without
 /// awaiting. A config without a max lease lifetime gets [`DEFAULT_MAX_LEASE`].
 #[derive(Debug)]
-pub struct QueueBuilder<R, C = NoCodec> {
+pub struct QueueBuilder<T, R, C = NoCodec> {
     config: Config,
     heartbeat_every: Option<Duration>,
     runtime: Option<R>,
     events: Option<EventMask>,
     name: Cow<'static, str>,
     codec: C,
+    _items: PhantomData<fn() -> T>,
 }
 
 /// The codec of a [`QueueBuilder`] that was given none: enough for the in-memory store,
@@ -43,7 +45,7 @@ pub struct QueueBuilder<R, C = NoCodec> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCodec;
 
-impl<R: Runtime> QueueBuilder<R> {
+impl<T, R: Runtime> QueueBuilder<T, R> {
     pub(crate) fn new(config: Config) -> Self {
         QueueBuilder {
             config,
@@ -52,11 +54,12 @@ impl<R: Runtime> QueueBuilder<R> {
             events: None,
             name: Cow::Borrowed(DEFAULT_NAME),
             codec: NoCodec,
+            _items: PhantomData,
         }
     }
 }
 
-impl<R: Runtime, C> QueueBuilder<R, C> {
+impl<T, R: Runtime, C> QueueBuilder<T, R, C> {
     /// The queue's name: which queue it is in a store that holds several (Postgres), and in
     /// every store the `queue` field of its `tracing` events and delivery spans (feature
     /// `tracing`) and the `queue` label of its metrics (feature `metrics`). Default:
@@ -70,7 +73,7 @@ impl<R: Runtime, C> QueueBuilder<R, C> {
     /// How a durable store turns items into bytes and back: `PostcardCodec` for any `serde`
     /// item (feature `serde`), `BytesCodec` for `Vec<u8>`, or your own [`Codec`](crate::Codec).
     /// The in-memory store ignores it.
-    pub fn codec<C2>(self, codec: C2) -> QueueBuilder<R, C2> {
+    pub fn codec<C2>(self, codec: C2) -> QueueBuilder<T, R, C2> {
         QueueBuilder {
             config: self.config,
             heartbeat_every: self.heartbeat_every,
@@ -78,6 +81,7 @@ impl<R: Runtime, C> QueueBuilder<R, C> {
             events: self.events,
             name: self.name,
             codec,
+            _items: PhantomData,
         }
     }
 
@@ -114,7 +118,7 @@ impl<R: Runtime, C> QueueBuilder<R, C> {
     /// Opens the queue on `store` ([`InMemory`](crate::InMemory), `leaseq_sqlite::Sqlite`,
     /// `leaseq_postgres::Postgres`), with its driver task spawned. A store that needs I/O
     /// does it here; its error says what failed, typed.
-    pub async fn open<T, O: OpenStore<T, R, C>>(
+    pub async fn open<O: OpenStore<T, R, C>>(
         self,
         store: O,
     ) -> Result<LeaseQueue<T, R, O::Store>, O::Error> {
@@ -143,7 +147,10 @@ impl<R: Runtime, C> QueueBuilder<R, C> {
 
     /// The queue on the in-memory store, with its driver task spawned: [`open`](Self::open)
     /// with [`InMemory`](crate::InMemory), without awaiting.
-    pub fn build<T: Clone + Send + 'static>(self) -> Result<LeaseQueue<T, R>, NewQueueError> {
+    pub fn build(self) -> Result<LeaseQueue<T, R>, NewQueueError>
+    where
+        T: Clone + Send + 'static,
+    {
         memory_queue(self.settings()?)
     }
 }
@@ -189,7 +196,7 @@ impl<T: Clone + Send + 'static, R: Runtime> LeaseQueue<T, R> {
     }
 
     /// A builder for a queue on any store (see [`QueueBuilder::open`]).
-    pub fn builder(config: Config) -> QueueBuilder<R> {
+    pub fn builder(config: Config) -> QueueBuilder<T, R> {
         QueueBuilder::new(config)
     }
 }

@@ -27,7 +27,7 @@ use crate::store::{Store, Taken};
 ///
 /// ```
 /// use std::time::Duration;
-/// use leaseq_async::{Config, LeaseQueue, Nacked, Reason, SimRuntime};
+/// use leaseq_async::{Config, LeaseQueue, Nacked, Page, Reason, SimRuntime};
 ///
 /// let rt = SimRuntime::new();
 /// rt.block_on({
@@ -48,7 +48,7 @@ use crate::store::{Store, Taken};
 ///         // Poison: straight to the dead letters.
 ///         let d = queue.receive().await.unwrap();
 ///         d.dead_letter("malformed payload").await.unwrap();
-///         let dead = queue.take_dead_letters();
+///         let dead = queue.dead_letters(Page::ALL).await.unwrap();
 ///         assert_eq!(dead[0].reason, Reason::Terminated);
 ///         assert_eq!(dead[0].last_error.as_deref(), Some("malformed payload"));
 ///     }

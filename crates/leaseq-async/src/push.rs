@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use leaseq_core::{PushOptions, Timestamp};
 
-/// How an item is pushed (see [`LeaseQueue::try_push_with_options`](crate::LeaseQueue::try_push_with_options)):
+/// How an item is pushed (see [`LeaseQueue::try_push_with`](crate::LeaseQueue::try_push_with)):
 /// a delay before it becomes visible, a time to live, a priority level and a unique key.
 /// `Push::new()` is a plain push: visible at once, never expires, level 0, no key.
 ///

@@ -8,6 +8,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use leaseq_async::Push;
 use leaseq_async::{
     Config, Delivery, Job, LeaseLost, LeaseQueue, PushError, ReceiveError, Runtime, SimRuntime,
 };
@@ -84,7 +85,8 @@ fn try_receive_and_receive_timeout() {
             let d = q.try_receive().expect("visible now");
             assert_eq!(*d.item(), 7);
             d.ack().await.unwrap();
-            q.try_push_delayed(8, Duration::from_millis(100)).unwrap();
+            q.try_push_with(8, Push::new().delay(Duration::from_millis(100)))
+                .unwrap();
             let d = q.receive_timeout(Duration::from_secs(1)).await.unwrap();
             assert_eq!(*d.item(), 8);
             assert_eq!(

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use futures::future::{select, Either};
 use futures::StreamExt;
+use leaseq_async::Push;
 use leaseq_async::{Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 
 fn sim<F: Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
@@ -163,7 +164,7 @@ fn panicking_drop_of_an_item_keeps_the_workers() {
         let s = &report.stats;
         assert_eq!((s.ok, s.queue.acked, s.queue.dead), (10, 10, 2), "{s:?}");
         assert_eq!(s.panicked, 10, "two bombs, five attempts each: {s:?}");
-        for letter in q.take_dead_letters() {
+        for letter in q.store().take_dead_letters() {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(letter)));
         }
     });
@@ -222,7 +223,8 @@ fn lease_shortened_by_its_heartbeat_comes_back_on_time() {
 fn stream_outliving_the_queue_gets_delayed_items() {
     sim(|rt| async move {
         let q = queue(&rt, Duration::from_secs(1));
-        q.try_push_delayed(5, Duration::from_millis(50)).unwrap();
+        q.try_push_with(5, Push::new().delay(Duration::from_millis(50)))
+            .unwrap();
         let mut stream = q.stream();
         drop(q);
         let start = rt.now();
@@ -237,43 +239,6 @@ fn stream_outliving_the_queue_gets_delayed_items() {
     });
 }
 
-/// Fault 8: settling or dropping a delivery from inside `inspect_dead_letters` must not
-/// deadlock (the closure runs outside the queue's lock).
-#[test]
-fn settling_inside_inspect_dead_letters_does_not_deadlock() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        sim(|rt| async move {
-            let q = LeaseQueue::with_runtime(
-                rt.clone(),
-                Config::new(Duration::from_secs(1)).with_max_attempts(1),
-            )
-            .unwrap();
-            q.try_push(1u32).unwrap();
-            q.try_push(2).unwrap();
-            q.receive()
-                .await
-                .unwrap()
-                .dead_letter("poison")
-                .await
-                .unwrap();
-            let d = q.receive().await.unwrap();
-            let mut held = Some(d);
-            let n = q.inspect_dead_letters(|letters| {
-                // Any queue operation from here: settle, drop, stats.
-                futures::executor::block_on(held.take().unwrap().ack()).unwrap();
-                letters.count()
-            });
-            assert_eq!(n, 1);
-            assert_eq!(q.stats().acked, 1);
-        });
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("inspect_dead_letters deadlocked");
-}
-
-/// Minor: `receive_batch(0)` and `try_receive_batch(0)` lease nothing.
 #[test]
 fn batch_of_zero_leases_nothing() {
     sim(|rt| async move {

@@ -75,6 +75,7 @@ fn question_mark_on_any_error_in_a_handler() {
             let report = pool.shutdown(Duration::from_secs(1)).await;
             assert_eq!((report.stats.failed, report.stats.permanent), (4, 1));
             let errors: Vec<(Reason, Option<String>)> = q
+                .store()
                 .take_dead_letters()
                 .into_iter()
                 .map(|d| (d.reason, d.last_error))
@@ -135,7 +136,7 @@ fn panics_and_timeouts_stay_out_of_the_histograms() {
             assert_eq!(h.count(), 10, "only the ok runs are timed");
             let p99 = h.quantile(0.99).expect("samples");
             assert!(p99 < Duration::from_millis(11), "p99 {p99:?}");
-            let dead = q.take_dead_letters();
+            let dead = q.store().take_dead_letters();
             let panicked: Vec<_> = dead
                 .iter()
                 .filter(|d| d.reason == Reason::Panicked)

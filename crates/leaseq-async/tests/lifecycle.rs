@@ -41,7 +41,7 @@ fn a_heartbeat_never_keeps_a_lease_forever() {
             DEFAULT_MAX_LEASE,
             "the lease ends at the default max lease lifetime"
         );
-        let dead = q.take_dead_letters();
+        let dead = q.store().take_dead_letters();
         assert_eq!(dead.len(), 1);
         assert_eq!(dead[0].reason, Reason::LeaseExpired);
         let stuck = pool.stuck_workers();

@@ -295,25 +295,22 @@ fn queue_metrics_equal_the_stats() {
         d.extend(10 * SECOND).await.unwrap();
         d.extend(Duration::ZERO).await.unwrap();
         // An item that expires unreceived, one born expired (refused), one delayed.
-        q.push_with(5, Duration::ZERO, Some(SECOND / 2))
+        q.push_with(5, Push::new().ttl(SECOND / 2)).await.unwrap();
+        assert!(q.try_push_with(6, Push::new().ttl(Duration::ZERO)).is_err());
+        q.push_with(7, Push::new().delay(60 * SECOND))
             .await
             .unwrap();
-        assert!(q
-            .try_push_with(6, Duration::ZERO, Some(Duration::ZERO))
-            .is_err());
-        q.push_delayed(7, 60 * SECOND).await.unwrap();
         sleep(&rt, SECOND).await;
         // A dead letter redriven; the released item held at the end; one more pushed.
-        q.redrive(nacked).unwrap();
+        q.store().redrive(nacked).unwrap();
         let held = q.receive().await.unwrap();
         assert_eq!(held.item(), &4);
         q.try_push(8).unwrap();
         // Keys: a duplicate refused, a pending item replaced, one cancelled.
         let keyed = |key: &str| Push::new().key(key);
-        q.try_push_with_options(9, keyed("k")).unwrap();
-        assert!(q.try_push_with_options(10, keyed("k")).is_err());
-        q.try_push_with_options(11, keyed("k").replace_pending())
-            .unwrap();
+        q.try_push_with(9, keyed("k")).unwrap();
+        assert!(q.try_push_with(10, keyed("k")).is_err());
+        q.try_push_with(11, keyed("k").replace_pending()).unwrap();
         let doomed = q.try_push(12).unwrap();
         q.cancel(doomed).await.unwrap();
         let s = q.stats();
@@ -332,7 +329,7 @@ fn queue_metrics_equal_the_stats() {
         scraper.assert_queue_matches("admin", &s, &dead_by);
         // Dropped at its last attempt: dead-lettered too. Then every dead letter taken.
         drop(held);
-        let taken = q.take_dead_letters();
+        let taken = q.store().take_dead_letters();
         assert_eq!(taken.len(), 3);
         let s = q.stats();
         scraper.scrape();

@@ -86,8 +86,8 @@ fn a_try_push_into_a_full_queue_counts_one() {
 fn an_awaited_push_finally_refused_counts_one() {
     sim(|rt| async move {
         let q = bounded(&rt, 2);
-        let holder = q.push_with_options(1, Push::new().key("k")).await.unwrap();
-        let refused = q.push_with_options(2, Push::new().key("k")).await;
+        let holder = q.push_with(1, Push::new().key("k")).await.unwrap();
+        let refused = q.push_with(2, Push::new().key("k")).await;
         assert!(
             matches!(refused, Err(PushError::DuplicateKey { item: 2, existing }) if existing == holder)
         );
@@ -99,7 +99,7 @@ fn an_awaited_push_finally_refused_counts_one() {
         let waiting = rt.spawn(Box::pin({
             let q = q.clone();
             async move {
-                let r = q.push_with_options(4, Push::new().key("j")).await;
+                let r = q.push_with(4, Push::new().key("j")).await;
                 assert!(matches!(r, Err(PushError::DuplicateKey { item: 4, .. })));
             }
         }));
@@ -110,7 +110,7 @@ fn an_awaited_push_finally_refused_counts_one() {
         assert_eq!(first.id(), holder);
         first.ack().await.unwrap();
         // (The waiting push, woken by that ack, runs only once this task waits.)
-        q.try_push_with_options(5, Push::new().key("j")).unwrap();
+        q.try_push_with(5, Push::new().key("j")).unwrap();
         let next = q.receive().await.unwrap();
         next.ack().await.unwrap();
         waiting.await;

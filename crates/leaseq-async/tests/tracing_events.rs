@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use leaseq_async::Push;
 use leaseq_async::{Config, Extended, LeaseQueue, Pool, Runtime, SimRuntime};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -234,9 +235,14 @@ fn every_kind_of_dead_letter_is_traced() {
         q.try_push(1).unwrap();
         q.try_push(2).unwrap();
         q.try_push(3).unwrap();
-        q.push_with(4, Duration::from_secs(60), Some(Duration::from_secs(30)))
-            .await
-            .unwrap();
+        q.push_with(
+            4,
+            Push::new()
+                .delay(Duration::from_secs(60))
+                .ttl(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
         let (first, second) = (q.receive().await.unwrap(), q.receive().await.unwrap());
         let_driver_run(&rt).await;
         first.nack("boom").await.unwrap();
@@ -434,10 +440,10 @@ fn cancels_and_replacements_are_traced() {
     let seen = traced(|rt, _| async move {
         let q = queue(&rt, "keys", Config::new(SECOND));
         let first = q
-            .try_push_with_options(1, leaseq_async::Push::new().key("k"))
+            .try_push_with(1, leaseq_async::Push::new().key("k"))
             .unwrap();
         let second = q
-            .try_push_with_options(2, leaseq_async::Push::new().key("k").replace_pending())
+            .try_push_with(2, leaseq_async::Push::new().key("k").replace_pending())
             .unwrap();
         q.cancel(second).await.unwrap();
         let_driver_run(&rt).await;

@@ -136,10 +136,7 @@ fn file_locked_by_another_connection_is_locked() {
     other
         .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;")
         .unwrap();
-    let options = Options {
-        busy_timeout: Duration::from_millis(50),
-        ..Options::default()
-    };
+    let options = Options::new().busy_timeout(Duration::from_millis(50));
     let e = open_with(&path, options).map(drop).unwrap_err();
     assert!(matches!(e, OpenError::Locked(_)), "{e:?}");
     other.execute_batch("ROLLBACK;").unwrap();

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Store};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{open, BytesCodec, Durability, Options};
+use leaseq_sqlite::{BytesCodec, Durability, Options};
 
 const ITEMS: usize = 400_000;
 const BATCH: usize = 256;
@@ -43,12 +43,13 @@ fn remove(p: &Path) {
 /// Items per second through the durable queue, and its commits.
 fn leaseq(durability: Durability) -> (f64, u64) {
     let path = temp("leaseq");
-    let q = open::<Vec<u8>, _, _>(
-        &path,
-        Config::new(Duration::from_secs(60)),
-        Options::durability(durability),
-        BytesCodec,
-        SmolRuntime::global(),
+    let q = smol::block_on(
+        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(60)))
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(
+                leaseq_sqlite::Sqlite::file(&path).options(Options::new().durability(durability)),
+            ),
     )
     .unwrap();
     let acked = Arc::new(AtomicUsize::new(0));
@@ -197,12 +198,13 @@ fn push_latency(durability: Durability) -> (Duration, Duration, Duration, usize)
     const RATE: u64 = 20_000;
     const RUN: Duration = Duration::from_secs(3);
     let path = temp("latency");
-    let q = open::<Vec<u8>, _, _>(
-        &path,
-        Config::new(Duration::from_secs(60)),
-        Options::durability(durability),
-        BytesCodec,
-        SmolRuntime::global(),
+    let q = smol::block_on(
+        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(60)))
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(
+                leaseq_sqlite::Sqlite::file(&path).options(Options::new().durability(durability)),
+            ),
     )
     .unwrap();
     let every = Duration::from_nanos(1_000_000_000 * TASKS as u64 / RATE);
@@ -272,12 +274,11 @@ fn durable_push_latency_at_20k_per_s() {
 const RESTART_ITEMS: usize = 1_000_000;
 
 fn open_bytes(path: &Path) -> leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec> {
-    open::<Vec<u8>, _, _>(
-        path,
-        Config::new(Duration::from_secs(60)),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(60)))
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
     )
     .unwrap()
 }

@@ -16,11 +16,9 @@ use leaseq_sqlite::{CommitErrorKind, Options};
 use support::{fill_disk, free_disk, open_with, remove, rows, temp, Queue};
 
 fn options() -> Options {
-    Options {
-        commit_timeout: Duration::from_millis(300),
-        busy_timeout: Duration::from_millis(20),
-        ..Options::default()
-    }
+    Options::new()
+        .commit_timeout(Duration::from_millis(300))
+        .busy_timeout(Duration::from_millis(20))
 }
 
 /// While commits fail: the awaited push `b` is unconfirmed (its id given), `try_push` is

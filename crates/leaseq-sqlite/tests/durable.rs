@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use leaseq_async::{Config, Reason, Store};
+use leaseq_async::{Config, Push, Reason, Store};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{open, BytesCodec, OpenError, Options, PostcardCodec, SqliteQueue};
+use leaseq_sqlite::{BytesCodec, OpenError, Options, PostcardCodec, SqliteQueue};
 
 fn temp(name: &str) -> PathBuf {
     let n = std::time::SystemTime::now()
@@ -33,22 +33,20 @@ fn config() -> Config {
 fn open_default(
     path: &std::path::Path,
 ) -> Result<leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>, OpenError> {
-    open(
-        path,
-        config(),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(config())
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
     )
 }
 
 fn queue(path: &PathBuf) -> SqliteQueue<String, SmolRuntime, PostcardCodec> {
-    open(
-        path,
-        config(),
-        Options::default(),
-        PostcardCodec,
-        SmolRuntime::global(),
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(config())
+            .runtime(SmolRuntime::global())
+            .codec(PostcardCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
     )
     .unwrap()
 }
@@ -71,7 +69,7 @@ fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
         let d = q.receive().await.unwrap();
         assert_eq!((d.id(), d.attempt()), (b, 2));
         assert_eq!(d.dead_letter("poison").await.unwrap(), 2);
-        let dead = q.store().dead_letters();
+        let dead = q.store().memory().dead_letters();
         assert_eq!(dead.len(), 1);
         assert_eq!(dead[0].reason, Reason::Terminated);
         assert_eq!(dead[0].last_error.as_deref(), Some("poison"));
@@ -97,7 +95,10 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
             let q = queue(&path);
             let a = q.push("a".to_string()).await.unwrap();
             let later = q
-                .push_delayed("later".to_string(), Duration::from_secs(3600))
+                .push_with(
+                    "later".to_string(),
+                    Push::new().delay(Duration::from_secs(3600)),
+                )
                 .await
                 .unwrap();
             let poison = q.push("poison".to_string()).await.unwrap();
@@ -118,7 +119,7 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
         assert_eq!((s.ready, s.delayed, s.dead), (1, 1, 1), "{s:?}");
         // Reloaded, not pushed by this run.
         assert_eq!((s.pushed, s.restored, s.restored_dead), (0, 2, 1), "{s:?}");
-        let dead = q.store().dead_letters();
+        let dead = q.store().memory().dead_letters();
         assert_eq!(dead[0].id, poison);
         assert_eq!(dead[0].reason, Reason::Terminated);
         assert_eq!(dead[0].last_error.as_deref(), Some("bad input"));
@@ -177,7 +178,7 @@ fn leases_held_at_a_crash_come_back_with_their_attempt_counted() {
     // Its last attempt was cut by a crash: a dead letter, "process restart".
     smol::block_on(async {
         let q = queue(&path);
-        let dead = q.store().dead_letters();
+        let dead = q.store().memory().dead_letters();
         assert_eq!(dead.len(), 1, "{:?}", q.stats());
         assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
         assert_eq!(dead[0].reason, Reason::Dropped);
@@ -296,7 +297,7 @@ fn poison_item_that_aborts_the_process_is_dead_lettered() {
     );
     smol::block_on(async {
         let q = queue(&path);
-        let dead = q.store().dead_letters();
+        let dead = q.store().memory().dead_letters();
         assert_eq!(dead.len(), 1);
         assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
         assert_eq!(dead[0].reason, Reason::Dropped);

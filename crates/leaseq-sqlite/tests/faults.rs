@@ -39,11 +39,9 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 fn options() -> Options {
-    Options {
-        commit_timeout: Duration::from_millis(100),
-        busy_timeout: Duration::from_millis(10),
-        ..Options::default()
-    }
+    Options::new()
+        .commit_timeout(Duration::from_millis(100))
+        .busy_timeout(Duration::from_millis(10))
 }
 
 /// Waits (bounded) until `f` holds.
@@ -295,6 +293,7 @@ fn seeded_faults_lose_nothing_answered_ok() {
     let q = open_default(&path).unwrap();
     let dead: BTreeMap<u64, u32> = q
         .store()
+        .memory()
         .dead_letters()
         .iter()
         .map(|d| (d.id.get(), d.attempts))

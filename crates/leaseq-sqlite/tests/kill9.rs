@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Failure};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{open, BytesCodec, Options, SqliteQueue};
+use leaseq_sqlite::{BytesCodec, Options, SqliteQueue};
 
 type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
 
@@ -37,12 +37,11 @@ fn config() -> Config {
 }
 
 fn queue(path: &Path) -> Queue {
-    open(
-        path,
-        config(),
-        Options::default(),
-        BytesCodec,
-        SmolRuntime::global(),
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(config())
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
     )
     .expect("open the queue file")
 }
@@ -253,6 +252,7 @@ fn kill9_loses_nothing() {
     });
     let dead: BTreeMap<u64, u32> = q
         .store()
+        .memory()
         .dead_letters()
         .iter()
         .map(|d| (d.id.get(), d.attempts))

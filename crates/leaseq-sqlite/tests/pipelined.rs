@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use leaseq_async::{Acked, Config, Pool};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{open, Options, PostcardCodec, SqliteQueue};
+use leaseq_sqlite::{Options, PostcardCodec, SqliteQueue};
 
 fn temp(name: &str) -> PathBuf {
     let n = std::time::SystemTime::now()
@@ -27,12 +27,11 @@ fn remove_all(p: &Path) {
 
 fn queue(path: &Path) -> SqliteQueue<u32, SmolRuntime, PostcardCodec> {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
-    open(
-        path,
-        config,
-        Options::default(),
-        PostcardCodec,
-        SmolRuntime::global(),
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(config)
+            .runtime(SmolRuntime::global())
+            .codec(PostcardCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
     )
     .unwrap()
 }

@@ -46,7 +46,7 @@ async fn pool_times_out_and_dead_letters() {
     assert_eq!(s.permanent, 1);
     assert_eq!(s.queue.late_acks_stale, 0);
     assert_eq!(s.queue.redelivered, 2);
-    let dead = q.take_dead_letters();
+    let dead = q.store().take_dead_letters();
     assert_eq!(dead.len(), 2);
     assert_eq!(dead[0].reason, Reason::TimedOut);
     assert_eq!(dead[0].attempts, 3);

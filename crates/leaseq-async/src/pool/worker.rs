@@ -327,7 +327,7 @@ mod tests {
     use leaseq_core::{Config, Timestamp};
 
     use super::leased_at;
-    use crate::{ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
+    use crate::{ItemTimeout, LeaseQueue, Pool, Push, Runtime, SimRuntime};
 
     fn at(d: Duration) -> Timestamp {
         Timestamp::ZERO.saturating_add(d)
@@ -345,7 +345,7 @@ mod tests {
                 let vis = Duration::from_secs(5);
                 let q = LeaseQueue::with_runtime(rt.clone(), Config::new(vis)).unwrap();
                 q.try_push(1u32).unwrap();
-                q.push_with(2, Duration::ZERO, Some(Duration::from_secs(4)))
+                q.push_with(2, Push::new().ttl(Duration::from_secs(4)))
                     .await
                     .unwrap();
                 rt.advance(Duration::from_secs(3));

@@ -8,9 +8,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_async::{
-    Acked, CancelError, Config, Drive, Extended, Failure, LeaseLost, LeaseQueue, MemoryStore,
-    MemoryTicket, MemoryWaiting, MessageId, Nacked, Push, PushError, Runtime, SettleError,
-    SimRuntime, Stats, Store, StoreError, Taken, Timestamp,
+    Acked, AdminError, CancelError, CodecError, Config, DeadLetter, Drive, Extended, Failure,
+    ItemView, LeaseLost, LeaseQueue, MemoryStore, MemoryTicket, MemoryWaiting, MessageId, Nacked,
+    Page, Push, PushError, RedriveError, Runtime, SettleError, SimRuntime, Stats, Store,
+    StoreError, Taken, Timestamp,
 };
 
 /// Which calls fail, as counters of calls still to fail (`u32::MAX`: every one).
@@ -22,6 +23,9 @@ pub(crate) struct Faults {
     pub(crate) settle_not_done: AtomicU32,
     /// Settles are made, then answer "outcome unknown" (the reply was lost).
     pub(crate) settle_reply_lost: AtomicU32,
+    /// Operator calls (cancel, redrive, purge, listings) answer "not done" without reaching
+    /// the store.
+    pub(crate) admin_not_done: AtomicU32,
 }
 
 fn take(counter: &AtomicU32) -> bool {
@@ -44,6 +48,14 @@ pub(crate) struct Faulty {
 }
 
 impl Faulty {
+    /// An operator call's injected failure, if one is due.
+    fn admin(&self) -> Result<(), StoreError> {
+        if take(&self.faults.admin_not_done) {
+            return Err(StoreError::not_done("injected: operator call not done"));
+        }
+        Ok(())
+    }
+
     /// A settle as the faults say: not sent (`None`: the caller runs nothing), or sent.
     fn not_sent(&self) -> Option<SettleError> {
         take(&self.faults.settle_not_done)
@@ -95,14 +107,18 @@ impl Store<u32> for Faulty {
         &self,
         id: MessageId,
         leased: bool,
-    ) -> impl Future<Output = Result<u32, CancelError>> + Send {
-        self.inner.cancel(id, leased)
+    ) -> impl Future<Output = Result<u32, AdminError<CancelError>>> + Send {
+        async move {
+            self.admin()?;
+            self.inner.cancel(id, leased).await
+        }
     }
     fn try_push_batch(
         &self,
         items: &mut dyn Iterator<Item = u32>,
-    ) -> Result<Vec<MessageId>, PushError<u32>> {
-        self.inner.try_push_batch(items)
+        push: &Push,
+    ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<u32>)> {
+        self.inner.try_push_batch(items, push)
     }
     fn poll_space(&self, waiting: &mut MemoryWaiting, cx: &mut Context<'_>) -> Poll<()> {
         self.inner.poll_space(waiting, cx)
@@ -201,6 +217,33 @@ impl Store<u32> for Faulty {
     }
     fn stats(&self) -> Stats {
         self.inner.stats()
+    }
+    async fn peek(&self, page: Page) -> Result<Vec<ItemView>, StoreError> {
+        self.admin()?;
+        Store::peek(&*self.inner, page).await
+    }
+    async fn dead_letters(
+        &self,
+        page: Page,
+    ) -> Result<Vec<DeadLetter<Result<u32, CodecError>>>, StoreError> {
+        self.admin()?;
+        Store::dead_letters(&*self.inner, page).await
+    }
+    async fn redrive(&self, id: MessageId) -> Result<MessageId, AdminError<RedriveError>> {
+        self.admin()?;
+        Store::redrive(&*self.inner, id).await
+    }
+    async fn redrive_all(&self) -> Result<u64, StoreError> {
+        self.admin()?;
+        Store::redrive_all(&*self.inner).await
+    }
+    async fn purge_dead_letters(&self) -> Result<u64, StoreError> {
+        self.admin()?;
+        Store::purge_dead_letters(&*self.inner).await
+    }
+    async fn purge(&self) -> Result<u64, StoreError> {
+        self.admin()?;
+        Store::purge(&*self.inner).await
     }
     async fn synced(&self) -> Result<(), StoreError> {
         if take(&self.faults.sync) {

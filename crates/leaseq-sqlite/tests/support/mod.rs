@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use leaseq_async::Config;
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{open, BytesCodec, OpenError, Options, SqliteQueue};
+use leaseq_sqlite::{BytesCodec, OpenError, Options, SqliteQueue};
 
 pub(crate) mod log;
 pub(crate) mod rng;
@@ -41,7 +41,12 @@ pub(crate) fn config() -> Config {
 
 /// Opens `path` with `options`.
 pub(crate) fn open_with(path: &Path, options: Options) -> Result<Queue, OpenError> {
-    open(path, config(), options, BytesCodec, SmolRuntime::global())
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(config())
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(leaseq_sqlite::Sqlite::file(path).options(options)),
+    )
 }
 
 /// Opens `path` with the default options.
