@@ -6,11 +6,15 @@
 //! ```no_run
 //! # async fn demo(rt: impl leaseq_async::Runtime) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
-//! use leaseq_async::Config;
-//! use leaseq_sqlite::{open, Options, PostcardCodec};
+//! use leaseq_async::{Config, LeaseQueue};
+//! use leaseq_sqlite::{PostcardCodec, Sqlite, SqliteQueue};
 //!
 //! let config = Config::new(Duration::from_secs(30)).with_max_attempts(5);
-//! let queue = open::<String, _, _>("jobs.leaseq", config, Options::default(), PostcardCodec, rt)?;
+//! let queue: SqliteQueue<String, _, _> = LeaseQueue::builder(config)
+//!     .runtime(rt)
+//!     .codec(PostcardCodec)
+//!     .open(Sqlite::file("jobs.leaseq"))
+//!     .await?;
 //! queue.push("send invoice 981".to_string()).await?; // on disk once it returns
 //! let delivery = queue.receive().await.unwrap(); // its attempt is on disk before it is handed out
 //! delivery.ack().await?; // removed from the file once it returns
@@ -48,7 +52,7 @@
 //! pages up to its high-water mark) and does not grow with history; opening it reads only
 //! the live rows and the dead letters.
 //!
-//! **Restart**: [`open`] checks the file read-only first (SQLite's header, an
+//! **Restart**: opening ([`Sqlite`]) checks the file read-only first (SQLite's header, an
 //! `application_id`, a format version in `user_version`, a magic row), then reads every
 //! row before it writes anything: a foreign, empty, corrupt, truncated, read-only or newer
 //! file, or one with a row this version does not write, gives a typed [`OpenError`] and is
@@ -56,7 +60,7 @@
 //! its schedule across restarts. Ids are never reused (the file keeps their high-water
 //! mark).
 //!
-//! **One owner per file**: [`open`] takes an exclusive `flock` on the sidecar file
+//! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
 //! until it has closed the connection. A second open of the same file, from this process or
 //! another, is refused with [`OpenError::Locked`] and touches nothing; the OS releases the

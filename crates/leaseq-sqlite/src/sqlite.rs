@@ -15,12 +15,13 @@ use crate::SqliteQueue;
 /// The durable queue in one file, ready to open:
 ///
 /// ```no_run
-/// # async fn f() -> Result<(), leaseq_sqlite::OpenError> {
+/// # async fn f(rt: impl leaseq_async::Runtime) -> Result<(), leaseq_sqlite::OpenError> {
 /// use std::time::Duration;
+/// use leaseq_async::{Config, LeaseQueue};
 /// use leaseq_sqlite::{Durability, Options, PostcardCodec, Sqlite, SqliteQueue};
-/// use leaseq_tokio::{Config, LeaseQueue};
 ///
 /// let queue: SqliteQueue<String, _, _> = LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+///     .runtime(rt)
 ///     .name("thumbnails")
 ///     .codec(PostcardCodec)
 ///     .open(Sqlite::file("thumbnails.db").options(Options::new().durability(Durability::PowerLoss)))
