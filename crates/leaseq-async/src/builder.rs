@@ -28,7 +28,6 @@ pub(crate) const DEFAULT_NAME: &str = "leaseq";
 /// [`open`](Self::open) with the store ([`InMemory`](crate::InMemory), `leaseq_sqlite::Sqlite`,
 /// `leaseq_postgres::Postgres`), or [`build`](Self::build) for the in-memory store without
 /// awaiting. A config without a max lease lifetime gets [`DEFAULT_MAX_LEASE`].
-#[derive(Debug)]
 pub struct QueueBuilder<T, R, C = NoCodec> {
     config: Config,
     heartbeat_every: Option<Duration>,
@@ -37,6 +36,18 @@ pub struct QueueBuilder<T, R, C = NoCodec> {
     name: Cow<'static, str>,
     codec: C,
     _items: PhantomData<fn() -> T>,
+}
+
+impl<T, R, C> std::fmt::Debug for QueueBuilder<T, R, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueBuilder")
+            .field("config", &self.config)
+            .field("name", &self.name)
+            .field("heartbeat_every", &self.heartbeat_every)
+            .field("events", &self.events)
+            .field("runtime_given", &self.runtime.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The codec of a [`QueueBuilder`] that was given none: enough for the in-memory store,

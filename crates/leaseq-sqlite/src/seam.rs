@@ -337,8 +337,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.redrive_every()
     }
 
-    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        async move { Ok(self.take_dead_letters().await?.len() as u64) }
+    async fn purge_dead_letters(&self) -> Result<u64, StoreError> {
+        Ok(self.take_dead_letters().await?.len() as u64)
     }
 
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {

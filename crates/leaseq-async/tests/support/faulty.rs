@@ -103,15 +103,9 @@ impl Store<u32> for Faulty {
     fn try_push(&self, item: u32, push: &Push) -> Result<MessageId, PushError<u32>> {
         self.inner.try_push(item, push)
     }
-    fn cancel(
-        &self,
-        id: MessageId,
-        leased: bool,
-    ) -> impl Future<Output = Result<u32, AdminError<CancelError>>> + Send {
-        async move {
-            self.admin()?;
-            self.inner.cancel(id, leased).await
-        }
+    async fn cancel(&self, id: MessageId, leased: bool) -> Result<u32, AdminError<CancelError>> {
+        self.admin()?;
+        self.inner.cancel(id, leased).await
     }
     fn try_push_batch(
         &self,
