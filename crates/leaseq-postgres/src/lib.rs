@@ -138,6 +138,7 @@
 
 mod admin;
 mod blocking;
+mod capacity;
 mod claim;
 mod claimer;
 mod counters;
@@ -145,11 +146,15 @@ mod drive;
 mod error;
 mod extend;
 mod keeper;
+mod keyed;
 mod listen;
+mod op_sql;
 mod open;
+mod operator;
 mod options;
 mod outcome;
 mod plan;
+mod postgres;
 mod push;
 mod receive;
 mod schema;
@@ -161,10 +166,11 @@ mod store;
 mod upkeep;
 mod writer;
 
-pub use admin::{PgDeadLetter, Upkeep};
+pub use admin::Upkeep;
 pub use error::{DbError, OpenError, TxAckError};
-pub use open::{open, open_with, MAX_QUEUE_NAME};
+pub use open::MAX_QUEUE_NAME;
 pub use options::Options;
+pub use postgres::Postgres;
 pub use receive::PgWaiting;
 pub use schema::{migrate, schema_version, SCHEMA_VERSION};
 pub use store::{PgStore, PgTicket};
@@ -184,3 +190,6 @@ pub type PgDelivery<T> = leaseq_async::Delivery<T, TokioRuntime, PgStore<T>>;
 
 /// A worker pool on a [`PgQueue`].
 pub type PgPool<T> = leaseq_async::Pool<T, TokioRuntime, PgStore<T>>;
+
+/// A receiver with a prefetch on a [`PgQueue`] (`queue.consumer(n)`).
+pub type PgConsumer<T> = leaseq_async::Consumer<T, TokioRuntime, PgStore<T>>;

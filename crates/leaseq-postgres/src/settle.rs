@@ -61,6 +61,9 @@ pub(crate) async fn ack_batch<T>(
         }
     };
     Counters::add(&shared.counters.removed_since_vacuum, rows.len() as u64);
+    if !rows.is_empty() {
+        crate::capacity::removed(shared);
+    }
     let (accepted, refused): (Vec<AckOp>, Vec<AckOp>) =
         acks.into_iter().partition(|a| rows.contains_key(&a.id));
     for a in accepted {
