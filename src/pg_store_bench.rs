@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Config, Job};
-use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue};
+use leaseq_postgres::{BytesCodec, Options, PgPool, PgQueue, Postgres};
 use tokio::sync::{Barrier, Notify};
 use tokio_postgres::NoTls;
 
@@ -76,7 +76,12 @@ pub async fn open_queue(
     options: Options,
 ) -> Result<PgQueue<Vec<u8>>, BenchError> {
     let config = Config::new(Duration::from_secs(30));
-    Ok(open(url, queue, config, options.schema(schema), BytesCodec).await?)
+    let store = Postgres::url(url).options(options.schema(schema));
+    Ok(leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(store)
+        .await?)
 }
 
 /// Pushes items `from..to` in batches of [`PUSH_BATCH`], each awaited (committed).
@@ -96,7 +101,7 @@ pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Resu
 /// Counts the queue's rows now and fails unless none is left and this process acked
 /// `items`.
 pub(crate) async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
-    let s = q.store().refresh_stats().await?;
+    let s = q.refresh_stats().await?;
     let left = (s.ready, s.delayed, s.in_flight, s.dead);
     if left != (0, 0, 0, 0) || s.acked != items || s.redelivered != 0 {
         return Err(format!(
