@@ -92,7 +92,7 @@ pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Resu
         let batch: Vec<Vec<u8>> = (next..next + n).map(payload).collect();
         q.push_batch(batch)
             .await
-            .map_err(|(e, _)| format!("push: {e:?}"))?;
+            .map_err(|e| format!("push: {e:?}"))?;
         next += n;
     }
     Ok(())

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use leaseq_async::{Config, ConservationError, LeaseQueue, Page, Stats, Store};
-use leaseq_postgres::{Codec, CodecError, Options, PgStore, Postgres};
+use leaseq_postgres::{Codec, CodecError, Options, PgStore};
 use leaseq_tokio::TokioRuntime;
 
 use crate::scenarios::{Dead, InspectStore, Item, StoreKind};
@@ -130,7 +130,7 @@ impl StoreKind<TokioRuntime> for Postgres {
             builder = builder.heartbeat_every(every);
         }
         let url = self.url.clone();
-        bridge(builder.open(Postgres::url(&*url).options(options)))
+        bridge(builder.open(leaseq_postgres::Postgres::url(&*url).options(options)))
             .unwrap_or_else(|e| panic!("open queue {name:?} on {url:?}: {e}"))
     }
 }
