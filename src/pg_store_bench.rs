@@ -75,7 +75,21 @@ pub async fn open_queue(
     queue: &str,
     options: Options,
 ) -> Result<PgQueue<Vec<u8>>, BenchError> {
-    let config = Config::new(Duration::from_secs(30));
+    open_capped(url, schema, queue, options, None).await
+}
+
+/// [`open_queue`] with a capacity (`Config::with_capacity`), if `capacity` is given.
+pub async fn open_capped(
+    url: &str,
+    schema: &str,
+    queue: &str,
+    options: Options,
+    capacity: Option<usize>,
+) -> Result<PgQueue<Vec<u8>>, BenchError> {
+    let mut config = Config::new(Duration::from_secs(30));
+    if let Some(n) = capacity {
+        config = config.with_capacity(n);
+    }
     let store = Postgres::url(url).options(options.schema(schema));
     Ok(leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
         .name(queue.to_string())
@@ -177,6 +191,16 @@ pub async fn run_store(
     claim: usize,
 ) -> Result<StoreReport, BenchError> {
     let q = open_queue(url, schema, queue, options).await?;
+    run_store_on(q, items, workers, claim).await
+}
+
+/// [`run_store`] on a queue already open (a bounded one, say).
+pub async fn run_store_on(
+    q: PgQueue<Vec<u8>>,
+    items: u64,
+    workers: usize,
+    claim: usize,
+) -> Result<StoreReport, BenchError> {
     let acked = Arc::new(AtomicU64::new(0));
     let ready = Arc::new(Barrier::new(workers + 1));
     let mut handles = Vec::with_capacity(workers);

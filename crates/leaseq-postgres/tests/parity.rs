@@ -22,7 +22,9 @@ fn held_key_is_refused_with_its_holder_and_free_again_after_the_ack() {
     common::runtime().block_on(async {
         let q: PgQueue<Vec<u8>> = process(&url, &unique("keys"), config()).await;
         let key = Push::new().key("invoice:1");
-        let holder = q.try_push_with(b"first".to_vec(), key.clone()).expect("keyed");
+        let holder = q
+            .try_push_with(b"first".to_vec(), key.clone())
+            .expect("keyed");
         match q.try_push_with(b"second".to_vec(), key.clone()) {
             Err(PushError::DuplicateKey { item, existing }) => {
                 assert_eq!((item, existing), (b"second".to_vec(), holder));
@@ -37,7 +39,10 @@ fn held_key_is_refused_with_its_holder_and_free_again_after_the_ack() {
             Err(PushError::DuplicateKey { existing, .. }) if existing == holder
         ));
         d.ack().await.expect("ack");
-        let next = q.push_with(b"fourth".to_vec(), key).await.expect("free again");
+        let next = q
+            .push_with(b"fourth".to_vec(), key)
+            .await
+            .expect("free again");
         assert_ne!(next, holder);
         let s = q.refresh_stats().await.expect("stats");
         assert_eq!((s.duplicates, s.live()), (2, 1));
@@ -51,15 +56,24 @@ fn replace_pending_replaces_a_waiting_item_but_never_a_leased_one() {
         let q: PgQueue<Vec<u8>> = process(&url, &unique("replace"), config()).await;
         let replace = Push::new().key("thumb:7").replace_pending();
         let old = q
-            .push_with(b"v1".to_vec(), replace.clone().delay(Duration::from_secs(60)))
+            .push_with(
+                b"v1".to_vec(),
+                replace.clone().delay(Duration::from_secs(60)),
+            )
             .await
             .expect("push");
-        let new = q.push_with(b"v2".to_vec(), replace.clone()).await.expect("replace");
+        let new = q
+            .push_with(b"v2".to_vec(), replace.clone())
+            .await
+            .expect("replace");
         assert_ne!(new, old);
         let live = q.peek(Page::ALL).await.expect("peek");
         assert_eq!(live.len(), 1, "{live:?}");
         assert_eq!((live[0].id, live[0].state), (new, ItemState::Ready));
-        assert_eq!(live[0].key.map(|k| k.as_bytes().to_vec()), Some(b"thumb:7".to_vec()));
+        assert_eq!(
+            live[0].key.map(|k| k.as_bytes().to_vec()),
+            Some(b"thumb:7".to_vec())
+        );
         let d = receive(&q).await;
         assert_eq!((d.id(), d.item().as_slice()), (new, &b"v2"[..]));
         // In flight: never replaced.
@@ -68,7 +82,10 @@ fn replace_pending_replaces_a_waiting_item_but_never_a_leased_one() {
             other => panic!("expected DuplicateKey, got {other:?}"),
         }
         let live = q.peek(Page::ALL).await.expect("peek");
-        assert!(matches!(live[0].state, ItemState::InFlight { .. }), "{live:?}");
+        assert!(
+            matches!(live[0].state, ItemState::InFlight { .. }),
+            "{live:?}"
+        );
         d.ack().await.expect("ack");
         let s = q.refresh_stats().await.expect("stats");
         assert_eq!((s.replaced, s.live()), (1, 0));
@@ -126,7 +143,10 @@ fn dead_letters_page_redrive_and_purge() {
         let first = q.dead_letters(Page::first(2)).await.expect("page 1");
         assert_eq!(first.iter().map(|d| d.id).collect::<Vec<_>>(), ids[..2]);
         assert_eq!(first[0].last_error.as_deref(), Some("poison"));
-        assert!(first[0].at <= q.now(), "dead-lettered on the queue's clock, in the past");
+        assert!(
+            first[0].at <= q.now(),
+            "dead-lettered on the queue's clock, in the past"
+        );
         let rest = q
             .dead_letters(Page::first(2).next(ids[1]))
             .await
