@@ -19,6 +19,7 @@ use leaseq_async::{Push, PushError, StoreError};
 use leaseq_core::{MessageId, UniqueKey};
 
 use crate::counters::Counters;
+use crate::operator::store_error;
 use crate::store::{micros, PgStore, Shared};
 
 /// What the transaction did.
@@ -65,9 +66,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     .get()
                     .await
                     .map_err(|e| StoreError::not_done(format!("keyed push: no connection: {e}")))?;
-                insert(&task, &mut client, &row).await.map_err(|e| {
-                    task.failed("keyed push", &e);
-                    crate::operator::store_error("keyed push", &e, true)
+                insert(&task, &mut client, &row).await.inspect_err(|e| {
+                    task.failed("keyed push", e);
                 })
             })
         });
@@ -123,20 +123,26 @@ async fn insert<T>(
     shared: &Shared<T>,
     client: &mut deadpool_postgres::Object,
     row: &Row,
-) -> Result<Keyed, tokio_postgres::Error> {
+) -> Result<Keyed, StoreError> {
     let op = &shared.sql.op;
-    let tx = client.transaction().await?;
+    // Only a commit whose reply was lost may have made the row: anything before it rolled
+    // the transaction back.
+    let before = |e: tokio_postgres::Error| store_error("keyed push", &e, false);
+    let tx = client.transaction().await.map_err(before)?;
     let cap = shared.config.capacity();
     if cap.is_some() {
-        tx.execute(&op.cap_lock, &[&shared.queue]).await?;
+        tx.execute(&op.cap_lock, &[&shared.queue])
+            .await
+            .map_err(before)?;
     }
     let replaced = row.replace
         && !tx
             .query(&op.replace, &[&shared.queue, &row.key])
-            .await?
+            .await
+            .map_err(before)?
             .is_empty();
     if let Some(cap) = cap.filter(|_| !replaced) {
-        if crate::capacity::live(shared, &tx).await? >= cap as u64 {
+        if crate::capacity::live(shared, &tx).await.map_err(before)? >= cap as u64 {
             return Ok(Keyed::Full);
         }
     }
@@ -149,42 +155,33 @@ async fn insert<T>(
         &row.key,
         &row.payload,
     ];
-    if tx.query_opt(&op.keyed_insert, &params).await?.is_none() {
+    // Nothing inserted: a live row holds the key. Should it have left before the holder
+    // is read, the insert runs once more (the key is then free, or held by a newer row).
+    for _ in 0..2 {
+        let inserted = tx
+            .query_opt(&op.keyed_insert, &params)
+            .await
+            .map_err(before)?;
+        if inserted.is_some() {
+            if row.delay_us == 0 {
+                tx.execute(&op.notify, &[&shared.sql.channel, &shared.queue])
+                    .await
+                    .map_err(before)?;
+            }
+            tx.commit()
+                .await
+                .map_err(|e| store_error("keyed push", &e, true))?;
+            return Ok(Keyed::Pushed { replaced });
+        }
         let holder = tx
             .query_opt(&op.key_holder, &[&shared.queue, &row.key])
-            .await?;
-        // No holder (it left since the insert looked): the key is free now; a retry by
-        // the caller will take it. Said as held by the row's own id would be wrong, so the
-        // holder's id or, if gone, the statement runs once more.
-        let existing = match holder {
-            Some(h) => MessageId::new(h.get::<_, i64>(0) as u64),
-            None => {
-                if tx.query_opt(&op.keyed_insert, &params).await?.is_none() {
-                    let again = tx
-                        .query_one(&op.key_holder, &[&shared.queue, &row.key])
-                        .await?;
-                    MessageId::new(again.get::<_, i64>(0) as u64)
-                } else {
-                    return commit(shared, tx, row, replaced).await;
-                }
-            }
-        };
-        return Ok(Keyed::Duplicate(existing));
+            .await
+            .map_err(before)?;
+        if let Some(h) = holder {
+            return Ok(Keyed::Duplicate(MessageId::new(h.get::<_, i64>(0) as u64)));
+        }
     }
-    commit(shared, tx, row, replaced).await
-}
-
-/// Notifies other processes (if the row is visible at once) and commits.
-async fn commit<T>(
-    shared: &Shared<T>,
-    tx: deadpool_postgres::Transaction<'_>,
-    row: &Row,
-    replaced: bool,
-) -> Result<Keyed, tokio_postgres::Error> {
-    if row.delay_us == 0 {
-        tx.execute(&shared.sql.op.notify, &[&shared.sql.channel, &shared.queue])
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(Keyed::Pushed { replaced })
+    Err(StoreError::not_done(
+        "keyed push: the key's holder kept changing; try again",
+    ))
 }

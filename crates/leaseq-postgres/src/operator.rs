@@ -131,18 +131,19 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let mut client = client(shared, "redrive").await?;
         let row = id.get() as i64;
         let r = crate::capacity::redrive_in(shared, &mut client, row).await;
-        match r {
+        // Not a dead letter, expired, its key held (a unique violation), or no room: the
+        // row says which, in the core's order (no room last).
+        let full = match r {
             Ok(Some(n)) if n > 0 => {
                 Counters::add(&shared.counters.redriven, 1);
                 shared.claim_wake.notify(usize::MAX);
                 return Ok(id);
             }
-            // Not a dead letter, expired, or its key held (a unique violation): see below.
-            Ok(Some(_)) => {}
-            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {}
-            Ok(None) => return Err(AdminError::Refused(RedriveError::Full(id))),
+            Ok(Some(_)) => false,
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => false,
+            Ok(None) => true,
             Err(e) => return Err(store_error("redrive", &e, true).into()),
-        }
+        };
         // Nothing moved: the row says why.
         let read = client
             .query_opt(&shared.sql.op.redrive_why, &[&shared.queue, &row])
@@ -168,6 +169,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         };
         match holder {
             Some(holder) => Err(AdminError::Refused(RedriveError::KeyTaken { id, holder })),
+            None if full => Err(AdminError::Refused(RedriveError::Full(id))),
             // The holder went between the two reads: the caller may try again.
             None => {
                 Err(StoreError::not_done("redrive: the key's holder changed; try again").into())

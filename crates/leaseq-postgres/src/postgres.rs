@@ -1,8 +1,6 @@
 //! [`Postgres`]: a server (and a schema on it) as an [`OpenStore`], for
 //! [`QueueBuilder::open`](leaseq_async::QueueBuilder::open).
 
-use std::future::Future;
-
 use leaseq_async::{Codec, OpenStore, QueueSettings};
 use leaseq_tokio::TokioRuntime;
 
@@ -46,7 +44,7 @@ pub struct Postgres {
 #[derive(Clone, Debug)]
 enum Server {
     Url(String),
-    Config(tokio_postgres::Config),
+    Config(Box<tokio_postgres::Config>),
 }
 
 impl Postgres {
@@ -63,7 +61,7 @@ impl Postgres {
     /// The server of a parsed connection config (TLS is not offered: `NoTls`).
     pub fn config(config: tokio_postgres::Config) -> Self {
         Postgres {
-            server: Server::Config(config),
+            server: Server::Config(Box::new(config)),
             options: Options::new(),
         }
     }
@@ -83,14 +81,11 @@ where
     type Store = PgStore<T>;
     type Error = OpenError;
 
-    fn open(
-        self,
-        settings: QueueSettings<TokioRuntime, C>,
-    ) -> impl Future<Output = Result<PgQueue<T>, OpenError>> + Send {
-        async move {
+    async fn open(self, settings: QueueSettings<TokioRuntime, C>) -> Result<PgQueue<T>, OpenError> {
+        {
             let pg_config = match self.server {
                 Server::Url(url) => url.parse().map_err(OpenError::BadUrl)?,
-                Server::Config(config) => config,
+                Server::Config(config) => *config,
             };
             let name = settings.name;
             if name.is_empty() || name.len() > MAX_QUEUE_NAME {

@@ -39,7 +39,7 @@ async fn open_bytes(
     leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
         .name(queue.to_string())
         .codec(BytesCodec)
-        .open(Postgres::url(&*url).options(options))
+        .open(Postgres::url(url).options(options))
         .await
 }
 

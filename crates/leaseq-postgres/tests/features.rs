@@ -18,7 +18,7 @@ async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
     leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
         .name(common::unique(prefix).to_string())
         .codec(BytesCodec)
-        .open(Postgres::url(&*url).options(options()))
+        .open(Postgres::url(url).options(options()))
         .await
         .expect("open")
 }

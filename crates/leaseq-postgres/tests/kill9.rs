@@ -82,7 +82,7 @@ async fn open_queue(url: &str, queue: &str) -> PgQueue<Vec<u8>> {
     leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
         .name(queue.to_string())
         .codec(BytesCodec)
-        .open(Postgres::url(&*url).options(options))
+        .open(Postgres::url(url).options(options))
         .await
         .expect("open the queue")
 }

@@ -14,7 +14,7 @@ async fn queue(url: &str, name: &str, visibility: Duration, prefetch: usize) -> 
     leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(visibility))
         .name(name.to_string())
         .codec(BytesCodec)
-        .open(Postgres::url(&*url).options(options))
+        .open(Postgres::url(url).options(options))
         .await
         .expect("open")
 }

@@ -44,7 +44,7 @@ async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
     leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
         .name(name.to_string())
         .codec(BytesCodec)
-        .open(Postgres::url(&*url).options(options))
+        .open(Postgres::url(url).options(options))
         .await
         .expect("open")
 }

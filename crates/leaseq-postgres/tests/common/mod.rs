@@ -168,7 +168,7 @@ pub async fn process(
     leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
         .name(queue.to_string())
         .codec(leaseq_postgres::BytesCodec)
-        .open(Postgres::url(&*url).options(options()))
+        .open(Postgres::url(url).options(options()))
         .await
         .expect("open")
 }
