@@ -163,3 +163,57 @@ fn dead_letters_page_redrive_and_purge() {
         assert!(q.peek(Page::ALL).await.expect("peek").is_empty());
     });
 }
+
+#[test]
+fn a_cancel_the_server_keeps_refusing_is_a_store_error_not_not_found() {
+    let Some(url) = server() else { return };
+    common::runtime().block_on(async {
+        let name = unique("cancel-refused");
+        let q: PgQueue<Vec<u8>> = process(&url, &name, config()).await;
+        let id = q
+            .push_with(b"keep".to_vec(), Push::new().delay(Duration::from_secs(60)))
+            .await
+            .expect("push");
+        // Every delete of this queue's rows fails on the server (an ERROR: rolled back).
+        let db = common::sql(&url).await;
+        let s = common::SCHEMA;
+        let trigger = format!("refuse_{}", std::process::id());
+        db.batch_execute(&format!(
+            "CREATE FUNCTION {s}.{trigger}() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+             CREATE TRIGGER {trigger} BEFORE DELETE ON {s}.items FOR EACH ROW
+               WHEN (OLD.queue = '{name}') EXECUTE FUNCTION {s}.{trigger}();"
+        ))
+        .await
+        .expect("trigger");
+        let r = q.cancel(id).await;
+        db.batch_execute(&format!("DROP TRIGGER {trigger} ON {s}.items"))
+            .await
+            .expect("drop trigger");
+        match r {
+            Err(AdminError::Store(e)) => assert!(!e.is_outcome_unknown(), "{e}"),
+            other => panic!("expected a not-done store error, got {other:?}"),
+        }
+        // Nothing was lost: the item is still there, and cancels now.
+        assert_eq!(q.cancel(id).await, Ok(b"keep".to_vec()));
+    });
+}
+
+#[test]
+fn a_dead_letters_key_is_free_and_its_redrive_refused_while_a_live_item_holds_it() {
+    let Some(url) = server() else { return };
+    common::runtime().block_on(async {
+        let q: PgQueue<Vec<u8>> = process(&url, &unique("key-redrive"), config()).await;
+        let key = Push::new().key("report:3");
+        let dead = q.push_with(b"a".to_vec(), key.clone()).await.expect("push");
+        receive(&q).await.dead_letter("poison").await.expect("bury");
+        let holder = q.push_with(b"b".to_vec(), key).await.expect("free as a dead letter");
+        assert_eq!(
+            q.redrive(dead).await,
+            Err(AdminError::Refused(RedriveError::KeyTaken { id: dead, holder }))
+        );
+        assert_eq!(q.redrive_all().await, Ok(0), "its key is held");
+        receive(&q).await.ack().await.expect("ack");
+        assert_eq!(q.redrive(dead).await, Ok(dead));
+    });
+}
