@@ -13,8 +13,8 @@
 //! **The refusal.** `try_push` cannot ask the server (it never waits): it refuses with
 //! `PushError::Full` when this process's last count of live rows plus its rows not yet
 //! inserted reach `n`. That count is taken at open, at each insert, and, while a push is
-//! refused or waits for room, again after this process removes a row (ack, cancel, purge)
-//! or every `Options::poll_interval` otherwise. So a refusal may be stale by rows other
+//! refused or waits for room, again after this process removes a row (ack, dead letter,
+//! cancel, purge) or every `Options::poll_interval` otherwise. So a refusal may be stale by rows other
 //! processes removed in the last poll interval, and an accepted row may find the table
 //! full: it then waits in this process (in order, before later rows) until there is room,
 //! and `push(..).await` answers once it is inserted. Never more than `n` rows in the table.

@@ -119,8 +119,9 @@ impl std::error::Error for TxAckError {
     }
 }
 
-/// A database error of an operator's call ([`PgStore::dead_letters`](crate::PgStore),
-/// `redrive`, ...).
+/// A database error of a call on the store beyond the seam
+/// ([`PgStore::run_upkeep`](crate::PgStore::run_upkeep),
+/// [`PgStore::explain_claim`](crate::PgStore::explain_claim)).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum DbError {

@@ -137,8 +137,8 @@
 //!   process's last count plus its rows not yet inserted: a refusal may be stale by rows
 //!   other processes removed within [`Options::poll_interval`], and a row accepted on a
 //!   stale count waits in the process until there is room (`push().await` answers once it
-//!   is in). A push waiting for room goes after this process's next ack, cancel or purge,
-//!   or within a poll interval of another process's. [`Options::max_pending_pushes`] still
+//!   is in). A push waiting for room goes after this process's next ack, dead letter,
+//!   cancel or purge, or within a poll interval of another process's. [`Options::max_pending_pushes`] still
 //!   bounds the rows waiting for the writer.
 //! - **Stats**: the gauges (`ready`, `delayed`, `in_flight`, `dead`) are the queue's, as
 //!   counted by the driver at most once per rescue tick after a read (or now with

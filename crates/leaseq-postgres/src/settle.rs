@@ -284,7 +284,10 @@ pub(crate) async fn fail<T>(
         Ok(n) => {
             Counters::add(&shared.counters.nacks, 1);
             match n {
-                Nacked::DeadLettered { .. } => Counters::add(&shared.counters.dead_lettered, 1),
+                Nacked::DeadLettered { .. } => {
+                    Counters::add(&shared.counters.dead_lettered, 1);
+                    crate::capacity::removed(shared);
+                }
                 _ => {
                     shared.claim_wake.notify(usize::MAX);
                 }
@@ -329,7 +332,10 @@ pub(crate) async fn terminate<T>(
     };
     let r = outcome::settle(shared, client, &ticket, f, done, decide).await;
     match &r {
-        Ok(_) => Counters::add(&shared.counters.dead_lettered, 1),
+        Ok(_) => {
+            Counters::add(&shared.counters.dead_lettered, 1);
+            crate::capacity::removed(shared);
+        }
         Err(SettleError::Store(e)) => shared.failed("dead letter", e),
         Err(_) => {}
     }

@@ -207,10 +207,16 @@ fn a_dead_letters_key_is_free_and_its_redrive_refused_while_a_live_item_holds_it
         let key = Push::new().key("report:3");
         let dead = q.push_with(b"a".to_vec(), key.clone()).await.expect("push");
         receive(&q).await.dead_letter("poison").await.expect("bury");
-        let holder = q.push_with(b"b".to_vec(), key).await.expect("free as a dead letter");
+        let holder = q
+            .push_with(b"b".to_vec(), key)
+            .await
+            .expect("free as a dead letter");
         assert_eq!(
             q.redrive(dead).await,
-            Err(AdminError::Refused(RedriveError::KeyTaken { id: dead, holder }))
+            Err(AdminError::Refused(RedriveError::KeyTaken {
+                id: dead,
+                holder
+            }))
         );
         assert_eq!(q.redrive_all().await, Ok(0), "its key is held");
         receive(&q).await.ack().await.expect("ack");
