@@ -13,7 +13,7 @@
 //!
 //! let config = Config::new(Duration::from_secs(30)).with_max_attempts(5);
 //! let url = "host=127.0.0.1 user=postgres dbname=app";
-//! let queue: PgQueue<String> = LeaseQueue::<String>::builder(config)
+//! let queue: PgQueue<String> = LeaseQueue::builder(config)
 //!     .name("invoices")
 //!     .codec(PostcardCodec)
 //!     .open(Postgres::url(url).options(Options::new()))

@@ -19,7 +19,7 @@ use crate::PgQueue;
 /// use leaseq_tokio::{Config, LeaseQueue};
 ///
 /// let url = "host=127.0.0.1 user=postgres dbname=app";
-/// let queue: PgQueue<String> = LeaseQueue::<String>::builder(Config::new(Duration::from_secs(30)))
+/// let queue: PgQueue<String> = LeaseQueue::builder(Config::new(Duration::from_secs(30)))
 ///     .name("invoices")
 ///     .codec(PostcardCodec)
 ///     .open(Postgres::url(url).options(Options::new().schema("billing")))
