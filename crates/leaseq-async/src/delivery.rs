@@ -49,7 +49,7 @@ use crate::store::{Store, Taken};
 ///         let d = queue.receive().await.unwrap();
 ///         d.dead_letter("malformed payload").await.unwrap();
 ///         let dead = queue.take_dead_letters();
-///         assert_eq!(dead[0].reason, Reason::Terminated);
+///         assert_eq!(dead[0].reason, Reason::Rejected);
 ///         assert_eq!(dead[0].last_error.as_deref(), Some("malformed payload"));
 ///     }
 /// });

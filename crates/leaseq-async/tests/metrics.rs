@@ -326,7 +326,7 @@ fn queue_metrics_equal_the_stats() {
         let dead_by = [
             (Reason::Expired, 1),
             (Reason::Nacked, 1),
-            (Reason::Terminated, 1),
+            (Reason::Rejected, 1),
         ];
         scraper.scrape();
         scraper.assert_queue_matches("admin", &s, &dead_by);
@@ -339,7 +339,7 @@ fn queue_metrics_equal_the_stats() {
         let dead_by = [
             (Reason::Expired, 1),
             (Reason::Nacked, 1),
-            (Reason::Terminated, 1),
+            (Reason::Rejected, 1),
             (Reason::Dropped, 1),
         ];
         scraper.assert_queue_matches("admin", &s, &dead_by);
@@ -391,7 +391,7 @@ fn pool_metrics_add_up_to_the_pool_stats() {
         scraper.scrape();
         scraper.assert_pool_matches("jobs", &stats);
         let dead_by = [
-            (Reason::Terminated, 5),
+            (Reason::Rejected, 5),
             (Reason::Nacked, 5),
             (Reason::TimedOut, 5),
         ];

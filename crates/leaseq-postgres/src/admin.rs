@@ -93,7 +93,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     reason: code
                         .and_then(|c| u8::try_from(c).ok())
                         .and_then(Reason::from_code)
-                        .unwrap_or(Reason::Terminated),
+                        .unwrap_or(Reason::Rejected),
                     last_error: r.get(3),
                     at: UNIX_EPOCH + Duration::from_micros(at_us.unwrap_or(0).max(0) as u64),
                     priority: u8::try_from(r.get::<_, i16>(4)).unwrap_or(0),

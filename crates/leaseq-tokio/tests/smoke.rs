@@ -50,5 +50,5 @@ async fn pool_times_out_and_dead_letters() {
     assert_eq!(dead.len(), 2);
     assert_eq!(dead[0].reason, Reason::TimedOut);
     assert_eq!(dead[0].attempts, 3);
-    assert_eq!(dead[1].reason, Reason::Terminated);
+    assert_eq!(dead[1].reason, Reason::Rejected);
 }
