@@ -91,7 +91,11 @@ fn a_default_pool_runs_a_long_job_once() {
         let s = pool.stats();
         assert_eq!((s.ok, s.failed, s.timed_out), (1, 0, 0));
         assert_eq!((s.queue.acked, s.queue.lease_expired), (1, 0));
-        assert!(s.queue.extends >= 8, "kept alive by the heartbeat: {:?}", s.queue);
+        assert!(
+            s.queue.extends >= 8,
+            "kept alive by the heartbeat: {:?}",
+            s.queue
+        );
         pool.shutdown(Duration::from_secs(1)).await;
     });
 }

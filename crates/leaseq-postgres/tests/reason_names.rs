@@ -69,7 +69,13 @@ fn the_dead_letters_view_shows_the_reason_by_name() {
         assert_eq!(
             got,
             [
-                (5, "rejected".into(), "cannot parse".into(), 1, b"poison".to_vec()),
+                (
+                    5,
+                    "rejected".into(),
+                    "cannot parse".into(),
+                    1,
+                    b"poison".to_vec()
+                ),
                 (1, "nacked".into(), "down".into(), 1, b"flaky".to_vec()),
             ]
         );

@@ -26,7 +26,10 @@ async fn a_paused_clock_is_followed_without_the_feature() {
     tokio::time::sleep(Duration::from_secs(3600) - Duration::from_secs(1)).await;
     assert!(!held.is_lease_lost());
     let extends = q.stats().extends;
-    assert!(extends >= 100, "a virtual hour of heartbeats, every 10 s: {extends}");
+    assert!(
+        extends >= 100,
+        "a virtual hour of heartbeats, every 10 s: {extends}"
+    );
     held.ack().await.unwrap();
 
     q.push(2).await.unwrap();
