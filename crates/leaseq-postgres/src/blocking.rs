@@ -77,7 +77,8 @@ fn start<T: Send + Sync + 'static>(shared: Arc<Shared<T>>) -> Line<T> {
             else {
                 return;
             };
-            let pool = rt.block_on(async { crate::open::make_pool(&shared.pg_config, 1) });
+            let pool =
+                rt.block_on(async { crate::open::make_pool(&shared.pg_config, &shared.tls, 1) });
             while let Ok((max, reply)) = requests.recv() {
                 let got = rt.block_on(async {
                     let client = pool.get().await.map_err(|e| e.to_string())?;

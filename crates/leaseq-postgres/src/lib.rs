@@ -140,6 +140,7 @@ mod admin;
 mod blocking;
 mod claim;
 mod claimer;
+mod conninfo;
 mod counters;
 mod drive;
 mod error;
@@ -158,6 +159,7 @@ mod settle;
 mod settler;
 mod sql;
 mod store;
+mod tls;
 mod upkeep;
 mod writer;
 

@@ -72,6 +72,10 @@ pub struct Options {
     /// (not done if it was never sent; the lease then runs out and the item comes back).
     /// Healthy statements are never timed out, however slow. Default: 30 s.
     pub commit_timeout: Duration,
+    /// The TLS parameters [`open`](crate::open) read from its connection string (which
+    /// `tokio-postgres`'s configuration cannot carry); `None`: from the configuration's
+    /// `sslmode` ([`open_with`](crate::open_with)).
+    pub(crate) tls: Option<crate::conninfo::TlsParams>,
 }
 
 impl Default for Options {
@@ -93,6 +97,7 @@ impl Default for Options {
             vacuum_after_rows: 5_000,
             rebuild_bloated_indexes: true,
             commit_timeout: Duration::from_secs(30),
+            tls: None,
         }
     }
 }
