@@ -10,7 +10,8 @@ use leaseq_core::{ConfigError, ReceiptError};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum OpenError {
-    /// The connection string could not be parsed.
+    /// The connection string could not be parsed (by `tokio-postgres`: an unknown key, named,
+    /// or an invalid value, never quoted).
     BadUrl(tokio_postgres::Error),
     /// The connection string could not be read: its syntax, or an invalid `sslmode`
     /// (the message never quotes a value of the string, which may hold a password).

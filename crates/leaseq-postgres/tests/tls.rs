@@ -63,15 +63,23 @@ fn named(url: &str, name: &str) -> String {
         .join(" ")
 }
 
+/// Opens a queue on `url` with a password added (the server trusts the tests' address:
+/// it is ignored), and checks that no refusal shows it (`tests/secrets.rs` does the rest).
 async fn try_open(url: &str) -> Result<PgQueue<Vec<u8>>, OpenError> {
+    const SECRET: &str = "hunter2-s3cret";
     open::<Vec<u8>, _>(
-        url,
+        &format!("{url} password={SECRET}"),
         &common::unique("tls"),
         Config::new(Duration::from_secs(5)),
         common::options().connect_timeout(Duration::from_secs(5)),
         BytesCodec,
     )
     .await
+    .inspect_err(|e| {
+        for text in [e.to_string(), format!("{e:?}")] {
+            assert!(!text.contains(SECRET), "the password shows in {text}");
+        }
+    })
 }
 
 /// Whether every connection named `app` on the server is encrypted, and how many there are.
