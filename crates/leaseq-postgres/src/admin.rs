@@ -97,7 +97,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     last_error: r.get(3),
                     at: UNIX_EPOCH + Duration::from_micros(at_us.unwrap_or(0).max(0) as u64),
                     priority: u8::try_from(r.get::<_, i16>(4)).unwrap_or(0),
-                    item: shared.codec.decode(r.get::<_, &[u8]>(6)),
+                    item: crate::claim::decode_sized(shared, r, 6),
                 }
             })
             .collect())

@@ -166,7 +166,7 @@ mod writer;
 pub use admin::{PgDeadLetter, Upkeep};
 pub use error::{DbError, OpenError, TxAckError};
 pub use open::{open, open_with, MAX_QUEUE_NAME};
-pub use options::Options;
+pub use options::{Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::PgWaiting;
 pub use schema::{migrate, schema_version, SCHEMA_VERSION};
 pub use store::{PgStore, PgTicket};

@@ -132,7 +132,7 @@ where
         .await
         .map_err(|e| crate::tls::connect_error(&e))?;
     schema::migrate(&mut client, &options.schema).await?;
-    let sql = Sql::new(&options.schema, options.max_claim);
+    let sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     drop(client);
     let shared = Arc::new(Shared {

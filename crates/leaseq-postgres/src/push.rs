@@ -48,6 +48,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 })
             }
         };
+        if payload.len() > shared.options.max_item_size {
+            let (size, max) = (payload.len(), shared.options.max_item_size);
+            return Err(PushError::TooLarge { item, size, max });
+        }
         let mut buf = shared.pushes.lock();
         if buf.rows.len() >= shared.options.max_pending_pushes {
             drop(buf);

@@ -13,6 +13,15 @@ macro_rules! until {
     };
 }
 
+/// The payload if it is at most `{max_item}` bytes (else NULL: never loaded), then its size:
+/// the last two columns of a statement that reads items back.
+macro_rules! sized_payload {
+    () => {
+        "CASE WHEN octet_length(payload) <= {max_item} THEN payload END, \
+         octet_length(payload)::bigint"
+    };
+}
+
 /// The statements of one schema.
 #[derive(Debug)]
 pub(crate) struct Sql {
@@ -54,7 +63,7 @@ impl Sql {
     /// an index scan on those ids whichever way round the planner joins. Without it, a
     /// plan made while the statistics said the table was empty scanned the whole primary
     /// key once per ack, the function scan inside (20 to 300 ms per ack of 16, measured).
-    pub(crate) fn new(schema: &str, max_claim: usize) -> Sql {
+    pub(crate) fn new(schema: &str, max_claim: usize, max_item: usize) -> Sql {
         let s = format!("\"{schema}\"");
         let f = |q: &str| q.replace("{s}", &s);
         let mut sql = Sql {
@@ -124,9 +133,11 @@ impl Sql {
                 until!("deadline"),
                 ", ",
                 until!("expires_at"),
-                ", payload"
+                ", ",
+                sized_payload!()
             ))
-            .replace("{max_claim}", &max_claim.max(1).to_string()),
+            .replace("{max_claim}", &max_claim.max(1).to_string())
+            .replace("{max_item}", &max_item.to_string()),
             // The soonest a waiting item of $1 becomes visible: one index probe per level.
             next_visible: f(concat!(
                 "SELECT ",
@@ -235,10 +246,14 @@ impl Sql {
             // $1 queue, $2 id: the row to cancel, locked.
             cancel_read: f("SELECT state, payload FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"),
             cancel: f("DELETE FROM {s}.items WHERE id = $1"),
-            dead_letters: f("SELECT id, attempts, reason, last_error, priority,
-                   (EXTRACT(EPOCH FROM dead_at) * 1000000)::bigint, payload
-                 FROM {s}.items WHERE queue = $1 AND state = 2
-                 ORDER BY dead_at, id LIMIT $2"),
+            dead_letters: f(concat!(
+                "SELECT id, attempts, reason, last_error, priority,
+                   (EXTRACT(EPOCH FROM dead_at) * 1000000)::bigint, ",
+                sized_payload!(),
+                " FROM {s}.items WHERE queue = $1 AND state = 2
+                 ORDER BY dead_at, id LIMIT $2"
+            ))
+            .replace("{max_item}", &max_item.to_string()),
             // The fencing token moves on: the lease that ended in the dead letters stays stale
             // (its late ack or dead letter must not settle the redriven item).
             redrive: f("UPDATE {s}.items SET state = 0, attempts = 0, lease = lease + 1,
