@@ -165,7 +165,7 @@ pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
 pub use open::open;
 pub use open_error::OpenError;
-pub use options::{Durability, Options};
+pub use options::{Durability, Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::SqliteWaiting;
 pub use store::{SqliteStore, SqliteTicket};
 

@@ -66,7 +66,7 @@ where
 
     // Everything is read before anything is written.
     let fixes = if existed {
-        let fixes = restore_rows(&conn, &mut core, &codec, now, offset)?;
+        let fixes = restore_rows(&conn, &mut core, &codec, now, offset, options.max_item_size)?;
         core.reserve_ids_below(MessageId::new(next_id(&conn)?));
         fixes
     } else {
@@ -98,6 +98,7 @@ where
         journal,
         offset,
         handles: AtomicUsize::new(1),
+        max_item_size: options.max_item_size,
     });
     Ok(LeaseQueue::start(store))
 }

@@ -16,6 +16,9 @@ pub enum Durability {
     PowerLoss,
 }
 
+/// The default [`Options::max_item_size`]: 256 KiB.
+pub const DEFAULT_MAX_ITEM_SIZE: usize = 256 * 1024;
+
 /// Settings of a durable queue beyond the core [`Config`](leaseq_core::Config).
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -40,6 +43,15 @@ pub struct Options {
     /// How long a commit (or the check at open) waits for a write lock held by another
     /// SQLite connection before it counts as failed (SQLite's busy timeout). Default: 5 s.
     pub busy_timeout: Duration,
+    /// The largest item accepted, in bytes of its encoded form (the codec's output): a
+    /// larger push is refused with [`PushError::TooLarge`](leaseq_async::PushError::TooLarge),
+    /// the item handed back and nothing stored. A file holding a larger item (written under
+    /// a higher limit) is refused at open with [`OpenError::BadRow`](crate::OpenError)
+    /// naming it, without reading it: every item of a queue file is held decoded in memory,
+    /// and a dead letter holds its item, so one that is not read cannot be a dead letter
+    /// (raise the limit to open the file). Default 256 KiB, as the Postgres store's (SQS's
+    /// limit for years; Pub/Sub's is 10 MB): a queue file is restored into memory whole.
+    pub max_item_size: usize,
 }
 
 impl Default for Options {
@@ -51,6 +63,7 @@ impl Default for Options {
             wal_autocheckpoint: 1000,
             commit_timeout: Duration::from_secs(30),
             busy_timeout: Duration::from_secs(5),
+            max_item_size: DEFAULT_MAX_ITEM_SIZE,
         }
     }
 }
