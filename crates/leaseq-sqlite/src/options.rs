@@ -52,6 +52,12 @@ pub struct Options {
     /// (raise the limit to open the file). Default 256 KiB, as the Postgres store's (SQS's
     /// limit for years; Pub/Sub's is 10 MB): a queue file is restored into memory whole.
     pub max_item_size: usize,
+    /// The permissions of the files a new queue creates (Unix): the database, its `-wal` and
+    /// `-shm` (SQLite gives them the database's mode) and its `-lock`, less the process's
+    /// umask. Existing files keep theirs. Default `0o600`: readable and writable by the
+    /// owner only (items may hold personal data or credentials); `0o640` lets the owner's
+    /// group read a copy, say. Ignored elsewhere than Unix.
+    pub file_mode: u32,
 }
 
 impl Default for Options {
@@ -64,6 +70,7 @@ impl Default for Options {
             commit_timeout: Duration::from_secs(30),
             busy_timeout: Duration::from_secs(5),
             max_item_size: DEFAULT_MAX_ITEM_SIZE,
+            file_mode: 0o600,
         }
     }
 }
