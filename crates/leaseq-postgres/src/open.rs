@@ -109,7 +109,10 @@ where
         return Err(OpenError::InvalidName(options.schema.clone()));
     }
     pg_config.connect_timeout(options.connect_timeout);
-    let tls_params = (options.tls.clone()).unwrap_or_else(|| crate::tls::params_of(&pg_config));
+    let tls_params = options
+        .tls
+        .clone()
+        .unwrap_or_else(|| crate::tls::params_of(&pg_config));
     let tls = crate::tls::connector(&tls_params)?;
     let listen_config = pg_config.clone();
     // The store's own sessions plan for what its statements are: index scans in index

@@ -120,7 +120,7 @@ fn verify_full_push_receive_ack_every_connection_encrypted() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(seen.0, true, "a connection of the store is not encrypted");
+        assert!(seen.0, "a connection of the store is not encrypted");
         assert!(
             seen.1 >= 2,
             "expected the pool's and the listener's connections"
