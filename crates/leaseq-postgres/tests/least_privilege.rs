@@ -94,8 +94,7 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
             BytesCodec,
         )
         .await
-        .err()
-        .expect("a worker cannot create the schema");
+        .expect_err("a worker cannot create the schema");
         assert!(matches!(e, OpenError::Db(_)), "{e:?}");
         migrate(&mut admin, &schema).await.expect("migrate");
         admin

@@ -47,7 +47,8 @@ fn no_open_error_shows_the_password() {
     let url = format!("postgresql://u:{SECRET}@127.0.0.1:1/d");
     let config = || Config::new(Duration::from_secs(5));
     let quick = || Options::new().connect_timeout(Duration::from_millis(500));
-    let cases: Vec<(String, fn(&OpenError) -> bool)> = vec![
+    type Case = (String, fn(&OpenError) -> bool);
+    let cases: Vec<Case> = vec![
         // Syntax (our reader): a quote left open right after the password.
         (format!("{kv} application_name='x"), |e| {
             matches!(e, OpenError::BadConnectionString(_))
