@@ -244,7 +244,12 @@ impl Sql {
                    count(*) FILTER (WHERE state = 2)
                  FROM {s}.items WHERE queue = $1"),
             // $1 queue, $2 id: the row to cancel, locked.
-            cancel_read: f("SELECT state, payload FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"),
+            cancel_read: f(concat!(
+                "SELECT state, ",
+                sized_payload!(),
+                " FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"
+            ))
+            .replace("{max_item}", &max_item.to_string()),
             cancel: f("DELETE FROM {s}.items WHERE id = $1"),
             dead_letters: f(concat!(
                 "SELECT id, attempts, reason, last_error, priority,
