@@ -5,11 +5,14 @@
 //! (as `.ci/pg-tls` makes one), else `require` (encrypted alike; only the handshake, once
 //! per connection, differs).
 
+use crate::cpu::process_cpu_time;
 use crate::pg_store_bench::{run_pool, run_store, unique, BenchError};
 use leaseq_postgres::Options;
 
-/// One round's items/s: plain store, TLS store, plain pool, TLS pool (pools 0 if skipped).
-pub type TlsRound = [f64; 4];
+/// One round: items/s of the plain store, TLS store, plain pool, TLS pool (pools 0 if
+/// skipped), then this process's CPU time per item (µs) of the plain and the TLS store
+/// (the client's side of the encryption, less sensitive to a loaded machine than rates).
+pub type TlsRound = [f64; 6];
 
 /// The connection strings: plain, and TLS (with its mode, for the record).
 pub fn urls(url: &str) -> (String, String) {
@@ -50,11 +53,15 @@ pub async fn run_tls_rounds(
     store(tls.clone(), items / 10).await?;
     let mut out = Vec::with_capacity(rounds);
     for round in 0..rounds {
-        let mut r = [0.0; 4];
+        let mut r = [0.0; 6];
         let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let u = if i == 0 { plain.clone() } else { tls.clone() };
+            let cpu = process_cpu_time();
             r[i] = store(u.clone(), items).await?;
+            if let (Some(a), Some(b)) = (cpu, process_cpu_time()) {
+                r[4 + i] = (b - a).as_secs_f64() * 1e6 / items as f64;
+            }
             r[2 + i] = pool(u, pool_items).await?;
         }
         out.push(r);
