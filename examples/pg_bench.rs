@@ -466,28 +466,28 @@ async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
         a.pool_items,
     );
     let rounds = rounds.await?;
-    println!("round | store plain | store TLS | TLS/plain | pool plain | pool TLS | TLS/plain");
-    for (i, r) in rounds.iter().enumerate() {
+    println!(
+        "round | store plain | store TLS | TLS/plain | pool plain | pool TLS | TLS/plain \
+         | CPU us/item plain | TLS"
+    );
+    let row = |label: String, r: [f64; 8]| {
         println!(
-            "{i:>5} | {:>11.0} | {:>9.0} | {:>9.3} | {:>10.0} | {:>8.0} | {:>9.3}",
-            r[0],
-            r[1],
-            r[1] / r[0],
-            r[2],
-            r[3],
-            r[3] / r[2]
+            "{label:>6} | {:>10.0} | {:>9.0} | {:>9.3} | {:>10.0} | {:>8.0} | {:>9.3} | {:>6.1} | {:>6.1}",
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+        );
+    };
+    for (i, r) in rounds.iter().enumerate() {
+        let ratios = [r[1] / r[0], r[3] / r[2]];
+        row(
+            i.to_string(),
+            [r[0], r[1], ratios[0], r[2], r[3], ratios[1], r[4], r[5]],
         );
     }
     let m = |k: usize| median(rounds.iter().map(|r| r[k]).collect());
     let ratio = |a: usize, b: usize| median(rounds.iter().map(|r| r[a] / r[b]).collect());
-    println!(
-        "median | {:>10.0} | {:>9.0} | {:>9.3} | {:>10.0} | {:>8.0} | {:>9.3}",
-        m(0),
-        m(1),
-        ratio(1, 0),
-        m(2),
-        m(3),
-        ratio(3, 2)
+    row(
+        "median".into(),
+        [m(0), m(1), ratio(1, 0), m(2), m(3), ratio(3, 2), m(4), m(5)],
     );
     Ok(())
 }
