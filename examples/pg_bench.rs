@@ -40,8 +40,13 @@
 //! min and median, and the bare loop (`--items`, pushing while it claims) before the first
 //! round and after the last, as the machine's reference.
 //!
+//! **TLS** (`--tls`): `--rounds` rounds (3) of **store** and **pool** in plain text
+//! (`sslmode=disable`) and over TLS (`verify-full` against `LEASEQ_PG_TLS_CA` if set, else
+//! `require`), alternating which goes first (`leaseq_suite::pg_tls_bench`); prints each
+//! round's items/s and the TLS/plain ratios, then the medians.
+//!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
-//! `leaseq_bench_size`, dropping and recreating the last two.
+//! `leaseq_bench_size` (dropped and recreated), and `leaseq_bench_tls` (`--tls`).
 //! Absolute figures are the machine's; compare within one run.
 
 use std::process::ExitCode;
@@ -59,6 +64,8 @@ use leaseq_suite::pg_store_bench::{
 /// The server used when `LEASEQ_PG_URL` is not set.
 const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 const STORE_SCHEMA: &str = "leaseq_bench_store";
+/// The `--tls` runs' own (kept, as `STORE_SCHEMA`).
+const TLS_SCHEMA: &str = "leaseq_bench_tls";
 /// Dropped and created again for each table-size run.
 const SIZE_SCHEMA: &str = "leaseq_bench_size";
 const WORKERS: usize = 4;
@@ -76,6 +83,7 @@ struct Args {
     flow: u64,
     vacuum_after: Vec<u64>,
     capacity: Option<usize>,
+    tls: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -91,6 +99,7 @@ fn parse_args() -> Result<Args, String> {
         flow: 1_000_000,
         vacuum_after: Vec::new(),
         capacity: None,
+        tls: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -115,6 +124,7 @@ fn parse_args() -> Result<Args, String> {
             "--upkeep-off" => a.upkeep_off = true,
             "--capacity" => a.capacity = Some(num()? as usize),
             "--refill" => (a.throughput, a.refill) = (false, true),
+            "--tls" => (a.throughput, a.tls) = (false, true),
             "--help" | "-h" => {
                 println!("{HELP}");
                 std::process::exit(0);
@@ -129,6 +139,7 @@ const HELP: &str = "pg_bench [--rounds N] [--items N] [--pool-items N] [--upkeep
 pg_bench --refill [--rounds N] [--items N]                  fresh / drained-VACUUMed-refilled rounds (30)
 pg_bench --table-size [--live N] [--flow N] [--vacuum-after N]...
 pg_bench --all                                               throughput, then table size
+pg_bench --tls [--rounds N] [--items N] [--pool-items N]     plain text vs TLS (3 rounds)
 LEASEQ_PG_URL sets the server (default host=127.0.0.1 port=5432 user=postgres dbname=test)";
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -465,6 +476,44 @@ async fn sizes(url: &str, a: &Args) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `--tls`: the store and a pool, plain text and over TLS, per round and in medians.
+async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
+    use leaseq_suite::pg_tls_bench::{run_tls_rounds, urls};
+    println!("TLS: {} (load {})", urls(url).1, load());
+    let rounds = run_tls_rounds(
+        url,
+        TLS_SCHEMA,
+        a.rounds.unwrap_or(3),
+        a.items,
+        a.pool_items,
+    );
+    let rounds = rounds.await?;
+    println!(
+        "round | store plain | store TLS | TLS/plain | pool plain | pool TLS | TLS/plain \
+         | CPU us/item plain | TLS"
+    );
+    let row = |label: String, r: [f64; 8]| {
+        println!(
+            "{label:>6} | {:>10.0} | {:>9.0} | {:>9.3} | {:>10.0} | {:>8.0} | {:>9.3} | {:>6.1} | {:>6.1}",
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+        );
+    };
+    for (i, r) in rounds.iter().enumerate() {
+        let ratios = [r[1] / r[0], r[3] / r[2]];
+        row(
+            i.to_string(),
+            [r[0], r[1], ratios[0], r[2], r[3], ratios[1], r[4], r[5]],
+        );
+    }
+    let m = |k: usize| median(rounds.iter().map(|r| r[k]).collect());
+    let ratio = |a: usize, b: usize| median(rounds.iter().map(|r| r[a] / r[b]).collect());
+    row(
+        "median".into(),
+        [m(0), m(1), ratio(1, 0), m(2), m(3), ratio(3, 2), m(4), m(5)],
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
@@ -481,6 +530,9 @@ async fn main() -> ExitCode {
     }
     if r.is_ok() && a.refill {
         r = refill(&url, &a).await;
+    }
+    if r.is_ok() && a.tls {
+        r = tls(&url, &a).await;
     }
     if r.is_ok() && a.table_size {
         r = sizes(&url, &a).await;

@@ -44,6 +44,17 @@ pub enum PushError<T> {
         /// The codec's error.
         error: String,
     },
+    /// The item's encoded form (its codec's output) is larger than the queue's maximum item
+    /// size (a durable store's `max_item_size` option): nothing was stored, the item is
+    /// handed back. The in-memory store holds items, not bytes, and never says this.
+    TooLarge {
+        /// The item, handed back.
+        item: T,
+        /// Its encoded size in bytes.
+        size: usize,
+        /// The queue's maximum, in bytes.
+        max: usize,
+    },
     /// The store does not offer what the push asks for (the Postgres store has no unique
     /// keys, say).
     Unsupported {
@@ -83,6 +94,7 @@ impl<T> PushError<T> {
             | PushError::KeyTooLong { item, .. }
             | PushError::DuplicateKey { item, .. }
             | PushError::Encode { item, .. }
+            | PushError::TooLarge { item, .. }
             | PushError::Unsupported { item, .. }
             | PushError::Store { item, .. } => Some(item),
             PushError::Unconfirmed { .. } => None,
@@ -134,6 +146,9 @@ impl<T> fmt::Debug for PushError<T> {
                 write!(f, "DuplicateKey {{ existing: {existing:?}, .. }}")
             }
             PushError::Encode { error, .. } => write!(f, "Encode {{ error: {error:?}, .. }}"),
+            PushError::TooLarge { size, max, .. } => {
+                write!(f, "TooLarge {{ size: {size}, max: {max}, .. }}")
+            }
             PushError::Unsupported { what, .. } => {
                 write!(f, "Unsupported {{ what: {what:?}, .. }}")
             }
@@ -172,6 +187,11 @@ impl<T> fmt::Display for PushError<T> {
                     "the item could not be encoded ({error}); item handed back"
                 )
             }
+            PushError::TooLarge { size, max, .. } => write!(
+                f,
+                "the item encodes to {size} bytes, over the queue's maximum of {max}; \
+                 item handed back"
+            ),
             PushError::Unsupported { what, .. } => {
                 write!(f, "this store does not support {what}; item handed back")
             }

@@ -97,6 +97,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 fn start<T: Send + Sync + 'static>(shared: &Arc<Shared<T>>) -> mpsc::Sender<Job> {
     let (line, jobs) = mpsc::channel::<Job>();
     let config = shared.pg_config.clone();
+    let tls = shared.tls.clone();
     let _ = std::thread::Builder::new()
         .name("leaseq-pg-blocking".into())
         .spawn(move || {
@@ -106,7 +107,7 @@ fn start<T: Send + Sync + 'static>(shared: &Arc<Shared<T>>) -> mpsc::Sender<Job>
             else {
                 return;
             };
-            let pool = rt.block_on(async { crate::open::make_pool(&config, 1) });
+            let pool = rt.block_on(async { crate::open::make_pool(&config, &tls, 1) });
             while let Ok(job) = jobs.recv() {
                 job(&rt, &pool);
             }

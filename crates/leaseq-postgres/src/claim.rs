@@ -106,8 +106,7 @@ pub(crate) fn lease_of<T>(shared: &Shared<T>, row: &Row) -> Claimed<T> {
     let visible_us: i64 = row.get(4);
     let deadline_in: i64 = row.get(5);
     let expires_in: Option<i64> = row.get(6);
-    let payload: &[u8] = row.get(7);
-    let taken = match shared.codec.decode(payload) {
+    let taken = match decode_sized(shared, row, 7) {
         Ok(item) => {
             let attempt = u32::try_from(attempts).unwrap_or(0);
             let expires_at = expires_in.map(|us| shared.local_in(us));
@@ -135,8 +134,26 @@ pub(crate) fn lease_of<T>(shared: &Shared<T>, row: &Row) -> Claimed<T> {
     }
 }
 
-/// Claims up to `n` items with `client`: the leases in claim order, undecodable rows
-/// dead-lettered (reason `Undecodable`, the decode error kept).
+/// The item of a row read back with `sized_payload!` (payload at `at`, size after it):
+/// decoded, or why not: a payload over [`Options::max_item_size`](crate::Options) was not
+/// even loaded.
+pub(crate) fn decode_sized<T>(
+    shared: &Shared<T>,
+    row: &Row,
+    at: usize,
+) -> Result<T, leaseq_async::CodecError> {
+    match row.get::<_, Option<&[u8]>>(at) {
+        Some(payload) => shared.codec.decode(payload),
+        None => Err(leaseq_async::CodecError(format!(
+            "the item is {} bytes, over this queue's max_item_size of {}",
+            row.get::<_, Option<i64>>(at + 1).unwrap_or(-1),
+            shared.options.max_item_size
+        ))),
+    }
+}
+
+/// Claims up to `n` items with `client`: the leases in claim order, undecodable or
+/// oversized rows dead-lettered (reason `Undecodable`, the decode error or the sizes kept).
 pub(crate) async fn claim<T>(
     shared: &Shared<T>,
     client: &deadpool_postgres::Client,

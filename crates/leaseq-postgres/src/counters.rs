@@ -38,6 +38,8 @@ pub(crate) struct Counters {
     pub(crate) vacuums: AtomicU64,
     /// Indexes of the items table this process rebuilt.
     pub(crate) reindexes: AtomicU64,
+    /// The upkeep found it may not maintain the table and said so (once per process).
+    pub(crate) upkeep_refused: std::sync::atomic::AtomicBool,
     /// The row counts of the queue as last read.
     pub(crate) gauges: Mutex<Gauges>,
 }

@@ -11,8 +11,12 @@ use leaseq_core::{ConfigError, ReceiptError};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum OpenError {
-    /// The connection string could not be parsed.
+    /// The connection string could not be parsed (by `tokio-postgres`: an unknown key, named,
+    /// or an invalid value, never quoted).
     BadUrl(tokio_postgres::Error),
+    /// The connection string could not be read: its syntax, or an invalid `sslmode`
+    /// (the message never quotes a value of the string, which may hold a password).
+    BadConnectionString(String),
     /// The server could not be reached, or refused the connection.
     Connect(String),
     /// A statement failed (permissions, a broken connection, ...).
@@ -35,12 +39,26 @@ pub enum OpenError {
     Unsupported(&'static str),
     /// No tokio runtime was given and the open was not called inside one.
     NoRuntime,
+    /// `sslmode` is `require`, `verify-ca` or `verify-full` but the server does not offer
+    /// TLS (its `ssl` setting is off).
+    ServerWithoutTls,
+    /// The server's certificate is not trusted: not signed by a root of `sslrootcert` (or
+    /// of the platform's store), expired, or otherwise invalid (`verify-ca`,
+    /// `verify-full`, or any mode with `sslrootcert`). The reason, in words.
+    UntrustedCertificate(String),
+    /// The server's certificate is trusted but not issued for the host connected to
+    /// (`verify-full`): connect by the name the certificate carries. The reason, in words.
+    NameMismatch(String),
+    /// Another TLS failure: the handshake (no common protocol, an alert from the server),
+    /// or the TLS settings (an unreadable `sslrootcert`, `sslcert` or `sslkey`). In words.
+    Tls(String),
 }
 
 impl fmt::Display for OpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OpenError::BadUrl(e) => write!(f, "bad connection string: {e}"),
+            OpenError::BadConnectionString(e) => write!(f, "bad connection string: {e}"),
             OpenError::Connect(e) => write!(f, "cannot connect to PostgreSQL: {e}"),
             OpenError::Db(e) => write!(f, "database error: {e}"),
             OpenError::SchemaTooNew { found, supported } => write!(
@@ -61,6 +79,21 @@ impl fmt::Display for OpenError {
             OpenError::NoRuntime => {
                 f.write_str("no tokio runtime: open inside one, or give the builder a TokioRuntime")
             }
+            OpenError::ServerWithoutTls => f.write_str(
+                "the server does not offer TLS but sslmode requires it: turn ssl on at the \
+                 server, or lower sslmode",
+            ),
+            OpenError::UntrustedCertificate(e) => write!(
+                f,
+                "the server's certificate is not trusted ({e}): check sslrootcert names the \
+                 CA that signed it"
+            ),
+            OpenError::NameMismatch(e) => write!(
+                f,
+                "the server's certificate is not for this host name ({e}): connect by a name \
+                 it carries, or use sslmode=verify-ca"
+            ),
+            OpenError::Tls(e) => write!(f, "TLS failed: {e}"),
         }
     }
 }

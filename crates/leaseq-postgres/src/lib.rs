@@ -120,6 +120,56 @@
 //! connections get; a test checks it on a fresh table and after a `VACUUM ANALYZE` of a
 //! drained queue refilled (BENCHMARKS.md, round 3: no collapse in 30 such rounds).
 //!
+//! # TLS
+//!
+//! Every connection the store makes (its pool, its notification listener, the
+//! `try_receive` thread's) follows the connection string's `sslmode`, as libpq does:
+//! `disable`; `prefer` (the default: TLS if the server offers it, certificate not checked);
+//! `require` (TLS or nothing, certificate not checked); `verify-ca` (the chain checked
+//! against the trusted roots, not the host name); `verify-full` (both). `sslrootcert` names
+//! the trusted roots (a PEM file; `system`: the platform's store; absent:
+//! `~/.postgresql/root.crt` if present, else the platform's store); with `sslrootcert`,
+//! `prefer` and `require` check the chain too (libpq's rule). `sslcert` and `sslkey`
+//! give a client certificate. Both forms take them:
+//!
+//! ```text
+//! host=db.example.com user=app dbname=app sslmode=verify-full sslrootcert=/etc/ssl/db-ca.pem
+//! postgresql://app@db.example.com/app?sslmode=verify-full&sslrootcert=%2Fetc%2Fssl%2Fdb-ca.pem
+//! ```
+//!
+//! A refusal says what failed: [`OpenError::ServerWithoutTls`],
+//! [`OpenError::UntrustedCertificate`], [`OpenError::NameMismatch`], [`OpenError::Tls`].
+//! The stack is rustls (its `ring` provider) through `tokio-postgres-rustls`.
+//! [`Postgres::config`] takes a parsed `tokio_postgres::Config`, which knows `disable`, `prefer`
+//! and `require` only (not checking the certificate): use [`Postgres::url`] to verify. No error,
+//! `Debug` or trace of the store shows the connection string's password.
+//!
+//! # Least privilege
+//!
+//! Two roles: one that migrates (owns the schema), and the workers', which needs no DDL and
+//! owns nothing. [`open`] migrates only a schema that is missing or older: on a current
+//! one it reads the version and changes nothing, so a worker role opens it.
+//!
+//! ```sql
+//! -- Once, as an administrator:
+//! CREATE ROLE leaseq_migrator LOGIN;
+//! GRANT CREATE ON DATABASE app TO leaseq_migrator;  -- to create the schema
+//! CREATE ROLE leaseq_worker LOGIN;
+//! -- As leaseq_migrator, at each upgrade: leaseq_postgres::migrate (or one `open`).
+//! -- Then, as leaseq_migrator (the owner), the worker's grants (WORKER_GRANTS):
+//! GRANT USAGE ON SCHEMA "leaseq" TO "leaseq_worker";
+//! GRANT SELECT ON "leaseq".leaseq_meta TO "leaseq_worker";
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks TO "leaseq_worker";
+//! GRANT USAGE ON SEQUENCE "leaseq".instances TO "leaseq_worker";
+//! ```
+//!
+//! A migration that adds a table grants it too (re-run [`WORKER_GRANTS`] after each
+//! upgrade). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
+//! needs the table's owner, or `MAINTAIN` on it from PostgreSQL 17
+//! (`GRANT MAINTAIN ON "leaseq".items TO "leaseq_worker"`): without it the worker's store
+//! skips them, leaves the table to autovacuum (tuned per table by the migration) and says
+//! so once ([`PgStore::last_error`], and a `tracing` warning).
+//!
 //! # Features
 //!
 //! `serde` (default): [`PostcardCodec`]. `tracing`: a warning for each database error a
@@ -127,6 +177,11 @@
 //!
 //! # What differs from the in-memory queue
 //!
+//! - **Item size**: an item whose encoded form is over [`Options::max_item_size`]
+//!   (default 256 KiB) is refused with `PushError::TooLarge`, the item handed back; a
+//!   larger row read back is dead-lettered (`Undecodable`, the sizes in its error) without
+//!   being loaded. The in-memory queue has no byte limit: it holds items, not bytes (its
+//!   bound is a capacity in items).
 //! - **Unique keys** (`Push::key`, `replace_pending`): a keyed push is inserted at once,
 //!   not by the writer, on a helper thread (the caller's thread blocked for one
 //!   transaction: `try_push` must say whether the key is held), so it is not ordered after
@@ -174,6 +229,7 @@ mod blocking;
 mod capacity;
 mod claim;
 mod claimer;
+mod conninfo;
 mod counters;
 mod drive;
 mod error;
@@ -196,16 +252,17 @@ mod settle;
 mod settler;
 mod sql;
 mod store;
+mod tls;
 mod upkeep;
 mod writer;
 
 pub use admin::Upkeep;
 pub use error::{DbError, OpenError, TxAckError};
 pub use open::MAX_QUEUE_NAME;
-pub use options::Options;
+pub use options::{Options, DEFAULT_MAX_ITEM_SIZE};
 pub use postgres::Postgres;
 pub use receive::PgWaiting;
-pub use schema::{migrate, schema_version, SCHEMA_VERSION};
+pub use schema::{migrate, schema_version, SCHEMA_VERSION, WORKER_GRANTS};
 pub use store::{PgStore, PgTicket};
 
 #[cfg(feature = "serde")]

@@ -6,15 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+
+use crate::tls::MakeRustlsConnect;
 
 use crate::store::Shared;
 
 /// Listens until the store is gone, reconnecting after failures.
-pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>, config: tokio_postgres::Config) {
+pub(crate) async fn run<T: Send + 'static>(
+    shared: Arc<Shared<T>>,
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+) {
     let mut backoff = Duration::from_millis(50);
     while !shared.is_stopped() {
-        match listen_once(&shared, &config).await {
+        match listen_once(&shared, &config, &tls).await {
             Ok(()) => backoff = Duration::from_millis(50),
             Err(e) => shared.failed("listen", e),
         }
@@ -28,8 +34,15 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>, config: tokio
     }
 }
 
-async fn listen_once<T>(shared: &Shared<T>, config: &tokio_postgres::Config) -> Result<(), String> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| e.to_string())?;
+async fn listen_once<T>(
+    shared: &Shared<T>,
+    config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
+) -> Result<(), String> {
+    let (client, mut connection) = config
+        .connect(tls.clone())
+        .await
+        .map_err(|e| e.to_string())?;
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
     let statement = format!("LISTEN \"{}\"", shared.sql.channel);
     let listen = client.batch_execute(&statement);

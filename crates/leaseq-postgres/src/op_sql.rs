@@ -48,7 +48,7 @@ pub(crate) struct OpSql {
 
 impl OpSql {
     /// The statements of `schema`.
-    pub(crate) fn new(schema: &str) -> OpSql {
+    pub(crate) fn new(schema: &str, max_item: usize) -> OpSql {
         let s = format!("\"{schema}\"");
         let f = |q: &str| q.replace("{s}", &s);
         OpSql {
@@ -67,9 +67,13 @@ impl OpSql {
                 until!("dead_at"),
                 ", ",
                 until!("expires_at"),
-                ", payload FROM {s}.items WHERE queue = $1 AND state = 2 AND id > $2
+                // An item over the size limit is not loaded: NULL and its size.
+                ", CASE WHEN octet_length(payload) <= {max_item} THEN payload END,
+                   octet_length(payload)::bigint
+                 FROM {s}.items WHERE queue = $1 AND state = 2 AND id > $2
                  ORDER BY id LIMIT $3"
-            )),
+            ))
+            .replace("{max_item}", &max_item.to_string()),
             // The fencing token moves on: the lease that ended in the dead letters stays
             // stale (its late ack or dead letter must not settle the redriven item). A key
             // a live row holds makes it fail with a unique violation (`items_key`).

@@ -11,7 +11,6 @@ use leaseq_async::{Codec, LeaseQueue, DEFAULT_MAX_LEASE};
 use leaseq_core::{Config, RetryPolicy};
 use leaseq_tokio::TokioRuntime;
 use parking_lot::Mutex;
-use tokio_postgres::NoTls;
 
 use crate::claim::ClaimBoard;
 use crate::counters::Counters;
@@ -27,11 +26,15 @@ use crate::PgQueue;
 /// The longest queue name, in bytes.
 pub const MAX_QUEUE_NAME: usize = 200;
 
-/// A connection pool for `config`.
-pub(crate) fn make_pool(config: &tokio_postgres::Config, size: usize) -> Pool {
+/// A connection pool for `config`, over `tls` as its `sslmode` says.
+pub(crate) fn make_pool(
+    config: &tokio_postgres::Config,
+    tls: &crate::tls::MakeRustlsConnect,
+    size: usize,
+) -> Pool {
     let manager = Manager::from_config(
         config.clone(),
-        NoTls,
+        tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -77,6 +80,11 @@ where
         return Err(OpenError::InvalidName(options.schema.clone()));
     }
     pg_config.connect_timeout(options.connect_timeout);
+    let tls_params = options
+        .tls
+        .clone()
+        .unwrap_or_else(|| crate::tls::params_of(&pg_config));
+    let tls = crate::tls::connector(&tls_params)?;
     let listen_config = pg_config.clone();
     // The store's own sessions plan for what its statements are: index scans in index
     // order under a LIMIT, by id for settles. Statistics can say otherwise for a while (a
@@ -92,13 +100,13 @@ where
         _ => session.to_string(),
     };
     pg_config.options(&merged);
-    let pool = make_pool(&pg_config, options.pool_size);
+    let pool = make_pool(&pg_config, &tls, options.pool_size);
     let mut client = pool
         .get()
         .await
-        .map_err(|e| OpenError::Connect(e.to_string()))?;
+        .map_err(|e| crate::tls::connect_error(&e))?;
     schema::migrate(&mut client, &options.schema).await?;
-    let sql = Sql::new(&options.schema, options.max_claim);
+    let sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();
     // A bounded queue starts from a count of its live rows (`capacity.rs`).
@@ -138,13 +146,14 @@ where
         empty: Event::new(),
         stats_wanted: AtomicBool::new(true),
         pg_config: pg_config.clone(),
+        tls: tls.clone(),
         last_error: Mutex::new(None),
     });
     let handle = rt.handle();
     handle.spawn(crate::writer::run(shared.clone()));
     handle.spawn(crate::claimer::run(shared.clone()));
     handle.spawn(crate::settler::run(shared.clone()));
-    handle.spawn(crate::listen::run(shared.clone(), listen_config));
+    handle.spawn(crate::listen::run(shared.clone(), listen_config, tls));
     let store = Arc::new(PgStore {
         shared,
         handles: AtomicUsize::new(1),

@@ -106,7 +106,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     .and_then(Reason::from_code)
                     .unwrap_or(Reason::Rejected);
                 let mut letter = DeadLetter::new(
-                    shared.codec.decode(r.get::<_, &[u8]>(8)),
+                    crate::claim::decode_sized(shared, r, 8),
                     MessageId::new(r.get::<_, i64>(0) as u64),
                     u32::try_from(r.get::<_, i32>(1)).unwrap_or(0),
                     reason,

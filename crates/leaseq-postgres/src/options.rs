@@ -73,7 +73,24 @@ pub struct Options {
     /// (not done if it was never sent; the lease then runs out and the item comes back).
     /// Healthy statements are never timed out, however slow. Default: 30 s.
     pub commit_timeout: Duration,
+    /// The largest item accepted, in bytes of its encoded form (the codec's output): a
+    /// larger push is refused with [`PushError::TooLarge`](leaseq_async::PushError::TooLarge),
+    /// the item handed back and nothing stored. A row read back larger than this (written
+    /// by a process with a higher limit, or by hand) is never loaded: a claim dead-letters
+    /// it (reason `Undecodable`, the sizes in its error) and the dead-letter listing shows
+    /// its item as a decode error. Default 256 KiB: SQS's limit for years (1 MiB since
+    /// 2025; Pub/Sub's is 10 MB), and it keeps one claim's reply within
+    /// [`max_claim`](Self::max_claim) x 256 KiB (64 MiB at the default); large payloads
+    /// belong in object storage, the queue carrying their key.
+    pub max_item_size: usize,
+    /// The TLS parameters [`open`](crate::open) read from its connection string (which
+    /// `tokio-postgres`'s configuration cannot carry); `None`: from the configuration's
+    /// `sslmode` ([`open_with`](crate::open_with)).
+    pub(crate) tls: Option<crate::conninfo::TlsParams>,
 }
+
+/// The default [`Options::max_item_size`]: 256 KiB.
+pub const DEFAULT_MAX_ITEM_SIZE: usize = 256 * 1024;
 
 impl Default for Options {
     fn default() -> Self {
@@ -94,6 +111,8 @@ impl Default for Options {
             vacuum_after_rows: 5_000,
             rebuild_bloated_indexes: true,
             commit_timeout: Duration::from_secs(30),
+            max_item_size: DEFAULT_MAX_ITEM_SIZE,
+            tls: None,
         }
     }
 }
@@ -176,6 +195,11 @@ impl Options {
     /// Sets [`commit_timeout`](Self::commit_timeout).
     pub fn commit_timeout(mut self, d: Duration) -> Self {
         self.commit_timeout = d;
+        self
+    }
+    /// Sets [`max_item_size`](Self::max_item_size) (at least 1).
+    pub fn max_item_size(mut self, bytes: usize) -> Self {
+        self.max_item_size = bytes.max(1);
         self
     }
     /// Sets [`rebuild_bloated_indexes`](Self::rebuild_bloated_indexes).

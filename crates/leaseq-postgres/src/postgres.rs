@@ -58,7 +58,9 @@ impl Postgres {
         }
     }
 
-    /// The server of a parsed connection config (TLS is not offered: `NoTls`).
+    /// The server of a parsed connection config. Its `sslmode` is tokio-postgres's
+    /// (`disable`, `prefer`, `require`: encrypted, the certificate not verified); for
+    /// `verify-ca` / `verify-full` and `sslrootcert`, use [`url`](Self::url).
     pub fn config(config: tokio_postgres::Config) -> Self {
         Postgres {
             server: Server::Config(Box::new(config)),
@@ -83,15 +85,21 @@ where
 
     async fn open(self, settings: QueueSettings<TokioRuntime, C>) -> Result<PgQueue<T>, OpenError> {
         {
+            let mut options = self.options;
             let pg_config = match self.server {
-                Server::Url(url) => url.parse().map_err(OpenError::BadUrl)?,
+                Server::Url(url) => {
+                    // The TLS keys (`sslmode`, `sslrootcert`, ...) are read here, before
+                    // tokio-postgres parses the rest.
+                    let (pg_config, tls) = crate::tls::parse(&url)?;
+                    options.tls = Some(tls);
+                    pg_config
+                }
                 Server::Config(config) => *config,
             };
             let name = settings.name;
             if name.is_empty() || name.len() > MAX_QUEUE_NAME {
                 return Err(OpenError::InvalidName(name.to_string()));
             }
-            let mut options = self.options;
             if let Some(every) = settings.heartbeat_every {
                 options.heartbeat_every = Some(every);
             }

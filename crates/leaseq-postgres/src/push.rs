@@ -45,6 +45,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 })
             }
         };
+        if payload.len() > shared.options.max_item_size {
+            let (size, max) = (payload.len(), shared.options.max_item_size);
+            return Err(PushError::TooLarge { item, size, max });
+        }
         let mut buf = shared.pushes.lock();
         let no_room = crate::capacity::full(shared, buf.live, buf.rows.len());
         if buf.rows.len() >= shared.options.max_pending_pushes || no_room {
@@ -188,7 +192,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 if state == 1 && !leased {
                     return Ok(Err(CancelError::InFlight(id)));
                 }
-                let Ok(item) = shared.codec.decode(row.get::<_, &[u8]>(1)) else {
+                // An item over the size limit is not even loaded (nor one that does not decode).
+                let Ok(item) = crate::claim::decode_sized(shared, &row, 1) else {
                     return Ok(Err(CancelError::NotFound(id)));
                 };
                 tx.execute(&shared.sql.cancel, &[&(id.get() as i64)])

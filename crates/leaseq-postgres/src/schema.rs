@@ -83,6 +83,17 @@ const REASON_NAMES: &str = r#"
         WHERE i.state = 2;
     "#;
 
+/// The grants a worker role needs on a schema another role migrated: `{schema}` and
+/// `{role}` to fill in (quoted here, so any valid names do). Reads the version, uses the
+/// instance sequence, and reads and writes the two tables; no DDL, no ownership. The upkeep
+/// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
+/// without it the store leaves the table to autovacuum and says so once. The crate docs,
+/// "Least privilege", show the whole setup.
+pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
+GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks TO "{role}";
+GRANT USAGE ON SEQUENCE "{schema}".instances TO "{role}";"#;
+
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,
 /// not starting with a digit, at most 63 bytes (so it never needs escaping).
 pub(crate) fn valid_schema(name: &str) -> bool {
@@ -118,10 +129,15 @@ pub async fn schema_version(client: &Client, schema: &str) -> Result<Option<i64>
 }
 
 /// Brings `schema` to [`SCHEMA_VERSION`], in one transaction under an advisory lock (so
-/// processes starting together migrate once); refuses a newer version untouched.
+/// processes starting together migrate once); refuses a newer version untouched. A schema
+/// already current is only read (no DDL, no lock): a worker role without the rights to
+/// create or alter anything opens it (crate docs, "Least privilege").
 pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError> {
     if !valid_schema(schema) {
         return Err(OpenError::InvalidName(schema.to_string()));
+    }
+    if schema_version(client, schema).await? == Some(SCHEMA_VERSION) {
+        return Ok(());
     }
     let tx = client.transaction().await?;
     tx.execute(

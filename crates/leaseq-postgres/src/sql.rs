@@ -13,6 +13,15 @@ macro_rules! until {
     };
 }
 
+/// The payload if it is at most `{max_item}` bytes (else NULL: never loaded), then its size:
+/// the last two columns of a statement that reads items back.
+macro_rules! sized_payload {
+    () => {
+        "CASE WHEN octet_length(payload) <= {max_item} THEN payload END, \
+         octet_length(payload)::bigint"
+    };
+}
+
 /// The statements of one schema.
 #[derive(Debug)]
 pub(crate) struct Sql {
@@ -53,7 +62,7 @@ impl Sql {
     /// an index scan on those ids whichever way round the planner joins. Without it, a
     /// plan made while the statistics said the table was empty scanned the whole primary
     /// key once per ack, the function scan inside (20 to 300 ms per ack of 16, measured).
-    pub(crate) fn new(schema: &str, max_claim: usize) -> Sql {
+    pub(crate) fn new(schema: &str, max_claim: usize, max_item: usize) -> Sql {
         let s = format!("\"{schema}\"");
         let f = |q: &str| q.replace("{s}", &s);
         let mut sql = Sql {
@@ -123,9 +132,11 @@ impl Sql {
                 until!("deadline"),
                 ", ",
                 until!("expires_at"),
-                ", payload"
+                ", ",
+                sized_payload!()
             ))
-            .replace("{max_claim}", &max_claim.max(1).to_string()),
+            .replace("{max_claim}", &max_claim.max(1).to_string())
+            .replace("{max_item}", &max_item.to_string()),
             // The soonest a waiting item of $1 becomes visible: one index probe per level.
             next_visible: f(concat!(
                 "SELECT ",
@@ -232,9 +243,14 @@ impl Sql {
                    count(*) FILTER (WHERE state = 2)
                  FROM {s}.items WHERE queue = $1"),
             // $1 queue, $2 id: the row to cancel, locked.
-            cancel_read: f("SELECT state, payload FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"),
+            cancel_read: f(concat!(
+                "SELECT state, ",
+                sized_payload!(),
+                " FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"
+            ))
+            .replace("{max_item}", &max_item.to_string()),
             cancel: f("DELETE FROM {s}.items WHERE id = $1"),
-            op: crate::op_sql::OpSql::new(schema),
+            op: crate::op_sql::OpSql::new(schema, max_item),
             // INDEX_CLEANUP ON: never skip the indexes (see upkeep.rs). TRUNCATE OFF: a
             // queue's table keeps emptying and refilling its last pages, and the truncation
             // waits up to 5 s for an exclusive lock it rarely gets (and stalls every claim

@@ -88,6 +88,8 @@ pub(crate) struct Shared<T: 'static> {
     pub(crate) stats_wanted: AtomicBool,
     /// How to connect (the listener and `try_take`'s thread make their own connections).
     pub(crate) pg_config: tokio_postgres::Config,
+    /// The TLS connector of every connection (`tls.rs`).
+    pub(crate) tls: crate::tls::MakeRustlsConnect,
     /// The last database error a background task met (it retries), for operators.
     pub(crate) last_error: Mutex<Option<String>>,
 }

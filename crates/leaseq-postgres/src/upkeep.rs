@@ -122,8 +122,25 @@ pub(crate) async fn upkeep_now<T>(shared: &Shared<T>, client: &Client) -> Result
 
 /// The watermarks of writers gone for 30 days forgotten, `VACUUM` (with `ANALYZE` one time
 /// in [`ANALYZE_EVERY`]), then the rebuild of bloated indexes (if the options allow it).
+/// A role that may not maintain the table (a worker role: see the crate docs, "Least
+/// privilege") forgets the watermarks only, and the store says so once (a warning and
+/// [`PgStore::last_error`](crate::PgStore::last_error)); autovacuum keeps the table.
 async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
     client.execute(&shared.sql.forget_marks, &[]).await?;
+    if !may_maintain(shared, client).await? {
+        if !shared.counters.upkeep_refused.swap(true, Ordering::AcqRel) {
+            shared.failed(
+                "upkeep",
+                format!(
+                    "the role is not the owner of {}.items (nor has MAINTAIN): its VACUUM, \
+                     ANALYZE and index rebuilds are skipped, left to autovacuum and the \
+                     owner (said once)",
+                    shared.options.schema
+                ),
+            );
+        }
+        return Ok(());
+    }
     let done = shared.counters.vacuums.load(Ordering::Relaxed);
     let sql = if done % ANALYZE_EVERY == 0 {
         &shared.sql.vacuum_analyze
@@ -136,6 +153,22 @@ async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
         rebuild_bloated(shared, client).await?;
     }
     Ok(())
+}
+
+/// Whether this session's role may `VACUUM`, `ANALYZE` and `REINDEX` the items table: its
+/// owner (or a member of the owner's role, or a superuser), or, from PostgreSQL 17, a role
+/// granted `MAINTAIN` on it.
+async fn may_maintain<T>(shared: &Shared<T>, client: &Client) -> Result<bool, Error> {
+    let row = client
+        .query_one(
+            "SELECT pg_has_role(c.relowner, 'USAGE')
+                    OR CASE WHEN current_setting('server_version_num')::int >= 170000
+                            THEN has_table_privilege(c.oid, 'MAINTAIN') ELSE false END
+             FROM pg_class c WHERE c.oid = format('%I.items', $1::text)::regclass",
+            &[&shared.options.schema],
+        )
+        .await?;
+    Ok(row.get(0))
 }
 
 /// Rebuilds each index of the items table that takes more than [`REBUILD_FACTOR`] times

@@ -142,6 +142,16 @@
 //! each open (the file keeps items, not history): items and dead letters reloaded at open
 //! are counted in `restored` and `restored_dead`, not as pushed.
 //!
+//! # Size and files
+//!
+//! An item whose encoded form is over [`Options::max_item_size`] (default 256 KiB) is
+//! refused with `PushError::TooLarge`, the item handed back, nothing journaled; a file
+//! holding a larger one (written under a higher limit) is refused at open, naming the row,
+//! without reading it (items are held decoded in memory and a dead letter holds its item,
+//! so an unread row cannot become one). A new queue's files (the database, `-wal`, `-shm`,
+//! `-lock`) are created readable and writable by the owner only ([`Options::file_mode`],
+//! default `0o600`, on Unix).
+//!
 //! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -169,7 +179,7 @@ pub use commit_error::{CommitError, CommitErrorKind};
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
 pub use open_error::OpenError;
-pub use options::{Durability, Options};
+pub use options::{Durability, Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::SqliteWaiting;
 pub use sqlite::Sqlite;
 pub use store::{SqliteStore, SqliteTicket};

@@ -57,17 +57,20 @@ impl OwnerLock {
     }
 
     /// Takes the lock of the queue file at `path`, or says who holds it; waits up to
-    /// `wait` for a closing owner of this process.
+    /// `wait` for a closing owner of this process. A new lock file gets `mode`
+    /// ([`Options::file_mode`](crate::Options::file_mode)).
     #[cfg(unix)]
-    pub(crate) fn take(path: &Path, wait: Duration) -> Result<OwnerLock, OpenError> {
+    pub(crate) fn take(path: &Path, wait: Duration, mode: u32) -> Result<OwnerLock, OpenError> {
         use rustix::fs::{flock, FlockOperation};
         use std::io::ErrorKind;
+        use std::os::unix::fs::OpenOptionsExt;
         let lock = lock_path(path);
         let file = match std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(mode)
             .open(&lock)
         {
             Ok(f) => f,
@@ -111,7 +114,7 @@ impl OwnerLock {
 
     /// No owner lock on this system.
     #[cfg(not(unix))]
-    pub(crate) fn take(path: &Path, _wait: Duration) -> Result<OwnerLock, OpenError> {
+    pub(crate) fn take(path: &Path, _wait: Duration, _mode: u32) -> Result<OwnerLock, OpenError> {
         Ok(OwnerLock {
             file: None,
             key: lock_path(path),

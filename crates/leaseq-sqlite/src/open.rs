@@ -49,8 +49,17 @@ where
         ..
     } = settings;
     // A closing owner of this process gets as long as its flush may take.
-    let lock = OwnerLock::take(path, options.commit_timeout + options.busy_timeout)?;
+    let lock = OwnerLock::take(
+        path,
+        options.commit_timeout + options.busy_timeout,
+        options.file_mode,
+    )?;
     let existed = check(path, options.busy_timeout)?;
+    if !existed {
+        // Created here with its mode: SQLite gives the WAL and shared-memory files the
+        // mode of the database file.
+        create_file(path, options.file_mode)?;
+    }
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(options.busy_timeout)?;
     if conn.is_readonly(MAIN_DB)? {
@@ -71,7 +80,7 @@ where
 
     // Everything is read before anything is written.
     let fixes = if existed {
-        let fixes = restore_rows(&conn, &mut core, &codec, now, offset)?;
+        let fixes = restore_rows(&conn, &mut core, &codec, now, offset, options.max_item_size)?;
         core.reserve_ids_below(MessageId::new(next_id(&conn)?));
         fixes
     } else {
@@ -101,8 +110,26 @@ where
         journal,
         offset,
         handles: AtomicUsize::new(1),
+        max_item_size: options.max_item_size,
     });
     Ok(LeaseQueue::start(store))
+}
+
+/// Creates the (empty) database file with `mode` (Unix; elsewhere the system's default).
+fn create_file(path: &Path, mode: u32) -> Result<(), OpenError> {
+    let mut new = std::fs::OpenOptions::new();
+    new.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut new, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    match new.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(OpenError::read_only(path, e))
+        }
+        Err(e) => Err(OpenError::Io(e)),
+    }
 }
 
 fn create_schema(conn: &Connection) -> rusqlite::Result<()> {

@@ -16,6 +16,9 @@ pub enum Durability {
     PowerLoss,
 }
 
+/// The default [`Options::max_item_size`]: 256 KiB.
+pub const DEFAULT_MAX_ITEM_SIZE: usize = 256 * 1024;
+
 /// Settings of a queue file beyond what every store shares (the core config, name,
 /// runtime, codec and heartbeat period are the [`QueueBuilder`](leaseq_async::QueueBuilder)'s):
 /// `Options::new().durability(Durability::PowerLoss)`, given to
@@ -27,6 +30,8 @@ pub struct Options {
     pub(crate) wal_autocheckpoint: u32,
     pub(crate) commit_timeout: Duration,
     pub(crate) busy_timeout: Duration,
+    pub(crate) max_item_size: usize,
+    pub(crate) file_mode: u32,
 }
 
 impl Default for Options {
@@ -36,6 +41,8 @@ impl Default for Options {
             wal_autocheckpoint: 1000,
             commit_timeout: Duration::from_secs(30),
             busy_timeout: Duration::from_secs(5),
+            max_item_size: DEFAULT_MAX_ITEM_SIZE,
+            file_mode: 0o600,
         }
     }
 }
@@ -75,6 +82,30 @@ impl Options {
     /// SQLite connection before it counts as failed (SQLite's busy timeout). Default: 5 s.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// The largest item accepted, in bytes of its encoded form (the codec's output): a
+    /// larger push is refused with [`PushError::TooLarge`](leaseq_async::PushError::TooLarge),
+    /// the item handed back and nothing stored. A file holding a larger item (written under
+    /// a higher limit) is refused at open with [`OpenError::BadRow`](crate::OpenError)
+    /// naming it, without reading it: every item of a queue file is held decoded in memory,
+    /// and a dead letter holds its item, so one that is not read cannot be a dead letter
+    /// (raise the limit to open the file). Default 256 KiB ([`DEFAULT_MAX_ITEM_SIZE`]), as
+    /// the Postgres store's (SQS's limit for years; Pub/Sub's is 10 MB): a queue file is
+    /// restored into memory whole.
+    pub fn max_item_size(mut self, bytes: usize) -> Self {
+        self.max_item_size = bytes;
+        self
+    }
+
+    /// The permissions of the files a new queue creates (Unix): the database, its `-wal`
+    /// and `-shm` (SQLite gives them the database's mode) and its `-lock`, less the
+    /// process's umask. Existing files keep theirs. Default `0o600`: readable and writable
+    /// by the owner only (items may hold personal data or credentials); `0o640` lets the
+    /// owner's group read a copy, say. Ignored elsewhere than Unix.
+    pub fn file_mode(mut self, mode: u32) -> Self {
+        self.file_mode = mode;
         self
     }
 }

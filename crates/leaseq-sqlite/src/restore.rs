@@ -39,9 +39,19 @@ fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
             why: "a negative id".into(),
         });
     }
+    let size: i64 = row.get(12).map_err(bad)?;
+    let Some(payload) = row.get::<_, Option<Vec<u8>>>(1).map_err(bad)? else {
+        return Err(OpenError::BadRow {
+            row: format!("item {id}"),
+            why: format!(
+                "its item is {size} bytes, over Options::max_item_size: raise it to open \
+                 this file"
+            ),
+        });
+    };
     Ok(Row {
         id: id as u64,
-        payload: row.get(1).map_err(bad)?,
+        payload,
         attempts: row.get(2).map_err(bad)?,
         visible_at: row.get(3).map_err(bad)?,
         expires_at: row.get(4).map_err(bad)?,
@@ -83,6 +93,7 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     codec: &C,
     now: Timestamp,
     offset: i128,
+    max_item: usize,
 ) -> Result<Vec<Op>, OpenError> {
     let max_attempts = core.config().max_attempts();
     let from_disk = |t: i64| -> Timestamp {
@@ -91,10 +102,12 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     };
     let mut fixes = Vec::new();
     let mut st = conn.prepare(
-        "SELECT id, payload, attempts, visible_at, expires_at, priority, key, leased, \
-         last_error, dead, reason, dead_at FROM items ORDER BY id",
+        "SELECT id, CASE WHEN length(payload) <= ?1 THEN payload END, attempts, visible_at, \
+         expires_at, priority, key, leased, last_error, dead, reason, dead_at, \
+         length(payload) FROM items ORDER BY id",
     )?;
-    let mut rows = st.query([])?;
+    // An item over the limit is never read (see `Options::max_item_size`).
+    let mut rows = st.query([i64::try_from(max_item).unwrap_or(i64::MAX)])?;
     while let Some(row) = rows.next()? {
         let r = read_row(row)?;
         let id = r.id;

@@ -86,6 +86,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
                 })
             }
         };
+        if payload.len() > self.max_item_size {
+            let (size, max) = (payload.len(), self.max_item_size);
+            return Err(PushError::TooLarge { item, size, max });
+        }
         let (delay, ttl, options) = push.parts();
         let timed = !delay.is_zero() || ttl.is_some();
         let now = if timed {

@@ -37,6 +37,8 @@ pub struct SqliteStore<T, R, C> {
     /// Live queue handles (clones and streams; deliveries do not count), as the memory
     /// store counts them: the last one's drop flushes.
     pub(crate) handles: AtomicUsize,
+    /// [`Options::max_item_size`](crate::Options::max_item_size).
+    pub(crate) max_item_size: usize,
 }
 
 impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {

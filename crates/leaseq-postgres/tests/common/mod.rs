@@ -22,7 +22,7 @@ pub fn server() -> Option<String> {
         .build()
         .expect("runtime");
     let reached = rt.block_on(async {
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+        let mut config: tokio_postgres::Config = plain(&url).parse().map_err(|e| format!("{e}"))?;
         config.connect_timeout(std::time::Duration::from_secs(3));
         let (client, conn) = config
             .connect(tokio_postgres::NoTls)
@@ -52,6 +52,21 @@ pub fn server() -> Option<String> {
             None
         }
     }
+}
+
+/// `url` (key/value form) without its TLS keys, which `tokio-postgres` does not parse
+/// (`verify-full`, `sslrootcert`): for the tests' own plain connections behind the store's
+/// back (the server's `host` lines take them with or without TLS). The store gets the whole
+/// string, so `LEASEQ_PG_URL` may ask for TLS (as `.ci/run`'s TLS step does).
+pub fn plain(url: &str) -> String {
+    url.split_whitespace()
+        .filter(|kv| {
+            !["sslmode=", "sslrootcert=", "sslcert=", "sslkey="]
+                .iter()
+                .any(|k| kv.starts_with(k))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A queue name no other test (or earlier run) uses.
@@ -143,7 +158,7 @@ pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// A plain client on the server, to read and write rows behind the store's back.
 pub async fn sql(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+    let (client, conn) = tokio_postgres::connect(&plain(url), tokio_postgres::NoTls)
         .await
         .expect("connect");
     tokio::spawn(conn);

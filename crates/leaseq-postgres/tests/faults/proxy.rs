@@ -125,6 +125,9 @@ impl Proxy {
     pub(crate) fn config(&self, direct: &tokio_postgres::Config) -> tokio_postgres::Config {
         let mut via = tokio_postgres::Config::new();
         via.host("127.0.0.1").port(self.port);
+        // The proxy reads the protocol's messages: no TLS through it (the store's default,
+        // `prefer`, would encrypt when the server offers TLS).
+        via.ssl_mode(tokio_postgres::config::SslMode::Disable);
         if let Some(user) = direct.get_user() {
             via.user(user);
         }

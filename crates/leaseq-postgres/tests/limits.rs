@@ -1,0 +1,94 @@
+//! The maximum item size ([`Options::max_item_size`]): a larger push is refused, typed,
+//! with its item, and nothing is stored; a larger row read back (written under a higher
+//! limit) is never loaded: dead-lettered with the sizes, the items around it delivered.
+
+mod common;
+
+use common::*;
+
+use std::time::Duration;
+
+use leaseq_async::{Config, PushError, Reason, ReceiveError};
+use leaseq_postgres::{BytesCodec, Options, PgQueue, DEFAULT_MAX_ITEM_SIZE};
+
+async fn open_max(url: &str, queue: &str, max: usize) -> PgQueue<Vec<u8>> {
+    leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(leaseq_postgres::Postgres::url(url).options(options().max_item_size(max)))
+        .await
+        .expect("open")
+}
+
+#[test]
+fn the_default_is_256_kib() {
+    assert_eq!(Options::default().max_item_size, DEFAULT_MAX_ITEM_SIZE);
+    assert_eq!(DEFAULT_MAX_ITEM_SIZE, 256 * 1024);
+}
+
+#[test]
+fn an_item_over_the_limit_is_refused_with_the_item_and_nothing_stored() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let q = open_max(&url, &unique("too-large"), 100).await;
+        let big = vec![7u8; 101];
+        match q.try_push(big.clone()) {
+            Err(PushError::TooLarge { item, size, max }) => {
+                assert_eq!((item, size, max), (big.clone(), 101, 100));
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        match q.push(big.clone()).await {
+            Err(e @ PushError::TooLarge { .. }) => {
+                assert!(e.to_string().contains("101 bytes"), "{e}");
+                assert_eq!(e.into_item(), Some(big.clone()));
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        let s = q.refresh_stats().await.expect("stats");
+        assert_eq!((s.live(), s.pushed), (0, 0), "nothing was stored");
+        // Exactly at the limit is accepted.
+        q.push(vec![3u8; 100]).await.expect("push at the limit");
+        let s = q.refresh_stats().await.expect("stats");
+        assert_eq!(s.live(), 1);
+    });
+}
+
+#[test]
+fn an_oversized_row_read_back_is_dead_lettered_never_loaded() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let name = unique("oversized-row");
+        // A producer with a higher limit writes a 5,000-byte item between two small ones.
+        let producer = open_max(&url, &name, 10_000).await;
+        producer.push(vec![1]).await.expect("push");
+        producer.push(vec![9u8; 5_000]).await.expect("push big");
+        producer.push(vec![2]).await.expect("push");
+        drop(producer);
+        let q = open_max(&url, &name, 1_000).await;
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            let d = receive(&q).await;
+            got.push(d.item().clone());
+            d.ack().await.expect("ack");
+        }
+        assert_eq!(got, [vec![1], vec![2]]);
+        assert!(matches!(
+            q.receive_timeout(Duration::from_millis(300)).await,
+            Err(ReceiveError::Timeout)
+        ));
+        let dead = q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead letters");
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!(dead[0].reason, Reason::Undecodable);
+        let error = dead[0].last_error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains("5000 bytes") && error.contains("1000"),
+            "{error:?}"
+        );
+        assert!(dead[0].item.is_err(), "the listing does not load it either");
+        assert_eq!(q.stats().dead_lettered, 1);
+    });
+}

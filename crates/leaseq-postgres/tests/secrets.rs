@@ -1,0 +1,162 @@
+//! A connection string's password never shows: not in an [`OpenError`] (its `Display`, its
+//! `Debug`, its sources), not in the `Debug` of the options, the store or the queue, not in
+//! the store's last error. Every `OpenError` variant that a connection string can reach is
+//! made here from strings carrying [`SECRET`], in both libpq forms; the TLS refusals
+//! (`UntrustedCertificate`, `NameMismatch`, `ServerWithoutTls`) are checked the same way in
+//! `tests/tls.rs`, whose strings carry the password too.
+
+mod common;
+
+use std::time::Duration;
+
+use leaseq_async::Config;
+use leaseq_postgres::{BytesCodec, OpenError, Options};
+
+/// The password in every string of this file.
+const SECRET: &str = "hunter2-s3cret";
+
+/// Panics if any rendering of `e` (Display, Debug, each source) holds the password.
+fn assert_hidden(e: &OpenError) {
+    let mut texts = vec![e.to_string(), format!("{e:?}"), format!("{e:#?}")];
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        texts.push(s.to_string());
+        texts.push(format!("{s:?}"));
+        source = s.source();
+    }
+    for t in texts {
+        assert!(!t.contains(SECRET), "the password shows in {t:?}");
+        assert!(
+            !t.contains("hunter2"),
+            "part of the password shows in {t:?}"
+        );
+    }
+}
+
+async fn try_open(url: &str, queue: &str, config: Config, options: Options) -> OpenError {
+    match leaseq_tokio::LeaseQueue::builder(config)
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(leaseq_postgres::Postgres::url(url).options(options))
+        .await
+    {
+        Ok(_) => panic!("{url:?} opened"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn no_open_error_shows_the_password() {
+    let rt = common::runtime();
+    let kv = format!("host=127.0.0.1 port=1 user=u password={SECRET} dbname=d");
+    let url = format!("postgresql://u:{SECRET}@127.0.0.1:1/d");
+    let config = || Config::new(Duration::from_secs(5));
+    let quick = || Options::new().connect_timeout(Duration::from_millis(500));
+    type Case = (String, fn(&OpenError) -> bool);
+    let cases: Vec<Case> = vec![
+        // Syntax (our reader): a quote left open right after the password.
+        (format!("{kv} application_name='x"), |e| {
+            matches!(e, OpenError::BadConnectionString(_))
+        }),
+        (format!("password='{SECRET}"), |e| {
+            matches!(e, OpenError::BadConnectionString(_))
+        }),
+        (format!("{kv} sslmode=verify-{SECRET}"), |e| {
+            matches!(e, OpenError::BadConnectionString(_))
+        }),
+        (format!("{url}?sslmode={SECRET}"), |e| {
+            matches!(e, OpenError::BadConnectionString(_))
+        }),
+        // tokio-postgres's parser: an unknown key (named in the error, to show a misspelt
+        // one: keys are never secret), a bad value, a bad URL.
+        (format!("{kv} sslmdoe=1"), |e| {
+            matches!(e, OpenError::BadUrl(_))
+        }),
+        (format!("{url}?sslmdoe=1"), |e| {
+            matches!(e, OpenError::BadUrl(_))
+        }),
+        (format!("{kv} port={SECRET}"), |e| {
+            matches!(e, OpenError::BadUrl(_))
+        }),
+        (format!("postgresql://u:{SECRET}@[::1/d"), |e| {
+            matches!(e, OpenError::BadUrl(_))
+        }),
+        // TLS settings that cannot be used.
+        (
+            format!("{kv} sslmode=verify-full sslrootcert=/nonexistent/ca.pem"),
+            |e| matches!(e, OpenError::Tls(_)),
+        ),
+        (format!("{kv} sslmode=require sslcert=/tmp/c.pem"), |e| {
+            matches!(e, OpenError::Tls(_))
+        }),
+        // Nobody listens on port 1.
+        (kv.clone(), |e| matches!(e, OpenError::Connect(_))),
+        (url.clone(), |e| matches!(e, OpenError::Connect(_))),
+    ];
+    rt.block_on(async {
+        for (s, expected) in &cases {
+            let e = try_open(s, "q", config(), quick()).await;
+            assert!(expected(&e), "{s:?}: unexpected {e:?}");
+            assert_hidden(&e);
+        }
+        // The checks made before connecting.
+        let e = try_open(&kv, "", config(), quick()).await;
+        assert!(matches!(e, OpenError::InvalidName(_)));
+        assert_hidden(&e);
+        let e = try_open(&kv, "q", config().with_capacity(3), quick()).await;
+        assert!(matches!(e, OpenError::Unsupported(_)));
+        assert_hidden(&e);
+        let e = try_open(&kv, "q", Config::new(Duration::ZERO), quick()).await;
+        assert!(matches!(e, OpenError::Config(_)), "{e:?}");
+        assert_hidden(&e);
+    });
+    // Outside a runtime.
+    let e = futures_executor(try_open(&kv, "q", config(), quick()));
+    assert!(matches!(e, OpenError::NoRuntime));
+    assert_hidden(&e);
+}
+
+#[test]
+fn debug_of_options_store_and_queue_hides_the_password() {
+    let Some(url) = common::server() else { return };
+    // The test server trusts 127.0.0.1: the password is sent and ignored.
+    let url = format!("{url} password={SECRET}");
+    common::runtime().block_on(async {
+        let options = common::options();
+        let q = leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(5)))
+            .name(common::unique("secrets"))
+            .codec(BytesCodec)
+            .open(leaseq_postgres::Postgres::url(&url).options(options.clone()))
+            .await
+            .expect("open");
+        q.push(vec![1]).await.expect("push");
+        for text in [
+            format!("{options:?}"),
+            format!("{:?}", q.store()),
+            format!("{q:?}"),
+            format!("{:?}", q.store().last_error()),
+        ] {
+            assert!(!text.contains(SECRET), "{text}");
+        }
+        q.close().await.expect("close");
+    });
+}
+
+/// Runs `f` to completion on this thread, outside any tokio runtime.
+fn futures_executor<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let std::task::Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
