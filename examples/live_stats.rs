@@ -27,8 +27,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use leaseq_suite::demo::{args_or_exit, Spec, StatusLine};
-use leaseq_suite::rng::Rng;
+use leaseq_bench_kit::demo::{args_or_exit, Spec, StatusLine};
+use leaseq_bench_kit::rng::Rng;
 use leaseq_tokio::{Backoff, Config, ItemTimeout, Job, JobError, LeaseQueue, Pool, PoolStats};
 
 const USAGE: &str = "\

@@ -1,25 +1,8 @@
-//! Shared measurement code for leaseq's benchmarks and examples: adapter throughput against
-//! plain channels, redelivery latency, heartbeat CPU cost and the core round trip. Both
-//! `benches/adapters.rs` and `examples/bench_summary.rs` call these, so the figures they
-//! print come from one implementation.
+//! `leaseq-suite`, the root package: the cross-runtime integration tests (`tests/`), the
+//! benchmarks (`benches/`, with the code they share in `benches/kit`) and the examples
+//! (`examples/`). This library target holds nothing but the README's code blocks, compiled
+//! and run as doc tests (doc tests need a library target).
 #![forbid(unsafe_code)]
-
-pub mod cpu;
-pub mod demo;
-pub mod latency;
-#[cfg(feature = "postgres")]
-pub mod pg_bare;
-#[cfg(feature = "postgres")]
-pub mod pg_refill_bench;
-#[cfg(feature = "postgres")]
-pub mod pg_size_bench;
-#[cfg(feature = "postgres")]
-pub mod pg_store_bench;
-#[cfg(all(feature = "sqlite", feature = "postgres"))]
-pub mod pipeline;
-pub mod rng;
-pub mod roundtrip;
-pub mod throughput;
 
 /// The README's code blocks, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

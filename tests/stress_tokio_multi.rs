@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_suite::rng::Rng;
+use leaseq_bench_kit::rng::Rng;
 use leaseq_tokio::{
     Backoff, Config, Delivery, Jitter, LeaseQueue, MessageId, PushError, Reason, ReceiptError,
     SettleError,
