@@ -29,3 +29,12 @@ pub mod pipeline;
 pub mod rng;
 pub mod roundtrip;
 pub mod throughput;
+
+/// The README's code blocks, compiled and run as doc tests (`cargo test --workspace`; the
+/// SQLite and Postgres blocks with this crate's features `sqlite` and `postgres`). They live
+/// here rather than in a library of the root package: doc tests use the dev-dependencies of
+/// the package they are in, and the README's `#[tokio::main]` needs tokio's `macros`
+/// feature, which as a root dev-dependency would be built for every example too.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
