@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use leaseq_async::{Config, LeaseQueue, Runtime};
-use leaseq_suite::{cpu, latency, throughput};
+use leaseq_bench_kit::{cpu, latency, throughput};
 use leaseq_tokio::TokioRuntime;
 
 fn env(name: &str, default: u64) -> u64 {

@@ -44,7 +44,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use leaseq_async::Runtime;
-use leaseq_suite::{latency, roundtrip, throughput};
+use leaseq_bench_kit::{latency, roundtrip, throughput};
 use leaseq_tokio::TokioRuntime;
 
 const ITEMS: u64 = 100_000;

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Backoff, Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
+use leaseq_bench_kit::demo::{args_or_exit, pick_hung, Progress, Spec};
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{args_or_exit, pick_hung, Progress, Spec};
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\

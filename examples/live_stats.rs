@@ -27,8 +27,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use leaseq_suite::demo::{args_or_exit, Spec, StatusLine};
-use leaseq_suite::rng::Rng;
+use leaseq_bench_kit::demo::{args_or_exit, Spec, StatusLine};
+use leaseq_bench_kit::rng::Rng;
 use leaseq_tokio::{Backoff, Config, ItemTimeout, Job, JobError, LeaseQueue, Pool, PoolStats};
 
 const USAGE: &str = "\
@@ -190,8 +190,22 @@ fn view(at: Duration, stats: &PoolStats, prev: Totals, dt: Duration) -> String {
     )
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // What `#[tokio::main]` builds, written out: the suite's tokio has no `macros` feature
+    // (it would put syn into every example's build).
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("error: cannot start a tokio runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let spec = Spec {
         flag: None,
         seeds: false,

@@ -1,5 +1,5 @@
 //! The bare SKIP LOCKED baseline on PostgreSQL: 3 runs of 100k items, 4 workers claiming 16
-//! at a time and acking each batch in one statement (see `leaseq_suite::pg_bare`).
+//! at a time and acking each batch in one statement (see `leaseq_bench_kit::pg_bare`).
 //!
 //! ```text
 //! LEASEQ_PG_URL='host=127.0.0.1 port=5432 user=postgres dbname=test' \
@@ -11,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use leaseq_suite::pg_bare::run_bare;
+use leaseq_bench_kit::pg_bare::run_bare;
 
 /// The server used when `LEASEQ_PG_URL` is not set.
 const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";

@@ -9,8 +9,8 @@
 //! **Throughput** (the default): a discarded warm-up round (a tenth of the items), then
 //! `--rounds` rounds (3), each running these, in an order that rotates from round to round:
 //!
-//! - **bare**: the bare loop (`leaseq_suite::pg_bare`: 4 workers, claim 16, batched ack);
-//! - **store**: the store end to end (`leaseq_suite::pg_store_bench::run_store`: 4 workers
+//! - **bare**: the bare loop (`leaseq_bench_kit::pg_bare`: 4 workers, claim 16, batched ack);
+//! - **store**: the store end to end (`leaseq_bench_kit::pg_store_bench::run_store`: 4 workers
 //!   `receive_batch(16)` + `ack_batch`, a producer `push_batch`ing 256 at a time) on one
 //!   queue name for the whole run, as a long-lived queue;
 //! - **fresh queue**: the same on a new queue name each round, in the same table (what a new
@@ -36,13 +36,13 @@
 //! **Claims whatever the statistics say** (`--refill`): `--rounds` rounds (30 here) of the
 //! store draining a backlog of `--items` pushed before the clock, alternating a fresh queue
 //! name and a long-lived queue drained, its table `VACUUM ANALYZE`d empty (`reltuples` = 0)
-//! and refilled (`leaseq_suite::pg_refill_bench`); prints each round's items/s, then the
+//! and refilled (`leaseq_bench_kit::pg_refill_bench`); prints each round's items/s, then the
 //! min and median, and the bare loop (`--items`, pushing while it claims) before the first
 //! round and after the last, as the machine's reference.
 //!
 //! **TLS** (`--tls`): `--rounds` rounds (3) of **store** and **pool** in plain text
 //! (`sslmode=disable`) and over TLS (`verify-full` against `LEASEQ_PG_TLS_CA` if set, else
-//! `require`), alternating which goes first (`leaseq_suite::pg_tls_bench`); prints each
+//! `require`), alternating which goes first (`leaseq_bench_kit::pg_tls_bench`); prints each
 //! round's items/s and the TLS/plain ratios, then the medians.
 //!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
@@ -51,15 +51,15 @@
 
 use std::process::ExitCode;
 
-use leaseq_postgres::Options;
-use leaseq_suite::cpu::process_cpu_time;
-use leaseq_suite::pg_bare::run_bare;
-use leaseq_suite::pg_refill_bench::{run_refill_rounds, Start};
-use leaseq_suite::pg_size_bench::{table_size, SizeReport, TableSize};
-use leaseq_suite::pg_store_bench::{
+use leaseq_bench_kit::cpu::process_cpu_time;
+use leaseq_bench_kit::pg_bare::run_bare;
+use leaseq_bench_kit::pg_refill_bench::{run_refill_rounds, Start};
+use leaseq_bench_kit::pg_size_bench::{table_size, SizeReport, TableSize};
+use leaseq_bench_kit::pg_store_bench::{
     drop_schema, open_capped, run_pool, run_store, run_store_on, server_cpu_time, unique,
     BenchError,
 };
+use leaseq_postgres::Options;
 
 /// The server used when `LEASEQ_PG_URL` is not set.
 const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
@@ -478,7 +478,7 @@ async fn sizes(url: &str, a: &Args) -> Result<(), BenchError> {
 
 /// `--tls`: the store and a pool, plain text and over TLS, per round and in medians.
 async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
-    use leaseq_suite::pg_tls_bench::{run_tls_rounds, urls};
+    use leaseq_bench_kit::pg_tls_bench::{run_tls_rounds, urls};
     println!("TLS: {} (load {})", urls(url).1, load());
     let rounds = run_tls_rounds(
         url,

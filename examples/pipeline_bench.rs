@@ -1,4 +1,4 @@
-//! Issue 17's goals measured side by side in one run (`leaseq_suite::pipeline`):
+//! Issue 17's goals measured side by side in one run (`leaseq_bench_kit::pipeline`):
 //!
 //! ```text
 //! LEASEQ_PG_URL='host=127.0.0.1 port=5432 user=postgres dbname=test' \
@@ -8,13 +8,13 @@
 //! Sections (all by default; `--only a,b` picks some):
 //!
 //! - `memory`: a `Pool` of 4 workers with a no-op handler beside flume with 4 consumers
-//!   awaiting the same no-op (`leaseq_suite::throughput`), a warm-up round then at least 5
+//!   awaiting the same no-op (`leaseq_bench_kit::throughput`), a warm-up round then at least 5
 //!   rounds;
 //! - `sqlite` (PowerLoss and ProcessCrash) and `postgres`: `Pool(4)` (its default prefetch,
 //!   and a prefetch of 32), one at a time with the awaited ack, one at a time with
 //!   `ack_nowait` (from `receive()`, and from `consumer(32)`, which leases ahead),
 //!   `receive_batch(16)` + `ack_batch`, and on Postgres the bare SKIP LOCKED loop
-//!   (`leaseq_suite::pg_bare`), each round in a rotated order, each run on a fresh queue;
+//!   (`leaseq_bench_kit::pg_bare`), each round in a rotated order, each run on a fresh queue;
 //! - `brokers` (feature `brokers`): NATS JetStream and RabbitMQ, skipped loudly when a
 //!   server is not reachable;
 //! - `curve`: a `Pool` whose handler sleeps 1 ms, 1 to 64 workers, SQLite (PowerLoss) and
@@ -29,14 +29,14 @@
 
 use std::time::Duration;
 
+use leaseq_bench_kit::pg_bare;
+use leaseq_bench_kit::pg_store_bench::drop_schema;
+use leaseq_bench_kit::pipeline::print::Results;
+use leaseq_bench_kit::pipeline::runs::{run, Consumer, Outcome, NOWAIT};
+use leaseq_bench_kit::pipeline::stores::{fresh_name, open_pg, pg_durability, SqliteFile};
+use leaseq_bench_kit::pipeline::{curve, low_load, rate, BenchError, CONSUMERS};
+use leaseq_bench_kit::throughput;
 use leaseq_sqlite::Durability;
-use leaseq_suite::pg_bare;
-use leaseq_suite::pg_store_bench::drop_schema;
-use leaseq_suite::pipeline::print::Results;
-use leaseq_suite::pipeline::runs::{run, Consumer, Outcome, NOWAIT};
-use leaseq_suite::pipeline::stores::{fresh_name, open_pg, pg_durability, SqliteFile};
-use leaseq_suite::pipeline::{curve, low_load, rate, BenchError, CONSUMERS};
-use leaseq_suite::throughput;
 use leaseq_tokio::{TokioClock, TokioRuntime};
 use tokio::runtime::Runtime as Tokio;
 
@@ -211,7 +211,7 @@ fn postgres(tokio: &Tokio, a: &Args, r: &mut Results) {
 
 #[cfg(feature = "brokers")]
 fn brokers(tokio: &Tokio, a: &Args, r: &mut Results) {
-    use leaseq_suite::pipeline::{nats, rabbit, reachable};
+    use leaseq_bench_kit::pipeline::{nats, rabbit, reachable};
     for round in 0..a.rounds {
         if reachable(nats::ADDR) {
             let took = tokio.block_on(nats::run(a.items));

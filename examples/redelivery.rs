@@ -38,9 +38,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::{join_all, select, Either};
 use leaseq_async::{Backoff, Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
+use leaseq_bench_kit::demo::{args_or_exit, pick_hung, Progress, Spec, DEFAULT_SEED};
+use leaseq_bench_kit::rng::mix64;
 use leaseq_smol::SmolRuntime;
-use leaseq_suite::demo::{args_or_exit, pick_hung, Progress, Spec, DEFAULT_SEED};
-use leaseq_suite::rng::mix64;
 use leaseq_tokio::TokioRuntime;
 
 const USAGE: &str = "\

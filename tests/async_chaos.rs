@@ -28,7 +28,7 @@ use leaseq_async::{
     Backoff, Config, Delivery, ItemState, ItemTimeout, JobError, LeaseQueue, MessageId, Pool,
     Receipt, ReceiveStream, Runtime, SimRuntime,
 };
-use leaseq_suite::rng::Rng;
+use leaseq_bench_kit::rng::Rng;
 
 const LANES: usize = 3;
 const WORKERS: usize = 2;

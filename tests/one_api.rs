@@ -180,36 +180,49 @@ fn expected() -> Report {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_job_on_the_memory_store() {
-    let queue = LeaseQueue::builder(config())
-        .name("thumbnails")
-        .open(InMemory)
-        .await
-        .unwrap();
-    let report = tokio::spawn(thumbnails(queue)).await.unwrap();
-    assert_eq!(report, expected());
+/// A multi-thread tokio runtime (the suite's tokio has no macros: see Cargo.toml).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_job_on_a_sqlite_file() {
-    let path = std::env::temp_dir().join(format!("leaseq-one-api-{}.db", std::process::id()));
-    let queue = LeaseQueue::builder(config())
-        .name("thumbnails")
-        .codec(ThumbCodec)
-        .open(Sqlite::file(&path))
-        .await
-        .unwrap();
-    let report = tokio::spawn(thumbnails(queue)).await.unwrap();
-    assert_eq!(report, expected());
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
+#[test]
+fn the_same_job_on_the_memory_store() {
+    runtime().block_on(async {
+        let queue = LeaseQueue::builder(config())
+            .name("thumbnails")
+            .open(InMemory)
+            .await
+            .unwrap();
+        let report = tokio::spawn(thumbnails(queue)).await.unwrap();
+        assert_eq!(report, expected());
+    });
+}
+
+#[test]
+fn the_same_job_on_a_sqlite_file() {
+    runtime().block_on(async {
+        let path = std::env::temp_dir().join(format!("leaseq-one-api-{}.db", std::process::id()));
+        let queue = LeaseQueue::builder(config())
+            .name("thumbnails")
+            .codec(ThumbCodec)
+            .open(Sqlite::file(&path))
+            .await
+            .unwrap();
+        let report = tokio::spawn(thumbnails(queue)).await.unwrap();
+        assert_eq!(report, expected());
+        for suffix in ["", "-wal", "-shm", "-lock"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    });
 }
 
 #[cfg(feature = "postgres")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_job_on_postgres() {
+#[test]
+fn the_same_job_on_postgres() {
     let Ok(url) = std::env::var("LEASEQ_PG_URL") else {
         assert!(
             std::env::var("LEASEQ_PG_REQUIRED").is_err(),
@@ -219,12 +232,14 @@ async fn the_same_job_on_postgres() {
         return;
     };
     let name = format!("one-api-{}", std::process::id());
-    let queue = LeaseQueue::builder(config())
-        .name(name)
-        .codec(ThumbCodec)
-        .open(leaseq_postgres::Postgres::url(&url))
-        .await
-        .unwrap();
-    let report = tokio::spawn(thumbnails(queue)).await.unwrap();
-    assert_eq!(report, expected());
+    runtime().block_on(async {
+        let queue = LeaseQueue::builder(config())
+            .name(name)
+            .codec(ThumbCodec)
+            .open(leaseq_postgres::Postgres::url(&url))
+            .await
+            .unwrap();
+        let report = tokio::spawn(thumbnails(queue)).await.unwrap();
+        assert_eq!(report, expected());
+    });
 }

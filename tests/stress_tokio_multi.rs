@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_suite::rng::Rng;
+use leaseq_bench_kit::rng::Rng;
 use leaseq_tokio::{
     Backoff, Config, Delivery, Jitter, LeaseQueue, MessageId, PushError, Reason, ReceiptError,
     SettleError,
@@ -226,8 +226,12 @@ async fn worker(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn random_actions_lose_nothing() {
+#[test]
+fn random_actions_lose_nothing() {
+    multi_thread().block_on(random_actions_lose_nothing_on_tokio());
+}
+
+async fn random_actions_lose_nothing_on_tokio() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if info.payload().downcast_ref::<&str>() != Some(&INJECTED) {
@@ -438,8 +442,12 @@ async fn round(seed: u64, bounded: bool) {
 /// first deliveries so that redeliveries interleave, and records every first delivery. Each
 /// producer's items must come out first in exactly its push order, and all first deliveries
 /// in id order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_deliveries_keep_each_producers_order() {
+#[test]
+fn first_deliveries_keep_each_producers_order() {
+    multi_thread().block_on(first_deliveries_keep_each_producers_order_on_tokio());
+}
+
+async fn first_deliveries_keep_each_producers_order_on_tokio() {
     for (seed, bounded) in [(7, false), (8, true)] {
         let mut config = Config::new(Duration::from_secs(5))
             .with_max_attempts(MAX_ATTEMPTS)
@@ -525,4 +533,15 @@ async fn first_deliveries_keep_each_producers_order() {
             assert!(refused > 0, "no push found the queue full ({at})");
         }
     }
+}
+
+/// A tokio runtime of two worker threads, as `#[tokio::test(flavor = "multi_thread",
+/// worker_threads = 2)]` builds (written out: the suite's tokio has no `macros` feature, which
+/// would put syn into every example's build).
+fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("build a tokio runtime")
 }

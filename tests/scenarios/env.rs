@@ -247,7 +247,7 @@ pub(crate) fn block_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-pub(crate) use leaseq_suite::rng::Rng;
+pub(crate) use leaseq_bench_kit::rng::Rng;
 
 /// One handler run: which attempt, and when it started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use futures::FutureExt;
 use leaseq_async::{Backoff, Config, Job, MessageId, Pool, Runtime};
 
 use super::env::*;
@@ -128,7 +127,7 @@ impl Wake for Wakes {
 
 /// Receives cancelled at every point lose nothing. First, deterministically: a receiver
 /// woken for an item and dropped before it took it passes the wake-up to the next waiting
-/// receiver. Then many iterations of `futures::select!` where a receive races a timer and
+/// receiver. Then many iterations where a receive races a timer and
 /// another receive, with items pushed at random moments: afterwards every item was received
 /// exactly once and nothing is left in flight.
 pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime, K: StoreKind<R>>(env: Env<R, K>) {
@@ -229,20 +228,29 @@ pub(crate) async fn cancelled_receive_loses_nothing<R: Runtime, K: StoreKind<R>>
                 // (Items dead-lettered count as done: only a durable store makes any here.)
                 let done = || received.load(Ordering::SeqCst) + q.stats().dead_lettered as usize;
                 while done() < (ITEMS + 1) as usize {
-                    let timer = sleep(&rt, rng.up_to(u / 20)).fuse();
-                    let a = q.receive().fuse();
-                    let b = q.receive().fuse();
-                    let mut timer = pin!(timer);
-                    let mut a = pin!(a);
-                    let mut b = pin!(b);
-                    let got = futures::select! {
-                        d = a => Some(d),
-                        d = b => Some(d),
-                        () = timer => {
-                            cancelled.fetch_add(1, Ordering::SeqCst);
-                            None
+                    let mut timer = pin!(sleep(&rt, rng.up_to(u / 20)));
+                    let mut a = pin!(q.receive());
+                    let mut b = pin!(q.receive());
+                    // The first of the three to finish, polled from a random one on, as
+                    // `futures::select!` does; the other two are dropped.
+                    let first = rng.below(3);
+                    let got = std::future::poll_fn(|cx| {
+                        for i in 0..3 {
+                            let ready = match (first + i) % 3 {
+                                0 => a.as_mut().poll(cx).map(Some),
+                                1 => b.as_mut().poll(cx).map(Some),
+                                _ => timer.as_mut().poll(cx).map(|()| None),
+                            };
+                            if ready.is_ready() {
+                                return ready;
+                            }
                         }
-                    };
+                        Poll::Pending
+                    })
+                    .await;
+                    if got.is_none() {
+                        cancelled.fetch_add(1, Ordering::SeqCst);
+                    }
                     // Settled with the other receive still pending, awaited (a database
                     // store's ack is answered by a task of this runtime: blocking this
                     // thread on it could starve that task).
