@@ -72,7 +72,9 @@ impl<T> Queue<T> {
             .iter()
             .filter(|t| timer_live(&self.slots, t, State::InFlight))
             .count() as u64;
-        if live_leases != self.stats.in_flight {
+        if live_leases + self.flight_list().count() as u64 != self.stats.in_flight
+            || !self.flight_list_ok()
+        {
             return fail("every lease has one live deadline");
         }
         if self.leases.len() as u64 > 2 * self.stats.in_flight + 64 + 1
@@ -91,7 +93,7 @@ impl<T> Queue<T> {
     /// table), including stale entries not yet compacted. For benchmarks and memory checks.
     pub fn index_sizes(&self) -> IndexSizes {
         IndexSizes {
-            leases: self.leases.len(),
+            leases: self.leases.len() + self.flight_list().count(),
             delays: self.delays.len(),
             expiries: self.expiries.len(),
             ready: self.ready.iter().map(|l| l.len()).sum(),

@@ -23,6 +23,7 @@ use crate::view::{ItemState, ItemView};
 
 mod cancel;
 mod dead_letters;
+mod flight;
 mod invariants;
 mod push;
 mod receipts;
@@ -67,6 +68,11 @@ enum Fate {
 const LEVEL_BITS: u8 = 0b0111;
 /// `Slot::meta`: the item holds a unique key (in the key table).
 const KEYED: u8 = 0b1000;
+/// `Slot::meta`: the item is in flight and its lease is on the in-flight list
+/// (`Slot::prev`, `Slot::next`; see `flight`).
+const LISTED: u8 = 0b1_0000;
+/// No slot: the end of a list threaded through the slots.
+const NIL: u32 = u32::MAX;
 
 struct Slot<T> {
     item: Option<T>,
@@ -89,9 +95,12 @@ struct Slot<T> {
     prev_id: u64,
     /// How the previous occupant left; `None` before the slot's first use ends.
     prev_fate: Option<Fate>,
-    /// The priority level (`LEVEL_BITS`) and whether the item holds a key (`KEYED`): one
-    /// byte, so that the slot stays within the padding it had before.
+    /// The priority level (`LEVEL_BITS`), whether the item holds a key (`KEYED`) and
+    /// whether its lease is on the in-flight list (`LISTED`): one byte.
     meta: u8,
+    /// The neighbours on the in-flight list (`NIL` at its ends), while `LISTED`.
+    prev: u32,
+    next: u32,
 }
 
 impl<T> Slot<T> {
@@ -168,7 +177,11 @@ pub struct Queue<T> {
     ready_mask: u8,
     /// The live items that hold a unique key.
     keys: KeyTable,
+    /// Lease deadlines that are not on the in-flight list (see `flight`).
     leases: TimerIndex,
+    /// The in-flight list's first and last slots (`NIL` when empty).
+    flight_head: u32,
+    flight_tail: u32,
     delays: TimerIndex,
     expiries: TimerIndex,
     /// Live items (ready, delayed, in flight) that have an expiry.
@@ -217,6 +230,8 @@ impl<T> Queue<T> {
             ready_mask: 0,
             keys: KeyTable::default(),
             leases: TimerIndex::default(),
+            flight_head: NIL,
+            flight_tail: NIL,
             delays: TimerIndex::default(),
             expiries: TimerIndex::default(),
             expiring: 0,

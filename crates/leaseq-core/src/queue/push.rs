@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED};
+use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED, NIL};
 use crate::error::PushError;
 use crate::event::Event;
 use crate::id::MessageId;
@@ -329,6 +329,8 @@ impl<T> Queue<T> {
                     prev_id: 0,
                     prev_fate: None,
                     meta,
+                    prev: NIL,
+                    next: NIL,
                 });
                 self.slots.len() - 1
             }

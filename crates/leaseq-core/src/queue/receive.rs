@@ -90,8 +90,7 @@ impl<T> Queue<T> {
         s.lease_cap = cap;
         let id = MessageId(s.id);
         let attempt = s.attempts;
-        let timer = s.timer(slot, deadline);
-        self.leases.insert(timer);
+        self.schedule_lease(slot, deadline);
         self.due = self.due.min(deadline);
         self.stats.in_flight += 1;
         self.stats.delivered += 1;

@@ -27,7 +27,7 @@ impl<T> Queue<T> {
                 }
             }
             State::Delayed => self.stats.delayed -= 1,
-            State::InFlight => self.stats.in_flight -= 1,
+            State::InFlight => self.leave_flight(slot),
             State::Free => {}
         }
     }

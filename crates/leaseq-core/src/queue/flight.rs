@@ -1,0 +1,154 @@
+//! The in-flight list: the leases whose deadlines arrive in the order they were taken.
+//!
+//! With one visibility for every lease and no extension, deadlines come in lease order, so
+//! the lease index needs no ordering work at all: each new lease whose `(deadline, id)` is
+//! not before the last one listed is appended to a doubly linked list threaded through the
+//! slots (`Slot::prev`, `Slot::next`), and taken off it in O(1) by whatever ends it (ack,
+//! nack, release, expiry, dead letter, cancel, an extension). A listed lease's deadline is
+//! exact and the list is in `(deadline, id)` order, so its head is its earliest timer.
+//! Leases that would break the order (a deadline cut by the max lease or the item's
+//! expiry, an extension) go to the timer index (`Queue::leases`) as before; the earliest
+//! lease deadline is the earlier of the list's head and the index's front.
+
+use super::{Queue, State, LISTED, NIL};
+use crate::time::Timestamp;
+use crate::timer_index::Timer;
+
+impl<T> Queue<T> {
+    /// Schedules the deadline of the lease just taken in `slot` (its `last_deadline`, at its
+    /// current epoch): appended to the in-flight list when it keeps the list's order, into
+    /// the timer index otherwise.
+    #[inline(always)]
+    pub(super) fn schedule_lease(&mut self, slot: usize, deadline: Timestamp) {
+        let tail = self.flight_tail;
+        let id = self.slots[slot].id;
+        let in_order = tail == NIL || {
+            let t = &self.slots[tail as usize];
+            (t.last_deadline, t.id) < (deadline, id)
+        };
+        if in_order {
+            let s = &mut self.slots[slot];
+            s.prev = tail;
+            s.next = NIL;
+            s.meta |= LISTED;
+            if tail == NIL {
+                self.flight_head = slot as u32;
+            } else {
+                self.slots[tail as usize].next = slot as u32;
+            }
+            self.flight_tail = slot as u32;
+        } else {
+            self.index_lease(slot, deadline);
+        }
+    }
+
+    /// Puts the lease in `slot` into the timer index at `deadline` (and its epoch).
+    #[inline(never)]
+    fn index_lease(&mut self, slot: usize, deadline: Timestamp) {
+        let timer = self.slots[slot].timer(slot, deadline);
+        self.leases.insert(timer);
+        if self.leases.needs_compaction(self.stats.in_flight) {
+            self.compact_leases();
+        }
+    }
+
+    /// Takes the lease in `slot` off the in-flight list if it is on it (a lease in the
+    /// timer index leaves a stale entry there, as before).
+    #[inline(always)]
+    pub(super) fn unlist(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if s.meta & LISTED == 0 {
+            return;
+        }
+        s.meta &= !LISTED;
+        let (prev, next) = (s.prev, s.next);
+        if prev == NIL {
+            self.flight_head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.flight_tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+    }
+
+    /// An item leaves flight: the in-flight gauge and the list.
+    #[inline(always)]
+    pub(super) fn leave_flight(&mut self, slot: usize) {
+        self.stats.in_flight -= 1;
+        self.unlist(slot);
+    }
+
+    /// The lease deadline the list's head stands for, as a timer.
+    #[inline]
+    pub(super) fn flight_front(&self) -> Option<Timer> {
+        let head = self.flight_head;
+        if head == NIL {
+            return None;
+        }
+        let s = &self.slots[head as usize];
+        Some(s.timer(head as usize, s.last_deadline))
+    }
+
+    /// The earliest lease timer, stale or not, and whether it is the list's head.
+    #[inline]
+    pub(super) fn lease_front(&self) -> Option<(Timer, bool)> {
+        match (self.flight_front(), self.leases.peek()) {
+            (Some(a), Some(b)) => Some(if a <= *b { (a, true) } else { (*b, false) }),
+            (Some(a), None) => Some((a, true)),
+            (None, Some(b)) => Some((*b, false)),
+            (None, None) => None,
+        }
+    }
+
+    /// Moves a running lease whose deadline an extension changed to its new place:
+    /// the list's tail if it keeps the order there, the timer index otherwise. The slot's
+    /// `last_deadline` is already the new deadline.
+    pub(super) fn reschedule_listed(&mut self, slot: usize) {
+        self.unlist(slot);
+        let deadline = self.slots[slot].last_deadline;
+        self.schedule_lease(slot, deadline);
+    }
+
+    /// Listed leases from head to tail (for the invariant checks).
+    pub(super) fn flight_list(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.flight_head;
+        core::iter::from_fn(move || {
+            if at == NIL {
+                return None;
+            }
+            let slot = at as usize;
+            at = self.slots.get(slot).map_or(NIL, |s| s.next);
+            Some(slot)
+        })
+        .take(self.slots.len() + 1)
+    }
+
+    /// Whether the in-flight list is well formed: every listed slot in flight and marked,
+    /// linked both ways, in `(deadline, id)` order, and no marked slot off the list.
+    pub(super) fn flight_list_ok(&self) -> bool {
+        let mut prev = NIL;
+        let mut last: Option<(Timestamp, u64)> = None;
+        let mut n = 0usize;
+        for slot in self.flight_list() {
+            n += 1;
+            if n > self.slots.len() {
+                return false;
+            }
+            let s = &self.slots[slot];
+            if s.state != State::InFlight || s.meta & LISTED == 0 || s.prev != prev {
+                return false;
+            }
+            let key = (s.last_deadline, s.id);
+            if last.is_some_and(|l| l >= key) {
+                return false;
+            }
+            last = Some(key);
+            prev = slot as u32;
+        }
+        let marked = self.slots.iter().filter(|s| s.meta & LISTED != 0).count();
+        prev == self.flight_tail && marked == n
+    }
+}
