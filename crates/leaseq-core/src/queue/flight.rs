@@ -20,23 +20,15 @@ impl<T> Queue<T> {
     /// the timer index otherwise.
     #[inline(always)]
     pub(super) fn schedule_lease(&mut self, slot: usize, deadline: Timestamp) {
-        let tail = self.flight_tail;
+        let tail = self.flight.tail;
         let id = self.slots[slot].id;
         let in_order = tail == NIL || {
             let t = &self.slots[tail as usize];
             (t.last_deadline, t.id) < (deadline, id)
         };
         if in_order {
-            let s = &mut self.slots[slot];
-            s.prev = tail;
-            s.next = NIL;
-            s.meta |= LISTED;
-            if tail == NIL {
-                self.flight_head = slot as u32;
-            } else {
-                self.slots[tail as usize].next = slot as u32;
-            }
-            self.flight_tail = slot as u32;
+            self.slots[slot].meta |= LISTED;
+            self.flight.push_back(&mut self.slots, slot as u32);
         } else {
             self.index_lease(slot, deadline);
         }
@@ -61,17 +53,7 @@ impl<T> Queue<T> {
             return;
         }
         s.meta &= !LISTED;
-        let (prev, next) = (s.prev, s.next);
-        if prev == NIL {
-            self.flight_head = next;
-        } else {
-            self.slots[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.flight_tail = prev;
-        } else {
-            self.slots[next as usize].prev = prev;
-        }
+        self.flight.unlink(&mut self.slots, slot as u32);
     }
 
     /// An item leaves flight: the in-flight gauge and the list.
@@ -84,7 +66,7 @@ impl<T> Queue<T> {
     /// The lease deadline the list's head stands for, as a timer.
     #[inline]
     pub(super) fn flight_front(&self) -> Option<Timer> {
-        let head = self.flight_head;
+        let head = self.flight.head;
         if head == NIL {
             return None;
         }
@@ -112,43 +94,22 @@ impl<T> Queue<T> {
         self.schedule_lease(slot, deadline);
     }
 
-    /// Listed leases from head to tail (for the invariant checks).
-    pub(super) fn flight_list(&self) -> impl Iterator<Item = usize> + '_ {
-        let mut at = self.flight_head;
-        core::iter::from_fn(move || {
-            if at == NIL {
+    /// Whether the in-flight list is well formed: linked both ways, every listed slot in
+    /// flight and marked, in `(deadline, id)` order, and no marked slot off the list.
+    /// Returns its length.
+    pub(super) fn flight_list_check(&self) -> Option<usize> {
+        let n = self.flight.check(&self.slots)?;
+        let mut last: Option<(Timestamp, u64)> = None;
+        for slot in self.flight.iter(&self.slots) {
+            let s = &self.slots[slot];
+            let key = (s.last_deadline, s.id);
+            if s.state != State::InFlight || s.meta & LISTED == 0 || last.is_some_and(|l| l >= key)
+            {
                 return None;
             }
-            let slot = at as usize;
-            at = self.slots.get(slot).map_or(NIL, |s| s.next);
-            Some(slot)
-        })
-        .take(self.slots.len() + 1)
-    }
-
-    /// Whether the in-flight list is well formed: every listed slot in flight and marked,
-    /// linked both ways, in `(deadline, id)` order, and no marked slot off the list.
-    pub(super) fn flight_list_ok(&self) -> bool {
-        let mut prev = NIL;
-        let mut last: Option<(Timestamp, u64)> = None;
-        let mut n = 0usize;
-        for slot in self.flight_list() {
-            n += 1;
-            if n > self.slots.len() {
-                return false;
-            }
-            let s = &self.slots[slot];
-            if s.state != State::InFlight || s.meta & LISTED == 0 || s.prev != prev {
-                return false;
-            }
-            let key = (s.last_deadline, s.id);
-            if last.is_some_and(|l| l >= key) {
-                return false;
-            }
             last = Some(key);
-            prev = slot as u32;
         }
         let marked = self.slots.iter().filter(|s| s.meta & LISTED != 0).count();
-        prev == self.flight_tail && marked == n
+        (marked == n).then_some(n)
     }
 }

@@ -30,13 +30,10 @@ impl<T> Queue<T> {
         }
         let per_level = self.ready_per_level();
         for (level, (list, &count)) in self.ready.iter().zip(&per_level).enumerate() {
-            let live = list
-                .iter()
-                .filter(|&&(i, e)| self.slots[i as usize].epoch == e)
-                .collect::<alloc::vec::Vec<_>>();
-            if live.len() as u64 != count
-                || live.iter().any(|&&(i, _)| {
-                    let s = &self.slots[i as usize];
+            let listed = list.check(&self.slots);
+            if listed.is_none_or(|n| n as u64 != count)
+                || list.iter(&self.slots).any(|i| {
+                    let s = &self.slots[i];
                     s.state != State::Ready || s.level() != level
                 })
             {
@@ -44,9 +41,6 @@ impl<T> Queue<T> {
             }
             if level > 0 && (self.ready_mask >> level) & 1 != u8::from(count > 0) {
                 return fail("a level's mask bit is set exactly while it has ready items");
-            }
-            if list.len() as u64 > 2 * count + 64 + 1 {
-                return fail("indexes stay within 2 x live + 65");
             }
             let recount = self
                 .slots
@@ -72,9 +66,10 @@ impl<T> Queue<T> {
             .iter()
             .filter(|t| timer_live(&self.slots, t, State::InFlight))
             .count() as u64;
-        if live_leases + self.flight_list().count() as u64 != self.stats.in_flight
-            || !self.flight_list_ok()
-        {
+        let Some(listed) = self.flight_list_check() else {
+            return fail("the in-flight list is linked, in deadline order, of leases in flight");
+        };
+        if live_leases + listed as u64 != self.stats.in_flight {
             return fail("every lease has one live deadline");
         }
         if self.leases.len() as u64 > 2 * self.stats.in_flight + 64 + 1
@@ -93,10 +88,10 @@ impl<T> Queue<T> {
     /// table), including stale entries not yet compacted. For benchmarks and memory checks.
     pub fn index_sizes(&self) -> IndexSizes {
         IndexSizes {
-            leases: self.leases.len() + self.flight_list().count(),
+            leases: self.leases.len() + self.flight.iter(&self.slots).count(),
             delays: self.delays.len(),
             expiries: self.expiries.len(),
-            ready: self.ready.iter().map(|l| l.len()).sum(),
+            ready: self.ready.iter().map(|l| l.iter(&self.slots).count()).sum(),
             slots: self.slots.len(),
             keys: self.keys.sizes().0,
         }

@@ -25,6 +25,7 @@ mod cancel;
 mod dead_letters;
 mod flight;
 mod invariants;
+mod links;
 mod push;
 mod receipts;
 mod receive;
@@ -32,6 +33,8 @@ mod restore;
 mod settle;
 mod slots;
 mod timers;
+
+use links::List;
 
 pub use invariants::IndexSizes;
 pub use restore::{RestoreError, Restored, RestoredDeadLetter};
@@ -165,8 +168,8 @@ pub struct Queue<T> {
     next_id: u64,
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
-    /// Ready items of each priority level in delivery order, as (slot, epoch).
-    ready: [VecDeque<(u32, u32)>; PRIORITY_LEVELS],
+    /// Ready items of each priority level in delivery order, linked through their slots.
+    ready: [List; PRIORITY_LEVELS],
     /// Ready items of levels 1 to 7 (the live entries of `ready[level]`). Index 0 stays 0:
     /// level 0 has `stats.ready` minus the others, so that a queue that uses level 0 only
     /// keeps exactly the counters it kept before levels existed.
@@ -179,9 +182,8 @@ pub struct Queue<T> {
     keys: KeyTable,
     /// Lease deadlines that are not on the in-flight list (see `flight`).
     leases: TimerIndex,
-    /// The in-flight list's first and last slots (`NIL` when empty).
-    flight_head: u32,
-    flight_tail: u32,
+    /// Leases in deadline order (see `flight`).
+    flight: List,
     delays: TimerIndex,
     expiries: TimerIndex,
     /// Live items (ready, delayed, in flight) that have an expiry.
@@ -225,13 +227,12 @@ impl<T> Queue<T> {
             next_id: 0,
             slots: Vec::new(),
             free: Vec::new(),
-            ready: Default::default(),
+            ready: [List::EMPTY; PRIORITY_LEVELS],
             ready_count: [0; PRIORITY_LEVELS],
             ready_mask: 0,
             keys: KeyTable::default(),
             leases: TimerIndex::default(),
-            flight_head: NIL,
-            flight_tail: NIL,
+            flight: List::EMPTY,
             delays: TimerIndex::default(),
             expiries: TimerIndex::default(),
             expiring: 0,
@@ -328,11 +329,11 @@ impl<T> Queue<T> {
         !self.events.is_empty()
     }
 
-    /// Appends a ready entry for `slot` (at `epoch`) to its level's list.
+    /// Appends `slot` to its level's ready list.
     #[inline]
-    fn enqueue_ready(&mut self, slot: u32, epoch: u32, level: usize) {
+    fn enqueue_ready(&mut self, slot: u32, level: usize) {
         let level = level & LEVEL_BITS as usize;
-        self.ready[level].push_back((slot, epoch));
+        self.ready[level].push_back(&mut self.slots, slot);
         self.stats.ready += 1;
         if level != 0 {
             self.ready_count[level] += 1;

@@ -374,8 +374,7 @@ impl<T> Queue<T> {
         s.epoch = s.epoch.wrapping_add(1);
         if at <= instant {
             s.state = State::Ready;
-            let epoch = s.epoch;
-            self.enqueue_ready(slot as u32, epoch, level);
+            self.enqueue_ready(slot as u32, level);
         } else {
             self.make_delayed(slot, at);
         }

@@ -10,20 +10,13 @@ impl<T> Queue<T> {
         match self.slots[slot].state {
             State::Ready => {
                 let level = self.slots[slot].level();
+                self.ready[level].unlink(&mut self.slots, slot as u32);
                 self.stats.ready -= 1;
-                let left = if level == 0 {
-                    self.ready_at_0()
-                } else {
+                if level != 0 {
                     self.ready_count[level] -= 1;
                     if self.ready_count[level] == 0 {
                         self.ready_mask &= !(1 << level);
                     }
-                    self.ready_count[level]
-                };
-                if self.ready[level].len() as u64 > 2 * left + 64 {
-                    let slots = &self.slots;
-                    let skip = slot as u32;
-                    self.ready[level].retain(|&(i, e)| i != skip && slots[i as usize].epoch == e);
                 }
             }
             State::Delayed => self.stats.delayed -= 1,
@@ -88,9 +81,8 @@ impl<T> Queue<T> {
     /// entries also go stale when a live count drops with no insert to follow (ack, nack,
     /// release, dead letter, expiry, receive, end of a delay): without this an index stays
     /// at its peak size, e.g. after a batch of leases is acked out of order. Called wherever
-    /// an item leaves a gauge, once its slot is consistent again. The ready lists are kept
-    /// by the only two places that take a ready item out (`lease_next`, `leave_waiting`),
-    /// each for its level.
+    /// an item leaves a gauge, once its slot is consistent again. The ready lists and the
+    /// in-flight list are linked through the slots and never hold a stale entry.
     #[inline]
     pub(super) fn trim_indexes(&mut self) {
         if self.leases.needs_compaction(self.stats.in_flight)
@@ -115,13 +107,6 @@ impl<T> Queue<T> {
         }
         if self.expiries.needs_compaction(self.expiring) {
             self.expiries.compact(|t| expiry_live(slots, t));
-        }
-        let mut counts = self.ready_count;
-        counts[0] = self.ready_at_0();
-        for (list, &count) in self.ready.iter_mut().zip(&counts) {
-            if list.len() as u64 > 2 * count + 64 {
-                list.retain(|&(i, e)| slots[i as usize].epoch == e);
-            }
         }
     }
 }

@@ -125,8 +125,8 @@ impl<T> Queue<T> {
                         let s = &mut self.slots[t.slot as usize];
                         s.epoch = s.epoch.wrapping_add(1);
                         s.state = State::Ready;
-                        let (epoch, level) = (s.epoch, s.level());
-                        self.enqueue_ready(t.slot, epoch, level);
+                        let level = s.level();
+                        self.enqueue_ready(t.slot, level);
                         self.trim_indexes();
                     }
                 }
