@@ -1,6 +1,6 @@
 //! Checks: the full recount behind `check_invariants`, and the index sizes.
 
-use super::{timer_live, Queue, State};
+use super::{timer_live, List, Queue, State, NIL};
 use crate::stats::ConservationError;
 
 impl<T> Queue<T> {
@@ -78,7 +78,16 @@ impl<T> Queue<T> {
         {
             return fail("indexes stay within 2 x live + 65");
         }
-        if self.free.len() + stats.live() as usize != self.slots.len() {
+        let free = List {
+            head: self.free,
+            tail: NIL,
+        };
+        let free_slots = free.iter(&self.slots).collect::<alloc::vec::Vec<_>>();
+        if free_slots.len() + stats.live() as usize != self.slots.len()
+            || free_slots
+                .iter()
+                .any(|&i| self.slots[i].state != State::Free)
+        {
             return fail("every slot is either free or holds a live item");
         }
         Ok(())

@@ -101,7 +101,8 @@ struct Slot<T> {
     /// The priority level (`LEVEL_BITS`), whether the item holds a key (`KEYED`) and
     /// whether its lease is on the in-flight list (`LISTED`): one byte.
     meta: u8,
-    /// The neighbours on the in-flight list (`NIL` at its ends), while `LISTED`.
+    /// The neighbours on the slot's list (`NIL` at its ends): its level's ready list while
+    /// ready, the in-flight list while `LISTED`; `next` is the next free slot while free.
     prev: u32,
     next: u32,
 }
@@ -167,7 +168,8 @@ pub struct Queue<T> {
     now: Timestamp,
     next_id: u64,
     slots: Vec<Slot<T>>,
-    free: Vec<u32>,
+    /// The free slots, last freed first, linked through `Slot::next` (`NIL`: none).
+    free: u32,
     /// Ready items of each priority level in delivery order, linked through their slots.
     ready: [List; PRIORITY_LEVELS],
     /// Ready items of levels 1 to 7 (the live entries of `ready[level]`). Index 0 stays 0:
@@ -226,7 +228,7 @@ impl<T> Queue<T> {
             now: Timestamp::ZERO,
             next_id: 0,
             slots: Vec::new(),
-            free: Vec::new(),
+            free: NIL,
             ready: [List::EMPTY; PRIORITY_LEVELS],
             ready_count: [0; PRIORITY_LEVELS],
             ready_mask: 0,

@@ -253,7 +253,7 @@ impl<T> Queue<T> {
         self.config
             .capacity
             .is_some_and(|c| self.live() >= c as u64)
-            || (self.free.is_empty() && self.slots.len() >= u32::MAX as usize)
+            || (self.free == NIL && self.slots.len() >= u32::MAX as usize)
     }
 
     /// Push after the time step and the expiry check: visible at `visible_at`, level 0.
@@ -302,19 +302,8 @@ impl<T> Queue<T> {
         attempts: u32,
         meta: u8,
     ) -> usize {
-        let slot = match self.free.pop() {
-            Some(i) => {
-                let s = &mut self.slots[i as usize];
-                s.item = Some(item);
-                s.id = id;
-                s.leases = leases;
-                s.attempts = attempts;
-                s.ended = LeaseEnd::None;
-                s.expires_at = expires_at;
-                s.meta = meta;
-                i as usize
-            }
-            None => {
+        let slot = match self.free {
+            NIL => {
                 self.slots.push(Slot {
                     item: Some(item),
                     id,
@@ -333,6 +322,18 @@ impl<T> Queue<T> {
                     next: NIL,
                 });
                 self.slots.len() - 1
+            }
+            i => {
+                let s = &mut self.slots[i as usize];
+                self.free = s.next;
+                s.item = Some(item);
+                s.id = id;
+                s.leases = leases;
+                s.attempts = attempts;
+                s.ended = LeaseEnd::None;
+                s.expires_at = expires_at;
+                s.meta = meta;
+                i as usize
             }
         };
         if expires_at != Timestamp::MAX {

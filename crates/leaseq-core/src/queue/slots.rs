@@ -53,10 +53,11 @@ impl<T> Queue<T> {
         s.state = State::Free;
         s.prev_id = s.id;
         s.prev_fate = Some(fate);
+        s.next = self.free;
+        self.free = slot as u32;
         if !self.errors.is_empty() {
             self.errors.remove(&(slot as u32));
         }
-        self.free.push(slot as u32);
         if keyed {
             self.unkey(slot);
         }
