@@ -13,7 +13,7 @@ use crate::time::Timestamp;
 impl<T> Queue<T> {
     /// Adds an item, visible at once. Returns its id, or hands the item back when the
     /// queue is at capacity.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, item: T, now: Timestamp) -> Result<MessageId, PushError<T>> {
         let now = self.advance(now);
         self.push_at(item, now, now, Timestamp::MAX)
