@@ -120,6 +120,22 @@ impl<T> Slot<T> {
         self.meta & KEYED != 0
     }
 
+    /// Frees this slot (index `slot`), whose item left as `fate`, onto the free list whose
+    /// head is `free`: the slot's own half of `Queue::vacate`. Returns whether the item had
+    /// an expiry and whether it held a key (the caller's to take off its gauge and table).
+    #[inline(always)]
+    fn vacate(&mut self, slot: usize, fate: Fate, free: &mut u32) -> (bool, bool) {
+        let expiring = self.expires_at != Timestamp::MAX;
+        let keyed = self.keyed();
+        self.epoch = self.epoch.wrapping_add(1);
+        self.state = State::Free;
+        self.prev_id = self.id;
+        self.prev_fate = Some(fate);
+        self.next = *free;
+        *free = slot as u32;
+        (expiring, keyed)
+    }
+
     /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.
     #[inline]
     fn timer(&self, slot: usize, at: Timestamp) -> Timer {

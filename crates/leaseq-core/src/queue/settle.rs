@@ -37,12 +37,7 @@ impl<T> Queue<T> {
     ) -> Result<(Acked, T), ReceiptError> {
         let now = self.advance(now);
         // Fast path: the lease is running.
-        if let Some(slot) = self.running(receipt) {
-            let s = &mut self.slots[slot];
-            let expiring = s.expires_at != Timestamp::MAX;
-            let item = s.item.take();
-            self.leave_flight(slot);
-            self.vacate(slot, Fate::Acked);
+        if let Some((item, expiring)) = self.take_running(receipt) {
             self.stats.acked += 1;
             // `trim_indexes` narrowed to the gauges an ack lowers.
             if self.leases.needs_compaction(self.stats.in_flight)

@@ -1,8 +1,8 @@
 //! Slots: taking items out of their gauges, freeing slots, and keeping the indexes
 //! within their bound.
 
-use super::{expiry_live, timer_live, Fate, Queue, State, KEYED};
-use crate::time::Timestamp;
+use super::{expiry_live, timer_live, Fate, Queue, State, KEYED, LISTED};
+use crate::id::Receipt;
 
 impl<T> Queue<T> {
     /// Takes a ready or delayed item out of its gauge (its index entry goes stale).
@@ -44,23 +44,47 @@ impl<T> Queue<T> {
     /// the item's unique key, if it holds one.
     #[inline(always)]
     pub(super) fn vacate(&mut self, slot: usize, fate: Fate) {
-        let s = &mut self.slots[slot];
-        if s.expires_at != Timestamp::MAX {
+        let (expiring, keyed) = self.slots[slot].vacate(slot, fate, &mut self.free);
+        self.vacated(slot, expiring, keyed);
+    }
+
+    /// The rest of `vacate` once the slot itself is free (`Slot::vacate`): the expiry gauge,
+    /// the item's error and its key.
+    #[inline(always)]
+    pub(super) fn vacated(&mut self, slot: usize, expiring: bool, keyed: bool) {
+        if expiring {
             self.expiring -= 1;
         }
-        let keyed = s.keyed();
-        s.epoch = s.epoch.wrapping_add(1);
-        s.state = State::Free;
-        s.prev_id = s.id;
-        s.prev_fate = Some(fate);
-        s.next = self.free;
-        self.free = slot as u32;
         if !self.errors.is_empty() {
             self.errors.remove(&(slot as u32));
         }
         if keyed {
             self.unkey(slot);
         }
+    }
+
+    /// `running`, taking the item, `leave_flight` and `vacate` of an ack's fast path on one
+    /// borrow of the slots, so that the slot's bounds are checked once. `None` unless `r`
+    /// is the running lease; else the item and whether it had an expiry.
+    #[inline(always)]
+    pub(super) fn take_running(&mut self, r: Receipt) -> Option<(Option<T>, bool)> {
+        let tag = self.tag;
+        let slot = r.slot as usize;
+        let slots = &mut self.slots[..];
+        let s = slots.get_mut(slot)?;
+        if !(r.queue == tag && s.state == State::InFlight && s.id == r.id.0 && s.leases == r.lease)
+        {
+            return None;
+        }
+        let item = s.item.take();
+        if s.meta & LISTED != 0 {
+            s.meta &= !LISTED;
+            self.flight.unlink(slots, slot as u32);
+        }
+        self.stats.in_flight -= 1;
+        let (expiring, keyed) = slots[slot].vacate(slot, Fate::Acked, &mut self.free);
+        self.vacated(slot, expiring, keyed);
+        Some((item, expiring))
     }
 
     /// Frees the unique key of the item leaving `slot`. Out of line and cold: the ack path
