@@ -10,9 +10,28 @@
 //! expiry, an extension) go to the timer index (`Queue::leases`) as before; the earliest
 //! lease deadline is the earlier of the list's head and the index's front.
 
-use super::{Queue, State, LISTED, NIL};
+use super::{List, Queue, Slot, State, LISTED, NIL};
 use crate::time::Timestamp;
 use crate::timer_index::Timer;
+
+/// Appends the lease in `slot` (its `last_deadline` set) to the in-flight list `flight`
+/// and marks it `LISTED` if its `(deadline, id)` is after the tail's; returns whether it
+/// did. On the slots alone, so that a caller holding them borrowed can use it.
+#[inline(always)]
+pub(super) fn list_in_order<T>(flight: &mut List, slots: &mut [Slot<T>], slot: usize) -> bool {
+    let tail = flight.tail;
+    let s = &slots[slot];
+    let (deadline, id) = (s.last_deadline, s.id);
+    let in_order = tail == NIL || {
+        let t = &slots[tail as usize];
+        (t.last_deadline, t.id) < (deadline, id)
+    };
+    if in_order {
+        slots[slot].meta |= LISTED;
+        flight.push_back(slots, slot as u32);
+    }
+    in_order
+}
 
 impl<T> Queue<T> {
     /// Schedules the deadline of the lease just taken in `slot` (its `last_deadline`, at its
@@ -20,23 +39,14 @@ impl<T> Queue<T> {
     /// the timer index otherwise.
     #[inline(always)]
     pub(super) fn schedule_lease(&mut self, slot: usize, deadline: Timestamp) {
-        let tail = self.flight.tail;
-        let id = self.slots[slot].id;
-        let in_order = tail == NIL || {
-            let t = &self.slots[tail as usize];
-            (t.last_deadline, t.id) < (deadline, id)
-        };
-        if in_order {
-            self.slots[slot].meta |= LISTED;
-            self.flight.push_back(&mut self.slots, slot as u32);
-        } else {
+        if !list_in_order(&mut self.flight, &mut self.slots, slot) {
             self.index_lease(slot, deadline);
         }
     }
 
     /// Puts the lease in `slot` into the timer index at `deadline` (and its epoch).
     #[inline(never)]
-    fn index_lease(&mut self, slot: usize, deadline: Timestamp) {
+    pub(super) fn index_lease(&mut self, slot: usize, deadline: Timestamp) {
         let timer = self.slots[slot].timer(slot, deadline);
         self.leases.insert(timer);
         if self.leases.needs_compaction(self.stats.in_flight) {

@@ -2,6 +2,7 @@
 
 use alloc::vec::Vec;
 
+use super::flight::list_in_order;
 use super::{LeaseEnd, Queue, State, LEVEL_BITS};
 use crate::event::Event;
 use crate::id::{MessageId, Receipt};
@@ -54,18 +55,22 @@ impl<T> Queue<T> {
     #[inline(always)]
     fn lease_next_inlined(&mut self, now: Timestamp) -> Option<usize> {
         let mask = self.ready_mask;
-        let slot = if mask == 0 {
+        // One borrow of the slots for the whole receive, so that the compiler checks the
+        // slot's bounds once.
+        let (slots, slot) = if mask == 0 {
             // No level above 0 has a ready item: level 0, with the very steps and counters
             // of a queue without levels.
-            let slot = self.ready[0].pop_front(&mut self.slots)?;
+            let slots = &mut self.slots[..];
+            let slot = self.ready[0].pop_front(slots)?;
             self.stats.ready -= 1;
-            slot as usize
+            (slots, slot as usize)
         } else {
-            self.take_highest(mask)
+            let slot = self.take_highest(mask);
+            (&mut self.slots[..], slot)
         };
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
-        let s = &mut self.slots[slot];
+        let s = &mut slots[slot];
         s.epoch = s.epoch.wrapping_add(1);
         s.state = State::InFlight;
         s.ended = LeaseEnd::None;
@@ -78,7 +83,9 @@ impl<T> Queue<T> {
         s.lease_cap = cap;
         let id = MessageId(s.id);
         let attempt = s.attempts;
-        self.schedule_lease(slot, deadline);
+        if !list_in_order(&mut self.flight, slots, slot) {
+            self.index_lease(slot, deadline);
+        }
         self.due = self.due.min(deadline);
         self.stats.in_flight += 1;
         self.stats.delivered += 1;
