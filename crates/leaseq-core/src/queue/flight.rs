@@ -49,28 +49,33 @@ impl<T> Queue<T> {
     pub(super) fn index_lease(&mut self, slot: usize, deadline: Timestamp) {
         let timer = self.slots[slot].timer(slot, deadline);
         self.leases.insert(timer);
-        if self.leases.needs_compaction(self.stats.in_flight) {
+        self.indexed += 1;
+        if self.leases.needs_compaction(self.indexed) {
             self.compact_leases();
         }
     }
 
-    /// Takes the lease in `slot` off the in-flight list if it is on it (a lease in the
-    /// timer index leaves a stale entry there, as before).
+    /// Takes the lease in `slot` off the in-flight list if it is on it; returns whether it
+    /// was.
     #[inline(always)]
-    pub(super) fn unlist(&mut self, slot: usize) {
+    pub(super) fn unlist(&mut self, slot: usize) -> bool {
         let s = &mut self.slots[slot];
         if s.meta & LISTED == 0 {
-            return;
+            return false;
         }
         s.meta &= !LISTED;
         self.flight.unlink(&mut self.slots, slot as u32);
+        true
     }
 
-    /// An item leaves flight: the in-flight gauge and the list.
+    /// An item leaves flight: the in-flight gauge and the list (a lease in the timer index
+    /// leaves a stale entry there, as before, and its live count).
     #[inline(always)]
     pub(super) fn leave_flight(&mut self, slot: usize) {
         self.stats.in_flight -= 1;
-        self.unlist(slot);
+        if !self.unlist(slot) {
+            self.indexed -= 1;
+        }
     }
 
     /// The lease deadline the list's head stands for, as a timer.
@@ -99,7 +104,7 @@ impl<T> Queue<T> {
     /// the list's tail if it keeps the order there, the timer index otherwise. The slot's
     /// `last_deadline` is already the new deadline.
     pub(super) fn reschedule_listed(&mut self, slot: usize) {
-        self.unlist(slot);
+        let _listed = self.unlist(slot);
         let deadline = self.slots[slot].last_deadline;
         self.schedule_lease(slot, deadline);
     }

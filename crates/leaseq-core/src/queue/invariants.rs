@@ -69,7 +69,7 @@ impl<T> Queue<T> {
         let Some(listed) = self.flight_list_check() else {
             return fail("the in-flight list is linked, in deadline order, of leases in flight");
         };
-        if live_leases + listed as u64 != self.stats.in_flight {
+        if live_leases + listed as u64 != self.stats.in_flight || live_leases != self.indexed {
             return fail("every lease has one live deadline");
         }
         if self.leases.len() as u64 > 2 * self.stats.in_flight + 64 + 1

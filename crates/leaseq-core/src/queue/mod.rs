@@ -200,6 +200,9 @@ pub struct Queue<T> {
     keys: KeyTable,
     /// Lease deadlines that are not on the in-flight list (see `flight`).
     leases: TimerIndex,
+    /// Leases in flight that are not on the in-flight list: the live entries of `leases`,
+    /// whose bound (`2 × indexed + 64`) a listed lease leaving flight cannot break.
+    indexed: u64,
     /// Leases in deadline order (see `flight`).
     flight: List,
     delays: TimerIndex,
@@ -250,6 +253,7 @@ impl<T> Queue<T> {
             ready_mask: 0,
             keys: KeyTable::default(),
             leases: TimerIndex::default(),
+            indexed: 0,
             flight: List::EMPTY,
             delays: TimerIndex::default(),
             expiries: TimerIndex::default(),

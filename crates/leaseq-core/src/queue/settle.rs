@@ -37,10 +37,11 @@ impl<T> Queue<T> {
     ) -> Result<(Acked, T), ReceiptError> {
         let now = self.advance(now);
         // Fast path: the lease is running.
-        if let Some((item, expiring)) = self.take_running(receipt) {
+        if let Some((item, expiring, indexed)) = self.take_running(receipt) {
             self.stats.acked += 1;
-            // `trim_indexes` narrowed to the gauges an ack lowers.
-            if self.leases.needs_compaction(self.stats.in_flight)
+            // `trim_indexes` narrowed to the gauges an ack lowers (a listed lease leaves
+            // nothing behind in the lease index, nor lowers its live count).
+            if (indexed && self.leases.needs_compaction(self.indexed))
                 || (expiring && self.expiries.needs_compaction(self.expiring))
             {
                 self.compact_indexes();
@@ -172,7 +173,7 @@ impl<T> Queue<T> {
             let timer = s.timer(slot, deadline);
             self.leases.insert(timer);
             self.due = self.due.min(deadline);
-            if self.leases.needs_compaction(self.stats.in_flight) {
+            if self.leases.needs_compaction(self.indexed) {
                 self.compact_leases();
             }
         }

@@ -65,9 +65,10 @@ impl<T> Queue<T> {
 
     /// `running`, taking the item, `leave_flight` and `vacate` of an ack's fast path on one
     /// borrow of the slots, so that the slot's bounds are checked once. `None` unless `r`
-    /// is the running lease; else the item and whether it had an expiry.
+    /// is the running lease; else the item, whether it had an expiry and whether its lease
+    /// was in the timer index (`indexed` went down).
     #[inline(always)]
-    pub(super) fn take_running(&mut self, r: Receipt) -> Option<(Option<T>, bool)> {
+    pub(super) fn take_running(&mut self, r: Receipt) -> Option<(Option<T>, bool, bool)> {
         let tag = self.tag;
         let slot = r.slot as usize;
         let slots = &mut self.slots[..];
@@ -77,14 +78,17 @@ impl<T> Queue<T> {
             return None;
         }
         let item = s.item.take();
-        if s.meta & LISTED != 0 {
+        let indexed = s.meta & LISTED == 0;
+        if indexed {
+            self.indexed -= 1;
+        } else {
             s.meta &= !LISTED;
             self.flight.unlink(slots, slot as u32);
         }
         self.stats.in_flight -= 1;
         let (expiring, keyed) = slots[slot].vacate(slot, Fate::Acked, &mut self.free);
         self.vacated(slot, expiring, keyed);
-        Some((item, expiring))
+        Some((item, expiring, indexed))
     }
 
     /// Frees the unique key of the item leaving `slot`. Out of line and cold: the ack path
@@ -110,7 +114,7 @@ impl<T> Queue<T> {
     /// in-flight list are linked through the slots and never hold a stale entry.
     #[inline]
     pub(super) fn trim_indexes(&mut self) {
-        if self.leases.needs_compaction(self.stats.in_flight)
+        if self.leases.needs_compaction(self.indexed)
             || self.delays.needs_compaction(self.stats.delayed)
             || self.expiries.needs_compaction(self.expiring)
         {
@@ -122,7 +126,7 @@ impl<T> Queue<T> {
     #[inline(never)]
     pub(super) fn compact_indexes(&mut self) {
         let slots = &self.slots;
-        if self.leases.needs_compaction(self.stats.in_flight) {
+        if self.leases.needs_compaction(self.indexed) {
             self.leases
                 .compact(|t| timer_live(slots, t, State::InFlight));
         }
