@@ -136,6 +136,26 @@ impl<T> Slot<T> {
         (expiring, keyed)
     }
 
+    /// Puts a new item into this free slot (still `Free`; see `Queue::occupy`).
+    #[inline(always)]
+    fn fill(
+        &mut self,
+        item: T,
+        id: u64,
+        expires_at: Timestamp,
+        leases: u32,
+        attempts: u32,
+        meta: u8,
+    ) {
+        self.item = Some(item);
+        self.id = id;
+        self.leases = leases;
+        self.attempts = attempts;
+        self.ended = LeaseEnd::None;
+        self.expires_at = expires_at;
+        self.meta = meta;
+    }
+
     /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.
     #[inline]
     fn timer(&self, slot: usize, at: Timestamp) -> Timer {
@@ -356,6 +376,12 @@ impl<T> Queue<T> {
     fn enqueue_ready(&mut self, slot: u32, level: usize) {
         let level = level & LEVEL_BITS as usize;
         self.ready[level].push_back(&mut self.slots, slot);
+        self.count_ready(level);
+    }
+
+    /// Counts an item just appended to the ready list of `level` (at most `LEVEL_BITS`).
+    #[inline(always)]
+    fn count_ready(&mut self, level: usize) {
         self.stats.ready += 1;
         if level != 0 {
             self.ready_count[level] += 1;

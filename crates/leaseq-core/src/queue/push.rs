@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED, NIL};
+use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED, LEVEL_BITS, NIL};
 use crate::error::PushError;
 use crate::event::Event;
 use crate::id::MessageId;
@@ -285,9 +285,25 @@ impl<T> Queue<T> {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let slot = self.occupy(item, id, expires_at, 0, 0, level);
         self.stats.pushed += 1;
-        self.make_visible_at(slot, level as usize, visible_at, now);
+        let free = self.free;
+        if free != NIL && expires_at == Timestamp::MAX && visible_at <= now {
+            // The common push (a free slot, no expiry, ready at once): `occupy` and
+            // `make_visible_at` on one borrow of the slots, so that the compiler checks the
+            // slot's bounds once.
+            let slots = &mut self.slots[..];
+            let s = &mut slots[free as usize];
+            self.free = s.next;
+            s.fill(item, id, expires_at, 0, 0, level);
+            s.epoch = s.epoch.wrapping_add(1);
+            s.state = State::Ready;
+            let level = level as usize & LEVEL_BITS as usize;
+            self.ready[level].push_back(slots, free);
+            self.count_ready(level);
+        } else {
+            let slot = self.occupy(item, id, expires_at, 0, 0, level);
+            self.make_visible_at(slot, level as usize, visible_at, now);
+        }
         Ok(MessageId(id))
     }
 
@@ -326,13 +342,7 @@ impl<T> Queue<T> {
             i => {
                 let s = &mut self.slots[i as usize];
                 self.free = s.next;
-                s.item = Some(item);
-                s.id = id;
-                s.leases = leases;
-                s.attempts = attempts;
-                s.ended = LeaseEnd::None;
-                s.expires_at = expires_at;
-                s.meta = meta;
+                s.fill(item, id, expires_at, leases, attempts, meta);
                 i as usize
             }
         };
