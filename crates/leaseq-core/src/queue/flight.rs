@@ -7,8 +7,9 @@
 //! nack, release, expiry, dead letter, cancel, an extension). A listed lease's deadline is
 //! exact and the list is in `(deadline, id)` order, so its head is its earliest timer.
 //! Leases that would break the order (a deadline cut by the max lease or the item's
-//! expiry, an extension) go to the timer index (`Queue::leases`) as before; the earliest
-//! lease deadline is the earlier of the list's head and the index's front.
+//! expiry, an extension to before the last listed deadline) go to the timer index
+//! (`Queue::leases`) as before, counted in `Queue::indexed`; the earliest lease deadline
+//! is the earlier of the list's head and the index's front.
 
 use super::{List, Queue, Slot, State, LISTED, NIL};
 use crate::time::Timestamp;
@@ -104,7 +105,7 @@ impl<T> Queue<T> {
     /// the list's tail if it keeps the order there, the timer index otherwise. The slot's
     /// `last_deadline` is already the new deadline.
     pub(super) fn reschedule_listed(&mut self, slot: usize) {
-        let _listed = self.unlist(slot);
+        self.unlist(slot);
         let deadline = self.slots[slot].last_deadline;
         self.schedule_lease(slot, deadline);
     }
