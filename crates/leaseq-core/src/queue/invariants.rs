@@ -97,10 +97,12 @@ impl<T> Queue<T> {
     /// table), including stale entries not yet compacted. For benchmarks and memory checks.
     pub fn index_sizes(&self) -> IndexSizes {
         IndexSizes {
-            leases: self.leases.len() + self.flight.iter(&self.slots).count(),
+            // Every lease in flight is either listed or `indexed`: O(1), no walk of the list.
+            leases: self.leases.len() + self.stats.in_flight.saturating_sub(self.indexed) as usize,
             delays: self.delays.len(),
             expiries: self.expiries.len(),
-            ready: self.ready.iter().map(|l| l.iter(&self.slots).count()).sum(),
+            // The ready lists hold exactly the ready items.
+            ready: self.stats.ready as usize,
             slots: self.slots.len(),
             keys: self.keys.sizes().0,
         }
