@@ -96,8 +96,9 @@
 //! # Cost
 //!
 //! Push, receive, ack, nack and extend are O(1) amortized with one visibility for all leases
-//! and no or fixed backoff (deadlines then arrive in order and live in a FIFO); a timer that
-//! arrives out of order (capped extension, exponential backoff, expiry) costs O(log n).
+//! and no or fixed backoff (deadlines then arrive in order: leases on a list linked through
+//! the slots, delays in a FIFO); a timer that arrives out of order (capped extension,
+//! exponential backoff, expiry) costs O(log n).
 //! Each level has its own ready list and a bitmask says which levels have ready items, so a
 //! receive finds the highest one in O(1); a queue that uses level 0 only takes a branch of
 //! its own. A key costs a hash and one table lookup on push and one removal when its item
@@ -134,8 +135,11 @@
 //! queued and with 1M items queued; priority levels added 0.4 to 0.5 ns to it (a mask check
 //! on receive, a byte per slot, a key check on ack). A bare `VecDeque` `push_back` +
 //! `pop_front` costs 2.1 ns at 1k and 5.1 ns at 1M in the same run. With `Arc<[u8; 64]>`
-//! items the figure is about 21 ns. An extend costs about 9 ns. Each queued item takes about
-//! 84 bytes (`u64`, 1M items), plus 24 while it is in flight.
+//! items the figure is about 21 ns. An extend costs about 9 ns. (Those times are from
+//! before the lists linked through the slots, which took the round trip from 335 to 245
+//! instructions: see BENCHMARKS.md.) Each queued item takes its slot, 80 bytes with a `u64`
+//! item, and nothing more while ready or in flight with the uniform visibility (its place
+//! on the ready or in-flight list is the slot's links).
 //!
 //! With the items spread over the 8 levels and pushes at level 7, the round trip costs 25 to
 //! 31 ns from 1k to 1M queued. With a unique key on every item it costs about 48 ns at 1k,

@@ -76,17 +76,6 @@ impl TimerIndex {
         }
     }
 
-    /// Drops `t` if it is the FIFO's front: the common case of a lease acked in the order
-    /// leases were taken, which then leaves no garbage at all.
-    #[inline]
-    pub(crate) fn remove_if_front(&mut self, slot: u32, epoch: u32) {
-        if let Some(f) = self.fifo.front() {
-            if f.slot == slot && f.epoch == epoch {
-                self.fifo.pop_front();
-            }
-        }
-    }
-
     /// Drops stale timers from the front, so that `peek` names a live one.
     pub(crate) fn clean_front(&mut self, mut is_live: impl FnMut(&Timer) -> bool) {
         while let Some(t) = self.peek() {

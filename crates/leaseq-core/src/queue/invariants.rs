@@ -1,6 +1,6 @@
 //! Checks: the full recount behind `check_invariants`, and the index sizes.
 
-use super::{timer_live, Queue, State};
+use super::{timer_live, List, Queue, State, NIL};
 use crate::stats::ConservationError;
 
 impl<T> Queue<T> {
@@ -30,13 +30,10 @@ impl<T> Queue<T> {
         }
         let per_level = self.ready_per_level();
         for (level, (list, &count)) in self.ready.iter().zip(&per_level).enumerate() {
-            let live = list
-                .iter()
-                .filter(|&&(i, e)| self.slots[i as usize].epoch == e)
-                .collect::<alloc::vec::Vec<_>>();
-            if live.len() as u64 != count
-                || live.iter().any(|&&(i, _)| {
-                    let s = &self.slots[i as usize];
+            let listed = list.check(&self.slots);
+            if listed.is_none_or(|n| n as u64 != count)
+                || list.iter(&self.slots).any(|i| {
+                    let s = &self.slots[i];
                     s.state != State::Ready || s.level() != level
                 })
             {
@@ -44,9 +41,6 @@ impl<T> Queue<T> {
             }
             if level > 0 && (self.ready_mask >> level) & 1 != u8::from(count > 0) {
                 return fail("a level's mask bit is set exactly while it has ready items");
-            }
-            if list.len() as u64 > 2 * count + 64 + 1 {
-                return fail("indexes stay within 2 x live + 65");
             }
             let recount = self
                 .slots
@@ -72,7 +66,10 @@ impl<T> Queue<T> {
             .iter()
             .filter(|t| timer_live(&self.slots, t, State::InFlight))
             .count() as u64;
-        if live_leases != self.stats.in_flight {
+        let Some(listed) = self.flight_list_check() else {
+            return fail("the in-flight list is linked, in deadline order, of leases in flight");
+        };
+        if live_leases + listed as u64 != self.stats.in_flight || live_leases != self.indexed {
             return fail("every lease has one live deadline");
         }
         if self.leases.len() as u64 > 2 * self.stats.in_flight + 64 + 1
@@ -81,7 +78,16 @@ impl<T> Queue<T> {
         {
             return fail("indexes stay within 2 x live + 65");
         }
-        if self.free.len() + stats.live() as usize != self.slots.len() {
+        let free = List {
+            head: self.free,
+            tail: NIL,
+        };
+        let free_slots = free.iter(&self.slots).collect::<alloc::vec::Vec<_>>();
+        if free_slots.len() + stats.live() as usize != self.slots.len()
+            || free_slots
+                .iter()
+                .any(|&i| self.slots[i].state != State::Free)
+        {
             return fail("every slot is either free or holds a live item");
         }
         Ok(())
@@ -91,10 +97,12 @@ impl<T> Queue<T> {
     /// table), including stale entries not yet compacted. For benchmarks and memory checks.
     pub fn index_sizes(&self) -> IndexSizes {
         IndexSizes {
-            leases: self.leases.len(),
+            // Every lease in flight is either listed or `indexed`: O(1), no walk of the list.
+            leases: self.leases.len() + self.stats.in_flight.saturating_sub(self.indexed) as usize,
             delays: self.delays.len(),
             expiries: self.expiries.len(),
-            ready: self.ready.iter().map(|l| l.len()).sum(),
+            // The ready lists hold exactly the ready items.
+            ready: self.stats.ready as usize,
             slots: self.slots.len(),
             keys: self.keys.sizes().0,
         }

@@ -1,7 +1,7 @@
 //! The lease queue state machine.
 //!
-//! `Queue` itself, its slots and their states live here; its operations are split by
-//! concept into the child modules, which see the private fields as descendants.
+//! `Queue` itself lives here, its slots and their states in `slot`; its operations are
+//! split by concept into the child modules, which see the private fields as descendants.
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
@@ -23,101 +23,23 @@ use crate::view::{ItemState, ItemView};
 
 mod cancel;
 mod dead_letters;
+mod flight;
 mod invariants;
+mod links;
 mod push;
 mod receipts;
 mod receive;
 mod restore;
 mod settle;
+mod slot;
 mod slots;
 mod timers;
 
+use links::List;
+use slot::{Fate, LeaseEnd, Slot, State, KEYED, LEVEL_BITS, LISTED, NIL};
+
 pub use invariants::IndexSizes;
 pub use restore::{RestoreError, Restored, RestoredDeadLetter};
-
-/// Where an item stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Free,
-    Ready,
-    Delayed,
-    InFlight,
-}
-
-/// How the latest lease of an item ended, which decides what its old receipt may still do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LeaseEnd {
-    /// Not leased yet, or the lease is running.
-    None,
-    /// Ran out: an ack with its receipt is still accepted until the item is leased again.
-    Expired,
-    /// The holder handed it back: its receipt is done.
-    Released,
-}
-
-/// What the last item to leave a slot became; lets a stale receipt be told precisely.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fate {
-    Acked,
-    DeadLettered,
-    Cancelled,
-}
-
-/// `Slot::meta`: the priority level in the low bits.
-const LEVEL_BITS: u8 = 0b0111;
-/// `Slot::meta`: the item holds a unique key (in the key table).
-const KEYED: u8 = 0b1000;
-
-struct Slot<T> {
-    item: Option<T>,
-    id: u64,
-    /// Bumped on every state change; index entries made at another epoch are stale.
-    epoch: u32,
-    /// Leases issued for this message, across redrives.
-    leases: u32,
-    /// Deliveries since push or the last redrive.
-    attempts: u32,
-    state: State,
-    ended: LeaseEnd,
-    /// In flight: the latest deadline extensions may reach.
-    lease_cap: Timestamp,
-    /// The deadline of the latest lease, kept after it ends (for "late by").
-    last_deadline: Timestamp,
-    /// The item's own deadline; `Timestamp::MAX` for none.
-    expires_at: Timestamp,
-    /// The previous occupant of this slot (meaningful when `prev_fate` is set).
-    prev_id: u64,
-    /// How the previous occupant left; `None` before the slot's first use ends.
-    prev_fate: Option<Fate>,
-    /// The priority level (`LEVEL_BITS`) and whether the item holds a key (`KEYED`): one
-    /// byte, so that the slot stays within the padding it had before.
-    meta: u8,
-}
-
-impl<T> Slot<T> {
-    /// The item's priority level.
-    #[inline]
-    fn level(&self) -> usize {
-        (self.meta & LEVEL_BITS) as usize
-    }
-
-    /// Whether the item holds a unique key.
-    #[inline]
-    fn keyed(&self) -> bool {
-        self.meta & KEYED != 0
-    }
-
-    /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.
-    #[inline]
-    fn timer(&self, slot: usize, at: Timestamp) -> Timer {
-        Timer {
-            at,
-            id: self.id,
-            slot: slot as u32,
-            epoch: self.epoch,
-        }
-    }
-}
 
 /// A lease queue: the whole state machine, with no clock, no timers and no I/O.
 ///
@@ -161,9 +83,10 @@ pub struct Queue<T> {
     now: Timestamp,
     next_id: u64,
     slots: Vec<Slot<T>>,
-    free: Vec<u32>,
-    /// Ready items of each priority level in delivery order, as (slot, epoch).
-    ready: [VecDeque<(u32, u32)>; PRIORITY_LEVELS],
+    /// The free slots, last freed first, linked through `Slot::next` (`NIL`: none).
+    free: u32,
+    /// Ready items of each priority level in delivery order, linked through their slots.
+    ready: [List; PRIORITY_LEVELS],
     /// Ready items of levels 1 to 7 (the live entries of `ready[level]`). Index 0 stays 0:
     /// level 0 has `stats.ready` minus the others, so that a queue that uses level 0 only
     /// keeps exactly the counters it kept before levels existed.
@@ -174,7 +97,13 @@ pub struct Queue<T> {
     ready_mask: u8,
     /// The live items that hold a unique key.
     keys: KeyTable,
+    /// Lease deadlines that are not on the in-flight list (see `flight`).
     leases: TimerIndex,
+    /// Leases in flight that are not on the in-flight list: the live entries of `leases`,
+    /// whose bound (`2 × indexed + 64`) a listed lease leaving flight cannot break.
+    indexed: u64,
+    /// Leases in deadline order (see `flight`).
+    flight: List,
     delays: TimerIndex,
     expiries: TimerIndex,
     /// Live items (ready, delayed, in flight) that have an expiry.
@@ -217,12 +146,14 @@ impl<T> Queue<T> {
             now: Timestamp::ZERO,
             next_id: 0,
             slots: Vec::new(),
-            free: Vec::new(),
-            ready: Default::default(),
+            free: NIL,
+            ready: [List::EMPTY; PRIORITY_LEVELS],
             ready_count: [0; PRIORITY_LEVELS],
             ready_mask: 0,
             keys: KeyTable::default(),
             leases: TimerIndex::default(),
+            indexed: 0,
+            flight: List::EMPTY,
             delays: TimerIndex::default(),
             expiries: TimerIndex::default(),
             expiring: 0,
@@ -319,11 +250,17 @@ impl<T> Queue<T> {
         !self.events.is_empty()
     }
 
-    /// Appends a ready entry for `slot` (at `epoch`) to its level's list.
+    /// Appends `slot` to its level's ready list.
     #[inline]
-    fn enqueue_ready(&mut self, slot: u32, epoch: u32, level: usize) {
+    fn enqueue_ready(&mut self, slot: u32, level: usize) {
         let level = level & LEVEL_BITS as usize;
-        self.ready[level].push_back((slot, epoch));
+        self.ready[level].push_back(&mut self.slots, slot);
+        self.count_ready(level);
+    }
+
+    /// Counts an item just appended to the ready list of `level` (at most `LEVEL_BITS`).
+    #[inline(always)]
+    fn count_ready(&mut self, level: usize) {
         self.stats.ready += 1;
         if level != 0 {
             self.ready_count[level] += 1;

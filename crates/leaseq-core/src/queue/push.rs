@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED};
+use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED, LEVEL_BITS, NIL};
 use crate::error::PushError;
 use crate::event::Event;
 use crate::id::MessageId;
@@ -13,7 +13,7 @@ use crate::time::Timestamp;
 impl<T> Queue<T> {
     /// Adds an item, visible at once. Returns its id, or hands the item back when the
     /// queue is at capacity.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, item: T, now: Timestamp) -> Result<MessageId, PushError<T>> {
         let now = self.advance(now);
         self.push_at(item, now, now, Timestamp::MAX)
@@ -253,7 +253,7 @@ impl<T> Queue<T> {
         self.config
             .capacity
             .is_some_and(|c| self.live() >= c as u64)
-            || (self.free.is_empty() && self.slots.len() >= u32::MAX as usize)
+            || (self.free == NIL && self.slots.len() >= u32::MAX as usize)
     }
 
     /// Push after the time step and the expiry check: visible at `visible_at`, level 0.
@@ -285,9 +285,25 @@ impl<T> Queue<T> {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let slot = self.occupy(item, id, expires_at, 0, 0, level);
         self.stats.pushed += 1;
-        self.make_visible_at(slot, level as usize, visible_at, now);
+        let free = self.free;
+        if free != NIL && expires_at == Timestamp::MAX && visible_at <= now {
+            // The common push (a free slot, no expiry, ready at once): `occupy` and
+            // `make_visible_at` on one borrow of the slots, so that the compiler checks the
+            // slot's bounds once.
+            let slots = &mut self.slots[..];
+            let s = &mut slots[free as usize];
+            self.free = s.next;
+            s.fill(item, id, expires_at, 0, 0, level);
+            s.epoch = s.epoch.wrapping_add(1);
+            s.state = State::Ready;
+            let level = level as usize & LEVEL_BITS as usize;
+            self.ready[level].push_back(slots, free);
+            self.count_ready(level);
+        } else {
+            let slot = self.occupy(item, id, expires_at, 0, 0, level);
+            self.make_visible_at(slot, level as usize, visible_at, now);
+        }
         Ok(MessageId(id))
     }
 
@@ -302,19 +318,8 @@ impl<T> Queue<T> {
         attempts: u32,
         meta: u8,
     ) -> usize {
-        let slot = match self.free.pop() {
-            Some(i) => {
-                let s = &mut self.slots[i as usize];
-                s.item = Some(item);
-                s.id = id;
-                s.leases = leases;
-                s.attempts = attempts;
-                s.ended = LeaseEnd::None;
-                s.expires_at = expires_at;
-                s.meta = meta;
-                i as usize
-            }
-            None => {
+        let slot = match self.free {
+            NIL => {
                 self.slots.push(Slot {
                     item: Some(item),
                     id,
@@ -329,8 +334,16 @@ impl<T> Queue<T> {
                     prev_id: 0,
                     prev_fate: None,
                     meta,
+                    prev: NIL,
+                    next: NIL,
                 });
                 self.slots.len() - 1
+            }
+            i => {
+                let s = &mut self.slots[i as usize];
+                self.free = s.next;
+                s.fill(item, id, expires_at, leases, attempts, meta);
+                i as usize
             }
         };
         if expires_at != Timestamp::MAX {
@@ -372,8 +385,7 @@ impl<T> Queue<T> {
         s.epoch = s.epoch.wrapping_add(1);
         if at <= instant {
             s.state = State::Ready;
-            let epoch = s.epoch;
-            self.enqueue_ready(slot as u32, epoch, level);
+            self.enqueue_ready(slot as u32, level);
         } else {
             self.make_delayed(slot, at);
         }

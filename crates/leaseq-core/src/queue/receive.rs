@@ -2,6 +2,7 @@
 
 use alloc::vec::Vec;
 
+use super::flight::list_in_order;
 use super::{LeaseEnd, Queue, State, LEVEL_BITS};
 use crate::event::Event;
 use crate::id::{MessageId, Receipt};
@@ -54,30 +55,22 @@ impl<T> Queue<T> {
     #[inline(always)]
     fn lease_next_inlined(&mut self, now: Timestamp) -> Option<usize> {
         let mask = self.ready_mask;
-        let slot = if mask == 0 {
+        // One borrow of the slots for the whole receive, so that the compiler checks the
+        // slot's bounds once.
+        let (slots, slot) = if mask == 0 {
             // No level above 0 has a ready item: level 0, with the very steps and counters
             // of a queue without levels.
-            let list = &mut self.ready[0];
-            let slot = loop {
-                let (slot, epoch) = list.pop_front()?;
-                if self.slots[slot as usize].epoch == epoch {
-                    break slot as usize;
-                }
-            };
+            let slots = &mut self.slots[..];
+            let slot = self.ready[0].pop_front(slots)?;
             self.stats.ready -= 1;
-            // `trim_indexes` narrowed to what a receive can push past its bound: the ready
-            // list lost a live item (all of them are at level 0 here). The lease index gains
-            // an entry with its live lease.
-            if self.ready[0].len() as u64 > 2 * self.stats.ready + 64 {
-                self.compact_indexes();
-            }
-            slot
+            (slots, slot as usize)
         } else {
-            self.take_highest(mask)
+            let slot = self.take_highest(mask);
+            (&mut self.slots[..], slot)
         };
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
-        let s = &mut self.slots[slot];
+        let s = &mut slots[slot];
         s.epoch = s.epoch.wrapping_add(1);
         s.state = State::InFlight;
         s.ended = LeaseEnd::None;
@@ -90,8 +83,9 @@ impl<T> Queue<T> {
         s.lease_cap = cap;
         let id = MessageId(s.id);
         let attempt = s.attempts;
-        let timer = s.timer(slot, deadline);
-        self.leases.insert(timer);
+        if !list_in_order(&mut self.flight, slots, slot) {
+            self.index_lease(slot, deadline);
+        }
         self.due = self.due.min(deadline);
         self.stats.in_flight += 1;
         self.stats.delivered += 1;
@@ -109,28 +103,17 @@ impl<T> Queue<T> {
     #[inline(never)]
     fn take_highest(&mut self, mask: u8) -> usize {
         let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
-        let list = &mut self.ready[level];
-        let slot = loop {
-            // `ready_count[level] > 0`: the list holds a live entry.
-            let (slot, epoch) = list
-                .pop_front()
-                .expect("a level's bit is set: it has items");
-            if self.slots[slot as usize].epoch == epoch {
-                break slot as usize;
-            }
-        };
+        // `ready_count[level] > 0`: the list holds an item.
+        let slot = self.ready[level]
+            .pop_front(&mut self.slots)
+            .expect("a level's bit is set: it has items");
         self.stats.ready -= 1;
         let count = &mut self.ready_count[level];
         *count -= 1;
-        let left = *count;
-        if left == 0 {
+        if *count == 0 {
             self.ready_mask = mask & !(1 << level);
         }
-        // As at level 0, for this level.
-        if self.ready[level].len() as u64 > 2 * left + 64 {
-            self.compact_indexes();
-        }
-        slot
+        slot as usize
     }
 
     /// The `Lease` for the slot `lease_next` just leased.

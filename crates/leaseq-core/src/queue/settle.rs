@@ -4,7 +4,7 @@ use alloc::string::String;
 use core::time::Duration;
 
 use super::receipts::Check;
-use super::{Fate, LeaseEnd, Queue};
+use super::{Fate, LeaseEnd, Queue, LISTED};
 use crate::error::ReceiptError;
 use crate::event::{Event, LateAckKind, Reason};
 use crate::id::Receipt;
@@ -37,17 +37,11 @@ impl<T> Queue<T> {
     ) -> Result<(Acked, T), ReceiptError> {
         let now = self.advance(now);
         // Fast path: the lease is running.
-        if let Some(slot) = self.running(receipt) {
-            let s = &mut self.slots[slot];
-            let epoch = s.epoch;
-            let expiring = s.expires_at != Timestamp::MAX;
-            let item = s.item.take();
-            self.stats.in_flight -= 1;
-            self.leases.remove_if_front(slot as u32, epoch);
-            self.vacate(slot, Fate::Acked);
+        if let Some((item, expiring, indexed)) = self.take_running(receipt) {
             self.stats.acked += 1;
-            // `trim_indexes` narrowed to the gauges an ack lowers.
-            if self.leases.needs_compaction(self.stats.in_flight)
+            // `trim_indexes` narrowed to the gauges an ack lowers (a listed lease leaves
+            // nothing behind in the lease index, nor lowers its live count).
+            if (indexed && self.leases.needs_compaction(self.indexed))
                 || (expiring && self.expiries.needs_compaction(self.expiring))
             {
                 self.compact_indexes();
@@ -66,9 +60,7 @@ impl<T> Queue<T> {
     ) -> Result<(Acked, T), ReceiptError> {
         match self.check(receipt) {
             Check::Held(slot) => {
-                self.stats.in_flight -= 1;
-                let epoch = self.slots[slot].epoch;
-                self.leases.remove_if_front(slot as u32, epoch);
+                self.leave_flight(slot);
                 let item = self.release_slot(slot, Fate::Acked);
                 self.stats.acked += 1;
                 Ok((Acked::OnTime, item))
@@ -132,7 +124,7 @@ impl<T> Queue<T> {
         let now = self.advance(now);
         let slot = self.held(receipt)?;
         self.stats.nacks += 1;
-        self.stats.in_flight -= 1;
+        self.leave_flight(slot);
         self.slots[slot].ended = LeaseEnd::Released;
         if let Some(error) = failure.error {
             self.errors.insert(slot as u32, error);
@@ -162,7 +154,14 @@ impl<T> Queue<T> {
         let wanted = now.saturating_add(visibility);
         let deadline = wanted.min(s.lease_cap);
         let capped = deadline < wanted;
-        if deadline >= s.last_deadline {
+        if s.meta & LISTED != 0 {
+            // On the in-flight list, whose deadlines are exact: to its new place.
+            if deadline != s.last_deadline {
+                s.last_deadline = deadline;
+                self.reschedule_listed(slot);
+                self.due = self.due.min(deadline);
+            }
+        } else if deadline >= s.last_deadline {
             // Later (the usual case): the lease keeps its index entry, which is never later
             // than `last_deadline` and moves on to it when it comes up (`run_due`,
             // `settle_lease_front`). No insert, no stale entry.
@@ -174,7 +173,7 @@ impl<T> Queue<T> {
             let timer = s.timer(slot, deadline);
             self.leases.insert(timer);
             self.due = self.due.min(deadline);
-            if self.leases.needs_compaction(self.stats.in_flight) {
+            if self.leases.needs_compaction(self.indexed) {
                 self.compact_leases();
             }
         }
@@ -195,7 +194,7 @@ impl<T> Queue<T> {
         let now = self.advance(now);
         let slot = self.held(receipt)?;
         self.stats.nacks += 1;
-        self.stats.in_flight -= 1;
+        self.leave_flight(slot);
         self.slots[slot].ended = LeaseEnd::Released;
         Ok(self.fail_attempt(slot, now, Reason::Released, Retry::After(Duration::ZERO)))
     }
@@ -211,7 +210,7 @@ impl<T> Queue<T> {
     pub fn put_back(&mut self, receipt: Receipt, now: Timestamp) -> Result<(), ReceiptError> {
         let now = self.advance(now);
         let slot = self.held(receipt)?;
-        self.stats.in_flight -= 1;
+        self.leave_flight(slot);
         self.stats.put_back += 1;
         let s = &mut self.slots[slot];
         s.ended = LeaseEnd::Released;
@@ -233,7 +232,7 @@ impl<T> Queue<T> {
         let now = self.advance(now);
         let slot = match self.check(receipt) {
             Check::Held(slot) => {
-                self.stats.in_flight -= 1;
+                self.leave_flight(slot);
                 slot
             }
             Check::Unclaimed(slot) => {

@@ -1,8 +1,8 @@
 //! Slots: taking items out of their gauges, freeing slots, and keeping the indexes
 //! within their bound.
 
-use super::{expiry_live, timer_live, Fate, Queue, State, KEYED};
-use crate::time::Timestamp;
+use super::{expiry_live, timer_live, Fate, Queue, State, KEYED, LISTED};
+use crate::id::Receipt;
 
 impl<T> Queue<T> {
     /// Takes a ready or delayed item out of its gauge (its index entry goes stale).
@@ -10,24 +10,17 @@ impl<T> Queue<T> {
         match self.slots[slot].state {
             State::Ready => {
                 let level = self.slots[slot].level();
+                self.ready[level].unlink(&mut self.slots, slot as u32);
                 self.stats.ready -= 1;
-                let left = if level == 0 {
-                    self.ready_at_0()
-                } else {
+                if level != 0 {
                     self.ready_count[level] -= 1;
                     if self.ready_count[level] == 0 {
                         self.ready_mask &= !(1 << level);
                     }
-                    self.ready_count[level]
-                };
-                if self.ready[level].len() as u64 > 2 * left + 64 {
-                    let slots = &self.slots;
-                    let skip = slot as u32;
-                    self.ready[level].retain(|&(i, e)| i != skip && slots[i as usize].epoch == e);
                 }
             }
             State::Delayed => self.stats.delayed -= 1,
-            State::InFlight => self.stats.in_flight -= 1,
+            State::InFlight => self.leave_flight(slot),
             State::Free => {}
         }
     }
@@ -51,22 +44,51 @@ impl<T> Queue<T> {
     /// the item's unique key, if it holds one.
     #[inline(always)]
     pub(super) fn vacate(&mut self, slot: usize, fate: Fate) {
-        let s = &mut self.slots[slot];
-        if s.expires_at != Timestamp::MAX {
+        let (expiring, keyed) = self.slots[slot].vacate(slot, fate, &mut self.free);
+        self.vacated(slot, expiring, keyed);
+    }
+
+    /// The rest of `vacate` once the slot itself is free (`Slot::vacate`): the expiry gauge,
+    /// the item's error and its key.
+    #[inline(always)]
+    pub(super) fn vacated(&mut self, slot: usize, expiring: bool, keyed: bool) {
+        if expiring {
             self.expiring -= 1;
         }
-        let keyed = s.keyed();
-        s.epoch = s.epoch.wrapping_add(1);
-        s.state = State::Free;
-        s.prev_id = s.id;
-        s.prev_fate = Some(fate);
         if !self.errors.is_empty() {
             self.errors.remove(&(slot as u32));
         }
-        self.free.push(slot as u32);
         if keyed {
             self.unkey(slot);
         }
+    }
+
+    /// `running`, taking the item, `leave_flight` and `vacate` of an ack's fast path on one
+    /// borrow of the slots, so that the slot's bounds are checked once. `None` unless `r`
+    /// is the running lease; else the item, whether it had an expiry and whether its lease
+    /// was in the timer index (`indexed` went down).
+    #[inline(always)]
+    pub(super) fn take_running(&mut self, r: Receipt) -> Option<(Option<T>, bool, bool)> {
+        let tag = self.tag;
+        let slot = r.slot as usize;
+        let slots = &mut self.slots[..];
+        let s = slots.get_mut(slot)?;
+        if !(r.queue == tag && s.state == State::InFlight && s.id == r.id.0 && s.leases == r.lease)
+        {
+            return None;
+        }
+        let item = s.item.take();
+        let indexed = s.meta & LISTED == 0;
+        if indexed {
+            self.indexed -= 1;
+        } else {
+            s.meta &= !LISTED;
+            self.flight.unlink(slots, slot as u32);
+        }
+        self.stats.in_flight -= 1;
+        let (expiring, keyed) = slots[slot].vacate(slot, Fate::Acked, &mut self.free);
+        self.vacated(slot, expiring, keyed);
+        Some((item, expiring, indexed))
     }
 
     /// Frees the unique key of the item leaving `slot`. Out of line and cold: the ack path
@@ -88,12 +110,11 @@ impl<T> Queue<T> {
     /// entries also go stale when a live count drops with no insert to follow (ack, nack,
     /// release, dead letter, expiry, receive, end of a delay): without this an index stays
     /// at its peak size, e.g. after a batch of leases is acked out of order. Called wherever
-    /// an item leaves a gauge, once its slot is consistent again. The ready lists are kept
-    /// by the only two places that take a ready item out (`lease_next`, `leave_waiting`),
-    /// each for its level.
+    /// an item leaves a gauge, once its slot is consistent again. The ready lists and the
+    /// in-flight list are linked through the slots and never hold a stale entry.
     #[inline]
     pub(super) fn trim_indexes(&mut self) {
-        if self.leases.needs_compaction(self.stats.in_flight)
+        if self.leases.needs_compaction(self.indexed)
             || self.delays.needs_compaction(self.stats.delayed)
             || self.expiries.needs_compaction(self.expiring)
         {
@@ -105,7 +126,7 @@ impl<T> Queue<T> {
     #[inline(never)]
     pub(super) fn compact_indexes(&mut self) {
         let slots = &self.slots;
-        if self.leases.needs_compaction(self.stats.in_flight) {
+        if self.leases.needs_compaction(self.indexed) {
             self.leases
                 .compact(|t| timer_live(slots, t, State::InFlight));
         }
@@ -115,13 +136,6 @@ impl<T> Queue<T> {
         }
         if self.expiries.needs_compaction(self.expiring) {
             self.expiries.compact(|t| expiry_live(slots, t));
-        }
-        let mut counts = self.ready_count;
-        counts[0] = self.ready_at_0();
-        for (list, &count) in self.ready.iter_mut().zip(&counts) {
-            if list.len() as u64 > 2 * count + 64 {
-                list.retain(|&(i, e)| slots[i as usize].epoch == e);
-            }
         }
     }
 }

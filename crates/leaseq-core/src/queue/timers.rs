@@ -57,7 +57,7 @@ impl<T> Queue<T> {
 
     #[inline]
     fn next_due(&self) -> Option<Timestamp> {
-        let a = self.leases.peek().map(|t| t.at);
+        let a = self.lease_front().map(|(t, _)| t.at);
         let b = self.delays.peek().map(|t| t.at);
         let c = self.expiries.peek().map(|t| t.at);
         [a, b, c].into_iter().flatten().min()
@@ -82,14 +82,18 @@ impl<T> Queue<T> {
     fn run_due(&mut self) {
         loop {
             let mut best: Option<(Timer, TimerKind)> = None;
+            let (lease, listed) = match self.lease_front() {
+                Some((t, listed)) => (Some(t), listed),
+                None => (None, false),
+            };
             for (kind, t) in [
-                (TimerKind::Lease, self.leases.peek()),
-                (TimerKind::Delay, self.delays.peek()),
-                (TimerKind::Expiry, self.expiries.peek()),
+                (TimerKind::Lease, lease),
+                (TimerKind::Delay, self.delays.peek().copied()),
+                (TimerKind::Expiry, self.expiries.peek().copied()),
             ] {
                 if let Some(t) = t {
-                    if t.at <= self.now && best.is_none_or(|(b, bk)| (*t, kind) < (b, bk)) {
-                        best = Some((*t, kind));
+                    if t.at <= self.now && best.is_none_or(|(b, bk)| (t, kind) < (b, bk)) {
+                        best = Some((t, kind));
                     }
                 }
             }
@@ -98,6 +102,10 @@ impl<T> Queue<T> {
                 return;
             };
             match kind {
+                TimerKind::Lease if listed => {
+                    // The list's head: live, at its exact deadline.
+                    self.expire_lease(t);
+                }
                 TimerKind::Lease => {
                     self.leases.pop();
                     if timer_live(&self.slots, &t, State::InFlight) {
@@ -117,8 +125,8 @@ impl<T> Queue<T> {
                         let s = &mut self.slots[t.slot as usize];
                         s.epoch = s.epoch.wrapping_add(1);
                         s.state = State::Ready;
-                        let (epoch, level) = (s.epoch, s.level());
-                        self.enqueue_ready(t.slot, epoch, level);
+                        let level = s.level();
+                        self.enqueue_ready(t.slot, level);
                         self.trim_indexes();
                     }
                 }
@@ -156,7 +164,7 @@ impl<T> Queue<T> {
 
     fn expire_lease(&mut self, t: Timer) {
         let slot = t.slot as usize;
-        self.stats.in_flight -= 1;
+        self.leave_flight(slot);
         self.stats.lease_expired += 1;
         let s = &mut self.slots[slot];
         s.ended = LeaseEnd::Expired;
