@@ -166,6 +166,7 @@ mod lease;
 mod outcome;
 mod policy;
 mod queue;
+pub mod schedule;
 mod stats;
 mod time;
 mod timer_index;
