@@ -32,6 +32,8 @@ fn clock(rt: &SimRuntime, offset_ms: Arc<AtomicI64>) -> impl Fn() -> Timestamp +
     }
 }
 
+mod support;
+
 fn every(secs: u64) -> Interval {
     Interval::new(Duration::from_secs(secs), Timestamp::ZERO).unwrap()
 }
@@ -51,10 +53,18 @@ fn three_skewed_processes_land_each_tick_once() {
                 .unwrap()
                 .with_lead(Duration::from_millis(200));
             let mut tasks = Vec::new();
+            let results = Arc::new(Mutex::new(Vec::new()));
             for skew in [0, -30, -70] {
                 let s = Scheduler::new(schedule.clone())
                     .with_clock(clock(&rt, Arc::new(AtomicI64::new(skew))));
-                tasks.push(rt.spawn(Box::pin(s.run(q.clone(), |tick| tick))));
+                let (q, results) = (q.clone(), results.clone());
+                tasks.push(rt.spawn(Box::pin(async move {
+                    let ended = s.run(q, |tick| tick).await;
+                    results
+                        .lock()
+                        .unwrap()
+                        .push(ended.map_err(|e| e.to_string()));
+                })));
             }
             let landed = Arc::new(Mutex::new(Vec::new()));
             tasks.push(rt.spawn(Box::pin({
@@ -77,6 +87,7 @@ fn three_skewed_processes_land_each_tick_once() {
             for t in tasks {
                 t.await;
             }
+            assert!(results.lock().unwrap().iter().all(Result::is_ok));
             // The 70 ms-behind process saw tick 0 ahead (its start was before it).
             let expected: Vec<_> = (0..=100).map(wall).collect();
             assert_eq!(*landed.lock().unwrap(), expected);
@@ -173,6 +184,40 @@ fn a_bounded_catch_up_pushes_the_latest_ticks() {
             }
             let h = |n: u64| wall(0).saturating_sub(Duration::from_secs(n * 3600));
             assert_eq!(got, [h(2), h(1), h(0)]);
+        }
+    });
+}
+
+/// A store that cannot confirm the first three pushes durable ("outcome unknown": the item
+/// stays queued): the scheduler takes each as pushed and goes on; a second push of those
+/// ticks, a second after (when their jobs are done and their keys free), would run them
+/// twice. Every tick lands once.
+#[test]
+fn an_unconfirmed_push_is_not_pushed_again() {
+    let rt = SimRuntime::new();
+    rt.block_on({
+        let rt = rt.clone();
+        async move {
+            let (q, store) = support::faulty::queue(&rt);
+            store.faults.sync.store(3, Ordering::Relaxed);
+            let schedule = Schedule::new("sync", every(1))
+                .unwrap()
+                .with_lead(Duration::from_millis(200));
+            let s = Scheduler::new(schedule).with_clock(clock(&rt, Arc::new(AtomicI64::new(0))));
+            let tick_secs = |t: Timestamp| (t.as_nanos() / 1_000_000_000 - EPOCH) as u32;
+            let scheduler = rt.spawn(Box::pin({
+                let q = q.clone();
+                async move { s.run(q, tick_secs).await.unwrap() }
+            }));
+            let mut landed = Vec::new();
+            while rt.now() < Timestamp::from_duration(Duration::from_secs(10)) {
+                let d = q.receive().await.unwrap();
+                landed.push(*d.item());
+                d.ack().await.unwrap();
+            }
+            let _ = q.close();
+            scheduler.await;
+            assert_eq!(landed, (1..=10).collect::<Vec<u32>>());
         }
     });
 }

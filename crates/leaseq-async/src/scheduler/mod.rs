@@ -184,10 +184,19 @@ impl<C: Calendar> Scheduler<C> {
     }
 
     /// Runs the schedule until `queue` is closed: a step, then a sleep on the queue's
-    /// runtime until the step's wake-up (at most [`RECHECK`](Self::RECHECK)), and again. A
-    /// failed push is tried again after [`retry_after`](Self::retry_after). Spawn it, and
-    /// abort or drop it to stop it sooner; it notices a closed queue when it next wakes.
-    pub async fn run<T, R, S, F>(mut self, queue: LeaseQueue<T, R, S>, mut job: F)
+    /// runtime until the step's wake-up (at most [`RECHECK`](Self::RECHECK)), and again.
+    /// Spawn it, and abort or drop it to stop it sooner; it notices a closed queue when it
+    /// next wakes, and then returns `Ok`.
+    ///
+    /// A push the store could not do now ([`PushError::Store`], [`PushError::Unconfirmed`])
+    /// is tried again after [`retry_after`](Self::retry_after). A refusal that would repeat
+    /// (the store has no unique keys: [`PushError::Unsupported`]; the codec refused the job;
+    /// ...) ends the loop and is returned, the job handed back inside.
+    pub async fn run<T, R, S, F>(
+        mut self,
+        queue: LeaseQueue<T, R, S>,
+        mut job: F,
+    ) -> Result<(), PushError<T>>
     where
         R: Runtime,
         S: Store<T, Runtime = R>,
@@ -198,16 +207,18 @@ impl<C: Calendar> Scheduler<C> {
         while !queue.is_closed() {
             let sleep = match self.run_once(&queue, &mut job).await {
                 Ok(step) => step.wake_at.saturating_duration_since((self.clock)()),
-                Err(PushError::Closed(_)) => return,
-                Err(_error) => {
+                Err(PushError::Closed(_)) => return Ok(()),
+                Err(error @ (PushError::Store { .. } | PushError::Unconfirmed { .. })) => {
                     #[cfg(feature = "tracing")]
                     tracing::warn!(
                         schedule = self.schedule.name(),
-                        error = %_error,
+                        %error,
                         "leaseq: a scheduled push failed; trying again"
                     );
+                    drop(error);
                     self.retry_after
                 }
+                Err(error) => return Err(error),
             };
             rt.reset_timer(
                 &mut timer,
@@ -215,6 +226,7 @@ impl<C: Calendar> Scheduler<C> {
             );
             (&mut timer).await;
         }
+        Ok(())
     }
 }
 
