@@ -153,8 +153,7 @@ impl<C: Calendar> Scheduler<C> {
         let cursor = *self.cursor.get_or_insert(now);
         let plan = self.schedule.plan(cursor, now);
         // Skipped ticks come before every planned one: behind the cursor at once.
-        let mut done = plan.skipped.map_or(cursor, |s| s.last.max(cursor));
-        self.cursor = Some(done);
+        self.cursor = Some(plan.skipped.map_or(cursor, |s| s.last.max(cursor)));
         let (mut pushed, mut duplicates) = (0, 0);
         for &tick in &plan.ticks {
             let key = self.schedule.key(tick);
@@ -171,8 +170,7 @@ impl<C: Calendar> Scheduler<C> {
                     return Err(e);
                 }
             }
-            done = tick;
-            self.cursor = Some(done);
+            self.cursor = Some(tick);
         }
         self.cursor = Some(plan.cursor);
         Ok(SchedulerStep {
