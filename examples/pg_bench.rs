@@ -19,7 +19,9 @@
 //!   (`--pool-items`, 20,000; 0 to skip), its fetcher's default prefetch; **pool+prefetch**
 //!   the same with the store's `Options::prefetch` 32; **pool, prefetch 32** with the
 //!   pool's own `PoolBuilder::prefetch(32)` instead;
-//! - **store, no upkeep** (`--upkeep-off`): **store** with `vacuum_after_rows` 0.
+//! - **store, no upkeep** (`--upkeep-off`): **store** with `vacuum_after_rows` 0;
+//! - **store, capacity** (`--capacity N`): **store** on a queue bounded at `N` live items
+//!   (each insert counts them under the queue's advisory lock).
 //!
 //! The bare loop and the store get the same `--items` (100,000) of 16 bytes. Prints items/s
 //! per round with each one's ratio to the bare loop in that round, then the medians.
@@ -50,7 +52,8 @@ use leaseq_suite::pg_bare::run_bare;
 use leaseq_suite::pg_refill_bench::{run_refill_rounds, Start};
 use leaseq_suite::pg_size_bench::{table_size, SizeReport, TableSize};
 use leaseq_suite::pg_store_bench::{
-    drop_schema, run_pool, run_store, server_cpu_time, unique, BenchError,
+    drop_schema, open_capped, run_pool, run_store, run_store_on, server_cpu_time, unique,
+    BenchError,
 };
 
 /// The server used when `LEASEQ_PG_URL` is not set.
@@ -72,6 +75,7 @@ struct Args {
     live: u64,
     flow: u64,
     vacuum_after: Vec<u64>,
+    capacity: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -86,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
         live: 10_000,
         flow: 1_000_000,
         vacuum_after: Vec::new(),
+        capacity: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -108,6 +113,7 @@ fn parse_args() -> Result<Args, String> {
             "--table-size" => (a.throughput, a.table_size) = (false, true),
             "--all" => (a.throughput, a.table_size) = (true, true),
             "--upkeep-off" => a.upkeep_off = true,
+            "--capacity" => a.capacity = Some(num()? as usize),
             "--refill" => (a.throughput, a.refill) = (false, true),
             "--help" | "-h" => {
                 println!("{HELP}");
@@ -119,7 +125,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-const HELP: &str = "pg_bench [--rounds N] [--items N] [--pool-items N]   throughput (3 rounds)
+const HELP: &str = "pg_bench [--rounds N] [--items N] [--pool-items N] [--upkeep-off] [--capacity N]   throughput (3 rounds)
 pg_bench --refill [--rounds N] [--items N]                  fresh / drained-VACUUMed-refilled rounds (30)
 pg_bench --table-size [--live N] [--flow N] [--vacuum-after N]...
 pg_bench --all                                               throughput, then table size
@@ -145,7 +151,7 @@ fn load() -> String {
 }
 
 /// The kinds' names, in [`Kind`] order.
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "bare",
     "store",
     "fresh queue",
@@ -153,6 +159,7 @@ const NAMES: [&str; 7] = [
     "pool+prefetch",
     "store, no upkeep",
     "pool, prefetch 32",
+    "store, capacity",
 ];
 
 /// What one run measures.
@@ -174,13 +181,21 @@ enum Kind {
     /// A `PgPool` whose own fetcher prefetches [`PREFETCH`] (`PoolBuilder::prefetch`), the
     /// store's `Options::prefetch` 0.
     PoolOwnPrefetch,
+    /// [`Kind::Store`] on a bounded queue (`--capacity N`): what counting the live rows
+    /// under the queue's advisory lock costs each insert.
+    Capped,
 }
 
 /// The prefetch of [`Kind::PoolPrefetch`].
 const PREFETCH: usize = 32;
 
 /// Items/s of one run, and the CPU time per item (µs) of this process and of the server.
-async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchError> {
+async fn run_one(
+    url: &str,
+    kind: Kind,
+    items: u64,
+    capacity: Option<usize>,
+) -> Result<[f64; 3], BenchError> {
     let s = STORE_SCHEMA;
     let cpu = || (process_cpu_time(), server_cpu_time());
     let before = cpu();
@@ -196,6 +211,10 @@ async fn run_one(url: &str, kind: Kind, items: u64) -> Result<[f64; 3], BenchErr
             run_store(url, s, &queue, Options::new(), items, WORKERS, CLAIM)
                 .await?
                 .items_per_sec
+        }
+        Kind::Capped => {
+            let q = open_capped(url, s, "bench-capped", Options::new(), capacity).await?;
+            run_store_on(q, items, WORKERS, CLAIM).await?.items_per_sec
         }
         Kind::PoolOwnPrefetch => {
             run_pool(url, s, "bench-pool-own", items, WORKERS, 0, Some(PREFETCH))
@@ -268,6 +287,9 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
     if a.upkeep_off {
         kinds.push(Kind::NoUpkeep);
     }
+    if a.capacity.is_some() {
+        kinds.push(Kind::Capped);
+    }
     let items = |k: Kind| {
         if matches!(k, Kind::Pool | Kind::PoolPrefetch | Kind::PoolOwnPrefetch) {
             a.pool_items
@@ -277,7 +299,7 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
     };
     // Warm-up (the store's also creates its schema); not counted.
     for &kind in &kinds {
-        run_one(url, kind, (items(kind) / 10).max(1)).await?;
+        run_one(url, kind, (items(kind) / 10).max(1), a.capacity).await?;
     }
     // Per kind, [items/s, client µs/item, server µs/item] of each round.
     let mut got: Vec<Vec<[f64; 3]>> = vec![Vec::new(); kinds.len()];
@@ -286,7 +308,7 @@ async fn throughput(url: &str, a: &Args) -> Result<(), BenchError> {
         let mut r = vec![[f64::NAN; 3]; kinds.len()];
         for i in 0..kinds.len() {
             let k = (round + i) % kinds.len();
-            r[k] = run_one(url, kinds[k], items(kinds[k])).await?;
+            r[k] = run_one(url, kinds[k], items(kinds[k]), a.capacity).await?;
         }
         println!("round {} (load {}):", round + 1, load());
         for (k, v) in r.iter().enumerate() {

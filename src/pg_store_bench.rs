@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Config, Job};
-use leaseq_postgres::{open, BytesCodec, Options, PgPool, PgQueue};
+use leaseq_postgres::{BytesCodec, Options, PgPool, PgQueue, Postgres};
 use tokio::sync::{Barrier, Notify};
 use tokio_postgres::NoTls;
 
@@ -75,8 +75,27 @@ pub async fn open_queue(
     queue: &str,
     options: Options,
 ) -> Result<PgQueue<Vec<u8>>, BenchError> {
-    let config = Config::new(Duration::from_secs(30));
-    Ok(open(url, queue, config, options.schema(schema), BytesCodec).await?)
+    open_capped(url, schema, queue, options, None).await
+}
+
+/// [`open_queue`] with a capacity (`Config::with_capacity`), if `capacity` is given.
+pub async fn open_capped(
+    url: &str,
+    schema: &str,
+    queue: &str,
+    options: Options,
+    capacity: Option<usize>,
+) -> Result<PgQueue<Vec<u8>>, BenchError> {
+    let mut config = Config::new(Duration::from_secs(30));
+    if let Some(n) = capacity {
+        config = config.with_capacity(n);
+    }
+    let store = Postgres::url(url).options(options.schema(schema));
+    Ok(leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(store)
+        .await?)
 }
 
 /// Pushes items `from..to` in batches of [`PUSH_BATCH`], each awaited (committed).
@@ -87,7 +106,7 @@ pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Resu
         let batch: Vec<Vec<u8>> = (next..next + n).map(payload).collect();
         q.push_batch(batch)
             .await
-            .map_err(|(e, _)| format!("push: {e:?}"))?;
+            .map_err(|e| format!("push: {e:?}"))?;
         next += n;
     }
     Ok(())
@@ -96,7 +115,7 @@ pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Resu
 /// Counts the queue's rows now and fails unless none is left and this process acked
 /// `items`.
 pub(crate) async fn check_drained(q: &PgQueue<Vec<u8>>, items: u64) -> Result<(), BenchError> {
-    let s = q.store().refresh_stats().await?;
+    let s = q.refresh_stats().await?;
     let left = (s.ready, s.delayed, s.in_flight, s.dead);
     if left != (0, 0, 0, 0) || s.acked != items || s.redelivered != 0 {
         return Err(format!(
@@ -172,6 +191,16 @@ pub async fn run_store(
     claim: usize,
 ) -> Result<StoreReport, BenchError> {
     let q = open_queue(url, schema, queue, options).await?;
+    run_store_on(q, items, workers, claim).await
+}
+
+/// [`run_store`] on a queue already open (a bounded one, say).
+pub async fn run_store_on(
+    q: PgQueue<Vec<u8>>,
+    items: u64,
+    workers: usize,
+    claim: usize,
+) -> Result<StoreReport, BenchError> {
     let acked = Arc::new(AtomicU64::new(0));
     let ready = Arc::new(Barrier::new(workers + 1));
     let mut handles = Vec::with_capacity(workers);

@@ -51,7 +51,7 @@ where
         let n = (items - next).min(PUSH_BATCH as u64);
         q.push_batch((next..next + n).map(payload))
             .await
-            .map_err(|(e, _)| format!("push: {e:?}"))?;
+            .map_err(|e| format!("push: {e}"))?;
         next += n;
     }
     Ok(())

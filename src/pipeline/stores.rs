@@ -81,14 +81,13 @@ pub type PgBytes = leaseq_postgres::PgQueue<Vec<u8>>;
 /// Opens a new queue (a fresh name) in `schema`, with the store's default options.
 pub async fn open_pg(url: &str, schema: &str) -> Result<PgBytes, BenchError> {
     let config = Config::new(VISIBILITY);
-    Ok(leaseq_postgres::open(
-        url,
-        &fresh_name("q"),
-        config,
-        leaseq_postgres::Options::new().schema(schema),
-        leaseq_postgres::BytesCodec,
-    )
-    .await?)
+    let store =
+        leaseq_postgres::Postgres::url(url).options(leaseq_postgres::Options::new().schema(schema));
+    Ok(leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+        .name(fresh_name("q"))
+        .codec(leaseq_postgres::BytesCodec)
+        .open(store)
+        .await?)
 }
 
 /// The server's `synchronous_commit` and `fsync` settings, e.g. `synchronous_commit=on,

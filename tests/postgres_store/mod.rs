@@ -2,7 +2,7 @@
 //! process's own schema (`leaseq_test_<pid>_<nanos>`) of the server the crate's own tests
 //! use (`LEASEQ_PG_URL`), with the store's periods short next to the scenario's unit.
 //!
-//! `open` takes no runtime: the store makes its own `TokioRuntime` on the current tokio
+//! The builder is given no runtime: it takes a `TokioRuntime` of the current tokio
 //! runtime, whose clock has its own epoch (the moment of `open`). So the store's and the
 //! pool's timestamps (deadlines, the watchdog's `since`) are a few ms behind the scenario's
 //! `env.now()` for the same instant. On real time the scenarios compare such timestamps only
@@ -16,9 +16,9 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use leaseq_async::{Config, ConservationError, LeaseQueue, Runtime, Stats, Store};
+use leaseq_async::{Config, ConservationError, LeaseQueue, Page, Stats, Store};
 use leaseq_postgres::{Codec, CodecError, Options, PgStore};
 use leaseq_tokio::TokioRuntime;
 
@@ -116,28 +116,23 @@ impl StoreKind<TokioRuntime> for Postgres {
             server::unique("q"),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let mut options = Options::new()
+        let options = Options::new()
             .schema(SCHEMA)
             // Leases that run out (scenario 3) come back within a quarter unit; receivers
             // look at the table every unit when no notification came (none is missed here:
             // one process).
             .rescue_every(self.u / 4)
             .poll_interval(self.u);
+        let mut builder = LeaseQueue::<T, TokioRuntime>::builder(config)
+            .name(name.clone())
+            .codec(ItemCodec);
         if let Some(every) = heartbeat_every {
-            options = options.heartbeat_every(every);
+            builder = builder.heartbeat_every(every);
         }
         let url = self.url.clone();
-        bridge(leaseq_postgres::open(
-            &url, &name, config, options, ItemCodec,
-        ))
-        .unwrap_or_else(|e| panic!("open queue {name:?} on {url:?}: {e}"))
+        bridge(builder.open(leaseq_postgres::Postgres::url(&*url).options(options)))
+            .unwrap_or_else(|e| panic!("open queue {name:?} on {url:?}: {e}"))
     }
-}
-
-/// The time `at` (a wall-clock instant, the database's) on `rt`'s clock: now minus its age.
-fn on_clock(rt: &TokioRuntime, at: SystemTime) -> leaseq_async::Timestamp {
-    let age = SystemTime::now().duration_since(at).unwrap_or_default();
-    rt.now().saturating_sub(age)
 }
 
 /// The queue's stats with its row counts read now (the counters are this process's; every
@@ -149,8 +144,7 @@ pub(crate) fn fresh_stats<T: Item>(q: &LeaseQueue<T, TokioRuntime, PgStore<T>>) 
 
 impl<T: Item> InspectStore<T> for PgStore<T> {
     fn dead_letter_list(q: &LeaseQueue<T, TokioRuntime, Self>) -> Vec<Dead> {
-        let rt = q.runtime();
-        bridge(q.store().dead_letters(usize::MAX))
+        bridge(q.store().dead_letters(Page::ALL))
             .unwrap_or_else(|e| panic!("read dead letters: {e}"))
             .into_iter()
             .map(|d| Dead {
@@ -158,7 +152,7 @@ impl<T: Item> InspectStore<T> for PgStore<T> {
                 attempts: d.attempts,
                 reason: d.reason,
                 last_error: d.last_error,
-                at: on_clock(rt, d.at),
+                at: d.at,
             })
             .collect()
     }

@@ -38,3 +38,19 @@ pub enum ItemState {
         deadline: Timestamp,
     },
 }
+
+impl ItemView {
+    /// A live item as a store other than the core keeps it (a database row, say): for
+    /// showing it with the same type as the core's. No attempts, no time to live, level 0,
+    /// no key; set the public fields for the rest.
+    pub fn new(id: MessageId, state: ItemState) -> Self {
+        ItemView {
+            id,
+            state,
+            attempts: 0,
+            expires_at: None,
+            priority: 0,
+            key: None,
+        }
+    }
+}

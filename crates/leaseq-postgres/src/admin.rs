@@ -1,35 +1,15 @@
-//! What an operator or a test does on a [`PgStore`] beyond the `Store` seam: acking inside
-//! one's own transaction, dead letters and redrive, fresh row counts, the last error.
+//! What an operator or a test does on a [`PgStore`] beyond the `Store` seam (whose operator
+//! calls, on the queue, are in `operator.rs`): acking inside one's own transaction, the
+//! table's upkeep, the last error.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use leaseq_async::{CodecError, Delivery};
-use leaseq_core::{Acked, MessageId, Reason, ReceiptError, Stats};
+use leaseq_async::Delivery;
+use leaseq_core::{Acked, ReceiptError};
 use leaseq_tokio::TokioRuntime;
 use tokio_postgres::GenericClient;
 
 use crate::error::{DbError, TxAckError};
 use crate::settle::{self, Conn};
 use crate::store::PgStore;
-
-/// A dead letter as the database keeps it.
-#[derive(Debug)]
-pub struct PgDeadLetter<T> {
-    /// Its message id.
-    pub id: MessageId,
-    /// Deliveries it had.
-    pub attempts: u32,
-    /// Why it was dead-lettered (`Undecodable`: its bytes did not decode).
-    pub reason: Reason,
-    /// The last error recorded (a nack's, a dead-letter call's, or the decode error).
-    pub last_error: Option<String>,
-    /// When it was dead-lettered (the database's clock).
-    pub at: SystemTime,
-    /// Its priority level.
-    pub priority: u8,
-    /// The item, or why its bytes do not decode.
-    pub item: Result<T, CodecError>,
-}
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Acks `delivery` inside the caller's own transaction (or on the caller's client), so
@@ -69,73 +49,6 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         };
         settle::count_ack(shared, &r.map_err(leaseq_async::SettleError::Stale));
         r.map_err(TxAckError::Stale)
-    }
-
-    /// The dead letters of this queue, oldest first, at most `limit`.
-    pub async fn dead_letters(&self, limit: usize) -> Result<Vec<PgDeadLetter<T>>, DbError> {
-        let shared = &self.shared;
-        let client = self.shared.client().await?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = settle::run_on(
-            settle::pooled(&client),
-            &shared.sql.dead_letters,
-            &[&shared.queue, &limit],
-        )
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let code: Option<i16> = r.get(2);
-                let at_us: Option<i64> = r.get(5);
-                PgDeadLetter {
-                    id: MessageId::new(r.get::<_, i64>(0) as u64),
-                    attempts: u32::try_from(r.get::<_, i32>(1)).unwrap_or(0),
-                    reason: code
-                        .and_then(|c| u8::try_from(c).ok())
-                        .and_then(Reason::from_code)
-                        .unwrap_or(Reason::Terminated),
-                    last_error: r.get(3),
-                    at: UNIX_EPOCH + Duration::from_micros(at_us.unwrap_or(0).max(0) as u64),
-                    priority: u8::try_from(r.get::<_, i16>(4)).unwrap_or(0),
-                    item: shared.codec.decode(r.get::<_, &[u8]>(6)),
-                }
-            })
-            .collect())
-    }
-
-    /// Puts a dead letter back, visible at once, attempts reset. `false` if `id` is not a
-    /// dead letter of this queue.
-    pub async fn redrive(&self, id: MessageId) -> Result<bool, DbError> {
-        let client = self.shared.client().await?;
-        let n = client
-            .execute(
-                &self.shared.sql.redrive,
-                &[&self.shared.queue, &(id.get() as i64)],
-            )
-            .await?;
-        if n > 0 {
-            crate::counters::Counters::add(&self.shared.counters.redriven, 1);
-            self.shared.claim_wake.notify(usize::MAX);
-        }
-        Ok(n > 0)
-    }
-
-    /// Deletes every dead letter of this queue; how many.
-    pub async fn purge_dead_letters(&self) -> Result<u64, DbError> {
-        let client = self.shared.client().await?;
-        Ok(client
-            .execute(&self.shared.sql.purge_dead, &[&self.shared.queue])
-            .await?)
-    }
-
-    /// Counts the queue's rows now (every process's) and returns the stats with them:
-    /// the gauges are the queue's, the counters this process's.
-    pub async fn refresh_stats(&self) -> Result<Stats, DbError> {
-        let client = self.shared.client().await?;
-        crate::keeper::count(&self.shared, &client)
-            .await
-            .map_err(DbError::Pool)?;
-        Ok(self.shared.counters.stats())
     }
 
     /// The last database error a background task met (each retries), if any.

@@ -26,6 +26,10 @@ pub(crate) struct Counters {
     pub(crate) redriven: AtomicU64,
     pub(crate) cancelled: AtomicU64,
     pub(crate) put_back: AtomicU64,
+    /// Keyed pushes refused for a held key.
+    pub(crate) duplicates: AtomicU64,
+    /// Waiting items replaced by a `replace_pending` push.
+    pub(crate) replaced: AtomicU64,
     /// Rows this process removed since its last `VACUUM`.
     pub(crate) removed_since_vacuum: AtomicU64,
     /// A `VACUUM` started by this process is running.
@@ -80,6 +84,8 @@ impl Counters {
         s.redriven = self.redriven.load(Relaxed);
         s.cancelled = self.cancelled.load(Relaxed);
         s.put_back = self.put_back.load(Relaxed);
+        s.duplicates = self.duplicates.load(Relaxed);
+        s.replaced = self.replaced.load(Relaxed);
         s
     }
 }

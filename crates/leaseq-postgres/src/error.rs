@@ -3,9 +3,10 @@
 
 use std::fmt;
 
+use leaseq_async::NewQueueError;
 use leaseq_core::{ConfigError, ReceiptError};
 
-/// Why [`open`](crate::open) failed. Nothing in the database is changed by a refused open,
+/// Why opening a queue on [`Postgres`](crate::Postgres) failed. Nothing in the database is changed by a refused open,
 /// except that a missing schema is created and an older one migrated.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -26,13 +27,13 @@ pub enum OpenError {
     /// The schema's bookkeeping makes no sense (a hand-edited version, say).
     SchemaCorrupt(String),
     /// A schema or queue name that is not allowed (see [`Options::schema`](crate::Options)
-    /// and [`open`](crate::open)).
+    /// and [`MAX_QUEUE_NAME`](crate::MAX_QUEUE_NAME)).
     InvalidName(String),
     /// The queue's configuration is invalid.
     Config(ConfigError),
     /// The configuration asks for what this store does not offer (see the crate docs).
     Unsupported(&'static str),
-    /// Not called inside a tokio runtime.
+    /// No tokio runtime was given and the open was not called inside one.
     NoRuntime,
 }
 
@@ -57,7 +58,9 @@ impl fmt::Display for OpenError {
             OpenError::Unsupported(what) => {
                 write!(f, "the Postgres store does not support {what}")
             }
-            OpenError::NoRuntime => f.write_str("open must be called inside a tokio runtime"),
+            OpenError::NoRuntime => {
+                f.write_str("no tokio runtime: open inside one, or give the builder a TokioRuntime")
+            }
         }
     }
 }
@@ -68,6 +71,15 @@ impl std::error::Error for OpenError {
             OpenError::BadUrl(e) | OpenError::Db(e) => Some(e),
             OpenError::Config(e) => Some(e),
             _ => None,
+        }
+    }
+}
+
+impl From<NewQueueError> for OpenError {
+    fn from(e: NewQueueError) -> Self {
+        match e {
+            NewQueueError::Config(e) => OpenError::Config(e),
+            _ => OpenError::NoRuntime,
         }
     }
 }
@@ -107,8 +119,9 @@ impl std::error::Error for TxAckError {
     }
 }
 
-/// A database error of an operator's call ([`PgStore::dead_letters`](crate::PgStore),
-/// `redrive`, ...).
+/// A database error of a call on the store beyond the seam
+/// ([`PgStore::run_upkeep`](crate::PgStore::run_upkeep),
+/// [`PgStore::explain_claim`](crate::PgStore::explain_claim)).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum DbError {

@@ -8,12 +8,16 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
-//! use leaseq_async::Config;
-//! use leaseq_postgres::{open, Options, PostcardCodec};
+//! use leaseq_postgres::{Options, PgQueue, PostcardCodec, Postgres};
+//! use leaseq_tokio::{Config, LeaseQueue};
 //!
 //! let config = Config::new(Duration::from_secs(30)).with_max_attempts(5);
 //! let url = "host=127.0.0.1 user=postgres dbname=app";
-//! let queue = open::<String, _>(url, "invoices", config, Options::default(), PostcardCodec).await?;
+//! let queue: PgQueue<String> = LeaseQueue::builder(config)
+//!     .name("invoices")
+//!     .codec(PostcardCodec)
+//!     .open(Postgres::url(url).options(Options::new()))
+//!     .await?;
 //! queue.push("send invoice 981".to_string()).await?; // committed once it returns
 //! let delivery = queue.receive().await.unwrap(); // leased to this process, fenced
 //! delivery.ack().await?; // the row is gone once it returns (if the lease was still ours)
@@ -22,10 +26,19 @@
 //!
 //! # Runtime
 //!
-//! tokio only: the client (`tokio-postgres`, pooled by `deadpool-postgres`) runs its
-//! connections on tokio's reactor, and the store's background tasks with them. The queue,
-//! deliveries and pools are the runtime-agnostic ones of `leaseq-async` on
-//! [`TokioRuntime`].
+//! tokio only, and not by a small change. The client itself needs only a socket
+//! (`tokio_postgres::Config::connect_raw` takes any stream with tokio's I/O traits, which a
+//! smol `TcpStream` gets through a compat layer), but the store around it is tokio's
+//! throughout: its connections are pooled by `deadpool-postgres`, whose manager connects
+//! with tokio's `TcpStream` and `tokio::spawn`s each connection's future; the store's own
+//! tasks (writer, claimer, settler, listener) are spawned on the tokio handle and pace
+//! their retries and waits with `tokio::time` (twenty-odd call sites in twelve files); and
+//! `try_receive` and keyed pushes run on a helper thread with its own current-thread tokio
+//! runtime. Running on smol would mean a pool of our own over `connect_raw` and every timer
+//! moved onto the [`Runtime`](leaseq_async::Runtime) seam: the direction of STYLE.md 1, not
+//! a small change. The queue, deliveries and pools are the runtime-agnostic ones of
+//! `leaseq-async` on [`TokioRuntime`]; the open runs on the builder's tokio runtime
+//! whichever executor awaits it.
 //!
 //! # How it works
 //!
@@ -83,6 +96,14 @@
 //! live items (2.23x without the rebuilds, 8.0x with the default `INDEX_CLEANUP`).
 //! [`PgStore::run_upkeep`] runs it on demand.
 //!
+//! # Operator calls
+//!
+//! On the queue, as on every store: `peek` and `dead_letters` (paged, in id order, times on
+//! the queue's clock; an undecodable payload shows as its `CodecError`), `redrive`,
+//! `redrive_all` (one statement), `purge`, `purge_dead_letters`, `cancel`,
+//! `refresh_stats`. A failed read is "not done"; a write whose reply was lost is "outcome
+//! unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong definite answer.
+//!
 //! # Plans
 //!
 //! A claim reads the claim index in its order and only the rows it takes, whatever the
@@ -104,14 +125,24 @@
 //!
 //! # What differs from the in-memory queue
 //!
-//! - **Unique keys** and `replace_pending` are not offered: a push with a key is refused
-//!   with [`PushError::Unsupported`](leaseq_async::PushError) (item handed back). Priority
-//!   levels, delays and time to live are.
-//! - **No capacity**: a `Config` with one is refused at open; backpressure is
-//!   [`Options::max_pending_pushes`] (pushes waiting for the writer).
+//! - **Unique keys** (`Push::key`, `replace_pending`): a keyed push is inserted at once,
+//!   not by the writer, on a helper thread (the caller's thread blocked for one
+//!   transaction: `try_push` must say whether the key is held), so it is not ordered after
+//!   this process's unkeyed pushes still waiting for the writer. A unique index on the live
+//!   (waiting and leased) rows' keys decides; a held key is refused with
+//!   [`PushError::DuplicateKey`](leaseq_async::PushError) naming its holder.
+//! - **Capacity** (`Config::with_capacity(n)`): the table never holds more than `n` live
+//!   rows of the queue, whatever the number of processes (every statement that adds live
+//!   rows counts them under the queue's advisory lock first). `try_push` judges from this
+//!   process's last count plus its rows not yet inserted: a refusal may be stale by rows
+//!   other processes removed within [`Options::poll_interval`], and a row accepted on a
+//!   stale count waits in the process until there is room (`push().await` answers once it
+//!   is in). A push waiting for room goes after this process's next ack, dead letter,
+//!   cancel or purge, or within a poll interval of another process's. [`Options::max_pending_pushes`] still
+//!   bounds the rows waiting for the writer.
 //! - **Stats**: the gauges (`ready`, `delayed`, `in_flight`, `dead`) are the queue's, as
 //!   counted by the driver at most once per rescue tick after a read (or now with
-//!   [`PgStore::refresh_stats`]); the counters are this process's.
+//!   `queue.refresh_stats()`); the counters are this process's.
 //! - **Pools** lease for all their waiting workers plus a prefetch in one claim (the pool's
 //!   fetcher), and hand their settles to a completer, so their acks share statements too;
 //!   [`Options::prefetch`] (default 0) is for code that receives one item at a time
@@ -138,6 +169,7 @@
 
 mod admin;
 mod blocking;
+mod capacity;
 mod claim;
 mod claimer;
 mod counters;
@@ -145,11 +177,15 @@ mod drive;
 mod error;
 mod extend;
 mod keeper;
+mod keyed;
 mod listen;
+mod op_sql;
 mod open;
+mod operator;
 mod options;
 mod outcome;
 mod plan;
+mod postgres;
 mod push;
 mod receive;
 mod schema;
@@ -161,10 +197,11 @@ mod store;
 mod upkeep;
 mod writer;
 
-pub use admin::{PgDeadLetter, Upkeep};
+pub use admin::Upkeep;
 pub use error::{DbError, OpenError, TxAckError};
-pub use open::{open, open_with, MAX_QUEUE_NAME};
+pub use open::MAX_QUEUE_NAME;
 pub use options::Options;
+pub use postgres::Postgres;
 pub use receive::PgWaiting;
 pub use schema::{migrate, schema_version, SCHEMA_VERSION};
 pub use store::{PgStore, PgTicket};
@@ -184,3 +221,6 @@ pub type PgDelivery<T> = leaseq_async::Delivery<T, TokioRuntime, PgStore<T>>;
 
 /// A worker pool on a [`PgQueue`].
 pub type PgPool<T> = leaseq_async::Pool<T, TokioRuntime, PgStore<T>>;
+
+/// A receiver with a prefetch on a [`PgQueue`] (`queue.consumer(n)`).
+pub type PgConsumer<T> = leaseq_async::Consumer<T, TokioRuntime, PgStore<T>>;

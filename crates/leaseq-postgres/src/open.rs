@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use event_listener::Event;
-use leaseq_async::{Codec, LeaseQueue, Runtime, DEFAULT_MAX_LEASE};
+use leaseq_async::{Codec, LeaseQueue, DEFAULT_MAX_LEASE};
 use leaseq_core::{Config, RetryPolicy};
 use leaseq_tokio::TokioRuntime;
 use parking_lot::Mutex;
@@ -42,53 +42,28 @@ pub(crate) fn make_pool(config: &tokio_postgres::Config, size: usize) -> Pool {
         .expect("a pool without timeouts needs no runtime")
 }
 
-/// Opens the queue named `queue` on the server at `url` (a libpq-style string such as
-/// `host=127.0.0.1 user=postgres dbname=app`, or a `postgresql://` URL): migrates the
-/// schema if needed, starts this process's background tasks, and returns a queue handle.
-/// Every process that opens the same schema and queue name shares its items.
-///
-/// Must be called inside a tokio runtime (the store runs on tokio: see the crate docs).
-/// Refused with a typed [`OpenError`]: a server that cannot be reached, a schema of a newer
-/// leaseq (left untouched), an invalid name or configuration, or a `capacity` in `config`
-/// (this store's backpressure is [`Options::max_pending_pushes`]).
+/// Opens the queue `queue` on the server `pg_config` (what [`Postgres`](crate::Postgres)
+/// does): migrates the schema if needed, starts this process's background tasks on `rt`,
+/// and returns a queue handle. Every process that opens the same schema and queue name
+/// shares its items. Refused with a typed [`OpenError`]: a server that cannot be reached,
+/// a schema of a newer leaseq (left untouched), an invalid name or configuration.
 ///
 /// A `config` without a max lease gets [`DEFAULT_MAX_LEASE`] (60 minutes, or the
 /// visibility if longer), as in every store: a hung handler whose heartbeat keeps its lease
 /// still loses it then.
-pub async fn open<T, C>(
-    url: &str,
-    queue: &str,
-    config: Config,
-    options: Options,
-    codec: C,
-) -> Result<PgQueue<T>, OpenError>
-where
-    T: Clone + Send + Sync + 'static,
-    C: Codec<T>,
-{
-    let pg_config: tokio_postgres::Config = url.parse().map_err(OpenError::BadUrl)?;
-    open_with(pg_config, queue, config, options, codec).await
-}
-
-/// [`open`] with a parsed connection configuration.
-pub async fn open_with<T, C>(
+pub(crate) async fn open_with<T, C>(
     mut pg_config: tokio_postgres::Config,
-    queue: &str,
+    queue: &'static str,
     mut config: Config,
     options: Options,
     codec: C,
+    rt: TokioRuntime,
 ) -> Result<PgQueue<T>, OpenError>
 where
     T: Clone + Send + Sync + 'static,
     C: Codec<T>,
 {
-    let rt = TokioRuntime::current().ok_or(OpenError::NoRuntime)?;
     config.validate().map_err(OpenError::Config)?;
-    if config.capacity().is_some() {
-        return Err(OpenError::Unsupported(
-            "a capacity (its backpressure is Options::max_pending_pushes)",
-        ));
-    }
     // The same safe default as every store: a lease lives at most DEFAULT_MAX_LEASE in all
     // (heartbeats included) unless the config says otherwise.
     if config.max_lease().is_none() {
@@ -125,9 +100,15 @@ where
     schema::migrate(&mut client, &options.schema).await?;
     let sql = Sql::new(&options.schema, options.max_claim);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
+    let queue_name = queue.to_string();
+    // A bounded queue starts from a count of its live rows (`capacity.rs`).
+    let live: i64 = match config.capacity() {
+        Some(_) => client.query_one(&sql.op.live, &[&queue_name]).await?.get(0),
+        None => 0,
+    };
     drop(client);
     let shared = Arc::new(Shared {
-        queue: queue.to_string(),
+        queue: queue_name,
         sql,
         pool,
         rt: rt.clone(),
@@ -140,6 +121,8 @@ where
         closed: AtomicBool::new(false),
         pushes: Mutex::new(PushBuffer {
             instance,
+            live: live.max(0) as u64,
+            counted_at: Some(std::time::Instant::now()),
             ..PushBuffer::default()
         }),
         push_queued: Event::new(),
@@ -162,11 +145,10 @@ where
     handle.spawn(crate::claimer::run(shared.clone()));
     handle.spawn(crate::settler::run(shared.clone()));
     handle.spawn(crate::listen::run(shared.clone(), listen_config));
-    let name: &'static str = Box::leak(queue.to_string().into_boxed_str());
     let store = Arc::new(PgStore {
         shared,
         handles: AtomicUsize::new(1),
-        name,
+        name: queue,
         schedule: Mutex::new(Default::default()),
         blocking: Default::default(),
     });

@@ -12,7 +12,8 @@ pub struct Options {
     /// named queues share one schema's tables.
     pub schema: String,
     /// How often the heartbeat extends every held lease (one statement for all of them).
-    /// Default: a third of the visibility.
+    /// Default: a third of the visibility. The queue builder's `heartbeat_every`, if set,
+    /// replaces it.
     pub heartbeat_every: Option<Duration>,
     /// How often the rescuer looks for leases that ran out (in any process) and items whose
     /// time to live passed. Default: the heartbeat period, at most one second.

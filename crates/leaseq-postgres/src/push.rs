@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use leaseq_async::{Push, PushError, StoreError};
+use leaseq_async::{AdminError, Push, PushError, StoreError};
 use leaseq_core::{CancelError, MessageId, MAX_PRIORITY};
 
 use crate::store::{micros, PgStore};
@@ -30,14 +30,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let level = options.priority;
             return Err(PushError::PriorityOutOfRange { item, level });
         }
-        if options.has_key() || options.replace_pending {
-            return Err(PushError::Unsupported {
-                item,
-                what: "unique keys",
-            });
-        }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return Err(PushError::AlreadyExpired(item));
+        }
+        if options.has_key() {
+            return self.push_keyed(item, push);
         }
         let payload = match shared.codec.encode(&item) {
             Ok(p) => p,
@@ -49,8 +46,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             }
         };
         let mut buf = shared.pushes.lock();
-        if buf.rows.len() >= shared.options.max_pending_pushes {
+        let no_room = crate::capacity::full(shared, buf.live, buf.rows.len());
+        if buf.rows.len() >= shared.options.max_pending_pushes || no_room {
             drop(buf);
+            if no_room {
+                crate::capacity::wants_room(shared);
+            }
             // A push that waits for room is refused only if it gives up (see
             // `PushOptions::waits_for_room`): it counts nothing here.
             if !options.waits_for_room {
@@ -73,12 +74,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         Ok(id)
     }
 
-    /// `try_push_batch`: every item pushed one by one, the writer held back until the last
-    /// so that the batch goes in one insert (one commit).
+    /// `try_push_batch`: every item pushed one by one as `push` says, the writer held back
+    /// until the last so that the batch goes in one insert (one commit); stops at the first
+    /// refusal with the ids accepted before it.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn push_many(
         &self,
         items: &mut dyn Iterator<Item = T>,
-    ) -> Result<Vec<MessageId>, PushError<T>> {
+        push: &Push,
+    ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
         /// Ends the batch (also if a codec panics) and lets the writer go.
         struct Filling<'a, T: 'static>(&'a crate::store::Shared<T>);
         impl<T> Drop for Filling<'_, T> {
@@ -89,9 +93,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         }
         self.shared.pushes.lock().filling += 1;
         let _filling = Filling(&self.shared);
-        let plain = Push::new();
         // The writer is woken once, when the batch ends (`Filling`'s drop).
-        items.map(|item| self.queue_row(item, &plain)).collect()
+        let mut ids = Vec::new();
+        for item in items {
+            match self.queue_row(item, push) {
+                Ok(id) => ids.push(id),
+                Err(e) => return Err((ids, e)),
+            }
+        }
+        Ok(ids)
     }
 
     /// Completes once every row queued up to `seq` is committed; an "outcome unknown"
@@ -135,12 +145,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `cancel`: deletes a waiting item (with `leased`, a leased one too) and hands it back.
     /// An item whose bytes do not decode is left alone (`NotFound`); it is dead-lettered as
     /// undecodable when claimed. A database failure is tried again (three tries, each on a
-    /// fresh connection: the transaction rolled back unless its commit was sent); a commit
-    /// whose reply was lost is judged by the row: still there, tried again; gone, `NotFound`
-    /// (true now, whoever removed it). Only when every try fails is the answer `NotFound`
-    /// though the item may be there: `CancelError` has no variant for a store failure.
-    pub(crate) async fn cancel_row(&self, id: MessageId, leased: bool) -> Result<T, CancelError> {
+    /// fresh connection: the transaction rolled back unless its commit was sent). When
+    /// every try failed the answer is a store error: "outcome unknown" if a commit was sent
+    /// and its reply lost (the row may be gone by this cancel: its item would be lost to a
+    /// wrong `NotFound`), else "not done".
+    pub(crate) async fn cancel_row(
+        &self,
+        id: MessageId,
+        leased: bool,
+    ) -> Result<T, AdminError<CancelError>> {
         let shared = &self.shared;
+        let mut unsure = false;
+        let mut last = String::new();
         for tried in 0..3_u32 {
             if tried > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(20) * tried).await;
@@ -148,6 +164,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let mut client = match shared.client().await {
                 Ok(c) => c,
                 Err(e) => {
+                    last = format!("no connection: {e}");
                     shared.failed("cancel", e);
                     continue;
                 }
@@ -184,25 +201,26 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             match r {
                 Ok(Ok(item)) => {
                     crate::counters::Counters::add(&shared.counters.cancelled, 1);
+                    crate::capacity::removed(shared);
                     return Ok(item);
                 }
-                Ok(Err(e)) => return Err(e),
+                // A refusal after an earlier try whose commit may have landed: the row
+                // gone (`NotFound`) may be that try's doing.
+                Ok(Err(CancelError::NotFound(_))) if unsure => break,
+                Ok(Err(e)) => return Err(AdminError::Refused(e)),
                 Err(e) => {
-                    let unsure = committing && crate::outcome::maybe_made(&e);
+                    unsure |= committing && crate::outcome::maybe_made(&e);
+                    last = e.to_string();
                     shared.failed("cancel", e);
-                    if unsure {
-                        // Whether the row is still there decides: gone is `NotFound`.
-                        let Ok(c) = shared.client().await else {
-                            continue;
-                        };
-                        if let Ok(None) = crate::outcome::reread(shared, &c, id.get() as i64).await
-                        {
-                            return Err(CancelError::NotFound(id));
-                        }
-                    }
                 }
             }
         }
-        Err(CancelError::NotFound(id))
+        Err(AdminError::Store(if unsure {
+            StoreError::outcome_unknown(format!(
+                "cancel: the commit's reply was lost and the row is gone or unreadable ({last})"
+            ))
+        } else {
+            StoreError::not_done(format!("cancel: {last}"))
+        }))
     }
 }

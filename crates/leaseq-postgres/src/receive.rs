@@ -178,13 +178,17 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         self.shared.settle_queued.notify(1);
     }
 
-    /// `poll_space`: room while fewer than `max_pending_pushes` rows wait for the writer.
+    /// `poll_space`: room while fewer than `max_pending_pushes` rows wait for the writer and,
+    /// in a bounded queue, the last count leaves room (`capacity.rs`).
     pub(crate) fn poll_room(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
         loop {
             let shared = &self.shared;
-            if shared.is_closed()
-                || shared.pushes.lock().rows.len() < shared.options.max_pending_pushes
-            {
+            let room = {
+                let buf = shared.pushes.lock();
+                buf.rows.len() < shared.options.max_pending_pushes
+                    && !crate::capacity::full(shared, buf.live, buf.rows.len())
+            };
+            if shared.is_closed() || room {
                 waiting.listener = None;
                 return Poll::Ready(());
             }
@@ -196,6 +200,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 }
             }
             waiting.listener = Some(shared.push_committed.listen());
+            // A bounded queue: the writer counts again when room may have come.
+            if shared.config.capacity().is_some() {
+                crate::capacity::wants_room(shared);
+            }
         }
     }
 

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
@@ -49,6 +49,14 @@ const MIGRATIONS: &[&str] = &[
         below       bigint      NOT NULL,             -- top before the last batch's raise
         at          timestamptz NOT NULL              -- the last batch's commit
     );
+    "#,
+    // 3 (unique keys, issue 18): an item's unique key; two live (waiting or leased) rows
+    // of a queue never share one, dead letters keep theirs for a redrive. A capacity needs
+    // no schema: it is counted on the claim and lease indexes under an advisory lock.
+    r#"
+    ALTER TABLE {s}.items ADD COLUMN key bytea;
+    CREATE UNIQUE INDEX items_key ON {s}.items (queue, key)
+        WHERE key IS NOT NULL AND state IN (0, 1);
     "#,
 ];
 

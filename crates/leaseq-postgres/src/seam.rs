@@ -10,9 +10,13 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    Drive, LeaseLost, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+    AdminError, CodecError, Drive, LeaseLost, Page, Push, PushError, Runtime, SettleError, Store,
+    StoreError, Taken,
 };
-use leaseq_core::{Acked, CancelError, Extended, Failure, MessageId, Nacked, Stats};
+use leaseq_core::{
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
+    Stats,
+};
 use leaseq_tokio::TokioRuntime;
 
 use crate::receive::PgWaiting;
@@ -70,15 +74,16 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         &self,
         id: MessageId,
         leased: bool,
-    ) -> impl Future<Output = Result<T, CancelError>> + Send {
+    ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
         self.cancel_row(id, leased)
     }
 
     fn try_push_batch(
         &self,
         items: &mut dyn Iterator<Item = T>,
-    ) -> Result<Vec<MessageId>, PushError<T>> {
-        self.push_many(items)
+        push: &Push,
+    ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
+        self.push_many(items, push)
     }
 
     fn poll_space(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
@@ -237,6 +242,41 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     fn stats(&self) -> Stats {
         self.shared.stats_wanted.store(true, Ordering::Relaxed);
         self.shared.counters.stats()
+    }
+
+    fn refresh_stats(&self) -> impl Future<Output = Result<Stats, StoreError>> + Send {
+        self.refresh()
+    }
+
+    fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send {
+        self.peek_page(page)
+    }
+
+    fn dead_letters(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError>> + Send
+    {
+        self.dead_page(page)
+    }
+
+    fn redrive(
+        &self,
+        id: MessageId,
+    ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send {
+        self.redrive_one(id)
+    }
+
+    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.redrive_every()
+    }
+
+    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.purge_rows(true)
+    }
+
+    fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.purge_rows(false)
     }
 
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {

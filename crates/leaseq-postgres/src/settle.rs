@@ -61,6 +61,9 @@ pub(crate) async fn ack_batch<T>(
         }
     };
     Counters::add(&shared.counters.removed_since_vacuum, rows.len() as u64);
+    if !rows.is_empty() {
+        crate::capacity::removed(shared);
+    }
     let (accepted, refused): (Vec<AckOp>, Vec<AckOp>) =
         acks.into_iter().partition(|a| rows.contains_key(&a.id));
     for a in accepted {
@@ -281,7 +284,10 @@ pub(crate) async fn fail<T>(
         Ok(n) => {
             Counters::add(&shared.counters.nacks, 1);
             match n {
-                Nacked::DeadLettered { .. } => Counters::add(&shared.counters.dead_lettered, 1),
+                Nacked::DeadLettered { .. } => {
+                    Counters::add(&shared.counters.dead_lettered, 1);
+                    crate::capacity::removed(shared);
+                }
                 _ => {
                     shared.claim_wake.notify(usize::MAX);
                 }
@@ -326,7 +332,10 @@ pub(crate) async fn terminate<T>(
     };
     let r = outcome::settle(shared, client, &ticket, f, done, decide).await;
     match &r {
-        Ok(_) => Counters::add(&shared.counters.dead_lettered, 1),
+        Ok(_) => {
+            Counters::add(&shared.counters.dead_lettered, 1);
+            crate::capacity::removed(shared);
+        }
         Err(SettleError::Store(e)) => shared.failed("dead letter", e),
         Err(_) => {}
     }

@@ -39,9 +39,8 @@ pub(crate) struct Sql {
     pub(crate) counts: String,
     pub(crate) cancel_read: String,
     pub(crate) cancel: String,
-    pub(crate) dead_letters: String,
-    pub(crate) redrive: String,
-    pub(crate) purge_dead: String,
+    /// The operator's, keyed pushes' and capacities' statements.
+    pub(crate) op: crate::op_sql::OpSql,
     pub(crate) vacuum: String,
     pub(crate) vacuum_analyze: String,
 }
@@ -235,16 +234,7 @@ impl Sql {
             // $1 queue, $2 id: the row to cancel, locked.
             cancel_read: f("SELECT state, payload FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"),
             cancel: f("DELETE FROM {s}.items WHERE id = $1"),
-            dead_letters: f("SELECT id, attempts, reason, last_error, priority,
-                   (EXTRACT(EPOCH FROM dead_at) * 1000000)::bigint, payload
-                 FROM {s}.items WHERE queue = $1 AND state = 2
-                 ORDER BY dead_at, id LIMIT $2"),
-            // The fencing token moves on: the lease that ended in the dead letters stays stale
-            // (its late ack or dead letter must not settle the redriven item).
-            redrive: f("UPDATE {s}.items SET state = 0, attempts = 0, lease = lease + 1,
-                        visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL
-                 WHERE queue = $1 AND id = $2 AND state = 2"),
-            purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2"),
+            op: crate::op_sql::OpSql::new(schema),
             // INDEX_CLEANUP ON: never skip the indexes (see upkeep.rs). TRUNCATE OFF: a
             // queue's table keeps emptying and refilling its last pages, and the truncation
             // waits up to 5 s for an exclusive lock it rarely gets (and stalls every claim

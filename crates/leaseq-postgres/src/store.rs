@@ -167,7 +167,7 @@ pub(crate) fn micros(d: Duration) -> i64 {
 }
 
 /// A queue's store in one process: many processes on many machines open the same queue
-/// (same schema and name) and share its items. Open one with [`open`](crate::open).
+/// (same schema and name) and share its items. Open one with [`Postgres`](crate::Postgres).
 pub struct PgStore<T: 'static> {
     pub(crate) shared: Arc<Shared<T>>,
     pub(crate) handles: AtomicUsize,

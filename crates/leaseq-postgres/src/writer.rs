@@ -49,6 +49,15 @@ pub(crate) struct PushBuffer {
     pub(crate) filling: usize,
     /// Since when the writer's inserts have failed (none: the last one committed).
     pub(crate) failing_since: Option<std::time::Instant>,
+    /// A bounded queue's live rows at the last count, plus the rows inserted since by
+    /// this process (`capacity.rs`).
+    pub(crate) live: u64,
+    /// When `live` was last counted on the server.
+    pub(crate) counted_at: Option<std::time::Instant>,
+    /// A push was refused, or waits, for room: count again when it may have changed.
+    pub(crate) wants_room: bool,
+    /// This process removed a row since the last count.
+    pub(crate) removed: bool,
 }
 
 impl PushBuffer {
@@ -97,22 +106,37 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
             if shared.is_stopped() {
                 return;
             }
-            listener.await;
+            if crate::capacity::recount_due(&shared) {
+                crate::capacity::recount(&shared).await;
+                continue;
+            }
+            wait(&shared, listener).await;
             continue;
         }
         match insert(&shared, &batch).await {
-            Ok(()) => {
+            Ok(n) => {
                 backoff = Duration::from_millis(10);
+                let blocked = n < batch.len();
                 {
                     let mut buf = shared.pushes.lock();
-                    buf.committed = upto;
+                    buf.committed = upto - (batch.len() - n) as u64;
                     buf.failing_since = None;
+                    if blocked {
+                        // A bounded queue without room: the rest waits, in front.
+                        let rest = std::mem::take(&mut buf.rows);
+                        buf.rows = batch.into_iter().skip(n).collect();
+                        buf.rows.extend(rest);
+                        buf.wants_room = true;
+                    }
                 }
-                Counters::add(&shared.counters.pushed, batch.len() as u64);
+                Counters::add(&shared.counters.pushed, n as u64);
                 shared.push_committed.notify(usize::MAX);
                 // Receivers of this process look at once; other processes are told by the
                 // notification sent with the batch.
                 shared.claim_wake.notify(usize::MAX);
+                if blocked {
+                    wait(&shared, shared.push_queued.listen()).await;
+                }
             }
             Err(e) => {
                 shared.failed("insert", e);
@@ -134,56 +158,43 @@ pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
     }
 }
 
-/// One batch in one statement; a notification if some rows are visible at once. The
-/// statement inserts without `ON CONFLICT` (the watermark already skips every row a lost
-/// reply's first attempt committed); should it meet a row with one of the batch's ids
-/// anyway, it is refused whole (nothing done) and the batch runs again with
-/// `ON CONFLICT (id) DO NOTHING`.
-async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<(), String> {
-    match insert_with(shared, batch, &shared.sql.insert).await {
+/// Waits for a wake (rows queued, a row removed here, stop), or, while pushes wait for
+/// room in a bounded queue, at most the poll interval (rows removed by other processes
+/// are seen by counting again).
+async fn wait<T>(shared: &Shared<T>, listener: event_listener::EventListener) {
+    if shared.pushes.lock().wants_room {
+        let _ = tokio::time::timeout(shared.options.poll_interval, listener).await;
+    } else {
+        listener.await;
+    }
+}
+
+/// One batch in one statement (in a bounded queue, the rows that fit: how many); a
+/// notification if some rows are visible at once. The statement inserts without
+/// `ON CONFLICT` (the watermark already skips every row a lost reply's first attempt
+/// committed); should it meet a row with one of the batch's ids anyway, it is refused whole
+/// (nothing done) and the batch runs again with `ON CONFLICT (id) DO NOTHING`.
+async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<usize, String> {
+    let mut client = shared.client().await.map_err(|e| e.to_string())?;
+    let fitting = crate::capacity::insert_fitting;
+    match fitting(shared, &mut client, batch, &shared.sql.insert).await {
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-            insert_with(shared, batch, &shared.sql.insert_checked).await
+            fitting(shared, &mut client, batch, &shared.sql.insert_checked).await
         }
         r => r,
     }
     .map_err(|e| e.to_string())
 }
 
-/// A connection's error or a statement's.
-enum InsertError {
-    Pool(String),
-    Db(tokio_postgres::Error),
-}
-
-impl InsertError {
-    fn code(&self) -> Option<&tokio_postgres::error::SqlState> {
-        match self {
-            InsertError::Db(e) => e.code(),
-            InsertError::Pool(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Display for InsertError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            InsertError::Pool(e) => f.write_str(e),
-            InsertError::Db(e) => e.fmt(f),
-        }
-    }
-}
-
-/// Runs `sql` (the insert statement, checked or not) for `batch`.
-async fn insert_with<T>(
+/// Runs `sql` (the insert statement, checked or not) for `batch` on `client` (a pooled
+/// connection, or a bounded queue's transaction).
+pub(crate) async fn insert_on<T, C: deadpool_postgres::GenericClient>(
     shared: &Shared<T>,
+    client: &C,
     batch: &[PushRow],
     sql: &str,
-) -> Result<(), InsertError> {
-    let client = shared
-        .client()
-        .await
-        .map_err(|e| InsertError::Pool(e.to_string()))?;
-    let stmt = client.prepare_cached(sql).await.map_err(InsertError::Db)?;
+) -> Result<(), tokio_postgres::Error> {
+    let stmt = client.prepare_cached(sql).await?;
     let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
     let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
     let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
@@ -209,8 +220,7 @@ async fn insert_with<T>(
                 &tops,
             ],
         )
-        .await
-        .map_err(InsertError::Db)?;
+        .await?;
     Ok(())
 }
 

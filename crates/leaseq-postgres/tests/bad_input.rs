@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Codec, CodecError, Config, Push, PushError, Reason, ReceiveError};
 use leaseq_postgres::{
-    migrate, open, schema_version, BytesCodec, OpenError, Options, PgQueue, MAX_QUEUE_NAME,
+    migrate, schema_version, BytesCodec, OpenError, Options, PgQueue, Postgres, MAX_QUEUE_NAME,
     SCHEMA_VERSION,
 };
 
@@ -36,7 +36,11 @@ async fn open_bytes(
     queue: &str,
     options: Options,
 ) -> Result<PgQueue<Vec<u8>>, OpenError> {
-    open(url, queue, config(), options, BytesCodec).await
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
+        .await
 }
 
 /// Needs no server: it runs on every machine.
@@ -83,16 +87,11 @@ fn bad_url_bad_names_and_capacity_are_refused() {
         open_bytes(&url, longest, options())
             .await
             .expect("a queue name of exactly the longest length");
-        let r = open(&url, "q", config().with_capacity(10), options(), BytesCodec).await;
-        assert!(matches!(r, Err(OpenError::Unsupported(_))), "{r:?}");
-        let r = open(
-            &url,
-            "q",
-            Config::new(Duration::ZERO),
-            options(),
-            BytesCodec,
-        )
-        .await;
+        let r = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::ZERO))
+            .name("q")
+            .codec(BytesCodec)
+            .open(Postgres::url(&*url).options(options()))
+            .await;
         assert!(matches!(r, Err(OpenError::Config(_))), "{r:?}");
     });
 }
@@ -208,7 +207,10 @@ fn undecodable_row_becomes_a_dead_letter_and_the_rest_flows() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
         let name = common::unique("undecodable");
-        let q = open(&url, &name, config(), options(), Exact4)
+        let q = leaseq_tokio::LeaseQueue::<u32>::builder(config())
+            .name(name.to_string())
+            .codec(Exact4)
+            .open(Postgres::url(&*url).options(options()))
             .await
             .expect("open");
         let db = sql(&url).await;
@@ -246,7 +248,10 @@ fn undecodable_row_becomes_a_dead_letter_and_the_rest_flows() {
             q.receive_timeout(Duration::from_millis(300)).await,
             Err(ReceiveError::Timeout)
         ));
-        let dead = q.store().dead_letters(10).await.expect("dead letters");
+        let dead = q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead letters");
         assert_eq!(dead.len(), 1, "{dead:?}");
         assert_eq!(dead[0].id.get() as i64, bad_id);
         assert_eq!(dead[0].reason, Reason::Undecodable);
@@ -265,18 +270,15 @@ fn pushes_asking_for_too_much_are_refused_with_the_item() {
             .await
             .expect("open");
         let item = || b"item".to_vec();
-        let keyed = [
-            Push::new().key("invoice:1"),
-            Push::new().key("invoice:1").replace_pending(),
-            Push::new().key([b'k'; 65]), // longer than any key: still a key
-        ];
-        for push in keyed {
-            match q.try_push_with_options(item(), push.clone()) {
-                Err(PushError::Unsupported { item: back, .. }) => assert_eq!(back, item()),
-                other => panic!("{push:?}: expected Unsupported, got {other:?}"),
+        // Longer than any key: still a key, refused (never pushed keyless).
+        match q.try_push_with(item(), Push::new().key([b'k'; 65])) {
+            Err(PushError::KeyTooLong { item: back, len }) => {
+                assert_eq!(back, item());
+                assert!(len > leaseq_async::core::UniqueKey::MAX_LEN, "{len}");
             }
+            other => panic!("expected KeyTooLong, got {other:?}"),
         }
-        match q.push_with_options(item(), Push::new().priority(8)).await {
+        match q.push_with(item(), Push::new().priority(8)).await {
             Err(PushError::PriorityOutOfRange { item: back, level }) => {
                 assert_eq!((back, level), (item(), 8));
             }
@@ -286,12 +288,12 @@ fn pushes_asking_for_too_much_are_refused_with_the_item() {
             let push = Push::new()
                 .delay(Duration::from_millis(delay))
                 .ttl(Duration::from_millis(ttl));
-            match q.try_push_with_options(item(), push) {
+            match q.try_push_with(item(), push) {
                 Err(PushError::AlreadyExpired(back)) => assert_eq!(back, item()),
                 other => panic!("delay {delay} ttl {ttl}: expected AlreadyExpired, got {other:?}"),
             }
         }
-        let s = q.store().refresh_stats().await.expect("stats");
+        let s = q.refresh_stats().await.expect("stats");
         assert_eq!((s.live(), s.pushed), (0, 0), "nothing was queued");
     });
 }

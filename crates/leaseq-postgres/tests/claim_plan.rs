@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use leaseq_async::Config;
-use leaseq_postgres::{open, BytesCodec, PgQueue};
+use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
 
 const BACKLOG: u32 = 20_000;
 const CLAIM: usize = 16;
@@ -78,7 +78,10 @@ fn the_claim_reads_only_the_rows_it_takes_whatever_the_statistics() {
     runtime().block_on(async {
         let options = options().vacuum_after_rows(0);
         let config = Config::new(Duration::from_secs(30));
-        let q = open(&url, &unique("plan"), config, options, BytesCodec)
+        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+            .name(unique("plan").to_string())
+            .codec(BytesCodec)
+            .open(Postgres::url(&*url).options(options))
             .await
             .expect("open");
         let db = sql(&url).await;

@@ -57,7 +57,7 @@ fn close_wakes_receivers_with_claims_in_flight() {
                 n,
                 "round {round}: every item acked"
             );
-            let s = q.store().refresh_stats().await.expect("stats");
+            let s = q.refresh_stats().await.expect("stats");
             assert_eq!(s.live(), 0, "round {round}: nothing left");
         }
     });

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Backoff, Config};
 use leaseq_core::Nacked;
-use leaseq_postgres::{open_with, BytesCodec, PgQueue};
+use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
 
 use log::{told, Entry, Log, Op, Told};
 
@@ -80,14 +80,11 @@ async fn run(url: String, quota: u64, seed: u64) {
     let options = common::options().heartbeat_every(Duration::from_millis(300));
     // Opening may meet a fault too: tried again, as an application would.
     let q: PgQueue<Vec<u8>> = loop {
-        match open_with(
-            via.clone(),
-            &name,
-            config.clone(),
-            options.clone(),
-            BytesCodec,
-        )
-        .await
+        match leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config.clone())
+            .name(name.to_string())
+            .codec(BytesCodec)
+            .open(Postgres::config(via.clone()).options(options.clone()))
+            .await
         {
             Ok(q) => break q,
             Err(e) => eprintln!("open: {e}; again"),

@@ -9,13 +9,16 @@ use common::*;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{
-    Acked, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError, ReceiveError,
-    SettleError,
+    Acked, AdminError, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError,
+    ReceiveError, SettleError,
 };
-use leaseq_postgres::{open, BytesCodec, PgQueue};
+use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
 
 async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
-    open(url, &common::unique(prefix), config, options(), BytesCodec)
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+        .name(common::unique(prefix).to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options()))
         .await
         .expect("open")
 }
@@ -62,7 +65,10 @@ fn delayed_items_become_visible_after_their_delay() {
         let db = sql(&url).await;
         let q = queue(&url, "delay", config()).await;
         let id = q
-            .push_delayed(b"later".to_vec(), Duration::from_secs(60))
+            .push_with(
+                b"later".to_vec(),
+                leaseq_async::Push::new().delay(Duration::from_secs(60)),
+            )
             .await
             .expect("push");
         let wait = visible_in(&db, id).await;
@@ -84,7 +90,7 @@ fn higher_priorities_are_claimed_first() {
         let levels = [0u8, 3, 7, 1, 5, 7, 0];
         for (seq, level) in levels.iter().enumerate() {
             let push = Push::new().priority(*level);
-            q.push_with_options(vec![*level, seq as u8], push)
+            q.push_with(vec![*level, seq as u8], push)
                 .await
                 .expect("push");
         }
@@ -114,13 +120,16 @@ fn items_past_their_ttl_become_dead_letters() {
         let q = queue(&url, "ttl", config()).await;
         let push = Push::new().ttl(Duration::from_millis(300));
         let id = q
-            .push_with_options(b"stale soon".to_vec(), push)
+            .push_with(b"stale soon".to_vec(), push)
             .await
             .expect("push");
         let keep = q.push(b"fresh".to_vec()).await.expect("push");
         let start = Instant::now();
         let dead = loop {
-            let dead = q.store().dead_letters(10).await.expect("dead letters");
+            let dead = q
+                .dead_letters(leaseq_async::Page::first(10))
+                .await
+                .expect("dead letters");
             if !dead.is_empty() {
                 break dead;
             }
@@ -139,10 +148,7 @@ fn items_past_their_ttl_become_dead_letters() {
         // A lease never outlives its item (visibility 30 s, time to live 600 ms): the item
         // leaves for the dead letters at its expiry, not at the end of the visibility.
         let push = Push::new().ttl(Duration::from_millis(600));
-        let leased = q
-            .push_with_options(b"leased".to_vec(), push)
-            .await
-            .expect("push");
+        let leased = q.push_with(b"leased".to_vec(), push).await.expect("push");
         let d = receive(&q).await;
         assert_eq!(d.id(), leased);
         let expires_at = d.expires_at().expect("pushed with a time to live");
@@ -151,11 +157,20 @@ fn items_past_their_ttl_become_dead_letters() {
             "the lease ends after the item expires"
         );
         let start = Instant::now();
-        while q.store().dead_letters(10).await.expect("dead").len() < 2 {
+        while q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead")
+            .len()
+            < 2
+        {
             assert!(start.elapsed() < PATIENCE, "the leased item never expired");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let dead = q.store().dead_letters(10).await.expect("dead letters");
+        let dead = q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead letters");
         assert_eq!((dead[1].id, dead[1].reason), (leased, Reason::Expired));
         assert!(d.ack().await.is_err(), "an expired item is not acked");
     });
@@ -191,25 +206,38 @@ fn nacks_back_off_then_dead_letter_then_redrive() {
             Ok(Nacked::DeadLettered { attempts: 3 })
         );
         nothing_for(&q, Duration::from_millis(300)).await;
-        let dead = q.store().dead_letters(10).await.expect("dead letters");
+        let dead = q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead letters");
         assert_eq!(dead.len(), 1, "{dead:?}");
         assert_eq!((dead[0].id, dead[0].attempts), (id, 3));
         assert_eq!(dead[0].reason, Reason::Nacked);
         assert_eq!(dead[0].last_error.as_deref(), Some("boom 3"));
         assert_eq!(dead[0].item.as_deref(), Ok(&b"flaky"[..]));
-        assert_eq!(q.cancel(id).await, Err(CancelError::DeadLettered(id)));
-        let s = q.store().refresh_stats().await.expect("stats");
+        assert_eq!(
+            q.cancel(id).await,
+            Err(AdminError::Refused(CancelError::DeadLettered(id)))
+        );
+        let s = q.refresh_stats().await.expect("stats");
         assert_eq!((s.dead, s.live(), s.dead_lettered, s.nacks), (1, 0, 1, 3));
 
-        assert!(q.store().redrive(id).await.expect("redrive"));
-        assert!(
-            !q.store().redrive(id).await.expect("redrive"),
+        assert_eq!(q.redrive(id).await, Ok(id));
+        assert_eq!(
+            q.redrive(id).await,
+            Err(AdminError::Refused(leaseq_async::RedriveError::NotFound(
+                id
+            ))),
             "not dead now"
         );
         let d = receive(&q).await;
         assert_eq!((d.id(), d.attempt()), (id, 1), "attempts start over");
         d.ack().await.expect("ack");
-        assert!(q.store().dead_letters(10).await.expect("dead").is_empty());
+        assert!(q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead")
+            .is_empty());
     });
 }
 
@@ -219,15 +247,24 @@ fn cancel_hands_waiting_items_back_and_leaves_leased_ones() {
     common::runtime().block_on(async {
         let q = queue(&url, "cancel", config()).await;
         let waiting = q
-            .push_delayed(b"waiting".to_vec(), Duration::from_secs(60))
+            .push_with(
+                b"waiting".to_vec(),
+                leaseq_async::Push::new().delay(Duration::from_secs(60)),
+            )
             .await
             .expect("push");
         assert_eq!(q.cancel(waiting).await, Ok(b"waiting".to_vec()));
-        assert_eq!(q.cancel(waiting).await, Err(CancelError::NotFound(waiting)));
+        assert_eq!(
+            q.cancel(waiting).await,
+            Err(AdminError::Refused(CancelError::NotFound(waiting)))
+        );
 
         let leased = q.push(b"leased".to_vec()).await.expect("push");
         let d = receive(&q).await;
-        assert_eq!(q.cancel(leased).await, Err(CancelError::InFlight(leased)));
+        assert_eq!(
+            q.cancel(leased).await,
+            Err(AdminError::Refused(CancelError::InFlight(leased)))
+        );
         assert_eq!(d.ack().await, Ok(Acked::OnTime), "left to its holder");
 
         let taken = q.push(b"taken".to_vec()).await.expect("push");
@@ -316,7 +353,7 @@ fn queues_in_one_schema_never_see_each_others_items() {
         }
         assert_eq!(
             b.cancel(a_ids[0]).await,
-            Err(CancelError::NotFound(a_ids[0]))
+            Err(AdminError::Refused(CancelError::NotFound(a_ids[0])))
         );
         for (q, tag) in [(&a, b'a'), (&b, b'b')] {
             for _ in 0..3 {
@@ -326,7 +363,7 @@ fn queues_in_one_schema_never_see_each_others_items() {
             }
             nothing_for(q, Duration::from_millis(300)).await;
         }
-        let s = a.store().refresh_stats().await.expect("stats");
+        let s = a.refresh_stats().await.expect("stats");
         assert_eq!((s.live(), s.dead), (0, 0));
     });
 }
@@ -372,8 +409,16 @@ fn another_processs_push_wakes_a_waiting_receiver() {
         // Polling once a minute: only the notification can wake the receiver in time.
         let name = common::unique("notify");
         let slow_poll = || options().poll_interval(PATIENCE * 4);
-        let a = open(&url, &name, config(), slow_poll(), BytesCodec).await;
-        let b = open(&url, &name, config(), slow_poll(), BytesCodec).await;
+        let a = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
+            .name(name.to_string())
+            .codec(BytesCodec)
+            .open(Postgres::url(&*url).options(slow_poll()))
+            .await;
+        let b = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
+            .name(name.to_string())
+            .codec(BytesCodec)
+            .open(Postgres::url(&*url).options(slow_poll()))
+            .await;
         let (a, b): (PgQueue<Vec<u8>>, PgQueue<Vec<u8>>) = (a.expect("open"), b.expect("open"));
         let waiter = tokio::spawn(async move { b.receive_timeout(PATIENCE).await });
         // Let B look, find nothing and go to sleep (and its LISTEN start).

@@ -167,8 +167,7 @@ fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
         let (acker, burier) = (receive(&q).await, receive(&q).await);
         let start = Instant::now();
         while q
-            .store()
-            .dead_letters(10)
+            .dead_letters(leaseq_async::Page::first(10))
             .await
             .expect("dead letters")
             .len()
@@ -178,7 +177,7 @@ fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         for id in ids {
-            assert!(q.store().redrive(id).await.expect("redrive"));
+            assert_eq!(q.redrive(id).await, Ok(id));
         }
         let before = [row(&db, ids[0]).await, row(&db, ids[1]).await];
         // The old holders wake up: their leases ended in the dead letters; the redriven

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Failure};
-use leaseq_postgres::{open, BytesCodec, Options, PgDelivery, PgQueue};
+use leaseq_postgres::{BytesCodec, Options, PgDelivery, PgQueue, Postgres};
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, NoTls};
 
@@ -79,7 +79,10 @@ async fn open_queue(url: &str, queue: &str) -> PgQueue<Vec<u8>> {
         .heartbeat_every(HEARTBEAT)
         .rescue_every(RESCUE)
         .pool_size(4);
-    open::<Vec<u8>, _>(url, queue, config(), options, BytesCodec)
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
         .await
         .expect("open the queue")
 }
@@ -410,8 +413,7 @@ fn kill9_workers_lose_nothing() {
         }
         let q = open_queue(&url, &run.queue).await;
         let dead = q
-            .store()
-            .dead_letters(1_000_000)
+            .dead_letters(leaseq_async::Page::first(1_000_000))
             .await
             .expect("dead letters");
         let facts = check::Facts::load(&db, &run.ts, &run.queue, dead).await;
@@ -421,9 +423,9 @@ fn kill9_workers_lose_nothing() {
             produced,
             started.elapsed()
         );
-        let stats = q.store().refresh_stats().await.expect("stats");
+        let stats = q.refresh_stats().await.expect("stats");
         assert_eq!(stats.live(), 0, "{stats:?}");
-        q.store().purge_dead_letters().await.expect("purge");
+        q.purge_dead_letters().await.expect("purge");
         db.batch_execute(&format!("DROP SCHEMA {} CASCADE", run.ts))
             .await
             .expect("drop the test's schema");

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_async::{Config, Nacked, PushError};
-use leaseq_postgres::{open_with, BytesCodec, PgDelivery, PgQueue};
+use leaseq_postgres::{BytesCodec, PgDelivery, PgQueue, Postgres};
 
 use common::{PATIENCE, SCHEMA};
 
@@ -32,15 +32,12 @@ async fn proxied(
         Duration::from_millis(1),
     )
     .await;
-    let q = open_with(
-        proxy.config(&direct),
-        &common::unique("lost-reply"),
-        Config::new(Duration::from_secs(30)),
-        options,
-        BytesCodec,
-    )
-    .await
-    .expect("open");
+    let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+        .name(common::unique("lost-reply").to_string())
+        .codec(BytesCodec)
+        .open(Postgres::config(proxy.config(&direct)).options(options))
+        .await
+        .expect("open");
     (proxy, q)
 }
 
@@ -152,7 +149,10 @@ fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
     common::runtime().block_on(async {
         let (proxy, q) = proxied(&url, common::options()).await;
         let id = q
-            .push_delayed(b"later".to_vec(), Duration::from_secs(60))
+            .push_with(
+                b"later".to_vec(),
+                leaseq_async::Push::new().delay(Duration::from_secs(60)),
+            )
             .await
             .expect("push");
         // The delete's reply is lost: its transaction never commits (the connection is

@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use common::*;
 use leaseq_async::{Config, Runtime, Store};
-use leaseq_postgres::{open, BytesCodec, PgQueue};
+use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
 
 async fn queue(url: &str, name: &str, visibility: Duration, prefetch: usize) -> PgQueue<Vec<u8>> {
     let options = options().prefetch(prefetch);
-    open(url, name, Config::new(visibility), options, BytesCodec)
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(visibility))
+        .name(name.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
         .await
         .expect("open")
 }
@@ -103,7 +106,7 @@ fn a_put_back_lease_comes_back_with_the_same_attempt_at_once() {
             "a lease put back is not an attempt: same attempt number"
         );
         again.ack().await.expect("ack");
-        let stats = q.store().refresh_stats().await.expect("stats");
+        let stats = q.refresh_stats().await.expect("stats");
         assert_eq!(
             (stats.delivered, stats.put_back, stats.acked, stats.nacks),
             (2, 1, 1, 0),

@@ -5,21 +5,19 @@ mod common;
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_postgres::{open, BytesCodec, Options};
+use leaseq_postgres::{BytesCodec, Options, Postgres};
 
 #[test]
 fn push_receive_ack() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let q = open::<Vec<u8>, _>(
-            &url,
-            &common::unique("smoke"),
-            Config::new(Duration::from_secs(5)),
-            Options::new().schema(common::SCHEMA),
-            BytesCodec,
-        )
-        .await
-        .expect("open");
+        let q: leaseq_postgres::PgQueue<Vec<u8>> =
+            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(5)))
+                .name(common::unique("smoke").to_string())
+                .codec(BytesCodec)
+                .open(Postgres::url(&*url).options(Options::new().schema(common::SCHEMA)))
+                .await
+                .expect("open");
         for i in 0..100u8 {
             q.push(vec![i]).await.expect("push");
         }
@@ -34,7 +32,7 @@ fn push_receive_ack() {
         }
         seen.sort();
         assert_eq!(seen, (0..100).collect::<Vec<_>>());
-        let s = q.store().refresh_stats().await.expect("stats");
+        let s = q.refresh_stats().await.expect("stats");
         assert_eq!(s.live(), 0);
         assert_eq!(s.acked, 100);
     });

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_postgres::{open, BytesCodec, PgQueue};
+use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
 
 /// A schema of its own (this run's, with a suffix): the sizes must be this test's rows only.
 fn schema() -> String {
@@ -41,15 +41,12 @@ async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
         .schema(schema())
         .vacuum_after_rows(0) // no upkeep by itself: the test runs it
         .rebuild_bloated_indexes(rebuild);
-    open(
-        url,
-        name,
-        Config::new(Duration::from_secs(30)),
-        options,
-        BytesCodec,
-    )
-    .await
-    .expect("open")
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+        .name(name.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
+        .await
+        .expect("open")
 }
 
 #[test]
@@ -132,7 +129,7 @@ fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
                 "{name}: {bytes} bytes after the upkeep, {fresh_bytes} fresh"
             );
         }
-        let s = q.store().refresh_stats().await.expect("stats");
+        let s = q.refresh_stats().await.expect("stats");
         assert_eq!(s.ready as usize, LIVE, "the upkeep lost no item");
         drop((q, vacuum_only));
         db.batch_execute(&format!("DROP SCHEMA {SCHEMA} CASCADE"))

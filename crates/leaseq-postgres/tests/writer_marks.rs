@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_postgres::{open, BytesCodec};
+use leaseq_postgres::{BytesCodec, Postgres};
 
 use common::SCHEMA;
 
@@ -25,15 +25,13 @@ async fn mark(db: &tokio_postgres::Client, instance: i64) -> Option<i64> {
 fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let q = open::<Vec<u8>, _>(
-            &url,
-            &common::unique("marks"),
-            Config::new(Duration::from_secs(30)),
-            common::options().vacuum_after_rows(0),
-            BytesCodec,
-        )
-        .await
-        .expect("open");
+        let q: leaseq_postgres::PgQueue<Vec<u8>> =
+            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+                .name(common::unique("marks").to_string())
+                .codec(BytesCodec)
+                .open(Postgres::url(&*url).options(common::options().vacuum_after_rows(0)))
+                .await
+                .expect("open");
         let first = q.push(b"a".to_vec()).await.expect("push");
         let last = q.push(b"b".to_vec()).await.expect("push");
         let db = common::sql(&url).await;
@@ -63,15 +61,13 @@ fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
 fn a_batch_meeting_a_row_with_its_id_is_inserted_without_it_not_retried_for_ever() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let q = open::<Vec<u8>, _>(
-            &url,
-            &common::unique("marks-conflict"),
-            Config::new(Duration::from_secs(30)),
-            common::options().vacuum_after_rows(0),
-            BytesCodec,
-        )
-        .await
-        .expect("open");
+        let q: leaseq_postgres::PgQueue<Vec<u8>> =
+            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+                .name(common::unique("marks-conflict").to_string())
+                .codec(BytesCodec)
+                .open(Postgres::url(&*url).options(common::options().vacuum_after_rows(0)))
+                .await
+                .expect("open");
         let first = q.push(b"a".to_vec()).await.expect("push");
         // A row already holding the id the writer gives next, behind the watermark's back
         // (the fast insert has no ON CONFLICT: it is refused, and the batch goes again

@@ -4,6 +4,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use leaseq_postgres::Postgres;
+
 /// The environment variable that points the tests at a server.
 pub const URL_VAR: &str = "LEASEQ_PG_URL";
 /// Set to `1` (as `.ci/run` does) to fail instead of skipping when no server answers.
@@ -163,7 +165,10 @@ pub async fn process(
     queue: &str,
     config: leaseq_async::Config,
 ) -> leaseq_postgres::PgQueue<Vec<u8>> {
-    leaseq_postgres::open(url, queue, config, options(), leaseq_postgres::BytesCodec)
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+        .name(queue.to_string())
+        .codec(leaseq_postgres::BytesCodec)
+        .open(Postgres::url(url).options(options()))
         .await
         .expect("open")
 }

@@ -1,10 +1,14 @@
 //! The kill -9 test's records and what they must show.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
+use leaseq_async::CodecError;
 use leaseq_async::Reason;
-use leaseq_postgres::PgDeadLetter;
+use leaseq_core::DeadLetter;
+
+/// A dead letter as the queue lists it.
+pub(crate) type Dead = DeadLetter<Result<Vec<u8>, CodecError>>;
 use tokio_postgres::Client;
 
 use super::{
@@ -52,16 +56,13 @@ pub(crate) struct Facts {
     kills: HashMap<i32, i64>,
     /// The queue's rows left: id to state.
     rows: HashMap<i64, i16>,
-    dead: HashMap<i64, PgDeadLetter<Vec<u8>>>,
+    dead: HashMap<i64, Dead>,
+    /// When each dead letter died, on the database's clock (µs since the epoch).
+    dead_at: HashMap<i64, i64>,
 }
 
 impl Facts {
-    pub(crate) async fn load(
-        db: &Client,
-        ts: &str,
-        queue: &str,
-        dead: Vec<PgDeadLetter<Vec<u8>>>,
-    ) -> Facts {
+    pub(crate) async fn load(db: &Client, ts: &str, queue: &str, dead: Vec<Dead>) -> Facts {
         let q = |sql: String| async move { db.query(&sql, &[]).await.expect("read records") };
         let pushed = q(format!("SELECT id, kind FROM {ts}.pushed")).await;
         let runs = q(format!(
@@ -75,7 +76,10 @@ impl Facts {
         let kills = q(format!("SELECT pid, {AT_US} FROM {ts}.kills")).await;
         let rows = db
             .query(
-                &format!("SELECT id, state FROM {QUEUE_SCHEMA}.items WHERE queue = $1"),
+                &format!(
+                    "SELECT id, state, (EXTRACT(EPOCH FROM dead_at) * 1000000)::bigint \
+                     FROM {QUEUE_SCHEMA}.items WHERE queue = $1"
+                ),
                 &[&queue],
             )
             .await
@@ -89,6 +93,10 @@ impl Facts {
             outcomes: HashMap::new(),
             kills: kills.iter().map(|r| (r.get(0), r.get(1))).collect(),
             rows: rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+            dead_at: rows
+                .iter()
+                .filter_map(|r| Some((r.get(0), r.get::<_, Option<i64>>(2)?)))
+                .collect(),
             dead: dead.into_iter().map(|d| (d.id.get() as i64, d)).collect(),
         };
         for r in &runs {
@@ -176,9 +184,7 @@ impl Facts {
                 // Every delivery cut by a kill before it was recorded.
                 let d = dead.expect("checked");
                 assert_eq!(d.reason, Reason::LeaseExpired, "#{id} dead with no run");
-                let dead_at =
-                    d.at.duration_since(UNIX_EPOCH)
-                        .map_or(0, |t| t.as_micros() as i64);
+                let dead_at = self.dead_at.get(&(d.id.get() as i64)).copied().unwrap_or(0);
                 assert!(
                     self.kill_between(i64::MIN, dead_at),
                     "#{id}: dead with no run and no kill before"
@@ -243,9 +249,7 @@ impl Facts {
             let outcome = self.outcome(id, last);
             // Killed after it began and before the item died: a settle it recorded may not
             // have run (not an ack, which commits with its record).
-            let dead_at =
-                d.at.duration_since(UNIX_EPOCH)
-                    .map_or(0, |t| t.as_micros() as i64);
+            let dead_at = self.dead_at.get(&id).copied().unwrap_or(0);
             let killed = self.killed_during(last, dead_at).is_some();
             let cut_short = killed
                 && d.reason == Reason::LeaseExpired

@@ -1,0 +1,187 @@
+//! Pushes with a unique key (`Push::key`, and `replace_pending`). `try_push` must say at
+//! once whether the key is held and by which item, so a keyed push does not go through
+//! the writer: it is inserted on the blocking thread (`blocking.rs`), the caller's thread
+//! blocked for one transaction (three or four round trips), in one transaction:
+//!
+//! 1. in a bounded queue, the queue's capacity lock (`capacity.rs`);
+//! 2. with `replace_pending`, the waiting (ready or delayed) row holding the key deleted;
+//! 3. in a bounded queue and nothing replaced, refused as full if the live rows are at
+//!    capacity;
+//! 4. the row inserted `ON CONFLICT DO NOTHING` on the unique index of live keys
+//!    (`items_key`: waiting and leased rows; dead letters keep their key but do not hold
+//!    it); nothing inserted means a live row holds the key: its id is read and the push
+//!    refused with `DuplicateKey`.
+//!
+//! A keyed push is committed when `try_push` returns, and is not ordered after this
+//! process's unkeyed pushes still waiting for the writer (its row may be claimed first).
+
+use leaseq_async::{Push, PushError, StoreError};
+use leaseq_core::{MessageId, UniqueKey};
+
+use crate::counters::Counters;
+use crate::operator::store_error;
+use crate::store::{micros, PgStore, Shared};
+
+/// What the transaction did.
+enum Keyed {
+    Pushed { replaced: bool },
+    Duplicate(MessageId),
+    Full,
+}
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// `try_push` with a key: inserted now, or refused (duplicate, full, a store failure)
+    /// with the item handed back.
+    pub(crate) fn push_keyed(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        let shared = &self.shared;
+        let (delay, ttl, options) = push.parts();
+        let Some(key) = options.key_bytes().map(<[u8]>::to_vec) else {
+            // The exact length is the core's to keep; it is more than the most allowed.
+            let len = UniqueKey::MAX_LEN + 1;
+            return Err(PushError::KeyTooLong { item, len });
+        };
+        let payload = match shared.codec.encode(&item) {
+            Ok(p) => p,
+            Err(e) => {
+                let error = e.to_string();
+                return Err(PushError::Encode { item, error });
+            }
+        };
+        let Some(id) = shared.pushes.lock().next_id() else {
+            return Err(PushError::Full(item));
+        };
+        let row = Row {
+            id: id.get() as i64,
+            priority: i16::from(options.priority),
+            delay_us: micros(delay),
+            ttl_us: ttl.map(micros),
+            key,
+            payload,
+            replace: options.replace_pending,
+        };
+        let task = self.shared.clone();
+        let done = self.run_blocking(move |rt, pool| {
+            rt.block_on(async {
+                let mut client = pool
+                    .get()
+                    .await
+                    .map_err(|e| StoreError::not_done(format!("keyed push: no connection: {e}")))?;
+                insert(&task, &mut client, &row).await.inspect_err(|e| {
+                    task.failed("keyed push", e);
+                })
+            })
+        });
+        match done {
+            Some(Ok(Keyed::Pushed { replaced })) => {
+                Counters::add(&shared.counters.pushed, 1);
+                if replaced {
+                    Counters::add(&shared.counters.cancelled, 1);
+                    Counters::add(&shared.counters.replaced, 1);
+                }
+                shared.pushes.lock().live += u64::from(!replaced);
+                shared.claim_wake.notify(usize::MAX);
+                Ok(id)
+            }
+            Some(Ok(Keyed::Duplicate(existing))) => {
+                Counters::add(&shared.counters.rejected, 1);
+                Counters::add(&shared.counters.duplicates, 1);
+                Err(PushError::DuplicateKey { item, existing })
+            }
+            Some(Ok(Keyed::Full)) => {
+                if !options.waits_for_room {
+                    Counters::add(&shared.counters.rejected, 1);
+                }
+                crate::capacity::wants_room(shared);
+                Err(PushError::Full(item))
+            }
+            // A commit whose reply was lost: the row may be in (it holds `id`).
+            Some(Err(error)) if error.is_outcome_unknown() => {
+                Err(PushError::Unconfirmed { id, error })
+            }
+            Some(Err(error)) => Err(PushError::Store { item, error }),
+            None => Err(PushError::Store {
+                item,
+                error: StoreError::not_done("keyed push: the blocking thread could not start"),
+            }),
+        }
+    }
+}
+
+/// A keyed row to insert.
+struct Row {
+    id: i64,
+    priority: i16,
+    delay_us: i64,
+    ttl_us: Option<i64>,
+    key: Vec<u8>,
+    payload: Vec<u8>,
+    replace: bool,
+}
+
+/// The keyed push's transaction (see the file's header).
+async fn insert<T>(
+    shared: &Shared<T>,
+    client: &mut deadpool_postgres::Object,
+    row: &Row,
+) -> Result<Keyed, StoreError> {
+    let op = &shared.sql.op;
+    // Only a commit whose reply was lost may have made the row: anything before it rolled
+    // the transaction back.
+    let before = |e: tokio_postgres::Error| store_error("keyed push", &e, false);
+    let tx = client.transaction().await.map_err(before)?;
+    let cap = shared.config.capacity();
+    if cap.is_some() {
+        tx.execute(&op.cap_lock, &[&shared.queue])
+            .await
+            .map_err(before)?;
+    }
+    let replaced = row.replace
+        && !tx
+            .query(&op.replace, &[&shared.queue, &row.key])
+            .await
+            .map_err(before)?
+            .is_empty();
+    if let Some(cap) = cap.filter(|_| !replaced) {
+        if crate::capacity::live(shared, &tx).await.map_err(before)? >= cap as u64 {
+            return Ok(Keyed::Full);
+        }
+    }
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        &row.id,
+        &shared.queue,
+        &row.priority,
+        &row.delay_us,
+        &row.ttl_us,
+        &row.key,
+        &row.payload,
+    ];
+    // Nothing inserted: a live row holds the key. Should it have left before the holder
+    // is read, the insert runs once more (the key is then free, or held by a newer row).
+    for _ in 0..2 {
+        let inserted = tx
+            .query_opt(&op.keyed_insert, &params)
+            .await
+            .map_err(before)?;
+        if inserted.is_some() {
+            if row.delay_us == 0 {
+                tx.execute(&op.notify, &[&shared.sql.channel, &shared.queue])
+                    .await
+                    .map_err(before)?;
+            }
+            tx.commit()
+                .await
+                .map_err(|e| store_error("keyed push", &e, true))?;
+            return Ok(Keyed::Pushed { replaced });
+        }
+        let holder = tx
+            .query_opt(&op.key_holder, &[&shared.queue, &row.key])
+            .await
+            .map_err(before)?;
+        if let Some(h) = holder {
+            return Ok(Keyed::Duplicate(MessageId::new(h.get::<_, i64>(0) as u64)));
+        }
+    }
+    Err(StoreError::not_done(
+        "keyed push: the key's holder kept changing; try again",
+    ))
+}
