@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leaseq_async::{Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
+use leaseq_async::{Backoff, Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
 use leaseq_suite::demo::{args_or_exit, pick_hung, Progress, Spec};
 use leaseq_tokio::TokioRuntime;
@@ -140,7 +140,10 @@ async fn run_batch<R: Runtime>(
 ) -> Outcome {
     // A visibility well past the 5 s hang, so that only the item timeout (or the handler's
     // end) settles an item: no lease runs out in this example.
-    let config = Config::new(Duration::from_secs(60)).with_max_attempts(setting.attempts);
+    // Retried at once: the figures compare item timeouts, not backoff.
+    let config = Config::new(Duration::from_secs(60))
+        .with_max_attempts(setting.attempts)
+        .with_backoff(Backoff::None);
     let queue = LeaseQueue::with_runtime(rt.clone(), config).expect("a valid config");
     let timeout = setting
         .timeout

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::{join_all, select, Either};
-use leaseq_async::{Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
+use leaseq_async::{Backoff, Config, Delivery, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_smol::SmolRuntime;
 use leaseq_suite::demo::{args_or_exit, pick_hung, Progress, Spec, DEFAULT_SEED};
 use leaseq_suite::rng::mix64;
@@ -461,7 +461,11 @@ async fn pool_row<R: Runtime>(
 }
 
 fn new_queue<R: Runtime>(rt: &R, sc: &Scenario) -> LeaseQueue<u32, R> {
-    let config = Config::new(sc.visibility).with_max_attempts(sc.max_attempts);
+    // Retried at once, as the reference broker does: the figures compare delivery rules,
+    // not backoff (the default config would back off 1 s, longer than these scenarios).
+    let config = Config::new(sc.visibility)
+        .with_max_attempts(sc.max_attempts)
+        .with_backoff(Backoff::None);
     // The heartbeat period: a third of the visibility (leaseq's default), in whole
     // milliseconds so that tokio's millisecond timer and SimRuntime's nanosecond one beat at
     // the same instants.

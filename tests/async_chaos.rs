@@ -164,6 +164,9 @@ fn start_pool(rt: &SimRuntime, lane: usize, q: &Q, running: &Running) -> Pool<It
     let (rt, running) = (rt.clone(), running.clone());
     Pool::builder(q.clone())
         .workers(WORKERS)
+        // No heartbeat (the default is on): the checks count the heartbeats of the test's
+        // own deliveries.
+        .heartbeat(false)
         .item_timeout(ItemTimeout::Fixed(Duration::from_millis(50)))
         .spawn(move |job| {
             let entry = (lane, job.id, job.attempt);

@@ -131,7 +131,7 @@ const REASONS: [Reason; 7] = [
     Reason::TimedOut,
     Reason::Dropped,
     Reason::Released,
-    Reason::Terminated,
+    Reason::Rejected,
     Reason::Expired,
 ];
 
@@ -393,7 +393,7 @@ impl Driver {
                     let err = with_error.then(|| "poison".to_string());
                     if self.q.dead_letter(r, ts, err.clone()).is_ok() {
                         let d = self.q.get_dead_letter(r.id()).expect("dead-lettered");
-                        assert_eq!(d.reason, Reason::Terminated);
+                        assert_eq!(d.reason, Reason::Rejected);
                         if err.is_some() {
                             assert_eq!(d.last_error, err);
                         }

@@ -1,6 +1,6 @@
 //! The failing-worker scenarios: a dropped delivery, a panicking handler, an aborted worker.
 
-use leaseq_async::{Config, Job, MessageId, Pool, Reason, Runtime, Watchdog};
+use leaseq_async::{Backoff, Config, Job, MessageId, Pool, Reason, Runtime, Watchdog};
 
 use super::env::*;
 
@@ -13,7 +13,11 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime, K: StoreKind
     env: Env<R, K>,
 ) {
     let u = env.u;
-    let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(2));
+    // No backoff: this scenario times the retries to the failures themselves.
+    let config = Config::new(50 * u)
+        .with_max_attempts(2)
+        .with_backoff(Backoff::None);
+    let q = env.queue::<u32>(config);
     let id = q.try_push(7).unwrap();
     let first = env
         .within(env.patience(), "a delivery", q.receive())
@@ -107,7 +111,11 @@ pub(crate) async fn dropped_delivery_comes_back_at_once<R: Runtime, K: StoreKind
 /// error, and the one worker goes on with the next items.
 pub(crate) async fn panicking_handler_is_caught<R: Runtime, K: StoreKind<R>>(env: Env<R, K>) {
     let u = env.u;
-    let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(2));
+    // No backoff: this scenario times the retries to the failures themselves.
+    let config = Config::new(50 * u)
+        .with_max_attempts(2)
+        .with_backoff(Backoff::None);
+    let q = env.queue::<u32>(config);
     let ids: Vec<MessageId> = (0..6).map(|n| q.try_push(n).unwrap()).collect();
     let runs = Runs::default();
     let pool = Pool::builder(q.clone()).workers(1).spawn({
@@ -176,7 +184,8 @@ pub(crate) async fn aborted_worker_hands_its_item_back<R: Runtime, K: StoreKind<
     env: Env<R, K>,
 ) {
     let u = env.u;
-    let q = env.queue::<u32>(Config::new(50 * u));
+    // No backoff: the rerun is timed to the abort.
+    let q = env.queue::<u32>(Config::new(50 * u).with_backoff(Backoff::None));
     let held = q.try_push(0).unwrap();
     let runs = Runs::default();
     let pool = Pool::builder(q.clone())

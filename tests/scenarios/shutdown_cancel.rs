@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures::FutureExt;
-use leaseq_async::{Config, Job, MessageId, Pool, Runtime};
+use leaseq_async::{Backoff, Config, Job, MessageId, Pool, Runtime};
 
 use super::env::*;
 
@@ -41,7 +41,8 @@ async fn shutdown_with_items_in_flight<R: Runtime, K: StoreKind<R>>(
     } else {
         (20 * u, u)
     };
-    let q = env.queue::<u32>(Config::new(100 * u));
+    // No backoff: the handed-back items are counted ready at once.
+    let q = env.queue::<u32>(Config::new(100 * u).with_backoff(Backoff::None));
     let ids: Vec<MessageId> = (0..6).map(|n| q.try_push(n).unwrap()).collect();
     let finished = Arc::new(Mutex::new(Vec::new()));
     let started = Arc::new(AtomicUsize::new(0));

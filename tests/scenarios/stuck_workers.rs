@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use leaseq_async::{Config, FindingKind, ItemTimeout, Job, Pool, Reason, Runtime, Watchdog};
+use leaseq_async::{
+    Backoff, Config, FindingKind, ItemTimeout, Job, Pool, Reason, Runtime, Watchdog,
+};
 
 use super::env::*;
 
@@ -22,7 +24,11 @@ pub(crate) async fn blocking_handler_overruns_are_counted<R: Runtime, K: StoreKi
     env: Env<R, K>,
 ) {
     let u = env.u;
-    let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(3));
+    // No backoff: the attempts are timed to the time-outs themselves.
+    let config = Config::new(50 * u)
+        .with_max_attempts(3)
+        .with_backoff(Backoff::None);
+    let q = env.queue::<u32>(config);
     let id = q.try_push(0).unwrap();
     let gate = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU32::new(0));
@@ -113,7 +119,8 @@ pub(crate) async fn blocking_handler_overruns_are_counted<R: Runtime, K: StoreKi
 pub(crate) async fn watchdog_reports_stuck_worker<R: Runtime, K: StoreKind<R>>(env: Env<R, K>) {
     let u = env.u;
     let (interval, limit) = (u, 3 * u);
-    let q = env.queue::<u32>(Config::new(50 * u));
+    // No backoff: the stuck item is counted ready as soon as it is handed back.
+    let q = env.queue::<u32>(Config::new(50 * u).with_backoff(Backoff::None));
     let stuck_id = q.try_push(0).unwrap();
     for n in 1..=5 {
         q.try_push(n).unwrap();

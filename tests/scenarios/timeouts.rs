@@ -2,7 +2,7 @@
 //! without a heartbeat.
 
 use leaseq_async::{
-    Config, FindingKind, ItemTimeout, Job, MessageId, Pool, Reason, Runtime, Timestamp,
+    Backoff, Config, FindingKind, ItemTimeout, Job, MessageId, Pool, Reason, Runtime, Timestamp,
 };
 
 use super::env::*;
@@ -16,7 +16,11 @@ use super::env::*;
 pub(crate) async fn hung_handler_times_out<R: Runtime, K: StoreKind<R>>(env: Env<R, K>) {
     let u = env.u;
     let limit = 2 * u;
-    let q = env.queue::<u32>(Config::new(50 * u).with_max_attempts(3));
+    // No backoff: the attempts are timed to the time-outs themselves.
+    let config = Config::new(50 * u)
+        .with_max_attempts(3)
+        .with_backoff(Backoff::None);
+    let q = env.queue::<u32>(config);
     let hung = q.try_push(0).unwrap();
     for n in 1..=4 {
         q.try_push(n).unwrap();
@@ -160,24 +164,31 @@ pub(crate) async fn slow_handler_without_heartbeat_acks_late<R: Runtime, K: Stor
     let u = env.u;
     let visibility = 2 * u;
     let first_run = 6 * u;
-    let q = env.queue::<u32>(Config::new(visibility));
+    // No backoff: the reruns are timed to the lease's end.
+    let q = env.queue::<u32>(Config::new(visibility).with_backoff(Backoff::None));
     let ids: Vec<MessageId> = (0..3).map(|n| q.try_push(n).unwrap()).collect();
     let runs = Runs::default();
     let start = env.now();
-    let pool = Pool::builder(q.clone()).workers(6).spawn({
-        let (runs, rt) = (runs.clone(), env.rt.clone());
-        move |job: Job<u32>| {
-            runs.record(&job, rt.now());
-            // Only the first run is slow; the second acks at once, 4u before the first ends.
-            let slow = (job.attempt == 1).then(|| sleep(&rt, first_run));
-            async move {
-                if let Some(slow) = slow {
-                    slow.await;
+    // Without heartbeat and without an item timeout (the defaults are a heartbeat and a
+    // limit at the lease's end): the first runs go on past their leases.
+    let pool = Pool::builder(q.clone())
+        .workers(6)
+        .heartbeat(false)
+        .item_timeout(ItemTimeout::None)
+        .spawn({
+            let (runs, rt) = (runs.clone(), env.rt.clone());
+            move |job: Job<u32>| {
+                runs.record(&job, rt.now());
+                // Only the first run is slow; the second acks at once, 4u before the first ends.
+                let slow = (job.attempt == 1).then(|| sleep(&rt, first_run));
+                async move {
+                    if let Some(slow) = slow {
+                        slow.await;
+                    }
+                    Ok(())
                 }
-                Ok(())
             }
-        }
-    });
+        });
     // The second runs empty the queue at 2u; the first runs finish (and ack, too late) at 6u.
     env.within(env.patience(), "the queue to empty", q.wait_empty())
         .await;

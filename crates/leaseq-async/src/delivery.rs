@@ -49,7 +49,7 @@ use crate::store::{Store, Taken};
 ///         let d = queue.receive().await.unwrap();
 ///         d.dead_letter("malformed payload").await.unwrap();
 ///         let dead = queue.dead_letters(Page::ALL).await.unwrap();
-///         assert_eq!(dead[0].reason, Reason::Terminated);
+///         assert_eq!(dead[0].reason, Reason::Rejected);
 ///         assert_eq!(dead[0].last_error.as_deref(), Some("malformed payload"));
 ///     }
 /// });
@@ -169,8 +169,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         self.store.nack(ticket, failure).await
     }
 
-    /// Declares the item poison: straight to the dead letters with the error, whatever
-    /// attempts it had left.
+    /// Declares the item poison: straight to the dead letters with the error and reason
+    /// [`Reason::Rejected`](leaseq_core::Reason::Rejected), whatever attempts it had left.
     pub async fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, SettleError> {
         let ticket = self.take_ticket()?;
         self.store.dead_letter(ticket, error.into()).await

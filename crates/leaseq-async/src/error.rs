@@ -240,7 +240,8 @@ impl JobError {
         }
     }
 
-    /// A failure that will repeat: dead-letter the item now.
+    /// A failure that will repeat: dead-letter the item now, with reason
+    /// [`Reason::Rejected`](leaseq_core::Reason::Rejected).
     pub fn permanent(message: impl fmt::Display) -> Self {
         JobError {
             message: message.to_string(),

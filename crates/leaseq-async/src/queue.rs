@@ -22,7 +22,7 @@ use crate::store::{StopWaiting, Store};
 /// [`try_push`](Self::try_push) never waits, so sync code can feed a queue; [`push`](Self::push)
 /// waits for room in a bounded queue. Receiving is a future. A received
 /// [`Delivery`](crate::Delivery) must be acked or nacked; dropped, it goes back to the queue
-/// at once. Each queue runs one small background task on its runtime, the *driver*: it
+/// at once (visible again after the config's backoff, as after any failed attempt). Each queue runs one small background task on its runtime, the *driver*: it
 /// sleeps on one timer until the next lease deadline, end of a delay or heartbeat, applies
 /// it, and sleeps again. It ends when the last handle is dropped and no lease is kept alive.
 ///
@@ -38,11 +38,13 @@ use crate::store::{StopWaiting, Store};
 ///         let queue = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
 ///         let id = queue.push("send invoice 981").await.unwrap();
 ///
-///         // A worker takes it and hangs: the lease runs out, the item comes back.
+///         // A worker takes it and hangs: the lease runs out, the item comes back after
+///         // its backoff (by default 1 s, of which the jitter takes off up to half).
 ///         let stuck = queue.receive().await.unwrap();
 ///         let again = queue.receive().await.unwrap();
 ///         assert_eq!((again.id(), again.attempt()), (id, 2));
-///         assert_eq!(rt.now(), stuck.deadline());
+///         let backoff = rt.now().saturating_duration_since(stuck.deadline());
+///         assert!(backoff >= Duration::from_millis(500) && backoff <= Duration::from_secs(1));
 ///
 ///         // The first worker wakes up: its ack is refused, the second one's accepted.
 ///         assert!(stuck.ack().await.is_err());

@@ -98,6 +98,13 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     }
     /// How long a lease lasts unless extended.
     fn visibility(&self) -> Duration;
+    /// The longest a lease lives from its receive, extensions and heartbeats included
+    /// (`Config::max_lease`), if the store caps it. Default: `None` (no cap known). A pool
+    /// built without an item timeout uses it as its default limit (see
+    /// [`PoolBuilder::item_timeout`](crate::PoolBuilder::item_timeout)).
+    fn max_lease(&self) -> Option<Duration> {
+        None
+    }
 
     /// Whether the queue was closed.
     fn is_closed(&self) -> bool;

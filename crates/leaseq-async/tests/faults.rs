@@ -29,8 +29,10 @@ async fn within<F: Future>(rt: &SimRuntime, limit: Duration, fut: F) -> Option<F
     }
 }
 
+/// No backoff: these tests time redeliveries to the lease's deadline.
 fn queue(rt: &SimRuntime, visibility: Duration) -> LeaseQueue<u32, SimRuntime> {
-    LeaseQueue::with_runtime(rt.clone(), Config::new(visibility)).unwrap()
+    let config = Config::new(visibility).with_backoff(leaseq_async::Backoff::None);
+    LeaseQueue::with_runtime(rt.clone(), config).unwrap()
 }
 
 /// Fault 1: a delivery of another queue given to `ack_batch` is refused and handed back
@@ -294,8 +296,10 @@ fn events_are_recorded_only_when_asked() {
 #[test]
 fn backoff_forever_does_not_drive_the_clock_to_the_end_of_time() {
     let rt = SimRuntime::new();
+    // Without jitter, which would shorten "forever" to a mere 292 years.
     let config = Config::new(Duration::from_secs(1))
-        .with_backoff(leaseq_async::Backoff::Fixed(Duration::MAX));
+        .with_backoff(leaseq_async::Backoff::Fixed(Duration::MAX))
+        .without_jitter();
     let q = rt.block_on({
         let rt = rt.clone();
         async move {

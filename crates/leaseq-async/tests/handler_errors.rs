@@ -85,7 +85,7 @@ fn question_mark_on_any_error_in_a_handler() {
                 (Reason::Nacked, "bad header"),
                 (Reason::Nacked, "resizing: disk full"),
                 (Reason::Nacked, "writing thumbnail: disk full"),
-                (Reason::Terminated, "unreadable"),
+                (Reason::Rejected, "unreadable"),
             ];
             for ((reason, error), (want_reason, want_error)) in errors.iter().zip(expected) {
                 assert_eq!((*reason, error.as_deref()), (want_reason, Some(want_error)));

@@ -58,6 +58,95 @@ fn a_heartbeat_never_keeps_a_lease_forever() {
     });
 }
 
+/// A pool built with no settings at all runs a job three times as long as the visibility
+/// once, and acks it: the heartbeat is on by default and keeps the lease, and the default
+/// item timeout (the max lease) is far off.
+#[test]
+fn a_default_pool_runs_a_long_job_once() {
+    sim(|rt| async move {
+        let vis = Duration::from_secs(10);
+        let q = LeaseQueue::with_runtime(rt.clone(), Config::new(vis)).unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let start = rt.now();
+        q.try_push(1u32).unwrap();
+        let pool = Pool::builder(q.clone()).spawn({
+            let (runs, rt) = (runs.clone(), rt.clone());
+            move |job| {
+                let (runs, rt) = (runs.clone(), rt.clone());
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    assert_eq!(job.attempt, 1);
+                    assert_eq!(job.time_left(), DEFAULT_MAX_LEASE, "the default limit");
+                    sleep(&rt, vis * 3).await;
+                    assert!(!job.is_lease_lost());
+                    Ok(())
+                }
+            }
+        });
+        q.wait_empty().await;
+        assert_eq!(rt.now().saturating_duration_since(start), vis * 3);
+        // Longer than any backoff would take to bring a lost item back.
+        sleep(&rt, vis * 3).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "run exactly once");
+        let s = pool.stats();
+        assert_eq!((s.ok, s.failed, s.timed_out), (1, 0, 0));
+        assert_eq!((s.queue.acked, s.queue.lease_expired), (1, 0));
+        assert!(
+            s.queue.extends >= 8,
+            "kept alive by the heartbeat: {:?}",
+            s.queue
+        );
+        pool.shutdown(Duration::from_secs(1)).await;
+    });
+}
+
+/// With the heartbeat turned off, the default item timeout is the visibility: a job that
+/// takes longer is timed out when its lease ends, so its retry never runs beside it.
+#[test]
+fn without_heartbeat_the_default_timeout_is_the_visibility() {
+    sim(|rt| async move {
+        let vis = Duration::from_secs(10);
+        let config = Config::new(vis).with_max_attempts(2);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        q.try_push(1u32).unwrap();
+        let pool = Pool::builder(q.clone()).heartbeat(false).spawn({
+            let (running, most, rt) = (running.clone(), most.clone(), rt.clone());
+            move |job| {
+                let (running, most, rt) = (running.clone(), most.clone(), rt.clone());
+                async move {
+                    assert_eq!(job.time_left(), vis);
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    // Dropped at the timeout: the count goes down with the future.
+                    struct Done(Arc<AtomicUsize>);
+                    impl Drop for Done {
+                        fn drop(&mut self) {
+                            self.0.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
+                    let _done = Done(running);
+                    sleep(&rt, vis * 3).await;
+                    Ok(())
+                }
+            }
+        });
+        q.wait_empty().await;
+        assert_eq!(most.load(Ordering::SeqCst), 1, "never two runs at once");
+        let s = pool.stats();
+        assert_eq!((s.ok, s.timed_out), (0, 2));
+        let dead = q.take_dead_letters();
+        assert_eq!(dead.len(), 1);
+        // The limit and the lease end at the same instant: the pool's timeout or the
+        // driver's reaper settles the last attempt, whichever runs first.
+        assert!(
+            matches!(dead[0].reason, Reason::TimedOut | Reason::LeaseExpired),
+            "{dead:?}"
+        );
+        pool.shutdown(Duration::from_secs(1)).await;
+    });
+}
+
 /// A pool dropped without `shutdown` leaves no worker running: an item pushed afterwards is
 /// not handled, and the item a worker held goes back to the queue.
 #[test]
@@ -82,7 +171,8 @@ fn a_dropped_pool_stops_its_workers() {
         drop(pool);
         sleep(&rt, Duration::from_millis(10)).await;
         let s = q.stats();
-        assert_eq!((s.in_flight, s.ready), (0, 1), "the held item went back");
+        // Back, visible after its backoff (1 s by default, less up to half).
+        assert_eq!((s.in_flight, s.delayed), (0, 1), "the held item went back");
         q.try_push(2).unwrap();
         sleep(&rt, Duration::from_secs(5)).await;
         assert_eq!(handled.load(Ordering::SeqCst), 0, "no worker runs on");
@@ -123,6 +213,9 @@ fn shutdown_on_a_signal_lists_what_was_handed_back() {
         stop.send(()).unwrap();
         shutting.await;
         let s = q.stats();
-        assert_eq!((s.in_flight, s.ready), (0, 2));
+        // Both back, visible after their backoff.
+        assert_eq!((s.in_flight, s.delayed), (0, 2));
+        sleep(&rt, Duration::from_secs(1)).await;
+        assert_eq!(q.stats().ready, 2);
     });
 }

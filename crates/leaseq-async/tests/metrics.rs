@@ -323,7 +323,7 @@ fn queue_metrics_equal_the_stats() {
         let dead_by = [
             (Reason::Expired, 1),
             (Reason::Nacked, 1),
-            (Reason::Terminated, 1),
+            (Reason::Rejected, 1),
         ];
         scraper.scrape();
         scraper.assert_queue_matches("admin", &s, &dead_by);
@@ -336,7 +336,7 @@ fn queue_metrics_equal_the_stats() {
         let dead_by = [
             (Reason::Expired, 1),
             (Reason::Nacked, 1),
-            (Reason::Terminated, 1),
+            (Reason::Rejected, 1),
             (Reason::Dropped, 1),
         ];
         scraper.assert_queue_matches("admin", &s, &dead_by);
@@ -388,7 +388,7 @@ fn pool_metrics_add_up_to_the_pool_stats() {
         scraper.scrape();
         scraper.assert_pool_matches("jobs", &stats);
         let dead_by = [
-            (Reason::Terminated, 5),
+            (Reason::Rejected, 5),
             (Reason::Nacked, 5),
             (Reason::TimedOut, 5),
         ];

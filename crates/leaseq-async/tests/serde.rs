@@ -35,6 +35,10 @@ fn report() -> PoolReport {
             }
             let pool = Pool::builder(q.clone())
                 .workers(2)
+                // A hung handler that holds on past its lease, as before these defaults:
+                // its lease runs out (a dead letter), it is reported stuck, then handed back.
+                .heartbeat(false)
+                .item_timeout(leaseq_async::ItemTimeout::None)
                 .item_type(|n: &u32| if *n == 3 { "slow" } else { "quick" })
                 .watchdog(Watchdog::new(
                     Duration::from_secs(1),

@@ -261,7 +261,7 @@ fn every_kind_of_dead_letter_is_traced() {
     let reasons: Vec<&str> = dead.iter().map(|e| e.fields["reason"].as_str()).collect();
     assert_eq!(
         reasons,
-        ["nacked", "terminated", "lease expired", "expired"],
+        ["nacked", "rejected", "lease expired", "expired"],
         "{dead:?}"
     );
     assert!(dead.iter().all(|e| e.level == Level::WARN));

@@ -41,15 +41,47 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults around a visibility timeout: 5 attempts, no backoff, no jitter, no lease cap,
-    /// no capacity limit, every event but [`Delivered`](crate::Event::Delivered) recorded, and
-    /// at most 4096 events buffered.
+    /// The default backoff: 1 s after the first failure, doubling to at most 10 minutes
+    /// (1 s, 2 s, 4 s, 8 s, ... 512 s, then 600 s).
+    ///
+    /// A failed job is not retried at once, so that it does not hammer what it calls; the
+    /// first retry is quick enough for a passing fault, and the cap (Celery's
+    /// `retry_backoff_max`) keeps a raised `max_attempts` from waiting hours between tries.
+    /// With the default 5 attempts, an item that always fails is dead-lettered 15 s after
+    /// its first failure at most (7.5 s at least, with [`DEFAULT_JITTER`](Self::DEFAULT_JITTER)).
+    /// Job queues that live longer wait longer (Oban 2^attempt s with jitter, River and
+    /// Sidekiq about attempt^4 s, graphile-worker e^attempt s, over 20 to 25 attempts); SQS
+    /// waits one visibility timeout.
+    pub const DEFAULT_BACKOFF: Backoff = Backoff::Exponential {
+        base: Duration::from_secs(1),
+        factor: 2,
+        max: Duration::from_secs(600),
+    };
+
+    /// The default jitter: "equal jitter", each backoff delay `d` drawn from `[d/2, d]`
+    /// (50 %), from seed 0.
+    ///
+    /// Items that failed together (a dependency down for all of them) come back spread over
+    /// half their delay instead of all at once, while a retry still waits at least half its
+    /// backoff (a "full jitter" of 100 % could draw a delay of zero, an immediate retry).
+    /// The draws are a deterministic sequence from the seed, as for any [`Jitter`]: the
+    /// queue decides the same way given the same operations and times.
+    pub const DEFAULT_JITTER: Jitter = Jitter::new(50, 0);
+
+    /// Defaults around a visibility timeout: 5 attempts, exponential backoff with jitter
+    /// ([`DEFAULT_BACKOFF`](Self::DEFAULT_BACKOFF): 1 s doubling to at most 10 minutes;
+    /// [`DEFAULT_JITTER`](Self::DEFAULT_JITTER): each delay drawn from its upper half), no
+    /// lease cap, no capacity limit, every event but [`Delivered`](crate::Event::Delivered)
+    /// recorded, and at most 4096 events buffered.
+    ///
+    /// For a retry at once, as before, set `.with_backoff(Backoff::None)` (the jitter then
+    /// has nothing to shorten).
     pub const fn new(visibility: Duration) -> Self {
         Config {
             visibility,
             max_attempts: 5,
-            backoff: Backoff::None,
-            jitter: None,
+            backoff: Self::DEFAULT_BACKOFF,
+            jitter: Some(Self::DEFAULT_JITTER),
             max_lease: None,
             capacity: None,
             events: EventMask::DEFAULT,
@@ -69,15 +101,24 @@ impl Config {
         self
     }
 
-    /// Delay before a failed item becomes visible again.
+    /// Delay before a failed item becomes visible again (default:
+    /// [`DEFAULT_BACKOFF`](Self::DEFAULT_BACKOFF)).
     pub const fn with_backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
         self
     }
 
-    /// Randomize backoff delays, deterministically from the jitter's seed.
+    /// Randomize backoff delays, deterministically from the jitter's seed (default:
+    /// [`DEFAULT_JITTER`](Self::DEFAULT_JITTER); [`without_jitter`](Self::without_jitter)
+    /// for none).
     pub const fn with_jitter(mut self, jitter: Jitter) -> Self {
         self.jitter = Some(jitter);
+        self
+    }
+
+    /// No jitter: backoff delays as the backoff says, exactly.
+    pub const fn without_jitter(mut self) -> Self {
+        self.jitter = None;
         self
     }
 

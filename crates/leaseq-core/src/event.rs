@@ -21,8 +21,12 @@ pub enum Reason {
     Dropped,
     /// The holder released the lease without an error (an extend to visibility zero).
     Released,
-    /// The holder declared the item poison: dead-lettered without further attempts.
-    Terminated,
+    /// The holder rejected the item: it asked for the dead letters at once, without further
+    /// attempts ([`Queue::dead_letter`](crate::Queue::dead_letter), which a pool calls for a
+    /// permanent job error). Code 5, as before its rename from `Terminated` (which serde still
+    /// reads).
+    #[cfg_attr(feature = "serde", serde(alias = "Terminated"))]
+    Rejected,
     /// The holder's handler panicked (the panic's message is the last error).
     Panicked,
     /// The item's own deadline passed; it is never delivered again.
@@ -41,7 +45,7 @@ impl Reason {
         Reason::TimedOut,
         Reason::Dropped,
         Reason::Released,
-        Reason::Terminated,
+        Reason::Rejected,
         Reason::Panicked,
         Reason::Expired,
         Reason::Undecodable,
@@ -70,7 +74,7 @@ impl Reason {
             Reason::TimedOut => 2,
             Reason::Dropped => 3,
             Reason::Released => 4,
-            Reason::Terminated => 5,
+            Reason::Rejected => 5,
             Reason::Panicked => 6,
             Reason::Expired => 7,
             Reason::Undecodable => 8,
@@ -85,7 +89,7 @@ impl Reason {
             Reason::TimedOut => "timed out",
             Reason::Dropped => "dropped",
             Reason::Released => "released",
-            Reason::Terminated => "terminated",
+            Reason::Rejected => "rejected",
             Reason::Panicked => "panicked",
             Reason::Expired => "expired",
             Reason::Undecodable => "undecodable",

@@ -42,7 +42,8 @@ pub enum Verdict {
 ///
 /// let config = Config::new(Duration::from_secs(1))
 ///     .with_max_attempts(2)
-///     .with_backoff(Backoff::Fixed(Duration::from_millis(50)));
+///     .with_backoff(Backoff::Fixed(Duration::from_millis(50)))
+///     .without_jitter();
 /// let mut policy = RetryPolicy::new(&config);
 /// assert_eq!(
 ///     policy.after_failure(1, false, Reason::Nacked, Retry::Backoff),
@@ -190,12 +191,43 @@ mod tests {
 
     #[test]
     fn backoff_without_jitter_is_the_backoff() {
-        let mut p = RetryPolicy::new(&config());
+        // Without the default config's jitter.
+        let mut p = RetryPolicy::new(&config().without_jitter());
         for (attempts, ms) in [(1, 100), (2, 200)] {
             let v = p.after_failure(attempts, false, Reason::LeaseExpired, Retry::Backoff);
             let delay = Duration::from_millis(ms);
             assert_eq!(v, Verdict::Retry { delay });
         }
+    }
+
+    /// The default config backs off: 1 s doubling to 10 min, each delay drawn from its upper
+    /// half, the same draws from the same calls.
+    #[test]
+    fn the_default_backs_off_exponentially_with_equal_jitter() {
+        let config = Config::new(Duration::from_secs(30)).with_max_attempts(40);
+        let (mut a, mut b) = (RetryPolicy::new(&config), RetryPolicy::new(&config));
+        let mut below_full = 0;
+        for attempts in 1..40u32 {
+            let full =
+                Duration::from_secs(1 << (attempts - 1).min(10)).min(Duration::from_secs(600));
+            let v = a.after_failure(attempts, false, Reason::Nacked, Retry::Backoff);
+            assert_eq!(
+                v,
+                b.after_failure(attempts, false, Reason::Nacked, Retry::Backoff)
+            );
+            let Verdict::Retry { delay } = v else {
+                panic!("{v:?}")
+            };
+            assert!(
+                delay <= full && delay >= full / 2,
+                "{attempts}: {delay:?} of {full:?}"
+            );
+            below_full += usize::from(delay < full);
+        }
+        assert!(
+            below_full > 30,
+            "the jitter drew {below_full} shorter delays of 39"
+        );
     }
 
     #[test]

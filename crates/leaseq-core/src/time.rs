@@ -9,7 +9,21 @@ use core::time::Duration;
 /// tokio's paused clock, a tick counter) into `Timestamp`s measured from one fixed epoch, and
 /// pass one to every operation. All arithmetic saturates: `Timestamp::MAX` stands for "never",
 /// and adding `Duration::MAX` to anything gives `Timestamp::MAX` rather than panicking.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// It prints (`Display` and `Debug` alike) as the time since the epoch, as a [`Duration`]
+/// prints (`12.345s`, `1.5ms`; a precision such as `{:.3}` is passed on), and
+/// `Timestamp::MAX` as `never`.
+///
+/// ```
+/// use core::time::Duration;
+/// use leaseq_core::Timestamp;
+///
+/// let t = Timestamp::from_duration(Duration::from_millis(12_345));
+/// assert_eq!(t.to_string(), "12.345s");
+/// assert_eq!(format!("{t:?}"), "12.345s");
+/// assert_eq!(Timestamp::MAX.to_string(), "never");
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Timestamp(u64);
@@ -66,10 +80,18 @@ impl Timestamp {
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if *self == Timestamp::MAX {
-            f.write_str("never")
+            f.pad("never")
         } else {
-            write!(f, "{:?}", self.as_duration())
+            fmt::Debug::fmt(&self.as_duration(), f)
         }
+    }
+}
+
+/// The same as `Display` (not the raw nanoseconds): a `Timestamp` in a derived `Debug`
+/// (a delivery, an event, a dead letter) reads as a time.
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -102,5 +124,20 @@ mod tests {
             Duration::ZERO
         );
         assert_eq!(Timestamp::from_duration(Duration::MAX), Timestamp::MAX);
+    }
+
+    #[test]
+    fn prints_as_a_duration_since_the_epoch() {
+        use alloc::format;
+        let t = Timestamp::from_nanos(12_345_000_000);
+        assert_eq!(format!("{t}"), "12.345s");
+        assert_eq!(format!("{t:?}"), "12.345s");
+        assert_eq!(format!("{t:.1}"), "12.3s");
+        let small = Timestamp::from_nanos(1_500_000);
+        assert_eq!(format!("{small:?}"), "1.5ms");
+        assert_eq!(format!("{}", Timestamp::ZERO), "0ns");
+        assert_eq!(format!("{:?}", Timestamp::MAX), "never");
+        let late = Timestamp::MAX.saturating_sub(Duration::from_nanos(1));
+        assert_eq!(format!("{late}"), "18446744073.709551614s");
     }
 }

@@ -173,6 +173,8 @@ impl MConfig {
         let mut c = Config::new(self.visibility)
             .with_max_attempts(self.max_attempts)
             .with_backoff(self.backoff.to_crate())
+            // No jitter (the default has 50 %): the model leaves it out, see the header.
+            .without_jitter()
             .with_events(EventMask::ALL)
             .with_event_capacity(self.event_capacity);
         if let Some(m) = self.max_lease {
@@ -796,7 +798,7 @@ impl Model {
             it.last_error = error;
         }
         let attempts = it.attempts;
-        self.bury(idx, now, Reason::Terminated);
+        self.bury(idx, now, Reason::Rejected);
         Ok(attempts)
     }
 
@@ -1014,7 +1016,7 @@ fn reason() -> impl Strategy<Value = Reason> {
         Reason::TimedOut,
         Reason::Dropped,
         Reason::Released,
-        Reason::Terminated,
+        Reason::Rejected,
         Reason::Expired,
     ])
 }
@@ -1708,7 +1710,7 @@ const EXPECTED: &[&str] = &[
     "dead letter: TimedOut",
     "dead letter: Dropped",
     "dead letter: Released",
-    "dead letter: Terminated",
+    "dead letter: Rejected",
     "dead letter: Expired",
     "event: Delivered",
     "event: Redelivered",

@@ -34,7 +34,7 @@ fn dead_letters_are_counted_by_reason() {
     assert_eq!(
         Reason::ALL.map(by),
         [1, 1, 1, 0, 0, 1, 0, 1, 0],
-        "lease expired, nacked, timed out, dropped, released, terminated, panicked, expired, \
+        "lease expired, nacked, timed out, dropped, released, rejected, panicked, expired, \
          undecodable"
     );
     assert_eq!(
@@ -83,6 +83,15 @@ mod serde_round_trips {
             round_trip(&reason);
         }
         assert_eq!(round_trip(&Reason::TimedOut), "\"TimedOut\"");
+        // Renamed from `Terminated`: the old name still reads, the new one is written.
+        assert_eq!(round_trip(&Reason::Rejected), "\"Rejected\"");
+        let old: Reason = serde_json::from_str("\"Terminated\"").unwrap();
+        assert_eq!(old, Reason::Rejected);
+        assert_eq!(
+            Reason::Rejected.code(),
+            5,
+            "stores keep the code: it never changes"
+        );
         for kind in [
             LateAckKind::Unclaimed,
             LateAckKind::Redelivered,
@@ -105,7 +114,9 @@ mod serde_round_trips {
 
     #[test]
     fn configs_with_every_setting() {
-        round_trip(&Config::new(Duration::from_millis(250)));
+        let default = round_trip(&Config::new(Duration::from_millis(250)));
+        assert!(default.contains("\"jitter\":{\"percent\":50"), "{default}");
+        round_trip(&Config::new(Duration::from_millis(250)).without_jitter());
         let full = Config::new(Duration::from_secs(30))
             .with_max_attempts(7)
             .with_backoff(Backoff::exponential(
@@ -171,7 +182,10 @@ mod serde_round_trips {
     /// letters with errors, expiries and lease counts.
     #[test]
     fn stats_and_dead_letters_from_a_queue() {
-        let config = Config::new(Duration::from_secs(1)).with_max_attempts(2);
+        // Retried at once: this test is about what serializes, not about backoff.
+        let config = Config::new(Duration::from_secs(1))
+            .with_max_attempts(2)
+            .with_backoff(Backoff::None);
         let mut q: Queue<String> = Queue::new(config).unwrap();
         q.push("a".to_string(), at(0)).unwrap();
         let lease = q.receive(at(0)).unwrap();

@@ -297,7 +297,7 @@ fn the_key_is_free_once_the_item_is_dead_lettered_and_the_letter_keeps_it() {
     for (id, key, reason) in [
         (spent, "k1", Reason::LeaseExpired),
         (expired, "k2", Reason::Expired),
-        (poison, "k3", Reason::Terminated),
+        (poison, "k3", Reason::Rejected),
     ] {
         let d = q.get_dead_letter(id).unwrap();
         assert_eq!((d.reason, d.key), (reason, UniqueKey::new(key)));

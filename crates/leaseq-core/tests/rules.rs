@@ -543,7 +543,7 @@ fn take_dead_letter_hands_it_over_once() {
     let d = q.take_dead_letter(a).unwrap();
     assert_eq!(
         (d.id, d.item, d.reason, d.last_error.as_deref()),
-        (a, "a", Reason::Terminated, Some("poison"))
+        (a, "a", Reason::Rejected, Some("poison"))
     );
     assert!(q.take_dead_letter(a).is_none());
     assert_eq!(q.redrive(a, ts(2)), Err(RedriveError::NotFound(a)));

@@ -44,7 +44,9 @@
 //!
 //! One table (`items`, in [`Options::schema`]) holds every queue of the schema; a row is an
 //! item, waiting (`state` 0, claimable from `visible_at`), leased (1, until `deadline`) or
-//! a dead letter (2). In each process, per queue:
+//! a dead letter (2); its `reason` is a [`Reason::code`](leaseq_async::Reason::code), named
+//! for SQL readers by the `reasons` table and the `dead_letters` view of the schema. In each
+//! process, per queue:
 //!
 //! - **Pushes** are queued with their id (an instance number from a database sequence,
 //!   shifted, plus a counter: unique across processes with no round trip) and inserted by

@@ -104,7 +104,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     .get::<_, Option<i16>>(2)
                     .and_then(|c| u8::try_from(c).ok())
                     .and_then(Reason::from_code)
-                    .unwrap_or(Reason::Terminated);
+                    .unwrap_or(Reason::Rejected);
                 let mut letter = DeadLetter::new(
                     shared.codec.decode(r.get::<_, &[u8]>(8)),
                     MessageId::new(r.get::<_, i64>(0) as u64),

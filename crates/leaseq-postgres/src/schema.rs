@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
@@ -58,7 +58,30 @@ const MIGRATIONS: &[&str] = &[
     CREATE UNIQUE INDEX items_key ON {s}.items (queue, key)
         WHERE key IS NOT NULL AND state IN (0, 1);
     "#,
+    // 4: the reasons' names, for SQL readers.
+    REASON_NAMES,
 ];
+
+/// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
+/// maps each `items.reason` code to [`Reason::as_str`](leaseq_core::Reason::as_str), and the
+/// `dead_letters` view lists every queue's dead letters with their reason's name. A reason
+/// added to the core needs a new migration adding its row (a test compares this table with
+/// `Reason::ALL`).
+const REASON_NAMES: &str = r#"
+    CREATE TABLE {s}.reasons (
+        code        smallint    PRIMARY KEY,          -- Reason::code
+        name        text        NOT NULL UNIQUE       -- Reason::as_str
+    );
+    INSERT INTO {s}.reasons (code, name) VALUES
+        (0, 'lease expired'), (1, 'nacked'), (2, 'timed out'), (3, 'dropped'),
+        (4, 'released'), (5, 'rejected'), (6, 'panicked'), (7, 'expired'),
+        (8, 'undecodable');
+    CREATE VIEW {s}.dead_letters AS
+        SELECT i.id, i.queue, i.priority, i.attempts, i.reason,
+               r.name AS reason_name, i.last_error, i.dead_at, i.payload
+        FROM {s}.items i LEFT JOIN {s}.reasons r ON r.code = i.reason
+        WHERE i.state = 2;
+    "#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,
 /// not starting with a digit, at most 63 bytes (so it never needs escaping).

@@ -40,6 +40,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.shared.config.visibility()
     }
 
+    fn max_lease(&self) -> Option<Duration> {
+        self.shared.config.max_lease()
+    }
+
     fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }

@@ -299,7 +299,7 @@ pub(crate) async fn fail<T>(
     r
 }
 
-/// Poison: straight to the dead letters (reason `Terminated`), even after the lease ran
+/// Poison: straight to the dead letters (reason `Rejected`), even after the lease ran
 /// out, unless someone claimed the item since.
 pub(crate) async fn terminate<T>(
     shared: &Shared<T>,
@@ -308,7 +308,7 @@ pub(crate) async fn terminate<T>(
     error: String,
 ) -> Result<u32, SettleError> {
     forget(shared, &ticket);
-    let code = i16::from(Reason::Terminated.code());
+    let code = i16::from(Reason::Rejected.code());
     let error = Some(error);
     let params: [&(dyn ToSql + Sync); 4] = [&ticket.id, &ticket.lease, &code, &error];
     let f = Fenced {

@@ -181,9 +181,11 @@ fn nacks_back_off_then_dead_letter_then_redrive() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
         let db = sql(&url).await;
+        // Without the default jitter: the test times the fixed backoff exactly.
         let config = config()
             .with_max_attempts(3)
-            .with_backoff(Backoff::Fixed(Duration::from_secs(60)));
+            .with_backoff(Backoff::Fixed(Duration::from_secs(60)))
+            .without_jitter();
         let q = queue(&url, "nack", config).await;
         let id = q.push(b"flaky".to_vec()).await.expect("push");
         let mut d = receive(&q).await;

@@ -40,6 +40,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.visibility()
     }
 
+    fn max_lease(&self) -> Option<Duration> {
+        self.inner.max_lease()
+    }
+
     fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }

@@ -134,7 +134,10 @@ fn reopen_waits_for_a_closing_owner_of_this_process() {
     });
     let q = open_default(&path).expect("the closing owner let go");
     releaser.join().unwrap();
-    let d = q.try_receive().expect("the handed-back item");
+    // Handed back: visible again after its backoff (1 s by default, less up to half).
+    assert_eq!((q.stats().in_flight, q.stats().delayed), (0, 1));
+    let d = smol::block_on(q.receive_timeout(std::time::Duration::from_secs(5)))
+        .expect("the handed-back item");
     assert_eq!(d.attempt(), 2);
     drop(d);
     drop(q);

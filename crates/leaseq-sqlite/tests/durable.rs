@@ -71,7 +71,7 @@ fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
         assert_eq!(d.dead_letter("poison").await.unwrap(), 2);
         let dead = q.store().memory().dead_letters();
         assert_eq!(dead.len(), 1);
-        assert_eq!(dead[0].reason, Reason::Terminated);
+        assert_eq!(dead[0].reason, Reason::Rejected);
         assert_eq!(dead[0].last_error.as_deref(), Some("poison"));
         q.store().redrive(b).await.unwrap();
         let d = q.receive().await.unwrap();
@@ -121,7 +121,7 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
         assert_eq!((s.pushed, s.restored, s.restored_dead), (0, 2, 1), "{s:?}");
         let dead = q.store().memory().dead_letters();
         assert_eq!(dead[0].id, poison);
-        assert_eq!(dead[0].reason, Reason::Terminated);
+        assert_eq!(dead[0].reason, Reason::Rejected);
         assert_eq!(dead[0].last_error.as_deref(), Some("bad input"));
         let d = q.receive().await.unwrap();
         assert_eq!((d.id(), d.attempt()), (a, 2));

@@ -24,7 +24,8 @@ pub enum TokioClock {
 
 impl Default for TokioClock {
     /// [`Tokio`](TokioClock::Tokio) with this crate's `test-util` feature (for paused-time
-    /// tests), [`Tsc`](TokioClock::Tsc) without it.
+    /// tests), [`Tsc`](TokioClock::Tsc) without it. ([`TokioRuntime::new`](crate::TokioRuntime::new)
+    /// also picks `Tokio` for a runtime whose clock is paused.)
     fn default() -> Self {
         if cfg!(feature = "test-util") {
             TokioClock::Tokio
@@ -32,6 +33,37 @@ impl Default for TokioClock {
             TokioClock::Tsc
         }
     }
+}
+
+impl TokioClock {
+    /// The clock [`TokioRuntime::new`](crate::TokioRuntime::new) picks for `handle`:
+    /// [`TokioClock::default`], except that a runtime whose clock is paused now gets tokio's
+    /// clock whatever the features (see [`is_paused`]).
+    pub(crate) fn default_for(handle: &Handle) -> Self {
+        match TokioClock::default() {
+            TokioClock::Tsc if is_paused(handle) => TokioClock::Tokio,
+            clock => clock,
+        }
+    }
+}
+
+/// Whether the clock of `handle`'s runtime is paused now: it reads the same before and after
+/// the real clock moved.
+///
+/// tokio pauses only with its `test-util` feature, which any crate of the build may turn on
+/// (a test's `tokio = { features = ["test-util"] }`) without this crate's own feature, and
+/// without a way for this crate to ask tokio (its `pause` API exists only with that feature).
+/// So it is observed: tokio's `Instant::now()` on a running clock moves with the real one
+/// (it is the real one, without `test-util`), and on a paused clock stands still. A wait of
+/// about a microsecond of real time, once per runtime made.
+pub(crate) fn is_paused(handle: &Handle) -> bool {
+    let _in_runtime = handle.enter();
+    let before = Instant::now();
+    let real = std::time::Instant::now();
+    while real.elapsed() < std::time::Duration::from_micros(1) {
+        std::hint::spin_loop();
+    }
+    Instant::now() == before
 }
 
 /// A [`TokioRuntime`](crate::TokioRuntime)'s clock and its epoch.
@@ -89,6 +121,32 @@ impl Clock {
             Clock::Tokio { epoch } => {
                 Timestamp::from_duration(Instant::now().saturating_duration_since(epoch))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A paused clock is seen as paused, a running one as running (this crate's tests have
+    /// tokio's `test-util`; `tests/tokio-paused-default` checks the whole choice without
+    /// this crate's feature).
+    #[test]
+    fn a_paused_clock_is_seen() {
+        let paused = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        assert!(is_paused(paused.handle()));
+        assert_eq!(TokioClock::default_for(paused.handle()), TokioClock::Tokio);
+        let running = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        for _ in 0..1000 {
+            assert!(!is_paused(running.handle()));
         }
     }
 }

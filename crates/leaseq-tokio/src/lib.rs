@@ -15,9 +15,11 @@
 //!
 //! By default [`TokioRuntime`] reads the CPU's time-stamp counter (about 10 ns a read,
 //! against 25 ns or more for `Instant::now()`), which does not follow tokio's paused clock.
-//! **Paused-time tests (`#[tokio::test(start_paused = true)]`, `tokio::time::advance`)
-//! need this crate's `test-util` feature**, which makes tokio's own clock the default (and
-//! enables `tokio/test-util`); it belongs in `[dev-dependencies]`:
+//! A runtime whose clock is paused when the [`TokioRuntime`] is made
+//! (`#[tokio::test(start_paused = true)]`) is seen and gets tokio's clock anyway. For clocks
+//! paused later (`tokio::time::pause()` inside a test), turn on this crate's `test-util`
+//! feature, which makes tokio's own clock the default (and enables `tokio/test-util`); it
+//! belongs in `[dev-dependencies]`:
 //!
 //! ```toml
 //! [dev-dependencies]

@@ -22,11 +22,13 @@ use crate::timer::{self, TokioTimer};
 /// [`Runtime::current`] pick [`TokioClock::default`]: without this crate's `test-util`
 /// feature that is the CPU's time-stamp counter ([`TokioClock::Tsc`], about 10 ns a read);
 /// with it, tokio's own clock ([`TokioClock::Tokio`]), which follows a paused runtime.
-/// **Paused-time tests (`#[tokio::test(start_paused = true)]`) need the `test-util`
-/// feature**, typically as `leaseq-tokio = { version = "…", features = ["test-util"] }` in
-/// `[dev-dependencies]`: on the TSC clock, time on a paused runtime does not stand still, and
-/// sleeps do not end when tokio advances its clock. [`TokioRuntime::with_clock`] picks the
-/// clock explicitly, whatever the features (a benchmark built with `test-util` on, say).
+/// On the TSC clock, time on a paused runtime does not stand still, and sleeps do not end
+/// when tokio advances its clock; so a runtime whose clock is already paused when the
+/// `TokioRuntime` is made (`#[tokio::test(start_paused = true)]`) gets tokio's clock in any
+/// case. The `test-util` feature (in `[dev-dependencies]`:
+/// `leaseq-tokio = { version = "…", features = ["test-util"] }`) also covers a clock paused
+/// later. [`TokioRuntime::with_clock`] picks the clock explicitly, whatever the features and
+/// the pause (a benchmark built with `test-util` on, say).
 ///
 /// On the TSC clock, deadlines are measured on the TSC too. quanta calibrates the TSC's rate
 /// against the OS's monotonic clock once per process, so the two can drift apart slowly (by
@@ -73,8 +75,15 @@ impl TokioRuntime {
     /// The runtime of `handle`, on [`TokioClock::default`] (tokio's clock with the
     /// `test-util` feature, the TSC without), with its epoch now (for tokio's clock, on that
     /// runtime's clock, paused or not, wherever this is called).
+    ///
+    /// A runtime whose clock is paused at this call (`#[tokio::test(start_paused = true)]`,
+    /// tokio's `test-util` turned on by any crate of the build) gets tokio's clock even
+    /// without this crate's `test-util` feature: on the TSC its virtual time would not move
+    /// and its sleeps would wait in real time. (A clock paused later, after this call, is not
+    /// seen: pause it first, as `start_paused` does.)
     pub fn new(handle: Handle) -> Self {
-        Self::with_clock(handle, TokioClock::default())
+        let clock = TokioClock::default_for(&handle);
+        Self::with_clock(handle, clock)
     }
 
     /// The runtime of `handle` on `clock`, with its epoch now.

@@ -36,6 +36,9 @@ async fn cancel_shuts_down_after_the_grace_and_hands_back_the_hung_item() {
     // Listed because the pool's watchdog is on (the default).
     assert_eq!(report.handed_back_items, vec![id]);
     assert_eq!(report.stats.queue.in_flight, 0);
+    // Back in the queue, visible after its backoff (1 s by default, less up to half).
+    assert_eq!(report.stats.queue.delayed, 1);
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let again = q.try_receive().expect("the hung item is back in the queue");
     assert_eq!((*again.item(), again.attempt()), (7, 2));
 }

@@ -14,7 +14,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use leaseq_tokio::{Config, LeaseQueue, Runtime, TokioRuntime};
+use leaseq_tokio::{Backoff, Config, LeaseQueue, Runtime, TokioRuntime};
 use tokio::time::Instant;
 
 /// Runs `f` on a thread of its own and returns what it returns, or fails if it panics or has
@@ -109,7 +109,9 @@ fn paused_lease_expiry_redelivers_exactly_at_the_visibility() {
         paused().block_on(async {
             far_timer();
             for visibility in [MS, 2 * MS, MS, 5000 * MS, MS] {
-                let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(visibility)).unwrap();
+                // No backoff: the redelivery is timed to the lease's deadline.
+                let config = Config::new(visibility).with_backoff(Backoff::None);
+                let q: LeaseQueue<u32> = LeaseQueue::new(config).unwrap();
                 q.try_push(7).unwrap();
                 let first = q.receive().await.unwrap();
                 let start = Instant::now();
@@ -129,7 +131,9 @@ fn paused_lease_expiry_redelivers_exactly_at_the_visibility() {
 fn sleeps_past_thirty_years_neither_spin_nor_end_early() {
     guarded("sleeps past 30 years", || {
         paused().block_on(async {
-            let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(Duration::from_secs(1))).unwrap();
+            // No backoff: the redelivery is timed to the lease's deadline.
+            let config = Config::new(Duration::from_secs(1)).with_backoff(Backoff::None);
+            let q: LeaseQueue<u32> = LeaseQueue::new(config).unwrap();
             tokio::time::advance(Duration::from_secs(31 * 365 * 86_400)).await;
             q.try_push(7).unwrap();
             let first = q.receive().await.unwrap();

@@ -52,6 +52,8 @@ pub struct MemoryStore<T, R> {
     /// Live handles (`LeaseQueue` clones and streams; deliveries do not count).
     handles: AtomicUsize,
     visibility: Duration,
+    /// The core config's max lease (every queue built here has one).
+    max_lease: Option<Duration>,
     heartbeat_every: Duration,
     /// Whether the driver drains the core's events into `tracing` (rather than leaving them
     /// for `LeaseQueue::poll_event`).
@@ -133,6 +135,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         name: &'static str,
     ) -> Self {
         let visibility = core.config().visibility();
+        let max_lease = core.config().max_lease();
         // A bounded queue pushes under the state lock, where its capacity is exact; an
         // unbounded one through the inbox, which never refuses.
         let inbox = Inbox::new(core.next_id(), core.config().capacity().is_none());
@@ -158,6 +161,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             closed: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
             visibility,
+            max_lease,
             heartbeat_every,
             traces_events,
             name,

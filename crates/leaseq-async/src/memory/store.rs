@@ -41,6 +41,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         self.visibility
     }
 
+    fn max_lease(&self) -> Option<Duration> {
+        self.max_lease
+    }
+
     fn is_closed(&self) -> bool {
         self.closed()
     }

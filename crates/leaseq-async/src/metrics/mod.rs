@@ -25,7 +25,7 @@
 //! | `leaseq_acked_total` | counter | `queue` | items acked (`acked`) |
 //! | `leaseq_nacked_total` | counter | `queue` | attempts handed back early: nack, release, timeout, drop (`nacks`) |
 //! | `leaseq_lease_expired_total` | counter | `queue` | leases that ran out before an ack (`lease_expired`) |
-//! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters by this queue value (not the ones a durable store put back when it was opened), by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `terminated`, `panicked`, `expired`, `undecodable` (they add up to `dead_lettered`; `expired` is `expired`) |
+//! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters by this queue value (not the ones a durable store put back when it was opened), by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `rejected`, `panicked`, `expired`, `undecodable` (they add up to `dead_lettered`; `expired` is `expired`) |
 //! | `leaseq_late_acks_total` | counter | `queue`, `kind` | acks after the lease ended: `unclaimed` (accepted, `late_acks_unclaimed`) or `stale` (refused, `late_acks_stale`) |
 //! | `leaseq_unknown_receipts_total` | counter | `queue` | receipts not recognized at all (`unknown_receipts`) |
 //! | `leaseq_extends_total` | counter | `queue` | successful extends, heartbeats included (`extends`) |
@@ -131,7 +131,7 @@ pub fn reason_label(reason: leaseq_core::Reason) -> &'static str {
         Reason::TimedOut => "timed_out",
         Reason::Dropped => "dropped",
         Reason::Released => "released",
-        Reason::Terminated => "terminated",
+        Reason::Rejected => "rejected",
         Reason::Panicked => "panicked",
         Reason::Expired => "expired",
         Reason::Undecodable => "undecodable",

@@ -27,7 +27,8 @@ const DEFAULT_PREFETCH: usize = 32;
 pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     queue: LeaseQueue<T, R, S>,
     workers: usize,
-    timeout: ItemTimeout<T>,
+    /// `None`: the default, decided at start (see `item_timeout`).
+    timeout: Option<ItemTimeout<T>>,
     heartbeat: bool,
     watchdog: Option<Watchdog>,
     type_of: TypeOf<T>,
@@ -36,14 +37,15 @@ pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, 
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> PoolBuilder<T, R, S> {
-    /// Defaults: 4 workers, no item timeout, no heartbeat, the default watchdog, every item of type
+    /// Defaults: 4 workers, heartbeat on, an item timeout at the lease's end (see
+    /// [`item_timeout`](Self::item_timeout)), the default watchdog, every item of type
     /// `"item"`.
     pub(crate) fn new(queue: LeaseQueue<T, R, S>) -> Self {
         PoolBuilder {
             queue,
             workers: 4,
-            timeout: ItemTimeout::None,
-            heartbeat: false,
+            timeout: None,
+            heartbeat: true,
             watchdog: Some(Watchdog::default()),
             type_of: Arc::new(|_| "item"),
             max_overruns: None,
@@ -87,14 +89,34 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         self
     }
 
-    /// The time limit around each item. Default: none.
+    /// The time limit around each item ([`ItemTimeout::None`] for none).
+    ///
+    /// Default: the end of the item's lease, so that a handler never runs on while its item
+    /// is redone elsewhere: with the heartbeat (the default), the store's max lease
+    /// (`Config::with_max_lease`; [`DEFAULT_MAX_LEASE`](crate::DEFAULT_MAX_LEASE), 60
+    /// minutes, unless the config sets another), past which the heartbeat stops and the item
+    /// comes back; without it, the queue's visibility. A job that takes longer is timed out
+    /// (its future dropped, the item handed back with reason "timed out"), not run twice at
+    /// once. (A blocking handler cannot be stopped: its thread runs on as an overrun.)
     pub fn item_timeout(mut self, timeout: ItemTimeout<T>) -> Self {
-        self.timeout = timeout;
+        self.timeout = Some(timeout);
         self
     }
 
-    /// Keep each held item's lease alive with the queue's heartbeat, so that slow but
-    /// legitimate work is not run twice. Default: off.
+    /// The default item timeout: the end of a lease (see `item_timeout`).
+    fn default_timeout(&self) -> ItemTimeout<T> {
+        let store = self.queue.store();
+        if self.heartbeat {
+            ItemTimeout::Fixed(store.max_lease().unwrap_or(crate::DEFAULT_MAX_LEASE))
+        } else {
+            ItemTimeout::Fixed(store.visibility())
+        }
+    }
+
+    /// Keep each held item's lease alive with the queue's heartbeat (every third of the
+    /// visibility, by default), so that slow but legitimate work is not run twice, up to the
+    /// max lease. Default: on. Off, a lease ends at its visibility, and so does the default
+    /// item timeout.
     pub fn heartbeat(mut self, on: bool) -> Self {
         self.heartbeat = on;
         self
@@ -171,7 +193,11 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         self.start_with(handler, Arc::new(Counters::default()))
     }
 
-    fn start_with(self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R, S> {
+    fn start_with(mut self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R, S> {
+        let timeout = match self.timeout.take() {
+            Some(timeout) => timeout,
+            None => self.default_timeout(),
+        };
         let rt = self.queue.runtime().clone();
         let prefetch = self.fetcher_prefetch();
         let board = Arc::new(Board::new(self.workers, self.watchdog.is_some()));
@@ -182,7 +208,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             shards: Shards::new(self.workers),
             board: board.clone(),
             type_of: self.type_of,
-            timeout: self.timeout,
+            timeout,
             live_workers: AtomicUsize::new(0),
             completer: (!self.queue.store().settles_at_once())
                 .then(|| Arc::new(Completer::default())),

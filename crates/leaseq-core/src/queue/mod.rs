@@ -136,16 +136,22 @@ impl<T> Slot<T> {
 /// let lease = q.receive(t0).unwrap();
 /// assert_eq!((lease.item, lease.id, lease.attempt), ("job", id, 1));
 ///
-/// // The worker hangs; the lease runs out and the item comes back.
+/// // The worker hangs; the lease runs out and the item comes back after its backoff (by
+/// // default 1 s, of which the jitter takes off up to half).
 /// let t1 = lease.deadline;
 /// assert_eq!(q.poll_timeout(), Some(t1));
 /// q.handle_timeout(t1);
-/// let again = q.receive(t1).unwrap();
+/// assert!(q.receive(t1).is_none());
+/// let t2 = q.poll_timeout().unwrap();
+/// let waited = t2.saturating_duration_since(t1);
+/// assert!(waited >= Duration::from_millis(500) && waited <= Duration::from_secs(1));
+/// q.handle_timeout(t2);
+/// let again = q.receive(t2).unwrap();
 /// assert_eq!((again.id, again.attempt), (id, 2));
 ///
 /// // The first holder wakes up and acks with its old receipt: refused and counted.
-/// assert!(q.ack(lease.receipt, t1).is_err());
-/// q.ack(again.receipt, t1).unwrap();
+/// assert!(q.ack(lease.receipt, t2).is_err());
+/// q.ack(again.receipt, t2).unwrap();
 /// assert_eq!(q.stats().late_acks_stale, 1);
 /// assert!(q.check_invariants().is_ok());
 /// ```

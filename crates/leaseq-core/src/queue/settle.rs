@@ -221,7 +221,7 @@ impl<T> Queue<T> {
         Ok(())
     }
 
-    /// Sends a poison item straight to the dead letters with [`Reason::Terminated`] and
+    /// Sends a poison item straight to the dead letters with [`Reason::Rejected`] and
     /// `error`, whatever attempts it has left. Like an ack, accepted after the deadline while
     /// nobody has leased the item again.
     pub fn dead_letter(
@@ -246,7 +246,7 @@ impl<T> Queue<T> {
             self.errors.insert(slot as u32, error);
         }
         let attempts = self.slots[slot].attempts;
-        self.bury(slot, now, Reason::Terminated);
+        self.bury(slot, now, Reason::Rejected);
         Ok(attempts)
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leaseq_core::{Config, EventMask, Timestamp};
+use leaseq_core::{Backoff, Config, EventMask, Timestamp};
 
 /// `n` nanoseconds after the epoch.
 pub(crate) fn ts(n: u64) -> Timestamp {
@@ -14,9 +14,12 @@ pub(crate) fn ns(n: u64) -> Duration {
     Duration::from_nanos(n)
 }
 
-/// Visibility 10 ns, 3 attempts, no backoff, every event recorded.
+/// Visibility 10 ns, 3 attempts, no backoff and no jitter (the rules are checked to the
+/// nanosecond; a test about backoff sets its own), every event recorded.
 pub(crate) fn config() -> Config {
     Config::new(ns(10))
         .with_max_attempts(3)
+        .with_backoff(Backoff::None)
+        .without_jitter()
         .with_events(EventMask::ALL)
 }

@@ -293,7 +293,7 @@ impl Facts {
                 }
                 Some(("term", _)) if !cut_short => {
                     assert_eq!(kind, TERMINATE, "#{id}");
-                    assert_eq!(d.reason, Reason::Terminated, "#{id}");
+                    assert_eq!(d.reason, Reason::Rejected, "#{id}");
                     assert_eq!(d.last_error.as_deref(), Some(TERMINATE_ERROR), "#{id}");
                 }
                 _ => {
