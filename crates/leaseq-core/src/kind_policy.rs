@@ -34,7 +34,8 @@ use crate::policy::{RetryPolicy, Verdict};
 /// use core::time::Duration;
 /// use leaseq_core::{Backoff, Config, Failure, KindPolicy, Reason, Retry, RetryPolicy};
 ///
-/// let queue = Config::new(Duration::from_secs(30)).with_max_attempts(25);
+/// // No jitter, to show the delays exactly.
+/// let queue = Config::new(Duration::from_secs(30)).with_max_attempts(25).without_jitter();
 /// let mut policy = RetryPolicy::new(&queue);
 /// let email = KindPolicy::new()
 ///     .with_max_attempts(3)
@@ -176,12 +177,12 @@ impl KindPolicy {
 }
 
 impl Failure {
-    /// The handler says "do not retry": dead-lettered now with [`Reason::Terminated`] and
+    /// The handler says "do not retry": dead-lettered now with [`Reason::Rejected`] and
     /// `error`, whatever attempts are left (as [`Queue::dead_letter`](crate::Queue::dead_letter)
     /// does, but through a nack).
     pub fn permanent(error: impl Into<String>) -> Self {
         Failure {
-            reason: Reason::Terminated,
+            reason: Reason::Rejected,
             error: Some(error.into()),
             retry: Retry::Never,
         }

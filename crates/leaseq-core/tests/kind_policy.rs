@@ -98,7 +98,7 @@ proptest! {
         queue_backoff in backoff(),
         answers in prop::collection::vec(retry(), 8),
     ) {
-        let config = Config::new(ns(1000)).with_max_attempts(queue_max).with_backoff(queue_backoff);
+        let config = Config::new(ns(1000)).with_max_attempts(queue_max).with_backoff(queue_backoff).without_jitter();
         let mut q = Queue::new(config.clone()).unwrap();
         let (mut verdicts, mut resolver) = (RetryPolicy::new(&config), RetryPolicy::new(&config));
         let id = q.push(7u8, ts(0)).unwrap();
