@@ -135,7 +135,7 @@ fn without_heartbeat_the_default_timeout_is_the_visibility() {
         assert_eq!(most.load(Ordering::SeqCst), 1, "never two runs at once");
         let s = pool.stats();
         assert_eq!((s.ok, s.timed_out), (0, 2));
-        let dead = q.take_dead_letters();
+        let dead = q.store().take_dead_letters();
         assert_eq!(dead.len(), 1);
         // The limit and the lease end at the same instant: the pool's timeout or the
         // driver's reaper settles the last attempt, whichever runs first.
