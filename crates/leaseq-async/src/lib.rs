@@ -26,6 +26,9 @@
 //! - `receive()` is cancel-safe: an item leaves the queue only in the poll that returns it.
 //! - A [`Delivery`] dropped unsettled goes back at once (reason "dropped"; the attempt
 //!   counts).
+//! - Periodic jobs: a [`Scheduler`] pushes a job per tick of a core
+//!   [`Schedule`](leaseq_core::schedule::Schedule) (an interval, or a [`CronCalendar`]), each
+//!   under its tick's unique key, so that processes sharing a queue land each tick once.
 //!
 //! # Features
 //!
@@ -34,6 +37,9 @@
 //! - `sim`: [`SimRuntime`] (with [`SimTask`] and [`SimTimer`]), a single-threaded runtime on
 //!   virtual time that jumps to the next timer when idle. Implies `executor`. Meant for
 //!   tests: `leaseq-async = { version = "0.1", features = ["sim"] }` in `[dev-dependencies]`.
+//! - `cron`: [`CronCalendar`], cron expressions in an IANA time zone as the calendar of a
+//!   [`Scheduler`] (`croner` and `chrono-tz` compute the ticks, daylight saving and leap
+//!   days included).
 //! - `executor`: [`ExecutorTask`], an `async-executor` task as a [`Runtime`] task (what
 //!   `leaseq-smol` uses). Pulls in `async-executor`.
 //! - `tracing`: every core event (redeliveries, lease expiries, late acks, dead letters,
@@ -68,6 +74,11 @@
     not(feature = "executor"),
     doc = "",
     doc = "[`ExecutorTask`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.ExecutorTask.html"
+)]
+#![cfg_attr(
+    not(feature = "cron"),
+    doc = "",
+    doc = "[`CronCalendar`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.CronCalendar.html"
 )]
 #![cfg_attr(
     not(feature = "serde"),
@@ -107,6 +118,7 @@ mod push;
 mod queue;
 mod receive;
 mod runtime;
+mod scheduler;
 mod settling;
 mod signal;
 #[cfg(feature = "sim")]
@@ -142,6 +154,9 @@ pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};
 pub use runtime::{BoxFuture, Runtime};
+pub use scheduler::{system_clock, Scheduler, SchedulerStep, WallClock};
+#[cfg(feature = "cron")]
+pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};

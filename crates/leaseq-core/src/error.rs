@@ -252,6 +252,9 @@ pub enum ConfigError {
     JitterAbove100Percent(u8),
     /// A latency advisor's multiplier must be finite and at least 1.
     InvalidMultiplier,
+    /// A [`KindPolicy`](crate::KindPolicy) item timeout of zero would time out every
+    /// handler as it starts.
+    ZeroItemTimeout,
 }
 
 impl fmt::Display for ConfigError {
@@ -279,6 +282,7 @@ impl fmt::Display for ConfigError {
             ConfigError::InvalidMultiplier => {
                 f.write_str("timeout multiplier must be a finite number of at least 1")
             }
+            ConfigError::ZeroItemTimeout => f.write_str("item timeout must be above zero"),
         }
     }
 }

@@ -116,6 +116,21 @@
 //! queue reproduces the same state, results and events (receipts differ only in the queue
 //! tag that tells queues apart).
 //!
+//! # Retry rules per job kind
+//!
+//! A failed attempt's fate is the [`RetryPolicy`] of the queue's [`Config`], unless the
+//! holder says otherwise: [`Failure::retry_after`] retries after exactly its delay,
+//! [`Failure::permanent`] ([`Retry::Never`]) dead-letters at once. A [`KindPolicy`] gives one
+//! kind of job its own max attempts, backoff and item timeout: a pure function that turns a
+//! kind's failure into the [`Failure`] to nack with, so every store applies it unchanged.
+//!
+//! # Periodic jobs
+//!
+//! The [`schedule`] module is the policy of periodic jobs: a [`schedule::Schedule`] on an
+//! interval or on calendar ticks computed outside the core (cron, time zones), which ticks
+//! to push after a gap ([`schedule::CatchUp`]), and each tick's unique key, so that several
+//! processes pushing one schedule land each tick once. Its times are wall-clock.
+//!
 //! # Latency advisor
 //!
 //! [`LatencyAdvisor`] records handling times per item type in bounded [`Histogram`]s and
@@ -166,10 +181,12 @@ mod histogram;
 mod id;
 mod key;
 mod key_table;
+mod kind_policy;
 mod lease;
 mod outcome;
 mod policy;
 mod queue;
+pub mod schedule;
 mod stats;
 mod time;
 mod timer_index;
@@ -184,6 +201,7 @@ pub use event::{Event, EventMask, LateAckKind, Reason};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};
 pub use key::UniqueKey;
+pub use kind_policy::KindPolicy;
 pub use lease::Lease;
 pub use outcome::{
     Acked, Extended, Failure, Nacked, PushOptions, Pushed, Retry, MAX_PRIORITY, PRIORITY_LEVELS,

@@ -158,6 +158,10 @@ pub enum Retry {
     Backoff,
     /// After exactly this delay.
     After(Duration),
+    /// Never: the item is dead-lettered now with the failure's reason, whatever attempts it
+    /// has left (an expired item still with [`Reason::Expired`]). A handler saying "do not
+    /// retry" sends [`Failure::permanent`].
+    Never,
 }
 
 /// How an attempt failed, for [`Queue::nack`](crate::Queue::nack).

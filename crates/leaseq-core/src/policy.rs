@@ -80,7 +80,8 @@ impl RetryPolicy {
     /// delay the holder asked for.
     ///
     /// An expired item is dead-lettered with [`Reason::Expired`]; an item at its last
-    /// allowed attempt (`attempts >= max_attempts`) with `reason`. Otherwise it is retried
+    /// allowed attempt (`attempts >= max_attempts`) or failed with [`Retry::Never`] with
+    /// `reason`. Otherwise it is retried
     /// after [`Retry::After`]'s delay exactly, or after the backoff for `attempts` failures
     /// shortened by the jitter. Only a jittered backoff draws from the PRNG.
     pub fn after_failure(
@@ -100,12 +101,20 @@ impl RetryPolicy {
         }
         let delay = match retry {
             Retry::After(d) => d,
-            Retry::Backoff => {
-                let d = self.backoff.delay(attempts);
-                self.rng.jitter(d, self.jitter_percent)
-            }
+            Retry::Backoff => self.jitter(self.backoff.delay(attempts)),
+            Retry::Never => return Verdict::DeadLetter { reason },
         };
         Verdict::Retry { delay }
+    }
+
+    /// The attempts an item gets.
+    pub(crate) fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// `delay` shortened by the jitter, drawing from the PRNG (nothing without jitter).
+    pub(crate) fn jitter(&mut self, delay: Duration) -> Duration {
+        self.rng.jitter(delay, self.jitter_percent)
     }
 }
 
@@ -167,6 +176,17 @@ mod tests {
             p.after_failure(1, false, Reason::Nacked, Retry::Backoff),
             fresh.after_failure(1, false, Reason::Nacked, Retry::Backoff)
         );
+    }
+
+    #[test]
+    fn never_dead_letters_at_once_with_the_reason_unless_expired() {
+        let mut p = RetryPolicy::new(&config());
+        let v = p.after_failure(1, false, Reason::Nacked, Retry::Never);
+        let reason = Reason::Nacked;
+        assert_eq!(v, Verdict::DeadLetter { reason });
+        let v = p.after_failure(1, true, Reason::Nacked, Retry::Never);
+        let reason = Reason::Expired;
+        assert_eq!(v, Verdict::DeadLetter { reason });
     }
 
     #[test]
