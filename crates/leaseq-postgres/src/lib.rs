@@ -147,7 +147,7 @@
 //! # Least privilege
 //!
 //! Two roles: one that migrates (owns the schema), and the workers', which needs no DDL and
-//! owns nothing. [`open`] migrates only a schema that is missing or older: on a current
+//! owns nothing. Opening ([`Postgres`]) migrates only a schema that is missing or older: on a current
 //! one it reads the version and changes nothing, so a worker role opens it.
 //!
 //! ```sql

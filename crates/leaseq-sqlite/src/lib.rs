@@ -130,8 +130,9 @@
 //! # Known limits
 //!
 //! The owner lock is a Unix `flock`: on other systems a second opener is not detected.
-//! [`SqliteStore::redrive`], [`SqliteStore::take_dead_letters`] and `cancel` cannot say
-//! that their commit failed (their result types have no room for it): their change
+//! The operator calls (`redrive`, `redrive_all`, `purge`, `purge_dead_letters`, `cancel`)
+//! and [`SqliteStore::take_dead_letters`] answer once their change is committed, or with a
+//! `StoreError` (outcome unknown) when commits fail for the commit timeout: their change
 //! stays queued like any other. All live items are held in memory and read at open (about
 //! 0.65 s for 1M small items here). A codec failure on push hands the item back
 //! ([`PushError::Encode`](leaseq_async::PushError)); a receive cancelled while its leases'

@@ -26,7 +26,7 @@ pub struct SqliteTicket {
 /// A durable store on one machine: a [`MemoryStore`] (the core does all the policy:
 /// leases, attempts, backoff, dead letters, keys, levels) whose durable facts are journaled
 /// into a SQLite file by one writer thread with group commit. Open one with
-/// [`open`](crate::open).
+/// [`Sqlite`](crate::Sqlite) and `QueueBuilder::open`.
 pub struct SqliteStore<T, R, C> {
     pub(crate) inner: Arc<MemoryStore<T, R>>,
     pub(crate) codec: C,
