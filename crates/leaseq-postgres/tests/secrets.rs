@@ -103,9 +103,6 @@ fn no_open_error_shows_the_password() {
         let e = try_open(&kv, "", config(), quick()).await;
         assert!(matches!(e, OpenError::InvalidName(_)));
         assert_hidden(&e);
-        let e = try_open(&kv, "q", config().with_capacity(3), quick()).await;
-        assert!(matches!(e, OpenError::Unsupported(_)));
-        assert_hidden(&e);
         let e = try_open(&kv, "q", Config::new(Duration::ZERO), quick()).await;
         assert!(matches!(e, OpenError::Config(_)), "{e:?}");
         assert_hidden(&e);
