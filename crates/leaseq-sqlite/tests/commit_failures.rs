@@ -11,7 +11,7 @@ mod support;
 
 use std::time::Duration;
 
-use leaseq_async::{PushError, SettleError};
+use leaseq_async::{AdminError, PushError, SettleError};
 use leaseq_sqlite::{CommitErrorKind, Options};
 use support::{fill_disk, free_disk, open_with, remove, rows, temp, Queue};
 
@@ -108,5 +108,43 @@ fn commit_failing_on_a_full_disk_is_retried_not_published() {
         got.iter().map(|r| r.0).collect::<Vec<_>>()
     );
     assert_eq!((got[8].0, got[9].0), (b, d));
+    remove(&path);
+}
+
+/// The operator calls answer once their change is committed: while commits fail (the file
+/// locked by another connection), a redrive and a cancel fail with an "outcome unknown"
+/// store error (they answered `Ok` before: a redrive never written was reported done), and
+/// their changes stay queued and land once the file recovers.
+#[test]
+fn operator_calls_on_a_locked_file_are_outcome_unknown_then_land() {
+    let path = temp("locked-admin");
+    let q = open_with(&path, options()).unwrap();
+    let (a, b) = smol::block_on(async {
+        let a = q.push(b"A".to_vec()).await.unwrap();
+        let b = q.push(b"B".to_vec()).await.unwrap();
+        // B to the dead letters; A put back, ready.
+        let first = q.receive().await.unwrap();
+        let second = q.receive().await.unwrap();
+        assert_eq!((first.id(), second.id()), (a, b));
+        first.put_back();
+        second.dead_letter("poison").await.unwrap();
+
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        match q.redrive(b).await {
+            Err(AdminError::Store(e)) => assert!(e.is_outcome_unknown(), "{e:?}"),
+            other => panic!("redrive while commits fail: {other:?}"),
+        }
+        match q.cancel(a).await {
+            Err(AdminError::Store(e)) => assert!(e.is_outcome_unknown(), "{e:?}"),
+            other => panic!("cancel while commits fail: {other:?}"),
+        }
+        other.execute_batch("ROLLBACK;").unwrap();
+        q.store().sync().await.expect("the retry succeeded");
+        (a, b)
+    });
+    drop(q);
+    // A cancelled, B live again (not dead, attempts reset).
+    assert_eq!(rows(&path), vec![(b.get(), 0, false, b"B".to_vec())]);
     remove(&path);
 }
