@@ -84,40 +84,38 @@ where
     type Error = OpenError;
 
     async fn open(self, settings: QueueSettings<TokioRuntime, C>) -> Result<PgQueue<T>, OpenError> {
-        {
-            let mut options = self.options;
-            let pg_config = match self.server {
-                Server::Url(url) => {
-                    // The TLS keys (`sslmode`, `sslrootcert`, ...) are read here, before
-                    // tokio-postgres parses the rest.
-                    let (pg_config, tls) = crate::tls::parse(&url)?;
-                    options.tls = Some(tls);
-                    pg_config
-                }
-                Server::Config(config) => *config,
-            };
-            let name = settings.name;
-            if name.is_empty() || name.len() > MAX_QUEUE_NAME {
-                return Err(OpenError::InvalidName(name.to_string()));
+        let mut options = self.options;
+        let pg_config = match self.server {
+            Server::Url(url) => {
+                // The TLS keys (`sslmode`, `sslrootcert`, ...) are read here, before
+                // tokio-postgres parses the rest.
+                let (pg_config, tls) = crate::tls::parse(&url)?;
+                options.tls = Some(tls);
+                pg_config
             }
-            if let Some(every) = settings.heartbeat_every {
-                options.heartbeat_every = Some(every);
-            }
-            let rt = settings.runtime;
-            // On the queue's runtime, whichever executor awaits the open: the client's
-            // connections and the pool live on tokio's reactor.
-            let opening = open_with(
-                pg_config,
-                name,
-                settings.config,
-                options,
-                settings.codec,
-                rt.clone(),
-            );
-            match rt.handle().spawn(opening).await {
-                Ok(r) => r,
-                Err(e) => Err(OpenError::Connect(format!("the open task ended: {e}"))),
-            }
+            Server::Config(config) => *config,
+        };
+        let name = settings.name;
+        if name.is_empty() || name.len() > MAX_QUEUE_NAME {
+            return Err(OpenError::InvalidName(name.to_string()));
+        }
+        if let Some(every) = settings.heartbeat_every {
+            options.heartbeat_every = Some(every);
+        }
+        let rt = settings.runtime;
+        // On the queue's runtime, whichever executor awaits the open: the client's
+        // connections and the pool live on tokio's reactor.
+        let opening = open_with(
+            pg_config,
+            name,
+            settings.config,
+            options,
+            settings.codec,
+            rt.clone(),
+        );
+        match rt.handle().spawn(opening).await {
+            Ok(r) => r,
+            Err(e) => Err(OpenError::Connect(format!("the open task ended: {e}"))),
         }
     }
 }

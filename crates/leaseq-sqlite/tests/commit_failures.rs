@@ -119,7 +119,7 @@ fn commit_failing_on_a_full_disk_is_retried_not_published() {
 fn operator_calls_on_a_locked_file_are_outcome_unknown_then_land() {
     let path = temp("locked-admin");
     let q = open_with(&path, options()).unwrap();
-    let (a, b) = smol::block_on(async {
+    let b = smol::block_on(async {
         let a = q.push(b"A".to_vec()).await.unwrap();
         let b = q.push(b"B".to_vec()).await.unwrap();
         // B to the dead letters; A put back, ready.
@@ -141,7 +141,7 @@ fn operator_calls_on_a_locked_file_are_outcome_unknown_then_land() {
         }
         other.execute_batch("ROLLBACK;").unwrap();
         q.store().sync().await.expect("the retry succeeded");
-        (a, b)
+        b
     });
     drop(q);
     // A cancelled, B live again (not dead, attempts reset).

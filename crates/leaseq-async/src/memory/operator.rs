@@ -48,18 +48,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Redrives every dead letter that can go back (see the core's `Queue::redrive_all`);
     /// the ids that went, in id order.
     pub fn redrive_all(&self) -> Vec<MessageId> {
-        self.with_core(|core, now| {
-            let ids: Vec<MessageId> = core.dead_letters().map(|l| l.id).collect();
-            let mut went = Vec::new();
-            for id in ids {
-                match core.redrive(id, now) {
-                    Ok(id) => went.push(id),
-                    Err(RedriveError::Full(_)) => break,
-                    Err(_) => {}
-                }
-            }
-            went
-        })
+        self.with_core(|core, now| core.redrive_all_ids(now))
     }
 
     /// Removes every ready and delayed item (one lock); the ids removed, in id order.

@@ -121,18 +121,24 @@ impl<T> Queue<T> {
     /// Redrives every dead letter that can go back, in id order; returns how many went.
     /// Stops at capacity; expired ones, and those whose key a live item holds, stay.
     pub fn redrive_all(&mut self, now: Timestamp) -> usize {
+        self.redrive_all_ids(now).len()
+    }
+
+    /// [`redrive_all`](Self::redrive_all), returning the ids that went, in id order (for a
+    /// store that journals each redrive).
+    pub fn redrive_all_ids(&mut self, now: Timestamp) -> Vec<MessageId> {
         // Apply what is due first (driving rule 3): a lease that ran out on its last attempt
         // at `now` is a dead letter at `now`, and must be among those redriven.
         let now = self.advance(now);
         let ids: Vec<MessageId> = self.dead.keys().copied().collect();
-        let mut n = 0;
+        let mut went = Vec::new();
         for id in ids {
             match self.redrive(id, now) {
-                Ok(_) => n += 1,
+                Ok(id) => went.push(id),
                 Err(RedriveError::Full(_)) => break,
                 Err(_) => {}
             }
         }
-        n
+        went
     }
 }
