@@ -1,5 +1,6 @@
 //! The operator API, the same on every store: stats counted afresh, the items and dead
-//! letters page by page, redrive, purge and cancel, as methods of [`LeaseQueue`].
+//! letters page by page, redrive, purge (all, or the dead letters a [`DeadFilter`] takes)
+//! and cancel, as methods of [`LeaseQueue`].
 //!
 //! Each is one store operation: a lock for the memory store, a commit for SQLite, a
 //! statement (or a short transaction) for Postgres. A durable store answers once the change
@@ -9,6 +10,7 @@ use leaseq_core::{CancelError, DeadLetter, ItemView, MessageId, RedriveError, St
 
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
+use crate::dead_filter::DeadFilter;
 use crate::page::Page;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
@@ -48,13 +50,45 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
 
     /// Redrives every dead letter that can go back, in id order; returns how many went.
     /// Expired ones and those whose key a live item holds stay; it stops at capacity.
+    /// The same as [`redrive_matching`](Self::redrive_matching) with [`DeadFilter::all`].
     pub async fn redrive_all(&self) -> Result<u64, StoreError> {
-        self.store.redrive_all().await
+        self.store.redrive_matching(DeadFilter::all()).await
     }
 
-    /// Deletes every dead letter; returns how many.
+    /// Redrives every dead letter `filter` takes (by reason, by job kind) that can go back,
+    /// in id order, as [`redrive_all`](Self::redrive_all) does; returns how many went.
+    ///
+    /// ```
+    /// # use leaseq_async::{Config, DeadFilter, Failure, LeaseQueue, Reason, SimRuntime};
+    /// # use std::time::Duration;
+    /// # let rt = SimRuntime::new();
+    /// # rt.block_on(async {
+    /// let q = LeaseQueue::builder(Config::new(Duration::from_secs(5)).with_max_attempts(1))
+    ///     .runtime(rt.clone())
+    ///     .build();
+    /// q.push("flaky").await.unwrap();
+    /// q.push("poison").await.unwrap();
+    /// q.receive().await.unwrap().nack_with(Failure::error("503")).await.unwrap();
+    /// q.receive().await.unwrap().dead_letter("bad input").await.unwrap();
+    /// // What failed its attempts goes back; what a handler rejected stays.
+    /// let n = q.redrive_matching(DeadFilter::all().reason(Reason::Nacked)).await;
+    /// assert_eq!(n, Ok(1));
+    /// assert_eq!(q.stats().dead, 1);
+    /// # });
+    /// ```
+    pub async fn redrive_matching(&self, filter: DeadFilter<T>) -> Result<u64, StoreError> {
+        self.store.redrive_matching(filter).await
+    }
+
+    /// Deletes every dead letter; returns how many. The same as
+    /// [`purge_dead_matching`](Self::purge_dead_matching) with [`DeadFilter::all`].
     pub async fn purge_dead_letters(&self) -> Result<u64, StoreError> {
-        self.store.purge_dead_letters().await
+        self.store.purge_dead_matching(DeadFilter::all()).await
+    }
+
+    /// Deletes every dead letter `filter` takes (by reason, by job kind); returns how many.
+    pub async fn purge_dead_matching(&self, filter: DeadFilter<T>) -> Result<u64, StoreError> {
+        self.store.purge_dead_matching(filter).await
     }
 
     /// Deletes every ready and delayed item; returns how many. Items in flight stay with

@@ -12,6 +12,7 @@ use leaseq_core::{
 
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
+use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -282,12 +283,20 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         id: MessageId,
     ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send;
 
-    /// Redrives every dead letter that can go back, in id order; how many went (expired
-    /// ones and those whose key a live item holds stay; it stops at capacity).
-    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    /// Redrives every dead letter `filter` takes that can go back, in id order; how many
+    /// went (expired ones and those whose key a live item holds stay; it stops at
+    /// capacity). A reason filter is applied where the dead letters are (in SQL for a
+    /// database); a kind filter as [`DeadFilter`] says.
+    fn redrive_matching(
+        &self,
+        filter: DeadFilter<T>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
-    /// Deletes every dead letter; how many.
-    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    /// Deletes every dead letter `filter` takes; how many.
+    fn purge_dead_matching(
+        &self,
+        filter: DeadFilter<T>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Deletes every ready and delayed item (items in flight stay with their holders);
     /// how many.

@@ -145,20 +145,26 @@ pub(crate) async fn redrive_in<T>(
     Ok(Some(n))
 }
 
-/// `redrive_all`: one statement, in a bounded queue under its lock and for the room left.
+/// `redrive_matching` (`reason` and `head` as `OpSql::redrive_all` takes them): one statement, in a bounded queue under its lock and for the room left.
 pub(crate) async fn redrive_all_in<T>(
     shared: &Shared<T>,
     client: &mut Object,
+    reason: Option<i16>,
+    head: Option<&[u8]>,
 ) -> Result<u64, tokio_postgres::Error> {
     let all = &shared.sql.op.redrive_all;
     let Some(cap) = shared.config.capacity() else {
-        return client.execute(all, &[&shared.queue, &i64::MAX]).await;
+        return client
+            .execute(all, &[&shared.queue, &i64::MAX, &reason, &head])
+            .await;
     };
     let tx = client.transaction().await?;
     tx.execute(&shared.sql.op.cap_lock, &[&shared.queue])
         .await?;
     let room = (cap as u64).saturating_sub(live(shared, &tx).await?) as i64;
-    let n = tx.execute(all, &[&shared.queue, &room]).await?;
+    let n = tx
+        .execute(all, &[&shared.queue, &room, &reason, &head])
+        .await?;
     tx.commit().await?;
     Ok(n)
 }

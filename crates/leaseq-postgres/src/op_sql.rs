@@ -27,11 +27,12 @@ pub(crate) struct OpSql {
     pub(crate) redrive_why: String,
     /// The live item holding key $2 in queue $1.
     pub(crate) key_holder: String,
-    /// Every dead letter that can go back, at most $2: $1 queue.
+    /// Every dead letter that can go back, at most $2: $1 queue, $3 reason code (NULL:
+    /// any), $4 the envelope head `[len] ++ kind` its payload begins with (NULL: any).
     pub(crate) redrive_all: String,
     /// Waiting (ready and delayed) rows of $1, deleted.
     pub(crate) purge: String,
-    /// Dead letters of $1, deleted.
+    /// Dead letters of $1, deleted: $2 reason code, $3 envelope head (NULL: any).
     pub(crate) purge_dead: String,
     /// Live rows (waiting and leased) of $1: one count per partial index.
     pub(crate) live: String,
@@ -94,15 +95,21 @@ impl OpSql {
                      SELECT d.id FROM {s}.items d
                      WHERE d.queue = $1 AND d.state = 2
                        AND (d.expires_at IS NULL OR d.expires_at > clock_timestamp())
+                       AND ($3::smallint IS NULL OR d.reason = $3)
+                       AND ($4::bytea IS NULL OR substring(d.payload FROM 1 FOR octet_length($4)) = $4)
                        AND (d.key IS NULL OR (
                            NOT EXISTS (SELECT 1 FROM {s}.items l WHERE l.queue = $1
                                        AND l.key = d.key AND l.state IN (0, 1))
                            AND d.id = (SELECT min(o.id) FROM {s}.items o WHERE o.queue = $1
                                        AND o.key = d.key AND o.state = 2
+                                       AND ($3::smallint IS NULL OR o.reason = $3)
+                                       AND ($4::bytea IS NULL OR substring(o.payload FROM 1 FOR octet_length($4)) = $4)
                                        AND (o.expires_at IS NULL OR o.expires_at > clock_timestamp()))))
                      ORDER BY d.id LIMIT $2)"),
             purge: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 0"),
-            purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2"),
+            purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2
+                   AND ($2::smallint IS NULL OR reason = $2)
+                   AND ($3::bytea IS NULL OR substring(payload FROM 1 FOR octet_length($3)) = $3)"),
             live: f("SELECT (SELECT count(*) FROM {s}.items WHERE queue = $1 AND state = 0)
                           + (SELECT count(*) FROM {s}.items WHERE queue = $1 AND state = 1)"),
             cap_lock: format!(

@@ -1,10 +1,10 @@
 //! The operator calls of the `Store` seam on a [`PgStore`]: `peek` and `dead_letters`
-//! (paged, in id order), `redrive`, `redrive_all`, `purge_dead_letters`, `purge` and
-//! `refresh_stats`, each one statement on a pooled connection (a redrive into a bounded
+//! (paged, in id order), `redrive`, `redrive_matching` and `purge_dead_matching` (a
+//! [`DeadFilter`]'s reason and kind in SQL), `purge` and `refresh_stats`, each one statement on a pooled connection (a redrive into a bounded
 //! queue: under its capacity lock, `capacity.rs`). A read that fails is "not done"; a write
 //! whose reply was lost is "outcome unknown" ([`StoreError`]).
 
-use leaseq_async::{AdminError, CodecError, Page, StoreError};
+use leaseq_async::{AdminError, CodecError, DeadFilter, Page, StoreError};
 use leaseq_core::{DeadLetter, ItemState, ItemView, MessageId, Reason, RedriveError, Stats};
 use tokio_postgres::Row;
 
@@ -177,12 +177,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         }
     }
 
-    /// `Store::redrive_all`: one statement for every dead letter that can go back (in a
-    /// bounded queue, as many as there is room for).
-    pub(crate) async fn redrive_every(&self) -> Result<u64, StoreError> {
+    /// `Store::redrive_matching`: one statement for every dead letter `filter` takes that
+    /// can go back (in a bounded queue, as many as there is room for).
+    pub(crate) async fn redrive_every(&self, filter: &DeadFilter<T>) -> Result<u64, StoreError> {
+        let Some((reason, head)) = filter_params(filter) else {
+            return Ok(0);
+        };
         let shared = &self.shared;
         let mut client = client(shared, "redrive all").await?;
-        let n = crate::capacity::redrive_all_in(shared, &mut client)
+        let n = crate::capacity::redrive_all_in(shared, &mut client, reason, head.as_deref())
             .await
             .map_err(|e| store_error("redrive all", &e, true))?;
         if n > 0 {
@@ -192,23 +195,49 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         Ok(n)
     }
 
-    /// `Store::purge_dead_letters` (`dead`) or `Store::purge`: one delete.
-    pub(crate) async fn purge_rows(&self, dead: bool) -> Result<u64, StoreError> {
-        let shared = &self.shared;
-        let (what, sql) = if dead {
-            ("purge dead letters", &shared.sql.op.purge_dead)
-        } else {
-            ("purge", &shared.sql.op.purge)
+    /// `Store::purge_dead_matching`: one delete of the dead letters `filter` takes.
+    pub(crate) async fn purge_dead(&self, filter: &DeadFilter<T>) -> Result<u64, StoreError> {
+        let Some((reason, head)) = filter_params(filter) else {
+            return Ok(0);
         };
+        let what = "purge dead letters";
+        let client = client(&self.shared, what).await?;
+        client
+            .execute(
+                &self.shared.sql.op.purge_dead,
+                &[&self.shared.queue, &reason, &head],
+            )
+            .await
+            .map_err(|e| store_error(what, &e, true))
+    }
+
+    /// `Store::purge`: one delete of the waiting rows.
+    pub(crate) async fn purge_waiting(&self) -> Result<u64, StoreError> {
+        let shared = &self.shared;
+        let what = "purge";
         let client = client(shared, what).await?;
         let n = client
-            .execute(sql, &[&shared.queue])
+            .execute(&shared.sql.op.purge, &[&shared.queue])
             .await
             .map_err(|e| store_error(what, &e, true))?;
-        if !dead {
-            // Room in a bounded queue: a waiting push may go.
-            crate::capacity::removed(shared);
-        }
+        // Room in a bounded queue: a waiting push may go.
+        crate::capacity::removed(shared);
         Ok(n)
     }
+}
+
+/// A filter as the statements take it: the reason's code and the envelope head
+/// (`[len] ++ kind`) a payload of the kind begins with, `None` for "any"; `None` overall
+/// when no item can match (a kind no envelope can carry: empty or over 255 bytes).
+#[allow(clippy::type_complexity)]
+fn filter_params<T>(filter: &DeadFilter<T>) -> Option<(Option<i16>, Option<Vec<u8>>)> {
+    let reason = filter.wanted_reason().map(|r| i16::from(r.code()));
+    let head = match filter.wanted_kind() {
+        None => None,
+        Some(kind) => {
+            let len = u8::try_from(kind.len()).ok().filter(|&n| n > 0)?;
+            Some([&[len][..], kind.as_bytes()].concat())
+        }
+    };
+    Some((reason, head))
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, CodecError, Drive, LeaseLost, Page, Push, PushError, Runtime, SettleError, Store,
-    StoreError, Taken,
+    AdminError, CodecError, DeadFilter, Drive, LeaseLost, Page, Push, PushError, Runtime,
+    SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -271,16 +271,16 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.redrive_one(id)
     }
 
-    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        self.redrive_every()
+    async fn redrive_matching(&self, filter: DeadFilter<T>) -> Result<u64, StoreError> {
+        self.redrive_every(&filter).await
     }
 
-    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        self.purge_rows(true)
+    async fn purge_dead_matching(&self, filter: DeadFilter<T>) -> Result<u64, StoreError> {
+        self.purge_dead(&filter).await
     }
 
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        self.purge_rows(false)
+        self.purge_waiting()
     }
 
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {

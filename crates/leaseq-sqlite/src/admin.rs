@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use leaseq_async::{AdminError, Codec, MemoryStore, Runtime, StoreError};
+use leaseq_async::{AdminError, Codec, DeadFilter, MemoryStore, Runtime, StoreError};
 use leaseq_core::{DeadLetter, MessageId, RedriveError};
 
 use crate::commit_error::CommitError;
@@ -82,9 +82,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         Ok(id)
     }
 
-    /// Redrives every dead letter that can go back, in one commit; how many.
-    pub(crate) async fn redrive_every(&self) -> Result<u64, StoreError> {
-        let ids = self.inner.redrive_all();
+    /// Redrives every dead letter `filter` takes that can go back, in one commit; how many.
+    pub(crate) async fn redrive_every(&self, filter: &DeadFilter<T>) -> Result<u64, StoreError> {
+        let ids = self.inner.redrive_matching(filter);
         let seq = self.journal.submit(ids.iter().map(|id| Op::Revive {
             id: id.get(),
             visible_at: 0,
@@ -108,7 +108,15 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// commit timeout: the deletes stay queued, and the dead letters are back in the file
     /// after a crash before they land).
     pub async fn take_dead_letters(&self) -> Result<Vec<DeadLetter<T>>, StoreError> {
-        let letters = self.inner.take_dead_letters();
+        self.take_dead_matching(&DeadFilter::all()).await
+    }
+
+    /// [`take_dead_letters`](Self::take_dead_letters) for the dead letters `filter` takes.
+    pub async fn take_dead_matching(
+        &self,
+        filter: &DeadFilter<T>,
+    ) -> Result<Vec<DeadLetter<T>>, StoreError> {
+        let letters = self.inner.take_dead_matching(filter);
         let seq = self
             .journal
             .submit(letters.iter().map(|l| Op::Delete { id: l.id.get() }));

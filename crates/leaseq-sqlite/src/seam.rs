@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, Codec, CodecError, Drive, LeaseLost, Page, Push, PushError, Runtime, SettleError,
-    Store, StoreError, Taken,
+    AdminError, Codec, CodecError, DeadFilter, Drive, LeaseLost, Page, Push, PushError, Runtime,
+    SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -341,12 +341,12 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.redrive_one(id)
     }
 
-    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        self.redrive_every()
+    async fn redrive_matching(&self, filter: DeadFilter<T>) -> Result<u64, StoreError> {
+        self.redrive_every(&filter).await
     }
 
-    async fn purge_dead_letters(&self) -> Result<u64, StoreError> {
-        Ok(self.take_dead_letters().await?.len() as u64)
+    async fn purge_dead_matching(&self, filter: DeadFilter<T>) -> Result<u64, StoreError> {
+        Ok(self.take_dead_matching(&filter).await?.len() as u64)
     }
 
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {

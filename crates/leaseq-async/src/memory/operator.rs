@@ -9,6 +9,7 @@ use leaseq_core::{
 };
 
 use super::MemoryStore;
+use crate::dead_filter::DeadFilter;
 use crate::page::Page;
 use crate::runtime::Runtime;
 
@@ -49,6 +50,73 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// the ids that went, in id order.
     pub fn redrive_all(&self) -> Vec<MessageId> {
         self.with_core(|core, now| core.redrive_all_ids(now))
+    }
+
+    /// Redrives every dead letter `filter` takes that can go back, in id order, as
+    /// [`redrive_all`](Self::redrive_all) does; the ids that went. A kind filter runs the
+    /// items' `ItemKind` on a snapshot, outside the lock.
+    pub fn redrive_matching(&self, filter: &DeadFilter<T>) -> Vec<MessageId>
+    where
+        T: Clone,
+    {
+        if filter.is_all() {
+            return self.redrive_all();
+        }
+        let ids = self.dead_ids(filter);
+        self.with_core(|core, now| {
+            let mut went = Vec::new();
+            for id in ids {
+                match core.redrive(id, now) {
+                    Ok(id) => went.push(id),
+                    Err(RedriveError::Full(_)) => break,
+                    Err(_) => {}
+                }
+            }
+            went
+        })
+    }
+
+    /// Removes every dead letter `filter` takes and hands them over, in id order.
+    pub fn take_dead_matching(&self, filter: &DeadFilter<T>) -> Vec<DeadLetter<T>>
+    where
+        T: Clone,
+    {
+        if filter.is_all() {
+            return self.take_dead_letters();
+        }
+        let ids = self.dead_ids(filter);
+        let mut st = self.lock();
+        ids.into_iter()
+            .filter_map(|id| st.core.take_dead_letter(id))
+            .collect()
+    }
+
+    /// The ids of the dead letters `filter` takes, in id order, the time applied first:
+    /// by reason under the lock, by kind on a snapshot of those outside it (no caller's
+    /// code under the lock).
+    fn dead_ids(&self, filter: &DeadFilter<T>) -> Vec<MessageId>
+    where
+        T: Clone,
+    {
+        if filter.wanted_kind().is_none() {
+            return self.with_core(|core, _| {
+                core.dead_letters()
+                    .filter(|l| filter.admits_reason(l.reason))
+                    .map(|l| l.id)
+                    .collect()
+            });
+        }
+        let letters: Vec<(MessageId, T)> = self.with_core(|core, _| {
+            core.dead_letters()
+                .filter(|l| filter.admits_reason(l.reason))
+                .map(|l| (l.id, l.item.clone()))
+                .collect()
+        });
+        letters
+            .into_iter()
+            .filter(|(_, item)| filter.admits_item(item))
+            .map(|(id, _)| id)
+            .collect()
     }
 
     /// Removes every ready and delayed item (one lock); the ids removed, in id order.

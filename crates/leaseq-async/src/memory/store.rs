@@ -15,6 +15,7 @@ use leaseq_core::{
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
+use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -385,12 +386,18 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ready(MemoryStore::redrive(self, id).map_err(AdminError::Refused))
     }
 
-    fn redrive_all(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        ready(Ok(MemoryStore::redrive_all(self).len() as u64))
+    fn redrive_matching(
+        &self,
+        filter: DeadFilter<T>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        ready(Ok(MemoryStore::redrive_matching(self, &filter).len() as u64))
     }
 
-    fn purge_dead_letters(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
-        ready(Ok(self.take_dead_letters().len() as u64))
+    fn purge_dead_matching(
+        &self,
+        filter: DeadFilter<T>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        ready(Ok(self.take_dead_matching(&filter).len() as u64))
     }
 
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {

@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_async::{
-    Acked, AdminError, CancelError, CodecError, Config, DeadLetter, Drive, Extended, Failure,
-    ItemView, LeaseLost, LeaseQueue, MemoryStore, MemoryTicket, MemoryWaiting, MessageId, Nacked,
-    Page, Push, PushError, RedriveError, Runtime, SettleError, SimRuntime, Stats, Store,
+    Acked, AdminError, CancelError, CodecError, Config, DeadFilter, DeadLetter, Drive, Extended,
+    Failure, ItemView, LeaseLost, LeaseQueue, MemoryStore, MemoryTicket, MemoryWaiting, MessageId,
+    Nacked, Page, Push, PushError, RedriveError, Runtime, SettleError, SimRuntime, Stats, Store,
     StoreError, Taken, Timestamp,
 };
 
@@ -227,13 +227,13 @@ impl Store<u32> for Faulty {
         self.admin()?;
         Store::redrive(&*self.inner, id).await
     }
-    async fn redrive_all(&self) -> Result<u64, StoreError> {
+    async fn redrive_matching(&self, filter: DeadFilter<u32>) -> Result<u64, StoreError> {
         self.admin()?;
-        Store::redrive_all(&*self.inner).await
+        Store::redrive_matching(&*self.inner, filter).await
     }
-    async fn purge_dead_letters(&self) -> Result<u64, StoreError> {
+    async fn purge_dead_matching(&self, filter: DeadFilter<u32>) -> Result<u64, StoreError> {
         self.admin()?;
-        Store::purge_dead_letters(&*self.inner).await
+        Store::purge_dead_matching(&*self.inner, filter).await
     }
     async fn purge(&self) -> Result<u64, StoreError> {
         self.admin()?;
