@@ -65,7 +65,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// # rt.block_on(async {
     /// let q = LeaseQueue::builder(Config::new(Duration::from_secs(5)).with_max_attempts(1))
     ///     .runtime(rt.clone())
-    ///     .build();
+    ///     .build()
+    ///     .unwrap();
     /// q.push("flaky").await.unwrap();
     /// q.push("poison").await.unwrap();
     /// q.receive().await.unwrap().nack_with(Failure::error("503")).await.unwrap();

@@ -1,0 +1,89 @@
+//! Bulk operator calls on the memory store with a `DeadFilter`: redrive and purge by
+//! reason, by job kind (the envelope's, through `ItemKind`), both, and all (virtual time).
+
+use std::time::Duration;
+
+use leaseq_async::{Config, DeadFilter, Failure, LeaseQueue, Page, Reason, SimRuntime};
+
+/// An envelope's bytes: the kind's length, the kind, the arguments.
+fn envelope(kind: &str, args: &str) -> Vec<u8> {
+    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
+}
+
+fn dead_items(
+    letters: &[leaseq_async::DeadLetter<Result<Vec<u8>, leaseq_async::CodecError>>],
+) -> Vec<Vec<u8>> {
+    letters.iter().map(|l| l.item.clone().unwrap()).collect()
+}
+
+#[test]
+fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
+    let rt = SimRuntime::new();
+    rt.block_on(async {
+        let q = LeaseQueue::builder(Config::new(Duration::from_secs(5)).with_max_attempts(1))
+            .runtime(rt.clone())
+            .build()
+            .unwrap();
+        // Four dead letters: two kinds and a raw item; nacked (out of attempts) or rejected.
+        let items = [
+            (envelope("email", "a"), true),
+            (envelope("email", "b"), false),
+            (envelope("sms", "c"), true),
+            (b"raw".to_vec(), true),
+        ];
+        for (item, _) in &items {
+            q.push(item.clone()).await.unwrap();
+        }
+        for (_, nack) in &items {
+            let d = q.receive().await.unwrap();
+            if *nack {
+                d.nack_with(Failure::error("503")).await.unwrap();
+            } else {
+                d.dead_letter("bad address").await.unwrap();
+            }
+        }
+        assert_eq!(q.stats().dead, 4);
+
+        let none = DeadFilter::all().reason(Reason::TimedOut);
+        assert_eq!(q.redrive_matching(none.clone()).await, Ok(0));
+        assert_eq!(q.purge_dead_matching(none).await, Ok(0));
+        assert_eq!(
+            q.stats().dead,
+            4,
+            "a filter that takes none changes nothing"
+        );
+
+        let nacked_email = DeadFilter::all().reason(Reason::Nacked).kind("email");
+        assert_eq!(q.redrive_matching(nacked_email).await, Ok(1));
+        let live = q.peek(Page::ALL).await.unwrap();
+        assert_eq!(live.len(), 1);
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.item(), &envelope("email", "a"));
+        d.ack().await.unwrap();
+
+        assert_eq!(
+            q.purge_dead_matching(DeadFilter::all().kind("sms")).await,
+            Ok(1)
+        );
+        let left = dead_items(&q.dead_letters(Page::ALL).await.unwrap());
+        assert_eq!(left, vec![envelope("email", "b"), b"raw".to_vec()]);
+
+        // A kind never matches an item with none (the raw one), whatever its reason.
+        assert_eq!(
+            q.redrive_matching(DeadFilter::all().kind("raw")).await,
+            Ok(0)
+        );
+        assert_eq!(
+            q.redrive_matching(DeadFilter::all().reason(Reason::Rejected))
+                .await,
+            Ok(1)
+        );
+        assert_eq!(q.purge_dead_letters().await, Ok(1), "all: the raw one");
+        assert_eq!(q.stats().dead, 0);
+        assert_eq!(
+            q.peek(Page::ALL).await.unwrap().len(),
+            1,
+            "b, ready (a was acked)"
+        );
+    });
+}
