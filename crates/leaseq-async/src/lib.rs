@@ -129,6 +129,7 @@ mod sim;
 mod stop;
 mod store;
 mod store_error;
+mod stored;
 #[cfg(feature = "tracing")]
 mod trace;
 mod watchdog;
@@ -166,6 +167,7 @@ pub use settling::Settling;
 pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use store::{Drive, Store, Taken};
 pub use store_error::{SettleError, StoreError};
+pub use stored::{StoredCounts, StoredItem, StoredState};
 pub use watchdog::{Holding, StuckWorker, Watchdog};
 
 /// The core state machine, re-exported.

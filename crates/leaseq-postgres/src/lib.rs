@@ -234,6 +234,7 @@ mod counters;
 mod drive;
 mod error;
 mod extend;
+mod inspect;
 mod keeper;
 mod keyed;
 mod listen;
@@ -258,6 +259,7 @@ mod writer;
 
 pub use admin::Upkeep;
 pub use error::{DbError, OpenError, TxAckError};
+pub use inspect::PgInspector;
 pub use open::MAX_QUEUE_NAME;
 pub use options::{Options, DEFAULT_MAX_ITEM_SIZE};
 pub use postgres::Postgres;

@@ -19,8 +19,14 @@ macro_rules! until {
 pub(crate) struct OpSql {
     /// Live rows of $1 with ids above $2, at most $3, in id order.
     pub(crate) peek: String,
+    /// `peek` with each row's payload (NULL over the size limit) and its size, for the
+    /// read-only inspector.
+    pub(crate) peek_items: String,
     /// Dead letters of $1 with ids above $2, at most $3, in id order.
     pub(crate) dead_page: String,
+    /// Every queue of the schema that has rows, by name, with its rows counted by state
+    /// (ready, delayed, leased, dead).
+    pub(crate) queues: String,
     /// A dead letter back, visible at once (unless expired): $1 queue, $2 id.
     pub(crate) redrive: String,
     /// Why a redrive changed nothing: $1 queue, $2 id.
@@ -63,6 +69,25 @@ impl OpSql {
                 " FROM {s}.items WHERE queue = $1 AND state IN (0, 1) AND id > $2
                  ORDER BY id LIMIT $3"
             )),
+            peek_items: f(concat!(
+                "SELECT id, state, attempts, priority, key, ",
+                until!("visible_at"),
+                ", ",
+                until!("deadline"),
+                ", ",
+                until!("expires_at"),
+                ", CASE WHEN octet_length(payload) <= {max_item} THEN payload END,
+                   octet_length(payload)::bigint
+                 FROM {s}.items WHERE queue = $1 AND state IN (0, 1) AND id > $2
+                 ORDER BY id LIMIT $3"
+            ))
+            .replace("{max_item}", &max_item.to_string()),
+            queues: f("SELECT queue,
+                   count(*) FILTER (WHERE state = 0 AND visible_at <= clock_timestamp()),
+                   count(*) FILTER (WHERE state = 0 AND visible_at > clock_timestamp()),
+                   count(*) FILTER (WHERE state = 1),
+                   count(*) FILTER (WHERE state = 2)
+                 FROM {s}.items GROUP BY queue ORDER BY queue"),
             dead_page: f(concat!(
                 "SELECT id, attempts, reason, last_error, priority, key, ",
                 until!("dead_at"),

@@ -161,6 +161,7 @@ mod admin;
 mod check;
 mod commit;
 mod commit_error;
+mod inspect;
 mod journal;
 mod lock;
 mod open;
@@ -176,6 +177,7 @@ mod writer;
 // The codecs live in `leaseq-async`, shared by every durable store; re-exported here.
 pub use check::{check_file, APPLICATION_ID, FORMAT_VERSION};
 pub use commit_error::{CommitError, CommitErrorKind};
+pub use inspect::FileView;
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};

@@ -12,22 +12,29 @@ use crate::journal::Op;
 use crate::open_error::OpenError;
 
 /// One row of `items`, as stored.
-struct Row {
-    id: u64,
-    payload: Vec<u8>,
-    attempts: u32,
-    visible_at: i64,
-    expires_at: Option<i64>,
-    priority: u8,
-    key: Option<Vec<u8>>,
-    leased: bool,
-    last_error: Option<String>,
-    dead: bool,
-    reason: Option<i64>,
-    dead_at: Option<i64>,
+pub(crate) struct Row {
+    pub(crate) id: u64,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) attempts: u32,
+    pub(crate) visible_at: i64,
+    pub(crate) expires_at: Option<i64>,
+    pub(crate) priority: u8,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) leased: bool,
+    pub(crate) last_error: Option<String>,
+    pub(crate) dead: bool,
+    pub(crate) reason: Option<i64>,
+    pub(crate) dead_at: Option<i64>,
 }
 
-fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
+/// The columns [`read_row`] reads, in its order, from `items` (`?1`: the largest payload
+/// loaded; a larger one is refused unread).
+pub(crate) const ROW_COLUMNS: &str = "id, CASE WHEN length(payload) <= ?1 THEN payload END, \
+     attempts, visible_at, expires_at, priority, key, leased, last_error, dead, reason, \
+     dead_at, length(payload)";
+
+/// A row of a query selecting [`ROW_COLUMNS`], checked.
+pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
     let id: i64 = row.get(0)?;
     let bad = |e: rusqlite::Error| OpenError::BadRow {
         row: format!("item {id}"),
@@ -101,11 +108,7 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
         Timestamp::from_nanos(ns)
     };
     let mut fixes = Vec::new();
-    let mut st = conn.prepare(
-        "SELECT id, CASE WHEN length(payload) <= ?1 THEN payload END, attempts, visible_at, \
-         expires_at, priority, key, leased, last_error, dead, reason, dead_at, \
-         length(payload) FROM items ORDER BY id",
-    )?;
+    let mut st = conn.prepare(&format!("SELECT {ROW_COLUMNS} FROM items ORDER BY id"))?;
     // An item over the limit is never read (see `Options::max_item_size`).
     let mut rows = st.query([i64::try_from(max_item).unwrap_or(i64::MAX)])?;
     while let Some(row) = rows.next()? {

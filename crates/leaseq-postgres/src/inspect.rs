@@ -1,0 +1,206 @@
+//! A schema's queues read without opening a store ([`PgInspector`]): one connection, every
+//! read in a `BEGIN READ ONLY` transaction with the store's own statements. No migration,
+//! no instance number, no rescuer or heartbeat: nothing is written.
+
+use std::time::{Duration, SystemTime};
+
+use leaseq_async::{Page, StoredCounts, StoredItem, StoredState};
+use leaseq_core::{MessageId, Reason};
+use tokio_postgres::{Client, Row};
+
+use crate::error::{DbError, OpenError};
+use crate::sql::Sql;
+
+/// The largest payload an inspector loads (a larger one shows its size only).
+const MAX_ITEM: usize = crate::options::DEFAULT_MAX_ITEM_SIZE;
+
+/// A read-only look at the queues of one schema, for operator tools (the `leaseq` command
+/// line reads Postgres through it): the queues with their counts, one queue's live rows and
+/// dead letters with their stored bytes. Each call is one read-only transaction, so it
+/// changes nothing, whoever else runs on the schema.
+///
+/// Times are the database's, turned into this machine's `SystemTime` at the read.
+#[derive(Debug)]
+pub struct PgInspector {
+    client: Client,
+    sql: Sql,
+    exists: bool,
+}
+
+impl PgInspector {
+    /// Connects to the server of `url` (the same connection strings and TLS keys as
+    /// [`Postgres::url`](crate::Postgres::url)) and reads `schema`'s version: a schema of a
+    /// newer leaseq is refused ([`OpenError::SchemaTooNew`]); a missing one reads as empty
+    /// (see [`schema_exists`](Self::schema_exists)). The connection runs on the current
+    /// tokio runtime (call it inside one).
+    pub async fn connect(url: &str, schema: &str) -> Result<PgInspector, OpenError> {
+        if !crate::schema::valid_schema(schema) {
+            return Err(OpenError::InvalidName(schema.to_string()));
+        }
+        let (mut config, params) = crate::tls::parse(url)?;
+        config.connect_timeout(Duration::from_secs(10));
+        let tls = crate::tls::connector(&params)?;
+        let (client, conn) = config
+            .connect(tls)
+            .await
+            .map_err(|e| crate::tls::connect_error(&e))?;
+        tokio::spawn(conn);
+        let version = crate::schema::schema_version(&client, schema).await?;
+        if let Some(found) = version.filter(|&v| v > crate::schema::SCHEMA_VERSION) {
+            return Err(OpenError::SchemaTooNew {
+                found,
+                supported: crate::schema::SCHEMA_VERSION,
+            });
+        }
+        Ok(PgInspector {
+            client,
+            sql: Sql::new(schema, 1, MAX_ITEM),
+            exists: version.is_some(),
+        })
+    }
+
+    /// Whether leaseq's tables are in the schema (none: every read is empty).
+    pub fn schema_exists(&self) -> bool {
+        self.exists
+    }
+
+    /// Every queue of the schema that has rows, by name, with its rows counted by state. A
+    /// queue is its rows: one that never had any, or whose rows all went, is not listed.
+    pub async fn queues(&mut self) -> Result<Vec<StoredCounts>, DbError> {
+        if !self.exists {
+            return Ok(Vec::new());
+        }
+        let tx = read_only(&mut self.client).await?;
+        let rows = tx.query(&self.sql.op.queues, &[]).await?;
+        tx.commit().await?;
+        let n = |r: &Row, i: usize| r.get::<_, i64>(i).max(0) as u64;
+        Ok(rows
+            .iter()
+            .map(|r| StoredCounts::new(r.get::<_, String>(0), n(r, 1), n(r, 2), n(r, 3), n(r, 4)))
+            .collect())
+    }
+
+    /// `queue`'s rows counted by state (all zero for a queue with none).
+    pub async fn counts(&mut self, queue: &str) -> Result<StoredCounts, DbError> {
+        if !self.exists {
+            return Ok(StoredCounts::new(queue, 0, 0, 0, 0));
+        }
+        let tx = read_only(&mut self.client).await?;
+        let r = tx.query_one(&self.sql.counts, &[&queue]).await?;
+        tx.commit().await?;
+        let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
+        Ok(StoredCounts::new(queue, n(0), n(1), n(2), n(3)))
+    }
+
+    /// `queue`'s live rows (ready, delayed, in flight) of `page`, in id order.
+    pub async fn items(&mut self, queue: &str, page: Page) -> Result<Vec<StoredItem>, DbError> {
+        let rows = self.page(Statement::Items, queue, page).await?;
+        let now = SystemTime::now();
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let visible_in = r.get::<_, Option<i64>>(5).unwrap_or(0);
+                let state = match r.get::<_, i16>(1) {
+                    1 => StoredState::InFlight,
+                    _ if visible_in > 0 => StoredState::Delayed,
+                    _ => StoredState::Ready,
+                };
+                let mut item = stored(r, state, 8);
+                item.attempts = u32::try_from(r.get::<_, i32>(2)).unwrap_or(0);
+                item.priority = u8::try_from(r.get::<_, i16>(3)).unwrap_or(0);
+                item.key = r.get(4);
+                item.visible_at = (state == StoredState::Delayed).then(|| at(now, visible_in));
+                item.deadline = r
+                    .get::<_, Option<i64>>(6)
+                    .filter(|_| state == StoredState::InFlight)
+                    .map(|us| at(now, us));
+                item.expires_at = r.get::<_, Option<i64>>(7).map(|us| at(now, us));
+                item
+            })
+            .collect())
+    }
+
+    /// `queue`'s dead letters of `page`, in id order.
+    pub async fn dead_letters(
+        &mut self,
+        queue: &str,
+        page: Page,
+    ) -> Result<Vec<StoredItem>, DbError> {
+        let rows = self.page(Statement::Dead, queue, page).await?;
+        let now = SystemTime::now();
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let mut item = stored(r, StoredState::Dead, 8);
+                item.attempts = u32::try_from(r.get::<_, i32>(1)).unwrap_or(0);
+                item.reason = r
+                    .get::<_, Option<i16>>(2)
+                    .and_then(|c| u8::try_from(c).ok())
+                    .and_then(Reason::from_code);
+                item.last_error = r.get(3);
+                item.priority = u8::try_from(r.get::<_, i16>(4)).unwrap_or(0);
+                item.key = r.get(5);
+                item.dead_at = r.get::<_, Option<i64>>(6).map(|us| at(now, us));
+                item.expires_at = r.get::<_, Option<i64>>(7).map(|us| at(now, us));
+                item
+            })
+            .collect())
+    }
+
+    /// One page of `sql` (queue, ids above, at most) in a read-only transaction.
+    async fn page(
+        &mut self,
+        which: Statement,
+        queue: &str,
+        page: Page,
+    ) -> Result<Vec<Row>, DbError> {
+        if !self.exists {
+            return Ok(Vec::new());
+        }
+        let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let sql = match which {
+            Statement::Items => &self.sql.op.peek_items,
+            Statement::Dead => &self.sql.op.dead_page,
+        };
+        let tx = self
+            .client
+            .build_transaction()
+            .read_only(true)
+            .start()
+            .await?;
+        let rows = tx.query(sql, &[&queue, &after, &limit]).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+}
+
+/// The paged statements.
+#[derive(Clone, Copy)]
+enum Statement {
+    Items,
+    Dead,
+}
+
+/// `BEGIN READ ONLY`.
+async fn read_only(client: &mut Client) -> Result<tokio_postgres::Transaction<'_>, DbError> {
+    Ok(client.build_transaction().read_only(true).start().await?)
+}
+
+/// A row's id, payload (column `payload`, its size after it) as a `StoredItem` in `state`.
+fn stored(r: &Row, state: StoredState, payload: usize) -> StoredItem {
+    let size = r.get::<_, Option<i64>>(payload + 1).unwrap_or(0).max(0) as u64;
+    let mut item = StoredItem::new(MessageId::new(r.get::<_, i64>(0) as u64), state, size);
+    item.payload = r.get(payload);
+    item
+}
+
+/// `now` moved by `us` microseconds (a time the database gave as "from now").
+fn at(now: SystemTime, us: i64) -> SystemTime {
+    let d = Duration::from_micros(us.unsigned_abs());
+    if us >= 0 {
+        now + d
+    } else {
+        now.checked_sub(d).unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+}

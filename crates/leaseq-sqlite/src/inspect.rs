@@ -1,0 +1,144 @@
+//! A queue file read without opening the queue ([`FileView`]): the same format check as an
+//! open, then a read-only connection and the rows decoded as an open decodes them. Nothing
+//! is written: no owner lock taken, no lease of a dead process brought back, no commit.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leaseq_async::{Page, StoredCounts, StoredItem, StoredState};
+use leaseq_core::{MessageId, Reason};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::open_error::OpenError;
+use crate::restore::{read_row, Row, ROW_COLUMNS};
+
+/// A queue file, read-only: its counts, live items and dead letters as stored, for operator
+/// tools (the `leaseq` command line reads files through it).
+///
+/// A file holds one queue (its name is the builder's, not stored). Reading works while the
+/// queue is open in another process (SQLite's WAL lets readers in); what the file shows is
+/// its last commit. A lease there (`in flight`) is the owner's, or, if no process owns the
+/// file, one cut by a process that died: it comes back at the next open.
+#[derive(Debug)]
+pub struct FileView {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl FileView {
+    /// Checks `path` as an open does (a missing, foreign, corrupt or newer file refused
+    /// with its [`OpenError`]) and opens it read-only.
+    pub fn open(path: impl AsRef<Path>) -> Result<FileView, OpenError> {
+        let path = path.as_ref();
+        if !crate::check::check_file(path)? {
+            return Err(OpenError::Io(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{}: no such file", path.display()),
+            )));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        Ok(FileView {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The items counted by state, as of now on the wall clock (its queue name empty).
+    pub fn counts(&self) -> Result<StoredCounts, OpenError> {
+        let now = wall_nanos(SystemTime::now());
+        let (ready, delayed, in_flight, dead) = self.conn.query_row(
+            "SELECT
+                 count(*) FILTER (WHERE dead = 0 AND leased = 0 AND visible_at <= ?1),
+                 count(*) FILTER (WHERE dead = 0 AND leased = 0 AND visible_at > ?1),
+                 count(*) FILTER (WHERE dead = 0 AND leased = 1),
+                 count(*) FILTER (WHERE dead = 1)
+             FROM items",
+            [now],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let n = |x: i64| x.max(0) as u64;
+        Ok(StoredCounts::new(
+            "",
+            n(ready),
+            n(delayed),
+            n(in_flight),
+            n(dead),
+        ))
+    }
+
+    /// The live items (ready, delayed, in flight) of `page`, in id order.
+    pub fn items(&self, page: Page) -> Result<Vec<StoredItem>, OpenError> {
+        self.rows(false, page)
+    }
+
+    /// The dead letters of `page`, in id order.
+    pub fn dead_letters(&self, page: Page) -> Result<Vec<StoredItem>, OpenError> {
+        self.rows(true, page)
+    }
+
+    fn rows(&self, dead: bool, page: Page) -> Result<Vec<StoredItem>, OpenError> {
+        let now = wall_nanos(SystemTime::now());
+        let after = page
+            .after
+            .map_or(-1, |id| i64::try_from(id.get()).unwrap_or(i64::MAX));
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {ROW_COLUMNS} FROM items WHERE dead = ?2 AND id > ?3 ORDER BY id LIMIT ?4"
+        ))?;
+        let mut rows = st.query(rusqlite::params![i64::MAX, dead, after, limit])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push(stored(read_row(row)?, now));
+        }
+        Ok(out)
+    }
+}
+
+/// A row as the inspector shows it (its payload always loaded).
+fn stored(r: Row, now: i64) -> StoredItem {
+    let state = if r.dead {
+        StoredState::Dead
+    } else if r.leased {
+        StoredState::InFlight
+    } else if r.visible_at > now {
+        StoredState::Delayed
+    } else {
+        StoredState::Ready
+    };
+    let mut item = StoredItem::new(MessageId::new(r.id), state, r.payload.len() as u64);
+    item.attempts = r.attempts;
+    item.priority = r.priority;
+    item.key = r.key;
+    item.payload = Some(r.payload);
+    item.visible_at = (state == StoredState::Delayed).then(|| wall_time(r.visible_at));
+    item.expires_at = r.expires_at.map(wall_time);
+    item.last_error = r.last_error;
+    if r.dead {
+        item.reason = r
+            .reason
+            .and_then(|c| u8::try_from(c).ok())
+            .and_then(Reason::from_code);
+        item.dead_at = r.dead_at.map(wall_time);
+    }
+    item
+}
+
+/// Nanoseconds since the Unix epoch, as the file keeps times.
+fn wall_nanos(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// A time of the file as a `SystemTime`.
+fn wall_time(ns: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64)
+}
