@@ -1,0 +1,185 @@
+//! The command line, as clap parses it: a store (`sqlite <FILE>` or `postgres <URL>`), then
+//! a command. Values clap refuses (an unknown reason, a missing `--id`/`--all`) are usage
+//! errors: exit 2.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use leaseq_core::Reason;
+
+/// Operate a leaseq queue: read its stats, items and dead letters (changing nothing), or
+/// redrive and purge.
+///
+/// Exit status: 0 done, 1 failed (the store refused or could not be reached), 2 usage
+/// (bad arguments; a destructive command without --yes).
+#[derive(Debug, Parser)]
+#[command(name = "leaseq", version, about, long_about)]
+pub(crate) struct Cli {
+    /// The store.
+    #[command(subcommand)]
+    pub(crate) store: StoreCmd,
+}
+
+/// Which store the queue is in.
+#[derive(Debug, Subcommand)]
+pub(crate) enum StoreCmd {
+    /// A SQLite queue file (one queue per file).
+    Sqlite {
+        /// The queue's file.
+        file: PathBuf,
+        /// What to do.
+        #[command(subcommand)]
+        command: Command,
+    },
+    /// A PostgreSQL schema's queues.
+    Postgres {
+        /// The server: a connection string (`host=.. user=.. dbname=..`, `sslmode=verify-full`
+        /// and `sslrootcert=..` included) or a `postgresql://` URL.
+        url: String,
+        /// The schema the queues are in.
+        #[arg(long, default_value = "leaseq", global = true)]
+        schema: String,
+        /// What to do.
+        #[command(subcommand)]
+        command: PgCommand,
+    },
+}
+
+/// A Postgres command: the schema's queues, or a command on one queue.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PgCommand {
+    /// The schema's queues (those with rows) and their counts.
+    Queues(Output),
+    /// A command on one queue.
+    #[command(flatten)]
+    Queue(QueueCommand),
+}
+
+/// A SQLite command (the file is the queue).
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// The file's queue and its counts (a file holds one queue).
+    Queues(Output),
+    /// Items counted by state.
+    Stats(Output),
+    /// The live items (ready, delayed, in flight), in id order.
+    Peek(Paged),
+    /// The dead letters, in id order.
+    Dead(Paged),
+    /// Puts dead letters back, visible at once, attempts reset.
+    Redrive(Redrive),
+    /// Deletes every ready and delayed item (items in flight stay with their holders).
+    Purge(Confirm),
+    /// Deletes dead letters: all, or those of a reason or job kind.
+    PurgeDead(PurgeDead),
+}
+
+/// A Postgres command on one queue (the same as a SQLite file's, naming the queue).
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueCommand {
+    /// Items counted by state.
+    Stats(OnQueue<Output>),
+    /// The live items (ready, delayed, in flight), in id order.
+    Peek(OnQueue<Paged>),
+    /// The dead letters, in id order.
+    Dead(OnQueue<Paged>),
+    /// Puts dead letters back, visible at once, attempts reset.
+    Redrive(OnQueue<Redrive>),
+    /// Deletes every ready and delayed item (items in flight stay with their holders).
+    Purge(OnQueue<Confirm>),
+    /// Deletes dead letters: all, or those of a reason or job kind.
+    PurgeDead(OnQueue<PurgeDead>),
+}
+
+/// A command's arguments and the queue it is on.
+#[derive(Debug, Args)]
+pub(crate) struct OnQueue<A: Args> {
+    /// The queue's name.
+    pub(crate) queue: String,
+    #[command(flatten)]
+    pub(crate) args: A,
+}
+
+/// How a read is shown.
+#[derive(Debug, Args)]
+pub(crate) struct Output {
+    /// JSON on stdout instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A page of items.
+#[derive(Debug, Args)]
+pub(crate) struct Paged {
+    /// At most this many.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) limit: usize,
+    /// Only ids above this one (the last id of the previous page).
+    #[arg(long)]
+    pub(crate) after: Option<u64>,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+/// Which dead letters a bulk command takes.
+#[derive(Debug, Args)]
+pub(crate) struct Filter {
+    /// Only those dead-lettered for this reason: lease-expired, nacked, timed-out,
+    /// dropped, released, rejected, panicked, expired, undecodable.
+    #[arg(long, value_parser = parse_reason)]
+    pub(crate) reason: Option<Reason>,
+    /// Only those whose item is a job router envelope of this kind.
+    #[arg(long)]
+    pub(crate) kind: Option<String>,
+}
+
+/// `redrive`: one dead letter, or all (of a reason, of a kind).
+#[derive(Debug, Args)]
+#[group(id = "which", required = true, multiple = false, args = ["id", "all"])]
+pub(crate) struct Redrive {
+    /// The dead letter's id.
+    #[arg(long, conflicts_with_all = ["reason", "kind"])]
+    pub(crate) id: Option<u64>,
+    /// Every dead letter that can go back (or those --reason and --kind name).
+    #[arg(long)]
+    pub(crate) all: bool,
+    #[command(flatten)]
+    pub(crate) filter: Filter,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+/// A destructive command's confirmation.
+#[derive(Debug, Args)]
+pub(crate) struct Confirm {
+    /// Really delete (without it, nothing is done and the exit status is 2).
+    #[arg(long)]
+    pub(crate) yes: bool,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+/// `purge-dead`.
+#[derive(Debug, Args)]
+pub(crate) struct PurgeDead {
+    #[command(flatten)]
+    pub(crate) filter: Filter,
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
+/// A reason by its name, spaces or dashes or underscores between words.
+fn parse_reason(s: &str) -> Result<Reason, String> {
+    let want = s.trim().to_ascii_lowercase().replace(['-', '_'], " ");
+    Reason::ALL
+        .iter()
+        .copied()
+        .find(|r| r.as_str() == want)
+        .ok_or_else(|| {
+            let names: Vec<String> = Reason::ALL
+                .iter()
+                .map(|r| r.as_str().replace(' ', "-"))
+                .collect();
+            format!("unknown reason {s:?}; one of: {}", names.join(", "))
+        })
+}

@@ -1,0 +1,39 @@
+//! What a command prints: a table for people, or JSON with `--json`.
+
+use serde_json::Value;
+
+use crate::args::Command;
+
+/// A command's result, both ways.
+#[derive(Debug)]
+pub(crate) struct Shown {
+    table: String,
+    json: Value,
+}
+
+impl Shown {
+    /// A result shown as `table`, or as `json`.
+    pub(crate) fn new(table: String, json: Value) -> Self {
+        Shown { table, json }
+    }
+
+    /// Prints it on stdout, as JSON when `json`.
+    pub(crate) fn print(&self, json: bool) {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&self.json).unwrap_or_default());
+        } else {
+            print!("{}", self.table);
+        }
+    }
+}
+
+/// Whether `command` asked for JSON.
+pub(crate) fn wants_json(command: &Command) -> bool {
+    match command {
+        Command::Queues(o) | Command::Stats(o) => o.json,
+        Command::Peek(p) | Command::Dead(p) => p.output.json,
+        Command::Redrive(r) => r.output.json,
+        Command::Purge(c) => c.output.json,
+        Command::PurgeDead(p) => p.confirm.output.json,
+    }
+}

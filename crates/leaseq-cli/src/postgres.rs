@@ -1,0 +1,112 @@
+//! `leaseq postgres <URL> ...`: reads through `PgInspector` (read-only transactions, no
+//! store opened, nothing written), writes through the store's operator API on a store
+//! opened for the command (its rescuer not due while it runs).
+
+use std::time::Duration;
+
+use leaseq_async::{Config, LeaseQueue, Page};
+use leaseq_postgres::{BytesCodec, Options, PgInspector, Postgres};
+
+use crate::args::{Command, Paged, PgCommand, QueueCommand};
+use crate::error::{failed, CliError};
+use crate::output::{wants_json, Shown};
+use crate::show;
+
+/// The command and the queue it names (none: `queues`).
+fn split(command: PgCommand) -> (Option<String>, Command) {
+    match command {
+        PgCommand::Queues(o) => (None, Command::Queues(o)),
+        PgCommand::Queue(q) => match q {
+            QueueCommand::Stats(c) => (Some(c.queue), Command::Stats(c.args)),
+            QueueCommand::Peek(c) => (Some(c.queue), Command::Peek(c.args)),
+            QueueCommand::Dead(c) => (Some(c.queue), Command::Dead(c.args)),
+            QueueCommand::Redrive(c) => (Some(c.queue), Command::Redrive(c.args)),
+            QueueCommand::Purge(c) => (Some(c.queue), Command::Purge(c.args)),
+            QueueCommand::PurgeDead(c) => (Some(c.queue), Command::PurgeDead(c.args)),
+        },
+    }
+}
+
+/// Runs `command` on the schema `schema` of the server `url`.
+pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(), CliError> {
+    let (queue, command) = split(command);
+    let json = wants_json(&command);
+    let write = crate::write::is_write(&command)?;
+    let mut inspector = PgInspector::connect(url, schema)
+        .await
+        .map_err(|e| failed(format!("postgres: {e}")))?;
+    if !inspector.schema_exists() {
+        return Err(failed(format!(
+            "postgres: no leaseq schema {schema:?} in this database (--schema names it)"
+        )));
+    }
+    let shown = match (queue, write) {
+        (Some(queue), true) => {
+            drop(inspector);
+            self::write(url, schema, &queue, &command).await?
+        }
+        (queue, false) => read(&mut inspector, queue.as_deref(), &command).await?,
+        (None, true) => return Err(failed("no queue named")),
+    };
+    shown.print(json);
+    Ok(())
+}
+
+fn page(p: &Paged) -> Page {
+    let page = Page::first(p.limit);
+    match p.after {
+        Some(id) => page.next(leaseq_async::MessageId::new(id)),
+        None => page,
+    }
+}
+
+/// A read, in read-only transactions.
+async fn read(
+    inspector: &mut PgInspector,
+    queue: Option<&str>,
+    command: &Command,
+) -> Result<Shown, CliError> {
+    let bad = |e: leaseq_postgres::DbError| failed(format!("postgres: {e}"));
+    Ok(match (command, queue) {
+        (Command::Queues(_), _) => {
+            let counts = inspector.queues().await.map_err(bad)?;
+            let json = serde_json::Value::Array(counts.iter().map(show::counts_json).collect());
+            Shown::new(show::counts_table(&counts), json)
+        }
+        (Command::Stats(_), Some(queue)) => {
+            let counts = inspector.counts(queue).await.map_err(bad)?;
+            Shown::new(show::counts_table(&[counts.clone()]), show::counts_json(&counts))
+        }
+        (Command::Peek(p), Some(queue)) => {
+            let items = inspector.items(queue, page(p)).await.map_err(bad)?;
+            Shown::new(show::items_table(&items), show::items_json(&items))
+        }
+        (Command::Dead(p), Some(queue)) => {
+            let items = inspector.dead_letters(queue, page(p)).await.map_err(bad)?;
+            Shown::new(show::dead_table(&items), show::items_json(&items))
+        }
+        _ => return Err(failed("not a read command")),
+    })
+}
+
+/// A write, on a store opened for it: its rescuer not due before the command ends (the
+/// queue's own processes rescue leases), attempts unlimited (nothing this store does
+/// dead-letters).
+async fn write(url: &str, schema: &str, queue: &str, command: &Command) -> Result<Shown, CliError> {
+    let config = Config::new(Duration::from_secs(30)).with_max_attempts(u32::MAX);
+    let options = Options::new()
+        .schema(schema)
+        .pool_size(2)
+        .rescue_every(Duration::from_secs(24 * 3600));
+    let q = LeaseQueue::builder(config)
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
+        .await
+        .map_err(|e| failed(format!("postgres: {e}")))?;
+    let shown = crate::write::run(&q, command).await;
+    let closed = q.close().await;
+    let shown = shown?;
+    closed.map_err(|e| failed(format!("postgres: closing: {e}")))?;
+    Ok(shown)
+}

@@ -1,0 +1,216 @@
+//! How the CLI shows what it read: a payload as text when printable, else hex, with its job
+//! kind when it is a router envelope; tables for people and JSON (`--json`) for programs.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leaseq_async::router::kind_of;
+use leaseq_async::{StoredCounts, StoredItem};
+use serde_json::{json, Value};
+
+/// The most payload bytes a table shows.
+const PREVIEW: usize = 48;
+
+/// An item's job kind and the rest of its bytes (its arguments), if it is an envelope.
+/// Shown as one only when the kind has no space or control character: a long plain text
+/// also begins with a "length" byte (its first letter), and its "kind" then has spaces.
+fn split_kind(payload: &[u8]) -> (Option<&str>, &[u8]) {
+    match kind_of(payload) {
+        Some(kind) if !kind.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            (Some(kind), &payload[1 + kind.len()..])
+        }
+        _ => (None, payload),
+    }
+}
+
+/// Bytes as text when they are printable UTF-8 (quoted), else as `0x` hex; cut at
+/// `max` bytes with "...".
+pub(crate) fn preview(bytes: &[u8], max: usize) -> String {
+    let shown = &bytes[..bytes.len().min(max)];
+    let more = if bytes.len() > max { "..." } else { "" };
+    match std::str::from_utf8(shown) {
+        Ok(s) if s.chars().all(|c| !c.is_control()) => format!("{s:?}{more}"),
+        _ => format!("0x{}{more}", hex(shown)),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Milliseconds since the Unix epoch.
+fn unix_ms(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+/// A time relative to now: "in 4.0s", "12.5s ago".
+fn relative(t: SystemTime, now: SystemTime) -> String {
+    let secs = |d: Duration| {
+        let s = d.as_secs_f64();
+        if s < 120.0 {
+            format!("{s:.1}s")
+        } else if s < 7200.0 {
+            format!("{:.1}m", s / 60.0)
+        } else {
+            format!("{:.1}h", s / 3600.0)
+        }
+    };
+    match t.duration_since(now) {
+        Ok(d) => format!("in {}", secs(d)),
+        Err(e) => format!("{} ago", secs(e.duration())),
+    }
+}
+
+/// Counts as JSON.
+pub(crate) fn counts_json(c: &StoredCounts) -> Value {
+    json!({
+        "queue": c.queue,
+        "ready": c.ready,
+        "delayed": c.delayed,
+        "in_flight": c.in_flight,
+        "dead": c.dead,
+        "live": c.live(),
+    })
+}
+
+/// Counts as a table, one row each.
+pub(crate) fn counts_table(counts: &[StoredCounts]) -> String {
+    let width = counts.iter().map(|c| c.queue.len()).max().unwrap_or(0).max(5);
+    let mut out = format!(
+        "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}\n",
+        "queue", "ready", "delayed", "in flight", "dead"
+    );
+    for c in counts {
+        out.push_str(&format!(
+            "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}\n",
+            c.queue, c.ready, c.delayed, c.in_flight, c.dead
+        ));
+    }
+    out
+}
+
+/// An item as JSON: its payload as text (`null` unless UTF-8) and as hex, its kind.
+pub(crate) fn item_json(item: &StoredItem) -> Value {
+    let payload = item.payload.as_deref();
+    let (kind, args) = payload.map_or((None, &[][..]), split_kind);
+    json!({
+        "id": item.id.get(),
+        "state": item.state.as_str(),
+        "attempts": item.attempts,
+        "priority": item.priority,
+        "key": item.key.as_deref().map(String::from_utf8_lossy),
+        "kind": kind,
+        "args": payload.and_then(|_| std::str::from_utf8(args).ok()),
+        "payload": payload.and_then(|p| std::str::from_utf8(p).ok()),
+        "payload_hex": payload.map(hex),
+        "size": item.size,
+        "visible_at_ms": item.visible_at.map(unix_ms),
+        "deadline_ms": item.deadline.map(unix_ms),
+        "expires_at_ms": item.expires_at.map(unix_ms),
+        "reason": item.reason.map(|r| r.as_str()),
+        "last_error": item.last_error,
+        "dead_at_ms": item.dead_at.map(unix_ms),
+    })
+}
+
+/// Items as JSON, an array.
+pub(crate) fn items_json(items: &[StoredItem]) -> Value {
+    Value::Array(items.iter().map(item_json).collect())
+}
+
+/// The payload column: the arguments of an envelope (its kind in its own column), the
+/// whole bytes otherwise, or the size of a payload not loaded.
+fn payload_cell(item: &StoredItem) -> (String, String) {
+    match item.payload.as_deref() {
+        None => ("-".into(), format!("({} bytes, not loaded)", item.size)),
+        Some(p) => {
+            let (kind, args) = split_kind(p);
+            (kind.unwrap_or("-").to_string(), preview(args, PREVIEW))
+        }
+    }
+}
+
+/// Live items as a table.
+pub(crate) fn items_table(items: &[StoredItem]) -> String {
+    if items.is_empty() {
+        return "no items\n".into();
+    }
+    let now = SystemTime::now();
+    let mut out = format!(
+        "{:>10}  {:<9}  {:>8}  {:>3}  {:<12}  {:<14}  payload\n",
+        "id", "state", "attempts", "pri", "kind", "due"
+    );
+    for item in items {
+        let due = item
+            .visible_at
+            .or(item.deadline)
+            .map_or("-".into(), |t| relative(t, now));
+        let (kind, payload) = payload_cell(item);
+        out.push_str(&format!(
+            "{:>10}  {:<9}  {:>8}  {:>3}  {:<12}  {:<14}  {}\n",
+            item.id.get(),
+            item.state.as_str(),
+            item.attempts,
+            item.priority,
+            kind,
+            due,
+            payload
+        ));
+    }
+    out
+}
+
+/// Dead letters as a table.
+pub(crate) fn dead_table(items: &[StoredItem]) -> String {
+    if items.is_empty() {
+        return "no dead letters\n".into();
+    }
+    let now = SystemTime::now();
+    let mut out = format!(
+        "{:>10}  {:>8}  {:<13}  {:<12}  {:<10}  {:<36}  payload\n",
+        "id", "attempts", "reason", "kind", "dead", "last error"
+    );
+    for item in items {
+        let (kind, payload) = payload_cell(item);
+        let error = item.last_error.as_deref().unwrap_or("-");
+        let error: String = if error.chars().count() > 36 {
+            error.chars().take(33).chain("...".chars()).collect()
+        } else {
+            error.to_string()
+        };
+        out.push_str(&format!(
+            "{:>10}  {:>8}  {:<13}  {:<12}  {:<10}  {:<36}  {}\n",
+            item.id.get(),
+            item.attempts,
+            item.reason.map_or("-", |r| r.as_str()),
+            kind,
+            item.dead_at.map_or("-".into(), |t| relative(t, now)),
+            error,
+            payload
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{preview, split_kind};
+
+    #[test]
+    fn printable_text_is_quoted_and_the_rest_is_hex() {
+        assert_eq!(preview(b"invoice 981", 48), "\"invoice 981\"");
+        assert_eq!(preview(&[0xde, 0xad, 0x00], 48), "0xdead00");
+        assert_eq!(preview(b"abcdef", 3), "\"abc\"...");
+        assert_eq!(preview(b"a\nb", 48), "0x610a62", "a control character");
+    }
+
+    #[test]
+    fn an_envelope_splits_into_its_kind_and_arguments() {
+        assert_eq!(split_kind(b"\x05email{}"), (Some("email"), &b"{}"[..]));
+        assert_eq!(split_kind(b"plain"), (None, &b"plain"[..]));
+        let text = "a plain text longer than its first letter's code, with spaces".repeat(2);
+        assert_eq!(split_kind(text.as_bytes()).0, None);
+    }
+}

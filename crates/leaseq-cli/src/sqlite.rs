@@ -1,0 +1,95 @@
+//! `leaseq sqlite <FILE> ...`: reads through `FileView` (a read-only connection, nothing
+//! written, the owner lock not taken), writes through the store's operator API (the file
+//! opened as its owner would: refused while another process owns it).
+
+use std::path::Path;
+use std::time::Duration;
+
+use leaseq_async::{Config, LeaseQueue, Page};
+use leaseq_sqlite::{BytesCodec, FileView, OpenError, Sqlite};
+
+use crate::args::{Command, Paged};
+use crate::error::{failed, CliError};
+use crate::output::{wants_json, Shown};
+use crate::show;
+
+/// Runs `command` on the queue in `file`.
+pub(crate) async fn run(file: &Path, command: Command) -> Result<(), CliError> {
+    let json = wants_json(&command);
+    let shown = if crate::write::is_write(&command)? {
+        write(file, &command).await?
+    } else {
+        read(file, &command)?
+    };
+    shown.print(json);
+    Ok(())
+}
+
+fn page(p: &Paged) -> Page {
+    let page = Page::first(p.limit);
+    match p.after {
+        Some(id) => page.next(leaseq_async::MessageId::new(id)),
+        None => page,
+    }
+}
+
+/// A read: nothing in the file changes.
+fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
+    let view = FileView::open(file).map_err(|e| open_error(file, &e))?;
+    let bad = |e: OpenError| failed(format!("{}: {e}", file.display()));
+    Ok(match command {
+        Command::Queues(_) | Command::Stats(_) => {
+            let mut counts = view.counts().map_err(bad)?;
+            counts.queue = file.display().to_string();
+            let json = show::counts_json(&counts);
+            let json = match command {
+                Command::Queues(_) => serde_json::Value::Array(vec![json]),
+                _ => json,
+            };
+            Shown::new(show::counts_table(&[counts]), json)
+        }
+        Command::Peek(p) => {
+            let items = view.items(page(p)).map_err(bad)?;
+            Shown::new(show::items_table(&items), show::items_json(&items))
+        }
+        Command::Dead(p) => {
+            let items = view.dead_letters(page(p)).map_err(bad)?;
+            Shown::new(show::dead_table(&items), show::items_json(&items))
+        }
+        _ => return Err(failed("not a read command")),
+    })
+}
+
+/// A write, as the file's owner: the leases of a process that died holding the file come
+/// back first, as at its next start (attempts unlimited here, so that none is
+/// dead-lettered by this open).
+async fn write(file: &Path, command: &Command) -> Result<Shown, CliError> {
+    if !file.exists() {
+        return Err(failed(format!("{}: no such file", file.display())));
+    }
+    // Checked read-only first: a foreign or newer file is refused before the open.
+    FileView::open(file).map_err(|e| open_error(file, &e))?;
+    let config = Config::new(Duration::from_secs(30)).with_max_attempts(u32::MAX);
+    let q = LeaseQueue::builder(config)
+        .codec(BytesCodec)
+        .open(Sqlite::file(file))
+        .await
+        .map_err(|e| open_error(file, &e))?;
+    let shown = crate::write::run(&q, command).await;
+    let closed = q.close().await;
+    let shown = shown?;
+    closed.map_err(|e| failed(format!("{}: closing: {e}", file.display())))?;
+    Ok(shown)
+}
+
+/// An open's refusal in words; a file another process owns says what to do.
+fn open_error(file: &Path, e: &OpenError) -> CliError {
+    match e {
+        OpenError::Locked(_) => failed(format!(
+            "{}: in use by another process: stop it, or make the change from that process \
+             (read-only commands - stats, peek, dead, queues - work while it runs)",
+            file.display()
+        )),
+        e => failed(format!("{}: {e}", file.display())),
+    }
+}

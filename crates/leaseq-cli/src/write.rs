@@ -1,0 +1,89 @@
+//! The commands that change a queue, through its store's operator API (the same on every
+//! store): redrive one or many, purge, purge dead letters. Each checks its arguments before
+//! anything is opened.
+
+use leaseq_async::{AdminError, DeadFilter, LeaseQueue, MessageId, Store};
+use leaseq_tokio::TokioRuntime;
+use serde_json::json;
+
+use crate::args::{Command, Filter};
+use crate::error::{failed, CliError};
+use crate::output::Shown;
+
+/// Whether `command` changes the queue; refused (usage) when it is destructive without
+/// `--yes`.
+pub(crate) fn is_write(command: &Command) -> Result<bool, CliError> {
+    let unconfirmed = |what: &str| {
+        Err(CliError::Usage(format!(
+            "{what} deletes items for good: add --yes to do it"
+        )))
+    };
+    match command {
+        Command::Purge(c) if !c.yes => unconfirmed("purge"),
+        Command::PurgeDead(p) if !p.confirm.yes => unconfirmed("purge-dead"),
+        Command::Redrive(_) | Command::Purge(_) | Command::PurgeDead(_) => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// The filter the arguments name.
+fn filter(f: &Filter) -> DeadFilter<Vec<u8>> {
+    let mut filter = DeadFilter::all();
+    if let Some(reason) = f.reason {
+        filter = filter.reason(reason);
+    }
+    if let Some(kind) = &f.kind {
+        filter = filter.kind(kind);
+    }
+    filter
+}
+
+/// Runs a write `command` on `q`.
+pub(crate) async fn run<S>(
+    q: &LeaseQueue<Vec<u8>, TokioRuntime, S>,
+    command: &Command,
+) -> Result<Shown, CliError>
+where
+    S: Store<Vec<u8>, Runtime = TokioRuntime>,
+{
+    match command {
+        Command::Redrive(r) => match r.id {
+            Some(id) => match q.redrive(MessageId::new(id)).await {
+                Ok(id) => Ok(Shown::new(
+                    format!("redriven: {} is ready again, its attempts reset\n", id.get()),
+                    json!({ "redriven": 1, "id": id.get() }),
+                )),
+                Err(AdminError::Refused(e)) => Err(failed(format!("cannot redrive {id}: {e}"))),
+                Err(e) => Err(failed(format!("redrive {id}: {e}"))),
+            },
+            None => {
+                let n = q
+                    .redrive_matching(filter(&r.filter))
+                    .await
+                    .map_err(|e| failed(format!("redrive: {e}")))?;
+                Ok(Shown::new(
+                    format!("redriven: {n} dead letters are ready again\n"),
+                    json!({ "redriven": n }),
+                ))
+            }
+        },
+        Command::Purge(_) => {
+            let n = q.purge().await.map_err(|e| failed(format!("purge: {e}")))?;
+            Ok(Shown::new(
+                format!("purged: {n} ready and delayed items deleted\n"),
+                json!({ "purged": n }),
+            ))
+        }
+        Command::PurgeDead(p) => {
+            let n = q
+                .purge_dead_matching(filter(&p.filter))
+                .await
+                .map_err(|e| failed(format!("purge-dead: {e}")))?;
+            Ok(Shown::new(
+                format!("purged: {n} dead letters deleted\n"),
+                json!({ "purged": n }),
+            ))
+        }
+        _ => Err(failed("not a command that changes the queue")),
+    }
+}
