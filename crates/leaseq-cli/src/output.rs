@@ -20,7 +20,10 @@ impl Shown {
     /// Prints it on stdout, as JSON when `json`.
     pub(crate) fn print(&self, json: bool) {
         if json {
-            println!("{}", serde_json::to_string_pretty(&self.json).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&self.json).unwrap_or_default()
+            );
         } else {
             print!("{}", self.table);
         }

@@ -75,7 +75,10 @@ async fn read(
         }
         (Command::Stats(_), Some(queue)) => {
             let counts = inspector.counts(queue).await.map_err(bad)?;
-            Shown::new(show::counts_table(&[counts.clone()]), show::counts_json(&counts))
+            Shown::new(
+                show::counts_table(&[counts.clone()]),
+                show::counts_json(&counts),
+            )
         }
         (Command::Peek(p), Some(queue)) => {
             let items = inspector.items(queue, page(p)).await.map_err(bad)?;

@@ -77,7 +77,12 @@ pub(crate) fn counts_json(c: &StoredCounts) -> Value {
 
 /// Counts as a table, one row each.
 pub(crate) fn counts_table(counts: &[StoredCounts]) -> String {
-    let width = counts.iter().map(|c| c.queue.len()).max().unwrap_or(0).max(5);
+    let width = counts
+        .iter()
+        .map(|c| c.queue.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let mut out = format!(
         "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}\n",
         "queue", "ready", "delayed", "in flight", "dead"

@@ -50,7 +50,10 @@ where
         Command::Redrive(r) => match r.id {
             Some(id) => match q.redrive(MessageId::new(id)).await {
                 Ok(id) => Ok(Shown::new(
-                    format!("redriven: {} is ready again, its attempts reset\n", id.get()),
+                    format!(
+                        "redriven: {} is ready again, its attempts reset\n",
+                        id.get()
+                    ),
                     json!({ "redriven": 1, "id": id.get() }),
                 )),
                 Err(AdminError::Refused(e)) => Err(failed(format!("cannot redrive {id}: {e}"))),

@@ -1,6 +1,7 @@
 //! A queue file read without opening the queue ([`FileView`]): the same format check as an
-//! open, then a read-only connection and the rows decoded as an open decodes them. Nothing
-//! is written: no owner lock taken, no lease of a dead process brought back, no commit.
+//! open, then a `query_only` connection and the rows decoded as an open decodes them.
+//! Nothing is written: no owner lock taken, no lease of a dead process brought back, no
+//! commit.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -33,13 +34,27 @@ impl FileView {
         if !crate::check::check_file(path)? {
             return Err(OpenError::Io(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
-                format!("{}: no such file", path.display()),
+                "no such file",
             )));
         }
-        let conn = Connection::open_with_flags(
+        // A connection on a WAL file makes its `-wal` and `-shm` if they are missing, and a
+        // read-only one leaves them behind. A writable one with `query_only` set writes no
+        // row either, and when it is the file's last connection SQLite removes them at
+        // close, under its own locks (as it does for the queue's owner): the directory is
+        // left as it was. Read-only when the file may not be written.
+        let conn = match Connection::open_with_flags(
             path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        ) {
+            Ok(conn) => {
+                conn.pragma_update(None, "query_only", true)?;
+                conn
+            }
+            Err(_) => Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?,
+        };
         conn.busy_timeout(Duration::from_secs(5))?;
         Ok(FileView {
             conn,

@@ -1,0 +1,337 @@
+//! The `leaseq` binary on a real SQLite queue file: each command's table and JSON, writes
+//! through the store (and refused while another process owns the file), bad arguments
+//! (a clear message, exit 2 or 1), and reads that change nothing (the file and its WAL
+//! byte-identical, no owner lock taken).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use leaseq_async::{Config, Failure, LeaseQueue, Push};
+use leaseq_smol::SmolRuntime;
+use leaseq_sqlite::{BytesCodec, Sqlite, SqliteQueue};
+use serde_json::Value;
+
+type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
+
+fn temp(name: &str) -> PathBuf {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    std::env::temp_dir().join(format!("leaseq-cli-{name}-{}-{n}.db", std::process::id()))
+}
+
+fn remove(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+fn open(path: &Path) -> Queue {
+    smol::block_on(
+        LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(Sqlite::file(path)),
+    )
+    .unwrap()
+}
+
+/// An envelope's bytes: the kind's length, the kind, the arguments.
+fn envelope(kind: &str, args: &str) -> Vec<u8> {
+    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
+}
+
+/// A file with a ready item, a delayed one, and three dead letters: an email nacked out of
+/// its attempts, an sms rejected by its handler, raw binary bytes nacked.
+fn fixture(name: &str) -> PathBuf {
+    let path = temp(name);
+    let q = open(&path);
+    smol::block_on(async {
+        for item in [
+            envelope("email", "{\"to\":17}"),
+            envelope("sms", "hi"),
+            vec![0xde, 0xad, 0xbe, 0xef],
+        ] {
+            q.push(item).await.unwrap();
+        }
+        for _ in 0..3 {
+            let d = q.receive().await.unwrap();
+            if d.item().starts_with(b"\x03sms") {
+                d.dead_letter("no such number").await.unwrap();
+            } else {
+                d.nack_with(Failure::error("upstream 503")).await.unwrap();
+            }
+        }
+        q.push(b"invoice 981".to_vec()).await.unwrap();
+        q.push_with(
+            b"later".to_vec(),
+            Push::new().delay(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+        q.close().await.unwrap();
+    });
+    drop(q);
+    path
+}
+
+fn leaseq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leaseq"))
+        .args(args)
+        .output()
+        .expect("run leaseq")
+}
+
+fn sqlite(path: &Path, args: &[&str]) -> Output {
+    let file = path.to_str().unwrap();
+    leaseq(&[&["sqlite", file][..], args].concat())
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).expect("JSON")
+}
+
+fn fails(o: &Output, code: i32, says: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert!(err.contains(says), "{says:?} not in: {err}");
+}
+
+/// The file, its WAL, shared memory and owner lock: whether each exists, its length and
+/// a hash of its bytes.
+fn snapshot(path: &Path) -> Vec<(String, Option<(usize, u64)>)> {
+    use std::hash::{Hash, Hasher};
+    ["", "-wal", "-shm", "-lock"]
+        .iter()
+        .map(|s| {
+            let p = format!("{}{s}", path.display());
+            let seen = std::fs::read(&p).ok().map(|bytes| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut h);
+                (bytes.len(), h.finish())
+            });
+            (s.to_string(), seen)
+        })
+        .collect()
+}
+
+#[test]
+fn read_commands_show_the_file_and_change_nothing() {
+    let path = fixture("reads");
+    let before = snapshot(&path);
+    let data_version = || {
+        let c = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        c.query_row("SELECT count(*), max(id) FROM items", [], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })
+        .unwrap()
+    };
+    let rows = data_version();
+
+    let stats = json(&sqlite(&path, &["stats", "--json"]));
+    assert_eq!(
+        (
+            &stats["ready"],
+            &stats["delayed"],
+            &stats["in_flight"],
+            &stats["dead"]
+        ),
+        (
+            &Value::from(1),
+            &Value::from(1),
+            &Value::from(0),
+            &Value::from(3)
+        )
+    );
+    let table = stdout(&sqlite(&path, &["stats"]));
+    assert!(table.contains("ready") && table.contains("dead"), "{table}");
+
+    let queues = json(&sqlite(&path, &["queues", "--json"]));
+    assert_eq!(queues.as_array().map(Vec::len), Some(1));
+    assert_eq!(queues[0]["live"], 2);
+
+    let peek = json(&sqlite(&path, &["peek", "--json"]));
+    let peek = peek.as_array().unwrap();
+    assert_eq!(peek.len(), 2);
+    assert_eq!(peek[0]["state"], "ready");
+    assert_eq!(peek[0]["payload"], "invoice 981");
+    assert_eq!(peek[1]["state"], "delayed");
+    assert!(peek[1]["visible_at_ms"].as_i64().is_some());
+    let table = stdout(&sqlite(&path, &["peek"]));
+    assert!(
+        table.contains("\"invoice 981\"") && table.contains("delayed"),
+        "{table}"
+    );
+
+    let dead = json(&sqlite(&path, &["dead", "--json"]));
+    let dead = dead.as_array().unwrap();
+    assert_eq!(dead.len(), 3);
+    assert_eq!(
+        (&dead[0]["kind"], &dead[0]["reason"]),
+        (&Value::from("email"), &Value::from("nacked"))
+    );
+    assert_eq!(dead[0]["args"], "{\"to\":17}");
+    assert_eq!(dead[0]["last_error"], "upstream 503");
+    assert_eq!(
+        (&dead[1]["kind"], &dead[1]["reason"]),
+        (&Value::from("sms"), &Value::from("rejected"))
+    );
+    assert_eq!(dead[2]["kind"], Value::Null);
+    assert_eq!(dead[2]["payload_hex"], "deadbeef");
+    let table = stdout(&sqlite(&path, &["dead"]));
+    for cell in ["email", "sms", "rejected", "upstream 503", "0xdeadbeef"] {
+        assert!(table.contains(cell), "{cell} not in {table}");
+    }
+    // Paging.
+    let first = dead[0]["id"].as_u64().unwrap().to_string();
+    let page = json(&sqlite(
+        &path,
+        &["dead", "--json", "--limit", "1", "--after", &first],
+    ));
+    assert_eq!(page.as_array().map(Vec::len), Some(1));
+    assert_eq!(page[0]["kind"], "sms");
+
+    assert_eq!(
+        snapshot(&path),
+        before,
+        "a read changed the file or its sidecars"
+    );
+    assert_eq!(data_version(), rows);
+    remove(&path);
+}
+
+#[test]
+fn writes_redrive_and_purge_through_the_store() {
+    let path = fixture("writes");
+    let dead = json(&sqlite(&path, &["dead", "--json"]));
+    let raw = dead[2]["id"].as_u64().unwrap().to_string();
+
+    let one = json(&sqlite(&path, &["redrive", "--id", &raw, "--json"]));
+    assert_eq!(one["redriven"], 1);
+    let n = json(&sqlite(
+        &path,
+        &["redrive", "--all", "--reason", "timed-out", "--json"],
+    ));
+    assert_eq!(n["redriven"], 0);
+    let n = json(&sqlite(
+        &path,
+        &["redrive", "--all", "--kind", "email", "--json"],
+    ));
+    assert_eq!(n["redriven"], 1);
+    let table = stdout(&sqlite(
+        &path,
+        &["purge-dead", "--reason", "rejected", "--yes"],
+    ));
+    assert!(table.contains("1 dead letters deleted"), "{table}");
+    let stats = json(&sqlite(&path, &["stats", "--json"]));
+    assert_eq!(
+        (&stats["ready"], &stats["dead"]),
+        (&Value::from(3), &Value::from(0))
+    );
+
+    let purged = json(&sqlite(&path, &["purge", "--yes", "--json"]));
+    assert_eq!(purged["purged"], 4, "three ready and the delayed one");
+    let stats = json(&sqlite(&path, &["stats", "--json"]));
+    assert_eq!(stats["live"], 0);
+
+    // A dead letter that is not there: refused, exit 1.
+    fails(
+        &sqlite(&path, &["redrive", "--id", &raw]),
+        1,
+        "cannot redrive",
+    );
+    remove(&path);
+}
+
+#[test]
+fn a_file_owned_by_a_live_process_is_read_but_not_written() {
+    let path = fixture("owned");
+    let q = open(&path);
+    let stats = json(&sqlite(&path, &["stats", "--json"]));
+    assert_eq!(stats["dead"], 3, "reads work while it runs");
+    fails(
+        &sqlite(&path, &["redrive", "--all"]),
+        1,
+        "in use by another process: stop it",
+    );
+    fails(
+        &sqlite(&path, &["purge-dead", "--yes"]),
+        1,
+        "in use by another process",
+    );
+    assert_eq!(q.stats().dead, 3, "nothing changed");
+    smol::block_on(async { q.close().await }).unwrap();
+    drop(q);
+    remove(&path);
+}
+
+#[test]
+fn bad_arguments_and_bad_files_say_what_is_wrong() {
+    let path = fixture("bad");
+    let before = snapshot(&path);
+    fails(&sqlite(&path, &["redrive"]), 2, "--id");
+    fails(
+        &sqlite(&path, &["redrive", "--id", "1", "--reason", "nacked"]),
+        2,
+        "cannot be used with",
+    );
+    fails(
+        &sqlite(&path, &["redrive", "--all", "--reason", "bored"]),
+        2,
+        "unknown reason \"bored\"",
+    );
+    fails(&sqlite(&path, &["purge"]), 2, "add --yes");
+    fails(
+        &sqlite(&path, &["purge-dead", "--kind", "email"]),
+        2,
+        "add --yes",
+    );
+    fails(
+        &sqlite(&path, &["peek", "--limit", "many"]),
+        2,
+        "invalid value",
+    );
+    fails(
+        &sqlite(&path, &["frobnicate"]),
+        2,
+        "unexpected argument 'frobnicate'",
+    );
+    fails(&leaseq(&[]), 2, "Usage");
+    assert_eq!(snapshot(&path), before, "refused commands changed nothing");
+
+    let missing = temp("missing");
+    fails(&sqlite(&missing, &["stats"]), 1, "no such file");
+    fails(&sqlite(&missing, &["redrive", "--all"]), 1, "no such file");
+    assert!(!missing.exists(), "no file made");
+
+    let foreign = temp("foreign");
+    std::fs::write(&foreign, b"not a database at all, just text").unwrap();
+    fails(&sqlite(&foreign, &["dead"]), 1, "not a SQLite database");
+    fails(
+        &sqlite(&foreign, &["purge", "--yes"]),
+        1,
+        "not a SQLite database",
+    );
+    assert_eq!(
+        std::fs::read(&foreign).unwrap(),
+        b"not a database at all, just text"
+    );
+    remove(&foreign);
+    remove(&path);
+}
