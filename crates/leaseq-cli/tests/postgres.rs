@@ -1,0 +1,359 @@
+//! The `leaseq` binary on the machine's PostgreSQL server: each command's table and JSON,
+//! writes through the store, bad arguments, and reads that change nothing (every table of
+//! the schema row-identical before and after). Skips loudly without a server, fails then
+//! with `LEASEQ_PG_REQUIRED=1`.
+
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leaseq_async::{Config, Failure, Push};
+use leaseq_postgres::{BytesCodec, Options, PgQueue, Postgres};
+use serde_json::Value;
+
+const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The server's connection string (`LEASEQ_PG_URL`, or this machine's), or `None` after a
+/// loud note when none answers and none is required.
+fn server() -> Option<String> {
+    let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_string());
+    let reached = runtime().block_on(async {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
+        tokio::spawn(conn);
+        client.simple_query("SELECT 1").await.map(drop)
+    });
+    match reached {
+        Ok(()) => Some(url),
+        Err(e) if std::env::var("LEASEQ_PG_REQUIRED").as_deref() == Ok("1") => {
+            panic!("LEASEQ_PG_REQUIRED=1 but PostgreSQL at {url:?} cannot be reached: {e}")
+        }
+        Err(e) => {
+            eprintln!(
+                "\n!!! SKIPPED: PostgreSQL at {url:?} cannot be reached ({e}).\n\
+                 !!! Point LEASEQ_PG_URL at a server to run the CLI's Postgres tests.\n"
+            );
+            None
+        }
+    }
+}
+
+/// A schema no other run uses.
+fn schema(name: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("leaseq_cli_{name}_{}_{nanos}", std::process::id())
+}
+
+async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(
+        Config::new(Duration::from_secs(30)).with_max_attempts(1),
+    )
+    .name(queue.to_string())
+    .codec(BytesCodec)
+    .open(Postgres::url(url).options(Options::new().schema(schema).pool_size(2)))
+    .await
+    .unwrap()
+}
+
+/// An envelope's bytes: the kind's length, the kind, the arguments.
+fn envelope(kind: &str, args: &str) -> Vec<u8> {
+    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
+}
+
+/// Queue `jobs`: a ready item, a delayed one, and three dead letters (an email nacked out
+/// of its attempts, an sms rejected, raw bytes nacked); queue `other`: one ready item.
+fn fixture(url: &str, schema: &str) {
+    runtime().block_on(async {
+        let q = open(url, schema, "jobs").await;
+        for item in [
+            envelope("email", "{\"to\":17}"),
+            envelope("sms", "hi"),
+            vec![0xde, 0xad, 0xbe, 0xef],
+        ] {
+            q.push(item).await.unwrap();
+        }
+        for _ in 0..3 {
+            let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
+            if d.item().starts_with(b"\x03sms") {
+                d.dead_letter("no such number").await.unwrap();
+            } else {
+                d.nack_with(Failure::error("upstream 503")).await.unwrap();
+            }
+        }
+        q.push(b"invoice 981".to_vec()).await.unwrap();
+        q.push_with(
+            b"later".to_vec(),
+            Push::new().delay(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+        q.close().await.unwrap();
+        let other = open(url, schema, "other").await;
+        other.push(b"elsewhere".to_vec()).await.unwrap();
+        other.close().await.unwrap();
+    });
+}
+
+/// Every row of every table of `schema`, as text, sorted.
+fn snapshot(url: &str, schema: &str) -> Vec<(String, String)> {
+    runtime().block_on(async {
+        let client = sql(url).await;
+        let tables = client
+            .query(
+                "SELECT table_name::text FROM information_schema.tables
+                 WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
+                &[&schema],
+            )
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        for t in tables {
+            let table: String = t.get(0);
+            let rows: String = client
+                .query_one(
+                    &format!(
+                        "SELECT coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')
+                         FROM \"{schema}\".\"{table}\" t"
+                    ),
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            out.push((table, rows));
+        }
+        assert!(out.iter().any(|(t, _)| t == "items"), "{out:?}");
+        out
+    })
+}
+
+fn drop_schema(url: &str, schema: &str) {
+    runtime().block_on(async {
+        let client = sql(url).await;
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .await
+            .unwrap();
+    });
+}
+
+fn leaseq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leaseq"))
+        .args(args)
+        .output()
+        .expect("run leaseq")
+}
+
+fn pg(url: &str, schema: &str, args: &[&str]) -> Output {
+    leaseq(&[&["postgres", url, "--schema", schema][..], args].concat())
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).expect("JSON")
+}
+
+fn fails(o: &Output, code: i32, says: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert!(err.contains(says), "{says:?} not in: {err}");
+}
+
+#[test]
+fn read_commands_show_the_schema_and_change_no_row() {
+    let Some(url) = server() else { return };
+    let s = schema("reads");
+    fixture(&url, &s);
+    let before = snapshot(&url, &s);
+
+    let queues = json(&pg(&url, &s, &["queues", "--json"]));
+    let queues = queues.as_array().unwrap();
+    assert_eq!(queues.len(), 2);
+    assert_eq!(queues[0]["queue"], "jobs");
+    assert_eq!(
+        (
+            &queues[0]["ready"],
+            &queues[0]["delayed"],
+            &queues[0]["dead"]
+        ),
+        (&Value::from(1), &Value::from(1), &Value::from(3))
+    );
+    assert_eq!(
+        (&queues[1]["queue"], &queues[1]["ready"]),
+        (&Value::from("other"), &Value::from(1))
+    );
+    let table = stdout(&pg(&url, &s, &["queues"]));
+    assert!(table.contains("jobs") && table.contains("other"), "{table}");
+
+    let stats = json(&pg(&url, &s, &["stats", "jobs", "--json"]));
+    assert_eq!(
+        (&stats["live"], &stats["dead"]),
+        (&Value::from(2), &Value::from(3))
+    );
+    let stats = json(&pg(&url, &s, &["stats", "nobody", "--json"]));
+    assert_eq!(stats["live"], 0, "a queue with no rows counts zero");
+
+    let peek = json(&pg(&url, &s, &["peek", "jobs", "--json"]));
+    let peek = peek.as_array().unwrap();
+    assert_eq!(peek.len(), 2);
+    assert_eq!(
+        (&peek[0]["state"], &peek[0]["payload"]),
+        (&Value::from("ready"), &Value::from("invoice 981"))
+    );
+    assert_eq!(peek[1]["state"], "delayed");
+    let table = stdout(&pg(&url, &s, &["peek", "jobs"]));
+    assert!(
+        table.contains("\"invoice 981\"") && table.contains("in "),
+        "{table}"
+    );
+
+    let dead = json(&pg(&url, &s, &["dead", "jobs", "--json"]));
+    let dead = dead.as_array().unwrap();
+    assert_eq!(dead.len(), 3);
+    assert_eq!(
+        (&dead[0]["kind"], &dead[0]["reason"]),
+        (&Value::from("email"), &Value::from("nacked"))
+    );
+    assert_eq!(
+        (&dead[1]["kind"], &dead[1]["reason"]),
+        (&Value::from("sms"), &Value::from("rejected"))
+    );
+    assert_eq!(dead[1]["last_error"], "no such number");
+    assert_eq!(
+        (&dead[2]["kind"], &dead[2]["payload_hex"]),
+        (&Value::Null, &Value::from("deadbeef"))
+    );
+    let first = dead[0]["id"].as_u64().unwrap().to_string();
+    let page = json(&pg(
+        &url,
+        &s,
+        &["dead", "jobs", "--json", "--limit", "1", "--after", &first],
+    ));
+    assert_eq!(
+        (page.as_array().map(Vec::len), &page[0]["kind"]),
+        (Some(1), &Value::from("sms"))
+    );
+    let table = stdout(&pg(&url, &s, &["dead", "jobs"]));
+    for cell in ["email", "sms", "rejected", "upstream 503", "0xdeadbeef"] {
+        assert!(table.contains(cell), "{cell} not in {table}");
+    }
+
+    assert_eq!(snapshot(&url, &s), before, "a read changed a row");
+    drop_schema(&url, &s);
+}
+
+#[test]
+fn writes_redrive_and_purge_through_the_store() {
+    let Some(url) = server() else { return };
+    let s = schema("writes");
+    fixture(&url, &s);
+    let dead = json(&pg(&url, &s, &["dead", "jobs", "--json"]));
+    let raw = dead[2]["id"].as_u64().unwrap().to_string();
+
+    assert_eq!(
+        json(&pg(&url, &s, &["redrive", "jobs", "--id", &raw, "--json"]))["redriven"],
+        1
+    );
+    let n = json(&pg(
+        &url,
+        &s,
+        &["redrive", "jobs", "--all", "--kind", "email", "--json"],
+    ));
+    assert_eq!(n["redriven"], 1);
+    let n = json(&pg(
+        &url,
+        &s,
+        &[
+            "purge-dead",
+            "jobs",
+            "--reason",
+            "rejected",
+            "--yes",
+            "--json",
+        ],
+    ));
+    assert_eq!(n["purged"], 1);
+    let stats = json(&pg(&url, &s, &["stats", "jobs", "--json"]));
+    assert_eq!(
+        (&stats["ready"], &stats["dead"]),
+        (&Value::from(3), &Value::from(0))
+    );
+    let table = stdout(&pg(&url, &s, &["purge", "jobs", "--yes"]));
+    assert!(
+        table.contains("4 ready and delayed items deleted"),
+        "{table}"
+    );
+    assert_eq!(json(&pg(&url, &s, &["stats", "jobs", "--json"]))["live"], 0);
+    assert_eq!(
+        json(&pg(&url, &s, &["stats", "other", "--json"]))["live"],
+        1,
+        "another queue untouched"
+    );
+    fails(
+        &pg(&url, &s, &["redrive", "jobs", "--id", &raw]),
+        1,
+        "cannot redrive",
+    );
+    drop_schema(&url, &s);
+}
+
+#[test]
+fn bad_arguments_and_a_missing_schema_say_what_is_wrong() {
+    let Some(url) = server() else { return };
+    let s = schema("bad");
+    fixture(&url, &s);
+    let before = snapshot(&url, &s);
+    fails(&pg(&url, &s, &["purge", "jobs"]), 2, "add --yes");
+    fails(&pg(&url, &s, &["redrive", "jobs"]), 2, "--id");
+    fails(
+        &pg(&url, &s, &["redrive", "jobs", "--all", "--reason", "bored"]),
+        2,
+        "unknown reason",
+    );
+    fails(&pg(&url, &s, &["stats"]), 2, "<QUEUE>");
+    assert_eq!(
+        snapshot(&url, &s),
+        before,
+        "refused commands changed nothing"
+    );
+
+    let missing = schema("missing");
+    fails(&pg(&url, &missing, &["queues"]), 1, "no leaseq schema");
+    fails(
+        &pg(&url, &missing, &["purge", "jobs", "--yes"]),
+        1,
+        "no leaseq schema",
+    );
+    fails(&pg(&url, "Not-A-Schema", &["queues"]), 1, "Not-A-Schema");
+    fails(
+        &leaseq(&["postgres", "host=127.0.0.1 bogus_key=1", "queues"]),
+        1,
+        "postgres",
+    );
+    drop_schema(&url, &s);
+}
