@@ -15,9 +15,8 @@ use leaseq_core::{DeadLetter, Reason};
 /// it.
 ///
 /// An implementation must agree with the item's encoded form: a durable store reads the
-/// kind from the stored bytes (see [`router::kind_of`](crate::router::kind_of), feature
-/// `router`), so `item_kind` answers what those bytes begin with, or `None` for an item
-/// with no kind.
+/// kind from the stored bytes (see `router::kind_of`, feature `router`), so `item_kind`
+/// answers what those bytes begin with, or `None` for an item with no kind.
 pub trait ItemKind {
     /// The item's job kind, if it has one.
     fn item_kind(&self) -> Option<&str>;
@@ -49,8 +48,11 @@ impl ItemKind for Vec<u8> {
 /// ```
 pub struct DeadFilter<T> {
     reason: Option<Reason>,
-    kind: Option<(Box<str>, fn(&T) -> Option<&str>)>,
+    kind: Option<(Box<str>, KindOf<T>)>,
 }
+
+/// How a filter names an item's kind: its [`ItemKind`] impl.
+type KindOf<T> = fn(&T) -> Option<&str>;
 
 impl<T> DeadFilter<T> {
     /// Every dead letter.

@@ -76,7 +76,7 @@ async fn read(
         (Command::Stats(_), Some(queue)) => {
             let counts = inspector.counts(queue).await.map_err(bad)?;
             Shown::new(
-                show::counts_table(&[counts.clone()]),
+                show::counts_table(std::slice::from_ref(&counts)),
                 show::counts_json(&counts),
             )
         }

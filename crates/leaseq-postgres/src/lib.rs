@@ -102,9 +102,15 @@
 //!
 //! On the queue, as on every store: `peek` and `dead_letters` (paged, in id order, times on
 //! the queue's clock; an undecodable payload shows as its `CodecError`), `redrive`,
-//! `redrive_all` (one statement), `purge`, `purge_dead_letters`, `cancel`,
+//! `redrive_all` and `redrive_matching` (one statement; a `DeadFilter`'s reason and job
+//! kind in its `WHERE`), `purge`, `purge_dead_letters` and `purge_dead_matching`, `cancel`,
 //! `refresh_stats`. A failed read is "not done"; a write whose reply was lost is "outcome
 //! unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong definite answer.
+//!
+//! Tools that must change nothing (the `leaseq` command line's reads) use
+//! [`PgInspector`]: no store, no migration, no background task, every read in a
+//! `BEGIN READ ONLY` transaction with the store's statements (the schema's queues with
+//! their counts, a queue's live rows and dead letters with their bytes).
 //!
 //! # Plans
 //!

@@ -130,8 +130,9 @@
 //! # Known limits
 //!
 //! The owner lock is a Unix `flock`: on other systems a second opener is not detected.
-//! The operator calls (`redrive`, `redrive_all`, `purge`, `purge_dead_letters`, `cancel`)
-//! and [`SqliteStore::take_dead_letters`] answer once their change is committed, or with a
+//! The operator calls (`redrive`, `redrive_all` / `redrive_matching`, `purge`,
+//! `purge_dead_letters` / `purge_dead_matching`, `cancel`; a `DeadFilter` applied to the
+//! dead letters in memory) and [`SqliteStore::take_dead_letters`] answer once their change is committed, or with a
 //! `StoreError` (outcome unknown) when commits fail for the commit timeout: their change
 //! stays queued like any other. All live items are held in memory and read at open (about
 //! 0.65 s for 1M small items here). A codec failure on push hands the item back
@@ -152,6 +153,14 @@
 //! so an unread row cannot become one). A new queue's files (the database, `-wal`, `-shm`,
 //! `-lock`) are created readable and writable by the owner only ([`Options::file_mode`],
 //! default `0o600`, on Unix).
+//!
+//! # Reading a file without opening it
+//!
+//! A file holds one queue (its name is the builder's, not stored). Opening it as a queue
+//! takes its owner lock and brings back the leases of a process that died holding it;
+//! [`FileView`] does neither: the format check of an open, then a `query_only` connection
+//! (the rows decoded as an open decodes them), so tools (the `leaseq` command line's reads)
+//! look at a file, even one a running process owns, and change nothing.
 //!
 //! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]
