@@ -77,6 +77,17 @@ async fn write(file: &Path, command: &Command) -> Result<Shown, CliError> {
         .map_err(|e| open_error(file, &e))?;
     let shown = crate::write::run(&q, command).await;
     let closed = q.close().await;
+    // The store goes once its driver lets go: its writer then closes the file (removing
+    // the WAL it checkpointed) and releases the owner lock, before this process exits.
+    let store = q.store().clone();
+    drop(q);
+    for _ in 0..5000 {
+        if std::sync::Arc::strong_count(&store) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    drop(store);
     let shown = shown?;
     closed.map_err(|e| failed(format!("{}: closing: {e}", file.display())))?;
     Ok(shown)

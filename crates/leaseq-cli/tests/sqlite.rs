@@ -28,6 +28,18 @@ fn remove(path: &Path) {
     }
 }
 
+/// Closes `q` and waits until its store is gone (the driver task lets go of it on its own
+/// thread), so that the file is unlocked and its writer's connection closed on return.
+fn shut(q: Queue) {
+    smol::block_on(async { q.close().await }).unwrap();
+    let store = q.store().clone();
+    drop(q);
+    while std::sync::Arc::strong_count(&store) > 1 {
+        std::thread::yield_now();
+    }
+    drop(store);
+}
+
 fn open(path: &Path) -> Queue {
     smol::block_on(
         LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
@@ -71,9 +83,8 @@ fn fixture(name: &str) -> PathBuf {
         )
         .await
         .unwrap();
-        q.close().await.unwrap();
     });
-    drop(q);
+    shut(q);
     path
 }
 
@@ -131,18 +142,6 @@ fn snapshot(path: &Path) -> Vec<(String, Option<(usize, u64)>)> {
 fn read_commands_show_the_file_and_change_nothing() {
     let path = fixture("reads");
     let before = snapshot(&path);
-    let data_version = || {
-        let c = rusqlite::Connection::open_with_flags(
-            &path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .unwrap();
-        c.query_row("SELECT count(*), max(id) FROM items", [], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-        })
-        .unwrap()
-    };
-    let rows = data_version();
 
     let stats = json(&sqlite(&path, &["stats", "--json"]));
     assert_eq!(
@@ -212,7 +211,56 @@ fn read_commands_show_the_file_and_change_nothing() {
         before,
         "a read changed the file or its sidecars"
     );
-    assert_eq!(data_version(), rows);
+    remove(&path);
+}
+
+/// A file whose owner died holding a lease: its row still leased. Reads show the lease as
+/// it is (no restart fix) and leave the file byte-identical; a write then opens the file
+/// as its next owner would.
+#[test]
+fn a_crashed_owners_file_is_read_as_it_is() {
+    let path = fixture("crashed");
+    let q = open(&path);
+    let d = smol::block_on(q.receive()).unwrap();
+    assert_eq!(d.item(), b"invoice 981");
+    std::mem::forget(d);
+    q.store().halt();
+    std::mem::forget(q);
+    let before = snapshot(&path);
+
+    let stats = json(&sqlite(&path, &["stats", "--json"]));
+    assert_eq!(
+        (&stats["in_flight"], &stats["ready"]),
+        (&Value::from(1), &Value::from(0))
+    );
+    let peek = json(&sqlite(&path, &["peek", "--json"]));
+    assert_eq!(
+        (&peek[0]["state"], &peek[0]["attempts"]),
+        (&Value::from("in flight"), &Value::from(1))
+    );
+    stdout(&sqlite(&path, &["dead"]));
+    assert_eq!(
+        snapshot(&path),
+        before,
+        "a read changed the file or its WAL"
+    );
+
+    // A write opens it as its owner: the cut lease comes back, its attempt counted.
+    assert_eq!(
+        json(&sqlite(&path, &["redrive", "--all", "--json"]))["redriven"],
+        3
+    );
+    let peek = json(&sqlite(&path, &["peek", "--json"]));
+    let invoice = peek
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["payload"] == "invoice 981")
+        .unwrap();
+    assert_eq!(
+        (&invoice["state"], &invoice["last_error"]),
+        (&Value::from("ready"), &Value::from("process restart"))
+    );
     remove(&path);
 }
 
@@ -249,6 +297,12 @@ fn writes_redrive_and_purge_through_the_store() {
     assert_eq!(purged["purged"], 4, "three ready and the delayed one");
     let stats = json(&sqlite(&path, &["stats", "--json"]));
     assert_eq!(stats["live"], 0);
+    let files = snapshot(&path);
+    assert_eq!(
+        (&files[1].1, &files[2].1),
+        (&None, &None),
+        "the writer closed the file: {files:?}"
+    );
 
     // A dead letter that is not there: refused, exit 1.
     fails(
@@ -276,8 +330,7 @@ fn a_file_owned_by_a_live_process_is_read_but_not_written() {
         "in use by another process",
     );
     assert_eq!(q.stats().dead, 3, "nothing changed");
-    smol::block_on(async { q.close().await }).unwrap();
-    drop(q);
+    shut(q);
     remove(&path);
 }
 

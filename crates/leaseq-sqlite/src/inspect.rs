@@ -31,6 +31,8 @@ impl FileView {
     /// with its [`OpenError`]) and opens it read-only.
     pub fn open(path: impl AsRef<Path>) -> Result<FileView, OpenError> {
         let path = path.as_ref();
+        // Before the check, whose read-only connection makes a missing WAL.
+        let had_wal = Path::new(&format!("{}-wal", path.display())).exists();
         if !crate::check::check_file(path)? {
             return Err(OpenError::Io(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
@@ -40,14 +42,23 @@ impl FileView {
         // A connection on a WAL file makes its `-wal` and `-shm` if they are missing, and a
         // read-only one leaves them behind. A writable one with `query_only` set writes no
         // row either, and when it is the file's last connection SQLite removes them at
-        // close, under its own locks (as it does for the queue's owner): the directory is
-        // left as it was. Read-only when the file may not be written.
+        // close, under its own locks (as it does for the queue's owner), after a checkpoint
+        // of their nothing: the directory is left as it was. A WAL there before (a running
+        // owner's, or one a crash left with commits in it) is neither checkpointed nor
+        // removed at close: the file and its WAL stay byte for byte. Read-only when the
+        // file may not be written.
         let conn = match Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         ) {
             Ok(conn) => {
                 conn.pragma_update(None, "query_only", true)?;
+                if had_wal {
+                    conn.set_db_config(
+                        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                        true,
+                    )?;
+                }
                 conn
             }
             Err(_) => Connection::open_with_flags(
