@@ -91,6 +91,22 @@ impl<T> DeadFilter<T> {
         self.kind.as_ref().map(|(k, _)| &**k)
     }
 
+    /// Whether it takes no dead letter whatever the store holds: a kind no envelope can
+    /// carry (empty, or over 255 bytes).
+    pub fn matches_none(&self) -> bool {
+        self.wanted_kind()
+            .is_some_and(|k| k.is_empty() || k.len() > usize::from(u8::MAX))
+    }
+
+    /// The bytes an envelope of the wanted kind begins with (the kind's length, then the
+    /// kind), for a store that filters stored bytes (`None`: no kind asked for, or one no
+    /// envelope can carry, see [`matches_none`](Self::matches_none)).
+    pub fn kind_head(&self) -> Option<Vec<u8>> {
+        let kind = self.wanted_kind()?;
+        let len = u8::try_from(kind.len()).ok().filter(|&n| n > 0)?;
+        Some([&[len][..], kind.as_bytes()].concat())
+    }
+
     /// Whether it takes every dead letter.
     pub fn is_all(&self) -> bool {
         self.reason.is_none() && self.kind.is_none()

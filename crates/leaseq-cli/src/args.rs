@@ -64,8 +64,8 @@ pub(crate) enum Command {
     Stats(Output),
     /// The live items (ready, delayed, in flight), in id order.
     Peek(Paged),
-    /// The dead letters, in id order.
-    Dead(Paged),
+    /// The dead letters (all, or those of a reason or job kind), in id order.
+    Dead(Dead),
     /// Puts dead letters back, visible at once, attempts reset.
     Redrive(Redrive),
     /// Deletes every ready and delayed item (items in flight stay with their holders).
@@ -81,8 +81,8 @@ pub(crate) enum QueueCommand {
     Stats(OnQueue<Output>),
     /// The live items (ready, delayed, in flight), in id order.
     Peek(OnQueue<Paged>),
-    /// The dead letters, in id order.
-    Dead(OnQueue<Paged>),
+    /// The dead letters (all, or those of a reason or job kind), in id order.
+    Dead(OnQueue<Dead>),
     /// Puts dead letters back, visible at once, attempts reset.
     Redrive(OnQueue<Redrive>),
     /// Deletes every ready and delayed item (items in flight stay with their holders).
@@ -119,6 +119,16 @@ pub(crate) struct Paged {
     pub(crate) after: Option<u64>,
     #[command(flatten)]
     pub(crate) output: Output,
+}
+
+/// `dead`: a page of the dead letters a filter takes (what a bulk command with the same
+/// filter would take).
+#[derive(Debug, Args)]
+pub(crate) struct Dead {
+    #[command(flatten)]
+    pub(crate) paged: Paged,
+    #[command(flatten)]
+    pub(crate) filter: Filter,
 }
 
 /// Which dead letters a bulk command takes.

@@ -34,7 +34,8 @@ impl Shown {
 pub(crate) fn wants_json(command: &Command) -> bool {
     match command {
         Command::Queues(o) | Command::Stats(o) => o.json,
-        Command::Peek(p) | Command::Dead(p) => p.output.json,
+        Command::Peek(p) => p.output.json,
+        Command::Dead(d) => d.paged.output.json,
         Command::Redrive(r) => r.output.json,
         Command::Purge(c) => c.output.json,
         Command::PurgeDead(p) => p.confirm.output.json,

@@ -84,8 +84,12 @@ async fn read(
             let items = inspector.items(queue, page(p)).await.map_err(bad)?;
             Shown::new(show::items_table(&items), show::items_json(&items))
         }
-        (Command::Dead(p), Some(queue)) => {
-            let items = inspector.dead_letters(queue, page(p)).await.map_err(bad)?;
+        (Command::Dead(d), Some(queue)) => {
+            let filter = crate::write::filter(&d.filter);
+            let items = inspector
+                .dead_letters_matching(queue, page(&d.paged), &filter)
+                .await
+                .map_err(bad)?;
             Shown::new(show::dead_table(&items), show::items_json(&items))
         }
         _ => return Err(failed("not a read command")),

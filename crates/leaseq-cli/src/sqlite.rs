@@ -52,8 +52,11 @@ fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
             let items = view.items(page(p)).map_err(bad)?;
             Shown::new(show::items_table(&items), show::items_json(&items))
         }
-        Command::Dead(p) => {
-            let items = view.dead_letters(page(p)).map_err(bad)?;
+        Command::Dead(d) => {
+            let filter = crate::write::filter(&d.filter);
+            let items = view
+                .dead_letters_matching(page(&d.paged), &filter)
+                .map_err(bad)?;
             Shown::new(show::dead_table(&items), show::items_json(&items))
         }
         _ => return Err(failed("not a read command")),

@@ -27,7 +27,7 @@ pub(crate) fn is_write(command: &Command) -> Result<bool, CliError> {
 }
 
 /// The filter the arguments name.
-fn filter(f: &Filter) -> DeadFilter<Vec<u8>> {
+pub(crate) fn filter(f: &Filter) -> DeadFilter<Vec<u8>> {
     let mut filter = DeadFilter::all();
     if let Some(reason) = f.reason {
         filter = filter.reason(reason);

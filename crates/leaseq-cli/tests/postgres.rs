@@ -263,6 +263,35 @@ fn read_commands_show_the_schema_and_change_no_row() {
         assert!(table.contains(cell), "{cell} not in {table}");
     }
 
+    // What a bulk call with a filter would take.
+    let emails = json(&pg(
+        &url,
+        &s,
+        &["dead", "jobs", "--json", "--kind", "email"],
+    ));
+    assert_eq!(
+        (emails.as_array().map(Vec::len), &emails[0]["kind"]),
+        (Some(1), &Value::from("email"))
+    );
+    let nacked = json(&pg(
+        &url,
+        &s,
+        &["dead", "jobs", "--json", "--reason", "nacked"],
+    ));
+    assert_eq!(
+        nacked.as_array().map(Vec::len),
+        Some(2),
+        "the email and the raw bytes"
+    );
+    let none = json(&pg(
+        &url,
+        &s,
+        &[
+            "dead", "jobs", "--json", "--reason", "rejected", "--kind", "email",
+        ],
+    ));
+    assert_eq!(none, Value::Array(Vec::new()));
+
     assert_eq!(snapshot(&url, &s), before, "a read changed a row");
     drop_schema(&url, &s);
 }

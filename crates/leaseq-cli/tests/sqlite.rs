@@ -197,6 +197,26 @@ fn read_commands_show_the_file_and_change_nothing() {
     for cell in ["email", "sms", "rejected", "upstream 503", "0xdeadbeef"] {
         assert!(table.contains(cell), "{cell} not in {table}");
     }
+    // What a bulk call with a filter would take.
+    let emails = json(&sqlite(&path, &["dead", "--json", "--kind", "email"]));
+    assert_eq!(emails.as_array().map(Vec::len), Some(1));
+    assert_eq!(emails[0]["kind"], "email");
+    let nacked = json(&sqlite(&path, &["dead", "--json", "--reason", "nacked"]));
+    assert_eq!(
+        nacked.as_array().map(Vec::len),
+        Some(2),
+        "the email and the raw bytes"
+    );
+    let none = json(&sqlite(
+        &path,
+        &["dead", "--json", "--reason", "rejected", "--kind", "email"],
+    ));
+    assert_eq!(none, Value::Array(Vec::new()));
+    let sms = stdout(&sqlite(&path, &["dead", "--kind", "sms"]));
+    assert!(
+        sms.contains("no such number") && !sms.contains("upstream"),
+        "{sms}"
+    );
     // Paging.
     let first = dead[0]["id"].as_u64().unwrap().to_string();
     let page = json(&sqlite(

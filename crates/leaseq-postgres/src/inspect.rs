@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use leaseq_async::{Page, StoredCounts, StoredItem, StoredState};
+use leaseq_async::{DeadFilter, Page, StoredCounts, StoredItem, StoredState};
 use leaseq_core::{MessageId, Reason};
 use tokio_postgres::{Client, Row};
 
@@ -126,7 +126,25 @@ impl PgInspector {
         queue: &str,
         page: Page,
     ) -> Result<Vec<StoredItem>, DbError> {
-        let rows = self.page(Statement::Dead, queue, page).await?;
+        self.dead_letters_matching::<()>(queue, page, &DeadFilter::all())
+            .await
+    }
+
+    /// `queue`'s dead letters that `filter` takes (its reason, and its job kind read from
+    /// the stored bytes, in SQL), of `page`, in id order: what a bulk call with it would
+    /// take.
+    pub async fn dead_letters_matching<T>(
+        &mut self,
+        queue: &str,
+        page: Page,
+        filter: &DeadFilter<T>,
+    ) -> Result<Vec<StoredItem>, DbError> {
+        let Some((reason, head)) = crate::operator::filter_params(filter) else {
+            return Ok(Vec::new());
+        };
+        let rows = self
+            .page(Statement::Dead(reason, head), queue, page)
+            .await?;
         let now = SystemTime::now();
         Ok(rows
             .iter()
@@ -159,27 +177,32 @@ impl PgInspector {
         }
         let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-        let sql = match which {
-            Statement::Items => &self.sql.op.peek_items,
-            Statement::Dead => &self.sql.op.dead_page,
-        };
         let tx = self
             .client
             .build_transaction()
             .read_only(true)
             .start()
             .await?;
-        let rows = tx.query(sql, &[&queue, &after, &limit]).await?;
+        let rows = match &which {
+            Statement::Items => {
+                tx.query(&self.sql.op.peek_items, &[&queue, &after, &limit])
+                    .await?
+            }
+            Statement::Dead(reason, head) => {
+                let sql = &self.sql.op.dead_page;
+                tx.query(sql, &[&queue, &after, &limit, reason, head])
+                    .await?
+            }
+        };
         tx.commit().await?;
         Ok(rows)
     }
 }
 
-/// The paged statements.
-#[derive(Clone, Copy)]
+/// The paged statements (dead letters: with a reason code and an envelope head).
 enum Statement {
     Items,
-    Dead,
+    Dead(Option<i16>, Option<Vec<u8>>),
 }
 
 /// `BEGIN READ ONLY`.

@@ -22,7 +22,8 @@ pub(crate) struct OpSql {
     /// `peek` with each row's payload (NULL over the size limit) and its size, for the
     /// read-only inspector.
     pub(crate) peek_items: String,
-    /// Dead letters of $1 with ids above $2, at most $3, in id order.
+    /// Dead letters of $1 with ids above $2, at most $3, in id order; $4 reason code, $5
+    /// envelope head (NULL: any).
     pub(crate) dead_page: String,
     /// Every queue of the schema that has rows, by name, with its rows counted by state
     /// (ready, delayed, leased, dead).
@@ -97,6 +98,8 @@ impl OpSql {
                 ", CASE WHEN octet_length(payload) <= {max_item} THEN payload END,
                    octet_length(payload)::bigint
                  FROM {s}.items WHERE queue = $1 AND state = 2 AND id > $2
+                   AND ($4::smallint IS NULL OR reason = $4)
+                   AND ($5::bytea IS NULL OR substring(payload FROM 1 FOR octet_length($5)) = $5)
                  ORDER BY id LIMIT $3"
             ))
             .replace("{max_item}", &max_item.to_string()),

@@ -94,7 +94,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let client = client(shared, "dead letters").await?;
         let (after, limit) = bounds(page);
         let rows = client
-            .query(&shared.sql.op.dead_page, &[&shared.queue, &after, &limit])
+            .query(
+                &shared.sql.op.dead_page,
+                &[
+                    &shared.queue,
+                    &after,
+                    &limit,
+                    &None::<i16>,
+                    &None::<Vec<u8>>,
+                ],
+            )
             .await
             .map_err(|e| store_error("dead letters", &e, false))?;
         Ok(rows
@@ -228,16 +237,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 
 /// A filter as the statements take it: the reason's code and the envelope head
 /// (`[len] ++ kind`) a payload of the kind begins with, `None` for "any"; `None` overall
-/// when no item can match (a kind no envelope can carry: empty or over 255 bytes).
+/// when no item can match (a kind no envelope can carry).
 #[allow(clippy::type_complexity)]
-fn filter_params<T>(filter: &DeadFilter<T>) -> Option<(Option<i16>, Option<Vec<u8>>)> {
+pub(crate) fn filter_params<T>(filter: &DeadFilter<T>) -> Option<(Option<i16>, Option<Vec<u8>>)> {
+    if filter.matches_none() {
+        return None;
+    }
     let reason = filter.wanted_reason().map(|r| i16::from(r.code()));
-    let head = match filter.wanted_kind() {
-        None => None,
-        Some(kind) => {
-            let len = u8::try_from(kind.len()).ok().filter(|&n| n > 0)?;
-            Some([&[len][..], kind.as_bytes()].concat())
-        }
-    };
-    Some((reason, head))
+    Some((reason, filter.kind_head()))
 }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::{Page, StoredCounts, StoredItem, StoredState};
+use leaseq_async::{DeadFilter, Page, StoredCounts, StoredItem, StoredState};
 use leaseq_core::{MessageId, Reason};
 use rusqlite::{Connection, OpenFlags};
 
@@ -103,24 +103,54 @@ impl FileView {
 
     /// The live items (ready, delayed, in flight) of `page`, in id order.
     pub fn items(&self, page: Page) -> Result<Vec<StoredItem>, OpenError> {
-        self.rows(false, page)
+        self.rows(false, page, &DeadFilter::<()>::all())
     }
 
     /// The dead letters of `page`, in id order.
     pub fn dead_letters(&self, page: Page) -> Result<Vec<StoredItem>, OpenError> {
-        self.rows(true, page)
+        self.rows(true, page, &DeadFilter::<()>::all())
     }
 
-    fn rows(&self, dead: bool, page: Page) -> Result<Vec<StoredItem>, OpenError> {
+    /// The dead letters `filter` takes (its reason, and its job kind read from the stored
+    /// bytes, in SQL), of `page`, in id order: what a bulk call with it would take.
+    pub fn dead_letters_matching<T>(
+        &self,
+        page: Page,
+        filter: &DeadFilter<T>,
+    ) -> Result<Vec<StoredItem>, OpenError> {
+        if filter.matches_none() {
+            return Ok(Vec::new());
+        }
+        self.rows(true, page, filter)
+    }
+
+    fn rows<T>(
+        &self,
+        dead: bool,
+        page: Page,
+        filter: &DeadFilter<T>,
+    ) -> Result<Vec<StoredItem>, OpenError> {
         let now = wall_nanos(SystemTime::now());
         let after = page
             .after
             .map_or(-1, |id| i64::try_from(id.get()).unwrap_or(i64::MAX));
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let reason = filter.wanted_reason().map(|r| i64::from(r.code()));
+        let head = filter.kind_head();
         let mut st = self.conn.prepare(&format!(
-            "SELECT {ROW_COLUMNS} FROM items WHERE dead = ?2 AND id > ?3 ORDER BY id LIMIT ?4"
+            "SELECT {ROW_COLUMNS} FROM items WHERE dead = ?2 AND id > ?3
+               AND (?5 IS NULL OR reason = ?5)
+               AND (?6 IS NULL OR substr(payload, 1, length(?6)) = ?6)
+             ORDER BY id LIMIT ?4"
         ))?;
-        let mut rows = st.query(rusqlite::params![i64::MAX, dead, after, limit])?;
+        let mut rows = st.query(rusqlite::params![
+            i64::MAX,
+            dead,
+            after,
+            limit,
+            reason,
+            head
+        ])?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
             out.push(stored(read_row(row)?, now));
