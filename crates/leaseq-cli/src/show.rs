@@ -28,7 +28,14 @@ pub(crate) fn preview(bytes: &[u8], max: usize) -> String {
     let shown = &bytes[..bytes.len().min(max)];
     let more = if bytes.len() > max { "..." } else { "" };
     match std::str::from_utf8(shown) {
-        Ok(s) if s.chars().all(|c| !c.is_control()) => format!("{s:?}{more}"),
+        // Text only when every character shows as itself (no control character, no
+        // combining mark or other character `Debug` would escape).
+        Ok(s)
+            if s.chars()
+                .all(|c| matches!(c, '"' | '\\') || c.escape_debug().count() == 1) =>
+        {
+            format!("{s:?}{more}")
+        }
         _ => format!("0x{}{more}", hex(shown)),
     }
 }
@@ -209,6 +216,12 @@ mod tests {
         assert_eq!(preview(&[0xde, 0xad, 0x00], 48), "0xdead00");
         assert_eq!(preview(b"abcdef", 3), "\"abc\"...");
         assert_eq!(preview(b"a\nb", 48), "0x610a62", "a control character");
+        assert_eq!(
+            preview(&[0xde, 0xad], 48),
+            "0xdead",
+            "UTF-8 for a combining mark"
+        );
+        assert_eq!(preview(b"say \"hi\"", 48), "\"say \\\"hi\\\"\"");
     }
 
     #[test]
