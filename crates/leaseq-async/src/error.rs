@@ -1,8 +1,9 @@
 //! Errors of the async layer.
 
 use std::fmt;
+use std::time::Duration;
 
-use leaseq_core::{ConfigError, MessageId};
+use leaseq_core::{ConfigError, Failure, MessageId};
 
 use crate::store_error::StoreError;
 
@@ -240,23 +241,58 @@ impl std::error::Error for NewQueueError {
     }
 }
 
-/// What a pool handler returns on failure: a message, and whether retrying can help.
+/// What a pool handler returns on failure: a message, and when (if ever) to try again.
 ///
 /// Any error converts with `?` (as a retryable failure; see the `From` impl); say
 /// [`JobError::permanent`] for bad input that will fail again: the item is then
-/// dead-lettered at once instead of retried.
+/// dead-lettered at once instead of retried; say [`JobError::retry_after`] when the
+/// handler knows when to try again (a rate limit's `Retry-After`, a resource busy until a
+/// known time): the item is delivered again after exactly that delay, not the backoff.
+///
+/// ```
+/// use std::time::Duration;
+/// use leaseq_async::JobError;
+///
+/// let e = JobError::retry_after(Duration::from_secs(30), "429 Too Many Requests");
+/// assert_eq!(e.retry_delay(), Some(Duration::from_secs(30)));
+/// assert!(!e.is_permanent());
+/// assert!(JobError::permanent("no such account").is_permanent());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobError {
     message: String,
-    permanent: bool,
+    retry: JobRetry,
+}
+
+/// When a failed job is tried again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobRetry {
+    /// After the backoff (the job kind's, else the queue's).
+    Backoff,
+    /// After exactly this delay.
+    After(Duration),
+    /// Never: dead-lettered now.
+    Never,
 }
 
 impl JobError {
-    /// A failure worth retrying.
+    /// A failure worth retrying, after the backoff: the job kind's
+    /// ([`KindPolicy`](leaseq_core::KindPolicy), when the pool has one), else the queue's.
     pub fn retry(message: impl fmt::Display) -> Self {
         JobError {
             message: message.to_string(),
-            permanent: false,
+            retry: JobRetry::Backoff,
+        }
+    }
+
+    /// A failure worth retrying after exactly `delay`, whatever the backoff (and with no
+    /// jitter): the item is visible again `delay` after the failure is settled. The
+    /// attempt still counts, so an item at its last attempt (the queue's, or its kind's)
+    /// is dead-lettered instead; an item past its own expiry is dead-lettered as expired.
+    pub fn retry_after(delay: Duration, message: impl fmt::Display) -> Self {
+        JobError {
+            message: message.to_string(),
+            retry: JobRetry::After(delay),
         }
     }
 
@@ -265,7 +301,7 @@ impl JobError {
     pub fn permanent(message: impl fmt::Display) -> Self {
         JobError {
             message: message.to_string(),
-            permanent: true,
+            retry: JobRetry::Never,
         }
     }
 
@@ -276,12 +312,36 @@ impl JobError {
 
     /// Whether retrying is pointless.
     pub fn is_permanent(&self) -> bool {
-        self.permanent
+        self.retry == JobRetry::Never
+    }
+
+    /// The exact delay asked for with [`retry_after`](Self::retry_after), if any.
+    pub fn retry_delay(&self) -> Option<Duration> {
+        match self.retry {
+            JobRetry::After(delay) => Some(delay),
+            JobRetry::Backoff | JobRetry::Never => None,
+        }
+    }
+
+    /// The message, by value.
+    pub(crate) fn into_message(self) -> String {
+        self.message
     }
 
     /// As a boxed `Error`, for code that propagates errors that way.
     pub fn into_error(self) -> Box<dyn std::error::Error + Send + Sync> {
         self.message.into()
+    }
+
+    /// The core's [`Failure`] for this error: [`Reason::Nacked`](leaseq_core::Reason::Nacked)
+    /// with the message, retried after the backoff or the exact delay asked for; a
+    /// permanent one is [`Failure::permanent`].
+    pub(crate) fn into_failure(self) -> Failure {
+        match self.retry {
+            JobRetry::Backoff => Failure::error(self.message),
+            JobRetry::After(delay) => Failure::error(self.message).retry_after(delay),
+            JobRetry::Never => Failure::permanent(self.message),
+        }
     }
 }
 

@@ -228,7 +228,12 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
                 since: start,
             });
         }
-        let mut limit = local.limit_for(pool, delivery.item(), item_type, start);
+        // The item's kind rules, if the pool has them: their timeout wins over the pool's.
+        let kind = pool.kinds.as_ref().map(|kinds| (kinds.of)(delivery.item()));
+        let mut limit = match kind.as_ref().and_then(|kind| kind.timeout()) {
+            Some(timeout) => Some(timeout),
+            None => local.limit_for(pool, delivery.item(), item_type, start),
+        };
         if let Some(expiry) = delivery.expires_at() {
             let left = expiry.saturating_duration_since(start);
             limit = Some(limit.map_or(left, |l| l.min(left)));
@@ -313,6 +318,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             self.index,
             delivery,
             ended,
+            kind.as_ref(),
             #[cfg(feature = "tracing")]
             span,
         )
