@@ -264,15 +264,27 @@ pub struct JobError {
     retry: JobRetry,
 }
 
-/// When a failed job is tried again.
+/// When a failed job is tried again, in 8 bytes (a `JobError` stays as small as a
+/// `String` and a word: it is moved through every handling's result): the exact delay in
+/// nanoseconds, or one of two markers above any delay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum JobRetry {
+struct JobRetry(u64);
+
+impl JobRetry {
     /// After the backoff (the job kind's, else the queue's).
-    Backoff,
-    /// After exactly this delay.
-    After(Duration),
+    const BACKOFF: JobRetry = JobRetry(u64::MAX);
     /// Never: dead-lettered now.
-    Never,
+    const NEVER: JobRetry = JobRetry(u64::MAX - 1);
+
+    /// After exactly `delay` (at most `u64::MAX - 2` ns, about 584 years).
+    fn after(delay: Duration) -> Self {
+        JobRetry(u64::try_from(delay.as_nanos()).map_or(u64::MAX - 2, |n| n.min(u64::MAX - 2)))
+    }
+
+    /// The exact delay, if one was asked for.
+    fn delay(self) -> Option<Duration> {
+        (self.0 < u64::MAX - 1).then(|| Duration::from_nanos(self.0))
+    }
 }
 
 impl JobError {
@@ -281,18 +293,19 @@ impl JobError {
     pub fn retry(message: impl fmt::Display) -> Self {
         JobError {
             message: message.to_string(),
-            retry: JobRetry::Backoff,
+            retry: JobRetry::BACKOFF,
         }
     }
 
     /// A failure worth retrying after exactly `delay`, whatever the backoff (and with no
-    /// jitter): the item is visible again `delay` after the failure is settled. The
-    /// attempt still counts, so an item at its last attempt (the queue's, or its kind's)
-    /// is dead-lettered instead; an item past its own expiry is dead-lettered as expired.
+    /// jitter): the item is visible again `delay` after the failure is settled (a delay
+    /// beyond 584 years is cut to that). The attempt still counts, so an item at its last
+    /// attempt (the queue's, or its kind's) is dead-lettered instead; an item past its own
+    /// expiry is dead-lettered as expired.
     pub fn retry_after(delay: Duration, message: impl fmt::Display) -> Self {
         JobError {
             message: message.to_string(),
-            retry: JobRetry::After(delay),
+            retry: JobRetry::after(delay),
         }
     }
 
@@ -301,7 +314,7 @@ impl JobError {
     pub fn permanent(message: impl fmt::Display) -> Self {
         JobError {
             message: message.to_string(),
-            retry: JobRetry::Never,
+            retry: JobRetry::NEVER,
         }
     }
 
@@ -312,15 +325,12 @@ impl JobError {
 
     /// Whether retrying is pointless.
     pub fn is_permanent(&self) -> bool {
-        self.retry == JobRetry::Never
+        self.retry == JobRetry::NEVER
     }
 
     /// The exact delay asked for with [`retry_after`](Self::retry_after), if any.
     pub fn retry_delay(&self) -> Option<Duration> {
-        match self.retry {
-            JobRetry::After(delay) => Some(delay),
-            JobRetry::Backoff | JobRetry::Never => None,
-        }
+        self.retry.delay()
     }
 
     /// The message, by value.
@@ -337,10 +347,12 @@ impl JobError {
     /// with the message, retried after the backoff or the exact delay asked for; a
     /// permanent one is [`Failure::permanent`].
     pub(crate) fn into_failure(self) -> Failure {
-        match self.retry {
-            JobRetry::Backoff => Failure::error(self.message),
-            JobRetry::After(delay) => Failure::error(self.message).retry_after(delay),
-            JobRetry::Never => Failure::permanent(self.message),
+        if self.is_permanent() {
+            return Failure::permanent(self.message);
+        }
+        match self.retry.delay() {
+            Some(delay) => Failure::error(self.message).retry_after(delay),
+            None => Failure::error(self.message),
         }
     }
 }
@@ -368,5 +380,37 @@ impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for JobError {
 impl fmt::Display for JobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::JobError;
+
+    /// A delay is kept to the nanosecond, zero included; one beyond `u64` nanoseconds is
+    /// cut, never taken for "backoff" or "never".
+    #[test]
+    fn a_retry_delay_is_kept_exactly_and_never_becomes_a_marker() {
+        for delay in [
+            Duration::ZERO,
+            Duration::new(1, 234_567_891),
+            Duration::from_secs(86_400),
+        ] {
+            let e = JobError::retry_after(delay, "later");
+            assert_eq!((e.retry_delay(), e.is_permanent()), (Some(delay), false));
+        }
+        let huge = JobError::retry_after(Duration::MAX, "much later");
+        assert_eq!(huge.retry_delay(), Some(Duration::from_nanos(u64::MAX - 2)));
+        assert!(!huge.is_permanent());
+        assert_eq!(JobError::retry("x").retry_delay(), None);
+        assert_eq!(JobError::permanent("x").retry_delay(), None);
+        assert!(JobError::permanent("x").is_permanent());
+        let word = std::mem::size_of::<u64>();
+        assert_eq!(
+            std::mem::size_of::<JobError>(),
+            std::mem::size_of::<String>() + word
+        );
     }
 }

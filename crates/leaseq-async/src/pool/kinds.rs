@@ -34,6 +34,18 @@ impl<T> Kinds<T> {
         }
     }
 
+    /// `item`'s kind rules, its kind's timeout (if it has one) put in `limit`. Out of line:
+    /// a pool without kind rules never comes here.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn choose(&self, item: &T, limit: &mut Option<std::time::Duration>) -> KindPolicy {
+        let kind = (self.of)(item);
+        if let Some(timeout) = kind.timeout() {
+            *limit = Some(timeout);
+        }
+        kind
+    }
+
     /// The failure to nack with for `failure` of an item of kind `kind` at delivery
     /// `attempt`: its kind's verdict (backoff, last attempt, the handler's own delay or
     /// "never") as an exact retry or a dead letter. Expiry is left to the store, which

@@ -36,9 +36,12 @@ enum Settle {
 }
 
 impl Settle {
-    /// The settle for `ended`, at delivery `attempt`, under `kind`'s rules when the pool
-    /// has kind rules (else the queue's, applied by the store).
-    fn of<T>(ended: Ended, kind: Option<(&Kinds<T>, &KindPolicy)>, attempt: u32) -> Settle {
+    /// The settle for `ended`, a handling that did not succeed, at delivery `attempt`,
+    /// under `kind`'s rules when the pool has kind rules (else the queue's, applied by the
+    /// store). Out of line: a success never comes here.
+    #[cold]
+    #[inline(never)]
+    fn failed<T>(ended: Ended, kind: Option<(&Kinds<T>, &KindPolicy)>, attempt: u32) -> Settle {
         let failure = match ended {
             Ended::Done(Ok(())) => return Settle::Ack,
             Ended::Done(Err(e)) if e.is_permanent() => return Settle::DeadLetter(e.into_message()),
@@ -91,8 +94,9 @@ fn count<T>(
 }
 
 /// Settles `delivery` as `ended` says, for worker `index`, under the item's `kind` rules if
-/// the pool has kind rules. The settle is made before this returns; its answer is counted here if the store gives it at once, else by the pool's
-/// completer when it comes (the worker does not wait for it).
+/// the pool has kind rules. The settle is made before this returns; its answer is counted
+/// here if the store gives it at once, else by the pool's completer when it comes (the
+/// worker does not wait for it).
 pub(crate) async fn settle_and_count<
     T: Send + Sync + 'static,
     R: Runtime,
@@ -105,8 +109,10 @@ pub(crate) async fn settle_and_count<
     kind: Option<&KindPolicy>,
     #[cfg(feature = "tracing")] span: tracing::Span,
 ) {
-    let kind = pool.kinds.as_ref().zip(kind);
-    let decided = Settle::of(ended, kind, delivery.attempt());
+    let decided = match ended {
+        Ended::Done(Ok(())) => Settle::Ack,
+        ended => Settle::failed(ended, pool.kinds.as_ref().zip(kind), delivery.attempt()),
+    };
     let settle = settle(delivery, decided);
     // Settling (and what it reports) belongs to the delivery's span too.
     #[cfg(feature = "tracing")]

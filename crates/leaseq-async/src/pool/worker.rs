@@ -228,12 +228,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
                 since: start,
             });
         }
-        // The item's kind rules, if the pool has them: their timeout wins over the pool's.
-        let kind = pool.kinds.as_ref().map(|kinds| (kinds.of)(delivery.item()));
-        let mut limit = match kind.as_ref().and_then(|kind| kind.timeout()) {
-            Some(timeout) => Some(timeout),
-            None => local.limit_for(pool, delivery.item(), item_type, start),
-        };
+        let mut limit = local.limit_for(pool, delivery.item(), item_type, start);
+        // The item's kind rules, if the pool has them (their timeout wins over the pool's).
+        let kind = (pool.kinds.as_ref()).map(|kinds| kinds.choose(delivery.item(), &mut limit));
         if let Some(expiry) = delivery.expires_at() {
             let left = expiry.saturating_duration_since(start);
             limit = Some(limit.map_or(left, |l| l.min(left)));

@@ -41,7 +41,7 @@ fn args_of(payload: &[u8]) -> Option<&[u8]> {
 }
 
 /// One job on a router's queue: its kind and its args, encoded (see the
-/// [module docs](self) for the bytes).
+/// [router module docs](crate::router) for the bytes).
 ///
 /// Cheap to clone (the bytes are shared), so the in-memory store's copy per delivery costs
 /// a reference count. Any bytes make an envelope ([`from_bytes`](Self::from_bytes), as a
