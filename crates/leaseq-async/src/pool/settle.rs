@@ -4,6 +4,7 @@
 //! commit.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Context;
@@ -97,18 +98,20 @@ fn count<T>(
 /// the pool has kind rules. The settle is made before this returns; its answer is counted
 /// here if the store gives it at once, else by the pool's completer when it comes (the
 /// worker does not wait for it).
-pub(crate) async fn settle_and_count<
+pub(crate) fn settle_and_count<
+    'a,
     T: Send + Sync + 'static,
     R: Runtime,
     S: Store<T, Runtime = R>,
 >(
-    pool: &Arc<PoolShared<T>>,
+    pool: &'a Arc<PoolShared<T>>,
     index: usize,
     delivery: Delivery<T, R, S>,
     ended: Ended,
     kind: Option<&KindPolicy>,
     #[cfg(feature = "tracing")] span: tracing::Span,
-) {
+) -> impl Future<Output = ()> + 'a {
+    // Decided before the future: it holds only the settle.
     let decided = match ended {
         Ended::Done(Ok(())) => Settle::Ack,
         ended => Settle::failed(ended, pool.kinds.as_ref().zip(kind), delivery.attempt()),
@@ -118,23 +121,25 @@ pub(crate) async fn settle_and_count<
     #[cfg(feature = "tracing")]
     let settle = tracing::Instrument::instrument(settle, span);
     let settle = AssertUnwindSafe(settle).catch_unwind();
-    let Some(completer) = &pool.completer else {
-        count(pool, index, settle.await);
-        return;
-    };
-    let counted = {
-        let pool = pool.clone();
-        settle.map(move |answer| count(&pool, index, answer))
-    };
-    let mut counted: BoxFuture = Box::pin(counted);
-    // Polled once here, so the store has the settle before the worker moves on: a waker
-    // that does nothing, as the completer's task polls it from now on.
-    let waker = futures::task::noop_waker();
-    if counted
-        .as_mut()
-        .poll(&mut Context::from_waker(&waker))
-        .is_pending()
-    {
-        completer.submit(counted);
+    async move {
+        let Some(completer) = &pool.completer else {
+            count(pool, index, settle.await);
+            return;
+        };
+        let counted = {
+            let pool = pool.clone();
+            settle.map(move |answer| count(&pool, index, answer))
+        };
+        let mut counted: BoxFuture = Box::pin(counted);
+        // Polled once here, so the store has the settle before the worker moves on: a
+        // waker that does nothing, as the completer's task polls it from now on.
+        let waker = futures::task::noop_waker();
+        if counted
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+        {
+            completer.submit(counted);
+        }
     }
 }
