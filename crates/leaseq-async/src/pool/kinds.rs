@@ -19,7 +19,7 @@ pub(crate) type KindOf<T> = Arc<dyn Fn(&T) -> KindPolicy + Send + Sync>;
 /// A pool's kind rules: the choice per item and the queue's retry policy.
 pub(crate) struct Kinds<T> {
     /// Each item's rules.
-    pub(crate) of: KindOf<T>,
+    of: KindOf<T>,
     /// The queue's retry policy, its jitter's PRNG shared by the pool's workers (locked
     /// once per failure, never for a success); `None` when the store tells none, and then
     /// only the kinds' timeouts apply.
