@@ -121,6 +121,21 @@ pub use routes::{RouteError, Router};
 ///     const KIND: &'static str = "reindex";
 /// }
 /// ```
+///
+/// An empty name (or one over 255 bytes) stops the build where an envelope is made:
+///
+/// ```compile_fail
+/// use leaseq_async::router::{Envelope, JobKind};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Nameless;
+///
+/// impl JobKind for Nameless {
+///     const KIND: &'static str = "";
+/// }
+///
+/// let _ = Envelope::new(&Nameless);
+/// ```
 pub trait JobKind: serde::Serialize + serde::de::DeserializeOwned + Send + 'static {
     /// The kind's name.
     const KIND: &'static str;
