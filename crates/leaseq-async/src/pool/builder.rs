@@ -123,7 +123,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     ///
     /// - The kind's **item timeout**, if set, replaces the pool's
     ///   ([`item_timeout`](Self::item_timeout)) for the item (its own expiry still cuts it
-    ///   short).
+    ///   short). Keep it within the lease's end (the max lease with the heartbeat, the
+    ///   visibility without): past it the item is delivered again while its handler runs.
     /// - Every failure of the handling (an error, a panic, a timeout) is judged by the kind's
     ///   rules: retried after the kind's backoff (the queue's jitter applied), dead-lettered
     ///   once the kind's max attempts are spent (it can only lower the queue's: open the
