@@ -40,6 +40,10 @@
 //! - `cron`: [`CronCalendar`], cron expressions in an IANA time zone as the calendar of a
 //!   [`Scheduler`] (`croner` and `chrono-tz` compute the ticks, daylight saving and leap
 //!   days included).
+//! - `router`: the [`router`] module, a typed job router: one queue of [`Envelope`]s (a job's
+//!   kind and its JSON args), each kind ([`JobKind`]) with its own handler and
+//!   [`KindPolicy`], dispatched by a pool ([`PoolBuilder::spawn_router`]); an unknown kind
+//!   is dead-lettered at once. Implies `serde`; pulls in `serde_json`.
 //! - `executor`: [`ExecutorTask`], an `async-executor` task as a [`Runtime`] task (what
 //!   `leaseq-smol` uses). Pulls in `async-executor`.
 //! - `tracing`: every core event (redeliveries, lease expiries, late acks, dead letters,
@@ -79,6 +83,14 @@
     not(feature = "cron"),
     doc = "",
     doc = "[`CronCalendar`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.CronCalendar.html"
+)]
+#![cfg_attr(
+    not(feature = "router"),
+    doc = "",
+    doc = "[`router`]: https://docs.rs/leaseq-async/latest/leaseq_async/router/index.html",
+    doc = "[`Envelope`]: https://docs.rs/leaseq-async/latest/leaseq_async/router/struct.Envelope.html",
+    doc = "[`JobKind`]: https://docs.rs/leaseq-async/latest/leaseq_async/router/trait.JobKind.html",
+    doc = "[`PoolBuilder::spawn_router`]: https://docs.rs/leaseq-async/latest/leaseq_async/struct.PoolBuilder.html#method.spawn_router"
 )]
 #![cfg_attr(
     not(feature = "serde"),
@@ -158,6 +170,8 @@ pub use pool_stats::PoolStats;
 pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};
+#[cfg(feature = "router")]
+pub use router::{Envelope, EnvelopeCodec, JobKind, Router};
 pub use runtime::{BoxFuture, Runtime};
 pub use scheduler::{system_clock, Scheduler, SchedulerStep, WallClock};
 #[cfg(feature = "cron")]
@@ -174,7 +188,7 @@ pub use watchdog::{Holding, StuckWorker, Watchdog};
 pub use leaseq_core as core;
 pub use leaseq_core::{
     Acked, Backoff, CancelError, Config, ConfigError, ConservationError, DeadLetter, Event,
-    EventMask, Extended, Failure, Histogram, ItemState, ItemView, Jitter, LatencyAdvisor,
-    MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats, Timestamp, TypeReport,
-    UniqueKey, MAX_PRIORITY,
+    EventMask, Extended, Failure, Histogram, ItemState, ItemView, Jitter, KindPolicy,
+    LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats,
+    Timestamp, TypeReport, UniqueKey, MAX_PRIORITY,
 };

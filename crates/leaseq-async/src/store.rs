@@ -106,6 +106,15 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     fn max_lease(&self) -> Option<Duration> {
         None
     }
+    /// The queue's retry rules (its `Config`'s max attempts, backoff and jitter), as the
+    /// store applies them on every nack, fresh (its jitter's PRNG from the seed). A pool
+    /// with retry rules per job kind applies them through it (see
+    /// [`PoolBuilder::kind_policy`](crate::PoolBuilder::kind_policy)); called once, when the
+    /// pool starts. Default: `None` (no rules known: such a pool then applies only the
+    /// kinds' item timeouts).
+    fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
+        None
+    }
 
     /// Whether the queue was closed.
     fn is_closed(&self) -> bool;

@@ -44,6 +44,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.shared.config.max_lease()
     }
 
+    fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
+        Some(leaseq_core::RetryPolicy::new(&self.shared.config))
+    }
+
     fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }

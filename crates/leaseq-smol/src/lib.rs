@@ -64,7 +64,13 @@ pub type Pool<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Pool<T, SmolRu
 
 /// A receiver with a prefetch (see [`leaseq_async::Consumer`]), on smol.
 pub type Consumer<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Consumer<T, SmolRuntime, S>;
+/// The typed job router (feature `router`): see [`leaseq_async::router`].
+#[cfg(feature = "router")]
+pub use leaseq_async::router;
+pub use leaseq_async::KindPolicy;
 pub use leaseq_async::{diagnose, Finding, FindingKind, Holding, StuckWorker, Watchdog};
+#[cfg(feature = "router")]
+pub use leaseq_async::{Envelope, EnvelopeCodec, JobKind, Router};
 pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats};
 
 // The store behind a queue: the in-memory default, and the seam another store implements.

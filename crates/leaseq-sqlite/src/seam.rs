@@ -44,6 +44,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.inner.max_lease()
     }
 
+    fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
+        self.inner.retry_policy()
+    }
+
     fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }

@@ -46,6 +46,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         self.max_lease
     }
 
+    fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
+        Some(leaseq_core::RetryPolicy::new(self.lock().core.config()))
+    }
+
     fn is_closed(&self) -> bool {
         self.closed()
     }

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use event_listener::Event;
 
+use leaseq_core::KindPolicy;
+
 use super::completer::Completer;
+use super::kinds::{KindOf, Kinds};
 use super::shards::Shards;
 use super::stats::Counters;
 use super::worker::Handler;
@@ -34,6 +37,7 @@ pub struct PoolBuilder<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, 
     type_of: TypeOf<T>,
     max_overruns: Option<u64>,
     prefetch: Option<usize>,
+    kinds: Option<KindOf<T>>,
 }
 
 impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> PoolBuilder<T, R, S> {
@@ -50,6 +54,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             type_of: Arc::new(|_| "item"),
             max_overruns: None,
             prefetch: None,
+            kinds: None,
         }
     }
 
@@ -111,6 +116,65 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         } else {
             ItemTimeout::Fixed(store.visibility())
         }
+    }
+
+    /// Retry rules per job kind: `f` gives each item its [`KindPolicy`] (max attempts,
+    /// backoff, item timeout), chosen when a worker takes the item, before its handler runs.
+    ///
+    /// - The kind's **item timeout**, if set, replaces the pool's
+    ///   ([`item_timeout`](Self::item_timeout)) for the item (its own expiry still cuts it
+    ///   short). Keep it within the lease's end (the max lease with the heartbeat, the
+    ///   visibility without): past it the item is delivered again while its handler runs.
+    /// - Every failure of the handling (an error, a panic, a timeout) is judged by the kind's
+    ///   rules: retried after the kind's backoff (the queue's jitter applied), dead-lettered
+    ///   once the kind's max attempts are spent (it can only lower the queue's: open the
+    ///   queue with the largest any kind needs), retried after exactly the handler's delay
+    ///   ([`JobError::retry_after`]), dead-lettered at once for [`JobError::permanent`].
+    ///   What a rule leaves unset is the queue's.
+    /// - A lease that ends without the pool settling it (the process died, a worker was
+    ///   aborted, a shutdown handed the item back) is judged by the queue's rules alone: the
+    ///   store decides that without the pool.
+    ///
+    /// The pool applies a kind's verdict as an exact retry or a dead letter
+    /// ([`KindPolicy::resolve`] with the queue's [`RetryPolicy`](leaseq_core::RetryPolicy)
+    /// from [`Store::retry_policy`]), so it works on every store. On a store that tells no
+    /// retry policy only the kinds' timeouts apply. Without kind rules (the default) the
+    /// pool does no work for them per item.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::{JobError, LeaseQueue, Pool, SimRuntime};
+    /// use leaseq_core::{Config, KindPolicy};
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let config = Config::new(Duration::from_secs(60)).with_max_attempts(10);
+    ///         let queue = LeaseQueue::with_runtime(rt, config).unwrap();
+    ///         queue.push("flaky").await.unwrap();
+    ///         let pool = Pool::builder(queue.clone())
+    ///             // Items named "flaky" get 2 attempts, the others the queue's 10.
+    ///             .kind_policy(|item: &&str| match *item {
+    ///                 "flaky" => KindPolicy::new().with_max_attempts(2),
+    ///                 _ => KindPolicy::new(),
+    ///             })
+    ///             .spawn(|_job| async { Err(JobError::retry_after(Duration::ZERO, "no luck")) });
+    ///         queue.wait_empty().await;
+    ///         let report = pool.shutdown(Duration::from_secs(1)).await;
+    ///         assert_eq!((report.stats.failed, report.stats.queue.dead), (2, 1));
+    ///     }
+    /// });
+    /// ```
+    pub fn kind_policy(mut self, f: impl Fn(&T) -> KindPolicy + Send + Sync + 'static) -> Self {
+        self.kinds = Some(Arc::new(f));
+        self
+    }
+
+    /// No kind rules (a router whose kinds have none of their own).
+    #[cfg_attr(not(feature = "router"), allow(dead_code))]
+    pub(crate) fn clear_kind_policy(&mut self) {
+        self.kinds = None;
     }
 
     /// Keep each held item's lease alive with the queue's heartbeat (every third of the
@@ -189,7 +253,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         self.start_with(wrapped, counters)
     }
 
-    fn start(self, handler: Handler<T>) -> Pool<T, R, S> {
+    /// Starts the workers with a handler boxed already (one box per handling: the
+    /// router's).
+    pub(crate) fn start(self, handler: Handler<T>) -> Pool<T, R, S> {
         self.start_with(handler, Arc::new(Counters::default()))
     }
 
@@ -209,6 +275,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
             board: board.clone(),
             type_of: self.type_of,
             timeout,
+            kinds: self
+                .kinds
+                .map(|of| Kinds::new(of, self.queue.store().retry_policy())),
             live_workers: AtomicUsize::new(0),
             completer: (!self.queue.store().settles_at_once())
                 .then(|| Arc::new(Completer::default())),
@@ -259,6 +328,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for PoolBuilder<T,
             .field("watchdog", &self.watchdog)
             .field("max_overruns", &self.max_overruns)
             .field("prefetch", &self.prefetch)
+            .field("kind_policy", &self.kinds.is_some())
             .finish_non_exhaustive()
     }
 }

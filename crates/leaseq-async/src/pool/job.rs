@@ -32,6 +32,29 @@ pub struct Job<T> {
 }
 
 impl<T> Job<T> {
+    /// The same job holding `item` instead, and the item it held (for a router, which
+    /// hands a kind's handler its decoded args).
+    #[cfg_attr(not(feature = "router"), allow(dead_code))]
+    pub(crate) fn replace_item<U>(self, item: U) -> (T, Job<U>) {
+        let Job {
+            item: held,
+            id,
+            attempt,
+            deadline,
+            lease_lost,
+            timing,
+        } = self;
+        let job = Job {
+            item,
+            id,
+            attempt,
+            deadline,
+            lease_lost,
+            timing,
+        };
+        (held, job)
+    }
+
     /// How long this handling has left before its item timeout (or, without one, its lease
     /// deadline); zero once it has passed.
     pub fn time_left(&self) -> Duration {

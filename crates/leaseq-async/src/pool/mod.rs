@@ -4,6 +4,7 @@ mod blocking;
 mod builder;
 mod completer;
 mod job;
+mod kinds;
 mod local;
 mod report;
 mod settle;
@@ -39,7 +40,9 @@ pub use timeout::ItemTimeout;
 use completer::Completer;
 use shards::Shards;
 use stats::Counters;
-use worker::Handler;
+pub(crate) use worker::Handler;
+#[cfg(feature = "router")]
+pub(crate) use worker::HandlerResult;
 
 /// A pool's fetcher and its task.
 type FetcherTask<T, R, S> = (Arc<Fetcher<T, R, S>>, <R as Runtime>::Task);
@@ -58,6 +61,8 @@ pub(crate) struct PoolShared<T> {
     pub(crate) board: Arc<Board>,
     pub(crate) type_of: TypeOf<T>,
     pub(crate) timeout: ItemTimeout<T>,
+    /// Retry rules per job kind, if the pool was given them.
+    pub(crate) kinds: Option<kinds::Kinds<T>>,
     /// Worker tasks running now.
     pub(crate) live_workers: AtomicUsize,
     /// Where workers hand over settles the store does not answer at once (none for a

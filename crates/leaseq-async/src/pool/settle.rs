@@ -4,16 +4,18 @@
 //! commit.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Context;
 use std::time::Duration;
 
 use futures::FutureExt;
-use leaseq_core::Failure;
+use leaseq_core::{Failure, KindPolicy};
 
 use crate::delivery::Delivery;
 use crate::error::JobError;
+use crate::pool::kinds::Kinds;
 use crate::pool::stats::Counters;
 use crate::pool::PoolShared;
 use crate::runtime::{BoxFuture, Runtime};
@@ -27,22 +29,47 @@ pub(crate) enum Ended {
     TimedOut(Duration),
 }
 
-/// The settle that `ended` calls for: its future gives the refusal, if any.
+/// The settle a handling's end calls for, decided before the settle is made.
+enum Settle {
+    Ack,
+    DeadLetter(String),
+    Nack(Failure),
+}
+
+impl Settle {
+    /// The settle for `ended`, a handling that did not succeed, at delivery `attempt`,
+    /// under `kind`'s rules when the pool has kind rules (else the queue's, applied by the
+    /// store). Out of line: a success never comes here.
+    #[cold]
+    #[inline(never)]
+    fn failed<T>(ended: Ended, kind: Option<(&Kinds<T>, &KindPolicy)>, attempt: u32) -> Settle {
+        let failure = match ended {
+            Ended::Done(Ok(())) => return Settle::Ack,
+            Ended::Done(Err(e)) if e.is_permanent() => return Settle::DeadLetter(e.into_message()),
+            Ended::Done(Err(e)) => e.into_failure(),
+            Ended::Panicked(message) => Failure::panicked(message),
+            Ended::TimedOut(limit) => {
+                #[cfg(feature = "tracing")]
+                tracing::debug!(limit = ?limit, "leaseq: item timed out");
+                Failure::timed_out().and_error(format!("timed out after {limit:?}"))
+            }
+        };
+        Settle::Nack(match kind {
+            Some((kinds, kind)) => kinds.resolve(kind, attempt, failure),
+            None => failure,
+        })
+    }
+}
+
+/// Makes `settle` on `delivery`: its future gives the refusal, if any.
 async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     delivery: Delivery<T, R, S>,
-    ended: Ended,
+    settle: Settle,
 ) -> Option<SettleError> {
-    match ended {
-        Ended::Done(Ok(())) => delivery.ack().await.err(),
-        Ended::Done(Err(e)) if e.is_permanent() => delivery.dead_letter(e.message()).await.err(),
-        Ended::Done(Err(e)) => delivery.nack(e.message()).await.err(),
-        Ended::Panicked(message) => delivery.nack_with(Failure::panicked(message)).await.err(),
-        Ended::TimedOut(limit) => {
-            #[cfg(feature = "tracing")]
-            tracing::debug!(limit = ?limit, "leaseq: item timed out");
-            let failure = Failure::timed_out().and_error(format!("timed out after {limit:?}"));
-            delivery.nack_with(failure).await.err()
-        }
+    match settle {
+        Settle::Ack => delivery.ack().await.err(),
+        Settle::DeadLetter(message) => delivery.dead_letter(message).await.err(),
+        Settle::Nack(failure) => delivery.nack_with(failure).await.err(),
     }
 }
 
@@ -67,42 +94,52 @@ fn count<T>(
     }
 }
 
-/// Settles `delivery` as `ended` says, for worker `index`. The settle is made before this
-/// returns; its answer is counted here if the store gives it at once, else by the pool's
-/// completer when it comes (the worker does not wait for it).
-pub(crate) async fn settle_and_count<
+/// Settles `delivery` as `ended` says, for worker `index`, under the item's `kind` rules if
+/// the pool has kind rules. The settle is made before this returns; its answer is counted
+/// here if the store gives it at once, else by the pool's completer when it comes (the
+/// worker does not wait for it).
+pub(crate) fn settle_and_count<
+    'a,
     T: Send + Sync + 'static,
     R: Runtime,
     S: Store<T, Runtime = R>,
 >(
-    pool: &Arc<PoolShared<T>>,
+    pool: &'a Arc<PoolShared<T>>,
     index: usize,
     delivery: Delivery<T, R, S>,
     ended: Ended,
+    kind: Option<&KindPolicy>,
     #[cfg(feature = "tracing")] span: tracing::Span,
-) {
-    let settle = settle(delivery, ended);
+) -> impl Future<Output = ()> + 'a {
+    // Decided before the future: it holds only the settle.
+    let decided = match ended {
+        Ended::Done(Ok(())) => Settle::Ack,
+        ended => Settle::failed(ended, pool.kinds.as_ref().zip(kind), delivery.attempt()),
+    };
+    let settle = settle(delivery, decided);
     // Settling (and what it reports) belongs to the delivery's span too.
     #[cfg(feature = "tracing")]
     let settle = tracing::Instrument::instrument(settle, span);
     let settle = AssertUnwindSafe(settle).catch_unwind();
-    let Some(completer) = &pool.completer else {
-        count(pool, index, settle.await);
-        return;
-    };
-    let counted = {
-        let pool = pool.clone();
-        settle.map(move |answer| count(&pool, index, answer))
-    };
-    let mut counted: BoxFuture = Box::pin(counted);
-    // Polled once here, so the store has the settle before the worker moves on: a waker
-    // that does nothing, as the completer's task polls it from now on.
-    let waker = futures::task::noop_waker();
-    if counted
-        .as_mut()
-        .poll(&mut Context::from_waker(&waker))
-        .is_pending()
-    {
-        completer.submit(counted);
+    async move {
+        let Some(completer) = &pool.completer else {
+            count(pool, index, settle.await);
+            return;
+        };
+        let counted = {
+            let pool = pool.clone();
+            settle.map(move |answer| count(&pool, index, answer))
+        };
+        let mut counted: BoxFuture = Box::pin(counted);
+        // Polled once here, so the store has the settle before the worker moves on: a
+        // waker that does nothing, as the completer's task polls it from now on.
+        let waker = futures::task::noop_waker();
+        if counted
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+        {
+            completer.submit(counted);
+        }
     }
 }

@@ -229,6 +229,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             });
         }
         let mut limit = local.limit_for(pool, delivery.item(), item_type, start);
+        // The item's kind rules, if the pool has them (their timeout wins over the pool's).
+        let kind = (pool.kinds.as_ref()).map(|kinds| kinds.choose(delivery.item(), &mut limit));
         if let Some(expiry) = delivery.expires_at() {
             let left = expiry.saturating_duration_since(start);
             limit = Some(limit.map_or(left, |l| l.min(left)));
@@ -313,6 +315,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             self.index,
             delivery,
             ended,
+            kind.as_ref(),
             #[cfg(feature = "tracing")]
             span,
         )

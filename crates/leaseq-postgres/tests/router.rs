@@ -1,0 +1,151 @@
+//! The typed job router on Postgres, on real time: mixed kinds where one kind's handler
+//! panics on every call and another's hangs forever, the others all handled; an unknown
+//! kind and bad args dead-lettered at once; each dead row's payload the envelope's bytes,
+//! its kind first (what the `leaseq` CLI reads with `kind_of`, and SQL with
+//! `substr(payload, 2, get_byte(payload, 0))`).
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use leaseq_async::router::{Envelope, EnvelopeCodec, JobKind, Router};
+use leaseq_async::{Backoff, Config, Job, KindPolicy, Page, Reason};
+use leaseq_postgres::{PgQueue, Postgres};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize)]
+struct Email {
+    to: String,
+}
+impl JobKind for Email {
+    const KIND: &'static str = "email";
+}
+
+#[derive(Serialize, Deserialize)]
+struct Explode(u32);
+impl JobKind for Explode {
+    const KIND: &'static str = "explode";
+}
+
+#[derive(Serialize, Deserialize)]
+struct Hang(u32);
+impl JobKind for Hang {
+    const KIND: &'static str = "hang";
+}
+
+const PER_KIND: u32 = 5;
+
+async fn queue(url: &str, name: &str) -> PgQueue<Envelope> {
+    let config = Config::new(Duration::from_secs(30))
+        .with_max_attempts(5)
+        .with_backoff(Backoff::Fixed(Duration::from_millis(20)))
+        .without_jitter();
+    leaseq_tokio::LeaseQueue::<Envelope>::builder(config)
+        .name(name.to_string())
+        .codec(EnvelopeCodec)
+        .open(Postgres::url(url).options(options()))
+        .await
+        .expect("open")
+}
+
+#[test]
+fn mixed_kinds_on_the_server_a_panicking_and_a_hanging_kind_starve_none() {
+    let Some(url) = server() else { return };
+    runtime().block_on(async {
+        let name = unique("router");
+        let q = queue(&url, &name).await;
+        for n in 0..PER_KIND {
+            q.push(Envelope::new(&Hang(n)).unwrap()).await.unwrap();
+            q.push(Envelope::new(&Explode(n)).unwrap()).await.unwrap();
+            let to = format!("user{n}@example.com");
+            q.push(Envelope::new(&Email { to }).unwrap()).await.unwrap();
+        }
+        q.push(Envelope::from_parts("fax", b"{}").unwrap())
+            .await
+            .unwrap();
+        q.push(Envelope::from_parts("email", b"{\"to\":7}").unwrap())
+            .await
+            .unwrap();
+
+        let emails = Arc::new(AtomicU32::new(0));
+        let router = Router::new()
+            .route::<Email, _>({
+                let emails = emails.clone();
+                move |_job: Job<Email>| {
+                    emails.fetch_add(1, Ordering::Relaxed);
+                    async { Ok(()) }
+                }
+            })
+            .route_with::<Explode, _>(
+                KindPolicy::new().with_max_attempts(2),
+                |job: Job<Explode>| async move { panic!("explode {}", job.item.0) },
+            )
+            .route_with::<Hang, _>(
+                KindPolicy::new()
+                    .with_max_attempts(2)
+                    .with_timeout(Duration::from_millis(300)),
+                |_job: Job<Hang>| std::future::pending(),
+            );
+        // Two workers for three kinds.
+        let pool = leaseq_tokio::Pool::builder(q.clone())
+            .workers(2)
+            .spawn_router(router);
+        tokio::time::timeout(Duration::from_secs(60), q.wait_empty())
+            .await
+            .unwrap_or_else(|_| panic!("not done in 60 s: {:?}", q.stats()));
+        let report = pool.shutdown(Duration::from_secs(5)).await;
+        let s = &report.stats;
+        assert_eq!(emails.load(Ordering::Relaxed), PER_KIND);
+        assert_eq!(s.ok, u64::from(PER_KIND), "{s:?}");
+        assert_eq!((s.panicked, s.timed_out, s.permanent), (10, 10, 2), "{s:?}");
+
+        let dead = q
+            .dead_letters(Page::first(100))
+            .await
+            .expect("dead letters");
+        let mut seen: Vec<(String, Reason, u32)> = dead
+            .iter()
+            .map(|d| {
+                let e = d.item.as_ref().expect("decodes");
+                (e.kind().unwrap().to_string(), d.reason, d.attempts)
+            })
+            .collect();
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want = vec![
+            ("email".to_string(), Reason::Rejected, 1),
+            ("fax".to_string(), Reason::Rejected, 1),
+        ];
+        want.extend((0..PER_KIND).map(|_| ("explode".to_string(), Reason::Panicked, 2)));
+        want.extend((0..PER_KIND).map(|_| ("hang".to_string(), Reason::TimedOut, 2)));
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(seen, want);
+        let fax = dead
+            .iter()
+            .find(|d| d.item.as_ref().unwrap().kind() == Some("fax"))
+            .unwrap();
+        assert_eq!(
+            fax.last_error.as_deref(),
+            Some("unknown job kind `fax`: no handler registered")
+        );
+
+        // The kind, read in SQL from the stored bytes.
+        let client = sql(&url).await;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT convert_from(substr(payload, 2, get_byte(payload, 0)), 'UTF8') \
+                     FROM {SCHEMA}.items WHERE queue = $1 AND state = 2 ORDER BY 1"
+                ),
+                &[&name],
+            )
+            .await
+            .expect("select");
+        let kinds: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let want_kinds: Vec<String> = want.iter().map(|w| w.0.clone()).collect();
+        assert_eq!(kinds, want_kinds);
+        q.close().await.expect("close");
+    });
+}
