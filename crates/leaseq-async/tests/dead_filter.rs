@@ -87,3 +87,52 @@ fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
         );
     });
 }
+
+/// The router's own item: a queue of `Envelope`s is filtered by the kind its stored bytes
+/// begin with, the same kind the router dispatched on.
+#[test]
+fn a_queue_of_envelopes_is_filtered_by_the_envelopes_kind() {
+    use leaseq_async::router::Envelope;
+
+    let rt = SimRuntime::new();
+    rt.block_on(async {
+        let q = LeaseQueue::builder(Config::new(Duration::from_secs(5)).with_max_attempts(1))
+            .runtime(rt.clone())
+            .build()
+            .unwrap();
+        for kind in ["email", "sms", "email"] {
+            q.push(Envelope::from_parts(kind, b"{}").unwrap())
+                .await
+                .unwrap();
+        }
+        q.push(Envelope::from_bytes(b"not an envelope".to_vec()))
+            .await
+            .unwrap();
+        for _ in 0..4 {
+            let d = q.receive().await.unwrap();
+            d.dead_letter("gave up").await.unwrap();
+        }
+        assert_eq!(
+            q.redrive_matching(DeadFilter::all().kind("email")).await,
+            Ok(2)
+        );
+        let live = q.peek(Page::ALL).await.unwrap();
+        assert_eq!(live.len(), 2, "the two email jobs are ready again");
+        for _ in 0..2 {
+            let d = q.receive().await.unwrap();
+            assert_eq!(d.item().kind(), Some("email"));
+            d.ack().await.unwrap();
+        }
+        assert_eq!(
+            q.purge_dead_matching(DeadFilter::all().kind("sms")).await,
+            Ok(1)
+        );
+        let left = q.dead_letters(Page::ALL).await.unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(
+            left[0].item.as_ref().unwrap().kind(),
+            None,
+            "bytes with no kind match no kind filter"
+        );
+    });
+}
