@@ -1,6 +1,7 @@
-//! A wake-up whose hot-path notification costs one atomic load when nobody listens.
+//! A wake-up whose hot-path notification costs one atomic load when nobody listens, and a
+//! fence and a load when a listener is already woken.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 
 use event_listener::{Event, EventListener};
 
@@ -18,6 +19,20 @@ use event_listener::{Event, EventListener};
 /// and registration happen before the notifier's read (through the lock), so the notifier
 /// sees it and wakes it. A condition changed outside the lock (the closed flag, the handle
 /// count) is announced with [`notify_always`](Self::notify_always).
+///
+/// `notify(1)` also skips the event when one of its listeners is already notified and has not
+/// yet taken the notification ([`Event::is_notified`]): the event's own `notify(1)` would do
+/// nothing then, after taking its lock (about 90 instructions, once per push and once per
+/// receive's hand-over on a busy queue, nearly always with a wake-up already under way).
+/// Sound for the same conditions, by the fences on both sides: the notifier changes the
+/// condition, issues a `SeqCst` fence, then reads the event's notified count; a woken
+/// listener's notification is taken (its count lowered) inside the event, then
+/// [`unlisten`](Self::unlisten) issues a `SeqCst` fence before the waiter re-checks the
+/// condition. If the notifier read the count from before that lowering, its fence precedes
+/// the waiter's in the single total order of `SeqCst` operations, so the waiter's re-check
+/// sees the change; a listener registered after the read is inserted (and fenced, by
+/// `event_listener`) before its owner re-checks, likewise. A woken listener that is dropped
+/// unused passes its notification on inside the event.
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
     event: Event,
@@ -37,6 +52,9 @@ impl Signal {
     pub(crate) fn unlisten(&self, listener: EventListener) {
         drop(listener);
         self.listeners.fetch_sub(1, Ordering::SeqCst);
+        // Orders the notification taken (inside the event) before the re-check that follows:
+        // see the type's documentation.
+        fence(Ordering::SeqCst);
     }
 
     /// Notifies up to `n` listeners, if any listen. Only for a condition changed under the
@@ -44,6 +62,13 @@ impl Signal {
     #[inline]
     pub(crate) fn notify(&self, n: usize) {
         if self.listeners.load(Ordering::SeqCst) != 0 {
+            if n == 1 {
+                fence(Ordering::SeqCst);
+                if self.event.is_notified() {
+                    // A woken listener will look (see the type's documentation).
+                    return;
+                }
+            }
             self.event.notify(n);
         }
     }
