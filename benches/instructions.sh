@@ -6,15 +6,18 @@
 #   benches/instructions.sh            # every row (about 10 minutes)
 #   benches/instructions.sh core       # the core rows only
 #   benches/instructions.sh async      # the async rows only (tokio and smol)
+#   benches/instructions.sh path       # the API's paths alone, on one task (exact)
 #   KINDS="single pool" RUNTIMES=tokio benches/instructions.sh async   # some of them
 #
 # Core rows: `bench_summary --core SHAPE QUEUED N`, one push + receive + ack of a `u64`
 # per iteration (N = 200,000 and 400,000; `batch16`: N items in batches of 16). Async rows: `bench_summary --one KIND RUNTIME N`,
 # 1 producer and 4 consumers (N = 20,000 and 40,000 items); `single` is push -> receive ->
 # ack one at a time, `batch` batches of 16, `pool` a Pool of 4 workers with a no-op handler,
-# `flume` and `flume-handler` the channel baselines. The async rows run several threads,
-# which callgrind serializes, and how often a consumer parks and is woken differs from run
-# to run: they move by up to a third between runs, so each is run ASYNC_RUNS times
+# `flume` and `flume-handler` the channel baselines. Path rows: `bench_summary --path KIND
+# RUNTIME N`, the same steps (`single`, `batch`) on one task with nobody waiting: the same
+# count every run, to judge a change of the layer's own code by. The async rows run several
+# threads, which callgrind serializes, and how often a consumer parks and is woken differs
+# from run to run: they move by up to a third between runs, so each is run ASYNC_RUNS times
 # (default 3) and the median printed with the range. The core rows are exact (the same
 # count every run). Uses $CARGO_TARGET_DIR (default: target); BIN=path runs that binary of
 # bench_summary instead, unbuilt (a copy kept as the baseline of a change).
@@ -72,6 +75,13 @@ if [ "$which" = all ] || [ "$which" = core ]; then
     for shape in levels8 keyed levels8_keyed; do
         for q in 1000 1000000; do
             per_item "core $shape, $q queued" 200000 400000 --core $shape $q
+        done
+    done
+fi
+if [ "$which" = all ] || [ "$which" = path ]; then
+    for rt in ${RUNTIMES:-tokio smol}; do
+        for kind in single batch; do
+            RUNS="${PATH_RUNS:-2}" per_item "path $kind, $rt" 20000 40000 --path $kind $rt
         done
     done
 fi
