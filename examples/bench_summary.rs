@@ -275,11 +275,7 @@ fn main() {
             "smol" => smol::block_on(path(srt.clone(), items, batch)),
             other => panic!("runtime `{other}`: tokio or smol"),
         };
-        println!(
-            "path {} on {}: {items} items in {took:?}",
-            arg(1),
-            arg(2)
-        );
+        println!("path {} on {}: {items} items in {took:?}", arg(1), arg(2));
         return;
     }
     let began = Instant::now();
