@@ -78,3 +78,81 @@ impl Signal {
         self.event.notify(n);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    use super::Signal;
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn poll(listener: &mut event_listener::EventListener, waker: &Waker) -> Poll<()> {
+        Pin::new(listener).poll(&mut Context::from_waker(waker))
+    }
+
+    /// The skip's premise: while one listener holds an untaken notification, `notify(1)`
+    /// does nothing more; the notification reaches the other listener when the first is
+    /// given back unused, and a `notify(1)` after the first took its own wakes the other.
+    #[test]
+    fn a_skipped_notification_is_not_lost() {
+        let signal = Signal::default();
+        let (a_count, b_count) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let (a_waker, b_waker) = (Waker::from(a_count.clone()), Waker::from(b_count.clone()));
+        let mut a = signal.listen();
+        let mut b = signal.listen();
+        assert!(poll(&mut a, &a_waker).is_pending());
+        assert!(poll(&mut b, &b_waker).is_pending());
+
+        signal.notify(1);
+        signal.notify(1);
+        assert_eq!(
+            a_count.0.load(Ordering::SeqCst),
+            1,
+            "the first listener is woken"
+        );
+        assert_eq!(
+            b_count.0.load(Ordering::SeqCst),
+            0,
+            "the second notify is skipped"
+        );
+
+        // Given back unused: its notification passes to the other listener.
+        signal.unlisten(a);
+        assert_eq!(b_count.0.load(Ordering::SeqCst), 1);
+        assert!(poll(&mut b, &b_waker).is_ready());
+        signal.unlisten(b);
+
+        // Taken, then a new notify wakes the next listener.
+        let mut c = signal.listen();
+        let mut d = signal.listen();
+        let (c_count, d_count) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let (c_waker, d_waker) = (Waker::from(c_count.clone()), Waker::from(d_count.clone()));
+        assert!(poll(&mut c, &c_waker).is_pending());
+        assert!(poll(&mut d, &d_waker).is_pending());
+        signal.notify(1);
+        assert!(poll(&mut c, &c_waker).is_ready());
+        signal.unlisten(c);
+        signal.notify(1);
+        assert_eq!(
+            d_count.0.load(Ordering::SeqCst),
+            1,
+            "the next listener is woken"
+        );
+        assert!(poll(&mut d, &d_waker).is_ready());
+        signal.unlisten(d);
+        assert_eq!(signal.listeners.load(Ordering::SeqCst), 0);
+    }
+}
