@@ -30,9 +30,10 @@ use event_listener::{Event, EventListener};
 /// [`unlisten`](Self::unlisten) issues a `SeqCst` fence before the waiter re-checks the
 /// condition. If the notifier read the count from before that lowering, its fence precedes
 /// the waiter's in the single total order of `SeqCst` operations, so the waiter's re-check
-/// sees the change; a listener registered after the read is inserted (and fenced, by
-/// `event_listener`) before its owner re-checks, likewise. A woken listener that is dropped
-/// unused passes its notification on inside the event.
+/// sees the change; a listener registered after the read is inserted, then fenced by
+/// [`listen`](Self::listen), before its owner re-checks, likewise. A woken listener that is
+/// dropped unused passes its notification on inside the event (to a listener in the list, or,
+/// with none, to nobody: then every waiter still to register re-checks as above).
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
     event: Event,
@@ -45,7 +46,11 @@ impl Signal {
     /// the queue lock) after this and before waiting.
     pub(crate) fn listen(&self) -> EventListener {
         self.listeners.fetch_add(1, Ordering::SeqCst);
-        self.event.listen()
+        let listener = self.event.listen();
+        // Orders the registration (inside the event) before the re-check that follows: see
+        // the type's documentation (`event_listener` 5.4 fences no more after inserting).
+        fence(Ordering::SeqCst);
+        listener
     }
 
     /// Gives back a listener taken with [`listen`](Self::listen) (notified or not).
