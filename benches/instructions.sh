@@ -6,26 +6,41 @@
 #   benches/instructions.sh            # every row (about 10 minutes)
 #   benches/instructions.sh core       # the core rows only
 #   benches/instructions.sh async      # the async rows only (tokio and smol)
+#   benches/instructions.sh path       # the API's paths alone, on one task (exact)
+#   KINDS="single pool" RUNTIMES=tokio benches/instructions.sh async   # some of them
 #
 # Core rows: `bench_summary --core SHAPE QUEUED N`, one push + receive + ack of a `u64`
 # per iteration (N = 200,000 and 400,000; `batch16`: N items in batches of 16). Async rows: `bench_summary --one KIND RUNTIME N`,
 # 1 producer and 4 consumers (N = 20,000 and 40,000 items); `single` is push -> receive ->
 # ack one at a time, `batch` batches of 16, `pool` a Pool of 4 workers with a no-op handler,
-# `flume` and `flume-handler` the channel baselines. The async rows run several threads,
-# which callgrind serializes, and how often a consumer parks and is woken differs from run
-# to run: they move by up to a third between runs, so each is run ASYNC_RUNS times
+# `flume` and `flume-handler` the channel baselines. Path rows: `bench_summary --path KIND
+# RUNTIME N`, the same steps (`single`, `batch`) on one task with nobody waiting: the same
+# count every run, to judge a change of the layer's own code by. The async rows run several
+# threads, which callgrind serializes, and how often a consumer parks and is woken differs
+# from run to run: they move by up to a third between runs, so each is run ASYNC_RUNS times
 # (default 3) and the median printed with the range. The core rows are exact (the same
-# count every run). Uses $CARGO_TARGET_DIR (default: target).
+# count every run). Uses $CARGO_TARGET_DIR (default: target); BIN=path runs that binary of
+# bench_summary instead, unbuilt (a copy kept as the baseline of a change).
 set -eu
 cd "$(dirname "$0")/.."
 which="${1:-all}"
-cargo build --release --example bench_summary >&2
-bin="${CARGO_TARGET_DIR:-target}/release/examples/bench_summary"
+if [ -z "${BIN:-}" ]; then
+    cargo build --release --example bench_summary >&2
+fi
+bin="${BIN:-${CARGO_TARGET_DIR:-target}/release/examples/bench_summary}"
 
-# The total instructions of one run of bench_summary with the given arguments.
+# The total instructions of one run of bench_summary with the given arguments, less those of
+# the TSC clock's calibration (`quanta::Clock::new`, run once at start-up): it spins for a
+# stretch of wall time, so its count moved by up to 4 million instructions between runs,
+# which the difference of two run lengths does not cancel (+-200 per item on the async rows).
 count() {
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 >/dev/null |
-        sed -n 's/.*Collected : \([0-9][0-9]*\).*/\1/p'
+    out=$(mktemp)
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" "$@" >/dev/null 2>&1
+    callgrind_annotate --inclusive=yes --threshold=100 "$out" 2>/dev/null | awk '
+        / PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
+        /quanta::Clock::new \[/ { gsub(",", "", $1); calib = $1 }
+        END { printf "%d\n", total - calib }'
+    rm -f "$out"
 }
 
 # per_item LABEL N1 N2 ARGS...: the run length goes after ARGS; RUNS pairs of runs (1 unless
@@ -63,9 +78,16 @@ if [ "$which" = all ] || [ "$which" = core ]; then
         done
     done
 fi
+if [ "$which" = all ] || [ "$which" = path ]; then
+    for rt in ${RUNTIMES:-tokio smol}; do
+        for kind in single batch; do
+            RUNS="${PATH_RUNS:-2}" per_item "path $kind, $rt" 20000 40000 --path $kind $rt
+        done
+    done
+fi
 if [ "$which" = all ] || [ "$which" = async ]; then
-    for rt in tokio smol; do
-        for kind in single batch pool flume flume-handler; do
+    for rt in ${RUNTIMES:-tokio smol}; do
+        for kind in ${KINDS:-single batch pool flume flume-handler}; do
             RUNS="${ASYNC_RUNS:-3}" per_item "$kind, $rt" 20000 40000 --one $kind $rt
         done
     done

@@ -36,7 +36,9 @@
 //! `VecDeque` loop beside it), `bench_summary --core SHAPE QUEUED ITERATIONS` only the core
 //! loop with items of a shape (`plain`, `levels8`, `keyed`, `levels8_keyed`, `with_id`,
 //! `batch16`), and
-//! `bench_summary --one KIND RUNTIME [ITEMS]` one throughput run (for profiling).
+//! `bench_summary --one KIND RUNTIME [ITEMS]` one throughput run (for profiling), and
+//! `bench_summary --path KIND RUNTIME [ITEMS]` the API's path alone on one task (`single` or
+//! `batch`: push, receive, ack with nobody waiting; the same count every run).
 //! `benches/instructions.sh` runs these under callgrind and prints instructions per item.
 
 use std::future::Future;
@@ -153,6 +155,32 @@ fn report(name: &str, rounds: &[Round]) -> [f64; 3] {
     out
 }
 
+/// Pushes, receives and acks `items` on the calling task, `batch` at a time, each step
+/// ready at once (nobody waits): the cost of the API's path alone.
+async fn path<R: Runtime>(rt: R, items: u64, batch: u64) -> Duration {
+    let config = leaseq_async::Config::new(Duration::from_secs(60)).with_max_attempts(u32::MAX);
+    let queue: leaseq_async::LeaseQueue<u64, R> =
+        leaseq_async::LeaseQueue::with_runtime(rt, config).expect("valid config");
+    let start = Instant::now();
+    let mut i = 0;
+    while i < items {
+        if batch == 1 {
+            queue.try_push(i).expect("open, unbounded");
+            let d = queue.receive().await.expect("an item");
+            d.ack().await.expect("fresh lease");
+            i += 1;
+        } else {
+            let end = (i + batch).min(items);
+            queue.try_push_batch(i..end).expect("open, unbounded");
+            let ds = queue.receive_batch(batch as usize).await;
+            let n = queue.ack_batch(ds).await.accepted() as u64;
+            assert_eq!(n, end - i, "every item acked");
+            i = end;
+        }
+    }
+    start.elapsed()
+}
+
 fn main() {
     // `--roundtrip QUEUED ITERATIONS`: only the core round trip, for counting instructions
     // (`valgrind --tool=callgrind`, two iteration counts, the difference / their difference).
@@ -227,6 +255,27 @@ fn main() {
             arg(2),
             took.as_secs_f64() * 1e9 / items as f64
         );
+        return;
+    }
+    // `--path KIND RUNTIME [ITEMS]`: the API's path alone, one item at a time on this thread
+    // with nobody waiting (KIND: single or batch), so that callgrind counts the same
+    // instructions every run (the `--one` rows move with the threads' interleaving).
+    if args.first().map(String::as_str) == Some("--path") {
+        let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
+        let items = args
+            .get(3)
+            .map_or(ITEMS, |a| a.parse().expect("a whole number"));
+        let batch = match arg(1) {
+            "single" => 1,
+            "batch" => 16,
+            other => panic!("kind `{other}`: single or batch"),
+        };
+        let took = match arg(2) {
+            "tokio" => tokio.block_on(path(trt.clone(), items, batch)),
+            "smol" => smol::block_on(path(srt.clone(), items, batch)),
+            other => panic!("runtime `{other}`: tokio or smol"),
+        };
+        println!("path {} on {}: {items} items in {took:?}", arg(1), arg(2));
         return;
     }
     let began = Instant::now();

@@ -89,12 +89,15 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         // One pass: deliveries of another queue set aside, ours taken apart. The deliveries'
         // own copies of the items are dropped at the end: an item's `Drop` that panics must
         // not strand the tickets gathered so far.
+        // (Items without a `Drop` are not kept: dropping them runs nothing, and their vector
+        // would be one allocation more per batch.)
         let deliveries = deliveries.into_iter();
         let hint = deliveries.size_hint().0;
+        let keep_items = std::mem::needs_drop::<T>();
         let (mut ids, mut tickets, mut items) = (
             Vec::with_capacity(hint),
             Vec::with_capacity(hint),
-            Vec::with_capacity(hint),
+            Vec::with_capacity(if keep_items { hint } else { 0 }),
         );
         let mut foreign = Vec::new();
         let mut stale = Vec::new();
@@ -105,7 +108,10 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 continue;
             }
             let id = d.id();
-            items.push(d.take_item());
+            let item = d.take_item();
+            if keep_items {
+                items.push(item);
+            }
             match d.into_ticket() {
                 Some(ticket) => {
                     ids.push(id);

@@ -100,12 +100,30 @@ impl<T> Inbox<T> {
             self.pending.store(false, Ordering::SeqCst);
         }
         let now = st.core.now();
-        for (id, item) in st.spare.drain(..) {
-            // An unbounded queue refuses a push only when its slab of 2^32 slots is full;
-            // the ids were handed out in order, so none is out of order.
-            if let Err(e) = st.core.push_with_id(id, item, now, PushOptions::new()) {
-                debug_assert!(false, "an inbox push was refused: {e:?}");
+        // One item (one at a time, a consumer per push): no `Drain` to set up and close.
+        if st.spare.len() == 1 {
+            if let Some((id, item)) = st.spare.pop() {
+                push_one(&mut st.core, id, item, now);
             }
+            return;
         }
+        for (id, item) in st.spare.drain(..) {
+            push_one(&mut st.core, id, item, now);
+        }
+    }
+}
+
+/// Pushes one of the inbox's items into the core.
+#[inline(always)]
+fn push_one<T>(
+    core: &mut leaseq_core::Queue<T>,
+    id: MessageId,
+    item: T,
+    now: leaseq_core::Timestamp,
+) {
+    // An unbounded queue refuses a push only when its slab of 2^32 slots is full; the ids
+    // were handed out in order, so none is out of order.
+    if let Err(e) = core.push_with_id(id, item, now, PushOptions::new()) {
+        debug_assert!(false, "an inbox push was refused: {e:?}");
     }
 }

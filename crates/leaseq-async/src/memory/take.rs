@@ -84,7 +84,9 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
 
     /// Leases the next visible item under the lock the caller holds, registering its
     /// heartbeat if asked (releasing the lock wakes the driver for the beat if it is the
-    /// earliest).
+    /// earliest). Always inlined: the `Taken` is then built where it is returned, not
+    /// written here and copied out by the caller.
+    #[inline(always)]
     fn lease_locked(
         &self,
         st: &mut State<T>,
