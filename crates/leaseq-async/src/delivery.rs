@@ -10,6 +10,7 @@ use crate::store_error::SettleError;
 
 use crate::lease_lost::LeaseLost;
 use crate::memory::MemoryStore;
+use crate::progress::{CheckpointError, Progress};
 use crate::runtime::Runtime;
 use crate::store::{Store, Taken};
 
@@ -64,6 +65,8 @@ pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>>
     expires_at: Option<Timestamp>,
     /// `None` once settled.
     ticket: Option<S::Ticket>,
+    /// The item's last checkpoint, if any (see [`crate::progress`]).
+    progress: Option<Progress>,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
@@ -76,6 +79,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             deadline: taken.deadline,
             expires_at: taken.expires_at,
             ticket: Some(taken.ticket),
+            progress: taken.progress,
         }
     }
 
@@ -96,6 +100,11 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// settles (or goes back when dropped).
     pub(crate) fn take_item(&mut self) -> Option<T> {
         self.item.take()
+    }
+
+    /// Moves the checkpoint out, for a pool's `Job`.
+    pub(crate) fn take_progress(&mut self) -> Option<Progress> {
+        self.progress.take()
     }
 
     /// The message id, the same on every delivery of this item.
@@ -239,6 +248,61 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             Err(_) => {}
         }
         r
+    }
+
+    /// The item's last checkpoint: what a holder recorded with
+    /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), so that the
+    /// work resumes from it. `None` if nobody recorded one. See [`crate::progress`].
+    pub fn progress(&self) -> Option<&Progress> {
+        self.progress.as_ref()
+    }
+
+    /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
+    #[cfg(feature = "serde")]
+    pub fn progress_as<P: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Option<Result<P, crate::CodecError>> {
+        self.progress.as_ref().map(Progress::decode)
+    }
+
+    /// Records `progress` (at most [`MAX_PROGRESS_BYTES`](crate::MAX_PROGRESS_BYTES)) as
+    /// the item's checkpoint, handed to every later delivery of it until it is acked,
+    /// cancelled or purged. `Ok` once it is durable (committed, for a durable store);
+    /// [`CheckpointError::Stale`] when this lease is no longer held (nothing recorded: the
+    /// new holder's checkpoint stands); [`CheckpointError::Store`] when the store failed
+    /// (not recorded, or outcome unknown); [`CheckpointError::TooLarge`] past the limit.
+    pub async fn checkpoint(
+        &mut self,
+        progress: impl Into<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        let progress = Progress::new(progress)?;
+        self.checkpoint_future(progress.clone())?.await?;
+        self.progress = Some(progress);
+        Ok(())
+    }
+
+    /// [`checkpoint`](Self::checkpoint) of `value` encoded with postcard (read it back with
+    /// [`progress_as`](Self::progress_as)).
+    #[cfg(feature = "serde")]
+    pub async fn checkpoint_as<P: serde::Serialize + ?Sized>(
+        &mut self,
+        value: &P,
+    ) -> Result<(), CheckpointError> {
+        let progress = Progress::encode(value)?;
+        self.checkpoint_future(progress.clone())?.await?;
+        self.progress = Some(progress);
+        Ok(())
+    }
+
+    /// The store's checkpoint of this lease, started (refused at once once settled).
+    pub(crate) fn checkpoint_future(
+        &self,
+        progress: Progress,
+    ) -> Result<crate::store::Checkpointing, ReceiptError> {
+        match &self.ticket {
+            Some(ticket) => Ok(self.store.checkpoint(ticket, progress)),
+            None => Err(ReceiptError::Released(self.id)),
+        }
     }
 
     /// Stops the heartbeat of this delivery without settling it: the lease then runs out at

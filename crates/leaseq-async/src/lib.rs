@@ -114,6 +114,7 @@ mod open;
 mod page;
 mod pool;
 mod pool_stats;
+pub mod progress;
 mod push;
 mod queue;
 mod receive;
@@ -150,6 +151,7 @@ pub use open::{InMemory, OpenStore, QueueSettings};
 pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
+pub use progress::{CheckpointError, Progress, MAX_PROGRESS_BYTES};
 pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};
@@ -160,7 +162,7 @@ pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
-pub use store::{Drive, Store, Taken};
+pub use store::{Checkpointing, Drive, Store, Taken};
 pub use store_error::{SettleError, StoreError};
 pub use watchdog::{Holding, StuckWorker, Watchdog};
 

@@ -15,6 +15,7 @@ use crate::codec::CodecError;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
+use crate::progress::Progress;
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store_error::{SettleError, StoreError};
@@ -34,7 +35,13 @@ pub struct Taken<T, K> {
     pub expires_at: Option<Timestamp>,
     /// The store's handle on the lease.
     pub ticket: K,
+    /// The item's last checkpoint ([`Store::checkpoint`]), if a holder recorded one.
+    pub progress: Option<Progress>,
 }
+
+/// A checkpoint being recorded ([`Store::checkpoint`]): borrows nothing from the store or
+/// the ticket.
+pub type Checkpointing = std::pin::Pin<Box<dyn Future<Output = Result<(), SettleError>> + Send>>;
 
 /// What one step of the driver found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,6 +222,23 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         visibility: Duration,
     ) -> impl Future<Output = Result<Extended, SettleError>> + Send;
 
+    /// Records `progress` as the item's checkpoint while `ticket`'s lease runs: handed out
+    /// with every later delivery of the item ([`Taken::progress`]) until it leaves for good
+    /// (see the [`progress`](crate::progress) module for what keeps and drops it). `Ok`
+    /// once durable; [`SettleError::Stale`] when the lease is no longer held (nothing
+    /// recorded); [`SettleError::Store`] when the store failed (not recorded, or outcome
+    /// unknown). The size was checked by the caller ([`Progress::new`]).
+    ///
+    /// The future borrows nothing (`'static`, boxed: checkpoints are not on the per-item
+    /// path): a pool's job records a checkpoint while the pool keeps the ticket. Default: refused, not done ("this store keeps no
+    /// checkpoints"); every store of this workspace keeps them.
+    fn checkpoint(&self, ticket: &Self::Ticket, progress: Progress) -> Checkpointing {
+        let _ = (ticket, progress);
+        Box::pin(std::future::ready(Err(SettleError::Store(
+            StoreError::not_done("this store keeps no checkpoints"),
+        ))))
+    }
+
     /// The holder let go without settling (a dropped delivery): the item goes back with
     /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
     fn hand_back(&self, ticket: Self::Ticket);
@@ -281,6 +305,16 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         &self,
         id: MessageId,
     ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send;
+
+    /// The checkpoints of the live items and dead letters of `page` that have one, in id
+    /// order. Default: none (a store that keeps no checkpoints).
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        let _ = page;
+        std::future::ready(Ok(Vec::new()))
+    }
 
     /// Redrives every dead letter that can go back, in id order; how many went (expired
     /// ones and those whose key a live item holds stay; it stops at capacity).

@@ -54,7 +54,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Removes every ready and delayed item (one lock); the ids removed, in id order.
     /// Items in flight stay with their holders.
     pub fn purge(&self) -> Vec<MessageId> {
-        self.with_core(|core, now| {
+        let ids = self.with_core(|core, now| {
             let mut ids: Vec<MessageId> = core
                 .items()
                 .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
@@ -63,7 +63,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             ids.sort_unstable();
             ids.retain(|&id| core.cancel(id, now).is_ok());
             ids
-        })
+        });
+        self.forget_progress(&ids);
+        ids
     }
 
     /// Leases currently kept alive by the heartbeat.
@@ -81,7 +83,24 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 
     /// Removes every dead letter and hands them over.
     pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
-        self.lock().core.take_dead_letters()
+        let mut st = self.lock();
+        let letters = st.core.take_dead_letters();
+        if !st.progress.is_empty() {
+            for l in &letters {
+                st.progress.remove(l.id);
+            }
+        }
+        letters
+    }
+
+    /// Forgets the checkpoints of `ids` (items gone for good).
+    fn forget_progress(&self, ids: &[MessageId]) {
+        let mut st = self.lock();
+        if !st.progress.is_empty() {
+            for &id in ids {
+                st.progress.remove(id);
+            }
+        }
     }
 
     /// Puts a dead letter back, visible at once, attempts reset.

@@ -18,9 +18,10 @@ use crate::codec::CodecError;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
+use crate::progress::Progress;
 use crate::push::Push;
 use crate::runtime::Runtime;
-use crate::store::{Drive, Store, Taken};
+use crate::store::{Checkpointing, Drive, Store, Taken};
 use crate::store_error::SettleError;
 use crate::store_error::StoreError;
 
@@ -115,6 +116,9 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         } else {
             st.core.cancel(id, now)
         };
+        if r.is_ok() {
+            st.progress.remove(id);
+        }
         drop(st);
         ready(r.map_err(AdminError::Refused))
     }
@@ -221,7 +225,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let now = self.rt.now();
         // The queue's copy of the item comes out of the core and is dropped here, after the
         // lock is released: an item's `Drop` never runs under it.
-        let r = self.settle(ticket, |core, r| core.ack_take(r, now));
+        let r = self.ack_locked(ticket, now);
         ready(r.map(|(acked, _item)| acked).map_err(SettleError::Stale))
     }
 
@@ -240,6 +244,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             }
             match st.core.ack_take(ticket.receipt, now) {
                 Ok((acked, item)) => {
+                    st.progress.remove(ticket.receipt.id());
                     items.push(item);
                     results.push(Ok(acked));
                 }
@@ -301,6 +306,13 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
         drop(st);
         ready(r.map_err(SettleError::Stale))
+    }
+
+    fn checkpoint(&self, ticket: &MemoryTicket, progress: Progress) -> Checkpointing {
+        Box::pin(ready(
+            self.checkpoint_then(ticket, progress, |_| ())
+                .map_err(SettleError::Stale),
+        ))
     }
 
     fn hand_back(&self, ticket: MemoryTicket) {
@@ -376,6 +388,13 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     {
         let page = self.dead_letter_page(page);
         ready(Ok(page.into_iter().map(|l| l.map_item(Ok)).collect()))
+    }
+
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        ready(Ok(self.checkpoint_page(page)))
     }
 
     fn redrive(

@@ -73,12 +73,23 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         let now = self.rt.now();
         let n = st.core.receive_many(now, max, &mut leases);
         let more = st.core.stats().ready > 0;
+        // Checkpoints looked up under the lock, only when some item has one.
+        let progress: Vec<_> = if st.progress.is_empty() {
+            Vec::new()
+        } else {
+            leases.iter().map(|l| st.progress.get(l.id)).collect()
+        };
         drop(st);
         if n > 0 && more {
             self.available.notify(1);
         }
         out.reserve(n);
-        out.extend(leases.into_iter().map(|lease| taken(lease, None)));
+        let mut progress = progress.into_iter();
+        out.extend(
+            leases
+                .into_iter()
+                .map(|lease| taken(lease, None, progress.next().flatten())),
+        );
         n
     }
 
@@ -98,13 +109,15 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             let key = st.beats.register(lease.receipt, signal.clone(), first);
             (key, signal)
         });
-        Some(taken(lease, beat))
+        let progress = st.progress.get(lease.id);
+        Some(taken(lease, beat, progress))
     }
 }
 
 fn taken<T>(
     lease: Lease<T>,
     beat: Option<(crate::beats::BeatKey, Arc<LeaseSignal>)>,
+    progress: Option<crate::progress::Progress>,
 ) -> Taken<T, MemoryTicket> {
     Taken {
         item: lease.item,
@@ -116,6 +129,7 @@ fn taken<T>(
             receipt: lease.receipt,
             beat,
         },
+        progress,
     }
 }
 

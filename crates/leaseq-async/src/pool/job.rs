@@ -6,6 +6,8 @@ use std::time::Duration;
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::lease_lost::{LeaseLost, Timing};
+use crate::pool::checkpoint::Checkpoints;
+use crate::progress::{CheckpointError, Progress};
 
 /// One item handed to a pool handler.
 ///
@@ -29,6 +31,10 @@ pub struct Job<T> {
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
     pub(crate) timing: Arc<dyn Timing>,
+    /// The item's last checkpoint, if any.
+    pub(crate) progress: Option<Progress>,
+    /// The worker's lease slot and this handling's turn in it.
+    pub(crate) lease: (Arc<dyn Checkpoints>, u64),
 }
 
 impl<T> Job<T> {
@@ -42,6 +48,50 @@ impl<T> Job<T> {
     /// blocking handler to check between steps of long work.
     pub fn is_lease_lost(&self) -> bool {
         self.lease_lost.is_lost()
+    }
+
+    /// The item's last checkpoint: what a handler recorded with
+    /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), to resume from.
+    /// `None` if nobody recorded one. See [`crate::progress`].
+    pub fn progress(&self) -> Option<&Progress> {
+        self.progress.as_ref()
+    }
+
+    /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
+    #[cfg(feature = "serde")]
+    pub fn progress_as<P: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Option<Result<P, crate::CodecError>> {
+        self.progress.as_ref().map(Progress::decode)
+    }
+
+    /// Records `progress` as the item's checkpoint, as
+    /// [`Delivery::checkpoint`](crate::Delivery::checkpoint) does: `Ok` once durable,
+    /// [`CheckpointError::Stale`] once the lease is no longer held (this handling is over,
+    /// or its lease ran out and the item went to someone else), a typed store failure, or
+    /// [`CheckpointError::TooLarge`].
+    pub async fn checkpoint(
+        &mut self,
+        progress: impl Into<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        self.record(Progress::new(progress)?).await
+    }
+
+    /// [`checkpoint`](Self::checkpoint) of `value` encoded with postcard (read it back with
+    /// [`progress_as`](Self::progress_as)).
+    #[cfg(feature = "serde")]
+    pub async fn checkpoint_as<P: serde::Serialize + ?Sized>(
+        &mut self,
+        value: &P,
+    ) -> Result<(), CheckpointError> {
+        self.record(Progress::encode(value)?).await
+    }
+
+    async fn record(&mut self, progress: Progress) -> Result<(), CheckpointError> {
+        let (slot, turn) = &self.lease;
+        slot.checkpoint(*turn, self.id, progress.clone())?.await?;
+        self.progress = Some(progress);
+        Ok(())
     }
 }
 

@@ -15,6 +15,7 @@ use leaseq_core::{Outcome, Timestamp};
 use crate::delivery::Delivery;
 use crate::error::JobError;
 use crate::fetcher::Fetcher;
+use crate::pool::checkpoint::LeaseSlot;
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -92,6 +93,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
+        slot: Arc::new(LeaseSlot::new()),
         #[cfg(feature = "tracing")]
         queue_name: queue.name(),
         _store: std::marker::PhantomData,
@@ -132,7 +134,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
 }
 
 /// What a worker's items share.
-struct Worker<'a, T, R, S> {
+struct Worker<'a, T, R: Runtime, S: Store<T, Runtime = R>> {
     rt: &'a R,
     pool: &'a Arc<PoolShared<T>>,
     /// This worker's index in the pool.
@@ -142,6 +144,8 @@ struct Worker<'a, T, R, S> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
+    /// The delivery its handler works on, for the job's checkpoints.
+    slot: Arc<LeaseSlot<T, R, S>>,
     /// The queue's name, for the delivery spans.
     #[cfg(feature = "tracing")]
     queue_name: &'static str,
@@ -237,13 +241,21 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         let Some(item) = delivery.take_item() else {
             return;
         };
+        let (id, attempt, deadline) = (delivery.id(), delivery.attempt(), delivery.deadline());
+        let lease_lost = delivery.lease_lost();
+        let progress = delivery.take_progress();
+        // The delivery waits in the worker's slot while the handler runs, for its job's
+        // checkpoints.
+        let turn = self.slot.put(delivery);
         let job = Job {
             item,
-            id: delivery.id(),
-            attempt: delivery.attempt(),
-            deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
-            lease_lost: delivery.lease_lost(),
+            id,
+            attempt,
+            deadline: limit.map_or(deadline, |l| start.saturating_add(l)),
+            lease_lost,
             timing: local.timing.clone(),
+            progress,
+            lease: (self.slot.clone(), turn),
         };
 
         // The handler runs inside a span per delivery: its own events carry the item's id,
@@ -296,6 +308,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             }
         };
 
+        let Some(delivery) = self.slot.take() else {
+            return;
+        };
         let took = rt.now().saturating_duration_since(start);
         let (outcome, permanent) = match &ended {
             Ended::Done(Ok(())) => (Outcome::Ok, false),
