@@ -160,5 +160,6 @@ fn wrap<T>(t: Taken<T, MemoryTicket>) -> Taken<T, SqliteTicket> {
             id: t.id,
             attempt: t.attempt,
         },
+        progress: t.progress,
     }
 }

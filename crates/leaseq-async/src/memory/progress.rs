@@ -66,31 +66,27 @@ impl ProgressMap {
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
-    /// Records `progress` as the checkpoint of `ticket`'s item if its lease is running now,
-    /// then runs `then` under the queue's lock (a durable store built on this one queues its
-    /// journal entry there, so that two holders' checkpoints reach the disk in the order
-    /// they were accepted); the lease's [`ReceiptError`](leaseq_core::ReceiptError)
-    /// otherwise, nothing recorded. `then` must not call back into this store.
-    pub fn checkpoint_then<U>(
+    /// Records `progress` as the checkpoint of `ticket`'s item if its lease is running now;
+    /// the lease's [`ReceiptError`](leaseq_core::ReceiptError) otherwise, nothing recorded.
+    /// (For a store built on this one, which then records it durably.)
+    pub fn checkpoint_lease(
         &self,
         ticket: &MemoryTicket,
         progress: Progress,
-        then: impl FnOnce(&Progress) -> U,
-    ) -> Result<U, leaseq_core::ReceiptError> {
+    ) -> Result<(), leaseq_core::ReceiptError> {
         let now = self.rt.now();
-        let mut st = self.lock();
-        st.core.check_lease(ticket.receipt, now)?;
-        let out = then(&progress);
-        let st = &mut *st;
+        let mut guard = self.lock();
+        guard.core.check_lease(ticket.receipt, now)?;
+        let st = &mut *guard;
         st.progress.insert(ticket.receipt.id(), progress, &st.core);
-        Ok(out)
+        Ok(())
     }
 
     /// Puts back the checkpoint of a live item or dead letter read from disk (a durable
     /// store's open).
     pub fn restore_progress(&self, id: MessageId, progress: Progress) {
-        let mut st = self.lock();
-        let st = &mut *st;
+        let mut guard = self.lock();
+        let st = &mut *guard;
         st.progress.insert(id, progress, &st.core);
     }
 

@@ -310,7 +310,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 
     fn checkpoint(&self, ticket: &MemoryTicket, progress: Progress) -> Checkpointing {
         Box::pin(ready(
-            self.checkpoint_then(ticket, progress, |_| ())
+            self.checkpoint_lease(ticket, progress)
                 .map_err(SettleError::Stale),
         ))
     }
