@@ -244,6 +244,7 @@ mod options;
 mod outcome;
 mod plan;
 mod postgres;
+mod progress;
 mod push;
 mod receive;
 mod schema;

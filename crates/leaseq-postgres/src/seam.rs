@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, CodecError, Drive, LeaseLost, Page, Push, PushError, Runtime, SettleError, Store,
-    StoreError, Taken,
+    AdminError, Checkpointing, CodecError, Drive, LeaseLost, Page, Progress, Push, PushError,
+    Runtime, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -192,6 +192,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.extend_lease(ticket, visibility)
     }
 
+    fn checkpoint(&self, ticket: &PgTicket, progress: Progress) -> Checkpointing {
+        self.checkpoint_lease(ticket, progress)
+    }
+
     fn hand_back(&self, ticket: PgTicket) {
         settle::forget(&self.shared, &ticket);
         self.shared.settles.lock().hand_backs.push(ticket);
@@ -262,6 +266,13 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     ) -> impl Future<Output = Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError>> + Send
     {
         self.dead_page(page)
+    }
+
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        self.checkpoint_page(page)
     }
 
     fn redrive(
