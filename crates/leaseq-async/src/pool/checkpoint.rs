@@ -29,8 +29,11 @@ pub(crate) trait Checkpoints: Send + Sync {
 
 /// A worker's delivery while its handler runs, numbered by turn.
 pub(crate) struct LeaseSlot<T, R: Runtime, S: Store<T, Runtime = R>> {
-    held: Mutex<(u64, Option<Delivery<T, R, S>>)>,
+    held: Mutex<Held<T, R, S>>,
 }
+
+/// The turn of the last delivery put in, and that delivery until it is taken back.
+type Held<T, R, S> = (u64, Option<Delivery<T, R, S>>);
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseSlot<T, R, S> {
     pub(crate) fn new() -> Self {
