@@ -65,8 +65,8 @@ pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>>
     expires_at: Option<Timestamp>,
     /// `None` once settled.
     ticket: Option<S::Ticket>,
-    /// The item's last checkpoint, if any (see [`crate::progress`]).
-    progress: Option<Progress>,
+    /// The checkpoint this delivery recorded last, if any (see [`crate::progress`]).
+    checkpointed: Option<Progress>,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
@@ -79,7 +79,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             deadline: taken.deadline,
             expires_at: taken.expires_at,
             ticket: Some(taken.ticket),
-            progress: taken.progress,
+            checkpointed: None,
         }
     }
 
@@ -100,11 +100,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// settles (or goes back when dropped).
     pub(crate) fn take_item(&mut self) -> Option<T> {
         self.item.take()
-    }
-
-    /// Moves the checkpoint out, for a pool's `Job`.
-    pub(crate) fn take_progress(&mut self) -> Option<Progress> {
-        self.progress.take()
     }
 
     /// The message id, the same on every delivery of this item.
@@ -252,9 +247,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
 
     /// The item's last checkpoint: what a holder recorded with
     /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), so that the
-    /// work resumes from it. `None` if nobody recorded one. See [`crate::progress`].
-    pub fn progress(&self) -> Option<&Progress> {
-        self.progress.as_ref()
+    /// work resumes from it. `None` if nobody recorded one (or once this delivery is
+    /// settled). Asked of the store at each call (nothing is looked up on receive). See
+    /// [`crate::progress`].
+    pub fn progress(&self) -> Option<Progress> {
+        if let Some(own) = &self.checkpointed {
+            return Some(own.clone());
+        }
+        self.stored_progress()
     }
 
     /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
@@ -262,7 +262,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     pub fn progress_as<P: serde::de::DeserializeOwned>(
         &self,
     ) -> Option<Result<P, crate::CodecError>> {
-        self.progress.as_ref().map(Progress::decode)
+        self.progress().map(|p| p.decode())
     }
 
     /// Records `progress` (at most [`MAX_PROGRESS_BYTES`](crate::MAX_PROGRESS_BYTES)) as
@@ -277,7 +277,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     ) -> Result<(), CheckpointError> {
         let progress = Progress::new(progress)?;
         self.checkpoint_future(progress.clone())?.await?;
-        self.progress = Some(progress);
+        self.checkpointed = Some(progress);
         Ok(())
     }
 
@@ -290,8 +290,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     ) -> Result<(), CheckpointError> {
         let progress = Progress::encode(value)?;
         self.checkpoint_future(progress.clone())?.await?;
-        self.progress = Some(progress);
+        self.checkpointed = Some(progress);
         Ok(())
+    }
+
+    /// The store's last checkpoint of this lease's item (none once settled).
+    pub(crate) fn stored_progress(&self) -> Option<Progress> {
+        self.ticket.as_ref().and_then(|t| self.store.progress(t))
     }
 
     /// The store's checkpoint of this lease, started (refused at once once settled).

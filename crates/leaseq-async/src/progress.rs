@@ -20,8 +20,8 @@
 //! - **At most [`MAX_PROGRESS_BYTES`]**: a larger one is refused, typed, nothing recorded.
 //!
 //! Free for code that never checkpoints: the memory store keeps checkpoints in a map beside
-//! the core (never in the core's slots), looked at on a lease and an ack only when it is not
-//! empty.
+//! the core (never in the core's slots), looked at on an ack only when it is not empty; a
+//! lease looks nothing up (a handler's `progress()` asks the store when called).
 
 use std::fmt;
 use std::sync::Arc;

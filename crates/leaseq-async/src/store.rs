@@ -35,8 +35,6 @@ pub struct Taken<T, K> {
     pub expires_at: Option<Timestamp>,
     /// The store's handle on the lease.
     pub ticket: K,
-    /// The item's last checkpoint ([`Store::checkpoint`]), if a holder recorded one.
-    pub progress: Option<Progress>,
 }
 
 /// A checkpoint being recorded ([`Store::checkpoint`]): borrows nothing from the store or
@@ -223,7 +221,7 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     ) -> impl Future<Output = Result<Extended, SettleError>> + Send;
 
     /// Records `progress` as the item's checkpoint while `ticket`'s lease runs: handed out
-    /// with every later delivery of the item ([`Taken::progress`]) until it leaves for good
+    /// to every later delivery of the item ([`progress`](Store::progress)) until it leaves for good
     /// (see the [`progress`](crate::progress) module for what keeps and drops it). `Ok`
     /// once durable; [`SettleError::Stale`] when the lease is no longer held (nothing
     /// recorded); [`SettleError::Store`] when the store failed (not recorded, or outcome
@@ -237,6 +235,15 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         Box::pin(std::future::ready(Err(SettleError::Store(
             StoreError::not_done("this store keeps no checkpoints"),
         ))))
+    }
+
+    /// The item's last checkpoint as the store knows it for `ticket`'s lease, read when a
+    /// handler asks ([`Delivery::progress`](crate::Delivery::progress)), never on the
+    /// per-item path: the memory store's (and SQLite's) current one, Postgres's as the
+    /// claim read it. Default: none.
+    fn progress(&self, ticket: &Self::Ticket) -> Option<Progress> {
+        let _ = ticket;
+        None
     }
 
     /// The holder let go without settling (a dropped delivery): the item goes back with

@@ -24,8 +24,8 @@ fn queue(rt: &SimRuntime, visibility: Duration) -> LeaseQueue<u32, SimRuntime> {
     LeaseQueue::with_runtime(rt.clone(), config).unwrap()
 }
 
-fn bytes(p: Option<&Progress>) -> Option<&[u8]> {
-    p.map(Progress::as_bytes)
+fn bytes(p: Option<Progress>) -> Option<Vec<u8>> {
+    p.map(|p| p.as_bytes().to_vec())
 }
 
 #[test]
@@ -36,12 +36,12 @@ fn a_checkpoint_survives_nack_expiry_and_put_back() {
         let mut d = q.receive().await.unwrap();
         assert_eq!(d.progress(), None, "nobody checkpointed yet");
         d.checkpoint(b"page 3".to_vec()).await.unwrap();
-        assert_eq!(bytes(d.progress()), Some(&b"page 3"[..]));
+        assert_eq!(bytes(d.progress()), Some(b"page 3".to_vec()));
         d.nack("crashed").await.unwrap();
 
         // After a nack.
         let mut d = q.receive().await.unwrap();
-        assert_eq!(bytes(d.progress()), Some(&b"page 3"[..]));
+        assert_eq!(bytes(d.progress()), Some(b"page 3".to_vec()));
         d.checkpoint(b"page 6".to_vec()).await.unwrap();
         let stale = d;
 
@@ -50,7 +50,7 @@ fn a_checkpoint_survives_nack_expiry_and_put_back() {
             .await;
         let d = q.receive().await.unwrap();
         assert_eq!(d.attempt(), 3);
-        assert_eq!(bytes(d.progress()), Some(&b"page 6"[..]));
+        assert_eq!(bytes(d.progress()), Some(b"page 6".to_vec()));
 
         // The old holder is refused, and its attempt changes nothing.
         let mut stale = stale;
@@ -61,12 +61,12 @@ fn a_checkpoint_survives_nack_expiry_and_put_back() {
         // After a put-back.
         d.put_back();
         let d = q.receive().await.unwrap();
-        assert_eq!(bytes(d.progress()), Some(&b"page 6"[..]));
+        assert_eq!(bytes(d.progress()), Some(b"page 6".to_vec()));
         drop(stale);
         drop(d);
         // After a drop (handed back).
         let d = q.receive().await.unwrap();
-        assert_eq!(bytes(d.progress()), Some(&b"page 6"[..]));
+        assert_eq!(bytes(d.progress()), Some(b"page 6".to_vec()));
         d.ack().await.unwrap();
         assert!(q.checkpoints(Page::ALL).await.unwrap().is_empty());
         q.check_invariants().unwrap();
@@ -111,7 +111,7 @@ fn ack_cancel_and_purge_drop_the_checkpoint_dead_letters_and_redrive_keep_it() {
         // The dead letter's checkpoint comes back with its redrive.
         q.redrive(ids[3]).await.unwrap();
         let d = q.receive().await.unwrap();
-        assert_eq!(bytes(d.progress()), Some(&b"at 3"[..]));
+        assert_eq!(bytes(d.progress()), Some(b"at 3".to_vec()));
         d.dead_letter("again").await.unwrap();
         assert_eq!(q.purge_dead_letters().await.unwrap(), 1);
         assert!(q.checkpoints(Page::ALL).await.unwrap().is_empty());

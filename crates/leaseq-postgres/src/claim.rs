@@ -122,10 +122,10 @@ pub(crate) fn lease_of<T>(shared: &Shared<T>, row: &Row) -> Claimed<T> {
                     attempts: attempt,
                     expires_at,
                     beat: None,
+                    progress: row
+                        .get::<_, Option<&[u8]>>(9)
+                        .map(leaseq_async::Progress::from_stored),
                 },
-                progress: row
-                    .get::<_, Option<&[u8]>>(9)
-                    .map(leaseq_async::Progress::from_stored),
             })
         }
         Err(e) => Err((id, lease, e.to_string())),

@@ -22,6 +22,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             attempts: ticket.attempts,
             expires_at: ticket.expires_at,
             beat: None,
+            progress: None,
         };
         Box::pin(async move {
             let shared = &*shared;

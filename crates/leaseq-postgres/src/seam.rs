@@ -192,6 +192,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.extend_lease(ticket, visibility)
     }
 
+    fn progress(&self, ticket: &PgTicket) -> Option<Progress> {
+        ticket.progress.clone()
+    }
+
     fn checkpoint(&self, ticket: &PgTicket, progress: Progress) -> Checkpointing {
         self.checkpoint_lease(ticket, progress)
     }

@@ -54,13 +54,19 @@ fn a_checkpoint_is_fenced_committed_and_kept_until_the_ack_across_processes() {
 
         // Another process's claim hands it out.
         let mut d = receive(&b).await;
-        assert_eq!(d.progress().map(|p| p.as_bytes()), Some(&b"step 1"[..]));
+        assert_eq!(
+            d.progress().map(|p| p.as_bytes().to_vec()),
+            Some(b"step 1".to_vec())
+        );
         d.checkpoint(b"step 2".to_vec()).await.expect("checkpoint");
         // Its lease runs out (no heartbeat); the next holder sees step 2, the old one is
         // refused by the fencing token and writes nothing.
         let d2 = receive(&a).await;
         assert_eq!(d2.attempt(), 3);
-        assert_eq!(d2.progress().map(|p| p.as_bytes()), Some(&b"step 2"[..]));
+        assert_eq!(
+            d2.progress().map(|p| p.as_bytes().to_vec()),
+            Some(b"step 2".to_vec())
+        );
         match d.checkpoint(b"stale".to_vec()).await {
             Err(CheckpointError::Stale(ReceiptError::Redelivered(got))) => assert_eq!(got, id),
             other => panic!("a stale checkpoint: {other:?}"),
@@ -86,7 +92,10 @@ fn a_checkpoint_is_fenced_committed_and_kept_until_the_ack_across_processes() {
         // A redrive keeps it; the ack removes the row with it.
         b.redrive(id).await.expect("redrive");
         let d = receive(&b).await;
-        assert_eq!(d.progress().map(|p| p.as_bytes()), Some(&b"step 2"[..]));
+        assert_eq!(
+            d.progress().map(|p| p.as_bytes().to_vec()),
+            Some(b"step 2".to_vec())
+        );
         d.ack().await.expect("ack");
         assert_eq!(progress_of(&url, id).await, None);
         assert!(a

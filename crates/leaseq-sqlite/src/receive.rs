@@ -160,6 +160,5 @@ fn wrap<T>(t: Taken<T, MemoryTicket>) -> Taken<T, SqliteTicket> {
             id: t.id,
             attempt: t.attempt,
         },
-        progress: t.progress,
     }
 }

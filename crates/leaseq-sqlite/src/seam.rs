@@ -265,6 +265,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.settled(seq, r)
     }
 
+    fn progress(&self, ticket: &SqliteTicket) -> Option<Progress> {
+        self.inner.progress(&ticket.inner)
+    }
+
     /// Checked and recorded on the memory store, its op queued under the journal's lock
     /// (so two holders' checkpoints land in the order they were accepted); `Ok` once
     /// committed.

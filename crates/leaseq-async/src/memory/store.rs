@@ -308,6 +308,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ready(r.map_err(SettleError::Stale))
     }
 
+    fn progress(&self, ticket: &MemoryTicket) -> Option<Progress> {
+        self.lock().progress.get(ticket.receipt.id())
+    }
+
     fn checkpoint(&self, ticket: &MemoryTicket, progress: Progress) -> Checkpointing {
         Box::pin(ready(
             self.checkpoint_lease(ticket, progress)

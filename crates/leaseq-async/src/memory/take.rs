@@ -73,23 +73,12 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         let now = self.rt.now();
         let n = st.core.receive_many(now, max, &mut leases);
         let more = st.core.stats().ready > 0;
-        // Checkpoints looked up under the lock, only when some item has one.
-        let progress: Vec<_> = if st.progress.is_empty() {
-            Vec::new()
-        } else {
-            leases.iter().map(|l| st.progress.get(l.id)).collect()
-        };
         drop(st);
         if n > 0 && more {
             self.available.notify(1);
         }
         out.reserve(n);
-        let mut progress = progress.into_iter();
-        out.extend(
-            leases
-                .into_iter()
-                .map(|lease| taken(lease, None, progress.next().flatten())),
-        );
+        out.extend(leases.into_iter().map(|lease| taken(lease, None)));
         n
     }
 
@@ -109,15 +98,13 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             let key = st.beats.register(lease.receipt, signal.clone(), first);
             (key, signal)
         });
-        let progress = st.progress.get(lease.id);
-        Some(taken(lease, beat, progress))
+        Some(taken(lease, beat))
     }
 }
 
 fn taken<T>(
     lease: Lease<T>,
     beat: Option<(crate::beats::BeatKey, Arc<LeaseSignal>)>,
-    progress: Option<crate::progress::Progress>,
 ) -> Taken<T, MemoryTicket> {
     Taken {
         item: lease.item,
@@ -129,7 +116,6 @@ fn taken<T>(
             receipt: lease.receipt,
             beat,
         },
-        progress,
     }
 }
 

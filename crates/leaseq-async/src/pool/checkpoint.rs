@@ -25,6 +25,9 @@ pub(crate) trait Checkpoints: Send + Sync {
         id: MessageId,
         progress: Progress,
     ) -> Result<Checkpointing, ReceiptError>;
+
+    /// The store's last checkpoint of the lease of turn `turn` (none once it is over).
+    fn progress(&self, turn: u64) -> Option<Progress>;
 }
 
 /// A worker's delivery while its handler runs, numbered by turn.
@@ -69,6 +72,14 @@ impl<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>> Checkpoints for Le
         match &held.1 {
             Some(delivery) if held.0 == turn => delivery.checkpoint_future(progress),
             _ => Err(ReceiptError::Released(id)),
+        }
+    }
+
+    fn progress(&self, turn: u64) -> Option<Progress> {
+        let held = self.held.lock();
+        match &held.1 {
+            Some(delivery) if held.0 == turn => delivery.stored_progress(),
+            _ => None,
         }
     }
 }

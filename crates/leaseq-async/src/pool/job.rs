@@ -31,8 +31,8 @@ pub struct Job<T> {
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
     pub(crate) timing: Arc<dyn Timing>,
-    /// The item's last checkpoint, if any.
-    pub(crate) progress: Option<Progress>,
+    /// The checkpoint this handling recorded last, if any.
+    pub(crate) checkpointed: Option<Progress>,
     /// The worker's lease slot and this handling's turn in it.
     pub(crate) lease: (Arc<dyn Checkpoints>, u64),
 }
@@ -52,9 +52,14 @@ impl<T> Job<T> {
 
     /// The item's last checkpoint: what a handler recorded with
     /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), to resume from.
-    /// `None` if nobody recorded one. See [`crate::progress`].
-    pub fn progress(&self) -> Option<&Progress> {
-        self.progress.as_ref()
+    /// `None` if nobody recorded one (or once this handling is over). Asked of the store
+    /// at each call (nothing is looked up before the handler runs). See [`crate::progress`].
+    pub fn progress(&self) -> Option<Progress> {
+        if let Some(own) = &self.checkpointed {
+            return Some(own.clone());
+        }
+        let (slot, turn) = &self.lease;
+        slot.progress(*turn)
     }
 
     /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
@@ -62,7 +67,7 @@ impl<T> Job<T> {
     pub fn progress_as<P: serde::de::DeserializeOwned>(
         &self,
     ) -> Option<Result<P, crate::CodecError>> {
-        self.progress.as_ref().map(Progress::decode)
+        self.progress().map(|p| p.decode())
     }
 
     /// Records `progress` as the item's checkpoint, as
@@ -90,7 +95,7 @@ impl<T> Job<T> {
     async fn record(&mut self, progress: Progress) -> Result<(), CheckpointError> {
         let (slot, turn) = &self.lease;
         slot.checkpoint(*turn, self.id, progress.clone())?.await?;
-        self.progress = Some(progress);
+        self.checkpointed = Some(progress);
         Ok(())
     }
 }

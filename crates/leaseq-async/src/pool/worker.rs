@@ -243,7 +243,6 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         };
         let (id, attempt, deadline) = (delivery.id(), delivery.attempt(), delivery.deadline());
         let lease_lost = delivery.lease_lost();
-        let progress = delivery.take_progress();
         // The delivery waits in the worker's slot while the handler runs, for its job's
         // checkpoints.
         let turn = self.slot.put(delivery);
@@ -254,7 +253,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             deadline: limit.map_or(deadline, |l| start.saturating_add(l)),
             lease_lost,
             timing: local.timing.clone(),
-            progress,
+            checkpointed: None,
             lease: (self.slot.clone(), turn),
         };
 
