@@ -255,3 +255,103 @@ fn a_checkpoint_whose_commit_fails_is_outcome_unknown_then_lands() {
     drop(q);
     remove(&path);
 }
+
+/// Seeded: a run of checkpoints with the disk filling up at a random one, then either the
+/// space back or a crash (the writer halted) while commits fail. After a reopen the item's
+/// checkpoint is the last one answered `Ok`, or one answered "outcome unknown" after it:
+/// never an older one, never one that was refused, and every failure was typed.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn seeded_disk_full_and_crash_never_lose_a_checkpoint_answered_ok() {
+    use support::rng::Rng;
+    use support::{fill_disk, free_disk};
+    let seeds: u64 = std::env::var("LEASEQ_PROGRESS_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    for seed in 0..seeds {
+        let mut rng = Rng(2026 + seed);
+        let path = temp("progress-seeded");
+        let options = || {
+            Options::new()
+                .commit_timeout(Duration::from_millis(200))
+                .busy_timeout(Duration::from_millis(20))
+        };
+        let q = support::open_with(&path, options()).unwrap();
+        let fail_at = 1 + rng.below(7) as u8;
+        // Every other seed crashes while commits fail; the others get the space back.
+        let crash = seed % 2 == 0;
+        let (mut last_ok, mut unknown) = (None, Vec::new());
+        smol::block_on(async {
+            q.push(b"job".to_vec()).await.unwrap();
+            let mut d = q.receive().await.unwrap();
+            for step in 0..10u8 {
+                if step == fail_at {
+                    fill_disk(&q);
+                }
+                // A few KiB: each checkpoint needs pages of its own.
+                let size = 2000 + rng.below(4000) as usize;
+                match d.checkpoint(vec![step; size]).await {
+                    Ok(()) => last_ok = Some(step),
+                    Err(e) => {
+                        assert!(e.is_outcome_unknown(), "seed {seed}, step {step}: {e:?}");
+                        unknown.push(step);
+                    }
+                }
+                if step == fail_at + 1 {
+                    if crash {
+                        break;
+                    }
+                    free_disk(&q);
+                    q.store().sync().await.expect("recovered");
+                }
+            }
+            if crash {
+                // The process "dies" holding the lease.
+                std::mem::forget(d);
+            }
+        });
+        if crash {
+            q.store().halt();
+            std::mem::forget(q);
+        } else {
+            drop(q);
+        }
+        // The halted writer lets the file go once its retry's backoff ends.
+        let started = std::time::Instant::now();
+        let q = loop {
+            match support::open_default(&path) {
+                Err(leaseq_sqlite::OpenError::Locked(_))
+                    if started.elapsed() < Duration::from_secs(10) =>
+                {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                other => break other.unwrap(),
+            }
+        };
+        smol::block_on(async {
+            let d = q.receive().await.unwrap();
+            let on_disk = d.progress().map(|p| p.as_bytes()[0]);
+            let allowed = |s: u8| Some(s) == last_ok || unknown.contains(&s) && Some(s) > last_ok;
+            assert!(
+                on_disk.is_some_and(allowed) || (on_disk.is_none() && last_ok.is_none()),
+                "seed {seed} (fail at {fail_at}, crash {crash}): on disk {on_disk:?}, last Ok \
+                 {last_ok:?}, unknown {unknown:?}"
+            );
+            if !crash {
+                assert_eq!(
+                    on_disk,
+                    Some(9),
+                    "seed {seed}: recovered, the last one landed"
+                );
+            }
+            eprintln!(
+                "seed {seed}: disk full at {fail_at}, crash {crash}: last Ok {last_ok:?}, \
+                 outcome unknown {unknown:?}, on disk after the reopen {on_disk:?}"
+            );
+            d.ack().await.unwrap();
+        });
+        drop(q);
+        remove(&path);
+    }
+}
