@@ -271,6 +271,25 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// [`CheckpointError::Stale`] when this lease is no longer held (nothing recorded: the
     /// new holder's checkpoint stands); [`CheckpointError::Store`] when the store failed
     /// (not recorded, or outcome unknown); [`CheckpointError::TooLarge`] past the limit.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::{Config, LeaseQueue, SimRuntime};
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(5))).unwrap();
+    ///         queue.try_push("import.csv").unwrap();
+    ///         let mut d = queue.receive().await.unwrap();
+    ///         d.checkpoint(b"row 4000".to_vec()).await.unwrap();
+    ///         drop(d); // the worker died: the item comes back with its checkpoint
+    ///         let d = queue.receive().await.unwrap();
+    ///         assert_eq!(d.progress().unwrap().as_bytes(), b"row 4000");
+    ///     }
+    /// });
+    /// ```
     pub async fn checkpoint(
         &mut self,
         progress: impl Into<Vec<u8>>,
