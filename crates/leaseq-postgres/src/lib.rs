@@ -103,8 +103,11 @@
 //! On the queue, as on every store: `peek` and `dead_letters` (paged, in id order, times on
 //! the queue's clock; an undecodable payload shows as its `CodecError`), `redrive`,
 //! `redrive_all` (one statement), `purge`, `purge_dead_letters`, `cancel`,
-//! `refresh_stats`. A failed read is "not done"; a write whose reply was lost is "outcome
-//! unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong definite answer.
+//! `refresh_stats`, `checkpoints` (handlers' checkpoints, also the `progress` column of the
+//! `dead_letters` view, schema version 5). A failed read is "not done"; a write whose reply
+//! was lost is "outcome unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong
+//! definite answer. A checkpoint is one `UPDATE` fenced like an extension (the lease token,
+//! the lease still running); the claim returns it with the row.
 //!
 //! # Plans
 //!
