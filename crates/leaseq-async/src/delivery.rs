@@ -314,8 +314,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     }
 
     /// The store's last checkpoint of this lease's item (none once settled).
-    pub(crate) fn stored_progress(&self) -> Option<Progress> {
+    fn stored_progress(&self) -> Option<Progress> {
         self.ticket.as_ref().and_then(|t| self.store.progress(t))
+    }
+
+    /// A checkpoint recorded for this lease by its pool job.
+    pub(crate) fn remember(&mut self, progress: Progress) {
+        self.checkpointed = Some(progress);
     }
 
     /// The store's checkpoint of this lease, started (refused at once once settled).

@@ -166,7 +166,7 @@ fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
             .item_timeout(ItemTimeout::Fixed(Duration::from_secs(1)))
             .spawn({
                 let (rt, seen) = (rt.clone(), seen.clone());
-                move |mut job: leaseq_async::Job<u32>| {
+                move |job: leaseq_async::Job<u32>| {
                     let (rt, seen, kept_tx) = (rt.clone(), seen.clone(), kept_tx.clone());
                     async move {
                         let from = job.progress().map_or(0, |p| p.as_bytes()[0]);
@@ -198,7 +198,7 @@ fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
 
         // The kept job's handling is over: refused, though its item is gone.
         let mut kept_rx = kept_rx;
-        let mut job = futures::StreamExt::next(&mut kept_rx).await.unwrap();
+        let job = futures::StreamExt::next(&mut kept_rx).await.unwrap();
         assert!(matches!(
             job.checkpoint(vec![9]).await,
             Err(CheckpointError::Stale(ReceiptError::Released(_)))

@@ -355,3 +355,39 @@ fn seeded_disk_full_and_crash_never_lose_a_checkpoint_answered_ok() {
         remove(&path);
     }
 }
+
+/// A pool on the durable store (fetcher and completer on): a blocking handler records a
+/// checkpoint per step and fails at step 3 on its first attempt; the second handling
+/// resumes there, and the ack removes the row with its checkpoint.
+#[test]
+fn a_blocking_pool_handler_resumes_from_its_checkpoint() {
+    let path = temp("progress-pool");
+    let q = open_short(&path, Duration::from_secs(30));
+    let starts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    smol::block_on(async {
+        q.push(b"job".to_vec()).await.unwrap();
+        let pool = leaseq_async::Pool::builder(q.clone())
+            .workers(2)
+            .spawn_blocking({
+                let starts = starts.clone();
+                move |job| {
+                    let from = job.progress().map_or(0, |p| p.as_bytes()[0]);
+                    starts.lock().unwrap().push(from);
+                    for step in from..5 {
+                        job.checkpoint_blocking(vec![step + 1])?;
+                        if step + 1 == 3 && job.attempt == 1 {
+                            return Err("cut off".into());
+                        }
+                    }
+                    Ok(())
+                }
+            });
+        q.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(30)).await;
+        assert_eq!((report.stats.ok, report.stats.failed), (1, 1));
+    });
+    assert_eq!(*starts.lock().unwrap(), vec![0, 3]);
+    drop(q);
+    assert!(progress_rows(&path).is_empty());
+    remove(&path);
+}

@@ -28,6 +28,9 @@ pub(crate) trait Checkpoints: Send + Sync {
 
     /// The store's last checkpoint of the lease of turn `turn` (none once it is over).
     fn progress(&self, turn: u64) -> Option<Progress>;
+
+    /// `progress` was recorded on the lease of turn `turn`: its delivery remembers it.
+    fn recorded(&self, turn: u64, progress: Progress);
 }
 
 /// A worker's delivery while its handler runs, numbered by turn.
@@ -78,8 +81,17 @@ impl<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>> Checkpoints for Le
     fn progress(&self, turn: u64) -> Option<Progress> {
         let held = self.held.lock();
         match &held.1 {
-            Some(delivery) if held.0 == turn => delivery.stored_progress(),
+            Some(delivery) if held.0 == turn => delivery.progress(),
             _ => None,
+        }
+    }
+
+    fn recorded(&self, turn: u64, progress: Progress) {
+        let mut held = self.held.lock();
+        if held.0 == turn {
+            if let Some(delivery) = held.1.as_mut() {
+                delivery.remember(progress);
+            }
         }
     }
 }

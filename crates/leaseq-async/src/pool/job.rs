@@ -31,8 +31,6 @@ pub struct Job<T> {
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
     pub(crate) timing: Arc<dyn Timing>,
-    /// The checkpoint this handling recorded last, if any.
-    pub(crate) checkpointed: Option<Progress>,
     /// The worker's lease slot and this handling's turn in it.
     pub(crate) lease: (Arc<dyn Checkpoints>, u64),
 }
@@ -55,9 +53,6 @@ impl<T> Job<T> {
     /// `None` if nobody recorded one (or once this handling is over). Asked of the store
     /// at each call (nothing is looked up before the handler runs). See [`crate::progress`].
     pub fn progress(&self) -> Option<Progress> {
-        if let Some(own) = &self.checkpointed {
-            return Some(own.clone());
-        }
         let (slot, turn) = &self.lease;
         slot.progress(*turn)
     }
@@ -75,27 +70,31 @@ impl<T> Job<T> {
     /// [`CheckpointError::Stale`] once the lease is no longer held (this handling is over,
     /// or its lease ran out and the item went to someone else), a typed store failure, or
     /// [`CheckpointError::TooLarge`].
-    pub async fn checkpoint(
-        &mut self,
-        progress: impl Into<Vec<u8>>,
-    ) -> Result<(), CheckpointError> {
+    pub async fn checkpoint(&self, progress: impl Into<Vec<u8>>) -> Result<(), CheckpointError> {
         self.record(Progress::new(progress)?).await
+    }
+
+    /// [`checkpoint`](Self::checkpoint) for a blocking handler
+    /// ([`PoolBuilder::spawn_blocking`](crate::PoolBuilder::spawn_blocking)): blocks its
+    /// thread until the store answers. Never call it from async code.
+    pub fn checkpoint_blocking(&self, progress: impl Into<Vec<u8>>) -> Result<(), CheckpointError> {
+        futures::executor::block_on(self.checkpoint(progress))
     }
 
     /// [`checkpoint`](Self::checkpoint) of `value` encoded with postcard (read it back with
     /// [`progress_as`](Self::progress_as)).
     #[cfg(feature = "serde")]
     pub async fn checkpoint_as<P: serde::Serialize + ?Sized>(
-        &mut self,
+        &self,
         value: &P,
     ) -> Result<(), CheckpointError> {
         self.record(Progress::encode(value)?).await
     }
 
-    async fn record(&mut self, progress: Progress) -> Result<(), CheckpointError> {
+    async fn record(&self, progress: Progress) -> Result<(), CheckpointError> {
         let (slot, turn) = &self.lease;
         slot.checkpoint(*turn, self.id, progress.clone())?.await?;
-        self.checkpointed = Some(progress);
+        slot.recorded(*turn, progress);
         Ok(())
     }
 }

@@ -253,7 +253,6 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             deadline: limit.map_or(deadline, |l| start.saturating_add(l)),
             lease_lost,
             timing: local.timing.clone(),
-            checkpointed: None,
             lease: (self.slot.clone(), turn),
         };
 
