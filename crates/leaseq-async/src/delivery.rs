@@ -318,11 +318,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         self.ticket.as_ref().and_then(|t| self.store.progress(t))
     }
 
-    /// A checkpoint recorded for this lease by its pool job.
-    pub(crate) fn remember(&mut self, progress: Progress) {
-        self.checkpointed = Some(progress);
-    }
-
     /// The store's checkpoint of this lease, started (refused at once once settled).
     pub(crate) fn checkpoint_future(
         &self,

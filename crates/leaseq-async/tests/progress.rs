@@ -229,3 +229,39 @@ fn typed_checkpoints_round_trip_with_postcard() {
         assert_eq!(d.progress_as::<Cursor>().unwrap().unwrap(), at);
     });
 }
+
+/// A job moved into a task of its own checkpoints from there: the worker, woken by the
+/// request, serves it while its handler waits for that task.
+#[test]
+fn a_job_checkpoints_from_another_task() {
+    sim(|rt| async move {
+        let q = queue(&rt, Duration::from_secs(60));
+        let id = q.try_push(1).unwrap();
+        let pool = Pool::builder(q.clone()).workers(1).spawn({
+            let rt = rt.clone();
+            move |job: leaseq_async::Job<u32>| {
+                let (tx, rx) = futures::channel::oneshot::channel();
+                rt.spawn(Box::pin(async move {
+                    let r = job.checkpoint(b"from a task".to_vec()).await;
+                    let _ = tx.send((r, job.progress()));
+                }));
+                async move {
+                    let (r, seen) = rx.await.unwrap();
+                    r.unwrap();
+                    assert_eq!(seen.unwrap().as_bytes(), b"from a task");
+                    Err(leaseq_async::JobError::from("again"))
+                }
+            }
+        });
+        // Every run fails, to the dead letters at the last attempt: the checkpoint stays.
+        rt.sleep_until(rt.now().saturating_add(Duration::from_secs(1)))
+            .await;
+        let shown = q.checkpoints(Page::ALL).await.unwrap();
+        assert_eq!(shown.len(), 1);
+        assert_eq!(
+            (shown[0].0, shown[0].1.as_bytes()),
+            (id, &b"from a task"[..])
+        );
+        pool.shutdown(Duration::from_secs(1)).await;
+    });
+}

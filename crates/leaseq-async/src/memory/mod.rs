@@ -50,6 +50,8 @@ pub struct MemoryStore<T, R> {
     /// Notified when the queue may have become empty (nothing ready, delayed or in flight).
     emptied: Signal,
     closed: AtomicBool,
+    /// Some item has had a checkpoint: until then a handler's `progress()` takes no lock.
+    pub(crate) has_progress: AtomicBool,
     /// Live handles (`LeaseQueue` clones and streams; deliveries do not count).
     handles: AtomicUsize,
     visibility: Duration,
@@ -163,6 +165,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             driver_wake: Event::new(),
             emptied: Signal::default(),
             closed: AtomicBool::new(false),
+            has_progress: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
             visibility,
             max_lease,

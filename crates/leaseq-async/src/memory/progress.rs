@@ -78,6 +78,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let now = self.rt.now();
         let mut guard = self.lock();
         guard.core.check_lease(ticket.receipt, now)?;
+        self.has_progress
+            .store(true, std::sync::atomic::Ordering::Release);
         let st = &mut *guard;
         st.progress.insert(ticket.receipt.id(), progress, &st.core);
         Ok(())
@@ -86,6 +88,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Puts back the checkpoint of a live item or dead letter read from disk (a durable
     /// store's open).
     pub fn restore_progress(&self, id: MessageId, progress: Progress) {
+        self.has_progress
+            .store(true, std::sync::atomic::Ordering::Release);
         let mut guard = self.lock();
         let st = &mut *guard;
         st.progress.insert(id, progress, &st.core);

@@ -308,7 +308,11 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ready(r.map_err(SettleError::Stale))
     }
 
+    #[inline]
     fn progress(&self, ticket: &MemoryTicket) -> Option<Progress> {
+        if !self.has_progress.load(Ordering::Acquire) {
+            return None;
+        }
         self.lock().progress.get(ticket.receipt.id())
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::lease_lost::{LeaseLost, Timing};
-use crate::pool::checkpoint::Checkpoints;
+use crate::pool::checkpoint::LeaseSlot;
 use crate::progress::{CheckpointError, Progress};
 
 /// One item handed to a pool handler.
@@ -31,8 +31,10 @@ pub struct Job<T> {
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
     pub(crate) timing: Arc<dyn Timing>,
+    /// The item's last checkpoint (as its lease was handed over, then this job's own).
+    pub(crate) progress: parking_lot::Mutex<Option<Progress>>,
     /// The worker's lease slot and this handling's turn in it.
-    pub(crate) lease: (Arc<dyn Checkpoints>, u64),
+    pub(crate) lease: (Arc<LeaseSlot>, u64),
 }
 
 impl<T> Job<T> {
@@ -50,11 +52,9 @@ impl<T> Job<T> {
 
     /// The item's last checkpoint: what a handler recorded with
     /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), to resume from.
-    /// `None` if nobody recorded one (or once this handling is over). Asked of the store
-    /// at each call (nothing is looked up before the handler runs). See [`crate::progress`].
+    /// `None` if nobody recorded one. See [`crate::progress`].
     pub fn progress(&self) -> Option<Progress> {
-        let (slot, turn) = &self.lease;
-        slot.progress(*turn)
+        self.progress.lock().clone()
     }
 
     /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
@@ -93,8 +93,8 @@ impl<T> Job<T> {
 
     async fn record(&self, progress: Progress) -> Result<(), CheckpointError> {
         let (slot, turn) = &self.lease;
-        slot.checkpoint(*turn, self.id, progress.clone())?.await?;
-        slot.recorded(*turn, progress);
+        slot.checkpoint(*turn, self.id, progress.clone()).await?;
+        *self.progress.lock() = Some(progress);
         Ok(())
     }
 }

@@ -15,7 +15,7 @@ use leaseq_core::{Outcome, Timestamp};
 use crate::delivery::Delivery;
 use crate::error::JobError;
 use crate::fetcher::Fetcher;
-use crate::pool::checkpoint::LeaseSlot;
+use crate::pool::checkpoint::{LeaseSlot, Serve};
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -93,7 +93,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
-        slot: Arc::new(LeaseSlot::new()),
+        slot: Arc::new(LeaseSlot::default()),
         #[cfg(feature = "tracing")]
         queue_name: queue.name(),
         _store: std::marker::PhantomData,
@@ -144,8 +144,8 @@ struct Worker<'a, T, R: Runtime, S: Store<T, Runtime = R>> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
-    /// The delivery its handler works on, for the job's checkpoints.
-    slot: Arc<LeaseSlot<T, R, S>>,
+    /// Where its jobs' checkpoints reach its deliveries.
+    slot: Arc<LeaseSlot>,
     /// The queue's name, for the delivery spans.
     #[cfg(feature = "tracing")]
     queue_name: &'static str,
@@ -243,9 +243,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         };
         let (id, attempt, deadline) = (delivery.id(), delivery.attempt(), delivery.deadline());
         let lease_lost = delivery.lease_lost();
-        // The delivery waits in the worker's slot while the handler runs, for its job's
-        // checkpoints.
-        let turn = self.slot.put(delivery);
+        // The job's checkpoints go through the worker's slot (see `checkpoint.rs`).
+        let turn = self.slot.begin();
         let job = Job {
             item,
             id,
@@ -253,6 +252,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             deadline: limit.map_or(deadline, |l| start.saturating_add(l)),
             lease_lost,
             timing: local.timing.clone(),
+            progress: parking_lot::Mutex::new(delivery.progress()),
             lease: (self.slot.clone(), turn),
         };
 
@@ -279,6 +279,13 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
                 // (Instrumented, the future's drop runs inside the span too.)
                 #[cfg(feature = "tracing")]
                 let fut = tracing::Instrument::instrument(fut, span.clone());
+                // Serves the job's checkpoints on the delivery between polls.
+                let fut = Serve {
+                    fut,
+                    slot: &self.slot,
+                    delivery: &delivery,
+                    turn,
+                };
                 let fut = AssertUnwindSafe(CatchDrop {
                     fut: Some(fut),
                     counters: &pool.counters,
@@ -306,9 +313,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             }
         };
 
-        let Some(delivery) = self.slot.take() else {
-            return;
-        };
+        self.slot.end();
         let took = rt.now().saturating_duration_since(start);
         let (outcome, permanent) = match &ended {
             Ended::Done(Ok(())) => (Outcome::Ok, false),
