@@ -1,7 +1,8 @@
 //! Handlers' checkpoints in the memory store: a map from message id to [`Progress`] beside
 //! the core, under the same lock, so that the core's slots do not grow and an item nobody
-//! checkpoints costs one emptiness check on its ack (a lease looks nothing up: a handler
-//! that asks for its item's checkpoint does, with `Store::progress`).
+//! checkpoints costs one emptiness check on its ack (a lease looks nothing up; a handler's
+//! `progress()` reads one flag, `MemoryStore::has_progress`, until some item has had a
+//! checkpoint, and only then takes the lock).
 //!
 //! An entry is removed where an item leaves for good through this store (ack, cancel,
 //! purge, a dead letter purged or taken); the ways an item leaves inside the core (a
