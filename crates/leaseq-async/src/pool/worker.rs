@@ -134,7 +134,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
 }
 
 /// What a worker's items share.
-struct Worker<'a, T, R: Runtime, S: Store<T, Runtime = R>> {
+struct Worker<'a, T, R, S> {
     rt: &'a R,
     pool: &'a Arc<PoolShared<T>>,
     /// This worker's index in the pool.
@@ -241,16 +241,14 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         let Some(item) = delivery.take_item() else {
             return;
         };
-        let (id, attempt, deadline) = (delivery.id(), delivery.attempt(), delivery.deadline());
-        let lease_lost = delivery.lease_lost();
         // The job's checkpoints go through the worker's slot (see `checkpoint.rs`).
         let turn = self.slot.begin();
         let job = Job {
             item,
-            id,
-            attempt,
-            deadline: limit.map_or(deadline, |l| start.saturating_add(l)),
-            lease_lost,
+            id: delivery.id(),
+            attempt: delivery.attempt(),
+            deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
+            lease_lost: delivery.lease_lost(),
             timing: local.timing.clone(),
             progress: parking_lot::Mutex::new(delivery.progress()),
             lease: (self.slot.clone(), turn),
