@@ -313,8 +313,16 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         Ok(())
     }
 
+    /// The key of this lease for checkpoints (none once settled, or if the store keeps
+    /// none).
+    #[inline]
+    pub(crate) fn lease_key(&self) -> Option<crate::progress::LeaseKey> {
+        self.ticket.as_ref().and_then(|t| self.store.lease_key(t))
+    }
+
     /// The store's last checkpoint of this lease's item (none once settled).
-    fn stored_progress(&self) -> Option<Progress> {
+    #[inline]
+    pub(crate) fn stored_progress(&self) -> Option<Progress> {
         self.ticket.as_ref().and_then(|t| self.store.progress(t))
     }
 
@@ -323,8 +331,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         &self,
         progress: Progress,
     ) -> Result<crate::store::Checkpointing, ReceiptError> {
-        match &self.ticket {
-            Some(ticket) => Ok(self.store.checkpoint(ticket, progress)),
+        match self.lease_key() {
+            Some(key) => Ok(self.store.checkpoint(key, progress)),
             None => Err(ReceiptError::Released(self.id)),
         }
     }

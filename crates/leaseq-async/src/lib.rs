@@ -151,7 +151,7 @@ pub use open::{InMemory, OpenStore, QueueSettings};
 pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
-pub use progress::{CheckpointError, Progress, MAX_PROGRESS_BYTES};
+pub use progress::{CheckpointError, LeaseKey, Progress, MAX_PROGRESS_BYTES};
 pub use push::Push;
 pub use queue::LeaseQueue;
 pub use receive::{Receive, ReceiveError, ReceiveStream};

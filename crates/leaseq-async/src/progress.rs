@@ -90,6 +90,47 @@ impl fmt::Debug for Progress {
     }
 }
 
+/// Which lease a checkpoint is for, as a store recognizes it: a copy of what its ticket
+/// says, so that a pool's job can record a checkpoint while the pool keeps the ticket
+/// ([`Store::lease_key`](crate::Store::lease_key)). The memory store's is the core's
+/// receipt; a database's, the row and its fencing token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseKey(Key);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Receipt(leaseq_core::Receipt),
+    Row(i64, i64),
+}
+
+impl LeaseKey {
+    /// The key of a lease the core's `receipt` stands for.
+    pub fn receipt(receipt: leaseq_core::Receipt) -> Self {
+        LeaseKey(Key::Receipt(receipt))
+    }
+
+    /// The key of a lease on database row `id` with fencing token `token`.
+    pub fn row(id: i64, token: i64) -> Self {
+        LeaseKey(Key::Row(id, token))
+    }
+
+    /// The receipt, if this is a receipt's key.
+    pub fn as_receipt(&self) -> Option<leaseq_core::Receipt> {
+        match self.0 {
+            Key::Receipt(r) => Some(r),
+            Key::Row(..) => None,
+        }
+    }
+
+    /// The row and token, if this is a row's key.
+    pub fn as_row(&self) -> Option<(i64, i64)> {
+        match self.0 {
+            Key::Row(id, token) => Some((id, token)),
+            Key::Receipt(_) => None,
+        }
+    }
+}
+
 /// Why a checkpoint was not recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -15,7 +15,7 @@ use crate::codec::CodecError;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
-use crate::progress::Progress;
+use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store_error::{SettleError, StoreError};
@@ -220,7 +220,15 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         visibility: Duration,
     ) -> impl Future<Output = Result<Extended, SettleError>> + Send;
 
-    /// Records `progress` as the item's checkpoint while `ticket`'s lease runs: handed out
+    /// The key of `ticket`'s lease, for [`checkpoint`](Store::checkpoint) (`None`: this
+    /// store keeps no checkpoints, the default).
+    fn lease_key(&self, ticket: &Self::Ticket) -> Option<LeaseKey> {
+        let _ = ticket;
+        None
+    }
+
+    /// Records `progress` as the item's checkpoint while the lease of `lease`
+    /// ([`lease_key`](Store::lease_key)) runs: handed out
     /// to every later delivery of the item ([`progress`](Store::progress)) until it leaves for good
     /// (see the [`progress`](crate::progress) module for what keeps and drops it). `Ok`
     /// once durable; [`SettleError::Stale`] when the lease is no longer held (nothing
@@ -228,10 +236,11 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// unknown). The size was checked by the caller ([`Progress::new`]).
     ///
     /// The future borrows nothing (`'static`, boxed: checkpoints are not on the per-item
-    /// path): a pool's job records a checkpoint while the pool keeps the ticket. Default: refused, not done ("this store keeps no
+    /// path), and the key is a copy: a pool's job records a checkpoint while the pool keeps
+    /// the ticket. Default: refused, not done ("this store keeps no
     /// checkpoints"); every store of this workspace keeps them.
-    fn checkpoint(&self, ticket: &Self::Ticket, progress: Progress) -> Checkpointing {
-        let _ = (ticket, progress);
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let _ = (lease, progress);
         Box::pin(std::future::ready(Err(SettleError::Store(
             StoreError::not_done("this store keeps no checkpoints"),
         ))))

@@ -153,7 +153,7 @@ fn a_checkpoint_too_large_is_refused_typed_and_nothing_is_recorded() {
 }
 
 /// A pool's handler resumes from its checkpoint after a timeout; a job kept past its
-/// handling cannot checkpoint the item's next lease.
+/// handling is refused (its lease is over).
 #[test]
 fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
     sim(|rt| async move {
@@ -166,7 +166,7 @@ fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
             .item_timeout(ItemTimeout::Fixed(Duration::from_secs(1)))
             .spawn({
                 let (rt, seen) = (rt.clone(), seen.clone());
-                move |job: leaseq_async::Job<u32>| {
+                move |mut job: leaseq_async::Job<u32>| {
                     let (rt, seen, kept_tx) = (rt.clone(), seen.clone(), kept_tx.clone());
                     async move {
                         let from = job.progress().map_or(0, |p| p.as_bytes()[0]);
@@ -198,10 +198,10 @@ fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
 
         // The kept job's handling is over: refused, though its item is gone.
         let mut kept_rx = kept_rx;
-        let job = futures::StreamExt::next(&mut kept_rx).await.unwrap();
+        let mut job = futures::StreamExt::next(&mut kept_rx).await.unwrap();
         assert!(matches!(
             job.checkpoint(vec![9]).await,
-            Err(CheckpointError::Stale(ReceiptError::Released(_)))
+            Err(CheckpointError::Stale(ReceiptError::AlreadyAcked(_)))
         ));
     });
 }
@@ -230,8 +230,8 @@ fn typed_checkpoints_round_trip_with_postcard() {
     });
 }
 
-/// A job moved into a task of its own checkpoints from there: the worker, woken by the
-/// request, serves it while its handler waits for that task.
+/// A job moved into a task of its own checkpoints from there while its handler waits for
+/// that task.
 #[test]
 fn a_job_checkpoints_from_another_task() {
     sim(|rt| async move {
@@ -242,6 +242,7 @@ fn a_job_checkpoints_from_another_task() {
             move |job: leaseq_async::Job<u32>| {
                 let (tx, rx) = futures::channel::oneshot::channel();
                 rt.spawn(Box::pin(async move {
+                    let mut job = job;
                     let r = job.checkpoint(b"from a task".to_vec()).await;
                     let _ = tx.send((r, job.progress()));
                 }));

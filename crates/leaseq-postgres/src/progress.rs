@@ -3,7 +3,7 @@
 //! every later claim of the row, kept by every change of the row but its delete (ack,
 //! cancel, purge, replacement), and listed for operators.
 
-use leaseq_async::{Checkpointing, Page, Progress, SettleError, StoreError};
+use leaseq_async::{Checkpointing, LeaseKey, Page, Progress, SettleError, StoreError};
 use leaseq_core::MessageId;
 use tokio_postgres::types::ToSql;
 
@@ -14,13 +14,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `Store::checkpoint`: `Ok` once committed; refused (explained from the row) unless the
     /// lease is the row's latest and still running. A reply lost and the statement then
     /// refused on the retry is outcome unknown: the lost try may have written it.
-    pub(crate) fn checkpoint_lease(&self, ticket: &PgTicket, progress: Progress) -> Checkpointing {
+    pub(crate) fn checkpoint_lease(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let Some((id, lease)) = lease.as_row() else {
+            let e = SettleError::Stale(leaseq_core::ReceiptError::Unknown);
+            return Box::pin(std::future::ready(Err(e)));
+        };
         let shared = self.shared.clone();
+        // Only the row and the token matter to a fenced statement.
         let copy = PgTicket {
-            id: ticket.id,
-            lease: ticket.lease,
-            attempts: ticket.attempts,
-            expires_at: ticket.expires_at,
+            id,
+            lease,
+            attempts: 0,
+            expires_at: None,
             beat: None,
             progress: None,
         };

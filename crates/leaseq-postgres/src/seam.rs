@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, Checkpointing, CodecError, Drive, LeaseLost, Page, Progress, Push, PushError,
-    Runtime, SettleError, Store, StoreError, Taken,
+    AdminError, Checkpointing, CodecError, Drive, LeaseKey, LeaseLost, Page, Progress, Push,
+    PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -196,8 +196,12 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         ticket.progress.clone()
     }
 
-    fn checkpoint(&self, ticket: &PgTicket, progress: Progress) -> Checkpointing {
-        self.checkpoint_lease(ticket, progress)
+    fn lease_key(&self, ticket: &PgTicket) -> Option<LeaseKey> {
+        Some(LeaseKey::row(ticket.id, ticket.lease))
+    }
+
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        self.checkpoint_lease(lease, progress)
     }
 
     fn hand_back(&self, ticket: PgTicket) {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, Checkpointing, Codec, CodecError, Drive, LeaseLost, Page, Progress, Push,
+    AdminError, Checkpointing, Codec, CodecError, Drive, LeaseKey, LeaseLost, Page, Progress, Push,
     PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
@@ -272,12 +272,20 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     /// Checked and recorded on the memory store, its op queued under the journal's lock
     /// (so two holders' checkpoints land in the order they were accepted); `Ok` once
     /// committed.
-    fn checkpoint(&self, ticket: &SqliteTicket, progress: Progress) -> Checkpointing {
-        let id = ticket.id.get();
+    fn lease_key(&self, ticket: &SqliteTicket) -> Option<LeaseKey> {
+        self.inner.lease_key(&ticket.inner)
+    }
+
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let Some(receipt) = lease.as_receipt() else {
+            let e = SettleError::Stale(leaseq_core::ReceiptError::Unknown);
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        let id = receipt.id().get();
         let mut refused = None;
         let seq = self.journal.submit_with(|| {
             let bytes = progress.as_bytes().to_vec();
-            match self.inner.checkpoint_lease(&ticket.inner, progress) {
+            match self.inner.checkpoint_lease(receipt, progress) {
                 Ok(()) => Some(Op::Progress {
                     id,
                     progress: bytes,

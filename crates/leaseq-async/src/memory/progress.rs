@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use leaseq_core::{MessageId, Queue};
 
-use super::{MemoryStore, MemoryTicket};
+use super::MemoryStore;
 use crate::page::Page;
 use crate::progress::Progress;
 use crate::runtime::Runtime;
@@ -68,21 +68,21 @@ impl ProgressMap {
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
-    /// Records `progress` as the checkpoint of `ticket`'s item if its lease is running now;
+    /// Records `progress` as the checkpoint of `receipt`'s item if its lease is running now;
     /// the lease's [`ReceiptError`](leaseq_core::ReceiptError) otherwise, nothing recorded.
     /// (For a store built on this one, which then records it durably.)
     pub fn checkpoint_lease(
         &self,
-        ticket: &MemoryTicket,
+        receipt: leaseq_core::Receipt,
         progress: Progress,
     ) -> Result<(), leaseq_core::ReceiptError> {
         let now = self.rt.now();
         let mut guard = self.lock();
-        guard.core.check_lease(ticket.receipt, now)?;
+        guard.core.check_lease(receipt, now)?;
         self.has_progress
             .store(true, std::sync::atomic::Ordering::Release);
         let st = &mut *guard;
-        st.progress.insert(ticket.receipt.id(), progress, &st.core);
+        st.progress.insert(receipt.id(), progress, &st.core);
         Ok(())
     }
 

@@ -18,7 +18,7 @@ use crate::codec::CodecError;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
-use crate::progress::Progress;
+use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store::{Checkpointing, Drive, Store, Taken};
@@ -316,11 +316,18 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         self.lock().progress.get(ticket.receipt.id())
     }
 
-    fn checkpoint(&self, ticket: &MemoryTicket, progress: Progress) -> Checkpointing {
-        Box::pin(ready(
-            self.checkpoint_lease(ticket, progress)
+    #[inline]
+    fn lease_key(&self, ticket: &MemoryTicket) -> Option<LeaseKey> {
+        Some(LeaseKey::receipt(ticket.receipt))
+    }
+
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        Box::pin(ready(match lease.as_receipt() {
+            Some(receipt) => self
+                .checkpoint_lease(receipt, progress)
                 .map_err(SettleError::Stale),
-        ))
+            None => Err(SettleError::Stale(leaseq_core::ReceiptError::Unknown)),
+        }))
     }
 
     fn hand_back(&self, ticket: MemoryTicket) {

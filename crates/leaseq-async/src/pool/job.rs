@@ -6,8 +6,8 @@ use std::time::Duration;
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::lease_lost::{LeaseLost, Timing};
-use crate::pool::checkpoint::LeaseSlot;
-use crate::progress::{CheckpointError, Progress};
+use crate::pool::checkpoint::Sink;
+use crate::progress::{CheckpointError, LeaseKey, Progress};
 
 /// One item handed to a pool handler.
 ///
@@ -31,10 +31,11 @@ pub struct Job<T> {
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
     pub(crate) timing: Arc<dyn Timing>,
-    /// The item's last checkpoint (as its lease was handed over, then this job's own).
-    pub(crate) progress: parking_lot::Mutex<Option<Progress>>,
-    /// The worker's lease slot and this handling's turn in it.
-    pub(crate) lease: (Arc<LeaseSlot>, u64),
+    /// The item's last checkpoint as the handling began, then this job's own.
+    pub(crate) progress: Option<Progress>,
+    /// The store and the lease's key, for checkpoints.
+    pub(crate) sink: Arc<dyn Sink<T>>,
+    pub(crate) lease: Option<LeaseKey>,
 }
 
 impl<T> Job<T> {
@@ -52,9 +53,12 @@ impl<T> Job<T> {
 
     /// The item's last checkpoint: what a handler recorded with
     /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), to resume from.
-    /// `None` if nobody recorded one. See [`crate::progress`].
+    /// `None` if nobody recorded one. As the handling began, then as this job's own
+    /// [`checkpoint`](Self::checkpoint) last recorded it (not
+    /// [`checkpoint_blocking`](Self::checkpoint_blocking)'s, which has no `&mut`). See
+    /// [`crate::progress`].
     pub fn progress(&self) -> Option<Progress> {
-        self.progress.lock().clone()
+        self.progress.clone()
     }
 
     /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
@@ -70,31 +74,43 @@ impl<T> Job<T> {
     /// [`CheckpointError::Stale`] once the lease is no longer held (this handling is over,
     /// or its lease ran out and the item went to someone else), a typed store failure, or
     /// [`CheckpointError::TooLarge`].
-    pub async fn checkpoint(&self, progress: impl Into<Vec<u8>>) -> Result<(), CheckpointError> {
-        self.record(Progress::new(progress)?).await
+    pub async fn checkpoint(
+        &mut self,
+        progress: impl Into<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        let progress = Progress::new(progress)?;
+        self.record(progress.clone()).await?;
+        self.progress = Some(progress);
+        Ok(())
     }
 
     /// [`checkpoint`](Self::checkpoint) for a blocking handler
     /// ([`PoolBuilder::spawn_blocking`](crate::PoolBuilder::spawn_blocking)): blocks its
     /// thread until the store answers. Never call it from async code.
     pub fn checkpoint_blocking(&self, progress: impl Into<Vec<u8>>) -> Result<(), CheckpointError> {
-        futures::executor::block_on(self.checkpoint(progress))
+        futures::executor::block_on(self.record(Progress::new(progress)?))
     }
 
     /// [`checkpoint`](Self::checkpoint) of `value` encoded with postcard (read it back with
     /// [`progress_as`](Self::progress_as)).
     #[cfg(feature = "serde")]
     pub async fn checkpoint_as<P: serde::Serialize + ?Sized>(
-        &self,
+        &mut self,
         value: &P,
     ) -> Result<(), CheckpointError> {
-        self.record(Progress::encode(value)?).await
+        let progress = Progress::encode(value)?;
+        self.record(progress.clone()).await?;
+        self.progress = Some(progress);
+        Ok(())
     }
 
     async fn record(&self, progress: Progress) -> Result<(), CheckpointError> {
-        let (slot, turn) = &self.lease;
-        slot.checkpoint(*turn, self.id, progress.clone()).await?;
-        *self.progress.lock() = Some(progress);
+        let lease =
+            self.lease
+                .ok_or(CheckpointError::Stale(leaseq_core::ReceiptError::Released(
+                    self.id,
+                )))?;
+        self.sink.checkpoint(lease, progress).await?;
         Ok(())
     }
 }

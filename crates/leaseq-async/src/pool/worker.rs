@@ -15,7 +15,7 @@ use leaseq_core::{Outcome, Timestamp};
 use crate::delivery::Delivery;
 use crate::error::JobError;
 use crate::fetcher::Fetcher;
-use crate::pool::checkpoint::{LeaseSlot, Serve};
+use crate::pool::checkpoint::Sink;
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -93,7 +93,7 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
-        slot: Arc::new(LeaseSlot::default()),
+        sink: queue.store().clone(),
         #[cfg(feature = "tracing")]
         queue_name: queue.name(),
         _store: std::marker::PhantomData,
@@ -144,8 +144,8 @@ struct Worker<'a, T, R, S> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
-    /// Where its jobs' checkpoints reach its deliveries.
-    slot: Arc<LeaseSlot>,
+    /// The store, for its jobs' checkpoints (see `checkpoint.rs`).
+    sink: Arc<dyn Sink<T>>,
     /// The queue's name, for the delivery spans.
     #[cfg(feature = "tracing")]
     queue_name: &'static str,
@@ -241,8 +241,6 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         let Some(item) = delivery.take_item() else {
             return;
         };
-        // The job's checkpoints go through the worker's slot (see `checkpoint.rs`).
-        let turn = self.slot.begin();
         let job = Job {
             item,
             id: delivery.id(),
@@ -250,8 +248,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
             lease_lost: delivery.lease_lost(),
             timing: local.timing.clone(),
-            progress: parking_lot::Mutex::new(delivery.progress()),
-            lease: (self.slot.clone(), turn),
+            progress: delivery.stored_progress(),
+            sink: self.sink.clone(),
+            lease: delivery.lease_key(),
         };
 
         // The handler runs inside a span per delivery: its own events carry the item's id,
@@ -277,13 +276,6 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
                 // (Instrumented, the future's drop runs inside the span too.)
                 #[cfg(feature = "tracing")]
                 let fut = tracing::Instrument::instrument(fut, span.clone());
-                // Serves the job's checkpoints on the delivery between polls.
-                let fut = Serve {
-                    fut,
-                    slot: &self.slot,
-                    delivery: &delivery,
-                    turn,
-                };
                 let fut = AssertUnwindSafe(CatchDrop {
                     fut: Some(fut),
                     counters: &pool.counters,
@@ -311,7 +303,6 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             }
         };
 
-        self.slot.end();
         let took = rt.now().saturating_duration_since(start);
         let (outcome, permanent) = match &ended {
             Ended::Done(Ok(())) => (Outcome::Ok, false),
