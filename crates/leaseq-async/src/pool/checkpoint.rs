@@ -1,20 +1,38 @@
-//! How a pool handler's [`Job`](crate::Job) reaches its store for checkpoints while its
-//! worker keeps the delivery: the job holds the store (type-erased, as a job knows only its
-//! item type; one reference count per item, the store's `Arc` made into a trait object once
-//! per worker) and a copy of its lease's key ([`LeaseKey`]); the store's fencing refuses
-//! the key once the lease is over, so a job kept past its handling changes nothing.
+//! What a pool handler's [`Job`](crate::Job) reaches from its worker: the runtime's clock
+//! (for `time_left`) and the store (for checkpoints), as one trait object made once per
+//! worker, so a job costs one reference count as it did for the clock alone. A checkpoint
+//! carries a copy of the job's lease key ([`LeaseKey`]) while the worker keeps the
+//! delivery; the store's fencing refuses the key once the lease is over, so a job kept past
+//! its handling changes nothing.
+
+use std::sync::Arc;
+
+use leaseq_core::Timestamp;
 
 use crate::progress::{LeaseKey, Progress};
+use crate::runtime::Runtime;
 use crate::store::{Checkpointing, Store};
 
-/// A store as a job's checkpoints see it.
-pub(crate) trait Sink<T>: Send + Sync {
+/// The clock and the store, as a job sees them.
+pub(crate) trait JobContext<T>: Send + Sync {
+    /// The runtime's clock.
+    fn now(&self) -> Timestamp;
     /// [`Store::checkpoint`].
     fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing;
 }
 
-impl<T, S: Store<T>> Sink<T> for S {
+/// A worker's [`JobContext`].
+pub(crate) struct WorkerContext<R, S> {
+    pub(crate) rt: R,
+    pub(crate) store: Arc<S>,
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> JobContext<T> for WorkerContext<R, S> {
+    fn now(&self) -> Timestamp {
+        self.rt.now()
+    }
+
     fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
-        Store::checkpoint(self, lease, progress)
+        self.store.checkpoint(lease, progress)
     }
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use leaseq_core::{MessageId, Timestamp};
 
-use crate::lease_lost::{LeaseLost, Timing};
-use crate::pool::checkpoint::Sink;
+use crate::lease_lost::LeaseLost;
+use crate::pool::checkpoint::JobContext;
 use crate::progress::{CheckpointError, LeaseKey, Progress};
 
 /// One item handed to a pool handler.
@@ -30,11 +30,11 @@ pub struct Job<T> {
     /// lease lifetime reached, or, without heartbeat, the lease deadline passed): the item
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
-    pub(crate) timing: Arc<dyn Timing>,
+    /// The clock and the store (see `checkpoint.rs`).
+    pub(crate) context: Arc<dyn JobContext<T>>,
     /// The item's last checkpoint as the handling began, then this job's own.
     pub(crate) progress: Option<Progress>,
-    /// The store and the lease's key, for checkpoints.
-    pub(crate) sink: Arc<dyn Sink<T>>,
+    /// The lease's key, for checkpoints.
     pub(crate) lease: Option<LeaseKey>,
 }
 
@@ -42,7 +42,7 @@ impl<T> Job<T> {
     /// How long this handling has left before its item timeout (or, without one, its lease
     /// deadline); zero once it has passed.
     pub fn time_left(&self) -> Duration {
-        self.deadline.saturating_duration_since(self.timing.now())
+        self.deadline.saturating_duration_since(self.context.now())
     }
 
     /// Whether the lease is lost already (see [`lease_lost`](Self::lease_lost)): for a
@@ -110,7 +110,7 @@ impl<T> Job<T> {
                 .ok_or(CheckpointError::Stale(leaseq_core::ReceiptError::Released(
                     self.id,
                 )))?;
-        self.sink.checkpoint(lease, progress).await?;
+        self.context.checkpoint(lease, progress).await?;
         Ok(())
     }
 }

@@ -15,7 +15,7 @@ use leaseq_core::{Outcome, Timestamp};
 use crate::delivery::Delivery;
 use crate::error::JobError;
 use crate::fetcher::Fetcher;
-use crate::pool::checkpoint::Sink;
+use crate::pool::checkpoint::{JobContext, WorkerContext};
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -93,12 +93,15 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
-        sink: queue.store().clone(),
+        context: Arc::new(WorkerContext {
+            rt: rt.clone(),
+            store: queue.store().clone(),
+        }),
         #[cfg(feature = "tracing")]
         queue_name: queue.name(),
         _store: std::marker::PhantomData,
     };
-    let mut local = Local::new(&rt, queue.visibility(), queue.name());
+    let mut local = Local::new(queue.visibility(), queue.name());
     loop {
         if let Some(progress) = worker.progress {
             progress.idle();
@@ -144,8 +147,8 @@ struct Worker<'a, T, R, S> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
-    /// The store, for its jobs' checkpoints (see `checkpoint.rs`).
-    sink: Arc<dyn Sink<T>>,
+    /// The clock and the store, for its jobs (see `checkpoint.rs`).
+    context: Arc<dyn JobContext<T>>,
     /// The queue's name, for the delivery spans.
     #[cfg(feature = "tracing")]
     queue_name: &'static str,
@@ -247,9 +250,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             attempt: delivery.attempt(),
             deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
             lease_lost: delivery.lease_lost(),
-            timing: local.timing.clone(),
+            context: self.context.clone(),
             progress: delivery.stored_progress(),
-            sink: self.sink.clone(),
             lease: delivery.lease_key(),
         };
 
