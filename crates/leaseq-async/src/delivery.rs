@@ -65,8 +65,6 @@ pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>>
     expires_at: Option<Timestamp>,
     /// `None` once settled.
     ticket: Option<S::Ticket>,
-    /// The checkpoint this delivery recorded last, if any (see [`crate::progress`]).
-    checkpointed: Option<Progress>,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
@@ -79,7 +77,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             deadline: taken.deadline,
             expires_at: taken.expires_at,
             ticket: Some(taken.ticket),
-            checkpointed: None,
         }
     }
 
@@ -251,9 +248,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// settled). Asked of the store at each call (nothing is looked up on receive). See
     /// [`crate::progress`].
     pub fn progress(&self) -> Option<Progress> {
-        if let Some(own) = &self.checkpointed {
-            return Some(own.clone());
-        }
         self.stored_progress()
     }
 
@@ -296,7 +290,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     ) -> Result<(), CheckpointError> {
         let progress = Progress::new(progress)?;
         self.checkpoint_future(progress.clone())?.await?;
-        self.checkpointed = Some(progress);
+        if let Some(ticket) = self.ticket.as_mut() {
+            self.store.recorded(ticket, progress);
+        }
         Ok(())
     }
 
@@ -309,7 +305,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     ) -> Result<(), CheckpointError> {
         let progress = Progress::encode(value)?;
         self.checkpoint_future(progress.clone())?.await?;
-        self.checkpointed = Some(progress);
+        if let Some(ticket) = self.ticket.as_mut() {
+            self.store.recorded(ticket, progress);
+        }
         Ok(())
     }
 

@@ -34,9 +34,10 @@ use crate::store_error::{SettleError, StoreError};
 /// The largest checkpoint, in bytes (64 KiB): progress is a cursor, not a result store.
 pub const MAX_PROGRESS_BYTES: usize = 64 * 1024;
 
-/// A checkpoint's bytes, as a handler recorded them. Cheap to clone (shared).
+/// A checkpoint's bytes, as a handler recorded them. Cheap to clone (shared), one pointer
+/// wide.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Progress(Arc<[u8]>);
+pub struct Progress(Arc<Vec<u8>>);
 
 impl Progress {
     /// Progress of `bytes`, or why not ([`CheckpointError::TooLarge`] past
@@ -49,13 +50,13 @@ impl Progress {
                 max: MAX_PROGRESS_BYTES,
             });
         }
-        Ok(Progress(bytes.into()))
+        Ok(Progress(Arc::new(bytes)))
     }
 
     /// Progress read back from a store (a row's column): no size check, so a store never
     /// refuses what it holds.
     pub fn from_stored(bytes: &[u8]) -> Self {
-        Progress(bytes.into())
+        Progress(Arc::new(bytes.to_vec()))
     }
 
     /// The bytes.

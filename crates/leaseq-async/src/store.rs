@@ -255,6 +255,13 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         None
     }
 
+    /// `progress` was recorded on `ticket`'s lease ([`checkpoint`](Store::checkpoint)
+    /// answered `Ok`): for a store whose [`progress`](Store::progress) reads the ticket.
+    /// Default: nothing.
+    fn recorded(&self, ticket: &mut Self::Ticket, progress: Progress) {
+        let _ = (ticket, progress);
+    }
+
     /// The holder let go without settling (a dropped delivery): the item goes back with
     /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
     fn hand_back(&self, ticket: Self::Ticket);

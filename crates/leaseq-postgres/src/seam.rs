@@ -196,6 +196,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         ticket.progress.clone()
     }
 
+    fn recorded(&self, ticket: &mut PgTicket, progress: Progress) {
+        ticket.progress = Some(progress);
+    }
+
     fn lease_key(&self, ticket: &PgTicket) -> Option<LeaseKey> {
         Some(LeaseKey::row(ticket.id, ticket.lease))
     }
