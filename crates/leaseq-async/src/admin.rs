@@ -12,6 +12,7 @@ use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
 use crate::page::Page;
+use crate::progress::Progress;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
@@ -39,6 +40,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         page: Page,
     ) -> Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError> {
         self.store.dead_letters(page).await
+    }
+
+    /// The handlers' checkpoints of the live items and dead letters of `page` that have
+    /// one, in id order: beside [`peek`](Self::peek) and
+    /// [`dead_letters`](Self::dead_letters), how far each item's work got (see
+    /// [`crate::progress`]).
+    pub async fn checkpoints(&self, page: Page) -> Result<Vec<(MessageId, Progress)>, StoreError> {
+        self.store.checkpoints(page).await
     }
 
     /// Puts a dead letter back, visible at once, attempts reset, its id, level and key

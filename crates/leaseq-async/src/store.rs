@@ -16,6 +16,7 @@ use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
+use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store_error::{SettleError, StoreError};
@@ -36,6 +37,10 @@ pub struct Taken<T, K> {
     /// The store's handle on the lease.
     pub ticket: K,
 }
+
+/// A checkpoint being recorded ([`Store::checkpoint`]): borrows nothing from the store or
+/// the ticket.
+pub type Checkpointing = std::pin::Pin<Box<dyn Future<Output = Result<(), SettleError>> + Send>>;
 
 /// What one step of the driver found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,6 +230,48 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         visibility: Duration,
     ) -> impl Future<Output = Result<Extended, SettleError>> + Send;
 
+    /// The key of `ticket`'s lease, for [`checkpoint`](Store::checkpoint) (`None`: this
+    /// store keeps no checkpoints, the default).
+    fn lease_key(&self, ticket: &Self::Ticket) -> Option<LeaseKey> {
+        let _ = ticket;
+        None
+    }
+
+    /// Records `progress` as the item's checkpoint while the lease of `lease`
+    /// ([`lease_key`](Store::lease_key)) runs: handed out
+    /// to every later delivery of the item ([`progress`](Store::progress)) until it leaves for good
+    /// (see the [`progress`](crate::progress) module for what keeps and drops it). `Ok`
+    /// once durable; [`SettleError::Stale`] when the lease is no longer held (nothing
+    /// recorded); [`SettleError::Store`] when the store failed (not recorded, or outcome
+    /// unknown). The size was checked by the caller ([`Progress::new`]).
+    ///
+    /// The future borrows nothing (`'static`, boxed: checkpoints are not on the per-item
+    /// path), and the key is a copy: a pool's job records a checkpoint while the pool keeps
+    /// the ticket. Default: refused, not done ("this store keeps no
+    /// checkpoints"); every store of this workspace keeps them.
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let _ = (lease, progress);
+        Box::pin(std::future::ready(Err(SettleError::Store(
+            StoreError::not_done("this store keeps no checkpoints"),
+        ))))
+    }
+
+    /// The item's last checkpoint as the store knows it for `ticket`'s lease, read when a
+    /// handler asks ([`Delivery::progress`](crate::Delivery::progress)), never on the
+    /// per-item path: the memory store's (and SQLite's) current one, Postgres's as the
+    /// claim read it. Default: none.
+    fn progress(&self, ticket: &Self::Ticket) -> Option<Progress> {
+        let _ = ticket;
+        None
+    }
+
+    /// `progress` was recorded on `ticket`'s lease ([`checkpoint`](Store::checkpoint)
+    /// answered `Ok`): for a store whose [`progress`](Store::progress) reads the ticket.
+    /// Default: nothing.
+    fn recorded(&self, ticket: &mut Self::Ticket, progress: Progress) {
+        let _ = (ticket, progress);
+    }
+
     /// The holder let go without settling (a dropped delivery): the item goes back with
     /// reason "dropped", the attempt counted. Synchronous: called from `Drop`.
     fn hand_back(&self, ticket: Self::Ticket);
@@ -291,6 +338,16 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         &self,
         id: MessageId,
     ) -> impl Future<Output = Result<MessageId, AdminError<RedriveError>>> + Send;
+
+    /// The checkpoints of the live items and dead letters of `page` that have one, in id
+    /// order. Default: none (a store that keeps no checkpoints).
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        let _ = page;
+        std::future::ready(Ok(Vec::new()))
+    }
 
     /// Redrives every dead letter `filter` takes that can go back, in id order; how many
     /// went (expired ones and those whose key a live item holds stay; it stops at

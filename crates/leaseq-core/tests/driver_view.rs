@@ -221,3 +221,36 @@ fn a_plain_push_with_id_refused_as_full_does_not_use_up_the_id() {
     q.stats().check_conservation().unwrap();
     q.check_invariants().unwrap();
 }
+
+/// `check_lease` says whether a lease still runs, with the reason a settle would get, and
+/// changes nothing: the lease settles as before.
+#[test]
+fn check_lease_answers_as_a_settle_would_and_changes_nothing() {
+    use leaseq_core::ReceiptError;
+    let mut q = Queue::new(config()).unwrap();
+    q.push("a", ts(0)).unwrap();
+    let l = q.receive(ts(0)).unwrap();
+    assert_eq!(q.check_lease(l.receipt, ts(1)), Ok(()));
+    assert_eq!(
+        q.check_lease(l.receipt, ts(2)),
+        Ok(()),
+        "asking twice is fine"
+    );
+    // The lease runs out at 10: refused as an extend would be.
+    assert_eq!(
+        q.check_lease(l.receipt, ts(10)),
+        Err(ReceiptError::LeaseExpired(l.id))
+    );
+    let again = q.receive(ts(10)).unwrap();
+    assert_eq!(
+        q.check_lease(l.receipt, ts(11)),
+        Err(ReceiptError::Redelivered(l.id))
+    );
+    assert_eq!(q.check_lease(again.receipt, ts(11)), Ok(()));
+    q.ack(again.receipt, ts(12)).unwrap();
+    assert_eq!(
+        q.check_lease(again.receipt, ts(13)),
+        Err(ReceiptError::AlreadyAcked(l.id))
+    );
+    q.check_invariants().unwrap();
+}

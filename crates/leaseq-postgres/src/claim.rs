@@ -122,6 +122,9 @@ pub(crate) fn lease_of<T>(shared: &Shared<T>, row: &Row) -> Claimed<T> {
                     attempts: attempt,
                     expires_at,
                     beat: None,
+                    progress: row
+                        .get::<_, Option<&[u8]>>(9)
+                        .map(leaseq_async::Progress::from_stored),
                 },
             })
         }

@@ -44,6 +44,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 attempts,
                 expires_at,
                 beat: None,
+                progress: None,
             };
             if release {
                 let failure = Failure::with_reason(Reason::Released);

@@ -104,8 +104,11 @@
 //! the queue's clock; an undecodable payload shows as its `CodecError`), `redrive`,
 //! `redrive_all` and `redrive_matching` (one statement; a `DeadFilter`'s reason and job
 //! kind in its `WHERE`), `purge`, `purge_dead_letters` and `purge_dead_matching`, `cancel`,
-//! `refresh_stats`. A failed read is "not done"; a write whose reply was lost is "outcome
-//! unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong definite answer.
+//! `refresh_stats`, `checkpoints` (handlers' checkpoints, also the `progress` column of the
+//! `dead_letters` view, schema version 5). A failed read is "not done"; a write whose reply
+//! was lost is "outcome unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong
+//! definite answer. A checkpoint is one `UPDATE` fenced like an extension (the lease token,
+//! the lease still running); the claim returns it with the row.
 //!
 //! Tools that must change nothing (the `leaseq` command line's reads) use
 //! [`PgInspector`]: no store, no migration, no background task, every read in a
@@ -251,6 +254,7 @@ mod options;
 mod outcome;
 mod plan;
 mod postgres;
+mod progress;
 mod push;
 mod receive;
 mod schema;

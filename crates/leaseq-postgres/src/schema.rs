@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
@@ -60,6 +60,16 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 4: the reasons' names, for SQL readers.
     REASON_NAMES,
+    // 5 (checkpoints, issue 19): a handler's last checkpoint, kept by every change of the
+    // row but its delete (ack, cancel, purge, replacement); shown by the dead letters' view.
+    r#"
+    ALTER TABLE {s}.items ADD COLUMN IF NOT EXISTS progress bytea;
+    CREATE OR REPLACE VIEW {s}.dead_letters AS
+        SELECT i.id, i.queue, i.priority, i.attempts, i.reason,
+               r.name AS reason_name, i.last_error, i.dead_at, i.payload, i.progress
+        FROM {s}.items i LEFT JOIN {s}.reasons r ON r.code = i.reason
+        WHERE i.state = 2;
+    "#,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`

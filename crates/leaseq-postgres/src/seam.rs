@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, CodecError, DeadFilter, Drive, LeaseLost, Page, Push, PushError, Runtime,
-    SettleError, Store, StoreError, Taken,
+    AdminError, Checkpointing, CodecError, DeadFilter, Drive, LeaseKey, LeaseLost, Page, Progress,
+    Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -196,6 +196,22 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.extend_lease(ticket, visibility)
     }
 
+    fn progress(&self, ticket: &PgTicket) -> Option<Progress> {
+        ticket.progress.clone()
+    }
+
+    fn recorded(&self, ticket: &mut PgTicket, progress: Progress) {
+        ticket.progress = Some(progress);
+    }
+
+    fn lease_key(&self, ticket: &PgTicket) -> Option<LeaseKey> {
+        Some(LeaseKey::row(ticket.id, ticket.lease))
+    }
+
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        self.checkpoint_lease(lease, progress)
+    }
+
     fn hand_back(&self, ticket: PgTicket) {
         settle::forget(&self.shared, &ticket);
         self.shared.settles.lock().hand_backs.push(ticket);
@@ -266,6 +282,13 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     ) -> impl Future<Output = Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError>> + Send
     {
         self.dead_page(page)
+    }
+
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        self.checkpoint_page(page)
     }
 
     fn redrive(

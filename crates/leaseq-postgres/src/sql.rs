@@ -41,6 +41,8 @@ pub(crate) struct Sql {
     pub(crate) terminate: String,
     pub(crate) extend: String,
     pub(crate) unclaim: String,
+    pub(crate) checkpoint: String,
+    pub(crate) checkpoints: String,
     pub(crate) heartbeat: String,
     pub(crate) expired_leases: String,
     pub(crate) rescue: String,
@@ -133,7 +135,8 @@ impl Sql {
                 ", ",
                 until!("expires_at"),
                 ", ",
-                sized_payload!()
+                sized_payload!(),
+                ", progress"
             ))
             .replace("{max_claim}", &max_claim.max(1).to_string())
             .replace("{max_item}", &max_item.to_string()),
@@ -197,6 +200,14 @@ impl Sql {
                  RETURNING ",
                 until!("deadline")
             )),
+            // A handler's checkpoint, fenced as an extension: $1 id, $2 lease, $3 bytes.
+            checkpoint: f("UPDATE {s}.items SET progress = $3
+                 WHERE id = $1 AND lease = $2 AND state = 1 AND deadline >= clock_timestamp()
+                 RETURNING id"),
+            // The checkpoints of $1's live rows and dead letters with ids above $2, at most
+            // $3, in id order (an operator's read).
+            checkpoints: f("SELECT id, progress FROM {s}.items
+                 WHERE queue = $1 AND progress IS NOT NULL AND id > $2 ORDER BY id LIMIT $3"),
             // Claimed but never handed out (its receive went away): waiting again, this
             // attempt not counted. $1 ids, $2 leases.
             unclaim: f("UPDATE {s}.items i SET state = 0, attempts = attempts - 1

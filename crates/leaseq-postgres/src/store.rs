@@ -33,6 +33,8 @@ pub struct PgTicket {
     pub(crate) expires_at: Option<Timestamp>,
     /// The lease-lost signal, while the heartbeat keeps this lease.
     pub(crate) beat: Option<Arc<LeaseSignal>>,
+    /// The item's checkpoint as the claim read it, then as this holder recorded it.
+    pub(crate) progress: Option<leaseq_async::Progress>,
 }
 
 impl PgTicket {

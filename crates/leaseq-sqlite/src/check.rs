@@ -11,8 +11,11 @@ use crate::open_error::OpenError;
 
 /// `PRAGMA application_id` of a leaseq queue file ("LQ01" in ASCII).
 pub const APPLICATION_ID: i32 = 0x4c51_3031;
-/// The file format this version writes and reads (`PRAGMA user_version`).
-pub const FORMAT_VERSION: i32 = 1;
+/// The file format this version writes and reads (`PRAGMA user_version`): 2 (version 1,
+/// without the `progress` column of handlers' checkpoints, is migrated at open).
+pub const FORMAT_VERSION: i32 = 2;
+/// The first format with the `items.progress` column.
+pub(crate) const PROGRESS_VERSION: i32 = 2;
 /// The magic in the file's `meta` table.
 pub(crate) const MAGIC: &str = "leaseq-sqlite";
 
@@ -26,13 +29,14 @@ const HEADER_LEN: u64 = 100;
 /// SQLite, zero bytes, another application's database), corrupt or truncated, locked by
 /// another connection (after SQLite's default busy timeout of 5 s), a newer version.
 pub fn check_file(path: &Path) -> Result<bool, OpenError> {
-    check(path, Duration::from_secs(5))
+    check(path, Duration::from_secs(5)).map(|version| version.is_some())
 }
 
-pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<bool, OpenError> {
+/// [`check_file`], with the file's format version (`None`: no file).
+pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<Option<i32>, OpenError> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             return Err(OpenError::read_only(path, e))
         }
@@ -88,5 +92,5 @@ pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<bool, OpenErr
     if magic.as_deref() != Some(MAGIC) {
         return Err(OpenError::NotAQueue("no leaseq magic".into()));
     }
-    Ok(true)
+    Ok(Some(version))
 }

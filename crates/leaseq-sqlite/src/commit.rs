@@ -117,6 +117,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
                  dead_at = NULL, visible_at = ?2 WHERE id = ?1",
             )?
             .execute(params![*id as i64, visible_at])?,
+        Op::Progress { id, progress } => tx
+            .prepare_cached("UPDATE items SET progress = ?2 WHERE id = ?1")?
+            .execute(params![*id as i64, progress])?,
     };
     if changed == 0 {
         early.entry(op.id()).or_default().push(op.clone());

@@ -11,7 +11,7 @@ use leaseq_core::{MessageId, Reason};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::open_error::OpenError;
-use crate::restore::{read_row, Row, ROW_COLUMNS};
+use crate::restore::{read_row, row_columns, Row};
 
 /// A queue file, read-only: its counts, live items and dead letters as stored, for operator
 /// tools (the `leaseq` command line reads files through it).
@@ -24,6 +24,8 @@ use crate::restore::{read_row, Row, ROW_COLUMNS};
 pub struct FileView {
     conn: Connection,
     path: PathBuf,
+    /// The file has the `progress` column (format 2 on; an older file is read as it is).
+    with_progress: bool,
 }
 
 impl FileView {
@@ -33,12 +35,12 @@ impl FileView {
         let path = path.as_ref();
         // Before the check, whose read-only connection makes a missing WAL.
         let had_wal = Path::new(&format!("{}-wal", path.display())).exists();
-        if !crate::check::check_file(path)? {
+        let Some(version) = crate::check::check(path, Duration::from_secs(5))? else {
             return Err(OpenError::Io(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 "no such file",
             )));
-        }
+        };
         // A connection on a WAL file makes its `-wal` and `-shm` if they are missing, and a
         // read-only one leaves them behind. A writable one with `query_only` set writes no
         // row either, and when it is the file's last connection SQLite removes them at
@@ -70,6 +72,7 @@ impl FileView {
         Ok(FileView {
             conn,
             path: path.to_path_buf(),
+            with_progress: version >= crate::check::PROGRESS_VERSION,
         })
     }
 
@@ -137,8 +140,9 @@ impl FileView {
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
         let reason = filter.wanted_reason().map(|r| i64::from(r.code()));
         let head = filter.kind_head();
+        let columns = row_columns(self.with_progress);
         let mut st = self.conn.prepare(&format!(
-            "SELECT {ROW_COLUMNS} FROM items WHERE dead = ?2 AND id > ?3
+            "SELECT {columns} FROM items WHERE dead = ?2 AND id > ?3
                AND (?5 IS NULL OR reason = ?5)
                AND (?6 IS NULL OR substr(payload, 1, length(?6)) = ?6)
              ORDER BY id LIMIT ?4"

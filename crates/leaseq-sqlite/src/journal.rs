@@ -64,6 +64,8 @@ pub(crate) enum Op {
     Delete { id: u64 },
     /// A dead letter redriven: visible at once, attempts reset.
     Revive { id: u64, visible_at: i64 },
+    /// A handler's checkpoint (its row keeps it until deleted).
+    Progress { id: u64, progress: Vec<u8> },
 }
 
 impl Op {
@@ -75,7 +77,8 @@ impl Op {
             | Op::Retry { id, .. }
             | Op::Dead { id, .. }
             | Op::Delete { id }
-            | Op::Revive { id, .. } => *id,
+            | Op::Revive { id, .. }
+            | Op::Progress { id, .. } => *id,
         }
     }
 }
@@ -186,15 +189,16 @@ impl Journal {
     /// for a change of the memory store whose op must come before any op that follows
     /// that change (a lease put back, whose attempt count must not land after the next
     /// lease's count).
-    pub(crate) fn submit_with(&self, change: impl FnOnce() -> Option<Op>) {
+    /// Returns the op's sequence number, if there was one.
+    pub(crate) fn submit_with(&self, change: impl FnOnce() -> Option<Op>) -> Option<u64> {
         let mut q = self.queued.lock();
-        let Some(op) = change() else {
-            return;
-        };
+        let op = change()?;
         q.ops.push(op);
         q.seq += 1;
+        let seq = q.seq;
         drop(q);
         self.wake.notify_one();
+        Some(seq)
     }
 
     /// The sequence number of the last op queued.

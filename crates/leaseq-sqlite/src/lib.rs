@@ -58,7 +58,12 @@
 //! file, or one with a row this version does not write, gives a typed [`OpenError`] and is
 //! left byte-identical. Times are stored as wall-clock nanoseconds, so a delayed item keeps
 //! its schedule across restarts. Ids are never reused (the file keeps their high-water
-//! mark).
+//! mark). A file of format 1 (before handlers' checkpoints) is migrated to format 2 (the
+//! `progress` column) once every row is read.
+//!
+//! **Checkpoints** (`Delivery::checkpoint`, see `leaseq_async::progress`): checked on the
+//! memory store, written to the item's row by the next group commit and answered once it
+//! is committed; restored with the item at open, so a job cut by `kill -9` resumes.
 //!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it

@@ -9,7 +9,7 @@ use leaseq_async::{Codec, LeaseQueue, MemoryStore, QueueSettings, Runtime, DEFAU
 use leaseq_core::{EventMask, MessageId, Queue};
 use rusqlite::{Connection, MAIN_DB};
 
-use crate::check::{check, APPLICATION_ID, FORMAT_VERSION, MAGIC};
+use crate::check::{check, APPLICATION_ID, FORMAT_VERSION, MAGIC, PROGRESS_VERSION};
 use crate::commit::{commit, Early};
 use crate::journal::Journal;
 use crate::lock::OwnerLock;
@@ -54,7 +54,8 @@ where
         options.commit_timeout + options.busy_timeout,
         options.file_mode,
     )?;
-    let existed = check(path, options.busy_timeout)?;
+    let version = check(path, options.busy_timeout)?;
+    let existed = version.is_some();
     if !existed {
         // Created here with its mode: SQLite gives the WAL and shared-memory files the
         // mode of the database file.
@@ -79,12 +80,21 @@ where
     let offset = wall_now() - now.as_nanos() as i128;
 
     // Everything is read before anything is written.
-    let fixes = if existed {
-        let fixes = restore_rows(&conn, &mut core, &codec, now, offset, options.max_item_size)?;
+    let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
+    let (fixes, progress) = if existed {
+        let restored = restore_rows(
+            &conn,
+            &mut core,
+            &codec,
+            now,
+            offset,
+            options.max_item_size,
+            with_progress,
+        )?;
         core.reserve_ids_below(MessageId::new(next_id(&conn)?));
-        fixes
+        restored
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let sync = match options.durability {
         Durability::ProcessCrash => "NORMAL",
@@ -97,12 +107,17 @@ where
     ))?;
     if !existed {
         create_schema(&conn)?;
+    } else if !with_progress {
+        migrate_to_progress(&conn)?;
     }
     if !fixes.is_empty() {
         commit(&mut conn, &fixes, &mut Early::new())?;
     }
 
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
+    for (id, p) in progress {
+        inner.restore_progress(id, p);
+    }
     let journal = Journal::start(conn, lock, options.commit_timeout).map_err(OpenError::Io)?;
     let store = Arc::new(SqliteStore {
         inner,
@@ -149,10 +164,22 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
              last_error TEXT,
              dead INTEGER NOT NULL DEFAULT 0,
              reason INTEGER,
-             dead_at INTEGER
+             dead_at INTEGER,
+             progress BLOB
          );
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
+         COMMIT;"
+    ))
+}
+
+/// Format 1 to 2: the `progress` column of handlers' checkpoints (empty for every row), in
+/// one transaction with the version change, so a failed migration leaves a version-1 file.
+fn migrate_to_progress(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "BEGIN;
+         ALTER TABLE items ADD COLUMN progress BLOB;
+         PRAGMA user_version = {PROGRESS_VERSION};
          COMMIT;"
     ))
 }

@@ -3,7 +3,7 @@
 //! high-water mark. Nothing is written here: the fixes for the leases cut by the previous
 //! process are returned as ops, committed by `open` once every row was read.
 
-use leaseq_async::Codec;
+use leaseq_async::{Codec, Progress};
 use leaseq_core::{MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey};
 use rusqlite::types::Value;
 use rusqlite::Connection;
@@ -25,15 +25,22 @@ pub(crate) struct Row {
     pub(crate) dead: bool,
     pub(crate) reason: Option<i64>,
     pub(crate) dead_at: Option<i64>,
+    pub(crate) progress: Option<Vec<u8>>,
 }
 
 /// The columns [`read_row`] reads, in its order, from `items` (`?1`: the largest payload
-/// loaded; a larger one is refused unread).
-pub(crate) const ROW_COLUMNS: &str = "id, CASE WHEN length(payload) <= ?1 THEN payload END, \
-     attempts, visible_at, expires_at, priority, key, leased, last_error, dead, reason, \
-     dead_at, length(payload)";
+/// loaded; a larger one is refused unread). `with_progress`: the file has the `progress`
+/// column (format 2 on); without it, every row reads as having no checkpoint.
+pub(crate) fn row_columns(with_progress: bool) -> String {
+    let progress = if with_progress { "progress" } else { "NULL" };
+    format!(
+        "id, CASE WHEN length(payload) <= ?1 THEN payload END, attempts, visible_at, \
+         expires_at, priority, key, leased, last_error, dead, reason, dead_at, \
+         length(payload), {progress}"
+    )
+}
 
-/// A row of a query selecting [`ROW_COLUMNS`], checked.
+/// A row of a query selecting [`row_columns`], checked.
 pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
     let id: i64 = row.get(0)?;
     let bad = |e: rusqlite::Error| OpenError::BadRow {
@@ -69,6 +76,7 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
         dead: row.get(9).map_err(bad)?,
         reason: row.get(10).map_err(bad)?,
         dead_at: row.get(11).map_err(bad)?,
+        progress: row.get(13).map_err(bad)?,
     })
 }
 
@@ -92,8 +100,12 @@ pub(crate) fn next_id(conn: &Connection) -> Result<u64, OpenError> {
     }
 }
 
-/// Restores every row of `items` into `core`; returns the ops that record, for leases the
-/// previous process held, that they came back (or became dead letters).
+/// What the rows gave besides the core's items: the ops that record, for leases the
+/// previous process held, that they came back (or became dead letters); the checkpoints.
+pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>);
+
+/// Restores every row of `items` into `core` (`with_progress`: the file has the
+/// `progress` column, format 2 on).
 pub(crate) fn restore_rows<T, C: Codec<T>>(
     conn: &Connection,
     core: &mut Queue<T>,
@@ -101,14 +113,16 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     now: Timestamp,
     offset: i128,
     max_item: usize,
-) -> Result<Vec<Op>, OpenError> {
+    with_progress: bool,
+) -> Result<RestoredRows, OpenError> {
     let max_attempts = core.config().max_attempts();
     let from_disk = |t: i64| -> Timestamp {
         let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
         Timestamp::from_nanos(ns)
     };
-    let mut fixes = Vec::new();
-    let mut st = conn.prepare(&format!("SELECT {ROW_COLUMNS} FROM items ORDER BY id"))?;
+    let (mut fixes, mut checkpoints) = (Vec::new(), Vec::new());
+    let columns = row_columns(with_progress);
+    let mut st = conn.prepare(&format!("SELECT {columns} FROM items ORDER BY id"))?;
     // An item over the limit is never read (see `Options::max_item_size`).
     let mut rows = st.query([i64::try_from(max_item).unwrap_or(i64::MAX)])?;
     while let Some(row) = rows.next()? {
@@ -120,6 +134,9 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
         let key = r.key.and_then(UniqueKey::new);
         let expires_at = r.expires_at.map(from_disk);
         let restart = r.leased && !r.dead;
+        if let Some(p) = &r.progress {
+            checkpoints.push((MessageId::new(id), Progress::from_stored(p)));
+        }
         if r.dead || (restart && r.attempts >= max_attempts) {
             let (reason, last_error, at) = if r.dead {
                 (
@@ -186,5 +203,5 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
             .map_err(OpenError::Restore)?;
         }
     }
-    Ok(fixes)
+    Ok((fixes, checkpoints))
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, Codec, CodecError, DeadFilter, Drive, LeaseLost, Page, Push, PushError, Runtime,
-    SettleError, Store, StoreError, Taken,
+    AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, LeaseKey, LeaseLost, Page,
+    Progress, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -269,6 +269,47 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.settled(seq, r)
     }
 
+    fn progress(&self, ticket: &SqliteTicket) -> Option<Progress> {
+        self.inner.progress(&ticket.inner)
+    }
+
+    /// Checked and recorded on the memory store, its op queued under the journal's lock
+    /// (so two holders' checkpoints land in the order they were accepted); `Ok` once
+    /// committed.
+    fn lease_key(&self, ticket: &SqliteTicket) -> Option<LeaseKey> {
+        self.inner.lease_key(&ticket.inner)
+    }
+
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let Some(receipt) = lease.as_receipt() else {
+            let e = SettleError::Stale(leaseq_core::ReceiptError::Unknown);
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        let id = receipt.id().get();
+        let mut refused = None;
+        let seq = self.journal.submit_with(|| {
+            let bytes = progress.as_bytes().to_vec();
+            match self.inner.checkpoint_lease(receipt, progress) {
+                Ok(()) => Some(Op::Progress {
+                    id,
+                    progress: bytes,
+                }),
+                Err(e) => {
+                    refused = Some(e);
+                    None
+                }
+            }
+        });
+        let journal = self.journal.clone();
+        Box::pin(async move {
+            match (refused, seq) {
+                (Some(e), _) => Err(SettleError::Stale(e)),
+                (None, Some(seq)) => journal.committed(seq).await.map_err(SettleError::Store),
+                (None, None) => Ok(()),
+            }
+        })
+    }
+
     fn hand_back(&self, ticket: SqliteTicket) {
         let id = ticket.id;
         if let Ok(n) = ready_now(self.inner.nack(ticket.inner, Failure::dropped())) {
@@ -336,6 +377,13 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         // The memory store holds every item decoded (an undecodable row refuses the open).
         let page = self.inner.dead_letter_page(page);
         std::future::ready(Ok(page.into_iter().map(|l| l.map_item(Ok)).collect()))
+    }
+
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        std::future::ready(Ok(self.inner.checkpoint_page(page)))
     }
 
     fn redrive(

@@ -222,7 +222,7 @@ fn newer_version_is_refused() {
             e,
             OpenError::NewerVersion {
                 found: 99,
-                supported: 1
+                supported: leaseq_sqlite::FORMAT_VERSION
             }
         ),
         "{e:?}"

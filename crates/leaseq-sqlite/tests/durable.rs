@@ -228,7 +228,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
             r,
             Err(OpenError::NewerVersion {
                 found: 99,
-                supported: 1
+                supported: leaseq_sqlite::FORMAT_VERSION
             })
         ),
         "{r:?}"

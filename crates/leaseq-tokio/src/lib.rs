@@ -83,6 +83,7 @@ pub use leaseq_async::{ItemState, ItemView, LatencyAdvisor, MessageId, TypeRepor
 /// A leased item from a tokio queue.
 pub type Delivery<T, S = MemoryStore<T, TokioRuntime>> = leaseq_async::Delivery<T, TokioRuntime, S>;
 pub use leaseq_async::{Acked, Extended, Nacked, Receipt, ReceiptError, SettleError, StoreError};
+pub use leaseq_async::{CheckpointError, Progress, MAX_PROGRESS_BYTES};
 pub use leaseq_async::{DeadLetter, Failure, Reason, RedriveError};
 pub use leaseq_async::{Receive, ReceiveError, ReceiveStream};
 

@@ -8,6 +8,7 @@ mod drive;
 mod inbox;
 mod lock;
 mod operator;
+mod progress;
 mod settle;
 mod store;
 mod take;
@@ -49,6 +50,8 @@ pub struct MemoryStore<T, R> {
     /// Notified when the queue may have become empty (nothing ready, delayed or in flight).
     emptied: Signal,
     closed: AtomicBool,
+    /// Some item has had a checkpoint: until then a handler's `progress()` takes no lock.
+    pub(crate) has_progress: AtomicBool,
     /// Live handles (`LeaseQueue` clones and streams; deliveries do not count).
     handles: AtomicUsize,
     visibility: Duration,
@@ -96,6 +99,8 @@ pub(crate) struct State<T> {
     pub(crate) beats: Heartbeats,
     /// Live items when the lock was last released.
     pub(crate) live_at_release: u64,
+    /// Handlers' checkpoints, beside the core (see `progress.rs`).
+    pub(crate) progress: progress::ProgressMap,
     /// The inbox's last batch, kept for its allocation.
     pub(crate) spare: Vec<(leaseq_core::MessageId, T)>,
     /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
@@ -148,6 +153,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 alarm: Timestamp::MAX,
                 beats: Heartbeats::default(),
                 live_at_release: 0,
+                progress: progress::ProgressMap::default(),
                 spare: Vec::new(),
                 #[cfg(feature = "tracing")]
                 events_dropped_seen: 0,
@@ -159,6 +165,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             driver_wake: Event::new(),
             emptied: Signal::default(),
             closed: AtomicBool::new(false),
+            has_progress: AtomicBool::new(false),
             handles: AtomicUsize::new(1),
             visibility,
             max_lease,

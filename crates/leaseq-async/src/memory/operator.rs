@@ -86,9 +86,17 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         }
         let ids = self.dead_ids(filter);
         let mut st = self.lock();
-        ids.into_iter()
+        let letters: Vec<_> = ids
+            .into_iter()
             .filter_map(|id| st.core.take_dead_letter(id))
-            .collect()
+            .collect();
+        // Their checkpoints go with them, as with an unfiltered take.
+        if !st.progress.is_empty() {
+            for l in &letters {
+                st.progress.remove(l.id);
+            }
+        }
+        letters
     }
 
     /// The ids of the dead letters `filter` takes, in id order, the time applied first:
@@ -122,7 +130,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Removes every ready and delayed item (one lock); the ids removed, in id order.
     /// Items in flight stay with their holders.
     pub fn purge(&self) -> Vec<MessageId> {
-        self.with_core(|core, now| {
+        let ids = self.with_core(|core, now| {
             let mut ids: Vec<MessageId> = core
                 .items()
                 .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
@@ -131,7 +139,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             ids.sort_unstable();
             ids.retain(|&id| core.cancel(id, now).is_ok());
             ids
-        })
+        });
+        self.forget_progress(&ids);
+        ids
     }
 
     /// Leases currently kept alive by the heartbeat.
@@ -149,7 +159,24 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 
     /// Removes every dead letter and hands them over.
     pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
-        self.lock().core.take_dead_letters()
+        let mut st = self.lock();
+        let letters = st.core.take_dead_letters();
+        if !st.progress.is_empty() {
+            for l in &letters {
+                st.progress.remove(l.id);
+            }
+        }
+        letters
+    }
+
+    /// Forgets the checkpoints of `ids` (items gone for good).
+    fn forget_progress(&self, ids: &[MessageId]) {
+        let mut st = self.lock();
+        if !st.progress.is_empty() {
+            for &id in ids {
+                st.progress.remove(id);
+            }
+        }
     }
 
     /// Puts a dead letter back, visible at once, attempts reset.

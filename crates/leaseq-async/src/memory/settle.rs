@@ -20,6 +20,26 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         op(&mut st.core, ticket.receipt)
     }
 
+    /// Acks under the lock, the item's checkpoint forgotten (one emptiness check when
+    /// nobody checkpoints); hands the queue's copy of the item out, to be dropped after the
+    /// lock.
+    #[inline]
+    pub(super) fn ack_locked(
+        &self,
+        ticket: MemoryTicket,
+        now: leaseq_core::Timestamp,
+    ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
+        let mut st = self.lock();
+        if let Some((key, _)) = ticket.beat {
+            st.beats.unregister(key);
+        }
+        let r = st.core.ack_take(ticket.receipt, now);
+        if r.is_ok() {
+            st.progress.remove(ticket.receipt.id());
+        }
+        r
+    }
+
     /// Nacks under the lock (releasing it wakes a receiver, or the driver for a later
     /// return).
     pub(super) fn hand_back_with(

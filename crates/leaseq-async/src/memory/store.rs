@@ -19,9 +19,10 @@ use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
+use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
-use crate::store::{Drive, Store, Taken};
+use crate::store::{Checkpointing, Drive, Store, Taken};
 use crate::store_error::SettleError;
 use crate::store_error::StoreError;
 
@@ -120,6 +121,9 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         } else {
             st.core.cancel(id, now)
         };
+        if r.is_ok() {
+            st.progress.remove(id);
+        }
         drop(st);
         ready(r.map_err(AdminError::Refused))
     }
@@ -226,7 +230,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let now = self.rt.now();
         // The queue's copy of the item comes out of the core and is dropped here, after the
         // lock is released: an item's `Drop` never runs under it.
-        let r = self.settle(ticket, |core, r| core.ack_take(r, now));
+        let r = self.ack_locked(ticket, now);
         ready(r.map(|(acked, _item)| acked).map_err(SettleError::Stale))
     }
 
@@ -247,6 +251,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             }
             match st.core.ack_take(ticket.receipt, now) {
                 Ok((acked, item)) => {
+                    st.progress.remove(ticket.receipt.id());
                     if keep_items {
                         items.push(item);
                     }
@@ -310,6 +315,28 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
         drop(st);
         ready(r.map_err(SettleError::Stale))
+    }
+
+    #[inline]
+    fn progress(&self, ticket: &MemoryTicket) -> Option<Progress> {
+        if !self.has_progress.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lock().progress.get(ticket.receipt.id())
+    }
+
+    #[inline]
+    fn lease_key(&self, ticket: &MemoryTicket) -> Option<LeaseKey> {
+        Some(LeaseKey::receipt(ticket.receipt))
+    }
+
+    fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        Box::pin(ready(match lease.as_receipt() {
+            Some(receipt) => self
+                .checkpoint_lease(receipt, progress)
+                .map_err(SettleError::Stale),
+            None => Err(SettleError::Stale(leaseq_core::ReceiptError::Unknown)),
+        }))
     }
 
     fn hand_back(&self, ticket: MemoryTicket) {
@@ -385,6 +412,13 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     {
         let page = self.dead_letter_page(page);
         ready(Ok(page.into_iter().map(|l| l.map_item(Ok)).collect()))
+    }
+
+    fn checkpoints(
+        &self,
+        page: Page,
+    ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
+        ready(Ok(self.checkpoint_page(page)))
     }
 
     fn redrive(

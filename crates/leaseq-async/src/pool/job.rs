@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use leaseq_core::{MessageId, Timestamp};
 
-use crate::lease_lost::{LeaseLost, Timing};
+use crate::lease_lost::LeaseLost;
+use crate::pool::checkpoint::JobContext;
+use crate::progress::{CheckpointError, LeaseKey, Progress};
 
 /// One item handed to a pool handler.
 ///
@@ -28,7 +30,12 @@ pub struct Job<T> {
     /// lease lifetime reached, or, without heartbeat, the lease deadline passed): the item
     /// will be redone elsewhere, so a handler may stop early.
     pub lease_lost: LeaseLost,
-    pub(crate) timing: Arc<dyn Timing>,
+    /// The clock and the store (see `checkpoint.rs`).
+    pub(crate) context: Arc<dyn JobContext>,
+    /// The item's last checkpoint as the handling began, then this job's own.
+    pub(crate) progress: Option<Progress>,
+    /// The lease's key, for checkpoints.
+    pub(crate) lease: Option<LeaseKey>,
 }
 
 impl<T> Job<T> {
@@ -42,7 +49,9 @@ impl<T> Job<T> {
             attempt,
             deadline,
             lease_lost,
-            timing,
+            context,
+            progress,
+            lease,
         } = self;
         let job = Job {
             item,
@@ -50,7 +59,9 @@ impl<T> Job<T> {
             attempt,
             deadline,
             lease_lost,
-            timing,
+            context,
+            progress,
+            lease,
         };
         (held, job)
     }
@@ -58,13 +69,76 @@ impl<T> Job<T> {
     /// How long this handling has left before its item timeout (or, without one, its lease
     /// deadline); zero once it has passed.
     pub fn time_left(&self) -> Duration {
-        self.deadline.saturating_duration_since(self.timing.now())
+        self.deadline.saturating_duration_since(self.context.now())
     }
 
     /// Whether the lease is lost already (see [`lease_lost`](Self::lease_lost)): for a
     /// blocking handler to check between steps of long work.
     pub fn is_lease_lost(&self) -> bool {
         self.lease_lost.is_lost()
+    }
+
+    /// The item's last checkpoint: what a handler recorded with
+    /// [`checkpoint`](Self::checkpoint) on an earlier delivery (or this one), to resume from.
+    /// `None` if nobody recorded one. As the handling began, then as this job's own
+    /// [`checkpoint`](Self::checkpoint) last recorded it (not
+    /// [`checkpoint_blocking`](Self::checkpoint_blocking)'s, which has no `&mut`). See
+    /// [`crate::progress`].
+    pub fn progress(&self) -> Option<Progress> {
+        self.progress.clone()
+    }
+
+    /// The last checkpoint decoded (recorded with [`checkpoint_as`](Self::checkpoint_as)).
+    #[cfg(feature = "serde")]
+    pub fn progress_as<P: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Option<Result<P, crate::CodecError>> {
+        self.progress().map(|p| p.decode())
+    }
+
+    /// Records `progress` as the item's checkpoint, as
+    /// [`Delivery::checkpoint`](crate::Delivery::checkpoint) does: `Ok` once durable,
+    /// [`CheckpointError::Stale`] once the lease is no longer held (this handling is over,
+    /// or its lease ran out and the item went to someone else), a typed store failure, or
+    /// [`CheckpointError::TooLarge`].
+    pub async fn checkpoint(
+        &mut self,
+        progress: impl Into<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        let progress = Progress::new(progress)?;
+        self.record(progress.clone()).await?;
+        self.progress = Some(progress);
+        Ok(())
+    }
+
+    /// [`checkpoint`](Self::checkpoint) for a blocking handler
+    /// ([`PoolBuilder::spawn_blocking`](crate::PoolBuilder::spawn_blocking)): blocks its
+    /// thread until the store answers. Never call it from async code.
+    pub fn checkpoint_blocking(&self, progress: impl Into<Vec<u8>>) -> Result<(), CheckpointError> {
+        futures::executor::block_on(self.record(Progress::new(progress)?))
+    }
+
+    /// [`checkpoint`](Self::checkpoint) of `value` encoded with postcard (read it back with
+    /// [`progress_as`](Self::progress_as)).
+    #[cfg(feature = "serde")]
+    pub async fn checkpoint_as<P: serde::Serialize + ?Sized>(
+        &mut self,
+        value: &P,
+    ) -> Result<(), CheckpointError> {
+        let progress = Progress::encode(value)?;
+        self.record(progress.clone()).await?;
+        self.progress = Some(progress);
+        Ok(())
+    }
+
+    async fn record(&self, progress: Progress) -> Result<(), CheckpointError> {
+        let lease =
+            self.lease
+                .ok_or(CheckpointError::Stale(leaseq_core::ReceiptError::Released(
+                    self.id,
+                )))?;
+        self.context.checkpoint(lease, progress).await?;
+        Ok(())
     }
 }
 

@@ -18,8 +18,6 @@ pub(crate) const ADVICE_AGE: Duration = Duration::from_millis(10);
 pub(crate) struct Local<R: Runtime> {
     /// The queue's visibility timeout, to tell when a lease was taken.
     pub(crate) visibility: Duration,
-    /// The runtime's clock as a trait object, for the jobs' `time_left`.
-    pub(crate) timing: std::sync::Arc<dyn crate::lease_lost::Timing>,
     /// The item-timeout timer: made for the first item with a limit, then moved for each.
     timer: Option<R::Timer>,
     /// [`ItemTimeout::Advised`] limits per item type, from the last look at every shard.
@@ -37,12 +35,11 @@ pub(crate) struct Local<R: Runtime> {
 
 impl<R: Runtime> Local<R> {
     /// A worker's state, for a pool on the queue named `queue`.
-    pub(crate) fn new(rt: &R, visibility: Duration, queue: &'static str) -> Self {
+    pub(crate) fn new(visibility: Duration, queue: &'static str) -> Self {
         #[cfg(not(feature = "metrics"))]
         let _ = queue;
         Local {
             visibility,
-            timing: std::sync::Arc::new(rt.clone()),
             timer: None,
             advised: Vec::new(),
             merged: None,

@@ -2,6 +2,7 @@
 
 mod blocking;
 mod builder;
+mod checkpoint;
 mod completer;
 mod job;
 mod kinds;

@@ -15,6 +15,7 @@ use leaseq_core::{Outcome, Timestamp};
 use crate::delivery::Delivery;
 use crate::error::JobError;
 use crate::fetcher::Fetcher;
+use crate::pool::checkpoint::{JobContext, WorkerContext};
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -92,11 +93,16 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
         handler: &handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
+        context: Arc::new(WorkerContext {
+            rt: rt.clone(),
+            store: queue.store().clone(),
+            items: std::marker::PhantomData,
+        }),
         #[cfg(feature = "tracing")]
         queue_name: queue.name(),
         _store: std::marker::PhantomData,
     };
-    let mut local = Local::new(&rt, queue.visibility(), queue.name());
+    let mut local = Local::new(queue.visibility(), queue.name());
     loop {
         if let Some(progress) = worker.progress {
             progress.idle();
@@ -142,6 +148,8 @@ struct Worker<'a, T, R, S> {
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
     shard: &'a Shard,
+    /// The clock and the store, for its jobs (see `checkpoint.rs`).
+    context: Arc<dyn JobContext>,
     /// The queue's name, for the delivery spans.
     #[cfg(feature = "tracing")]
     queue_name: &'static str,
@@ -245,7 +253,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
             attempt: delivery.attempt(),
             deadline: limit.map_or(delivery.deadline(), |l| start.saturating_add(l)),
             lease_lost: delivery.lease_lost(),
-            timing: local.timing.clone(),
+            context: self.context.clone(),
+            progress: delivery.stored_progress(),
+            lease: delivery.lease_key(),
         };
 
         // The handler runs inside a span per delivery: its own events carry the item's id,

@@ -14,6 +14,21 @@ pub(super) enum Check {
 }
 
 impl<T> Queue<T> {
+    /// Whether `receipt`'s lease is running at `now` (the time applied first): `Ok`, or the
+    /// [`ReceiptError`] a settle would get. Changes nothing else: for a store that records
+    /// something about a lease (a handler's checkpoint) only while its holder still holds it.
+    pub fn check_lease(
+        &mut self,
+        receipt: Receipt,
+        now: crate::Timestamp,
+    ) -> Result<(), ReceiptError> {
+        self.advance(now);
+        if self.running(receipt).is_some() {
+            return Ok(());
+        }
+        self.held(receipt).map(|_| ())
+    }
+
     pub(super) fn check(&mut self, r: Receipt) -> Check {
         let found = if r.queue == self.tag {
             self.slots.get(r.slot as usize)

@@ -1,0 +1,80 @@
+//! Handlers' checkpoints: one fenced `UPDATE` of the row's `progress` column (schema step
+//! 5), matched on the lease token and the running lease as an extension is; handed out by
+//! every later claim of the row, kept by every change of the row but its delete (ack,
+//! cancel, purge, replacement), and listed for operators.
+
+use leaseq_async::{Checkpointing, LeaseKey, Page, Progress, SettleError, StoreError};
+use leaseq_core::MessageId;
+use tokio_postgres::types::ToSql;
+
+use crate::outcome::{self, Decision, Fenced};
+use crate::store::{PgStore, PgTicket};
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// `Store::checkpoint`: `Ok` once committed; refused (explained from the row) unless the
+    /// lease is the row's latest and still running. A reply lost and the statement then
+    /// refused on the retry is outcome unknown: the lost try may have written it.
+    pub(crate) fn checkpoint_lease(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let Some((id, lease)) = lease.as_row() else {
+            let e = SettleError::Stale(leaseq_core::ReceiptError::Unknown);
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        let shared = self.shared.clone();
+        // Only the row and the token matter to a fenced statement.
+        let copy = PgTicket {
+            id,
+            lease,
+            attempts: 0,
+            expires_at: None,
+            beat: None,
+            progress: None,
+        };
+        Box::pin(async move {
+            let shared = &*shared;
+            let client = match shared.client().await {
+                Ok(c) => c,
+                Err(e) => {
+                    shared.failed("checkpoint", &e);
+                    let e = StoreError::not_done(format!("checkpoint: {e}"));
+                    return Err(SettleError::Store(e));
+                }
+            };
+            let bytes = progress.as_bytes();
+            let params: [&(dyn ToSql + Sync); 3] = [&copy.id, &copy.lease, &bytes];
+            let f = Fenced {
+                what: "checkpoint",
+                sql: &shared.sql.checkpoint,
+                params: &params,
+                holder_only: true,
+            };
+            outcome::settle(shared, &client, &copy, f, |_| (), |_| Decision::Unknown).await
+        })
+    }
+
+    /// `Store::checkpoints`: the rows of `page` (live or dead letters) with a checkpoint.
+    pub(crate) async fn checkpoint_page(
+        &self,
+        page: Page,
+    ) -> Result<Vec<(MessageId, Progress)>, StoreError> {
+        let shared = &self.shared;
+        let client = shared
+            .client()
+            .await
+            .map_err(|e| StoreError::not_done(format!("checkpoints: no connection: {e}")))?;
+        let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&shared.sql.checkpoints, &[&shared.queue, &after, &limit])
+            .await
+            .map_err(|e| StoreError::not_done(format!("checkpoints: {e}")))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    MessageId::new(r.get::<_, i64>(0) as u64),
+                    Progress::from_stored(r.get::<_, &[u8]>(1)),
+                )
+            })
+            .collect())
+    }
+}
