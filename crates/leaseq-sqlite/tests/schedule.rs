@@ -110,7 +110,16 @@ fn schedule_child() {
             }
             q.close().await.expect("close");
         });
-        // Give the others a turn.
+        // Let go of the file as an exiting process would: the store (its writer, the file
+        // and the owner lock) goes once its driver lets go of it, which a busy executor may
+        // put off; wait for that (at most 1 s), then give the others a turn.
+        let store = q.store().clone();
+        drop(q);
+        let gone_by = system_clock().saturating_add(Duration::from_secs(1));
+        while std::sync::Arc::strong_count(&store) > 1 && system_clock() < gone_by {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(store);
         std::thread::sleep(Duration::from_millis(30 + rng.below(30)));
     }
 }
