@@ -96,9 +96,12 @@ mod codec;
 mod envelope;
 mod routes;
 mod spawn;
+#[cfg(feature = "tracing")]
+mod trace;
+mod traceparent;
 
 pub use codec::EnvelopeCodec;
-pub use envelope::{kind_of, Envelope, EnvelopeError};
+pub use envelope::{args_of, kind_of, traceparent_of, Envelope, EnvelopeError};
 pub use routes::{RouteError, Router};
 
 /// A kind of job: its name on the queue and, as the type's `serde` form, its args.
