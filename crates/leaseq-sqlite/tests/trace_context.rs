@@ -91,7 +91,10 @@ fn the_handler_on_a_reopened_file_joins_the_trace_of_the_push() {
     remove_all(&path);
 
     let spans = exporter.get_finished_spans().unwrap();
-    let push = spans.iter().find(|s| s.name == "push").expect("the push span");
+    let push = spans
+        .iter()
+        .find(|s| s.name == "push")
+        .expect("the push span");
     let job = spans
         .iter()
         .find(|s| s.name == "leaseq.job")
