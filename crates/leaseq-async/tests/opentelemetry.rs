@@ -46,8 +46,8 @@ fn run(push: impl FnOnce() -> Vec<Envelope>) -> (Vec<SpanData>, Vec<(u32, TraceI
         rt.block_on({
             let (rt, seen) = (rt.clone(), seen.clone());
             async move {
-                let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(60)))
-                    .unwrap();
+                let queue =
+                    LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(60))).unwrap();
                 for e in envelopes {
                     queue.push(e).await.unwrap();
                 }
