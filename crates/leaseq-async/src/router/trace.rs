@@ -76,3 +76,86 @@ mod otel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+    use std::sync::{Arc, Mutex};
+
+    use leaseq_core::MessageId;
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+    use tracing_subscriber::Layer;
+
+    use super::job_span;
+    use crate::router::Envelope;
+
+    type Recorded = Arc<Mutex<Vec<(String, String)>>>;
+
+    /// A layer that keeps the fields of each new span.
+    struct Fields(Recorded);
+
+    struct Record<'a>(&'a mut Vec<(String, String)>);
+
+    impl Visit for Record<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.push((field.name().into(), format!("{value:?}")));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push((field.name().into(), value.into()));
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Fields {
+        fn on_new_span(
+            &self,
+            attrs: &tracing::span::Attributes<'_>,
+            _: &tracing::span::Id,
+            _: Context<'_, S>,
+        ) {
+            attrs.record(&mut Record(&mut self.0.lock().unwrap()));
+        }
+    }
+
+    /// The fields of the span made for `envelope`, with no OpenTelemetry layer.
+    fn fields_of(envelope: &Envelope) -> Vec<(String, String)> {
+        let recorded = Recorded::default();
+        let subscriber = tracing_subscriber::registry().with(Fields(recorded.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            drop(job_span("email", envelope, MessageId::new(3), 2));
+        });
+        let fields = recorded.lock().unwrap().clone();
+        fields
+    }
+
+    fn pair(name: &str, value: &str) -> (String, String) {
+        (name.into(), value.into())
+    }
+
+    #[test]
+    fn the_job_span_carries_the_traceparent_as_a_field_without_opentelemetry() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let traced = Envelope::from_parts("email", b"{}")
+            .unwrap()
+            .with_traceparent(tp)
+            .unwrap();
+        let fields = fields_of(&traced);
+        for want in [
+            pair("kind", "email"),
+            pair("id", "#3"),
+            pair("attempt", "2"),
+            pair("traceparent", tp),
+        ] {
+            assert!(fields.contains(&want), "{want:?} not in {fields:?}");
+        }
+        // Garbage in the trace block, or none: no field, and the span still made.
+        for untraced in [&b"\x05email\x01\x03abc{}"[..], b"\x05email{}"] {
+            let fields = fields_of(&Envelope::from_bytes(untraced));
+            assert!(fields.contains(&pair("kind", "email")), "{fields:?}");
+            assert!(
+                !fields.iter().any(|(name, _)| name == "traceparent"),
+                "{fields:?}"
+            );
+        }
+    }
+}

@@ -57,6 +57,16 @@ pub(crate) fn traceparent_in(block: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::router::{kind_of, Envelope, EnvelopeError, JobKind};
+
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Email {
+        to: String,
+    }
+
+    impl JobKind for Email {
+        const KIND: &'static str = "email";
+    }
 
     const GOOD: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -99,5 +109,86 @@ mod tests {
         assert_eq!(traceparent_in(GOOD.as_bytes()), Some(GOOD));
         assert_eq!(traceparent_in(b"abc"), None);
         assert_eq!(traceparent_in(b"\xff\xfe"), None);
+    }
+
+    #[test]
+    fn a_trace_block_sits_between_the_kind_and_the_args() {
+        let e = Envelope::new(&Email { to: "a@b".into() })
+            .unwrap()
+            .with_traceparent(GOOD)
+            .unwrap();
+        let mut expected = b"\x05email\x01\x37".to_vec();
+        expected.extend_from_slice(GOOD.as_bytes());
+        expected.extend_from_slice(b"{\"to\":\"a@b\"}");
+        assert_eq!(e.as_bytes(), &expected[..]);
+        // The kind stays first: the same for tools (and SQL) that read it from the bytes.
+        assert_eq!(kind_of(e.as_bytes()), Some("email"));
+        assert_eq!(e.args(), Some(&b"{\"to\":\"a@b\"}"[..]));
+        assert_eq!(e.traceparent(), Some(GOOD));
+        assert_eq!(e.decode::<Email>().unwrap(), Email { to: "a@b".into() });
+        // Read back from the stored bytes, and a new traceparent in place of the old.
+        let back = Envelope::from_bytes(e.as_bytes().to_vec());
+        assert_eq!(back, e);
+        let other = GOOD.replace("-01", "-00");
+        let moved = back.with_traceparent(&other).unwrap();
+        assert_eq!(moved.as_bytes().len(), expected.len());
+        assert_eq!(
+            (moved.traceparent(), moved.args()),
+            (Some(&other[..]), e.args())
+        );
+    }
+
+    #[test]
+    fn old_envelopes_have_no_traceparent() {
+        let old = Envelope::from_bytes(&b"\x05email{\"to\":\"a@b\"}"[..]);
+        assert_eq!(old.traceparent(), None);
+        assert_eq!(old.decode::<Email>().unwrap(), Email { to: "a@b".into() });
+        assert!(!format!("{old:?}").contains("traceparent"));
+    }
+
+    #[test]
+    fn an_empty_or_garbage_trace_block_is_ignored_and_a_cut_one_is_no_envelope() {
+        for ignored in [
+            &b"\x05email\x01\x00{\"to\":\"x\"}"[..],
+            b"\x05email\x01\x03abc{\"to\":\"x\"}",
+        ] {
+            let e = Envelope::from_bytes(ignored);
+            assert_eq!(
+                (e.kind(), e.traceparent()),
+                (Some("email"), None),
+                "{ignored:?}"
+            );
+            assert_eq!(e.decode::<Email>().unwrap(), Email { to: "x".into() });
+        }
+        for cut in [&b"\x05email\x01"[..], b"\x05email\x01\x37abc"] {
+            let e = Envelope::from_bytes(cut);
+            assert_eq!(
+                (e.kind(), e.args(), e.traceparent()),
+                (Some("email"), None, None)
+            );
+            assert_eq!(
+                e.decode::<Email>().unwrap_err().to_string(),
+                "bad args for job kind `email`: a trace block runs past the end of the envelope"
+            );
+            assert!(matches!(
+                e.with_traceparent(GOOD),
+                Err(EnvelopeError::NotAnEnvelope)
+            ));
+        }
+    }
+
+    #[test]
+    fn a_bad_traceparent_is_refused() {
+        let e = Envelope::from_parts("email", b"{}").unwrap();
+        for bad in ["", "00-x", &GOOD.to_uppercase(), &GOOD.replace("-01", "-1")] {
+            assert_eq!(
+                e.clone().with_traceparent(bad),
+                Err(EnvelopeError::Traceparent { value: bad.into() })
+            );
+        }
+        assert_eq!(
+            Envelope::from_bytes(&b""[..]).with_traceparent(GOOD),
+            Err(EnvelopeError::NotAnEnvelope)
+        );
     }
 }
