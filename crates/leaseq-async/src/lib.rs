@@ -44,6 +44,10 @@
 //!   kind and its JSON args), each kind ([`JobKind`]) with its own handler and
 //!   [`KindPolicy`], dispatched by a pool ([`PoolBuilder::spawn_router`]); an unknown kind
 //!   is dead-lettered at once. Implies `serde`; pulls in `serde_json`.
+//! - `opentelemetry`: trace context through a router's queue (see the [`router`] module's
+//!   "Trace context"): an envelope records the pushing span's W3C `traceparent`, and the
+//!   handler's `leaseq.job` span is that span's child, across processes. Implies `router`
+//!   and `tracing`; pulls in `opentelemetry` (the API) and `tracing-opentelemetry`.
 //! - `executor`: [`ExecutorTask`], an `async-executor` task as a [`Runtime`] task (what
 //!   `leaseq-smol` uses). Pulls in `async-executor`.
 //! - `tracing`: every core event (redeliveries, lease expiries, late acks, dead letters,
@@ -51,7 +55,8 @@
 //!   [name](QueueBuilder::name) in its `queue` field; a warning when events were dropped
 //!   from a full event buffer; and a `leaseq.delivery` span (fields `queue`, `id`,
 //!   `attempt`, `item_type`) around each pool handling, so a handler's own events carry
-//!   its item; the watchdog's stuck workers at `warn`. Events asked for with
+//!   its item (with `router`, a `leaseq.job` span inside it: `kind`, `id`, `attempt` and the
+//!   envelope's `traceparent`); the watchdog's stuck workers at `warn`. Events asked for with
 //!   [`QueueBuilder::events`] are left for you to poll instead.
 //! - `metrics`: counters, gauges and handling-time histograms through the `metrics` facade,
 //!   each labelled with the queue's name: the queue's [`Stats`] (`leaseq_pushed_total`,

@@ -3,20 +3,21 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::router::kind_of;
+use leaseq_async::router::{args_of, kind_of, traceparent_of};
 use leaseq_async::{StoredCounts, StoredItem};
 use serde_json::{json, Value};
 
 /// The most payload bytes a table shows.
 const PREVIEW: usize = 48;
 
-/// An item's job kind and the rest of its bytes (its arguments), if it is an envelope.
-/// Shown as one only when the kind has no space or control character: a long plain text
-/// also begins with a "length" byte (its first letter), and its "kind" then has spaces.
+/// An item's job kind and its arguments (the JSON after the kind and any trace block), if
+/// it is an envelope. Shown as one only when the kind has no space or control character: a
+/// long plain text also begins with a "length" byte (its first letter), and its "kind"
+/// then has spaces.
 fn split_kind(payload: &[u8]) -> (Option<&str>, &[u8]) {
-    match kind_of(payload) {
-        Some(kind) if !kind.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-            (Some(kind), &payload[1 + kind.len()..])
+    match (kind_of(payload), args_of(payload)) {
+        (Some(kind), Some(args)) if !kind.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            (Some(kind), args)
         }
         _ => (None, payload),
     }
@@ -103,7 +104,8 @@ pub(crate) fn counts_table(counts: &[StoredCounts]) -> String {
     out
 }
 
-/// An item as JSON: its payload as text (`null` unless UTF-8) and as hex, its kind.
+/// An item as JSON: its payload as text (`null` unless UTF-8) and as hex, its kind, args
+/// and W3C `traceparent` when it is a router envelope (one pushed inside a traced span).
 pub(crate) fn item_json(item: &StoredItem) -> Value {
     let payload = item.payload.as_deref();
     let (kind, args) = payload.map_or((None, &[][..]), split_kind);
@@ -115,6 +117,7 @@ pub(crate) fn item_json(item: &StoredItem) -> Value {
         "key": item.key.as_deref().map(String::from_utf8_lossy),
         "kind": kind,
         "args": payload.and_then(|_| std::str::from_utf8(args).ok()),
+        "traceparent": kind.and(payload).and_then(traceparent_of),
         "payload": payload.and_then(|p| std::str::from_utf8(p).ok()),
         "payload_hex": payload.map(hex),
         "size": item.size,
@@ -208,7 +211,9 @@ pub(crate) fn dead_table(items: &[StoredItem]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{preview, split_kind};
+    use super::{item_json, items_table, preview, split_kind};
+    use leaseq_async::{StoredItem, StoredState};
+    use leaseq_core::MessageId;
 
     #[test]
     fn printable_text_is_quoted_and_the_rest_is_hex() {
@@ -230,5 +235,26 @@ mod tests {
         assert_eq!(split_kind(b"plain"), (None, &b"plain"[..]));
         let text = "a plain text longer than its first letter's code, with spaces".repeat(2);
         assert_eq!(split_kind(text.as_bytes()).0, None);
+    }
+
+    #[test]
+    fn a_traced_envelope_shows_its_kind_json_arguments_and_traceparent() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut bytes = b"\x05email\x01\x37".to_vec();
+        bytes.extend_from_slice(tp.as_bytes());
+        bytes.extend_from_slice(b"{\"to\":\"a\"}");
+        assert_eq!(split_kind(&bytes), (Some("email"), &b"{\"to\":\"a\"}"[..]));
+        let mut item = StoredItem::new(MessageId::new(7), StoredState::Ready, bytes.len() as u64);
+        item.payload = Some(bytes);
+        let json = item_json(&item);
+        assert_eq!(
+            (&json["kind"], &json["args"], &json["traceparent"]),
+            (&"email".into(), &"{\"to\":\"a\"}".into(), &tp.into())
+        );
+        assert!(items_table(&[item]).contains("\"{\\\"to\\\":\\\"a\\\"}\""));
+        // An envelope without a trace block has none.
+        let mut old = StoredItem::new(MessageId::new(8), StoredState::Ready, 8);
+        old.payload = Some(b"\x05email{}".to_vec());
+        assert_eq!(item_json(&old)["traceparent"], serde_json::Value::Null);
     }
 }

@@ -6,15 +6,22 @@
 //! ```text
 //! byte 0        L, the kind's length in bytes (1..=255)
 //! bytes 1..=L   the kind, UTF-8
-//! bytes L+1..   the args, JSON (serde_json)
+//! optionally, a trace block:
+//!   byte L+1    0x01 (never the first byte of JSON text)
+//!   byte L+2    N, the block's length
+//!   N bytes     a W3C traceparent, ASCII (55 bytes: 00-<32 hex>-<16 hex>-<2 hex>)
+//! the rest      the args, JSON (serde_json)
 //! ```
 //!
 //! So a tool that reads a queue's rows (the `leaseq` CLI, SQL) tells the kind from the
-//! first byte and the kind's own, with [`kind_of`], and reads the args as text.
+//! first byte and the kind's own, with [`kind_of`], and reads the args as text
+//! ([`args_of`]). A block that does not hold a valid `traceparent` (empty, say) is ignored;
+//! one that runs past the end makes the bytes no envelope (no args).
 
 use std::fmt;
 use std::sync::Arc;
 
+use crate::router::traceparent::{is_traceparent, split_trace, traceparent_in, TRACE_MARK};
 use crate::router::JobKind;
 
 /// The kind of a stored payload (an [`Envelope`]'s bytes), or `None` if the payload is not
@@ -34,10 +41,50 @@ pub fn kind_of(payload: &[u8]) -> Option<&str> {
     std::str::from_utf8(kind).ok()
 }
 
-/// The args bytes of an envelope's payload (after its kind), if it is one.
-fn args_of(payload: &[u8]) -> Option<&[u8]> {
+/// The args of a stored payload (the JSON after its kind and any trace block), or `None`
+/// if the payload is not an envelope (see [`kind_of`], and a trace block cut short).
+///
+/// ```
+/// use leaseq_async::router::args_of;
+///
+/// assert_eq!(args_of(b"\x05email{}"), Some(&b"{}"[..]));
+/// assert_eq!(args_of(b"\x05email\x01\x00{}"), Some(&b"{}"[..])); // an empty trace block
+/// assert_eq!(args_of(b"\x05email\x01\x09{}"), None); // a trace block cut short
+/// ```
+pub fn args_of(payload: &[u8]) -> Option<&[u8]> {
+    Some(split_trace(after_kind(payload)?)?.1)
+}
+
+/// The W3C `traceparent` a stored payload carries, if it is an envelope with a trace block
+/// holding a valid one (anything else in the block is ignored).
+pub fn traceparent_of(payload: &[u8]) -> Option<&str> {
+    traceparent_in(split_trace(after_kind(payload)?)?.0?)
+}
+
+/// The bytes after an envelope's kind, if it is one.
+fn after_kind(payload: &[u8]) -> Option<&[u8]> {
     let kind = kind_of(payload)?;
     payload.get(1 + kind.len()..)
+}
+
+/// An envelope's bytes: the kind, a trace block if `traceparent` is given, then `args`
+/// written by `write_args`. `kind` is 1 to 255 bytes (checked by the callers).
+fn encode<E>(
+    kind: &str,
+    traceparent: Option<&str>,
+    args_len: usize,
+    write_args: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<Arc<[u8]>, E> {
+    let block = traceparent.map_or(0, |t| 2 + t.len());
+    let mut bytes = Vec::with_capacity(1 + kind.len() + block + args_len);
+    bytes.push(kind.len() as u8);
+    bytes.extend_from_slice(kind.as_bytes());
+    if let Some(t) = traceparent {
+        bytes.extend_from_slice(&[TRACE_MARK, t.len() as u8]);
+        bytes.extend_from_slice(t.as_bytes());
+    }
+    write_args(&mut bytes)?;
+    Ok(bytes.into())
 }
 
 /// One job on a router's queue: its kind and its args, encoded (see the
@@ -56,6 +103,12 @@ impl Envelope {
     /// The envelope of `job`: its [`KIND`](JobKind::KIND) and its args as JSON. Fails only
     /// if `job`'s `Serialize` does (a map with keys that are not strings, say).
     ///
+    /// With the feature `opentelemetry`, it also carries the W3C `traceparent` of the
+    /// current `tracing` span's OpenTelemetry context, when that context is valid (a span
+    /// of a subscriber with a `tracing-opentelemetry` layer): the router makes it the
+    /// parent of the handler's span. Without the feature, or outside such a span, it
+    /// carries none ([`with_traceparent`](Self::with_traceparent) sets one).
+    ///
     /// A kind's name must be 1 to 255 bytes: a longer or empty one does not compile.
     pub fn new<J: JobKind>(job: &J) -> Result<Self, EnvelopeError> {
         const {
@@ -64,33 +117,62 @@ impl Envelope {
                 "a JobKind's KIND must be 1 to 255 bytes long"
             )
         };
-        let mut bytes = Vec::with_capacity(1 + J::KIND.len() + 64);
-        bytes.push(J::KIND.len() as u8);
-        bytes.extend_from_slice(J::KIND.as_bytes());
-        serde_json::to_writer(&mut bytes, job).map_err(|e| EnvelopeError::Args {
-            kind: J::KIND,
-            error: e.to_string(),
+        #[cfg(feature = "opentelemetry")]
+        let traceparent = crate::router::trace::current_traceparent();
+        #[cfg(not(feature = "opentelemetry"))]
+        let traceparent: Option<String> = None;
+        let bytes = encode(J::KIND, traceparent.as_deref(), 64, |bytes| {
+            serde_json::to_writer(bytes, job).map_err(|e| EnvelopeError::Args {
+                kind: J::KIND,
+                error: e.to_string(),
+            })
         })?;
-        Ok(Envelope {
-            bytes: bytes.into(),
-        })
+        Ok(Envelope { bytes })
     }
 
     /// An envelope of `kind` with `args` as they are (JSON text that `kind`'s handler can
     /// decode): for tools that push jobs they have no type for. Refuses a kind that is
     /// empty or longer than 255 bytes.
     pub fn from_parts(kind: &str, args: &[u8]) -> Result<Self, EnvelopeError> {
-        let len = u8::try_from(kind.len())
-            .ok()
-            .filter(|&len| len > 0)
-            .ok_or(EnvelopeError::KindLength { len: kind.len() })?;
-        let mut bytes = Vec::with_capacity(1 + kind.len() + args.len());
-        bytes.push(len);
-        bytes.extend_from_slice(kind.as_bytes());
-        bytes.extend_from_slice(args);
-        Ok(Envelope {
-            bytes: bytes.into(),
-        })
+        if kind.is_empty() || kind.len() > 255 {
+            return Err(EnvelopeError::KindLength { len: kind.len() });
+        }
+        let bytes = encode(kind, None, args.len(), |bytes| {
+            bytes.extend_from_slice(args);
+            Ok::<_, EnvelopeError>(())
+        })?;
+        Ok(Envelope { bytes })
+    }
+
+    /// This envelope carrying `traceparent` (a W3C Trace Context `traceparent`, such as
+    /// `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`) in place of any it
+    /// carried: for producers that have the context but not OpenTelemetry in this process
+    /// (another language's, a proxy's). Refuses a `traceparent` that is not one
+    /// ([`EnvelopeError::Traceparent`]) and bytes that are not an envelope
+    /// ([`EnvelopeError::NotAnEnvelope`]).
+    ///
+    /// ```
+    /// use leaseq_async::router::Envelope;
+    ///
+    /// let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    /// let e = Envelope::from_parts("email", b"{}").unwrap().with_traceparent(tp).unwrap();
+    /// assert_eq!((e.kind(), e.args(), e.traceparent()), (Some("email"), Some(&b"{}"[..]), Some(tp)));
+    /// assert!(Envelope::from_parts("email", b"{}").unwrap().with_traceparent("00-x").is_err());
+    /// ```
+    pub fn with_traceparent(self, traceparent: &str) -> Result<Self, EnvelopeError> {
+        if !is_traceparent(traceparent) {
+            return Err(EnvelopeError::Traceparent {
+                value: traceparent.chars().take(64).collect(),
+            });
+        }
+        let (Some(kind), Some(args)) = (self.kind(), self.args()) else {
+            return Err(EnvelopeError::NotAnEnvelope);
+        };
+        let bytes = encode(kind, Some(traceparent), args.len(), |bytes| {
+            bytes.extend_from_slice(args);
+            Ok::<_, EnvelopeError>(())
+        })?;
+        Ok(Envelope { bytes })
     }
 
     /// The envelope stored as `bytes`, whatever they are (see [`kind`](Self::kind)).
@@ -105,9 +187,16 @@ impl Envelope {
         kind_of(&self.bytes)
     }
 
-    /// The args, encoded (JSON), or `None` if these bytes are not an envelope.
+    /// The args, encoded (JSON), or `None` if these bytes are not an envelope (see
+    /// [`args_of`]).
     pub fn args(&self) -> Option<&[u8]> {
         args_of(&self.bytes)
+    }
+
+    /// The W3C `traceparent` of the span that pushed this job, if it carries a valid one
+    /// (see [`new`](Self::new) and [`with_traceparent`](Self::with_traceparent)).
+    pub fn traceparent(&self) -> Option<&str> {
+        traceparent_of(&self.bytes)
     }
 
     /// The args decoded as `J`'s. An envelope of another kind is refused too.
@@ -121,7 +210,10 @@ impl Envelope {
                 })
             }
         }
-        let args = self.args().unwrap_or_default();
+        let args = self.args().ok_or(EnvelopeError::Args {
+            kind: J::KIND,
+            error: "a trace block runs past the end of the envelope".into(),
+        })?;
         serde_json::from_slice(args).map_err(|e| EnvelopeError::Args {
             kind: J::KIND,
             error: e.to_string(),
@@ -145,11 +237,14 @@ impl crate::ItemKind for Envelope {
 impl fmt::Debug for Envelope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.kind(), self.args()) {
-            (Some(kind), Some(args)) => f
-                .debug_struct("Envelope")
-                .field("kind", &kind)
-                .field("args", &String::from_utf8_lossy(args))
-                .finish(),
+            (Some(kind), Some(args)) => {
+                let mut d = f.debug_struct("Envelope");
+                d.field("kind", &kind);
+                if let Some(traceparent) = self.traceparent() {
+                    d.field("traceparent", &traceparent);
+                }
+                d.field("args", &String::from_utf8_lossy(args)).finish()
+            }
             _ => f
                 .debug_struct("Envelope")
                 .field("not_an_envelope", &self.bytes.len())
@@ -174,6 +269,13 @@ pub enum EnvelopeError {
         /// The JSON error.
         error: String,
     },
+    /// A `traceparent` given to [`Envelope::with_traceparent`] is not a W3C one.
+    Traceparent {
+        /// What was given (its first 64 characters).
+        value: String,
+    },
+    /// [`Envelope::with_traceparent`] was given bytes that are not an envelope.
+    NotAnEnvelope,
     /// The envelope holds another kind (or is no envelope: `found` is `None`).
     WrongKind {
         /// The kind asked for.
@@ -191,6 +293,15 @@ impl fmt::Display for EnvelopeError {
             }
             EnvelopeError::Args { kind, error } => {
                 write!(f, "bad args for job kind `{kind}`: {error}")
+            }
+            EnvelopeError::Traceparent { value } => {
+                write!(f, "not a W3C traceparent: {value:?}")
+            }
+            EnvelopeError::NotAnEnvelope => {
+                write!(
+                    f,
+                    "bytes that are not a job envelope carry no trace context"
+                )
             }
             EnvelopeError::WrongKind {
                 expected,

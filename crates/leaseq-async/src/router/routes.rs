@@ -106,6 +106,14 @@ impl Router {
             let (envelope, job) = job.replace_item(());
             match envelope.decode::<J>() {
                 Ok(args) => {
+                    #[cfg(feature = "tracing")]
+                    let span =
+                        crate::router::trace::job_span(J::KIND, &envelope, job.id, job.attempt);
+                    #[cfg(feature = "tracing")]
+                    let running = span.in_scope(|| handler(job.replace_item(args).1));
+                    #[cfg(feature = "tracing")]
+                    let running = tracing::Instrument::instrument(running, span);
+                    #[cfg(not(feature = "tracing"))]
                     let running = handler(job.replace_item(args).1);
                     Box::pin(async move { Ok(running.await) })
                 }

@@ -1,0 +1,101 @@
+//! A job's trace context through the server: pushed inside a span by one store, handled by
+//! a second store on the same queue (two processes' worth in one), and the handler's
+//! `leaseq.job` span is the push span's child in the exported trace. The row's kind still
+//! reads in SQL from the payload's first bytes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use leaseq_async::router::{Envelope, EnvelopeCodec, JobKind, Router};
+use leaseq_async::{Config, Job};
+use leaseq_postgres::{PgQueue, Postgres};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use serde::{Deserialize, Serialize};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Serialize, Deserialize)]
+struct Invoice {
+    number: u32,
+}
+impl JobKind for Invoice {
+    const KIND: &'static str = "invoice";
+}
+
+async fn queue(url: &str, name: &str) -> PgQueue<Envelope> {
+    leaseq_tokio::LeaseQueue::<Envelope>::builder(Config::new(Duration::from_secs(30)))
+        .name(name.to_string())
+        .codec(EnvelopeCodec)
+        .open(Postgres::url(url).options(options()))
+        .await
+        .expect("open")
+}
+
+// The only test of this file (its own process): the subscriber is the global one, since
+// the pool's workers run on the runtime's threads.
+#[test]
+fn the_handler_in_another_store_joins_the_trace_of_the_push() {
+    let Some(url) = server() else { return };
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("leaseq-test"))),
+    )
+    .unwrap();
+
+    runtime().block_on(async {
+        let name = unique("trace");
+        let producer = queue(&url, &name).await;
+        let id = {
+            let push = tracing::info_span!("push");
+            let _entered = push.enter();
+            let job = Envelope::new(&Invoice { number: 981 }).unwrap();
+            assert!(job.traceparent().is_some());
+            producer.push(job).await.unwrap()
+        };
+        let db = sql(&url).await;
+        let row = db
+            .query_one(
+                &format!(
+                    "SELECT substr(payload, 2, get_byte(payload, 0)) FROM {SCHEMA}.items
+                     WHERE id = $1"
+                ),
+                &[&(id.get() as i64)],
+            )
+            .await
+            .expect("read the row");
+        assert_eq!(row.get::<_, Vec<u8>>(0), b"invoice");
+
+        let consumer = queue(&url, &name).await;
+        let router = Router::new().route::<Invoice, _>(|job: Job<Invoice>| async move {
+            assert_eq!(job.item.number, 981);
+            Ok(())
+        });
+        let pool = leaseq_tokio::Pool::builder(consumer.clone())
+            .workers(1)
+            .spawn_router(router);
+        tokio::time::timeout(PATIENCE, consumer.wait_empty())
+            .await
+            .expect("handled in time");
+        let report = pool.shutdown(Duration::from_secs(5)).await;
+        assert_eq!(report.stats.ok, 1);
+    });
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let push = spans
+        .iter()
+        .find(|s| s.name == "push")
+        .expect("the push span");
+    let job = spans
+        .iter()
+        .find(|s| s.name == "leaseq.job")
+        .expect("the handler's span");
+    assert_eq!(job.span_context.trace_id(), push.span_context.trace_id());
+    assert_eq!(job.parent_span_id, push.span_context.span_id());
+    assert!(job.parent_span_is_remote);
+}

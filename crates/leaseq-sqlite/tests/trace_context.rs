@@ -1,0 +1,105 @@
+//! A job's trace context through a SQLite file: pushed inside a span by one store, the
+//! file closed, handled by a second store on the file (as another process would), and the
+//! handler's `leaseq.job` span is the push span's child in the exported trace.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use leaseq_async::router::{Envelope, EnvelopeCodec, JobKind, Router};
+use leaseq_async::{Config, Job, Pool};
+use leaseq_smol::SmolRuntime;
+use leaseq_sqlite::{Options, Sqlite, SqliteQueue};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use serde::{Deserialize, Serialize};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Serialize, Deserialize)]
+struct Thumbnail {
+    width: u32,
+}
+impl JobKind for Thumbnail {
+    const KIND: &'static str = "thumbnail";
+}
+
+fn temp(name: &str) -> PathBuf {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()))
+}
+
+/// Removes a queue file and its sidecars (WAL, shared memory, owner lock).
+fn remove_all(p: &Path) {
+    for suffix in ["", "-wal", "-shm", "-lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+}
+
+async fn open(path: &Path) -> SqliteQueue<Envelope, SmolRuntime, EnvelopeCodec> {
+    leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+        .runtime(SmolRuntime::global())
+        .codec(EnvelopeCodec)
+        .open(Sqlite::file(path).options(Options::default()))
+        .await
+        .unwrap()
+}
+
+// The only test of this file (its own process): the subscriber is the global one, since
+// the pool's workers run on the executor's threads.
+#[test]
+fn the_handler_on_a_reopened_file_joins_the_trace_of_the_push() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("leaseq-test"))),
+    )
+    .unwrap();
+
+    let path = temp("trace-context");
+    smol::block_on(async {
+        // The producer: a store on the file, the push inside a span, then closed.
+        let producer = open(&path).await;
+        {
+            let push = tracing::info_span!("push");
+            let _entered = push.enter();
+            let job = Envelope::new(&Thumbnail { width: 64 }).unwrap();
+            assert!(job.traceparent().is_some());
+            producer.push(job).await.unwrap();
+        }
+        producer.close().await.unwrap();
+        drop(producer);
+
+        // The consumer: a second store on the file after the first is gone.
+        let consumer = open(&path).await;
+        let router = Router::new().route::<Thumbnail, _>(|job: Job<Thumbnail>| async move {
+            assert_eq!(job.item.width, 64);
+            Ok(())
+        });
+        let pool = Pool::builder(consumer.clone())
+            .workers(1)
+            .spawn_router(router);
+        consumer.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(5)).await;
+        assert_eq!(report.stats.ok, 1);
+        consumer.close().await.unwrap();
+    });
+    remove_all(&path);
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let push = spans
+        .iter()
+        .find(|s| s.name == "push")
+        .expect("the push span");
+    let job = spans
+        .iter()
+        .find(|s| s.name == "leaseq.job")
+        .expect("the handler's span");
+    assert_eq!(job.span_context.trace_id(), push.span_context.trace_id());
+    assert_eq!(job.parent_span_id, push.span_context.span_id());
+    assert!(job.parent_span_is_remote);
+}
