@@ -134,7 +134,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let advisor = self.shared.shards.merged().records.advisor;
         advisor
             .reports()
-            .filter_map(|(k, _)| advisor.histogram(k).map(|h| (*k, h.clone())))
+            .filter_map(|(k, _)| advisor.histogram(k).map(|h| (k.0, h.clone())))
             .collect()
     }
 
@@ -321,7 +321,7 @@ fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = 
         .records
         .advisor
         .reports()
-        .map(|(k, r)| (*k, r))
+        .map(|(k, r)| (k.0, r))
         .collect();
     // Every handling is recorded once, under its outcome, in its worker's shard: the
     // outcome counts are the sums over the types (a permanent error is a `Failed` there).
