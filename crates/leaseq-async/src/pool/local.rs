@@ -105,9 +105,13 @@ impl<R: Runtime> Local<R> {
         let merged = self
             .merged
             .get_or_insert_with(|| pool.shards.merged().records.advisor);
-        let measured = merged.histogram(&TypeName(item_type)).map_or(0, |h| h.count());
+        let measured = merged
+            .histogram(&TypeName(item_type))
+            .map_or(0, |h| h.count());
         let limit = if measured >= min_samples {
-            merged.suggested_timeout(&TypeName(item_type)).unwrap_or(initial)
+            merged
+                .suggested_timeout(&TypeName(item_type))
+                .unwrap_or(initial)
         } else {
             initial
         };
