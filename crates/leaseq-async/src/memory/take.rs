@@ -95,7 +95,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
     ) -> Option<Taken<T, MemoryTicket>> {
         let lease = st.core.receive(now)?;
         let beat = heartbeat.then(|| {
-            let signal = Arc::new(LeaseSignal::default());
+            let signal = st.beats.new_signal();
             let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
             let key = st.beats.register(lease.receipt, signal.clone(), first);
             (key, signal)
