@@ -230,7 +230,7 @@ mod tests {
     fn signals_are_reused_only_when_no_one_holds_them() {
         let mut core = Queue::new(Config::new(Duration::from_secs(10))).unwrap();
         for n in 0..3u32 {
-            core.push(n, Timestamp::ZERO);
+            core.push(n, Timestamp::ZERO).unwrap();
         }
         let mut beats = Heartbeats::default();
         let first = Timestamp::ZERO.saturating_add(Duration::from_secs(3));
