@@ -82,7 +82,7 @@ impl Heartbeats {
 
     /// A lease signal not lost, for a lease about to be registered: a spare one if any.
     pub(crate) fn new_signal(&mut self) -> Arc<LeaseSignal> {
-        self.spare.pop().unwrap_or_else(LeaseSignal::new)
+        self.spare.pop().unwrap_or_default()
     }
 
     pub(crate) fn unregister(&mut self, key: BeatKey) {
