@@ -38,6 +38,9 @@ struct BeatSlot {
     next: Timestamp,
 }
 
+/// How many lease signals [`Heartbeats`] keeps for reuse at most.
+const SPARE_SIGNALS: usize = 64;
+
 /// Registered leases and when each is next due, kept behind the queue lock.
 #[derive(Default)]
 pub(crate) struct Heartbeats {
@@ -45,6 +48,11 @@ pub(crate) struct Heartbeats {
     free: Vec<u32>,
     live: usize,
     due: BinaryHeap<Reverse<(Timestamp, u32, u32)>>,
+    /// Signals of unregistered leases that nobody else held any more, reset (not lost):
+    /// handed to new leases, so that a lease taken and settled before anyone looked at its
+    /// signal costs no allocation. Only a signal no one else holds is kept, so no holder
+    /// can see it reset.
+    spare: Vec<Arc<LeaseSignal>>,
 }
 
 impl Heartbeats {
@@ -72,12 +80,32 @@ impl Heartbeats {
         key
     }
 
+    /// A lease signal not lost, for a lease about to be registered: a spare one if any.
+    pub(crate) fn new_signal(&mut self) -> Arc<LeaseSignal> {
+        self.spare.pop().unwrap_or_default()
+    }
+
     pub(crate) fn unregister(&mut self, key: BeatKey) {
         if let Some(slot) = self.slots.get_mut(key.index as usize) {
-            if slot.generation == key.generation && slot.beat.take().is_some() {
+            if slot.generation != key.generation {
+                return;
+            }
+            if let Some(beat) = slot.beat.take() {
                 slot.generation = slot.generation.wrapping_add(1);
                 self.free.push(key.index);
                 self.live -= 1;
+                self.keep_spare(beat.signal);
+            }
+        }
+    }
+
+    /// Keeps `signal` for reuse if no one else holds it (the registration was its last
+    /// holder: its ticket's copy dropped first, no `LeaseLost` made from it alive).
+    fn keep_spare(&mut self, mut signal: Arc<LeaseSignal>) {
+        if self.spare.len() < SPARE_SIGNALS {
+            if let Some(unique) = Arc::get_mut(&mut signal) {
+                *unique = LeaseSignal::default();
+                self.spare.push(signal);
             }
         }
     }
@@ -185,4 +213,45 @@ impl Heartbeats {
 /// wake-ups than a millisecond timer gave).
 fn coalesce_window(every: Duration) -> Duration {
     (every / 8).min(Duration::from_millis(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use leaseq_core::{Config, Queue, Timestamp};
+
+    use super::Heartbeats;
+
+    /// A signal is reused only once nobody else holds it, and then reset: a holder never
+    /// sees its signal change, and a new lease never starts lost.
+    #[test]
+    fn signals_are_reused_only_when_no_one_holds_them() {
+        let mut core = Queue::new(Config::new(Duration::from_secs(10))).unwrap();
+        for n in 0..3u32 {
+            core.push(n, Timestamp::ZERO).unwrap();
+        }
+        let mut beats = Heartbeats::default();
+        let first = Timestamp::ZERO.saturating_add(Duration::from_secs(3));
+
+        // Still held (a holder's copy): not kept for reuse.
+        let lease = core.receive(Timestamp::ZERO).unwrap();
+        let held = beats.new_signal();
+        let key = beats.register(lease.receipt, held.clone(), first);
+        beats.unregister(key);
+        let other = beats.new_signal();
+        assert!(!Arc::ptr_eq(&held, &other));
+
+        // Marked lost, then unregistered with no other holder: kept, reset.
+        let lease = core.receive(Timestamp::ZERO).unwrap();
+        let key = beats.register(lease.receipt, other, first);
+        beats.slots[0].beat.as_ref().unwrap().signal.mark_lost();
+        let kept = Arc::as_ptr(&beats.slots[0].beat.as_ref().unwrap().signal);
+        beats.unregister(key);
+        let reused = beats.new_signal();
+        assert_eq!(Arc::as_ptr(&reused), kept, "reused");
+        assert!(!reused.is_lost(), "reset before reuse");
+        assert!(!held.is_lost());
+    }
 }

@@ -1,6 +1,6 @@
 //! Per-type handling times and the item timeouts they suggest.
 
-use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::error::ConfigError;
@@ -87,7 +87,9 @@ impl TypeReport {
 /// ```
 #[derive(Clone, Debug)]
 pub struct LatencyAdvisor<K> {
-    types: BTreeMap<K, TypeStats>,
+    /// Per type, in key order: a sorted vector, as a pool has a few types and records one
+    /// per handling (a binary search of a few keys costs less than a tree's entry API).
+    types: Vec<(K, TypeStats)>,
     floor: Duration,
     multiplier: f64,
 }
@@ -102,7 +104,7 @@ impl<K: Ord> LatencyAdvisor<K> {
     /// Suggests `max(100 ms, 3 × p99)`.
     pub const fn new() -> Self {
         LatencyAdvisor {
-            types: BTreeMap::new(),
+            types: Vec::new(),
             floor: Duration::from_millis(100),
             multiplier: 3.0,
         }
@@ -115,7 +117,7 @@ impl<K: Ord> LatencyAdvisor<K> {
             return Err(ConfigError::InvalidMultiplier);
         }
         Ok(LatencyAdvisor {
-            types: BTreeMap::new(),
+            types: Vec::new(),
             floor,
             multiplier,
         })
@@ -124,7 +126,7 @@ impl<K: Ord> LatencyAdvisor<K> {
     /// Records one handling of an item of type `key`: its outcome always, its time only if
     /// it ended by itself (ok or failed; not timed out or panicked).
     pub fn record(&mut self, key: K, took: Duration, outcome: Outcome) {
-        let t = self.types.entry(key).or_default();
+        let t = self.entry(key);
         match outcome {
             Outcome::Ok => t.ok += 1,
             Outcome::Failed => t.failed += 1,
@@ -141,7 +143,7 @@ impl<K: Ord> LatencyAdvisor<K> {
 
     /// The suggested item timeout for `key`, once a run of it has finished.
     pub fn suggested_timeout(&self, key: &K) -> Option<Duration> {
-        let p99 = self.types.get(key)?.latency.quantile(0.99)?;
+        let p99 = self.get(key)?.latency.quantile(0.99)?;
         Some(self.suggest(p99))
     }
 
@@ -153,12 +155,12 @@ impl<K: Ord> LatencyAdvisor<K> {
 
     /// The latency histogram of `key`'s finished runs.
     pub fn histogram(&self, key: &K) -> Option<&Histogram> {
-        self.types.get(key).map(|t| &t.latency)
+        self.get(key).map(|t| &t.latency)
     }
 
     /// What is known about `key`.
     pub fn report(&self, key: &K) -> Option<TypeReport> {
-        let t = self.types.get(key)?;
+        let t = self.get(key)?;
         let handled = t.ok + t.failed + t.timed_out + t.panicked;
         let p99 = t.latency.quantile(0.99);
         Some(TypeReport {
@@ -182,8 +184,8 @@ impl<K: Ord> LatencyAdvisor<K> {
     /// Every type with its report, in key order.
     pub fn reports(&self) -> impl Iterator<Item = (&K, TypeReport)> + '_ {
         self.types
-            .keys()
-            .filter_map(move |k| self.report(k).map(|r| (k, r)))
+            .iter()
+            .filter_map(move |(k, _)| self.report(k).map(|r| (k, r)))
     }
 
     /// Folds `other`'s records into this advisor.
@@ -192,12 +194,31 @@ impl<K: Ord> LatencyAdvisor<K> {
         K: Clone,
     {
         for (k, o) in &other.types {
-            let t = self.types.entry(k.clone()).or_default();
+            let t = self.entry(k.clone());
             t.latency.merge(&o.latency);
             t.ok += o.ok;
             t.failed += o.failed;
             t.timed_out += o.timed_out;
             t.panicked += o.panicked;
         }
+    }
+
+    /// The stats of `key`, if recorded.
+    fn get(&self, key: &K) -> Option<&TypeStats> {
+        let i = self.types.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        Some(&self.types[i].1)
+    }
+
+    /// The stats of `key`, empty ones inserted in order if there were none.
+    #[inline]
+    fn entry(&mut self, key: K) -> &mut TypeStats {
+        let i = match self.types.binary_search_by(|(k, _)| k.cmp(&key)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.types.insert(i, (key, TypeStats::default()));
+                i
+            }
+        };
+        &mut self.types[i].1
     }
 }

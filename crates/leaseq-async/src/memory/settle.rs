@@ -14,7 +14,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         op: impl FnOnce(&mut leaseq_core::Queue<T>, leaseq_core::Receipt) -> Result<U, ReceiptError>,
     ) -> Result<U, ReceiptError> {
         let mut st = self.lock();
-        if let Some((key, _)) = ticket.beat {
+        if let Some((key, signal)) = ticket.beat {
+            // The ticket's copy first, so that the signal can be kept for reuse.
+            drop(signal);
             st.beats.unregister(key);
         }
         op(&mut st.core, ticket.receipt)

@@ -9,11 +9,11 @@ use event_listener::Event;
 use leaseq_core::KindPolicy;
 
 use super::completer::Completer;
+use super::handler::{AsyncHandler, Handle, Handler};
 use super::kinds::{KindOf, Kinds};
 use super::shards::Shards;
 use super::stats::Counters;
-use super::worker::Handler;
-use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, TypeOf};
+use super::{blocking, spawn_worker, ItemTimeout, Job, Pool, PoolShared, Respawn, TypeOf};
 use crate::error::JobError;
 use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
@@ -219,11 +219,8 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         H: Fn(Job<T>) -> F + Send + Sync + 'static,
         F: Future<Output = Result<(), JobError>> + Send + 'static,
     {
-        let handler: Handler<T> = Arc::new(move |job| {
-            let fut = handler(job);
-            Box::pin(async move { Ok(fut.await) })
-        });
-        self.start(handler)
+        // Its futures unboxed: the workers are generic over the handler.
+        self.start_with(AsyncHandler(handler), Arc::new(Counters::default()))
     }
 
     /// Starts the workers with a blocking handler, run on the runtime's blocking threads.
@@ -255,11 +252,13 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
 
     /// Starts the workers with a handler boxed already (one box per handling: the
     /// router's).
+    #[cfg(feature = "router")]
     pub(crate) fn start(self, handler: Handler<T>) -> Pool<T, R, S> {
         self.start_with(handler, Arc::new(Counters::default()))
     }
 
-    fn start_with(mut self, handler: Handler<T>, counters: Arc<Counters>) -> Pool<T, R, S> {
+    fn start_with<H: Handle<T>>(mut self, handler: H, counters: Arc<Counters>) -> Pool<T, R, S> {
+        let handler = Arc::new(handler);
         let timeout = match self.timeout.take() {
             Some(timeout) => timeout,
             None => self.default_timeout(),
@@ -307,10 +306,13 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 watchdog::run(rt.clone(), board, config, watchdog_done.clone()),
             )
         });
+        let respawn: Respawn<T, R, S> = Box::new(move |queue, shared, fetcher, index| {
+            spawn_worker(queue, shared, &handler, fetcher, index)
+        });
         Pool {
             queue: self.queue,
             shared,
-            handler,
+            respawn,
             tasks: Mutex::new(tasks),
             watchdog,
             watchdog_done,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use leaseq_core::{LatencyAdvisor, Timestamp};
 
+use crate::pool::shards::TypeName;
 use crate::pool::{ItemTimeout, PoolShared};
 use crate::runtime::Runtime;
 
@@ -23,7 +24,7 @@ pub(crate) struct Local<R: Runtime> {
     /// [`ItemTimeout::Advised`] limits per item type, from the last look at every shard.
     advised: Vec<(&'static str, Duration)>,
     /// Every shard merged, at the last look (made on the first need after it).
-    merged: Option<LatencyAdvisor<&'static str>>,
+    merged: Option<LatencyAdvisor<TypeName>>,
     /// Items handed an advised limit since the last look, and when it was (`None` before
     /// the first).
     advice_items: u32,
@@ -101,9 +102,13 @@ impl<R: Runtime> Local<R> {
         let merged = self
             .merged
             .get_or_insert_with(|| pool.shards.merged().records.advisor);
-        let measured = merged.histogram(&item_type).map_or(0, |h| h.count());
+        let measured = merged
+            .histogram(&TypeName(item_type))
+            .map_or(0, |h| h.count());
         let limit = if measured >= min_samples {
-            merged.suggested_timeout(&item_type).unwrap_or(initial)
+            merged
+                .suggested_timeout(&TypeName(item_type))
+                .unwrap_or(initial)
         } else {
             initial
         };

@@ -4,6 +4,7 @@ mod blocking;
 mod builder;
 mod checkpoint;
 mod completer;
+mod handler;
 mod job;
 mod kinds;
 mod local;
@@ -39,11 +40,10 @@ pub use report::PoolReport;
 pub use timeout::ItemTimeout;
 
 use completer::Completer;
+#[cfg(feature = "router")]
+pub(crate) use handler::{Handler, HandlerResult};
 use shards::Shards;
 use stats::Counters;
-pub(crate) use worker::Handler;
-#[cfg(feature = "router")]
-pub(crate) use worker::HandlerResult;
 
 /// A pool's fetcher and its task.
 type FetcherTask<T, R, S> = (Arc<Fetcher<T, R, S>>, <R as Runtime>::Task);
@@ -106,7 +106,8 @@ pub(crate) struct PoolShared<T> {
 pub struct Pool<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     queue: LeaseQueue<T, R, S>,
     shared: Arc<PoolShared<T>>,
-    handler: Handler<T>,
+    /// Spawns worker `index` again, with the pool's handler (after `abort_worker`).
+    respawn: Respawn<T, R, S>,
     tasks: Mutex<Vec<Option<R::Task>>>,
     watchdog: Option<R::Task>,
     watchdog_done: Arc<AtomicBool>,
@@ -135,7 +136,7 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let advisor = self.shared.shards.merged().records.advisor;
         advisor
             .reports()
-            .filter_map(|(k, _)| advisor.histogram(k).map(|h| (*k, h.clone())))
+            .filter_map(|(k, _)| advisor.histogram(k).map(|h| (k.0, h.clone())))
             .collect()
     }
 
@@ -163,10 +164,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 rt.abort(task);
             }
             if !self.shared.stop.is_asked() {
-                *slot = Some(spawn_worker(
+                *slot = Some((self.respawn)(
                     &self.queue,
                     &self.shared,
-                    &self.handler,
                     self.fetcher.as_ref().map(|(f, _)| f),
                     index,
                 ));
@@ -292,14 +292,33 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Pool<T, R, S> 
     }
 }
 
+/// Spawns a worker of a pool with the pool's handler: the handler's type erased here, once
+/// per pool, rather than per item.
+type Respawn<T, R, S> = Box<
+    dyn Fn(
+            &LeaseQueue<T, R, S>,
+            &Arc<PoolShared<T>>,
+            Option<&Arc<Fetcher<T, R, S>>>,
+            usize,
+        ) -> <R as Runtime>::Task
+        + Send
+        + Sync,
+>;
+
 /// Spawns worker `index` of a pool.
-fn spawn_worker<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+fn spawn_worker<T, R, S, H>(
     queue: &LeaseQueue<T, R, S>,
     shared: &Arc<PoolShared<T>>,
-    handler: &Handler<T>,
+    handler: &Arc<H>,
     fetcher: Option<&Arc<Fetcher<T, R, S>>>,
     index: usize,
-) -> R::Task {
+) -> R::Task
+where
+    T: Clone + Send + Sync + 'static,
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+    H: handler::Handle<T>,
+{
     let alive = worker::Alive::new(shared.clone());
     let fut = worker::run(
         index,
@@ -322,7 +341,7 @@ fn snapshot<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = 
         .records
         .advisor
         .reports()
-        .map(|(k, r)| (*k, r))
+        .map(|(k, r)| (k.0, r))
         .collect();
     // Every handling is recorded once, under its outcome, in its worker's shard: the
     // outcome counts are the sums over the types (a permanent error is a `Failed` there).

@@ -13,9 +13,9 @@ use futures::FutureExt;
 use leaseq_core::{Outcome, Timestamp};
 
 use crate::delivery::Delivery;
-use crate::error::JobError;
 use crate::fetcher::Fetcher;
 use crate::pool::checkpoint::{JobContext, WorkerContext};
+use crate::pool::handler::{Handle, HandlerResult};
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_and_count, Ended};
@@ -26,13 +26,6 @@ use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::watchdog::{Holding, Progress};
-
-/// What a handler run gives: its result, or the message of a panic caught on the way.
-pub(crate) type HandlerResult = Result<Result<(), JobError>, String>;
-
-/// A handler as the workers call it: boxed once, shared by all workers.
-pub(crate) type Handler<T> =
-    Arc<dyn Fn(Job<T>) -> Pin<Box<dyn Future<Output = HandlerResult> + Send>> + Send + Sync>;
 
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: Box<dyn Any + Send>) -> String {
@@ -77,20 +70,25 @@ fn leased_at<T, R: Runtime, S: Store<T, Runtime = R>>(
 /// progress slot's (each once, and contended only by readers of stats or the watchdog's look),
 /// plus, with a fetcher, the fetch buffer's (once, to pop the item), and reads the clock
 /// once (see [`Worker::handle`]; with a fetcher that reading is the pop's).
-pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+pub(crate) async fn run<T, R, S, H>(
     index: usize,
     queue: LeaseQueue<T, R, S>,
     alive: Alive<T>,
-    handler: Handler<T>,
+    handler: Arc<H>,
     fetcher: Option<Arc<Fetcher<T, R, S>>>,
-) {
+) where
+    T: Clone + Send + Sync + 'static,
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+    H: Handle<T>,
+{
     let pool = &alive.0;
     let rt = queue.runtime().clone();
-    let worker: Worker<'_, T, R, S> = Worker {
+    let worker: Worker<'_, T, R, S, H> = Worker {
         rt: &rt,
         pool,
         index,
-        handler: &handler,
+        handler: &*handler,
         progress: pool.board.workers.get(index),
         shard: pool.shards.get(index),
         context: Arc::new(WorkerContext {
@@ -138,12 +136,12 @@ pub(crate) async fn run<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T
 }
 
 /// What a worker's items share.
-struct Worker<'a, T, R, S> {
+struct Worker<'a, T, R, S, H> {
     rt: &'a R,
     pool: &'a Arc<PoolShared<T>>,
     /// This worker's index in the pool.
     index: usize,
-    handler: &'a Handler<T>,
+    handler: &'a H,
     /// This worker's progress slot, if the pool has a watchdog.
     progress: Option<&'a Progress>,
     /// Where this worker records its outcomes.
@@ -176,42 +174,43 @@ impl<T> Drop for Alive<T> {
 /// A handler's future whose drop cannot unwind: a panic in a `Drop` of its locals, when it
 /// is cancelled (timed out, or its worker aborted or shut down), is caught and counted.
 /// Executors treat a panic while dropping a task's future differently (async-executor, and
-/// so smol, aborts the process), so none may escape.
-struct CatchDrop<'a, F: Future<Output = HandlerResult> + Unpin> {
-    fut: Option<F>,
+/// so smol, aborts the process), so none may escape. The future is pinned in its worker's
+/// own future (no box per item) and dropped in place.
+struct CatchDrop<'a, F: Future<Output = HandlerResult>> {
+    fut: Pin<&'a mut Option<F>>,
     counters: &'a Counters,
 }
 
-impl<F: Future<Output = HandlerResult> + Unpin> Future for CatchDrop<'_, F> {
+impl<F: Future<Output = HandlerResult>> Future for CatchDrop<'_, F> {
     type Output = HandlerResult;
     fn poll(
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<HandlerResult> {
-        match self.fut.as_mut() {
-            Some(fut) => Pin::new(fut).poll(cx),
+        match self.fut.as_mut().as_pin_mut() {
+            Some(fut) => fut.poll(cx),
             None => std::task::Poll::Pending,
         }
     }
 }
 
-impl<F: Future<Output = HandlerResult> + Unpin> Drop for CatchDrop<'_, F> {
+impl<F: Future<Output = HandlerResult>> Drop for CatchDrop<'_, F> {
     fn drop(&mut self) {
-        if let Some(fut) = self.fut.take() {
-            drop_counted(fut, self.counters);
+        // Dropped in place: if its drop panics, the slot is still left empty.
+        let fut = &mut self.fut;
+        if catch_unwind(AssertUnwindSafe(|| fut.set(None))).is_err() {
+            Counters::bump(&self.counters.worker_panics);
         }
     }
 }
 
-/// Drops `value` where a panic in its `Drop` is caught and counted, not unwound into the
-/// worker.
-fn drop_counted<V>(value: V, counters: &Counters) {
-    if catch_unwind(AssertUnwindSafe(move || drop(value))).is_err() {
-        Counters::bump(&counters.worker_panics);
-    }
-}
-
-impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Worker<'_, T, R, S> {
+impl<T, R, S, H> Worker<'_, T, R, S, H>
+where
+    T: Clone + Send + Sync + 'static,
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+    H: Handle<T>,
+{
     /// Handles one item: its handler inside its time limit, then records and settles.
     ///
     /// One clock reading per item, taken when the handler is done: the start is the moment
@@ -271,18 +270,19 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Wor
         #[cfg(feature = "tracing")]
         let made = {
             let _entered = span.enter();
-            catch_unwind(AssertUnwindSafe(|| (self.handler)(job)))
+            catch_unwind(AssertUnwindSafe(|| self.handler.call(job)))
         };
         #[cfg(not(feature = "tracing"))]
-        let made = catch_unwind(AssertUnwindSafe(|| (self.handler)(job)));
+        let made = catch_unwind(AssertUnwindSafe(|| self.handler.call(job)));
         let ended = match made {
             Err(payload) => Ended::Panicked(panic_message(payload)),
             Ok(fut) => {
                 // (Instrumented, the future's drop runs inside the span too.)
                 #[cfg(feature = "tracing")]
                 let fut = tracing::Instrument::instrument(fut, span.clone());
+                let slot = std::pin::pin!(Some(fut));
                 let fut = AssertUnwindSafe(CatchDrop {
-                    fut: Some(fut),
+                    fut: slot,
                     counters: &pool.counters,
                 })
                 .catch_unwind();

@@ -29,11 +29,27 @@ impl<T> Queue<T> {
     where
         T: Clone,
     {
+        self.receive_each(now, max, |lease| out.push(lease))
+    }
+
+    /// [`receive_many`](Self::receive_many) handing each lease to `take` as it is made
+    /// (the same leases, in the same order): for a caller that reshapes them, without a
+    /// vector of leases in between.
+    #[inline]
+    pub fn receive_each(
+        &mut self,
+        now: Timestamp,
+        max: usize,
+        mut take: impl FnMut(Lease<T>),
+    ) -> usize
+    where
+        T: Clone,
+    {
         let now = self.advance(now);
         let mut n = 0;
         while n < max {
             match self.lease_next_inlined(now) {
-                Some(slot) => out.push(self.lease_of(slot)),
+                Some(slot) => take(self.lease_of(slot)),
                 None => break,
             }
             n += 1;
