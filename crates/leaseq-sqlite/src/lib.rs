@@ -184,6 +184,7 @@ mod options;
 mod receive;
 mod restore;
 mod seam;
+mod settled;
 mod sqlite;
 mod store;
 mod writer;

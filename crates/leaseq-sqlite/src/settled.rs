@@ -1,0 +1,94 @@
+//! The durable answers of the seam's settles: a settle (ack, cancel, checkpoint) made on
+//! the memory store answers once the journal has committed its change, a refusal at once,
+//! and a commit failing for the commit timeout as a store error, outcome unknown (the change
+//! stays queued).
+
+use std::future::Future;
+
+use leaseq_async::{AdminError, Checkpointing, Codec, LeaseKey, Progress, Runtime, SettleError};
+use leaseq_core::{Acked, CancelError, MessageId};
+
+use crate::journal::Op;
+use crate::store::SqliteStore;
+
+impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
+    /// A settle's answer: refused at once, or given once its change (`seq`) is committed;
+    /// a store failure (the commit failing for the commit timeout) is `SettleError::Store`,
+    /// outcome unknown (the change stays queued).
+    pub(crate) async fn settled<U: Send + 'static>(
+        &self,
+        seq: Option<u64>,
+        r: Result<U, SettleError>,
+    ) -> Result<U, SettleError> {
+        let done = r?;
+        if let Some(seq) = seq {
+            self.journal.committed(seq).await?;
+        }
+        Ok(done)
+    }
+
+    /// After an ack the memory store accepted: the row goes, and the ack answers once that
+    /// is committed (a refused one at once).
+    pub(crate) fn delete_acked(
+        &self,
+        id: MessageId,
+        r: Result<Acked, SettleError>,
+    ) -> impl Future<Output = Result<Acked, SettleError>> + Send + '_ {
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        self.settled(seq, r)
+    }
+
+    /// After a cancel the memory store accepted: the row goes, and the cancel answers once
+    /// that is committed (a store error, outcome unknown, if commits fail for the commit
+    /// timeout: the delete stays queued).
+    pub(crate) fn delete_cancelled(
+        &self,
+        id: MessageId,
+        r: Result<T, AdminError<CancelError>>,
+    ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send + '_ {
+        let seq = r
+            .is_ok()
+            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        async move {
+            if let Some(seq) = seq {
+                self.journal.committed(seq).await?;
+            }
+            r
+        }
+    }
+
+    /// A handler's checkpoint: checked and recorded on the memory store, its op queued
+    /// under the journal's lock (so two holders' checkpoints land in the order they were
+    /// accepted); `Ok` once committed, a refused lease at once.
+    pub(crate) fn record_checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
+        let Some(receipt) = lease.as_receipt() else {
+            let e = SettleError::Stale(leaseq_core::ReceiptError::Unknown);
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        let id = receipt.id().get();
+        let mut refused = None;
+        let seq = self.journal.submit_with(|| {
+            let bytes = progress.as_bytes().to_vec();
+            match self.inner.checkpoint_lease(receipt, progress) {
+                Ok(()) => Some(Op::Progress {
+                    id,
+                    progress: bytes,
+                }),
+                Err(e) => {
+                    refused = Some(e);
+                    None
+                }
+            }
+        });
+        let journal = self.journal.clone();
+        Box::pin(async move {
+            match (refused, seq) {
+                (Some(e), _) => Err(SettleError::Stale(e)),
+                (None, Some(seq)) => journal.committed(seq).await.map_err(SettleError::Store),
+                (None, None) => Ok(()),
+            }
+        })
+    }
+}
