@@ -91,11 +91,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             .filter_map(|id| st.core.take_dead_letter(id))
             .collect();
         // Their checkpoints go with them, as with an unfiltered take.
-        if !st.progress.is_empty() {
-            for l in &letters {
-                st.progress.remove(l.id);
-            }
-        }
+        forget_checkpoints(&mut st.progress, &letters);
         letters
     }
 
@@ -161,11 +157,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
         let mut st = self.lock();
         let letters = st.core.take_dead_letters();
-        if !st.progress.is_empty() {
-            for l in &letters {
-                st.progress.remove(l.id);
-            }
-        }
+        forget_checkpoints(&mut st.progress, &letters);
         letters
     }
 
@@ -213,5 +205,15 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Visible items per priority level (index = level), brought up to date.
     pub fn ready_per_level(&self) -> [u64; leaseq_core::PRIORITY_LEVELS] {
         self.with_core(|core, _| core.ready_per_level())
+    }
+}
+
+/// Forgets the checkpoints of dead letters taken for good (nothing to do, and no lookup,
+/// while no item has one).
+fn forget_checkpoints<T>(progress: &mut super::progress::ProgressMap, letters: &[DeadLetter<T>]) {
+    if !progress.is_empty() {
+        for l in letters {
+            progress.remove(l.id);
+        }
     }
 }
