@@ -85,6 +85,12 @@ impl Heartbeats {
         self.spare.pop().unwrap_or_default()
     }
 
+    /// How many signals are kept for reuse.
+    #[cfg(test)]
+    pub(crate) fn spare_len(&self) -> usize {
+        self.spare.len()
+    }
+
     pub(crate) fn unregister(&mut self, key: BeatKey) {
         if let Some(slot) = self.slots.get_mut(key.index as usize) {
             if slot.generation != key.generation {

@@ -32,7 +32,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         now: leaseq_core::Timestamp,
     ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
         let mut st = self.lock();
-        if let Some((key, _)) = ticket.beat {
+        if let Some((key, signal)) = ticket.beat {
+            // The ticket's copy first, so that the signal can be kept for reuse.
+            drop(signal);
             st.beats.unregister(key);
         }
         let r = st.core.ack_take(ticket.receipt, now);
@@ -68,5 +70,44 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             }
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use leaseq_core::Config;
+
+    use crate::{LeaseQueue, SimRuntime};
+
+    /// Every way a heartbeat lease is settled drops the ticket's copy of its signal before
+    /// unregistering it, so the registration is its last holder and the signal is kept for
+    /// the next lease (no allocation per lease on a busy pool).
+    #[test]
+    fn settled_heartbeat_leases_keep_their_signals_for_reuse() {
+        let rt = SimRuntime::new();
+        rt.block_on({
+            let rt = rt.clone();
+            async move {
+                let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(9)))
+                    .unwrap();
+                for n in 0..4u32 {
+                    q.try_push(n).unwrap();
+                }
+                let spare = |q: &LeaseQueue<u32, SimRuntime>| q.store().lock().beats.spare_len();
+                let d = q.receive_with_heartbeat().await.unwrap();
+                d.ack().await.unwrap();
+                assert_eq!(spare(&q), 1, "ack");
+                let d = q.receive_with_heartbeat().await.unwrap();
+                d.nack("again").await.unwrap();
+                assert_eq!(spare(&q), 1, "nack (the ack's signal reused, then kept)");
+                let a = q.receive_with_heartbeat().await.unwrap();
+                let b = q.receive_with_heartbeat().await.unwrap();
+                assert_eq!(spare(&q), 0);
+                assert!(q.ack_batch(vec![a, b]).await.all_accepted());
+                assert_eq!(spare(&q), 2, "ack_batch");
+            }
+        });
     }
 }

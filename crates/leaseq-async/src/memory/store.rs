@@ -246,7 +246,9 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let mut items = Vec::with_capacity(if keep_items { tickets.len() } else { 0 });
         let mut st = self.lock();
         for ticket in tickets {
-            if let Some((key, _)) = ticket.beat {
+            if let Some((key, signal)) = ticket.beat {
+                // The ticket's copy first, so that the signal can be kept for reuse.
+                drop(signal);
                 st.beats.unregister(key);
             }
             match st.core.ack_take(ticket.receipt, now) {
@@ -307,7 +309,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
                 }
             }
             Ok(_) => {
-                if let Some((key, _)) = ticket.beat.take() {
+                if let Some((key, signal)) = ticket.beat.take() {
+                    drop(signal);
                     st.beats.unregister(key);
                 }
             }
@@ -354,7 +357,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
-        if let Some((key, _)) = ticket.beat.take() {
+        if let Some((key, signal)) = ticket.beat.take() {
+            drop(signal);
             self.lock().beats.unregister(key);
         }
     }
