@@ -177,6 +177,25 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         self.store.dead_letter(ticket, error.into()).await
     }
 
+    /// [`ack`](Self::ack) of a delivery that stays where it is (left settled): for a pool's
+    /// worker, whose delivery is not moved into the settle's future.
+    pub(crate) async fn ack_in_place(&mut self) -> Result<Acked, SettleError> {
+        let ticket = self.take_ticket()?;
+        self.store.ack(ticket).await
+    }
+
+    /// [`nack_with`](Self::nack_with) in place (see [`ack_in_place`](Self::ack_in_place)).
+    pub(crate) async fn nack_in_place(&mut self, failure: Failure) -> Result<Nacked, SettleError> {
+        let ticket = self.take_ticket()?;
+        self.store.nack(ticket, failure).await
+    }
+
+    /// [`dead_letter`](Self::dead_letter) in place (see [`ack_in_place`](Self::ack_in_place)).
+    pub(crate) async fn dead_letter_in_place(&mut self, error: String) -> Result<u32, SettleError> {
+        let ticket = self.take_ticket()?;
+        self.store.dead_letter(ticket, error).await
+    }
+
     /// Acks without waiting for the store's answer: the ack is made now (the lease given
     /// up, the item gone from the queue's view once the store applies it) and a durable
     /// store commits it with others in the background, so a consumer that takes one item

@@ -4,7 +4,6 @@
 //! commit.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Context;
@@ -15,6 +14,7 @@ use leaseq_core::{Failure, KindPolicy};
 
 use crate::delivery::Delivery;
 use crate::error::JobError;
+use crate::pool::completer::Completer;
 use crate::pool::kinds::Kinds;
 use crate::pool::stats::Counters;
 use crate::pool::PoolShared;
@@ -30,13 +30,28 @@ pub(crate) enum Ended {
 }
 
 /// The settle a handling's end calls for, decided before the settle is made.
-enum Settle {
+pub(crate) enum Settle {
     Ack,
     DeadLetter(String),
     Nack(Failure),
 }
 
 impl Settle {
+    /// The settle for `ended` at delivery `attempt`, under the item's `kind` rules if the
+    /// pool has kind rules.
+    #[inline]
+    pub(crate) fn of<T>(
+        pool: &PoolShared<T>,
+        ended: Ended,
+        kind: Option<&KindPolicy>,
+        attempt: u32,
+    ) -> Settle {
+        match ended {
+            Ended::Done(Ok(())) => Settle::Ack,
+            ended => Settle::failed(ended, pool.kinds.as_ref().zip(kind), attempt),
+        }
+    }
+
     /// The settle for `ended`, a handling that did not succeed, at delivery `attempt`,
     /// under `kind`'s rules when the pool has kind rules (else the queue's, applied by the
     /// store). Out of line: a success never comes here.
@@ -61,7 +76,7 @@ impl Settle {
     }
 }
 
-/// Makes `settle` on `delivery`: its future gives the refusal, if any.
+/// Makes `settle` on `delivery`, which owns it: its future gives the refusal, if any.
 async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     delivery: Delivery<T, R, S>,
     settle: Settle,
@@ -70,6 +85,20 @@ async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
         Settle::Ack => delivery.ack().await.err(),
         Settle::DeadLetter(message) => delivery.dead_letter(message).await.err(),
         Settle::Nack(failure) => delivery.nack_with(failure).await.err(),
+    }
+}
+
+/// Makes `settle` on `delivery` where it lies: the future holds a reference to it, not the
+/// delivery itself, so the worker's delivery is not moved per item. The delivery is left
+/// settled (its ticket taken).
+async fn settle_in_place<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+    delivery: &mut Delivery<T, R, S>,
+    settle: Settle,
+) -> Option<SettleError> {
+    match settle {
+        Settle::Ack => delivery.ack_in_place().await.err(),
+        Settle::DeadLetter(message) => delivery.dead_letter_in_place(message).await.err(),
+        Settle::Nack(failure) => delivery.nack_in_place(failure).await.err(),
     }
 }
 
@@ -94,52 +123,51 @@ fn count<T>(
     }
 }
 
-/// Settles `delivery` as `ended` says, for worker `index`, under the item's `kind` rules if
-/// the pool has kind rules. The settle is made before this returns; its answer is counted
-/// here if the store gives it at once, else by the pool's completer when it comes (the
-/// worker does not wait for it).
-pub(crate) fn settle_and_count<
-    'a,
-    T: Send + Sync + 'static,
-    R: Runtime,
-    S: Store<T, Runtime = R>,
->(
-    pool: &'a Arc<PoolShared<T>>,
+/// Settles `delivery` as `settle` says, for worker `index`, when the pool has no completer
+/// (the store answers at once): made where the delivery lies and counted here.
+pub(crate) async fn settle_here<T: Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+    pool: &PoolShared<T>,
     index: usize,
-    delivery: Delivery<T, R, S>,
-    ended: Ended,
-    kind: Option<&KindPolicy>,
+    delivery: &mut Delivery<T, R, S>,
+    settle: Settle,
     #[cfg(feature = "tracing")] span: tracing::Span,
-) -> impl Future<Output = ()> + 'a {
-    // Decided before the future: it holds only the settle.
-    let decided = match ended {
-        Ended::Done(Ok(())) => Settle::Ack,
-        ended => Settle::failed(ended, pool.kinds.as_ref().zip(kind), delivery.attempt()),
-    };
-    let settle = settle(delivery, decided);
+) {
+    let settle = settle_in_place(delivery, settle);
     // Settling (and what it reports) belongs to the delivery's span too.
     #[cfg(feature = "tracing")]
     let settle = tracing::Instrument::instrument(settle, span);
-    let settle = AssertUnwindSafe(settle).catch_unwind();
-    async move {
-        let Some(completer) = &pool.completer else {
-            count(pool, index, settle.await);
-            return;
-        };
-        let counted = {
-            let pool = pool.clone();
-            settle.map(move |answer| count(&pool, index, answer))
-        };
-        let mut counted: BoxFuture = Box::pin(counted);
-        // Polled once here, so the store has the settle before the worker moves on: a
-        // waker that does nothing, as the completer's task polls it from now on.
-        let waker = futures::task::noop_waker();
-        if counted
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_pending()
-        {
-            completer.submit(counted);
-        }
+    count(pool, index, AssertUnwindSafe(settle).catch_unwind().await);
+}
+
+/// Settles `delivery` as `settle` says, for worker `index`, through the pool's `completer`:
+/// the settle is made before this returns; its answer is counted here if the store gives it
+/// at once, else by the completer when it comes (the worker does not wait for it).
+pub(crate) fn settle_through<T: Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
+    pool: &Arc<PoolShared<T>>,
+    completer: &Completer,
+    index: usize,
+    delivery: Delivery<T, R, S>,
+    settle: Settle,
+    #[cfg(feature = "tracing")] span: tracing::Span,
+) {
+    let settle = self::settle(delivery, settle);
+    #[cfg(feature = "tracing")]
+    let settle = tracing::Instrument::instrument(settle, span);
+    let counted = {
+        let pool = pool.clone();
+        AssertUnwindSafe(settle)
+            .catch_unwind()
+            .map(move |answer| count(&pool, index, answer))
+    };
+    let mut counted: BoxFuture = Box::pin(counted);
+    // Polled once here, so the store has the settle before the worker moves on: a waker
+    // that does nothing, as the completer's task polls it from now on.
+    let waker = futures::task::noop_waker();
+    if counted
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending()
+    {
+        completer.submit(counted);
     }
 }

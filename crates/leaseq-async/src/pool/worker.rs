@@ -18,7 +18,7 @@ use crate::pool::checkpoint::{JobContext, WorkerContext};
 use crate::pool::handler::{Handle, HandlerResult};
 use crate::pool::job::Job;
 use crate::pool::local::Local;
-use crate::pool::settle::{settle_and_count, Ended};
+use crate::pool::settle::{settle_here, settle_through, Ended, Settle};
 use crate::pool::shards::Shard;
 use crate::pool::stats::Counters;
 use crate::pool::PoolShared;
@@ -320,16 +320,29 @@ where
         self.shard.record(item_type, took, outcome, permanent);
         #[cfg(feature = "metrics")]
         local.metrics.record(item_type, took, outcome, permanent);
-        settle_and_count(
-            self.pool,
-            self.index,
-            delivery,
-            ended,
-            kind.as_ref(),
-            #[cfg(feature = "tracing")]
-            span,
-        )
-        .await;
+        let settle = Settle::of(pool, ended, kind.as_ref(), delivery.attempt());
+        match &pool.completer {
+            None => {
+                settle_here(
+                    pool,
+                    self.index,
+                    &mut delivery,
+                    settle,
+                    #[cfg(feature = "tracing")]
+                    span,
+                )
+                .await
+            }
+            Some(completer) => settle_through(
+                self.pool,
+                completer,
+                self.index,
+                delivery,
+                settle,
+                #[cfg(feature = "tracing")]
+                span,
+            ),
+        }
     }
 }
 
