@@ -76,16 +76,13 @@ impl Settle {
     }
 }
 
-/// Makes `settle` on `delivery`, which owns it: its future gives the refusal, if any.
+/// Makes `settle` on `delivery`, which the future owns: for the completer, which polls it
+/// after the worker has moved on.
 async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
-    delivery: Delivery<T, R, S>,
+    mut delivery: Delivery<T, R, S>,
     settle: Settle,
 ) -> Option<SettleError> {
-    match settle {
-        Settle::Ack => delivery.ack().await.err(),
-        Settle::DeadLetter(message) => delivery.dead_letter(message).await.err(),
-        Settle::Nack(failure) => delivery.nack_with(failure).await.err(),
-    }
+    settle_in_place(&mut delivery, settle).await
 }
 
 /// Makes `settle` on `delivery` where it lies: the future holds a reference to it, not the
