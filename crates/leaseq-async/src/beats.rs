@@ -24,6 +24,15 @@ pub(crate) struct BeatKey {
     generation: u32,
 }
 
+impl BeatKey {
+    /// The key of a lease whose heartbeat has not started yet (its ticket holds its signal,
+    /// unregistered): see [`Store::start_heartbeat`](crate::Store::start_heartbeat).
+    pub(crate) const NOT_YET: BeatKey = BeatKey {
+        index: u32::MAX,
+        generation: 0,
+    };
+}
+
 struct Beat {
     receipt: Receipt,
     signal: Arc<LeaseSignal>,
@@ -89,6 +98,18 @@ impl Heartbeats {
     #[cfg(test)]
     pub(crate) fn spare_len(&self) -> usize {
         self.spare.len()
+    }
+
+    /// Ends the heartbeat of a lease being settled: `signal` is its ticket's copy, dropped
+    /// before the registration, so that the signal can be kept for reuse when the
+    /// registration (or, before the heartbeat started, this copy) was its last holder.
+    pub(crate) fn release(&mut self, key: BeatKey, signal: Arc<LeaseSignal>) {
+        if key == BeatKey::NOT_YET {
+            self.keep_spare(signal);
+        } else {
+            drop(signal);
+            self.unregister(key);
+        }
     }
 
     pub(crate) fn unregister(&mut self, key: BeatKey) {

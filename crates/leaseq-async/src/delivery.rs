@@ -177,6 +177,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         self.store.dead_letter(ticket, error.into()).await
     }
 
+    /// Starts the lease's heartbeat if it was taken to start later (see
+    /// [`Store::start_heartbeat`]); `leased_at` is when the lease was taken.
+    pub(crate) fn start_heartbeat(&mut self, leased_at: Timestamp) {
+        if let Some(ticket) = &mut self.ticket {
+            self.store.start_heartbeat(ticket, leased_at, self.deadline);
+        }
+    }
+
     /// [`ack`](Self::ack) of a delivery that stays where it is (left settled): for a pool's
     /// worker, whose delivery is not moved into the settle's future.
     pub(crate) async fn ack_in_place(&mut self) -> Result<Acked, SettleError> {

@@ -41,8 +41,19 @@ impl std::error::Error for ReceiveError {}
 #[must_use = "futures do nothing unless polled"]
 pub struct Receive<'a, T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     store: &'a Arc<S>,
-    heartbeat: bool,
+    heartbeat: Beat,
     waiting: S::Waiting,
+}
+
+/// When a receive's lease starts its heartbeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Beat {
+    /// Never: the lease runs out at its deadline.
+    Never,
+    /// At the take.
+    AtTake,
+    /// When its pool handler first waits ([`Store::start_heartbeat`]).
+    OnWait,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Future for Receive<'_, T, R, S> {
@@ -50,9 +61,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Future for Receive<'_, T, R, S> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        this.store
-            .poll_take_one(&mut this.waiting, cx, this.heartbeat)
-            .map(|taken| taken.map(|t| Delivery::new(this.store.clone(), t)))
+        let taken = match this.heartbeat {
+            Beat::Never => this.store.poll_take_one(&mut this.waiting, cx, false),
+            Beat::AtTake => this.store.poll_take_one(&mut this.waiting, cx, true),
+            Beat::OnWait => this.store.poll_take_one_beat_later(&mut this.waiting, cx),
+        };
+        taken.map(|taken| taken.map(|t| Delivery::new(this.store.clone(), t)))
     }
 }
 
@@ -65,7 +79,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Receive<'_, T, R, S> {
 impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Receive<'_, T, R, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Receive")
-            .field("heartbeat", &self.heartbeat)
+            .field("heartbeat", &(self.heartbeat != Beat::Never))
             .finish_non_exhaustive()
     }
 }
@@ -123,7 +137,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     pub fn receive(&self) -> Receive<'_, T, R, S> {
         Receive {
             store: &self.store,
-            heartbeat: false,
+            heartbeat: Beat::Never,
             waiting: S::Waiting::default(),
         }
     }
@@ -133,7 +147,17 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R, S> {
         Receive {
             store: &self.store,
-            heartbeat: true,
+            heartbeat: Beat::AtTake,
+            waiting: S::Waiting::default(),
+        }
+    }
+
+    /// [`receive_with_heartbeat`](Self::receive_with_heartbeat) whose heartbeat starts when
+    /// the pool's handler first waits (see [`Store::poll_take_one_beat_later`]).
+    pub(crate) fn receive_beat_on_wait(&self) -> Receive<'_, T, R, S> {
+        Receive {
+            store: &self.store,
+            heartbeat: Beat::OnWait,
             waiting: S::Waiting::default(),
         }
     }

@@ -178,6 +178,32 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, Self::Ticket>>>;
 
+    /// [`poll_take_one`](Store::poll_take_one) with a heartbeat that may start later: at
+    /// [`start_heartbeat`](Store::start_heartbeat), which a pool's worker calls when its
+    /// handler first waits, so that an item handled within one poll never registers a beat.
+    /// The lease's lost signal is the heartbeat's from the take on. By default the heartbeat
+    /// starts at the take, as with `poll_take_one(.., true)`.
+    fn poll_take_one_beat_later(
+        self: &Arc<Self>,
+        waiting: &mut Self::Waiting,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Taken<T, Self::Ticket>>> {
+        self.poll_take_one(waiting, cx, true)
+    }
+
+    /// Starts the heartbeat of a lease taken by
+    /// [`poll_take_one_beat_later`](Store::poll_take_one_beat_later), its first beat due as
+    /// if it had started when the lease was taken (`leased_at`; never after `deadline`);
+    /// nothing if it started already. By default nothing (the default take started it).
+    fn start_heartbeat(
+        &self,
+        ticket: &mut Self::Ticket,
+        leased_at: Timestamp,
+        deadline: Timestamp,
+    ) {
+        let _ = (ticket, leased_at, deadline);
+    }
+
     /// Leases up to `max` items visible now; never waits. Returns how many.
     fn try_take(
         self: &Arc<Self>,

@@ -15,9 +15,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     ) -> Result<U, ReceiptError> {
         let mut st = self.lock();
         if let Some((key, signal)) = ticket.beat {
-            // The ticket's copy first, so that the signal can be kept for reuse.
-            drop(signal);
-            st.beats.unregister(key);
+            st.beats.release(key, signal);
         }
         op(&mut st.core, ticket.receipt)
     }
@@ -33,9 +31,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
         let mut st = self.lock();
         if let Some((key, signal)) = ticket.beat {
-            // The ticket's copy first, so that the signal can be kept for reuse.
-            drop(signal);
-            st.beats.unregister(key);
+            st.beats.release(key, signal);
         }
         let r = st.core.ack_take(ticket.receipt, now);
         if r.is_ok() {

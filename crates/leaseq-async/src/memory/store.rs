@@ -12,8 +12,10 @@ use leaseq_core::{
     Stats, Timestamp,
 };
 
+use super::take::TakeBeat;
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
+use crate::beats::BeatKey;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
@@ -197,11 +199,42 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
         self.poll_wait(waiting, Wait::Available, cx, || {
-            match self.take_one(heartbeat) {
+            match self.take_one(TakeBeat::from(heartbeat)) {
                 Some(taken) => Some(Some(taken)),
                 None => self.closed().then_some(None),
             }
         })
+    }
+
+    fn poll_take_one_beat_later(
+        self: &Arc<Self>,
+        waiting: &mut MemoryWaiting,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Taken<T, MemoryTicket>>> {
+        self.poll_wait(waiting, Wait::Available, cx, || {
+            match self.take_one(TakeBeat::Later) {
+                Some(taken) => Some(Some(taken)),
+                None => self.closed().then_some(None),
+            }
+        })
+    }
+
+    fn start_heartbeat(
+        &self,
+        ticket: &mut MemoryTicket,
+        leased_at: Timestamp,
+        deadline: Timestamp,
+    ) {
+        if let Some((key, signal)) = &mut ticket.beat {
+            if *key == BeatKey::NOT_YET {
+                let first = leased_at.saturating_add(self.heartbeat_every).min(deadline);
+                // (Releasing the lock wakes the driver if this beat is its earliest.)
+                *key = self
+                    .lock()
+                    .beats
+                    .register(ticket.receipt, signal.clone(), first);
+            }
+        }
     }
 
     fn try_take(
@@ -247,9 +280,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let mut st = self.lock();
         for ticket in tickets {
             if let Some((key, signal)) = ticket.beat {
-                // The ticket's copy first, so that the signal can be kept for reuse.
-                drop(signal);
-                st.beats.unregister(key);
+                st.beats.release(key, signal);
             }
             match st.core.ack_take(ticket.receipt, now) {
                 Ok((acked, item)) => {
@@ -310,8 +341,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             }
             Ok(_) => {
                 if let Some((key, signal)) = ticket.beat.take() {
-                    drop(signal);
-                    st.beats.unregister(key);
+                    st.beats.release(key, signal);
                 }
             }
             Err(_) => {}
@@ -358,8 +388,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
         if let Some((key, signal)) = ticket.beat.take() {
-            drop(signal);
-            self.lock().beats.unregister(key);
+            self.lock().beats.release(key, signal);
         }
     }
 
@@ -369,6 +398,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 
     fn is_lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> bool {
         match &ticket.beat {
+            // Not started yet: it cannot have been refused, only outrun.
+            Some((key, signal)) if *key == BeatKey::NOT_YET => {
+                signal.is_lost() || self.rt.now() >= deadline
+            }
             Some((_, signal)) => signal.is_lost(),
             None => self.rt.now() >= deadline,
         }

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use leaseq_core::{Lease, ReceiptError, Timestamp};
 
 use super::{MemoryStore, MemoryTicket, State};
+use crate::beats::BeatKey;
 use crate::lease_lost::LeaseSignal;
 use crate::runtime::Runtime;
 use crate::store::Taken;
 
 impl<T: Clone, R: Runtime> MemoryStore<T, R> {
     /// Leases one visible item, if any: one lock, one clock read.
-    pub(crate) fn take_one(&self, heartbeat: bool) -> Option<Taken<T, MemoryTicket>> {
+    pub(crate) fn take_one(&self, heartbeat: TakeBeat) -> Option<Taken<T, MemoryTicket>> {
         if self.closed() {
             return None;
         }
@@ -51,7 +52,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         out.reserve(max.min(ready));
         let mut n = 0;
         while n < max {
-            let Some(taken) = self.lease_locked(&mut st, now, heartbeat) else {
+            let Some(taken) = self.lease_locked(&mut st, now, TakeBeat::Now) else {
                 break;
             };
             out.push(taken);
@@ -92,23 +93,47 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         &self,
         st: &mut State<T>,
         now: Timestamp,
-        heartbeat: bool,
+        heartbeat: TakeBeat,
     ) -> Option<Taken<T, MemoryTicket>> {
         let lease = st.core.receive(now)?;
-        let beat = heartbeat.then(|| {
-            let signal = st.beats.new_signal();
-            let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
-            let key = st.beats.register(lease.receipt, signal.clone(), first);
-            (key, signal)
-        });
+        let beat = match heartbeat {
+            TakeBeat::No => None,
+            TakeBeat::Now => {
+                let signal = st.beats.new_signal();
+                let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
+                let key = st.beats.register(lease.receipt, signal.clone(), first);
+                Some((key, signal))
+            }
+            // The signal now, the registration at `Store::start_heartbeat` (if ever).
+            TakeBeat::Later => Some((BeatKey::NOT_YET, st.beats.new_signal())),
+        };
         Some(taken(lease, beat))
     }
 }
 
-fn taken<T>(
-    lease: Lease<T>,
-    beat: Option<(crate::beats::BeatKey, Arc<LeaseSignal>)>,
-) -> Taken<T, MemoryTicket> {
+/// Whether a take starts its leases' heartbeats.
+#[derive(Clone, Copy)]
+pub(crate) enum TakeBeat {
+    /// No heartbeat.
+    No,
+    /// Registered at the take.
+    Now,
+    /// The lease's signal made at the take, its registration left to
+    /// [`Store::start_heartbeat`](crate::Store::start_heartbeat).
+    Later,
+}
+
+impl From<bool> for TakeBeat {
+    fn from(heartbeat: bool) -> Self {
+        if heartbeat {
+            TakeBeat::Now
+        } else {
+            TakeBeat::No
+        }
+    }
+}
+
+fn taken<T>(lease: Lease<T>, beat: Option<(BeatKey, Arc<LeaseSignal>)>) -> Taken<T, MemoryTicket> {
     Taken {
         item: lease.item,
         id: lease.id,

@@ -1,5 +1,6 @@
 //! Worker pools: N workers, each item inside its own timeout, outcomes counted.
 
+mod beat_on_wait;
 mod blocking;
 mod builder;
 mod checkpoint;

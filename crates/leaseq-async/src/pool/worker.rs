@@ -14,6 +14,7 @@ use leaseq_core::{Outcome, Timestamp};
 
 use crate::delivery::Delivery;
 use crate::fetcher::Fetcher;
+use crate::pool::beat_on_wait::BeatOnWait;
 use crate::pool::checkpoint::{JobContext, WorkerContext};
 use crate::pool::handler::{Handle, HandlerResult};
 use crate::pool::job::Job;
@@ -117,8 +118,9 @@ pub(crate) async fn run<T, R, S, H>(
             },
             None => {
                 let stop = pool.stop.wait();
+                // The heartbeat starts when the handler first waits (see `BeatOnWait`).
                 let receive = if pool.heartbeat {
-                    queue.receive_with_heartbeat()
+                    queue.receive_beat_on_wait()
                 } else {
                     queue.receive()
                 };
@@ -281,11 +283,15 @@ where
                 #[cfg(feature = "tracing")]
                 let fut = tracing::Instrument::instrument(fut, span.clone());
                 let slot = std::pin::pin!(Some(fut));
-                let fut = AssertUnwindSafe(CatchDrop {
-                    fut: slot,
-                    counters: &pool.counters,
-                })
-                .catch_unwind();
+                let fut = BeatOnWait {
+                    fut: AssertUnwindSafe(CatchDrop {
+                        fut: slot,
+                        counters: &pool.counters,
+                    })
+                    .catch_unwind(),
+                    delivery: pool.heartbeat.then_some(&mut delivery),
+                    leased_at: start,
+                };
                 let result = match limit {
                     None => Some(fut.await),
                     Some(limit) => {
