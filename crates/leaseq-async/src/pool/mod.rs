@@ -3,6 +3,7 @@
 mod beat_on_wait;
 mod blocking;
 mod builder;
+mod catch_drop;
 mod checkpoint;
 mod completer;
 mod handler;

@@ -1,9 +1,7 @@
 //! One worker: receive, handle inside the item's timeout, settle, record.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +13,9 @@ use leaseq_core::{Outcome, Timestamp};
 use crate::delivery::Delivery;
 use crate::fetcher::Fetcher;
 use crate::pool::beat_on_wait::BeatOnWait;
+use crate::pool::catch_drop::CatchDrop;
 use crate::pool::checkpoint::{JobContext, WorkerContext};
-use crate::pool::handler::{Handle, HandlerResult};
+use crate::pool::handler::Handle;
 use crate::pool::job::Job;
 use crate::pool::local::Local;
 use crate::pool::settle::{settle_here, settle_through, Ended, Settle};
@@ -170,39 +169,6 @@ impl<T> Alive<T> {
 impl<T> Drop for Alive<T> {
     fn drop(&mut self) {
         self.0.live_workers.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A handler's future whose drop cannot unwind: a panic in a `Drop` of its locals, when it
-/// is cancelled (timed out, or its worker aborted or shut down), is caught and counted.
-/// Executors treat a panic while dropping a task's future differently (async-executor, and
-/// so smol, aborts the process), so none may escape. The future is pinned in its worker's
-/// own future (no box per item) and dropped in place.
-struct CatchDrop<'a, F: Future<Output = HandlerResult>> {
-    fut: Pin<&'a mut Option<F>>,
-    counters: &'a Counters,
-}
-
-impl<F: Future<Output = HandlerResult>> Future for CatchDrop<'_, F> {
-    type Output = HandlerResult;
-    fn poll(
-        mut self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<HandlerResult> {
-        match self.fut.as_mut().as_pin_mut() {
-            Some(fut) => fut.poll(cx),
-            None => std::task::Poll::Pending,
-        }
-    }
-}
-
-impl<F: Future<Output = HandlerResult>> Drop for CatchDrop<'_, F> {
-    fn drop(&mut self) {
-        // Dropped in place: if its drop panics, the slot is still left empty.
-        let fut = &mut self.fut;
-        if catch_unwind(AssertUnwindSafe(|| fut.set(None))).is_err() {
-            Counters::bump(&self.counters.worker_panics);
-        }
     }
 }
 
