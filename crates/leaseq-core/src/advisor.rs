@@ -214,11 +214,17 @@ impl<K: Ord> LatencyAdvisor<K> {
     fn entry(&mut self, key: K) -> &mut TypeStats {
         let i = match self.types.binary_search_by(|(k, _)| k.cmp(&key)) {
             Ok(i) => i,
-            Err(i) => {
-                self.types.insert(i, (key, TypeStats::default()));
-                i
-            }
+            Err(i) => self.insert_type(i, key),
         };
         &mut self.types[i].1
+    }
+
+    /// Inserts `key`'s empty stats at `i`, its place in key order: once per type, out of
+    /// line so that the lookup of a known type inlines into its caller.
+    #[cold]
+    #[inline(never)]
+    fn insert_type(&mut self, i: usize, key: K) -> usize {
+        self.types.insert(i, (key, TypeStats::default()));
+        i
     }
 }
