@@ -63,3 +63,33 @@ impl Future for StopWait<'_> {
         }
     }
 }
+
+impl Stop {
+    /// `fut`'s output, or `None` if a stop is asked before it completes: `fut` polled
+    /// first, then the stop, as `select(fut, stop.wait())` would, without its `Either` (a
+    /// worker's wait for its next item, per item).
+    pub(crate) fn unless_asked<F: Future + Unpin>(&self, fut: F) -> UnlessAsked<'_, F> {
+        UnlessAsked {
+            fut,
+            stop: self.wait(),
+        }
+    }
+}
+
+/// [`Stop::unless_asked`]'s future.
+pub(crate) struct UnlessAsked<'a, F> {
+    fut: F,
+    stop: StopWait<'a>,
+}
+
+impl<F: Future + Unpin> Future for UnlessAsked<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Poll::Ready(out) = Pin::new(&mut this.fut).poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        Pin::new(&mut this.stop).poll(cx).map(|()| None)
+    }
+}

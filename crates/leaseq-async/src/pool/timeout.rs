@@ -70,3 +70,20 @@ impl<T> fmt::Debug for ItemTimeout<T> {
         }
     }
 }
+
+/// `fut`'s output, or `None` if `limit` (the item's timer) fires first: `fut` polled first,
+/// then the timer, as `select(fut, limit)` would, without its `Either` (once per item).
+pub(crate) async fn within<F, L>(fut: F, limit: L) -> Option<F::Output>
+where
+    F: std::future::Future + Unpin,
+    L: std::future::Future + Unpin,
+{
+    let (mut fut, mut limit) = (fut, limit);
+    std::future::poll_fn(move |cx| {
+        if let std::task::Poll::Ready(out) = std::pin::Pin::new(&mut fut).poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        std::pin::Pin::new(&mut limit).poll(cx).map(|_| None)
+    })
+    .await
+}

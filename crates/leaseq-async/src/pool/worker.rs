@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{select, Either};
 use futures::FutureExt;
 use leaseq_core::{Outcome, Timestamp};
 
@@ -21,6 +20,7 @@ use crate::pool::local::Local;
 use crate::pool::settle::{settle_here, settle_through, Ended, Settle};
 use crate::pool::shards::Shard;
 use crate::pool::stats::Counters;
+use crate::pool::timeout::within;
 use crate::pool::PoolShared;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
@@ -116,15 +116,14 @@ pub(crate) async fn run<T, R, S, H>(
                 None => return,
             },
             None => {
-                let stop = pool.stop.wait();
                 // The heartbeat starts when the handler first waits (see `BeatOnWait`).
                 let receive = if pool.heartbeat {
                     queue.receive_beat_on_wait()
                 } else {
                     queue.receive()
                 };
-                match select(receive, stop).await {
-                    Either::Left((Some(d), _)) => (d, None),
+                match pool.stop.unless_asked(receive).await {
+                    Some(Some(d)) => (d, None),
                     _ => return,
                 }
             }
@@ -263,12 +262,9 @@ where
                     Some(limit) => {
                         // One timer per worker, moved for each item rather than made anew.
                         let timer = local.timer_at(rt, start.saturating_add(limit));
-                        match select(fut, timer).await {
-                            Either::Left((r, _)) => Some(r),
-                            // The handler's future is cancelled here (`CatchDrop` catches a
-                            // panic in its locals' `Drop`s).
-                            Either::Right(_) => None,
-                        }
+                        // On `None` the handler's future is cancelled (`CatchDrop` catches
+                        // a panic in its locals' `Drop`s).
+                        within(fut, timer).await
                     }
                 };
                 match result {
