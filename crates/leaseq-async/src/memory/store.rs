@@ -196,12 +196,21 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         cx: &mut Context<'_>,
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_wait(waiting, Wait::Available, cx, || {
-            match self.take_one(heartbeat) {
-                Some(taken) => Some(Some(taken)),
-                None => self.closed().then_some(None),
+        // `poll_wait`'s loop written out: the `Taken` is returned as it is made, not
+        // rewrapped (and copied) through the closure's `Option<Option<_>>`.
+        loop {
+            if let Some(taken) = self.take_one(heartbeat) {
+                self.unlisten(waiting);
+                return Poll::Ready(Some(taken));
             }
-        })
+            if self.closed() {
+                self.unlisten(waiting);
+                return Poll::Ready(None);
+            }
+            if self.wait_on(waiting, Wait::Available, cx) {
+                return Poll::Pending;
+            }
+        }
     }
 
     fn try_take(
