@@ -20,14 +20,17 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         // Read under the lock: the lease is measured from the moment it is taken, so a
         // wait for the lock never shortens it below the visibility.
         let now = self.rt.now();
-        let taken = self.lease_locked(&mut st, now, heartbeat)?;
+        let lease = st.core.receive(now)?;
+        let beat = heartbeat.then(|| self.register_beat(&mut st, &lease, now));
         let more = st.core.stats().ready > 0;
         drop(st);
         if more {
             // Pass the baton: another receiver may take what this one left.
             self.available.notify(1);
         }
-        Some(taken)
+        // Shaped last, after the lock's release: built where it is returned, not moved
+        // across the release.
+        Some(taken(lease, beat))
     }
 
     /// Leases up to `max` visible items into `out` under one lock and one clock read (taken
@@ -95,13 +98,23 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         heartbeat: bool,
     ) -> Option<Taken<T, MemoryTicket>> {
         let lease = st.core.receive(now)?;
-        let beat = heartbeat.then(|| {
-            let signal = st.beats.new_signal();
-            let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
-            let key = st.beats.register(lease.receipt, signal.clone(), first);
-            (key, signal)
-        });
+        let beat = heartbeat.then(|| self.register_beat(st, &lease, now));
         Some(taken(lease, beat))
+    }
+
+    /// Registers `lease`'s heartbeat under the lock the caller holds: its first beat at
+    /// `now` plus the period, never after the lease's deadline.
+    #[inline]
+    fn register_beat(
+        &self,
+        st: &mut State<T>,
+        lease: &Lease<T>,
+        now: Timestamp,
+    ) -> (crate::beats::BeatKey, Arc<LeaseSignal>) {
+        let signal = st.beats.new_signal();
+        let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
+        let key = st.beats.register(lease.receipt, signal.clone(), first);
+        (key, signal)
     }
 }
 
