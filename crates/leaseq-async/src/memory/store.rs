@@ -75,6 +75,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
     }
 
+    // Inlined: a caller's `Push::new()` is then known plain at compile time.
+    #[inline]
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
         if self.closed() {
             return Err(PushError::Closed(item));
