@@ -93,6 +93,7 @@ impl<T> Inbox<T> {
 
     /// Moves every waiting push into the core, in push order. Called with the state lock
     /// held.
+    #[inline]
     pub(crate) fn drain_into(&self, st: &mut State<T>) {
         let mut p = self.items.lock();
         self.pending.store(false, Ordering::SeqCst);
