@@ -113,6 +113,7 @@ impl Clock {
 
     /// The time since the epoch (see [`TokioRuntime`](crate::TokioRuntime) on reads of
     /// tokio's clock outside the runtime).
+    #[inline]
     pub(crate) fn now(self) -> Timestamp {
         match self {
             Clock::Tsc { clock, base } => {

@@ -93,20 +93,24 @@ impl<T> Inbox<T> {
 
     /// Moves every waiting push into the core, in push order. Called with the state lock
     /// held.
+    #[inline]
     pub(crate) fn drain_into(&self, st: &mut State<T>) {
-        {
-            let mut p = self.items.lock();
-            std::mem::swap(&mut p.items, &mut st.spare);
-            self.pending.store(false, Ordering::SeqCst);
-        }
-        let now = st.core.now();
-        // One item (one at a time, a consumer per push): no `Drain` to set up and close.
-        if st.spare.len() == 1 {
-            if let Some((id, item)) = st.spare.pop() {
+        let mut p = self.items.lock();
+        self.pending.store(false, Ordering::SeqCst);
+        // One item (one at a time, a consumer per push): popped where it is, with no
+        // vectors swapped and no `Drain` to set up and close.
+        if p.items.len() == 1 {
+            let one = p.items.pop();
+            drop(p);
+            if let Some((id, item)) = one {
+                let now = st.core.now();
                 push_one(&mut st.core, id, item, now);
             }
             return;
         }
+        std::mem::swap(&mut p.items, &mut st.spare);
+        drop(p);
+        let now = st.core.now();
         for (id, item) in st.spare.drain(..) {
             push_one(&mut st.core, id, item, now);
         }

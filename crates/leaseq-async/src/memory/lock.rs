@@ -77,7 +77,9 @@ impl<T, R> Drop for Locked<'_, T, R> {
             let more = usize::try_from(stats.ready - self.ready_before).unwrap_or(usize::MAX);
             s.available.notify(more);
         }
-        let live = stats.live();
+        // `Stats::live` without its saturation: the core's own counts are of fewer than
+        // `u32::MAX` slots and cannot overflow.
+        let live = stats.ready + stats.delayed + stats.in_flight;
         if live < st.live_at_release {
             s.space.notify(usize::MAX);
             if live == 0 {

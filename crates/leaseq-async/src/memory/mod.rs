@@ -253,26 +253,43 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         cx: &mut std::task::Context<'_>,
         mut ready: impl FnMut() -> Option<U>,
     ) -> std::task::Poll<U> {
-        use std::future::Future;
-        use std::pin::Pin;
         use std::task::Poll;
         loop {
             if let Some(out) = ready() {
                 self.unlisten(waiting);
                 return Poll::Ready(out);
             }
-            match &mut waiting.0 {
-                Some((listener, w)) if *w == wait => {
-                    if Pin::new(listener).poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    self.unlisten(waiting);
-                }
-                _ => {
-                    self.unlisten(waiting);
-                    waiting.0 = Some((self.signal(wait).listen(), wait));
-                }
+            if self.wait_on(waiting, wait, cx) {
+                return Poll::Pending;
             }
         }
+    }
+
+    /// The waiting half of [`poll_wait`](Self::poll_wait), after a look found nothing:
+    /// `true` when `waiting` listens on `wait`'s signal and has not been notified (the
+    /// poll is pending); `false` when the caller must look again (a new listener was just
+    /// registered, or the one held was notified and given back).
+    #[inline]
+    fn wait_on(
+        &self,
+        waiting: &mut MemoryWaiting,
+        wait: Wait,
+        cx: &mut std::task::Context<'_>,
+    ) -> bool {
+        use std::future::Future;
+        use std::pin::Pin;
+        match &mut waiting.0 {
+            Some((listener, w)) if *w == wait => {
+                if Pin::new(listener).poll(cx).is_pending() {
+                    return true;
+                }
+                self.unlisten(waiting);
+            }
+            _ => {
+                self.unlisten(waiting);
+                waiting.0 = Some((self.signal(wait).listen(), wait));
+            }
+        }
+        false
     }
 }

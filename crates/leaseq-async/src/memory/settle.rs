@@ -29,13 +29,15 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         ticket: MemoryTicket,
         now: leaseq_core::Timestamp,
     ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
+        // Taken apart first: the receipt is then read where it is passed, not copied.
+        let MemoryTicket { receipt, beat } = ticket;
         let mut st = self.lock();
-        if let Some((key, signal)) = ticket.beat {
+        if let Some((key, signal)) = beat {
             st.beats.release(key, signal);
         }
-        let r = st.core.ack_take(ticket.receipt, now);
+        let r = st.core.ack_take(receipt, now);
         if r.is_ok() {
-            st.progress.remove(ticket.receipt.id());
+            st.progress.remove(receipt.id());
         }
         r
     }

@@ -77,6 +77,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         }
     }
 
+    // Inlined: a caller's `Push::new()` is then known plain at compile time.
+    #[inline]
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
         if self.closed() {
             return Err(PushError::Closed(item));
@@ -198,12 +200,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         cx: &mut Context<'_>,
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_wait(waiting, Wait::Available, cx, || {
-            match self.take_one(TakeBeat::from(heartbeat)) {
-                Some(taken) => Some(Some(taken)),
-                None => self.closed().then_some(None),
-            }
-        })
+        self.poll_take_one_as(waiting, cx, TakeBeat::from(heartbeat))
     }
 
     fn poll_take_one_beat_later(
@@ -211,12 +208,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         waiting: &mut MemoryWaiting,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_wait(waiting, Wait::Available, cx, || {
-            match self.take_one(TakeBeat::Later) {
-                Some(taken) => Some(Some(taken)),
-                None => self.closed().then_some(None),
-            }
-        })
+        self.poll_take_one_as(waiting, cx, TakeBeat::Later)
     }
 
     fn start_heartbeat(

@@ -21,14 +21,17 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         // Read under the lock: the lease is measured from the moment it is taken, so a
         // wait for the lock never shortens it below the visibility.
         let now = self.rt.now();
-        let taken = self.lease_locked(&mut st, now, heartbeat)?;
+        let lease = st.core.receive(now)?;
+        let beat = self.beat_for(&mut st, &lease, now, heartbeat);
         let more = st.core.stats().ready > 0;
         drop(st);
         if more {
             // Pass the baton: another receiver may take what this one left.
             self.available.notify(1);
         }
-        Some(taken)
+        // Shaped last, after the lock's release: built where it is returned, not moved
+        // across the release.
+        Some(taken(lease, beat))
     }
 
     /// Leases up to `max` visible items into `out` under one lock and one clock read (taken
@@ -96,7 +99,22 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         heartbeat: TakeBeat,
     ) -> Option<Taken<T, MemoryTicket>> {
         let lease = st.core.receive(now)?;
-        let beat = match heartbeat {
+        let beat = self.beat_for(st, &lease, now, heartbeat);
+        Some(taken(lease, beat))
+    }
+
+    /// `lease`'s heartbeat as `heartbeat` asks, under the lock the caller holds: registered
+    /// now (its first beat at `now` plus the period, never after the lease's deadline), its
+    /// signal alone (registered at `Store::start_heartbeat`, if ever), or none.
+    #[inline]
+    fn beat_for(
+        &self,
+        st: &mut State<T>,
+        lease: &Lease<T>,
+        now: Timestamp,
+        heartbeat: TakeBeat,
+    ) -> Option<(BeatKey, Arc<LeaseSignal>)> {
+        match heartbeat {
             TakeBeat::No => None,
             TakeBeat::Now => {
                 let signal = st.beats.new_signal();
@@ -104,10 +122,34 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
                 let key = st.beats.register(lease.receipt, signal.clone(), first);
                 Some((key, signal))
             }
-            // The signal now, the registration at `Store::start_heartbeat` (if ever).
             TakeBeat::Later => Some((BeatKey::NOT_YET, st.beats.new_signal())),
-        };
-        Some(taken(lease, beat))
+        }
+    }
+
+    /// [`Store::poll_take_one`](crate::Store::poll_take_one)'s wait loop, for either kind
+    /// of heartbeat: the `Taken` returned as it is made, not rewrapped (and copied) through
+    /// `poll_wait`'s closure's `Option<Option<_>>`.
+    #[inline]
+    pub(crate) fn poll_take_one_as(
+        &self,
+        waiting: &mut super::MemoryWaiting,
+        cx: &mut std::task::Context<'_>,
+        heartbeat: TakeBeat,
+    ) -> std::task::Poll<Option<Taken<T, MemoryTicket>>> {
+        use std::task::Poll;
+        loop {
+            if let Some(taken) = self.take_one(heartbeat) {
+                self.unlisten(waiting);
+                return Poll::Ready(Some(taken));
+            }
+            if self.closed() {
+                self.unlisten(waiting);
+                return Poll::Ready(None);
+            }
+            if self.wait_on(waiting, super::Wait::Available, cx) {
+                return Poll::Pending;
+            }
+        }
     }
 }
 

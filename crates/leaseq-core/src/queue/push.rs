@@ -70,7 +70,7 @@ impl<T> Queue<T> {
     /// queue's lock). Ids must increase: an `id` below [`next_id`](Self::next_id) is handed
     /// back with [`PushError::IdOutOfOrder`]; ids skipped are never used. A refused push
     /// does not use up `id`.
-    #[inline]
+    #[inline(always)]
     pub fn push_with_id(
         &mut self,
         id: MessageId,
