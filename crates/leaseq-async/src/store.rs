@@ -169,6 +169,24 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         out: &mut Vec<Taken<T, Self::Ticket>>,
     ) -> Poll<bool>;
 
+    /// [`poll_take`](Store::poll_take) with each lease turned into a `D` by `shape` as it is
+    /// taken (a batch receive's deliveries, with no vector of [`Taken`]s in between).
+    /// Default: `poll_take` into a vector, then each shaped into `out` in order.
+    fn poll_take_into<D>(
+        self: &Arc<Self>,
+        waiting: &mut Self::Waiting,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<D>,
+        shape: impl FnMut(Taken<T, Self::Ticket>) -> D,
+    ) -> Poll<bool> {
+        let mut taken = Vec::new();
+        let r = self.poll_take(waiting, cx, max, heartbeat, &mut taken);
+        out.extend(taken.into_iter().map(shape));
+        r
+    }
+
     /// [`poll_take`](Store::poll_take) for one item, with no vector: the common receive.
     /// Ready with `None` once the queue is closed.
     fn poll_take_one(

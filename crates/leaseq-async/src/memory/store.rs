@@ -190,6 +190,24 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         })
     }
 
+    fn poll_take_into<D>(
+        self: &Arc<Self>,
+        waiting: &mut MemoryWaiting,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<D>,
+        mut shape: impl FnMut(Taken<T, MemoryTicket>) -> D,
+    ) -> Poll<bool> {
+        self.poll_wait(waiting, Wait::Available, cx, || {
+            if self.take_batch_into(max, heartbeat, out, &mut shape) > 0 {
+                Some(true)
+            } else {
+                self.closed().then_some(false)
+            }
+        })
+    }
+
     fn poll_take_one(
         self: &Arc<Self>,
         waiting: &mut MemoryWaiting,
