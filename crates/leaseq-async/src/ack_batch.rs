@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use leaseq_core::{MessageId, ReceiptError};
 
-use crate::store_error::{SettleError, StoreError};
+use crate::store_error::StoreError;
 
 use crate::delivery::Delivery;
 use crate::queue::LeaseQueue;
@@ -94,11 +94,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         let deliveries = deliveries.into_iter();
         let hint = deliveries.size_hint().0;
         let keep_items = std::mem::needs_drop::<T>();
-        let (mut ids, mut tickets, mut items) = (
-            Vec::with_capacity(hint),
-            Vec::with_capacity(hint),
-            Vec::with_capacity(if keep_items { hint } else { 0 }),
-        );
+        let mut acks = Vec::with_capacity(hint);
+        let mut items = Vec::with_capacity(if keep_items { hint } else { 0 });
         let mut foreign = Vec::new();
         let mut stale = Vec::new();
         let mut failed = Vec::new();
@@ -113,37 +110,18 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 items.push(item);
             }
             match d.into_ticket() {
-                Some(ticket) => {
-                    ids.push(id);
-                    tickets.push(ticket);
-                }
+                Some(ticket) => acks.push((id, ticket)),
                 // Released already (an extend by zero): nothing of it is left to ack.
                 None => stale.push((id, ReceiptError::Released(id))),
             }
         }
-        let results = self.store.ack_many(tickets).await;
+        let accepted = self
+            .store
+            .ack_many_by_id(acks, &mut stale, &mut failed)
+            .await;
         drop(items);
-        // `ids` becomes the accepted ones, in place.
-        let mut results = results.into_iter();
-        // (A store answers once per ticket; a missing answer would be no ack.)
-        ids.retain(|id| {
-            match results
-                .next()
-                .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown)))
-            {
-                Ok(_) => true,
-                Err(SettleError::Stale(e)) => {
-                    stale.push((*id, e));
-                    false
-                }
-                Err(SettleError::Store(e)) => {
-                    failed.push((*id, e));
-                    false
-                }
-            }
-        });
         AckBatch {
-            accepted: ids,
+            accepted,
             stale,
             failed,
             foreign,

@@ -6,8 +6,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
-    Stats, Timestamp,
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, ReceiptError,
+    RedriveError, Stats, Timestamp,
 };
 
 use crate::admin_error::AdminError;
@@ -225,6 +225,41 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         &self,
         tickets: Vec<Self::Ticket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send;
+
+    /// [`ack_many`](Store::ack_many) for a batch ack: each lease given with its message id;
+    /// returns the ids of the acked ones, in order, and pushes the others onto `stale` (the
+    /// receipt refused) or `failed` (the store failed), in order. Judged on a clock reading
+    /// at this call, as `ack_many`. Default: `ack_many`, its answers then sorted.
+    fn ack_many_by_id(
+        &self,
+        acks: Vec<(MessageId, Self::Ticket)>,
+        stale: &mut Vec<(MessageId, ReceiptError)>,
+        failed: &mut Vec<(MessageId, StoreError)>,
+    ) -> impl Future<Output = Vec<MessageId>> + Send {
+        let (mut ids, tickets): (Vec<_>, Vec<_>) = acks.into_iter().unzip();
+        let answers = self.ack_many(tickets);
+        async move {
+            let mut answers = answers.await.into_iter();
+            // (A store answers once per ticket; a missing answer would be no ack.)
+            ids.retain(|id| {
+                match answers
+                    .next()
+                    .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown)))
+                {
+                    Ok(_) => true,
+                    Err(SettleError::Stale(e)) => {
+                        stale.push((*id, e));
+                        false
+                    }
+                    Err(SettleError::Store(e)) => {
+                        failed.push((*id, e));
+                        false
+                    }
+                }
+            });
+            ids
+        }
+    }
 
     /// Hands the item back with `failure`: again after the backoff, or to the dead letters.
     fn nack(

@@ -10,6 +10,7 @@ mod lock;
 mod operator;
 mod progress;
 mod settle;
+mod settle_batch;
 mod store;
 mod take;
 

@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
-    Stats, Timestamp,
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, ReceiptError,
+    RedriveError, Stats, Timestamp,
 };
 
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
@@ -256,33 +256,16 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         &self,
         tickets: Vec<MemoryTicket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
-        let now = self.rt.now();
-        let mut results = Vec::with_capacity(tickets.len());
-        // The queue's copies of the acked items, dropped after the lock (not kept when
-        // dropping them runs nothing: one allocation less per batch).
-        let keep_items = std::mem::needs_drop::<T>();
-        let mut items = Vec::with_capacity(if keep_items { tickets.len() } else { 0 });
-        let mut st = self.lock();
-        for ticket in tickets {
-            if let Some((key, signal)) = ticket.beat {
-                // The ticket's copy first, so that the signal can be kept for reuse.
-                drop(signal);
-                st.beats.unregister(key);
-            }
-            match st.core.ack_take(ticket.receipt, now) {
-                Ok((acked, item)) => {
-                    st.progress.remove(ticket.receipt.id());
-                    if keep_items {
-                        items.push(item);
-                    }
-                    results.push(Ok(acked));
-                }
-                Err(e) => results.push(Err(SettleError::Stale(e))),
-            }
-        }
-        drop(st);
-        drop(items);
-        ready(results)
+        ready(self.ack_many_now(tickets))
+    }
+
+    fn ack_many_by_id(
+        &self,
+        acks: Vec<(MessageId, MemoryTicket)>,
+        stale: &mut Vec<(MessageId, ReceiptError)>,
+        _failed: &mut Vec<(MessageId, StoreError)>,
+    ) -> impl Future<Output = Vec<MessageId>> + Send {
+        ready(self.ack_batch_now(acks, stale))
     }
 
     fn nack(
