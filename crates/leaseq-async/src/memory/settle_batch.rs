@@ -43,8 +43,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     }
 
     /// [`Store::ack_many_by_id`](crate::Store::ack_many_by_id): the ids of the acked ones
-    /// in order, collected in the place of `acks` (no vector of answers, no second
-    /// allocation); the refused ones pushed onto `stale`. Never fails otherwise.
+    /// in order (no vector of answers); the refused ones pushed onto `stale`. Never fails
+    /// otherwise. (A plain loop into a new vector: collecting the ids in the place of
+    /// `acks` cost 3 instructions per item more.)
     pub(super) fn ack_batch_now(
         &self,
         acks: Vec<(MessageId, MemoryTicket)>,
@@ -54,29 +55,24 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let keep_items = std::mem::needs_drop::<T>();
         let mut items = Vec::with_capacity(if keep_items { acks.len() } else { 0 });
         let mut st = self.lock();
-        let accepted = acks
-            .into_iter()
-            .filter_map(|(id, ticket)| {
-                if let Some((key, signal)) = ticket.beat {
-                    // The ticket's copy first, so that the signal can be kept for reuse.
-                    drop(signal);
-                    st.beats.unregister(key);
-                }
-                match st.core.ack_take(ticket.receipt, now) {
-                    Ok((_, item)) => {
-                        st.progress.remove(ticket.receipt.id());
-                        if keep_items {
-                            items.push(item);
-                        }
-                        Some(id)
+        let mut accepted = Vec::with_capacity(acks.len());
+        for (id, ticket) in acks {
+            if let Some((key, signal)) = ticket.beat {
+                // The ticket's copy first, so that the signal can be kept for reuse.
+                drop(signal);
+                st.beats.unregister(key);
+            }
+            match st.core.ack_take(ticket.receipt, now) {
+                Ok((_, item)) => {
+                    st.progress.remove(ticket.receipt.id());
+                    if keep_items {
+                        items.push(item);
                     }
-                    Err(e) => {
-                        stale.push((id, e));
-                        None
-                    }
+                    accepted.push(id);
                 }
-            })
-            .collect();
+                Err(e) => stale.push((id, e)),
+            }
+        }
         drop(st);
         drop(items);
         accepted
