@@ -91,15 +91,18 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         // not strand the tickets gathered so far.
         // (Items without a `Drop` are not kept: dropping them runs nothing, and their vector
         // would be one allocation more per batch.)
-        let deliveries = deliveries.into_iter();
-        let hint = deliveries.size_hint().0;
+        // Gathered into a vector first: at no cost when given one (`Vec::into_iter`
+        // collects in place), and its room is then kept by the store for a later batch
+        // receive.
+        let mut deliveries: Vec<Delivery<T, R, S>> = deliveries.into_iter().collect();
+        let hint = deliveries.len();
         let keep_items = std::mem::needs_drop::<T>();
         let mut acks = Vec::with_capacity(hint);
         let mut items = Vec::with_capacity(if keep_items { hint } else { 0 });
         let mut foreign = Vec::new();
         let mut stale = Vec::new();
         let mut failed = Vec::new();
-        for mut d in deliveries {
+        for mut d in deliveries.drain(..) {
             if !Arc::ptr_eq(d.store(), &self.store) {
                 foreign.push(d);
                 continue;
@@ -115,6 +118,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 None => stale.push((id, ReceiptError::Released(id))),
             }
         }
+        self.store.keep_deliveries(deliveries);
         let accepted = self
             .store
             .ack_many_by_id(acks, &mut stale, &mut failed)

@@ -181,7 +181,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         if max == 0 {
             return Vec::new();
         }
-        let mut out = Vec::new();
+        let mut out = self.store.spare_deliveries();
         let mut waiting = S::Waiting::default();
         let store = &self.store;
         let wait = StopWaiting(&**store, &mut waiting);

@@ -13,6 +13,7 @@ use leaseq_core::{
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
+use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -185,6 +186,19 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         let r = self.poll_take(waiting, cx, max, heartbeat, &mut taken);
         out.extend(taken.into_iter().map(shape));
         r
+    }
+
+    /// An empty vector for a batch receive's deliveries, with the room of one that
+    /// [`keep_deliveries`](Store::keep_deliveries) gave back if the store keeps one.
+    /// Default: a new vector.
+    fn spare_deliveries(&self) -> Vec<Delivery<T, Self::Runtime, Self>> {
+        Vec::new()
+    }
+
+    /// A batch ack's vector of deliveries, emptied, for a later batch receive to fill
+    /// ([`spare_deliveries`](Store::spare_deliveries)). Default: freed.
+    fn keep_deliveries(&self, emptied: Vec<Delivery<T, Self::Runtime, Self>>) {
+        drop(emptied);
     }
 
     /// [`poll_take`](Store::poll_take) for one item, with no vector: the common receive.

@@ -16,6 +16,7 @@ use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
+use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -206,6 +207,14 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
                 self.closed().then_some(false)
             }
         })
+    }
+
+    fn spare_deliveries(&self) -> Vec<Delivery<T, R, Self>> {
+        self.spare.take()
+    }
+
+    fn keep_deliveries(&self, emptied: Vec<Delivery<T, R, Self>>) {
+        self.spare.keep(emptied);
     }
 
     fn poll_take_one(
