@@ -95,12 +95,25 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         // collects in place), and its room is then kept by the store for a later batch
         // receive.
         let mut deliveries: Vec<Delivery<T, R, S>> = deliveries.into_iter().collect();
+        let mut foreign = Vec::new();
+        let mut stale = Vec::new();
+        // A store that settles at once does it all in one pass under its lock.
+        if let Some(accepted) =
+            self.store
+                .ack_deliveries_now(&mut deliveries, &mut foreign, &mut stale)
+        {
+            self.store.keep_deliveries(deliveries);
+            return AckBatch {
+                accepted,
+                stale,
+                failed: Vec::new(),
+                foreign,
+            };
+        }
         let hint = deliveries.len();
         let keep_items = std::mem::needs_drop::<T>();
         let mut acks = Vec::with_capacity(hint);
         let mut items = Vec::with_capacity(if keep_items { hint } else { 0 });
-        let mut foreign = Vec::new();
-        let mut stale = Vec::new();
         let mut failed = Vec::new();
         for mut d in deliveries.drain(..) {
             if !Arc::ptr_eq(d.store(), &self.store) {

@@ -275,6 +275,22 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         }
     }
 
+    /// A whole batch ack done at once, for a store whose settles are ready at once:
+    /// every delivery taken out of `deliveries` (left empty), in order: those of another
+    /// store onto `foreign`, untouched; the others acked with one clock reading at this
+    /// call, the refused ones onto `stale` (those released already first). Returns the
+    /// acked ids in order. Default: `None`, `deliveries` untouched (the caller takes them
+    /// apart and calls [`ack_many_by_id`](Store::ack_many_by_id)).
+    fn ack_deliveries_now(
+        self: &Arc<Self>,
+        deliveries: &mut Vec<Delivery<T, Self::Runtime, Self>>,
+        foreign: &mut Vec<Delivery<T, Self::Runtime, Self>>,
+        stale: &mut Vec<(MessageId, ReceiptError)>,
+    ) -> Option<Vec<MessageId>> {
+        let _ = (deliveries, foreign, stale);
+        None
+    }
+
     /// Hands the item back with `failure`: again after the backoff, or to the dead letters.
     fn nack(
         &self,

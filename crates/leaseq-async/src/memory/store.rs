@@ -268,13 +268,13 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ready(self.ack_many_now(tickets))
     }
 
-    fn ack_many_by_id(
-        &self,
-        acks: Vec<(MessageId, MemoryTicket)>,
+    fn ack_deliveries_now(
+        self: &Arc<Self>,
+        deliveries: &mut Vec<Delivery<T, R, Self>>,
+        foreign: &mut Vec<Delivery<T, R, Self>>,
         stale: &mut Vec<(MessageId, ReceiptError)>,
-        _failed: &mut Vec<(MessageId, StoreError)>,
-    ) -> impl Future<Output = Vec<MessageId>> + Send {
-        ready(self.ack_batch_now(acks, stale))
+    ) -> Option<Vec<MessageId>> {
+        Some(self.ack_deliveries_locked(deliveries, foreign, stale))
     }
 
     fn nack(
