@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use leaseq_core::{MessageId, ReceiptError};
 
-use crate::store_error::StoreError;
+use crate::store_error::{SettleError, StoreError};
 
 use crate::delivery::Delivery;
 use crate::queue::LeaseQueue;
@@ -86,11 +86,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         &self,
         deliveries: impl IntoIterator<Item = Delivery<T, R, S>>,
     ) -> AckBatch<T, R, S> {
-        // One pass: deliveries of another queue set aside, ours taken apart. The deliveries'
-        // own copies of the items are dropped at the end: an item's `Drop` that panics must
-        // not strand the tickets gathered so far.
-        // (Items without a `Drop` are not kept: dropping them runs nothing, and their vector
-        // would be one allocation more per batch.)
         // Gathered into a vector first: at no cost when given one (`Vec::into_iter`
         // collects in place), and its room is then kept by the store for a later batch
         // receive.
@@ -110,9 +105,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 foreign,
             };
         }
+        // Otherwise one pass: deliveries of another queue set aside, ours taken apart. The
+        // deliveries' own copies of the items are dropped at the end: an item's `Drop` that
+        // panics must not strand the tickets gathered so far.
+        // (Items without a `Drop` are not kept: dropping them runs nothing, and their vector
+        // would be one allocation more per batch.)
         let hint = deliveries.len();
         let keep_items = std::mem::needs_drop::<T>();
-        let mut acks = Vec::with_capacity(hint);
+        let (mut ids, mut tickets) = (Vec::with_capacity(hint), Vec::with_capacity(hint));
         let mut items = Vec::with_capacity(if keep_items { hint } else { 0 });
         let mut failed = Vec::new();
         for mut d in deliveries.drain(..) {
@@ -126,19 +126,38 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 items.push(item);
             }
             match d.into_ticket() {
-                Some(ticket) => acks.push((id, ticket)),
+                Some(ticket) => {
+                    ids.push(id);
+                    tickets.push(ticket);
+                }
                 // Released already (an extend by zero): nothing of it is left to ack.
                 None => stale.push((id, ReceiptError::Released(id))),
             }
         }
         self.store.keep_deliveries(deliveries);
-        let accepted = self
-            .store
-            .ack_many_by_id(acks, &mut stale, &mut failed)
-            .await;
+        let results = self.store.ack_many(tickets).await;
         drop(items);
+        // `ids` becomes the accepted ones, in place.
+        let mut results = results.into_iter();
+        // (A store answers once per ticket; a missing answer would be no ack.)
+        ids.retain(|id| {
+            match results
+                .next()
+                .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown)))
+            {
+                Ok(_) => true,
+                Err(SettleError::Stale(e)) => {
+                    stale.push((*id, e));
+                    false
+                }
+                Err(SettleError::Store(e)) => {
+                    failed.push((*id, e));
+                    false
+                }
+            }
+        });
         AckBatch {
-            accepted,
+            accepted: ids,
             stale,
             failed,
             foreign,

@@ -240,47 +240,12 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         tickets: Vec<Self::Ticket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send;
 
-    /// [`ack_many`](Store::ack_many) for a batch ack: each lease given with its message id;
-    /// returns the ids of the acked ones, in order, and pushes the others onto `stale` (the
-    /// receipt refused) or `failed` (the store failed), in order. Judged on a clock reading
-    /// at this call, as `ack_many`. Default: `ack_many`, its answers then sorted.
-    fn ack_many_by_id(
-        &self,
-        acks: Vec<(MessageId, Self::Ticket)>,
-        stale: &mut Vec<(MessageId, ReceiptError)>,
-        failed: &mut Vec<(MessageId, StoreError)>,
-    ) -> impl Future<Output = Vec<MessageId>> + Send {
-        let (mut ids, tickets): (Vec<_>, Vec<_>) = acks.into_iter().unzip();
-        let answers = self.ack_many(tickets);
-        async move {
-            let mut answers = answers.await.into_iter();
-            // (A store answers once per ticket; a missing answer would be no ack.)
-            ids.retain(|id| {
-                match answers
-                    .next()
-                    .unwrap_or(Err(SettleError::Stale(ReceiptError::Unknown)))
-                {
-                    Ok(_) => true,
-                    Err(SettleError::Stale(e)) => {
-                        stale.push((*id, e));
-                        false
-                    }
-                    Err(SettleError::Store(e)) => {
-                        failed.push((*id, e));
-                        false
-                    }
-                }
-            });
-            ids
-        }
-    }
-
     /// A whole batch ack done at once, for a store whose settles are ready at once:
     /// every delivery taken out of `deliveries` (left empty), in order: those of another
     /// store onto `foreign`, untouched; the others acked with one clock reading at this
     /// call, the refused ones onto `stale` (those released already first). Returns the
     /// acked ids in order. Default: `None`, `deliveries` untouched (the caller takes them
-    /// apart and calls [`ack_many_by_id`](Store::ack_many_by_id)).
+    /// apart and calls [`ack_many`](Store::ack_many)).
     fn ack_deliveries_now(
         self: &Arc<Self>,
         deliveries: &mut Vec<Delivery<T, Self::Runtime, Self>>,
