@@ -86,23 +86,36 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         &self,
         deliveries: impl IntoIterator<Item = Delivery<T, R, S>>,
     ) -> AckBatch<T, R, S> {
-        // One pass: deliveries of another queue set aside, ours taken apart. The deliveries'
-        // own copies of the items are dropped at the end: an item's `Drop` that panics must
-        // not strand the tickets gathered so far.
-        // (Items without a `Drop` are not kept: dropping them runs nothing, and their vector
-        // would be one allocation more per batch.)
-        let deliveries = deliveries.into_iter();
-        let hint = deliveries.size_hint().0;
-        let keep_items = std::mem::needs_drop::<T>();
-        let (mut ids, mut tickets, mut items) = (
-            Vec::with_capacity(hint),
-            Vec::with_capacity(hint),
-            Vec::with_capacity(if keep_items { hint } else { 0 }),
-        );
+        // Gathered into a vector first: at no cost when given one (`Vec::into_iter`
+        // collects in place), and its room is then kept by the store for a later batch
+        // receive.
+        let mut deliveries: Vec<Delivery<T, R, S>> = deliveries.into_iter().collect();
         let mut foreign = Vec::new();
         let mut stale = Vec::new();
+        // A store that settles at once does it all in one pass under its lock.
+        if let Some(accepted) =
+            self.store
+                .ack_deliveries_now(&mut deliveries, &mut foreign, &mut stale)
+        {
+            self.store.keep_deliveries(deliveries);
+            return AckBatch {
+                accepted,
+                stale,
+                failed: Vec::new(),
+                foreign,
+            };
+        }
+        // Otherwise one pass: deliveries of another queue set aside, ours taken apart. The
+        // deliveries' own copies of the items are dropped at the end: an item's `Drop` that
+        // panics must not strand the tickets gathered so far.
+        // (Items without a `Drop` are not kept: dropping them runs nothing, and their vector
+        // would be one allocation more per batch.)
+        let hint = deliveries.len();
+        let keep_items = std::mem::needs_drop::<T>();
+        let (mut ids, mut tickets) = (Vec::with_capacity(hint), Vec::with_capacity(hint));
+        let mut items = Vec::with_capacity(if keep_items { hint } else { 0 });
         let mut failed = Vec::new();
-        for mut d in deliveries {
+        for mut d in deliveries.drain(..) {
             if !Arc::ptr_eq(d.store(), &self.store) {
                 foreign.push(d);
                 continue;
@@ -121,6 +134,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                 None => stale.push((id, ReceiptError::Released(id))),
             }
         }
+        self.store.keep_deliveries(deliveries);
         let results = self.store.ack_many(tickets).await;
         drop(items);
         // `ids` becomes the accepted ones, in place.

@@ -205,13 +205,19 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         if max == 0 {
             return Vec::new();
         }
-        let mut taken = Vec::new();
+        let mut out = self.store.spare_deliveries();
         let mut waiting = S::Waiting::default();
         let store = &self.store;
         let wait = StopWaiting(&**store, &mut waiting);
-        std::future::poll_fn(|cx| store.poll_take(&mut *wait.1, cx, max, false, &mut taken)).await;
+        // Each lease becomes its delivery as the store takes it (no vector of `Taken`s).
+        std::future::poll_fn(|cx| {
+            store.poll_take_into(&mut *wait.1, cx, max, false, &mut out, |t| {
+                Delivery::new(store.clone(), t)
+            })
+        })
+        .await;
         drop(wait);
-        self.deliveries(taken)
+        out
     }
 
     /// Deliveries as a [`futures::Stream`]; ends when the queue is closed.

@@ -6,13 +6,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
-    Stats, Timestamp,
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, ReceiptError,
+    RedriveError, Stats, Timestamp,
 };
 
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
+use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -169,6 +170,37 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         out: &mut Vec<Taken<T, Self::Ticket>>,
     ) -> Poll<bool>;
 
+    /// [`poll_take`](Store::poll_take) with each lease turned into a `D` by `shape` as it is
+    /// taken (a batch receive's deliveries, with no vector of [`Taken`]s in between).
+    /// Default: `poll_take` into a vector, then each shaped into `out` in order.
+    fn poll_take_into<D>(
+        self: &Arc<Self>,
+        waiting: &mut Self::Waiting,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<D>,
+        shape: impl FnMut(Taken<T, Self::Ticket>) -> D,
+    ) -> Poll<bool> {
+        let mut taken = Vec::new();
+        let r = self.poll_take(waiting, cx, max, heartbeat, &mut taken);
+        out.extend(taken.into_iter().map(shape));
+        r
+    }
+
+    /// An empty vector for a batch receive's deliveries, with the room of one that
+    /// [`keep_deliveries`](Store::keep_deliveries) gave back if the store keeps one.
+    /// Default: a new vector.
+    fn spare_deliveries(&self) -> Vec<Delivery<T, Self::Runtime, Self>> {
+        Vec::new()
+    }
+
+    /// A batch ack's vector of deliveries, emptied, for a later batch receive to fill
+    /// ([`spare_deliveries`](Store::spare_deliveries)). Default: freed.
+    fn keep_deliveries(&self, emptied: Vec<Delivery<T, Self::Runtime, Self>>) {
+        drop(emptied);
+    }
+
     /// [`poll_take`](Store::poll_take) for one item, with no vector: the common receive.
     /// Ready with `None` once the queue is closed.
     fn poll_take_one(
@@ -233,6 +265,22 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         &self,
         tickets: Vec<Self::Ticket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send;
+
+    /// A whole batch ack done at once, for a store whose settles are ready at once:
+    /// every delivery taken out of `deliveries` (left empty), in order: those of another
+    /// store onto `foreign`, untouched; the others acked with one clock reading at this
+    /// call, the refused ones onto `stale` (those released already first). Returns the
+    /// acked ids in order. Default: `None`, `deliveries` untouched (the caller takes them
+    /// apart and calls [`ack_many`](Store::ack_many)).
+    fn ack_deliveries_now(
+        self: &Arc<Self>,
+        deliveries: &mut Vec<Delivery<T, Self::Runtime, Self>>,
+        foreign: &mut Vec<Delivery<T, Self::Runtime, Self>>,
+        stale: &mut Vec<(MessageId, ReceiptError)>,
+    ) -> Option<Vec<MessageId>> {
+        let _ = (deliveries, foreign, stale);
+        None
+    }
 
     /// Hands the item back with `failure`: again after the backoff, or to the dead letters.
     fn nack(

@@ -10,6 +10,8 @@ mod lock;
 mod operator;
 mod progress;
 mod settle;
+mod settle_batch;
+mod spare;
 mod store;
 mod take;
 
@@ -66,6 +68,9 @@ pub struct MemoryStore<T, R> {
     /// Its metric handles and what it last published.
     #[cfg(feature = "metrics")]
     metrics: crate::metrics::QueueMetrics,
+    /// A batch ack's emptied vector of deliveries, kept for the next batch receive's (see
+    /// `spare.rs`).
+    spare: spare::Spare,
 }
 
 #[cfg(feature = "metrics")]
@@ -174,6 +179,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             name,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::QueueMetrics::new(name),
+            spare: spare::Spare::default(),
         }
     }
 

@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_core::{
-    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
-    Stats, Timestamp,
+    Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, ReceiptError,
+    RedriveError, Stats, Timestamp,
 };
 
 use super::take::TakeBeat;
@@ -18,6 +18,7 @@ use crate::admin_error::AdminError;
 use crate::beats::BeatKey;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
+use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -194,6 +195,32 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         })
     }
 
+    fn poll_take_into<D>(
+        self: &Arc<Self>,
+        waiting: &mut MemoryWaiting,
+        cx: &mut Context<'_>,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<D>,
+        mut shape: impl FnMut(Taken<T, MemoryTicket>) -> D,
+    ) -> Poll<bool> {
+        self.poll_wait(waiting, Wait::Available, cx, || {
+            if self.take_batch_into(max, heartbeat, out, &mut shape) > 0 {
+                Some(true)
+            } else {
+                self.closed().then_some(false)
+            }
+        })
+    }
+
+    fn spare_deliveries(&self) -> Vec<Delivery<T, R, Self>> {
+        self.spare.take()
+    }
+
+    fn keep_deliveries(&self, emptied: Vec<Delivery<T, R, Self>>) {
+        self.spare.keep(emptied);
+    }
+
     fn poll_take_one(
         self: &Arc<Self>,
         waiting: &mut MemoryWaiting,
@@ -263,31 +290,16 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         &self,
         tickets: Vec<MemoryTicket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
-        let now = self.rt.now();
-        let mut results = Vec::with_capacity(tickets.len());
-        // The queue's copies of the acked items, dropped after the lock (not kept when
-        // dropping them runs nothing: one allocation less per batch).
-        let keep_items = std::mem::needs_drop::<T>();
-        let mut items = Vec::with_capacity(if keep_items { tickets.len() } else { 0 });
-        let mut st = self.lock();
-        for ticket in tickets {
-            if let Some((key, signal)) = ticket.beat {
-                st.beats.release(key, signal);
-            }
-            match st.core.ack_take(ticket.receipt, now) {
-                Ok((acked, item)) => {
-                    st.progress.remove(ticket.receipt.id());
-                    if keep_items {
-                        items.push(item);
-                    }
-                    results.push(Ok(acked));
-                }
-                Err(e) => results.push(Err(SettleError::Stale(e))),
-            }
-        }
-        drop(st);
-        drop(items);
-        ready(results)
+        ready(self.ack_many_now(tickets))
+    }
+
+    fn ack_deliveries_now(
+        self: &Arc<Self>,
+        deliveries: &mut Vec<Delivery<T, R, Self>>,
+        foreign: &mut Vec<Delivery<T, R, Self>>,
+        stale: &mut Vec<(MessageId, ReceiptError)>,
+    ) -> Option<Vec<MessageId>> {
+        Some(self.ack_deliveries_locked(deliveries, foreign, stale))
     }
 
     fn nack(

@@ -42,11 +42,23 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         heartbeat: bool,
         out: &mut Vec<Taken<T, MemoryTicket>>,
     ) -> usize {
+        self.take_batch_into(max, heartbeat, out, |t| t)
+    }
+
+    /// `take_batch` with each lease turned into a `D` by `shape` as it is taken (a batch
+    /// receive's deliveries, built in place).
+    pub(crate) fn take_batch_into<D>(
+        &self,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<D>,
+        mut shape: impl FnMut(Taken<T, MemoryTicket>) -> D,
+    ) -> usize {
         if self.closed() || max == 0 {
             return 0;
         }
         if !heartbeat {
-            return self.take_batch_plain(max, out);
+            return self.take_batch_plain(max, out, shape);
         }
         let mut st = self.lock();
         let now = self.rt.now();
@@ -58,7 +70,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             let Some(taken) = self.lease_locked(&mut st, now, TakeBeat::Now) else {
                 break;
             };
-            out.push(taken);
+            out.push(shape(taken));
             n += 1;
         }
         let more = st.core.stats().ready > 0;
@@ -71,14 +83,19 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
 
     /// `take_batch` without heartbeats: each lease shaped into `out` as the core makes it
     /// (no vector of leases in between: one allocation and one copy of each item less).
-    fn take_batch_plain(&self, max: usize, out: &mut Vec<Taken<T, MemoryTicket>>) -> usize {
+    fn take_batch_plain<D>(
+        &self,
+        max: usize,
+        out: &mut Vec<D>,
+        mut shape: impl FnMut(Taken<T, MemoryTicket>) -> D,
+    ) -> usize {
         let mut st = self.lock();
         let now = self.rt.now();
         let ready = usize::try_from(st.core.stats().ready).unwrap_or(usize::MAX);
         out.reserve(max.min(ready).min(256));
         let n = st
             .core
-            .receive_each(now, max, |lease| out.push(taken(lease, None)));
+            .receive_each(now, max, |lease| out.push(shape(taken(lease, None))));
         let more = st.core.stats().ready > 0;
         drop(st);
         if n > 0 && more {

@@ -1,0 +1,100 @@
+//! Acking a batch under the memory store's lock: one lock and one clock reading for all of
+//! it, each ticket's heartbeat registration dropped before the core settles it.
+
+use std::sync::Arc;
+
+use leaseq_core::{Acked, MessageId, ReceiptError};
+
+use super::{MemoryStore, MemoryTicket};
+use crate::delivery::Delivery;
+use crate::runtime::Runtime;
+use crate::store_error::SettleError;
+
+impl<T, R: Runtime> MemoryStore<T, R> {
+    /// [`Store::ack_many`](crate::Store::ack_many): one answer per ticket, in order.
+    pub(super) fn ack_many_now(
+        &self,
+        tickets: Vec<MemoryTicket>,
+    ) -> Vec<Result<Acked, SettleError>> {
+        let now = self.rt.now();
+        let mut results = Vec::with_capacity(tickets.len());
+        // The queue's copies of the acked items, dropped after the lock (not kept when
+        // dropping them runs nothing: one allocation less per batch).
+        let keep_items = std::mem::needs_drop::<T>();
+        let mut items = Vec::with_capacity(if keep_items { tickets.len() } else { 0 });
+        let mut st = self.lock();
+        for ticket in tickets {
+            if let Some((key, signal)) = ticket.beat {
+                st.beats.release(key, signal);
+            }
+            match st.core.ack_take(ticket.receipt, now) {
+                Ok((acked, item)) => {
+                    st.progress.remove(ticket.receipt.id());
+                    if keep_items {
+                        items.push(item);
+                    }
+                    results.push(Ok(acked));
+                }
+                Err(e) => results.push(Err(SettleError::Stale(e))),
+            }
+        }
+        drop(st);
+        drop(items);
+        results
+    }
+}
+
+impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
+    /// [`Store::ack_deliveries_now`](crate::Store::ack_deliveries_now): the deliveries
+    /// taken apart and acked in one pass under the lock (no vector of tickets). Dropping a
+    /// delivery here runs no user code: its ticket and item are taken out first (the items
+    /// that have a `Drop` are dropped after the lock), and its handle on this store is not
+    /// the last (the caller holds one).
+    pub(super) fn ack_deliveries_locked(
+        self: &Arc<Self>,
+        deliveries: &mut Vec<Delivery<T, R, Self>>,
+        foreign: &mut Vec<Delivery<T, R, Self>>,
+        stale: &mut Vec<(MessageId, ReceiptError)>,
+    ) -> Vec<MessageId> {
+        let now = self.rt.now();
+        let keep_items = std::mem::needs_drop::<T>();
+        let mut items = Vec::with_capacity(if keep_items { deliveries.len() } else { 0 });
+        let mut accepted = Vec::with_capacity(deliveries.len());
+        // Refused at the ack, after those released already (as the two-pass ack orders them).
+        let mut late = Vec::new();
+        let mut st = self.lock();
+        for mut d in deliveries.drain(..) {
+            if !Arc::ptr_eq(d.store(), self) {
+                foreign.push(d);
+                continue;
+            }
+            let id = d.id();
+            let item = d.take_item();
+            if keep_items {
+                items.push(item);
+            }
+            let Some(ticket) = d.into_ticket() else {
+                // Released already (an extend by zero): nothing of it is left to ack.
+                stale.push((id, ReceiptError::Released(id)));
+                continue;
+            };
+            if let Some((key, signal)) = ticket.beat {
+                st.beats.release(key, signal);
+            }
+            match st.core.ack_take(ticket.receipt, now) {
+                Ok((_, item)) => {
+                    st.progress.remove(ticket.receipt.id());
+                    if keep_items {
+                        items.push(Some(item));
+                    }
+                    accepted.push(id);
+                }
+                Err(e) => late.push((id, e)),
+            }
+        }
+        drop(st);
+        drop(items);
+        stale.append(&mut late);
+        accepted
+    }
+}
