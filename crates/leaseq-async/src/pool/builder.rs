@@ -181,6 +181,12 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// visibility, by default), so that slow but legitimate work is not run twice, up to the
     /// max lease. Default: on. Off, a lease ends at its visibility, and so does the default
     /// item timeout.
+    ///
+    /// On the in-memory store the heartbeat starts when the handler first waits, beating as
+    /// if it had started at the take: an item handled within one poll costs no beat. A
+    /// handler that computes without yielding for longer than the beat period before its
+    /// first wait gets its first beat only then (it holds its worker's thread that long, and
+    /// its item timeout cannot fire either); hand such work to `spawn_blocking`.
     pub fn heartbeat(mut self, on: bool) -> Self {
         self.heartbeat = on;
         self
