@@ -148,6 +148,7 @@ mod stop;
 mod store;
 mod store_error;
 mod stored;
+mod taken;
 #[cfg(feature = "tracing")]
 mod trace;
 mod watchdog;

@@ -5,10 +5,12 @@
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
 mod drive;
+mod heartbeat;
 mod inbox;
 mod lock;
 mod operator;
 mod progress;
+mod push;
 mod settle;
 mod settle_batch;
 mod spare;

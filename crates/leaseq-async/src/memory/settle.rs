@@ -3,8 +3,31 @@
 
 use leaseq_core::{Failure, Nacked, ReceiptError};
 
-use super::{MemoryStore, MemoryTicket};
+use super::{MemoryStore, MemoryTicket, State};
 use crate::runtime::Runtime;
+
+impl<T> State<T> {
+    /// Acks `ticket` under the lock this state is behind: its heartbeat released first, the
+    /// item's checkpoint forgotten (one emptiness check when nobody checkpoints); hands the
+    /// queue's copy of the item out, to be dropped after the lock. Every ack of the memory
+    /// store comes here, one at a time or in a batch. Always inlined: out of line, its
+    /// call costs the single ack about 24 instructions.
+    #[inline(always)]
+    pub(super) fn ack_ticket(
+        &mut self,
+        ticket: MemoryTicket,
+        now: leaseq_core::Timestamp,
+    ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
+        // Taken apart first: the receipt is then read where it is passed, not copied.
+        let MemoryTicket { receipt, beat } = ticket;
+        if let Some((key, signal)) = beat {
+            self.beats.release(key, signal);
+        }
+        let done = self.core.ack_take(receipt, now)?;
+        self.progress.remove(receipt.id());
+        Ok(done)
+    }
+}
 
 impl<T, R: Runtime> MemoryStore<T, R> {
     /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
@@ -20,26 +43,15 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         op(&mut st.core, ticket.receipt)
     }
 
-    /// Acks under the lock, the item's checkpoint forgotten (one emptiness check when
-    /// nobody checkpoints); hands the queue's copy of the item out, to be dropped after the
-    /// lock.
+    /// Acks under the lock ([`State::ack_ticket`]); hands the queue's copy of the item out,
+    /// to be dropped after the lock.
     #[inline]
     pub(super) fn ack_locked(
         &self,
         ticket: MemoryTicket,
         now: leaseq_core::Timestamp,
     ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
-        // Taken apart first: the receipt is then read where it is passed, not copied.
-        let MemoryTicket { receipt, beat } = ticket;
-        let mut st = self.lock();
-        if let Some((key, signal)) = beat {
-            st.beats.release(key, signal);
-        }
-        let r = st.core.ack_take(receipt, now);
-        if r.is_ok() {
-            st.progress.remove(receipt.id());
-        }
-        r
+        self.lock().ack_ticket(ticket, now)
     }
 
     /// Nacks under the lock (releasing it wakes a receiver, or the driver for a later

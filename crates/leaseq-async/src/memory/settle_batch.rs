@@ -1,5 +1,5 @@
 //! Acking a batch under the memory store's lock: one lock and one clock reading for all of
-//! it, each ticket's heartbeat registration dropped before the core settles it.
+//! it, each ticket acked by `State::ack_ticket` (settle.rs).
 
 use std::sync::Arc;
 
@@ -24,12 +24,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let mut items = Vec::with_capacity(if keep_items { tickets.len() } else { 0 });
         let mut st = self.lock();
         for ticket in tickets {
-            if let Some((key, signal)) = ticket.beat {
-                st.beats.release(key, signal);
-            }
-            match st.core.ack_take(ticket.receipt, now) {
+            match st.ack_ticket(ticket, now) {
                 Ok((acked, item)) => {
-                    st.progress.remove(ticket.receipt.id());
                     if keep_items {
                         items.push(item);
                     }
@@ -78,12 +74,8 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
                 stale.push((id, ReceiptError::Released(id)));
                 continue;
             };
-            if let Some((key, signal)) = ticket.beat {
-                st.beats.release(key, signal);
-            }
-            match st.core.ack_take(ticket.receipt, now) {
+            match st.ack_ticket(ticket, now) {
                 Ok((_, item)) => {
-                    st.progress.remove(ticket.receipt.id());
                     if keep_items {
                         items.push(Some(item));
                     }

@@ -15,7 +15,6 @@ use leaseq_core::{
 use super::take::TakeBeat;
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
-use crate::beats::BeatKey;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
 use crate::delivery::Delivery;
@@ -81,37 +80,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     // Inlined: a caller's `Push::new()` is then known plain at compile time.
     #[inline]
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
-        if self.closed() {
-            return Err(PushError::Closed(item));
-        }
-        if push.is_plain() && self.inbox.enabled {
-            // Without the state lock: receivers take the item from the inbox.
-            let id = self.inbox.push(item);
-            self.available.notify(1);
-            #[cfg(feature = "metrics")]
-            self.metrics.poke(&self.driver_wake);
-            return Ok(id);
-        }
-        // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
-        // time, so the queue's own latest time serves (one clock read saved per item).
-        let timed = !push.delay.is_zero() || push.ttl.is_some();
-        let clock = timed.then(|| self.rt.now());
-        let mut st = self.lock();
-        let now = clock.unwrap_or_else(|| st.core.now());
-        let options = push.options_at(now);
-        let core = &mut st.core;
-        let mut replaced = None;
-        let pushed = self.inbox.push_direct(|id| {
-            core.push_with_id_take(id, item, now, options).map(|p| {
-                replaced = p.replaced;
-                p.id
-            })
-        });
-        // (Releasing the lock wakes a receiver, or the driver for a delay or an expiry.)
-        drop(st);
-        // A pending item this push replaced: its `Drop` runs here, outside the lock.
-        drop(replaced);
-        pushed.map_err(PushError::from_core)
+        self.push_one(item, push)
     }
 
     fn cancel(
@@ -138,34 +107,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         items: &mut dyn Iterator<Item = T>,
         push: &Push,
     ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
-        let mut ids = Vec::with_capacity(items.size_hint().0);
-        if self.closed() {
-            return match items.next() {
-                Some(first) => Err((ids, PushError::Closed(first))),
-                None => Ok(ids),
-            };
-        }
-        if self.inbox.enabled && push.is_plain() {
-            self.inbox.push_all(items, &mut ids);
-            self.available.notify(ids.len());
-            #[cfg(feature = "metrics")]
-            self.metrics.poke(&self.driver_wake);
-            return Ok(ids);
-        }
-        let mut st = self.lock();
-        let now = st.core.now();
-        let options = push.options_at(now);
-        for item in items {
-            let core = &mut st.core;
-            let pushed = self
-                .inbox
-                .push_direct(|id| core.push_with_id(id, item, now, options));
-            match pushed {
-                Ok(id) => ids.push(id),
-                Err(e) => return Err((ids, PushError::from_core(e))),
-            }
-        }
-        Ok(ids)
+        self.push_many(items, push)
     }
 
     fn poll_space(&self, waiting: &mut MemoryWaiting, cx: &mut Context<'_>) -> Poll<()> {
@@ -244,16 +186,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         leased_at: Timestamp,
         deadline: Timestamp,
     ) {
-        if let Some((key, signal)) = &mut ticket.beat {
-            if *key == BeatKey::NOT_YET {
-                let first = leased_at.saturating_add(self.heartbeat_every).min(deadline);
-                // (Releasing the lock wakes the driver if this beat is its earliest.)
-                *key = self
-                    .lock()
-                    .beats
-                    .register(ticket.receipt, signal.clone(), first);
-            }
-        }
+        self.start_beat(ticket, leased_at, deadline);
     }
 
     fn try_take(
@@ -331,27 +264,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ticket: &mut MemoryTicket,
         visibility: Duration,
     ) -> impl Future<Output = Result<Extended, SettleError>> + Send {
-        let now = self.rt.now();
-        let mut st = self.lock();
-        let r = st.core.extend(ticket.receipt, now, visibility);
-        match r {
-            Ok(Extended::Until { deadline, .. }) => {
-                // A lease shortened by hand: its heartbeat must beat before the new deadline.
-                // (Releasing the lock wakes the driver for it.)
-                if let Some((key, _)) = &ticket.beat {
-                    let beat_at = now.saturating_add(self.heartbeat_every).min(deadline);
-                    st.beats.bring_forward(*key, beat_at);
-                }
-            }
-            Ok(_) => {
-                if let Some((key, signal)) = ticket.beat.take() {
-                    st.beats.release(key, signal);
-                }
-            }
-            Err(_) => {}
-        }
-        drop(st);
-        ready(r.map_err(SettleError::Stale))
+        ready(
+            self.extend_now(ticket, visibility)
+                .map_err(SettleError::Stale),
+        )
     }
 
     #[inline]
@@ -401,14 +317,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn is_lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> bool {
-        match &ticket.beat {
-            // Not started yet: it cannot have been refused, only outrun.
-            Some((key, signal)) if *key == BeatKey::NOT_YET => {
-                signal.is_lost() || self.rt.now() >= deadline
-            }
-            Some((_, signal)) => signal.is_lost(),
-            None => self.rt.now() >= deadline,
-        }
+        self.lease_is_lost(ticket, deadline)
     }
 
     fn lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> LeaseLost {
