@@ -131,7 +131,7 @@ impl Heartbeats {
     fn keep_spare(&mut self, mut signal: Arc<LeaseSignal>) {
         if self.spare.len() < SPARE_SIGNALS {
             if let Some(unique) = Arc::get_mut(&mut signal) {
-                *unique = LeaseSignal::default();
+                unique.reset();
                 self.spare.push(signal);
             }
         }

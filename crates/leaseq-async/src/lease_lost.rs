@@ -42,6 +42,12 @@ impl LeaseSignal {
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)
     }
+
+    /// Makes a signal nobody else holds as good as new, for reuse: not lost. Its event is
+    /// kept: with no [`LeaseLost`] alive (the `&mut` proves it), nobody listens to it.
+    pub(crate) fn reset(&mut self) {
+        *self.lost.get_mut() = false;
+    }
 }
 
 /// A runtime's clock and sleeps behind a trait object: made once per queue, so that a
