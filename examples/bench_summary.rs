@@ -222,7 +222,8 @@ fn main() {
     let smol_on = |f: BoxFut<'static, Duration>| smol::block_on(f);
 
     // `--one KIND RUNTIME [ITEMS]`: one throughput run alone (KIND: flume, single, batch,
-    // flume-handler or pool; RUNTIME: tokio or smol), for profiling.
+    // flume-handler, pool or pool-bare, the pool without its item timeout, heartbeat and
+    // watchdog; RUNTIME: tokio or smol), for profiling.
     if args.first().map(String::as_str) == Some("--one") {
         let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
         let items = args
@@ -241,7 +242,10 @@ fn main() {
                 "batch" => Box::pin(throughput::leaseq(rt, items, CONSUMERS, 16)),
                 "flume-handler" => Box::pin(throughput::flume_handler(rt, items, CONSUMERS)),
                 "pool" => Box::pin(throughput::pool(rt, items, CONSUMERS)),
-                other => panic!("kind `{other}`: flume, single, batch, flume-handler or pool"),
+                "pool-bare" => Box::pin(throughput::pool_bare(rt, items, CONSUMERS)),
+                other => panic!(
+                    "kind `{other}`: flume, single, batch, flume-handler, pool or pool-bare"
+                ),
             }
         }
         let took = if on_tokio {

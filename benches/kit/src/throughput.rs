@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leaseq_async::{Config, Job, JobError, LeaseQueue, Pool, Runtime};
+use leaseq_async::{Config, ItemTimeout, Job, JobError, LeaseQueue, Pool, PoolBuilder, Runtime};
 
 /// Spawns `f` and returns a joinable task.
 fn spawn<R: Runtime>(rt: &R, f: impl std::future::Future<Output = ()> + Send + 'static) -> R::Task {
@@ -129,12 +129,32 @@ pub async fn flume_handler<R: Runtime>(rt: R, items: u64, consumers: usize) -> D
 /// ([`LeaseQueue::wait_empty`]) and the pool is shut down (its workers joined), as
 /// [`flume_handler`]'s runs until its consumers are joined.
 pub async fn pool<R: Runtime>(rt: R, items: u64, workers: usize) -> Duration {
+    pool_with(rt, items, workers, |b| b).await
+}
+
+/// [`pool`] with its safe defaults turned off: no item timeout, no heartbeat, no watchdog.
+/// Not a configuration to run: beside [`pool`], it measures what those defaults cost per
+/// item.
+pub async fn pool_bare<R: Runtime>(rt: R, items: u64, workers: usize) -> Duration {
+    pool_with(rt, items, workers, |b| {
+        b.item_timeout(ItemTimeout::None)
+            .heartbeat(false)
+            .no_watchdog()
+    })
+    .await
+}
+
+async fn pool_with<R: Runtime>(
+    rt: R,
+    items: u64,
+    workers: usize,
+    shape: impl FnOnce(PoolBuilder<u64, R>) -> PoolBuilder<u64, R>,
+) -> Duration {
     let config = Config::new(Duration::from_secs(60)).with_max_attempts(u32::MAX);
     let queue: LeaseQueue<u64, R> =
         LeaseQueue::with_runtime(rt.clone(), config).expect("valid config");
     let start = Instant::now();
-    let pool = Pool::builder(queue.clone())
-        .workers(workers)
+    let pool = shape(Pool::builder(queue.clone()).workers(workers))
         .spawn(|_job: Job<u64>| async { Ok(()) });
     let q = queue.clone();
     spawn(&rt, async move {

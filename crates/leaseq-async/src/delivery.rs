@@ -372,7 +372,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     }
 
     /// The ticket, once: every settle consumes it.
-    fn take_ticket(&mut self) -> Result<S::Ticket, ReceiptError> {
+    pub(crate) fn take_ticket(&mut self) -> Result<S::Ticket, ReceiptError> {
         self.ticket.take().ok_or(ReceiptError::Released(self.id))
     }
 

@@ -290,17 +290,14 @@ where
         local.metrics.record(item_type, took, outcome, permanent);
         let settle = Settle::of(pool, ended, kind.as_ref(), delivery.attempt());
         match &pool.completer {
-            None => {
-                settle_here(
-                    pool,
-                    self.index,
-                    &mut delivery,
-                    settle,
-                    #[cfg(feature = "tracing")]
-                    span,
-                )
-                .await
-            }
+            None => settle_here(
+                pool,
+                self.index,
+                &mut delivery,
+                settle,
+                #[cfg(feature = "tracing")]
+                span,
+            ),
             Some(completer) => settle_through(
                 self.pool,
                 completer,
