@@ -330,8 +330,9 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     }
 
     /// Whether every settle's future is ready on its first poll (the memory store): then
-    /// a pool settles in the worker, as nothing is gained by handing the settle over to
-    /// finish in the background. Default `false`.
+    /// a pool settles in the worker, polling the settle once, as nothing is gained by
+    /// handing it over to finish in the background (a settle still pending after that poll
+    /// is dropped and counted as failed). Default `false`.
     fn settles_at_once(&self) -> bool {
         false
     }
