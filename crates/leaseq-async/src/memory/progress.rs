@@ -68,6 +68,13 @@ impl ProgressMap {
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
+    /// The checkpoint of `ticket`'s item, looked up under the lock (once some item has had
+    /// one: `Store::progress` checks `has_progress` first).
+    #[inline(never)]
+    pub(super) fn progress_locked(&self, ticket: &super::MemoryTicket) -> Option<Progress> {
+        self.lock().progress.get(ticket.receipt.id())
+    }
+
     /// Records `progress` as the checkpoint of `receipt`'s item if its lease is running now;
     /// the lease's [`ReceiptError`](leaseq_core::ReceiptError) otherwise, nothing recorded.
     /// (For a store built on this one, which then records it durably.)
