@@ -102,7 +102,6 @@ async fn settle_in_place<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>
 /// Counts a settle's answer in worker `index`'s shard (a panic in the settle, from an
 /// item's `Drop` as the ack drops the queue's copy, is counted too: the settle itself went
 /// through).
-#[inline]
 fn count<T>(
     pool: &PoolShared<T>,
     index: usize,
@@ -142,7 +141,9 @@ pub(crate) fn settle_here<T: Send + Sync + 'static, R: Runtime, S: Store<T, Runt
     #[cfg(feature = "tracing")]
     let _entered = span.enter();
     match settle_at_once(delivery, settle) {
-        Some(answer) => count(pool, index, Ok(answer)),
+        // Done: nothing to count (`count` stays out of line).
+        Some(None) => {}
+        Some(refused) => count(pool, index, Ok(refused)),
         None => {
             // A store that said it settles at once did not: its settle was dropped unfinished,
             // with the outcome the store gives a dropped settle (the lease runs out, for most).
