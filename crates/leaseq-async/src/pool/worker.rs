@@ -318,7 +318,7 @@ mod tests {
     use leaseq_core::{Config, Timestamp};
 
     use super::leased_at;
-    use crate::{ItemTimeout, LeaseQueue, Pool, Push, Runtime, SimRuntime};
+    use crate::{LeaseQueue, Push, SimRuntime};
 
     fn at(d: Duration) -> Timestamp {
         Timestamp::ZERO.saturating_add(d)
@@ -351,63 +351,6 @@ mod tests {
                 q.try_push(3u32).unwrap();
                 let never = q.receive().await.unwrap();
                 assert_eq!(leased_at(&never, Duration::MAX), None);
-            }
-        });
-    }
-
-    /// `ItemTimeout::Advised`: `initial` until `min_samples` runs finished across the
-    /// workers, then the advisor's suggestion (here 100 ms, the floor), seen by each worker
-    /// within `ADVICE_AGE`.
-    #[test]
-    fn advised_limits_follow_every_workers_runs() {
-        let rt = SimRuntime::new();
-        rt.block_on({
-            let rt = rt.clone();
-            async move {
-                let config = Config::new(Duration::from_secs(60)).with_max_attempts(1);
-                let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-                // 40 quick runs (1 ms each), about 20 per worker: enough only together.
-                // Then one of 500 ms.
-                for n in 0..40u32 {
-                    q.try_push(n).unwrap();
-                }
-                let pool = Pool::builder(q.clone())
-                    .workers(2)
-                    .item_timeout(ItemTimeout::Advised {
-                        initial: Duration::from_secs(1),
-                        min_samples: 30,
-                    })
-                    .spawn({
-                        let rt = rt.clone();
-                        move |job: crate::Job<u32>| {
-                            let took = if job.item == 99 { 500 } else { 1 };
-                            let sleep =
-                                rt.timer(rt.now().saturating_add(Duration::from_millis(took)));
-                            async move {
-                                sleep.await;
-                                Ok(())
-                            }
-                        }
-                    });
-                q.wait_empty().await;
-                let before = pool.stats();
-                assert_eq!((before.ok, before.timed_out), (40, 0));
-                let suggested = before.types[0].1.suggested_timeout;
-                assert_eq!(suggested, Some(Duration::from_millis(100)));
-                // Past `ADVICE_AGE`, every worker has looked again.
-                rt.sleep_until(rt.now().saturating_add(crate::pool::local::ADVICE_AGE))
-                    .await;
-                let start = rt.now();
-                q.try_push(99).unwrap();
-                q.wait_empty().await;
-                let s = pool.stats();
-                assert_eq!((s.ok, s.timed_out, s.queue.dead), (40, 1, 1));
-                assert_eq!(
-                    rt.now(),
-                    start.saturating_add(Duration::from_millis(100)),
-                    "timed out at the advised limit"
-                );
-                pool.shutdown(Duration::from_secs(1)).await;
             }
         });
     }
