@@ -124,6 +124,7 @@ mod error;
 #[cfg(feature = "executor")]
 mod executor_task;
 mod fetcher;
+mod job_error;
 mod lease_lost;
 mod memory;
 mod memory_admin;
@@ -165,9 +166,10 @@ pub use consumer::Consumer;
 pub use dead_filter::{DeadFilter, ItemKind};
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
-pub use error::{JobError, NewQueueError, PushError};
+pub use error::{NewQueueError, PushError};
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
+pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
 pub use open::{InMemory, OpenStore, QueueSettings};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use event_listener::Event;
 use futures::channel::oneshot;
 
-use crate::error::JobError;
+use crate::job_error::JobError;
 use crate::pool::job::Job;
 use crate::pool::stats::Counters;
 use crate::pool::worker::panic_message;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::Map;
 use futures::FutureExt;
 
-use crate::error::JobError;
+use crate::job_error::JobError;
 use crate::pool::job::Job;
 
 /// What a handler run gives: its result, or the message of a panic caught on the way.

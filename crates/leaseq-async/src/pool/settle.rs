@@ -13,7 +13,7 @@ use futures::FutureExt;
 use leaseq_core::{Failure, KindPolicy};
 
 use crate::delivery::Delivery;
-use crate::error::JobError;
+use crate::job_error::JobError;
 use crate::pool::completer::Completer;
 use crate::pool::kinds::Kinds;
 use crate::pool::stats::Counters;

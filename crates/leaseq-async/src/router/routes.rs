@@ -7,7 +7,7 @@ use std::pin::Pin;
 
 use leaseq_core::{ConfigError, KindPolicy};
 
-use crate::error::JobError;
+use crate::job_error::JobError;
 use crate::pool::{HandlerResult, Job};
 use crate::router::{Envelope, JobKind};
 
