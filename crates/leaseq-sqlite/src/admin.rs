@@ -7,7 +7,7 @@ use leaseq_async::{AdminError, Codec, DeadFilter, MemoryStore, Runtime, StoreErr
 use leaseq_core::{DeadLetter, MessageId, RedriveError};
 
 use crate::commit_error::CommitError;
-use crate::journal::Op;
+use crate::op::Op;
 use crate::store::SqliteStore;
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {

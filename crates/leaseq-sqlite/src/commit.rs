@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use rusqlite::{params, Connection};
 
-use crate::journal::Op;
+use crate::op::Op;
 
 /// Ops on items whose insert has not arrived yet (a receiver's journal entry can overtake
 /// its pusher's): applied right after the insert.

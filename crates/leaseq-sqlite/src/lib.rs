@@ -178,6 +178,7 @@ mod commit_error;
 mod inspect;
 mod journal;
 mod lock;
+mod op;
 mod open;
 mod open_error;
 mod options;

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use event_listener::EventListener;
 use leaseq_async::{Codec, MemoryTicket, MemoryWaiting, Runtime, Store, Taken};
 
-use crate::journal::Op;
+use crate::op::Op;
 use crate::store::{SqliteStore, SqliteTicket};
 
 /// A wait on a [`SqliteStore`]: the memory store's, and leases taken whose attempt is

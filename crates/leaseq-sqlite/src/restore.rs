@@ -8,7 +8,7 @@ use leaseq_core::{MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timest
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
-use crate::journal::Op;
+use crate::op::Op;
 use crate::open_error::OpenError;
 
 /// One row of `items`, as stored.

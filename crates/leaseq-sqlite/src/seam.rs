@@ -19,7 +19,7 @@ use leaseq_core::{
     Stats, Timestamp,
 };
 
-use crate::journal::Op;
+use crate::op::Op;
 use crate::receive::SqliteWaiting;
 use crate::store::{ready_now, SqliteStore, SqliteTicket};
 

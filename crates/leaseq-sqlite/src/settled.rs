@@ -8,7 +8,7 @@ use std::future::Future;
 use leaseq_async::{AdminError, Checkpointing, Codec, LeaseKey, Progress, Runtime, SettleError};
 use leaseq_core::{Acked, CancelError, MessageId};
 
-use crate::journal::Op;
+use crate::op::Op;
 use crate::store::SqliteStore;
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {

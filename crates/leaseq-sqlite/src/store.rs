@@ -12,7 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use leaseq_async::{Codec, MemoryStore, MemoryTicket, Runtime};
 use leaseq_core::{Event, MessageId, Nacked, Timestamp};
 
-use crate::journal::{Journal, Op};
+use crate::journal::Journal;
+use crate::op::Op;
 
 /// A lease held from a [`SqliteStore`].
 #[derive(Debug)]

@@ -20,8 +20,9 @@ use rusqlite::Connection;
 
 use crate::commit::{commit, Early};
 use crate::commit_error::CommitError;
-use crate::journal::{Journal, Op};
+use crate::journal::Journal;
 use crate::lock::OwnerLock;
+use crate::op::Op;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);

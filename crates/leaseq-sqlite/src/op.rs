@@ -1,0 +1,56 @@
+//! The durable facts the store queues for its writer to commit ([`Op`]).
+
+/// One durable fact about an item.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    /// Pushed.
+    Insert {
+        id: u64,
+        payload: Vec<u8>,
+        visible_at: i64,
+        expires_at: Option<i64>,
+        priority: u8,
+        key: Option<Vec<u8>>,
+    },
+    /// Leased: its attempt is counted before the delivery is handed out.
+    Taken { id: u64, attempts: u32 },
+    /// A lease given back unstarted: its attempt taken back (`attempts` is the count before
+    /// that lease), no longer leased.
+    PutBack { id: u64, attempts: u32 },
+    /// Handed back, to be delivered again from `visible_at`.
+    Retry {
+        id: u64,
+        attempts: u32,
+        visible_at: i64,
+        error: Option<String>,
+    },
+    /// Dead-lettered.
+    Dead {
+        id: u64,
+        attempts: u32,
+        reason: u8,
+        error: Option<String>,
+        at: i64,
+    },
+    /// Acked, cancelled, replaced or a dead letter taken: gone for good.
+    Delete { id: u64 },
+    /// A dead letter redriven: visible at once, attempts reset.
+    Revive { id: u64, visible_at: i64 },
+    /// A handler's checkpoint (its row keeps it until deleted).
+    Progress { id: u64, progress: Vec<u8> },
+}
+
+impl Op {
+    pub(crate) fn id(&self) -> u64 {
+        match self {
+            Op::Insert { id, .. }
+            | Op::Taken { id, .. }
+            | Op::PutBack { id, .. }
+            | Op::Retry { id, .. }
+            | Op::Dead { id, .. }
+            | Op::Delete { id }
+            | Op::Revive { id, .. }
+            | Op::Progress { id, .. } => *id,
+        }
+    }
+}
