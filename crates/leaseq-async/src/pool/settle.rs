@@ -176,6 +176,8 @@ fn settle_at_once<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     }
 }
 
+/// Settles `delivery` as `settle` says, for worker `index`, through the pool's `completer`:
+/// the settle is made before this returns; its answer is counted here if the store gives it
 /// at once, else by the completer when it comes (the worker does not wait for it).
 pub(crate) fn settle_through<T: Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     pool: &Arc<PoolShared<T>>,
