@@ -82,16 +82,6 @@ async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     mut delivery: Delivery<T, R, S>,
     settle: Settle,
 ) -> Option<SettleError> {
-    settle_in_place(&mut delivery, settle).await
-}
-
-/// Makes `settle` on `delivery` where it lies: the future holds a reference to it, not the
-/// delivery itself, so the worker's delivery is not moved per item. The delivery is left
-/// settled (its ticket taken).
-async fn settle_in_place<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
-    delivery: &mut Delivery<T, R, S>,
-    settle: Settle,
-) -> Option<SettleError> {
     match settle {
         Settle::Ack => delivery.ack_in_place().await.err(),
         Settle::DeadLetter(message) => delivery.dead_letter_in_place(message).await.err(),
