@@ -12,7 +12,9 @@ use crate::runtime::Runtime;
 use crate::store::Taken;
 
 impl<T: Clone, R: Runtime> MemoryStore<T, R> {
-    /// Leases one visible item, if any: one lock, one clock read.
+    /// Leases one visible item, if any: one lock, one clock read. Always inlined into its
+    /// one caller, the take's wait loop (a call here costs more than the copy it saves).
+    #[inline(always)]
     pub(crate) fn take_one(&self, heartbeat: TakeBeat) -> Option<Taken<T, MemoryTicket>> {
         if self.closed() {
             return None;
@@ -144,20 +146,21 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
     }
 
     /// [`Store::poll_take_one`](crate::Store::poll_take_one)'s wait loop, for either kind
-    /// of heartbeat: the `Taken` returned as it is made, not rewrapped (and copied) through
-    /// `poll_wait`'s closure's `Option<Option<_>>`.
+    /// of heartbeat: the `Taken` shaped (into a delivery, say) and returned as it is made,
+    /// not rewrapped (and copied) through `poll_wait`'s closure's `Option<Option<_>>`.
     #[inline]
-    pub(crate) fn poll_take_one_as(
+    pub(crate) fn poll_take_one_as<D>(
         &self,
         waiting: &mut super::MemoryWaiting,
         cx: &mut std::task::Context<'_>,
         heartbeat: TakeBeat,
-    ) -> std::task::Poll<Option<Taken<T, MemoryTicket>>> {
+        shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+    ) -> std::task::Poll<Option<D>> {
         use std::task::Poll;
         loop {
             if let Some(taken) = self.take_one(heartbeat) {
                 self.unlisten(waiting);
-                return Poll::Ready(Some(taken));
+                return Poll::Ready(Some(shape(taken)));
             }
             if self.closed() {
                 self.unlisten(waiting);
