@@ -62,7 +62,10 @@ pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>>
     id: MessageId,
     attempt: u32,
     deadline: Timestamp,
-    expires_at: Option<Timestamp>,
+    /// The item's own deadline, if `expires`: a flag beside `attempt` (in its padding)
+    /// rather than an `Option`'s own word, so that a delivery is 16 bytes smaller to move.
+    expires_at: Timestamp,
+    expires: bool,
     /// `None` once settled.
     ticket: Option<S::Ticket>,
 }
@@ -75,7 +78,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             id: taken.id,
             attempt: taken.attempt,
             deadline: taken.deadline,
-            expires_at: taken.expires_at,
+            expires_at: taken.expires_at.unwrap_or_default(),
+            expires: taken.expires_at.is_some(),
             ticket: Some(taken.ticket),
         }
     }
@@ -117,7 +121,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
 
     /// The item's own deadline, if it was pushed with a time to live.
     pub fn expires_at(&self) -> Option<Timestamp> {
-        self.expires_at
+        self.expires.then_some(self.expires_at)
     }
 
     /// Whether the heartbeat keeps this lease alive.
