@@ -64,6 +64,8 @@ pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>>
     deadline: Timestamp,
     /// The item's own deadline, if `expires`: a flag beside `attempt` (in its padding)
     /// rather than an `Option`'s own word, so that a delivery is 16 bytes smaller to move.
+    /// `Timestamp::MAX` without one: the core's own "no expiry", so that making it from the
+    /// core's lease folds to a plain copy.
     expires_at: Timestamp,
     expires: bool,
     /// `None` once settled.
@@ -78,7 +80,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             id: taken.id,
             attempt: taken.attempt,
             deadline: taken.deadline,
-            expires_at: taken.expires_at.unwrap_or_default(),
+            expires_at: taken.expires_at.unwrap_or(Timestamp::MAX),
             expires: taken.expires_at.is_some(),
             ticket: Some(taken.ticket),
         }
