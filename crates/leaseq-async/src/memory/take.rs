@@ -145,11 +145,56 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         }
     }
 
+    /// [`poll_take_one_as`](Self::poll_take_one_as) made for each kind of heartbeat on its
+    /// own (out of line), so that a take without one carries no code (and holds no
+    /// registers) for registering a beat.
+    #[inline]
+    pub(crate) fn poll_take_one_kind<D>(
+        &self,
+        waiting: &mut super::MemoryWaiting,
+        cx: &mut std::task::Context<'_>,
+        heartbeat: TakeBeat,
+        shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+    ) -> std::task::Poll<Option<D>> {
+        #[inline(never)]
+        fn no<T: Clone, R: Runtime, D>(
+            s: &MemoryStore<T, R>,
+            waiting: &mut super::MemoryWaiting,
+            cx: &mut std::task::Context<'_>,
+            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+        ) -> std::task::Poll<Option<D>> {
+            s.poll_take_one_as(waiting, cx, TakeBeat::No, shape)
+        }
+        #[inline(never)]
+        fn now<T: Clone, R: Runtime, D>(
+            s: &MemoryStore<T, R>,
+            waiting: &mut super::MemoryWaiting,
+            cx: &mut std::task::Context<'_>,
+            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+        ) -> std::task::Poll<Option<D>> {
+            s.poll_take_one_as(waiting, cx, TakeBeat::Now, shape)
+        }
+        #[inline(never)]
+        fn later<T: Clone, R: Runtime, D>(
+            s: &MemoryStore<T, R>,
+            waiting: &mut super::MemoryWaiting,
+            cx: &mut std::task::Context<'_>,
+            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+        ) -> std::task::Poll<Option<D>> {
+            s.poll_take_one_as(waiting, cx, TakeBeat::Later, shape)
+        }
+        match heartbeat {
+            TakeBeat::No => no(self, waiting, cx, shape),
+            TakeBeat::Now => now(self, waiting, cx, shape),
+            TakeBeat::Later => later(self, waiting, cx, shape),
+        }
+    }
+
     /// [`Store::poll_take_one`](crate::Store::poll_take_one)'s wait loop, for either kind
     /// of heartbeat: the `Taken` shaped (into a delivery, say) and returned as it is made,
     /// not rewrapped (and copied) through `poll_wait`'s closure's `Option<Option<_>>`.
-    #[inline]
-    pub(crate) fn poll_take_one_as<D>(
+    #[inline(always)]
+    fn poll_take_one_as<D>(
         &self,
         waiting: &mut super::MemoryWaiting,
         cx: &mut std::task::Context<'_>,
