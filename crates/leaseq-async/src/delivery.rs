@@ -62,7 +62,12 @@ pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>>
     id: MessageId,
     attempt: u32,
     deadline: Timestamp,
-    expires_at: Option<Timestamp>,
+    /// The item's own deadline, if `expires`: a flag beside `attempt` (in its padding)
+    /// rather than an `Option`'s own word, so that a delivery is 16 bytes smaller to move.
+    /// `Timestamp::MAX` without one: the core's own "no expiry", so that making it from the
+    /// core's lease folds to a plain copy.
+    expires_at: Timestamp,
+    expires: bool,
     /// `None` once settled.
     ticket: Option<S::Ticket>,
 }
@@ -75,7 +80,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
             id: taken.id,
             attempt: taken.attempt,
             deadline: taken.deadline,
-            expires_at: taken.expires_at,
+            expires_at: taken.expires_at.unwrap_or(Timestamp::MAX),
+            expires: taken.expires_at.is_some(),
             ticket: Some(taken.ticket),
         }
     }
@@ -117,7 +123,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
 
     /// The item's own deadline, if it was pushed with a time to live.
     pub fn expires_at(&self) -> Option<Timestamp> {
-        self.expires_at
+        self.expires.then_some(self.expires_at)
     }
 
     /// Whether the heartbeat keeps this lease alive.

@@ -59,14 +59,19 @@ enum Beat {
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Future for Receive<'_, T, R, S> {
     type Output = Option<Delivery<T, R, S>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let taken = match this.heartbeat {
-            Beat::Never => this.store.poll_take_one(&mut this.waiting, cx, false),
-            Beat::AtTake => this.store.poll_take_one(&mut this.waiting, cx, true),
-            Beat::OnWait => this.store.poll_take_one_beat_later(&mut this.waiting, cx),
-        };
-        taken.map(|taken| taken.map(|t| Delivery::new(this.store.clone(), t)))
+        let store = this.store;
+        // Each delivery made where the store takes its lease (no `Taken` copied into it).
+        let deliver = |t| Delivery::new(store.clone(), t);
+        match this.heartbeat {
+            Beat::Never => store.poll_take_one_into(&mut this.waiting, cx, false, deliver),
+            Beat::AtTake => store.poll_take_one_into(&mut this.waiting, cx, true, deliver),
+            Beat::OnWait => store
+                .poll_take_one_beat_later(&mut this.waiting, cx)
+                .map(|taken| taken.map(deliver)),
+        }
     }
 }
 
@@ -109,9 +114,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Stream for ReceiveStream<T, R, S> 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         let store = &this.queue.store;
-        store
-            .poll_take_one(&mut this.waiting, cx, false)
-            .map(|taken| taken.map(|t| Delivery::new(store.clone(), t)))
+        store.poll_take_one_into(&mut this.waiting, cx, false, |t| {
+            Delivery::new(store.clone(), t)
+        })
     }
 }
 

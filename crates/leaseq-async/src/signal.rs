@@ -62,11 +62,18 @@ impl Signal {
         fence(Ordering::SeqCst);
     }
 
+    /// Whether any listener is counted: when not, [`notify`](Self::notify) does nothing
+    /// (the same read, for a caller that skips its call).
+    #[inline]
+    pub(crate) fn is_listened(&self) -> bool {
+        self.listeners.load(Ordering::SeqCst) != 0
+    }
+
     /// Notifies up to `n` listeners, if any listen. Only for a condition changed under the
     /// queue lock, called after the change.
     #[inline]
     pub(crate) fn notify(&self, n: usize) {
-        if self.listeners.load(Ordering::SeqCst) != 0 {
+        if self.is_listened() {
             if n == 1 {
                 fence(Ordering::SeqCst);
                 if self.event.is_notified() {

@@ -182,6 +182,20 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, Self::Ticket>>>;
 
+    /// [`poll_take_one`](Store::poll_take_one) with the lease turned into a `D` by `shape`
+    /// where it is taken (a receive's delivery, built in place rather than copied from a
+    /// [`Taken`]). Default: `poll_take_one`, then `shape`.
+    fn poll_take_one_into<D>(
+        self: &Arc<Self>,
+        waiting: &mut Self::Waiting,
+        cx: &mut Context<'_>,
+        heartbeat: bool,
+        shape: impl FnOnce(Taken<T, Self::Ticket>) -> D,
+    ) -> Poll<Option<D>> {
+        self.poll_take_one(waiting, cx, heartbeat)
+            .map(|taken| taken.map(shape))
+    }
+
     /// [`poll_take_one`](Store::poll_take_one) with a heartbeat that may start later: at
     /// [`start_heartbeat`](Store::start_heartbeat), which a pool's worker calls when its
     /// handler first waits, so that an item handled within one poll never registers a beat.

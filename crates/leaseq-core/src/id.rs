@@ -1,6 +1,7 @@
 //! Message ids and lease receipts.
 
 use core::fmt;
+use core::num::NonZeroU32;
 
 /// Identifies one pushed item for its whole life in the queue: the same across
 /// redeliveries and redrives. Ids are assigned in push order, starting at 0.
@@ -40,7 +41,8 @@ pub struct Receipt {
     pub(crate) id: MessageId,
     pub(crate) slot: u32,
     pub(crate) lease: u32,
-    pub(crate) queue: u32,
+    /// The queue's tag, never zero (see `next_tag`).
+    pub(crate) queue: NonZeroU32,
 }
 
 impl Receipt {

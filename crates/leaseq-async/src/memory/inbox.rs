@@ -108,12 +108,20 @@ impl<T> Inbox<T> {
             }
             return;
         }
-        std::mem::swap(&mut p.items, &mut st.spare);
-        drop(p);
-        let now = st.core.now();
-        for (id, item) in st.spare.drain(..) {
-            push_one(&mut st.core, id, item, now);
-        }
+        drain_many(p, st);
+    }
+}
+
+/// [`Inbox::drain_into`] of several items (or none): the vectors swapped, the inbox's lock
+/// released, then each pushed. Out of line, so that the drain of one item saves no
+/// registers for this loop.
+#[inline(never)]
+fn drain_many<T>(mut p: parking_lot::MutexGuard<'_, Pending<T>>, st: &mut State<T>) {
+    std::mem::swap(&mut p.items, &mut st.spare);
+    drop(p);
+    let now = st.core.now();
+    for (id, item) in st.spare.drain(..) {
+        push_one(&mut st.core, id, item, now);
     }
 }
 

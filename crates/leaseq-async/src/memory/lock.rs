@@ -55,6 +55,9 @@ impl<T, R> std::ops::DerefMut for Locked<'_, T, R> {
 }
 
 impl<T, R> Drop for Locked<'_, T, R> {
+    /// Decides every wake-up here, and makes the calls out of line, only when one may wake
+    /// somebody: nearly every release wakes nobody, and then holds no value across a call
+    /// (no registers saved and restored for calls that are not made).
     #[inline]
     fn drop(&mut self) {
         let st = &mut *self.guard;
@@ -67,25 +70,45 @@ impl<T, R> Drop for Locked<'_, T, R> {
             st.publish.note(&stats);
             at.min(st.publish.at)
         };
-        if at < st.alarm {
+        let driver = if at < st.alarm {
             st.alarm = at;
-            s.driver_wake.notify(1);
-        } else if s.traces_events && st.core.has_events() {
-            s.driver_wake.notify(1);
-        }
-        if stats.ready > self.ready_before {
-            let more = usize::try_from(stats.ready - self.ready_before).unwrap_or(usize::MAX);
-            s.available.notify(more);
-        }
+            true
+        } else {
+            s.traces_events && st.core.has_events()
+        };
+        let more = stats.ready.saturating_sub(self.ready_before);
         // `Stats::live` without its saturation: the core's own counts are of fewer than
         // `u32::MAX` slots and cannot overflow.
         let live = stats.ready + stats.delayed + stats.in_flight;
-        if live < st.live_at_release {
-            s.space.notify(usize::MAX);
-            if live == 0 {
-                s.emptied.notify(usize::MAX);
-            }
-        }
+        let fewer = live < st.live_at_release;
         st.live_at_release = live;
+        // A signal nobody listens to is not notified (see `Signal::notify`): skipping its
+        // call here is the same decision, read after the change as there.
+        if driver
+            || (more > 0 && s.available.is_listened())
+            || (fewer && (s.space.is_listened() || (live == 0 && s.emptied.is_listened())))
+        {
+            wake(s, driver, more, fewer, live == 0);
+        }
+    }
+}
+
+/// The wake-ups a guard's release decided (see [`Locked`]): the driver; `more` receivers;
+/// pushers waiting for room when items left (`fewer`), and `wait_empty` when none are left.
+#[cold]
+#[inline(never)]
+fn wake<T, R>(s: &MemoryStore<T, R>, driver: bool, more: u64, fewer: bool, empty: bool) {
+    if driver {
+        s.driver_wake.notify(1);
+    }
+    if more > 0 {
+        s.available
+            .notify(usize::try_from(more).unwrap_or(usize::MAX));
+    }
+    if fewer {
+        s.space.notify(usize::MAX);
+        if empty {
+            s.emptied.notify(usize::MAX);
+        }
     }
 }

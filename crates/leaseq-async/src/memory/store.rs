@@ -169,7 +169,17 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         cx: &mut Context<'_>,
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_take_one_as(waiting, cx, TakeBeat::from(heartbeat))
+        self.poll_take_one_kind(waiting, cx, TakeBeat::from(heartbeat), |t| t)
+    }
+
+    fn poll_take_one_into<D>(
+        self: &Arc<Self>,
+        waiting: &mut MemoryWaiting,
+        cx: &mut Context<'_>,
+        heartbeat: bool,
+        shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+    ) -> Poll<Option<D>> {
+        self.poll_take_one_kind(waiting, cx, TakeBeat::from(heartbeat), shape)
     }
 
     fn poll_take_one_beat_later(
@@ -177,7 +187,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         waiting: &mut MemoryWaiting,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_take_one_as(waiting, cx, TakeBeat::Later)
+        self.poll_take_one_kind(waiting, cx, TakeBeat::Later, |t| t)
     }
 
     fn start_heartbeat(

@@ -12,7 +12,9 @@ use crate::runtime::Runtime;
 use crate::store::Taken;
 
 impl<T: Clone, R: Runtime> MemoryStore<T, R> {
-    /// Leases one visible item, if any: one lock, one clock read.
+    /// Leases one visible item, if any: one lock, one clock read. Always inlined into its
+    /// one caller, the take's wait loop (a call here costs more than the copy it saves).
+    #[inline(always)]
     pub(crate) fn take_one(&self, heartbeat: TakeBeat) -> Option<Taken<T, MemoryTicket>> {
         if self.closed() {
             return None;
@@ -143,21 +145,67 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         }
     }
 
-    /// [`Store::poll_take_one`](crate::Store::poll_take_one)'s wait loop, for either kind
-    /// of heartbeat: the `Taken` returned as it is made, not rewrapped (and copied) through
-    /// `poll_wait`'s closure's `Option<Option<_>>`.
+    /// [`poll_take_one_as`](Self::poll_take_one_as) made for each kind of heartbeat on its
+    /// own (out of line), so that a take without one carries no code (and holds no
+    /// registers) for registering a beat.
     #[inline]
-    pub(crate) fn poll_take_one_as(
+    pub(crate) fn poll_take_one_kind<D>(
         &self,
         waiting: &mut super::MemoryWaiting,
         cx: &mut std::task::Context<'_>,
         heartbeat: TakeBeat,
-    ) -> std::task::Poll<Option<Taken<T, MemoryTicket>>> {
+        shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+    ) -> std::task::Poll<Option<D>> {
+        #[inline(never)]
+        fn no<T: Clone, R: Runtime, D>(
+            s: &MemoryStore<T, R>,
+            waiting: &mut super::MemoryWaiting,
+            cx: &mut std::task::Context<'_>,
+            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+        ) -> std::task::Poll<Option<D>> {
+            s.poll_take_one_as(waiting, cx, TakeBeat::No, shape)
+        }
+        #[inline(never)]
+        fn now<T: Clone, R: Runtime, D>(
+            s: &MemoryStore<T, R>,
+            waiting: &mut super::MemoryWaiting,
+            cx: &mut std::task::Context<'_>,
+            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+        ) -> std::task::Poll<Option<D>> {
+            s.poll_take_one_as(waiting, cx, TakeBeat::Now, shape)
+        }
+        #[inline(never)]
+        fn later<T: Clone, R: Runtime, D>(
+            s: &MemoryStore<T, R>,
+            waiting: &mut super::MemoryWaiting,
+            cx: &mut std::task::Context<'_>,
+            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+        ) -> std::task::Poll<Option<D>> {
+            s.poll_take_one_as(waiting, cx, TakeBeat::Later, shape)
+        }
+        match heartbeat {
+            TakeBeat::No => no(self, waiting, cx, shape),
+            TakeBeat::Now => now(self, waiting, cx, shape),
+            TakeBeat::Later => later(self, waiting, cx, shape),
+        }
+    }
+
+    /// [`Store::poll_take_one`](crate::Store::poll_take_one)'s wait loop, for either kind
+    /// of heartbeat: the `Taken` shaped (into a delivery, say) and returned as it is made,
+    /// not rewrapped (and copied) through `poll_wait`'s closure's `Option<Option<_>>`.
+    #[inline(always)]
+    fn poll_take_one_as<D>(
+        &self,
+        waiting: &mut super::MemoryWaiting,
+        cx: &mut std::task::Context<'_>,
+        heartbeat: TakeBeat,
+        shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
+    ) -> std::task::Poll<Option<D>> {
         use std::task::Poll;
         loop {
             if let Some(taken) = self.take_one(heartbeat) {
                 self.unlisten(waiting);
-                return Poll::Ready(Some(taken));
+                return Poll::Ready(Some(shape(taken)));
             }
             if self.closed() {
                 self.unlisten(waiting);

@@ -6,6 +6,7 @@
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::num::NonZeroU32;
 
 use crate::config::Config;
 use crate::dead_letter::DeadLetter;
@@ -79,7 +80,7 @@ pub use restore::{RestoreError, Restored, RestoredDeadLetter};
 /// ```
 pub struct Queue<T> {
     config: Config,
-    tag: u32,
+    tag: NonZeroU32,
     now: Timestamp,
     next_id: u64,
     slots: Vec<Slot<T>>,
@@ -310,16 +311,22 @@ fn expiry_live<T>(slots: &[Slot<T>], t: &Timer) -> bool {
     s.state != State::Free && s.id == t.id && s.expires_at == t.at
 }
 
-/// A per-queue tag, so that a receipt from one queue is never taken by another.
-fn next_tag() -> u32 {
+/// A per-queue tag, so that a receipt from one queue is never taken by another. Never zero
+/// (the count skips it when it wraps): the niche of an `Option` that holds a receipt, so
+/// that a lease's handle that may be settled (a delivery's) needs no word of its own for it.
+fn next_tag() -> NonZeroU32 {
     #[cfg(target_has_atomic = "32")]
     {
         use core::sync::atomic::{AtomicU32, Ordering};
         static NEXT: AtomicU32 = AtomicU32::new(1);
-        NEXT.fetch_add(1, Ordering::Relaxed)
+        loop {
+            if let Some(tag) = NonZeroU32::new(NEXT.fetch_add(1, Ordering::Relaxed)) {
+                return tag;
+            }
+        }
     }
     #[cfg(not(target_has_atomic = "32"))]
     {
-        1
+        NonZeroU32::MIN
     }
 }
