@@ -243,9 +243,9 @@ fn main() {
                 "flume-handler" => Box::pin(throughput::flume_handler(rt, items, CONSUMERS)),
                 "pool" => Box::pin(throughput::pool(rt, items, CONSUMERS)),
                 "pool-bare" => Box::pin(throughput::pool_bare(rt, items, CONSUMERS)),
-                other => panic!(
-                    "kind `{other}`: flume, single, batch, flume-handler, pool or pool-bare"
-                ),
+                other => {
+                    panic!("kind `{other}`: flume, single, batch, flume-handler, pool or pool-bare")
+                }
             }
         }
         let took = if on_tokio {

@@ -11,7 +11,7 @@ use crate::delivery::Delivery;
 use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
-use crate::store::{StopWaiting, Store};
+use crate::store::{StopWaiting, Store, TakeHeartbeat};
 
 /// Why [`LeaseQueue::receive_timeout`] returned without an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,19 +41,8 @@ impl std::error::Error for ReceiveError {}
 #[must_use = "futures do nothing unless polled"]
 pub struct Receive<'a, T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
     store: &'a Arc<S>,
-    heartbeat: Beat,
+    heartbeat: TakeHeartbeat,
     waiting: S::Waiting,
-}
-
-/// When a receive's lease starts its heartbeat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Beat {
-    /// Never: the lease runs out at its deadline.
-    Never,
-    /// At the take.
-    AtTake,
-    /// When its pool handler first waits ([`Store::start_heartbeat`]).
-    OnWait,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Future for Receive<'_, T, R, S> {
@@ -65,13 +54,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Future for Receive<'_, T, R, S> {
         let store = this.store;
         // Each delivery made where the store takes its lease (no `Taken` copied into it).
         let deliver = |t| Delivery::new(store.clone(), t);
-        match this.heartbeat {
-            Beat::Never => store.poll_take_one_into(&mut this.waiting, cx, false, deliver),
-            Beat::AtTake => store.poll_take_one_into(&mut this.waiting, cx, true, deliver),
-            Beat::OnWait => store
-                .poll_take_one_beat_later(&mut this.waiting, cx)
-                .map(|taken| taken.map(deliver)),
-        }
+        store.poll_take_one_into(&mut this.waiting, cx, this.heartbeat, deliver)
     }
 }
 
@@ -84,7 +67,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Receive<'_, T, R, S> {
 impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Receive<'_, T, R, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Receive")
-            .field("heartbeat", &(self.heartbeat != Beat::Never))
+            .field("heartbeat", &self.heartbeat)
             .finish_non_exhaustive()
     }
 }
@@ -114,7 +97,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Stream for ReceiveStream<T, R, S> 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         let store = &this.queue.store;
-        store.poll_take_one_into(&mut this.waiting, cx, false, |t| {
+        store.poll_take_one_into(&mut this.waiting, cx, TakeHeartbeat::Off, |t| {
             Delivery::new(store.clone(), t)
         })
     }
@@ -142,7 +125,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     pub fn receive(&self) -> Receive<'_, T, R, S> {
         Receive {
             store: &self.store,
-            heartbeat: Beat::Never,
+            heartbeat: TakeHeartbeat::Off,
             waiting: S::Waiting::default(),
         }
     }
@@ -152,17 +135,17 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     pub fn receive_with_heartbeat(&self) -> Receive<'_, T, R, S> {
         Receive {
             store: &self.store,
-            heartbeat: Beat::AtTake,
+            heartbeat: TakeHeartbeat::AtTake,
             waiting: S::Waiting::default(),
         }
     }
 
     /// [`receive_with_heartbeat`](Self::receive_with_heartbeat) whose heartbeat starts when
-    /// the pool's handler first waits (see [`Store::poll_take_one_beat_later`]).
+    /// the pool's handler first waits (see [`TakeHeartbeat::Later`]).
     pub(crate) fn receive_beat_on_wait(&self) -> Receive<'_, T, R, S> {
         Receive {
             store: &self.store,
-            heartbeat: Beat::OnWait,
+            heartbeat: TakeHeartbeat::Later,
             waiting: S::Waiting::default(),
         }
     }

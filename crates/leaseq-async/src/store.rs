@@ -22,7 +22,7 @@ use crate::push::Push;
 use crate::runtime::Runtime;
 use crate::store_error::{SettleError, StoreError};
 
-pub use crate::taken::{Checkpointing, Drive, Taken};
+pub use crate::taken::{Checkpointing, Drive, TakeHeartbeat, Taken};
 
 /// The store seam: where a queue's items live, and the operations the shared layer needs
 /// of it.
@@ -184,33 +184,20 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
 
     /// [`poll_take_one`](Store::poll_take_one) with the lease turned into a `D` by `shape`
     /// where it is taken (a receive's delivery, built in place rather than copied from a
-    /// [`Taken`]). Default: `poll_take_one`, then `shape`.
+    /// [`Taken`]), its heartbeat started as `heartbeat` says. Default: `poll_take_one`
+    /// (with a heartbeat at the take for `AtTake` and `Later`), then `shape`.
     fn poll_take_one_into<D>(
         self: &Arc<Self>,
         waiting: &mut Self::Waiting,
         cx: &mut Context<'_>,
-        heartbeat: bool,
+        heartbeat: TakeHeartbeat,
         shape: impl FnOnce(Taken<T, Self::Ticket>) -> D,
     ) -> Poll<Option<D>> {
-        self.poll_take_one(waiting, cx, heartbeat)
+        self.poll_take_one(waiting, cx, heartbeat != TakeHeartbeat::Off)
             .map(|taken| taken.map(shape))
     }
 
-    /// [`poll_take_one`](Store::poll_take_one) with a heartbeat that may start later: at
-    /// [`start_heartbeat`](Store::start_heartbeat), which a pool's worker calls when its
-    /// handler first waits, so that an item handled within one poll never registers a beat.
-    /// The lease's lost signal is the heartbeat's from the take on. By default the heartbeat
-    /// starts at the take, as with `poll_take_one(.., true)`.
-    fn poll_take_one_beat_later(
-        self: &Arc<Self>,
-        waiting: &mut Self::Waiting,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Taken<T, Self::Ticket>>> {
-        self.poll_take_one(waiting, cx, true)
-    }
-
-    /// Starts the heartbeat of a lease taken by
-    /// [`poll_take_one_beat_later`](Store::poll_take_one_beat_later), its first beat due as
+    /// Starts the heartbeat of a lease taken with [`TakeHeartbeat::Later`], its first beat due as
     /// if it had started when the lease was taken (`leased_at`; never after `deadline`);
     /// nothing if it started already. By default nothing (the default take started it).
     fn start_heartbeat(

@@ -75,4 +75,6 @@ pub use leaseq_async::{Envelope, EnvelopeCodec, JobKind, Router};
 pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats};
 
 // The store behind a queue: the in-memory default, and the seam another store implements.
-pub use leaseq_async::{Drive, MemoryStore, MemoryTicket, MemoryWaiting, Store, Taken};
+pub use leaseq_async::{
+    Drive, MemoryStore, MemoryTicket, MemoryWaiting, Store, TakeHeartbeat, Taken,
+};

@@ -12,7 +12,6 @@ use leaseq_core::{
     RedriveError, Stats, Timestamp,
 };
 
-use super::take::TakeBeat;
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
@@ -24,7 +23,7 @@ use crate::page::Page;
 use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
-use crate::store::{Checkpointing, Drive, Store, Taken};
+use crate::store::{Checkpointing, Drive, Store, TakeHeartbeat, Taken};
 use crate::store_error::SettleError;
 use crate::store_error::StoreError;
 
@@ -169,25 +168,17 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         cx: &mut Context<'_>,
         heartbeat: bool,
     ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_take_one_kind(waiting, cx, TakeBeat::from(heartbeat), |t| t)
+        self.poll_take_one_kind(waiting, cx, TakeHeartbeat::at_take_if(heartbeat), |t| t)
     }
 
     fn poll_take_one_into<D>(
         self: &Arc<Self>,
         waiting: &mut MemoryWaiting,
         cx: &mut Context<'_>,
-        heartbeat: bool,
+        heartbeat: TakeHeartbeat,
         shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
     ) -> Poll<Option<D>> {
-        self.poll_take_one_kind(waiting, cx, TakeBeat::from(heartbeat), shape)
-    }
-
-    fn poll_take_one_beat_later(
-        self: &Arc<Self>,
-        waiting: &mut MemoryWaiting,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Taken<T, MemoryTicket>>> {
-        self.poll_take_one_kind(waiting, cx, TakeBeat::Later, |t| t)
+        self.poll_take_one_kind(waiting, cx, heartbeat, shape)
     }
 
     fn start_heartbeat(

@@ -9,13 +9,13 @@ use super::{MemoryStore, MemoryTicket, State};
 use crate::beats::BeatKey;
 use crate::lease_lost::LeaseSignal;
 use crate::runtime::Runtime;
-use crate::store::Taken;
+use crate::store::{TakeHeartbeat, Taken};
 
 impl<T: Clone, R: Runtime> MemoryStore<T, R> {
     /// Leases one visible item, if any: one lock, one clock read. Always inlined into its
     /// one caller, the take's wait loop (a call here costs more than the copy it saves).
     #[inline(always)]
-    pub(crate) fn take_one(&self, heartbeat: TakeBeat) -> Option<Taken<T, MemoryTicket>> {
+    pub(crate) fn take_one(&self, heartbeat: TakeHeartbeat) -> Option<Taken<T, MemoryTicket>> {
         if self.closed() {
             return None;
         }
@@ -69,7 +69,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         out.reserve(max.min(ready));
         let mut n = 0;
         while n < max {
-            let Some(taken) = self.lease_locked(&mut st, now, TakeBeat::Now) else {
+            let Some(taken) = self.lease_locked(&mut st, now, TakeHeartbeat::AtTake) else {
                 break;
             };
             out.push(shape(taken));
@@ -115,7 +115,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         &self,
         st: &mut State<T>,
         now: Timestamp,
-        heartbeat: TakeBeat,
+        heartbeat: TakeHeartbeat,
     ) -> Option<Taken<T, MemoryTicket>> {
         let lease = st.core.receive(now)?;
         let beat = self.beat_for(st, &lease, now, heartbeat);
@@ -131,17 +131,17 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         st: &mut State<T>,
         lease: &Lease<T>,
         now: Timestamp,
-        heartbeat: TakeBeat,
+        heartbeat: TakeHeartbeat,
     ) -> Option<(BeatKey, Arc<LeaseSignal>)> {
         match heartbeat {
-            TakeBeat::No => None,
-            TakeBeat::Now => {
+            TakeHeartbeat::Off => None,
+            TakeHeartbeat::AtTake => {
                 let signal = st.beats.new_signal();
                 let first = now.saturating_add(self.heartbeat_every).min(lease.deadline);
                 let key = st.beats.register(lease.receipt, signal.clone(), first);
                 Some((key, signal))
             }
-            TakeBeat::Later => Some((BeatKey::NOT_YET, st.beats.new_signal())),
+            TakeHeartbeat::Later => Some((BeatKey::NOT_YET, st.beats.new_signal())),
         }
     }
 
@@ -153,7 +153,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         &self,
         waiting: &mut super::MemoryWaiting,
         cx: &mut std::task::Context<'_>,
-        heartbeat: TakeBeat,
+        heartbeat: TakeHeartbeat,
         shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
     ) -> std::task::Poll<Option<D>> {
         #[inline(never)]
@@ -163,7 +163,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             cx: &mut std::task::Context<'_>,
             shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
         ) -> std::task::Poll<Option<D>> {
-            s.poll_take_one_as(waiting, cx, TakeBeat::No, shape)
+            s.poll_take_one_as(waiting, cx, TakeHeartbeat::Off, shape)
         }
         #[inline(never)]
         fn now<T: Clone, R: Runtime, D>(
@@ -172,7 +172,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             cx: &mut std::task::Context<'_>,
             shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
         ) -> std::task::Poll<Option<D>> {
-            s.poll_take_one_as(waiting, cx, TakeBeat::Now, shape)
+            s.poll_take_one_as(waiting, cx, TakeHeartbeat::AtTake, shape)
         }
         #[inline(never)]
         fn later<T: Clone, R: Runtime, D>(
@@ -181,12 +181,12 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             cx: &mut std::task::Context<'_>,
             shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
         ) -> std::task::Poll<Option<D>> {
-            s.poll_take_one_as(waiting, cx, TakeBeat::Later, shape)
+            s.poll_take_one_as(waiting, cx, TakeHeartbeat::Later, shape)
         }
         match heartbeat {
-            TakeBeat::No => no(self, waiting, cx, shape),
-            TakeBeat::Now => now(self, waiting, cx, shape),
-            TakeBeat::Later => later(self, waiting, cx, shape),
+            TakeHeartbeat::Off => no(self, waiting, cx, shape),
+            TakeHeartbeat::AtTake => now(self, waiting, cx, shape),
+            TakeHeartbeat::Later => later(self, waiting, cx, shape),
         }
     }
 
@@ -198,7 +198,7 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         &self,
         waiting: &mut super::MemoryWaiting,
         cx: &mut std::task::Context<'_>,
-        heartbeat: TakeBeat,
+        heartbeat: TakeHeartbeat,
         shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
     ) -> std::task::Poll<Option<D>> {
         use std::task::Poll;
@@ -214,28 +214,6 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
             if self.wait_on(waiting, super::Wait::Available, cx) {
                 return Poll::Pending;
             }
-        }
-    }
-}
-
-/// Whether a take starts its leases' heartbeats.
-#[derive(Clone, Copy)]
-pub(crate) enum TakeBeat {
-    /// No heartbeat.
-    No,
-    /// Registered at the take.
-    Now,
-    /// The lease's signal made at the take, its registration left to
-    /// [`Store::start_heartbeat`](crate::Store::start_heartbeat).
-    Later,
-}
-
-impl From<bool> for TakeBeat {
-    fn from(heartbeat: bool) -> Self {
-        if heartbeat {
-            TakeBeat::Now
-        } else {
-            TakeBeat::No
         }
     }
 }
