@@ -402,7 +402,21 @@ impl<T: Clone + Send + 'static, R: Runtime> Delivery<T, R, MemoryStore<T, R>> {
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Delivery<T, R, S> {
+    // Inlined, the hand-back out of line: dropping a settled delivery (a batch ack drops
+    // its whole vector of them) is then a test and the store handle's release.
+    #[inline]
     fn drop(&mut self) {
+        if self.ticket.is_some() {
+            self.hand_back_unsettled();
+        }
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
+    /// `drop` of a delivery still unsettled: its lease goes back to the queue.
+    #[cold]
+    #[inline(never)]
+    fn hand_back_unsettled(&mut self) {
         if let Some(ticket) = self.ticket.take() {
             self.store.hand_back(ticket);
         }
