@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 
 use super::flight::list_in_order;
 use super::{LeaseEnd, Queue, State, LEVEL_BITS};
-use crate::event::Event;
+use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
 use crate::time::Timestamp;
@@ -108,7 +108,9 @@ impl<T> Queue<T> {
         if attempt > 1 {
             self.stats.redelivered += 1;
             self.record(Event::Redelivered { id, attempt });
-        } else {
+        } else if self.config.events.contains(EventMask::DELIVERED) {
+            // Tested here, where it inlines: the event is made only if it is kept (out of
+            // line, `record` costs every receive a call).
             self.record(Event::Delivered { id });
         }
         Some(slot)
