@@ -27,6 +27,7 @@ mod flight;
 mod invariants;
 mod links;
 mod push;
+mod push_each;
 mod receipts;
 mod receive;
 mod restore;

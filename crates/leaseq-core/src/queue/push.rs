@@ -95,6 +95,17 @@ impl<T> Queue<T> {
         now: Timestamp,
         waits_for_room: bool,
     ) -> Result<MessageId, PushError<T>> {
+        self.push_plain_with_id_inlined(id, item, now, waits_for_room)
+    }
+    /// `push_plain_with_id`'s body, inlined into `push_each_with_id`'s loop.
+    #[inline(always)]
+    pub(super) fn push_plain_with_id_inlined(
+        &mut self,
+        id: MessageId,
+        item: T,
+        now: Timestamp,
+        waits_for_room: bool,
+    ) -> Result<MessageId, PushError<T>> {
         if id.0 < self.next_id {
             self.stats.rejected += 1;
             return Err(PushError::IdOutOfOrder(item));
