@@ -29,7 +29,35 @@ impl<T> Queue<T> {
     where
         T: Clone,
     {
-        self.receive_each(now, max, |lease| out.push(lease))
+        self.receive_many_as(now, max, out, |lease| lease)
+    }
+
+    /// [`receive_many`](Self::receive_many) with each lease turned into a `D` by `shape` as
+    /// it is made (the same leases, in the same order), written straight into `out`: for a
+    /// caller that reshapes them, without a vector of leases in between.
+    #[inline]
+    pub fn receive_many_as<D>(
+        &mut self,
+        now: Timestamp,
+        max: usize,
+        out: &mut Vec<D>,
+        mut shape: impl FnMut(Lease<T>) -> D,
+    ) -> usize
+    where
+        T: Clone,
+    {
+        let now = self.advance(now);
+        // Every ready item can be leased now, so the batch is exactly this long: `out` is
+        // extended by a counted range, which makes room once and writes each value in
+        // place (a push per item checks for room first and keeps the value aside meanwhile).
+        let n = max.min(usize::try_from(self.stats.ready).unwrap_or(usize::MAX));
+        out.extend((0..n).map(|_| {
+            let slot = self
+                .lease_next_inlined(now)
+                .expect("the ready count counts the ready lists' items");
+            shape(self.lease_of(slot))
+        }));
+        n
     }
 
     /// [`receive_many`](Self::receive_many) handing each lease to `take` as it is made
