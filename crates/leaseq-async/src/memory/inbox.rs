@@ -79,14 +79,24 @@ impl<T> Inbox<T> {
         }
     }
 
-    /// The id for a push made under the state lock (after a drain, so ids keep increasing
-    /// in the core): taken only if `push` accepts the item.
+    /// A push made into `core` under the state lock, by `push` with the next id: taken only
+    /// if `push` accepts the item. Plain pushes queued here since the lock's holder drained
+    /// the inbox have smaller ids: they go into `core` first, or the core would refuse them
+    /// as out of order when drained (and they would be lost).
     pub(crate) fn push_direct<U>(
         &self,
-        push: impl FnOnce(MessageId) -> Result<MessageId, U>,
+        core: &mut leaseq_core::Queue<T>,
+        push: impl FnOnce(&mut leaseq_core::Queue<T>, MessageId) -> Result<MessageId, U>,
     ) -> Result<MessageId, U> {
         let mut p = self.items.lock();
-        let id = push(MessageId::new(p.next_id))?;
+        if !p.items.is_empty() {
+            self.pending.store(false, Ordering::SeqCst);
+            let now = core.now();
+            core.push_each_with_id(now, p.items.drain(..), |e| {
+                debug_assert!(false, "an inbox push was refused: {e:?}");
+            });
+        }
+        let id = push(core, MessageId::new(p.next_id))?;
         p.next_id = id.get() + 1;
         Ok(id)
     }
