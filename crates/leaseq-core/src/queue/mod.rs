@@ -30,6 +30,7 @@ mod push;
 mod push_each;
 mod receipts;
 mod receive;
+mod receive_run;
 mod restore;
 mod settle;
 mod slot;

@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use super::flight::list_in_order;
-use super::{LeaseEnd, Queue, State, LEVEL_BITS};
+use super::{LeaseEnd, Queue, Slot, State, LEVEL_BITS};
 use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
@@ -48,10 +48,22 @@ impl<T> Queue<T> {
     {
         let now = self.advance(now);
         // Every ready item can be leased now, so the batch is exactly this long: `out` is
-        // extended by a counted range, which makes room once and writes each value in
-        // place (a push per item checks for room first and keeps the value aside meanwhile).
+        // extended by counted ranges, which make room once and write each value in place
+        // (a push per item checks for room first and keeps the value aside meanwhile).
         let n = max.min(usize::try_from(self.stats.ready).unwrap_or(usize::MAX));
-        out.extend((0..n).map(|_| {
+        let mut done = 0;
+        if n > 1 && self.ready_mask == 0 {
+            // The run at the ready list's front leased whole (see `receive_run`), then
+            // shaped: its leases follow each other on the in-flight list.
+            let (run, mut at) = self.lease_run(now, n);
+            out.extend((0..run).map(|_| {
+                let slot = at as usize;
+                at = self.slots[slot].next;
+                shape(self.lease_of(slot))
+            }));
+            done = run;
+        }
+        out.extend((done..n).map(|_| {
             let slot = self
                 .lease_next_inlined(now)
                 .expect("the ready count counts the ready lists' items");
@@ -115,16 +127,8 @@ impl<T> Queue<T> {
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
         let s = &mut slots[slot];
-        s.epoch = s.epoch.wrapping_add(1);
-        s.state = State::InFlight;
-        s.ended = LeaseEnd::None;
-        s.leases = s.leases.saturating_add(1);
-        s.attempts = s.attempts.saturating_add(1);
-        // No max lease is `u64::MAX`, which saturates to "never".
-        let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
-        let deadline = add_nanos(now, visibility_ns).min(cap);
-        s.last_deadline = deadline;
-        s.lease_cap = cap;
+        let (cap, deadline) = lease_times(s, now, visibility_ns, max_lease_ns);
+        start_lease(s, cap, deadline);
         let id = MessageId(s.id);
         let attempt = s.attempts;
         if !list_in_order(&mut self.flight, slots, slot) {
@@ -184,6 +188,32 @@ impl<T> Queue<T> {
             expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
         }
     }
+}
+
+/// The lease cap and deadline of a lease of `s` taken at `now` (no max lease is
+/// `u64::MAX`, which saturates to "never").
+#[inline(always)]
+pub(super) fn lease_times<T>(
+    s: &Slot<T>,
+    now: Timestamp,
+    visibility_ns: u64,
+    max_lease_ns: u64,
+) -> (Timestamp, Timestamp) {
+    let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
+    (cap, add_nanos(now, visibility_ns).min(cap))
+}
+
+/// The slot's own changes when its item is leased (`lease_times` gave `cap` and
+/// `deadline`).
+#[inline(always)]
+pub(super) fn start_lease<T>(s: &mut Slot<T>, cap: Timestamp, deadline: Timestamp) {
+    s.epoch = s.epoch.wrapping_add(1);
+    s.state = State::InFlight;
+    s.ended = LeaseEnd::None;
+    s.leases = s.leases.saturating_add(1);
+    s.attempts = s.attempts.saturating_add(1);
+    s.last_deadline = deadline;
+    s.lease_cap = cap;
 }
 
 /// `t` plus `nanos`, saturating at "never".
