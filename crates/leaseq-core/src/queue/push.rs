@@ -95,9 +95,10 @@ impl<T> Queue<T> {
         now: Timestamp,
         waits_for_room: bool,
     ) -> Result<MessageId, PushError<T>> {
-        self.push_plain_with_id_inlined(id, item, now, waits_for_room)
+        self.push_plain_with_id_inlined(id, item, now, waits_for_room, true)
     }
-    /// `push_plain_with_id`'s body, inlined into `push_each_with_id`'s loop.
+    /// `push_plain_with_id`'s body, inlined into `push_each_with_id`'s loop; without the
+    /// time step (`advance`: false) when the caller made it (`now` is the queue's time).
     #[inline(always)]
     pub(super) fn push_plain_with_id_inlined(
         &mut self,
@@ -105,12 +106,13 @@ impl<T> Queue<T> {
         item: T,
         now: Timestamp,
         waits_for_room: bool,
+        advance: bool,
     ) -> Result<MessageId, PushError<T>> {
         if id.0 < self.next_id {
             self.stats.rejected += 1;
             return Err(PushError::IdOutOfOrder(item));
         }
-        let now = self.advance(now);
+        let now = if advance { self.advance(now) } else { now };
         let next = self.next_id;
         self.next_id = id.0;
         self.push_at(item, now, now, Timestamp::MAX)
