@@ -33,9 +33,13 @@ impl<T> Queue<T> {
                 Some((t.last_deadline, t.id))
             }
         };
+        // The counters kept here and stored once, the events recorded after the walk: the
+        // loop calls nothing, so the slots stay borrowed across it.
         let (mut at, mut last, mut n) = (first, NIL, 0);
+        let (mut due, mut redelivered) = (self.due, 0);
+        let slots = &mut self.slots[..];
         while n < max && at != NIL {
-            let s = &mut self.slots[at as usize];
+            let s = &mut slots[at as usize];
             let (cap, deadline) = lease_times(s, now, visibility_ns, max_lease_ns);
             if after.is_some_and(|a| a >= (deadline, s.id)) {
                 break;
@@ -43,17 +47,16 @@ impl<T> Queue<T> {
             after = Some((deadline, s.id));
             start_lease(s, cap, deadline);
             s.meta |= LISTED;
-            let (id, attempt) = (MessageId(s.id), s.attempts);
+            redelivered += u64::from(s.attempts > 1);
+            due = due.min(deadline);
             (last, at, n) = (at, s.next, n + 1);
-            self.due = self.due.min(deadline);
-            self.stats.in_flight += 1;
-            self.stats.delivered += 1;
-            if attempt > 1 {
-                self.stats.redelivered += 1;
-                self.record(Event::Redelivered { id, attempt });
-            } else if self.config.events.contains(EventMask::DELIVERED) {
-                self.record(Event::Delivered { id });
-            }
+        }
+        self.due = due;
+        self.stats.in_flight += n as u64;
+        self.stats.delivered += n as u64;
+        self.stats.redelivered += redelivered;
+        if redelivered > 0 || self.config.events.contains(EventMask::DELIVERED) {
+            self.record_run(first, n);
         }
         if n > 0 {
             // The run `first..=last`, linked in order already, from the ready list's front
@@ -77,5 +80,22 @@ impl<T> Queue<T> {
             self.stats.ready -= n as u64;
         }
         (n, first)
+    }
+
+    /// The events of the `n` leases of a run from `first` (linked by `Slot::next`), in
+    /// order, as `lease_next` records each.
+    #[inline(never)]
+    fn record_run(&mut self, first: u32, n: usize) {
+        let mut at = first;
+        for _ in 0..n {
+            let s = &self.slots[at as usize];
+            let (id, attempt) = (MessageId(s.id), s.attempts);
+            at = s.next;
+            if attempt > 1 {
+                self.record(Event::Redelivered { id, attempt });
+            } else if self.config.events.contains(EventMask::DELIVERED) {
+                self.record(Event::Delivered { id });
+            }
+        }
     }
 }
