@@ -57,9 +57,11 @@ impl<T> Queue<T> {
             // shaped: its leases follow each other on the in-flight list.
             let (run, mut at) = self.lease_run(now, n);
             out.extend((0..run).map(|_| {
+                // (One borrow of the slot for its lease and the next one's number.)
                 let slot = at as usize;
-                at = self.slots[slot].next;
-                shape(self.lease_of(slot))
+                let s = &self.slots[slot];
+                at = s.next;
+                shape(lease_in(s, slot, self.tag))
             }));
             done = run;
         }
@@ -172,21 +174,26 @@ impl<T> Queue<T> {
     where
         T: Clone,
     {
-        let s = &self.slots[slot];
-        let id = MessageId(s.id);
-        Lease {
-            item: s.item.clone().expect("leased slot holds an item"),
+        lease_in(&self.slots[slot], slot, self.tag)
+    }
+}
+
+/// The `Lease` of the item leased in `s` (slot number `slot`) of the queue tagged `tag`.
+#[inline(always)]
+fn lease_in<T: Clone>(s: &Slot<T>, slot: usize, tag: u32) -> Lease<T> {
+    let id = MessageId(s.id);
+    Lease {
+        item: s.item.clone().expect("leased slot holds an item"),
+        id,
+        receipt: Receipt {
             id,
-            receipt: Receipt {
-                id,
-                slot: slot as u32,
-                lease: s.leases,
-                queue: self.tag,
-            },
-            attempt: s.attempts,
-            deadline: s.last_deadline,
-            expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
-        }
+            slot: slot as u32,
+            lease: s.leases,
+            queue: tag,
+        },
+        attempt: s.attempts,
+        deadline: s.last_deadline,
+        expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
     }
 }
 
