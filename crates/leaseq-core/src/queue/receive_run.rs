@@ -26,11 +26,11 @@ impl<T> Queue<T> {
         let max_lease_ns = self.max_lease_ns;
         let first = self.ready[0].head;
         // What each lease must come after: the in-flight list's tail, then the run's last.
-        let mut after = match self.flight.tail {
-            NIL => None,
+        let (mut listed, (mut after_deadline, mut after_id)) = match self.flight.tail {
+            NIL => (false, (Timestamp::ZERO, 0)),
             tail => {
                 let t = &self.slots[tail as usize];
-                Some((t.last_deadline, t.id))
+                (true, (t.last_deadline, t.id))
             }
         };
         // The counters kept here and stored once, the events recorded after the walk: the
@@ -41,10 +41,14 @@ impl<T> Queue<T> {
         while n < max && at != NIL {
             let s = &mut slots[at as usize];
             let (cap, deadline) = lease_times(s, now, visibility_ns, max_lease_ns);
-            if after.is_some_and(|a| a >= (deadline, s.id)) {
+            // `(after_deadline, after_id) >= (deadline, s.id)`, the deadlines (mostly equal)
+            // compared first.
+            if listed
+                && (deadline < after_deadline || (deadline == after_deadline && s.id <= after_id))
+            {
                 break;
             }
-            after = Some((deadline, s.id));
+            (listed, after_deadline, after_id) = (true, deadline, s.id);
             start_lease(s, cap, deadline);
             s.meta |= LISTED;
             redelivered += u64::from(s.attempts > 1);
