@@ -33,7 +33,18 @@ pub(crate) struct Inbox<T> {
 struct Pending<T> {
     /// The id the next push gets: every push, through the inbox or not, takes its id here.
     next_id: u64,
-    items: Vec<(MessageId, T)>,
+    /// The waiting pushes, in push order: their ids are the `items.len()` ids before
+    /// `next_id` (not stored: a push under the state lock moves them into the core before
+    /// it takes an id, so no id is taken in between).
+    items: Vec<T>,
+}
+
+impl<T> Pending<T> {
+    /// The id of the first waiting push.
+    #[inline]
+    fn first_id(&self) -> u64 {
+        self.next_id - self.items.len() as u64
+    }
 }
 
 impl<T> Inbox<T> {
@@ -60,7 +71,7 @@ impl<T> Inbox<T> {
         let mut p = self.items.lock();
         let id = MessageId::new(p.next_id);
         p.next_id += 1;
-        p.items.push((id, item));
+        p.items.push(item);
         self.pending.store(true, Ordering::SeqCst);
         id
     }
@@ -68,25 +79,39 @@ impl<T> Inbox<T> {
     /// Queues plain pushes, in order; returns their ids.
     pub(crate) fn push_all(&self, items: &mut dyn Iterator<Item = T>, ids: &mut Vec<MessageId>) {
         let mut p = self.items.lock();
-        for item in items {
-            let id = MessageId::new(p.next_id);
-            p.next_id += 1;
-            p.items.push((id, item));
-            ids.push(id);
-        }
+        let Pending {
+            next_id,
+            items: queued,
+        } = &mut *p;
+        let first = *next_id;
+        // Each id taken as its item is pulled: an iterator that panics part way leaves the
+        // items it gave with their ids.
+        queued.extend(items.inspect(|_| *next_id += 1));
+        ids.extend((first..*next_id).map(MessageId::new));
         if !p.items.is_empty() {
             self.pending.store(true, Ordering::SeqCst);
         }
     }
 
-    /// The id for a push made under the state lock (after a drain, so ids keep increasing
-    /// in the core): taken only if `push` accepts the item.
+    /// A push made into `core` under the state lock, by `push` with the next id: taken only
+    /// if `push` accepts the item. Plain pushes queued here since the lock's holder drained
+    /// the inbox have smaller ids: they go into `core` first, or the core would refuse them
+    /// as out of order when drained (and they would be lost).
     pub(crate) fn push_direct<U>(
         &self,
-        push: impl FnOnce(MessageId) -> Result<MessageId, U>,
+        core: &mut leaseq_core::Queue<T>,
+        push: impl FnOnce(&mut leaseq_core::Queue<T>, MessageId) -> Result<MessageId, U>,
     ) -> Result<MessageId, U> {
         let mut p = self.items.lock();
-        let id = push(MessageId::new(p.next_id))?;
+        if !p.items.is_empty() {
+            self.pending.store(false, Ordering::SeqCst);
+            let now = core.now();
+            let first = p.first_id();
+            core.push_each_with_id(now, with_ids(first, p.items.drain(..)), |e| {
+                debug_assert!(false, "an inbox push was refused: {e:?}");
+            });
+        }
+        let id = push(core, MessageId::new(p.next_id))?;
         p.next_id = id.get() + 1;
         Ok(id)
     }
@@ -100,9 +125,10 @@ impl<T> Inbox<T> {
         // One item (one at a time, a consumer per push): popped where it is, with no
         // vectors swapped and no `Drain` to set up and close.
         if p.items.len() == 1 {
+            let id = MessageId::new(p.first_id());
             let one = p.items.pop();
             drop(p);
-            if let Some((id, item)) = one {
+            if let Some(item) = one {
                 let now = st.core.now();
                 push_one(&mut st.core, id, item, now);
             }
@@ -113,16 +139,25 @@ impl<T> Inbox<T> {
 }
 
 /// [`Inbox::drain_into`] of several items (or none): the vectors swapped, the inbox's lock
-/// released, then each pushed. Out of line, so that the drain of one item saves no
-/// registers for this loop.
+/// released, then all pushed in one call into the core (its push inlined into the loop
+/// there). Out of line, so that the drain of one item saves no registers for this one.
 #[inline(never)]
 fn drain_many<T>(mut p: parking_lot::MutexGuard<'_, Pending<T>>, st: &mut State<T>) {
+    let first = p.first_id();
     std::mem::swap(&mut p.items, &mut st.spare);
     drop(p);
     let now = st.core.now();
-    for (id, item) in st.spare.drain(..) {
-        push_one(&mut st.core, id, item, now);
-    }
+    let State { core, spare, .. } = st;
+    core.push_each_with_id(now, with_ids(first, spare.drain(..)), |e| {
+        // As `push_one`'s: an unbounded queue's slab never fills, the ids are in order.
+        debug_assert!(false, "an inbox push was refused: {e:?}");
+    });
+}
+
+/// `items` under consecutive ids from `first`.
+#[inline]
+fn with_ids<T>(first: u64, items: impl Iterator<Item = T>) -> impl Iterator<Item = (MessageId, T)> {
+    (first..).map(MessageId::new).zip(items)
 }
 
 /// Pushes one of the inbox's items into the core.

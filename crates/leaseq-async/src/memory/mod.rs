@@ -109,7 +109,7 @@ pub(crate) struct State<T> {
     /// Handlers' checkpoints, beside the core (see `progress.rs`).
     pub(crate) progress: progress::ProgressMap,
     /// The inbox's last batch, kept for its allocation.
-    pub(crate) spare: Vec<(leaseq_core::MessageId, T)>,
+    pub(crate) spare: Vec<T>,
     /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
     #[cfg(feature = "tracing")]
     pub(crate) events_dropped_seen: u64,

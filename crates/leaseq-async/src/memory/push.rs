@@ -31,9 +31,8 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         let mut st = self.lock();
         let now = clock.unwrap_or_else(|| st.core.now());
         let options = push.options_at(now);
-        let core = &mut st.core;
         let mut replaced = None;
-        let pushed = self.inbox.push_direct(|id| {
+        let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
             core.push_with_id_take(id, item, now, options).map(|p| {
                 replaced = p.replaced;
                 p.id
@@ -72,15 +71,55 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         let now = st.core.now();
         let options = push.options_at(now);
         for item in items {
-            let core = &mut st.core;
-            let pushed = self
-                .inbox
-                .push_direct(|id| core.push_with_id(id, item, now, options));
+            let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
+                core.push_with_id(id, item, now, options)
+            });
             match pushed {
                 Ok(id) => ids.push(id),
                 Err(e) => return Err((ids, PushError::from_core(e))),
             }
         }
         Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use leaseq_core::{Config, PushOptions};
+
+    use crate::{LeaseQueue, SimRuntime};
+
+    /// A push made under the state lock while plain pushes wait in the inbox (pushed after
+    /// the lock's holder drained it, as another thread can): those go into the core first,
+    /// under their ids, and none is lost.
+    #[test]
+    fn a_locked_push_lets_the_inbox_pushes_before_it_in_first() {
+        let rt = SimRuntime::new();
+        rt.block_on({
+            let rt = rt.clone();
+            async move {
+                let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(9)))
+                    .unwrap();
+                let store = q.store();
+                let mut st = store.lock();
+                let plain = store.inbox.push(1u32);
+                let now = st.core.now();
+                let direct = store
+                    .inbox
+                    .push_direct(&mut st.core, |core, id| {
+                        core.push_with_id(id, 2, now, PushOptions::new().priority(1))
+                    })
+                    .unwrap();
+                drop(st);
+                assert!(direct > plain);
+                assert_eq!(q.stats().ready, 2, "both pushes are in");
+                let first = q.try_receive().unwrap();
+                assert_eq!((first.id(), *first.item()), (direct, 2), "level 1 first");
+                let second = q.try_receive().unwrap();
+                assert_eq!((second.id(), *second.item()), (plain, 1));
+            }
+        });
     }
 }

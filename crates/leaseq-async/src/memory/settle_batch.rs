@@ -41,11 +41,12 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 }
 
 impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
-    /// [`Store::ack_deliveries_now`](crate::Store::ack_deliveries_now): the deliveries
-    /// taken apart and acked in one pass under the lock (no vector of tickets). Dropping a
-    /// delivery here runs no user code: its ticket and item are taken out first (the items
-    /// that have a `Drop` are dropped after the lock), and its handle on this store is not
-    /// the last (the caller holds one).
+    /// [`Store::ack_deliveries_now`](crate::Store::ack_deliveries_now): each delivery acked
+    /// where it lies in `deliveries` (its ticket taken out under the lock: no delivery moved
+    /// and no vector of tickets), then the settled deliveries dropped after the lock, with
+    /// their own copies of the items (user code never runs under the lock; a settled
+    /// delivery hands nothing back, and its handle on this store is not the last: the
+    /// caller holds one). Those of another store are moved to `foreign` after the lock.
     pub(super) fn ack_deliveries_locked(
         self: &Arc<Self>,
         deliveries: &mut Vec<Delivery<T, R, Self>>,
@@ -58,18 +59,15 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         let mut accepted = Vec::with_capacity(deliveries.len());
         // Refused at the ack, after those released already (as the two-pass ack orders them).
         let mut late = Vec::new();
+        let mut any_foreign = false;
         let mut st = self.lock();
-        for mut d in deliveries.drain(..) {
+        for d in deliveries.iter_mut() {
             if !Arc::ptr_eq(d.store(), self) {
-                foreign.push(d);
+                any_foreign = true;
                 continue;
             }
             let id = d.id();
-            let item = d.take_item();
-            if keep_items {
-                items.push(item);
-            }
-            let Some(ticket) = d.into_ticket() else {
+            let Some(ticket) = d.settled_in_place() else {
                 // Released already (an extend by zero): nothing of it is left to ack.
                 stale.push((id, ReceiptError::Released(id)));
                 continue;
@@ -77,7 +75,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             match st.ack_ticket(ticket, now) {
                 Ok((_, item)) => {
                     if keep_items {
-                        items.push(Some(item));
+                        items.push(item);
                     }
                     accepted.push(id);
                 }
@@ -86,6 +84,16 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         }
         drop(st);
         drop(items);
+        if any_foreign {
+            // Another store's deliveries, untouched, in order; ours are settled.
+            for d in deliveries.drain(..) {
+                if !Arc::ptr_eq(d.store(), self) {
+                    foreign.push(d);
+                }
+            }
+        } else {
+            deliveries.clear();
+        }
         stale.append(&mut late);
         accepted
     }

@@ -83,8 +83,9 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         n
     }
 
-    /// `take_batch` without heartbeats: each lease shaped into `out` as the core makes it
-    /// (no vector of leases in between: one allocation and one copy of each item less).
+    /// `take_batch` without heartbeats: each lease shaped into `out` as the core makes it,
+    /// written in place (no vector of leases in between: one allocation and one copy of
+    /// each item less).
     fn take_batch_plain<D>(
         &self,
         max: usize,
@@ -93,11 +94,10 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
     ) -> usize {
         let mut st = self.lock();
         let now = self.rt.now();
-        let ready = usize::try_from(st.core.stats().ready).unwrap_or(usize::MAX);
-        out.reserve(max.min(ready).min(256));
+        // (The core makes room in `out` for exactly the batch it leases.)
         let n = st
             .core
-            .receive_each(now, max, |lease| out.push(shape(taken(lease, None))));
+            .receive_many_as(now, max, out, |lease| shape(taken(lease, None)));
         let more = st.core.stats().ready > 0;
         drop(st);
         if n > 0 && more {

@@ -84,36 +84,6 @@ impl<T> Queue<T> {
         self.push_with_id_take(id, item, now, options).map(|p| p.id)
     }
 
-    /// `push_with_id` with plain options (see `PushOptions::is_plain`): `push`'s steps
-    /// under the caller's id, without building a `Pushed` (a plain push replaces nothing).
-    /// The same checks in the same order as the general path: the id, then room.
-    #[inline]
-    fn push_plain_with_id(
-        &mut self,
-        id: MessageId,
-        item: T,
-        now: Timestamp,
-        waits_for_room: bool,
-    ) -> Result<MessageId, PushError<T>> {
-        if id.0 < self.next_id {
-            self.stats.rejected += 1;
-            return Err(PushError::IdOutOfOrder(item));
-        }
-        let now = self.advance(now);
-        let next = self.next_id;
-        self.next_id = id.0;
-        self.push_at(item, now, now, Timestamp::MAX)
-            .map_err(|full| self.refused_with_id(full, next, waits_for_room))
-    }
-
-    /// A plain push under an id refused as full: the id is not used up, and the refusal
-    /// counts unless its caller waits for room.
-    #[cold]
-    fn refused_with_id(&mut self, full: PushError<T>, next: u64, waits: bool) -> PushError<T> {
-        self.next_id = next;
-        self.refused_full(full, waits)
-    }
-
     /// [`push_with_id`](Self::push_with_id) that hands out a replaced item, as
     /// [`push_take`](Self::push_take) does.
     pub fn push_with_id_take(
@@ -181,7 +151,7 @@ impl<T> Queue<T> {
     /// Counts a push refused as full in `rejected`, unless its caller `waits` for room and
     /// pushes again (a refusal it never returns to anyone); hands the refusal back.
     #[cold]
-    fn refused_full(&mut self, full: PushError<T>, waits: bool) -> PushError<T> {
+    pub(super) fn refused_full(&mut self, full: PushError<T>, waits: bool) -> PushError<T> {
         if !waits {
             self.stats.rejected += 1;
         }
@@ -258,7 +228,7 @@ impl<T> Queue<T> {
 
     /// Push after the time step and the expiry check: visible at `visible_at`, level 0.
     #[inline]
-    fn push_at(
+    pub(super) fn push_at(
         &mut self,
         item: T,
         now: Timestamp,

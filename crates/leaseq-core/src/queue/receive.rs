@@ -3,8 +3,8 @@
 use alloc::vec::Vec;
 
 use super::flight::list_in_order;
-use super::{LeaseEnd, Queue, State, LEVEL_BITS};
-use crate::event::Event;
+use super::{LeaseEnd, Queue, Slot, State, LEVEL_BITS};
+use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
 use crate::time::Timestamp;
@@ -29,7 +29,49 @@ impl<T> Queue<T> {
     where
         T: Clone,
     {
-        self.receive_each(now, max, |lease| out.push(lease))
+        self.receive_many_as(now, max, out, |lease| lease)
+    }
+
+    /// [`receive_many`](Self::receive_many) with each lease turned into a `D` by `shape` as
+    /// it is made (the same leases, in the same order), written straight into `out`: for a
+    /// caller that reshapes them, without a vector of leases in between.
+    #[inline]
+    pub fn receive_many_as<D>(
+        &mut self,
+        now: Timestamp,
+        max: usize,
+        out: &mut Vec<D>,
+        mut shape: impl FnMut(Lease<T>) -> D,
+    ) -> usize
+    where
+        T: Clone,
+    {
+        let now = self.advance(now);
+        // Every ready item can be leased now, so the batch is exactly this long: `out` is
+        // extended by counted ranges, which make room once and write each value in place
+        // (a push per item checks for room first and keeps the value aside meanwhile).
+        let n = max.min(usize::try_from(self.stats.ready).unwrap_or(usize::MAX));
+        let mut done = 0;
+        if n > 1 && self.ready_mask == 0 {
+            // The run at the ready list's front leased whole (see `receive_run`), then
+            // shaped: its leases follow each other on the in-flight list.
+            let (run, mut at) = self.lease_run(now, n);
+            out.extend((0..run).map(|_| {
+                // (One borrow of the slot for its lease and the next one's number.)
+                let slot = at as usize;
+                let s = &self.slots[slot];
+                at = s.next;
+                shape(lease_in(s, slot, self.tag))
+            }));
+            done = run;
+        }
+        out.extend((done..n).map(|_| {
+            let slot = self
+                .lease_next_inlined(now)
+                .expect("the ready count counts the ready lists' items");
+            shape(self.lease_of(slot))
+        }));
+        n
     }
 
     /// [`receive_many`](Self::receive_many) handing each lease to `take` as it is made
@@ -87,16 +129,8 @@ impl<T> Queue<T> {
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
         let s = &mut slots[slot];
-        s.epoch = s.epoch.wrapping_add(1);
-        s.state = State::InFlight;
-        s.ended = LeaseEnd::None;
-        s.leases = s.leases.saturating_add(1);
-        s.attempts = s.attempts.saturating_add(1);
-        // No max lease is `u64::MAX`, which saturates to "never".
-        let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
-        let deadline = add_nanos(now, visibility_ns).min(cap);
-        s.last_deadline = deadline;
-        s.lease_cap = cap;
+        let (cap, deadline) = lease_times(s, now, visibility_ns, max_lease_ns);
+        start_lease(s, cap, deadline);
         let id = MessageId(s.id);
         let attempt = s.attempts;
         if !list_in_order(&mut self.flight, slots, slot) {
@@ -108,7 +142,9 @@ impl<T> Queue<T> {
         if attempt > 1 {
             self.stats.redelivered += 1;
             self.record(Event::Redelivered { id, attempt });
-        } else {
+        } else if self.config.events.contains(EventMask::DELIVERED) {
+            // Tested here, where it inlines: the event is made only if it is kept (out of
+            // line, `record` costs every receive a call).
             self.record(Event::Delivered { id });
         }
         Some(slot)
@@ -138,22 +174,53 @@ impl<T> Queue<T> {
     where
         T: Clone,
     {
-        let s = &self.slots[slot];
-        let id = MessageId(s.id);
-        Lease {
-            item: s.item.clone().expect("leased slot holds an item"),
-            id,
-            receipt: Receipt {
-                id,
-                slot: slot as u32,
-                lease: s.leases,
-                queue: self.tag,
-            },
-            attempt: s.attempts,
-            deadline: s.last_deadline,
-            expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
-        }
+        lease_in(&self.slots[slot], slot, self.tag)
     }
+}
+
+/// The `Lease` of the item leased in `s` (slot number `slot`) of the queue tagged `tag`.
+#[inline(always)]
+fn lease_in<T: Clone>(s: &Slot<T>, slot: usize, tag: core::num::NonZeroU32) -> Lease<T> {
+    let id = MessageId(s.id);
+    Lease {
+        item: s.item.clone().expect("leased slot holds an item"),
+        id,
+        receipt: Receipt {
+            id,
+            slot: slot as u32,
+            lease: s.leases,
+            queue: tag,
+        },
+        attempt: s.attempts,
+        deadline: s.last_deadline,
+        expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
+    }
+}
+
+/// The lease cap and deadline of a lease of `s` taken at `now` (no max lease is
+/// `u64::MAX`, which saturates to "never").
+#[inline(always)]
+pub(super) fn lease_times<T>(
+    s: &Slot<T>,
+    now: Timestamp,
+    visibility_ns: u64,
+    max_lease_ns: u64,
+) -> (Timestamp, Timestamp) {
+    let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
+    (cap, add_nanos(now, visibility_ns).min(cap))
+}
+
+/// The slot's own changes when its item is leased (`lease_times` gave `cap` and
+/// `deadline`).
+#[inline(always)]
+pub(super) fn start_lease<T>(s: &mut Slot<T>, cap: Timestamp, deadline: Timestamp) {
+    s.epoch = s.epoch.wrapping_add(1);
+    s.state = State::InFlight;
+    s.ended = LeaseEnd::None;
+    s.leases = s.leases.saturating_add(1);
+    s.attempts = s.attempts.saturating_add(1);
+    s.last_deadline = deadline;
+    s.lease_cap = cap;
 }
 
 /// `t` plus `nanos`, saturating at "never".
