@@ -3,6 +3,7 @@
 use alloc::vec::Vec;
 
 use super::flight::list_in_order;
+use super::receive_run::Unshaped;
 use super::{LeaseEnd, Queue, Slot, State, LEVEL_BITS};
 use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
@@ -55,14 +56,24 @@ impl<T> Queue<T> {
         if n > 1 && self.ready_mask == 0 {
             // The run at the ready list's front leased whole (see `receive_run`), then
             // shaped: its leases follow each other on the in-flight list.
-            let (run, mut at) = self.lease_run(now, n);
+            let (run, at) = self.lease_run(now, n);
+            let mut unshaped = Unshaped {
+                queue: self,
+                at,
+                left: run,
+                now,
+            };
             out.extend((0..run).map(|_| {
                 // (One borrow of the slot for its lease and the next one's number.)
-                let slot = at as usize;
-                let s = &self.slots[slot];
-                at = s.next;
-                shape(lease_in(s, slot, self.tag))
+                let q = &*unshaped.queue;
+                let slot = unshaped.at as usize;
+                let s = &q.slots[slot];
+                let next = s.next;
+                let lease = lease_in(s, slot, q.tag);
+                (unshaped.at, unshaped.left) = (next, unshaped.left - 1);
+                shape(lease)
             }));
+            drop(unshaped);
             done = run;
         }
         out.extend((done..n).map(|_| {

@@ -9,7 +9,7 @@
 use super::receive::{lease_times, start_lease};
 use super::{Queue, LISTED, NIL};
 use crate::event::{Event, EventMask};
-use crate::id::MessageId;
+use crate::id::{MessageId, Receipt};
 use crate::time::Timestamp;
 
 impl<T> Queue<T> {
@@ -100,6 +100,39 @@ impl<T> Queue<T> {
             } else if self.config.events.contains(EventMask::DELIVERED) {
                 self.record(Event::Delivered { id });
             }
+        }
+    }
+}
+
+/// The leases of a run not handed out yet, from `at` on (following the in-flight list):
+/// while a batch shapes them one by one, the item's `Clone` may panic part way. Dropped
+/// with some left (only while unwinding), it puts them back, uncounted, so that a panicking
+/// clone strands no lease that nobody received (the one whose clone panicked included).
+pub(super) struct Unshaped<'q, T> {
+    pub(super) queue: &'q mut Queue<T>,
+    /// The next lease to hand out.
+    pub(super) at: u32,
+    /// How many are left, `at` included.
+    pub(super) left: usize,
+    pub(super) now: Timestamp,
+}
+
+impl<T> Drop for Unshaped<'_, T> {
+    fn drop(&mut self) {
+        let q = &mut *self.queue;
+        let mut at = self.at;
+        for _ in 0..self.left {
+            let s = &q.slots[at as usize];
+            let receipt = Receipt {
+                id: MessageId(s.id),
+                slot: at,
+                lease: s.leases,
+                queue: q.tag,
+            };
+            // Read before the put-back moves it onto the ready list.
+            at = s.next;
+            let put = q.put_back(receipt, self.now);
+            debug_assert!(put.is_ok(), "a run's lease is held: {put:?}");
         }
     }
 }
