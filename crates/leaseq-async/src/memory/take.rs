@@ -156,37 +156,26 @@ impl<T: Clone, R: Runtime> MemoryStore<T, R> {
         heartbeat: TakeHeartbeat,
         shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
     ) -> std::task::Poll<Option<D>> {
+        /// One out-of-line copy per kind (`KIND`: 0 off, 1 at the take, 2 later), each
+        /// with its kind a constant. (Const generics take no enums yet.)
         #[inline(never)]
-        fn no<T: Clone, R: Runtime, D>(
+        fn of_kind<const KIND: u8, T: Clone, R: Runtime, D>(
             s: &MemoryStore<T, R>,
             waiting: &mut super::MemoryWaiting,
             cx: &mut std::task::Context<'_>,
             shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
         ) -> std::task::Poll<Option<D>> {
-            s.poll_take_one_as(waiting, cx, TakeHeartbeat::Off, shape)
-        }
-        #[inline(never)]
-        fn now<T: Clone, R: Runtime, D>(
-            s: &MemoryStore<T, R>,
-            waiting: &mut super::MemoryWaiting,
-            cx: &mut std::task::Context<'_>,
-            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
-        ) -> std::task::Poll<Option<D>> {
-            s.poll_take_one_as(waiting, cx, TakeHeartbeat::AtTake, shape)
-        }
-        #[inline(never)]
-        fn later<T: Clone, R: Runtime, D>(
-            s: &MemoryStore<T, R>,
-            waiting: &mut super::MemoryWaiting,
-            cx: &mut std::task::Context<'_>,
-            shape: impl FnOnce(Taken<T, MemoryTicket>) -> D,
-        ) -> std::task::Poll<Option<D>> {
-            s.poll_take_one_as(waiting, cx, TakeHeartbeat::Later, shape)
+            let heartbeat = match KIND {
+                0 => TakeHeartbeat::Off,
+                1 => TakeHeartbeat::AtTake,
+                _ => TakeHeartbeat::Later,
+            };
+            s.poll_take_one_as(waiting, cx, heartbeat, shape)
         }
         match heartbeat {
-            TakeHeartbeat::Off => no(self, waiting, cx, shape),
-            TakeHeartbeat::AtTake => now(self, waiting, cx, shape),
-            TakeHeartbeat::Later => later(self, waiting, cx, shape),
+            TakeHeartbeat::Off => of_kind::<0, T, R, D>(self, waiting, cx, shape),
+            TakeHeartbeat::AtTake => of_kind::<1, T, R, D>(self, waiting, cx, shape),
+            TakeHeartbeat::Later => of_kind::<2, T, R, D>(self, waiting, cx, shape),
         }
     }
 
