@@ -8,6 +8,8 @@
 #   benches/instructions.sh async      # the async rows only (tokio and smol)
 #   benches/instructions.sh path       # the API's paths alone, on one task (exact)
 #   KINDS="single pool" RUNTIMES=tokio benches/instructions.sh async   # some of them
+#   KINDS=pool-bare RUNTIMES=tokio benches/instructions.sh async       # the pool without its
+#                                      # item timeout, heartbeat and watchdog (what they cost)
 #
 # Core rows: `bench_summary --core SHAPE QUEUED N`, one push + receive + ack of a `u64`
 # per iteration (N = 200,000 and 400,000; `batch16`: N items in batches of 16). Async rows: `bench_summary --one KIND RUNTIME N`,
