@@ -285,14 +285,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         }
     }
 
-    /// The ticket taken out where the delivery lies, leaving it settled (its `Drop` then
-    /// hands nothing back): for a batch ack that acks each delivery in its vector rather
-    /// than moving it out first.
-    pub(crate) fn settled_in_place(&mut self) -> Option<S::Ticket> {
-        self.ticket.take()
-    }
-
-    /// The ticket, once: every settle consumes it.
+    /// The ticket, once: every settle consumes it, the delivery left settled where it lies
+    /// (its `Drop` then hands nothing back).
     pub(crate) fn take_ticket(&mut self) -> Result<S::Ticket, ReceiptError> {
         self.ticket.take().ok_or(ReceiptError::Released(self.id))
     }

@@ -47,6 +47,32 @@ fn pool_workers_do_not_wait_for_their_commits() {
     });
 }
 
+/// A store that claims its settles are ready at once but is not: a pool worker polls each
+/// settle once, as it does on the memory store, and counts every one still pending as a
+/// failed settle (its answer never comes), not as done. The acks were made before their
+/// commits, so the queue empties; nothing is counted `Ok` that the store did not answer.
+#[test]
+fn a_settle_still_pending_after_its_one_poll_is_counted_failed() {
+    let rt = SimRuntime::new();
+    rt.block_on(async {
+        let (q, store) = queue_with(&rt, COMMIT);
+        store.claims_at_once.store(true, Ordering::SeqCst);
+        for n in 0..10 {
+            q.try_push(n).unwrap();
+        }
+        let pool = Pool::builder(q.clone())
+            .workers(2)
+            .no_watchdog()
+            .spawn(|_job| async { Ok(()) });
+        q.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let s = &report.stats;
+        assert_eq!((s.ok, s.queue.acked), (10, 10), "{s:?}");
+        assert_eq!(s.failed_settles, 10, "every pending settle counted: {s:?}");
+        assert_eq!(store.answered.load(Ordering::SeqCst), 0, "no answer came");
+    });
+}
+
 /// `ack_nowait` makes the ack at the call (the queue counts it at once) and answers as
 /// `ack` would once the commit is done; a one-at-a-time consumer using it is not held up
 /// by commits. A stale receipt's answer is the same typed refusal.

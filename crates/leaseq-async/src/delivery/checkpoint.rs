@@ -56,11 +56,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         progress: impl Into<Vec<u8>>,
     ) -> Result<(), CheckpointError> {
         let progress = Progress::new(progress)?;
-        self.checkpoint_future(progress.clone())?.await?;
-        if let Some(ticket) = self.ticket.as_mut() {
-            self.store.recorded(ticket, progress);
-        }
-        Ok(())
+        self.record_checkpoint(progress).await
     }
 
     /// [`checkpoint`](Self::checkpoint) of `value` encoded with postcard (read it back with
@@ -71,6 +67,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         value: &P,
     ) -> Result<(), CheckpointError> {
         let progress = Progress::encode(value)?;
+        self.record_checkpoint(progress).await
+    }
+
+    /// Records `progress` on this lease and, once it is durable, tells the store the ticket
+    /// now carries it: the tail of both `checkpoint`s.
+    async fn record_checkpoint(&mut self, progress: Progress) -> Result<(), CheckpointError> {
         self.checkpoint_future(progress.clone())?.await?;
         if let Some(ticket) = self.ticket.as_mut() {
             self.store.recorded(ticket, progress);

@@ -4,7 +4,10 @@
 //! the state lock that receivers, acks and the driver take: pushes do not contend with
 //! consumers. Whoever takes the state lock next moves the inbox's items into the core, in
 //! push order, under the ids they were given (so a push still returns its `MessageId` at
-//! once, and each producer's items keep its order). A bounded queue does not use it: its
+//! once, and each producer's items keep its order; the ids are not stored: the waiting
+//! items hold the ids just below `next_id`). A push made under the state lock moves the
+//! waiting items in before it takes its id, so the core's ids stay in order. A bounded
+//! queue does not use it: its
 //! capacity is checked under the state lock, exactly, and a full queue refuses the push
 //! synchronously.
 //!

@@ -67,10 +67,14 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
                 continue;
             }
             let id = d.id();
-            let Some(ticket) = d.settled_in_place() else {
+            // Taken where the delivery lies, leaving it settled (its `Drop` hands nothing back).
+            let ticket = match d.take_ticket() {
+                Ok(ticket) => ticket,
                 // Released already (an extend by zero): nothing of it is left to ack.
-                stale.push((id, ReceiptError::Released(id)));
-                continue;
+                Err(e) => {
+                    stale.push((id, e));
+                    continue;
+                }
             };
             match st.ack_ticket(ticket, now) {
                 Ok((_, item)) => {

@@ -2,7 +2,7 @@
 //! shared layer sees of a durable store, in virtual time.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -45,6 +45,9 @@ pub(crate) struct Faulty {
     pub(crate) commit: Duration,
     /// Settles answered so far (committed, whatever the answer).
     pub(crate) answered: AtomicU32,
+    /// Claims its settles are ready at once (`Store::settles_at_once`), whatever `commit`
+    /// says: a store that breaks that promise.
+    pub(crate) claims_at_once: AtomicBool,
 }
 
 impl Faulty {
@@ -194,6 +197,9 @@ impl Store<u32> for Faulty {
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
         self.inner.stop_heartbeat(ticket)
     }
+    fn settles_at_once(&self) -> bool {
+        self.claims_at_once.load(Ordering::SeqCst)
+    }
     fn has_heartbeat(&self, ticket: &MemoryTicket) -> bool {
         self.inner.has_heartbeat(ticket)
     }
@@ -268,6 +274,7 @@ pub(crate) fn queue_with(rt: &SimRuntime, commit: Duration) -> (Q, Arc<Faulty>) 
         faults: Faults::default(),
         commit,
         answered: AtomicU32::new(0),
+        claims_at_once: AtomicBool::new(false),
     });
     (LeaseQueue::start(store.clone()), store)
 }

@@ -85,31 +85,6 @@ impl<T> Queue<T> {
         n
     }
 
-    /// [`receive_many`](Self::receive_many) handing each lease to `take` as it is made
-    /// (the same leases, in the same order): for a caller that reshapes them, without a
-    /// vector of leases in between.
-    #[inline]
-    pub fn receive_each(
-        &mut self,
-        now: Timestamp,
-        max: usize,
-        mut take: impl FnMut(Lease<T>),
-    ) -> usize
-    where
-        T: Clone,
-    {
-        let now = self.advance(now);
-        let mut n = 0;
-        while n < max {
-            match self.lease_next_inlined(now) {
-                Some(slot) => take(self.lease_of(slot)),
-                None => break,
-            }
-            n += 1;
-        }
-        n
-    }
-
     /// Every state change of a receive: leases the next visible item and returns its slot,
     /// which [`lease_of`](Self::lease_of) turns into the `Lease`. Split so that the `Lease`
     /// is built in the caller from fields just stored, rather than returned through memory
