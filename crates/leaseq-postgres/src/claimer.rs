@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use leaseq_async::Taken;
-use tokio::time::Instant;
+use leaseq_async::{Runtime, Taken};
+use leaseq_core::Timestamp;
 
 use crate::board::{Board, ClaimSlot};
 use crate::claim;
@@ -80,11 +80,17 @@ impl<T: Send + 'static> Claimer<T> {
     }
 
     /// The claimer task: runs until the store is gone or closed and its claims are done.
+    ///
+    /// Its one timer (the runtime's) ends a quiet spell (drained, or backing off after an
+    /// error); it is moved only when the spell's end moves.
     pub(crate) async fn run(self) {
         let (db, board) = (&*self.db, &*self.board);
+        let rt = &db.rt;
         let mut rounds = FuturesUnordered::new();
         // No new claim before this (drained, or backing off after an error).
-        let mut quiet_until: Option<Instant> = None;
+        let mut quiet_until: Option<Timestamp> = None;
+        let mut timer = rt.timer(Timestamp::MAX);
+        let mut timer_at = Timestamp::MAX;
         let mut backoff = Duration::from_millis(10);
         loop {
             let listener = board.wake.listen();
@@ -92,7 +98,7 @@ impl<T: Send + 'static> Claimer<T> {
             if stopping && rounds.is_empty() {
                 return;
             }
-            let quiet = quiet_until.is_some_and(|t| Instant::now() < t);
+            let quiet = quiet_until.is_some_and(|t| rt.now() < t);
             if !stopping && !quiet {
                 while rounds.len() < db.options.claims_in_flight.max(1) {
                     let slots = board.slots.lock().take_slots(db.options.max_claim);
@@ -102,18 +108,22 @@ impl<T: Send + 'static> Claimer<T> {
                     rounds.push(self.round(slots));
                 }
             }
-            let wake_at = quiet_until.filter(|_| quiet);
+            let wake_at = quiet_until.filter(|_| quiet).unwrap_or(Timestamp::MAX);
+            if wake_at != timer_at {
+                rt.reset_timer(&mut timer, wake_at);
+                timer_at = wake_at;
+            }
             tokio::select! {
                 Some(done) = rounds.next(), if !rounds.is_empty() => {
                     match self.finish(done) {
                         Ok(idle) => {
                             backoff = Duration::from_millis(10);
                             if let Some(idle) = idle {
-                                quiet_until = Some(Instant::now() + idle);
+                                quiet_until = Some(rt.now().saturating_add(idle));
                             }
                         }
                         Err(()) => {
-                            quiet_until = Some(Instant::now() + backoff);
+                            quiet_until = Some(rt.now().saturating_add(backoff));
                             backoff = (backoff * 2).min(Duration::from_secs(1));
                         }
                     }
@@ -124,7 +134,7 @@ impl<T: Send + 'static> Claimer<T> {
                         quiet_until = None;
                     }
                 }
-                _ = tokio::time::sleep_until(wake_at.unwrap_or_else(Instant::now)), if wake_at.is_some() => {
+                _ = &mut timer, if timer_at != Timestamp::MAX => {
                     quiet_until = None;
                 }
             }
