@@ -42,7 +42,7 @@ use crate::store::Store;
 ///     async move {
 ///         let queue = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(30)))
 ///             .unwrap();
-///         queue.try_push("long job").unwrap();
+///         queue.try_push(17u32).unwrap();
 ///         let consumer = queue.consumer(4);
 ///         let d = consumer.receive().await.unwrap();
 ///         // The holder: a task working on the delivery, watching the stop.
