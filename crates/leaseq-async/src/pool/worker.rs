@@ -189,13 +189,13 @@ where
     async fn handle(
         &self,
         local: &mut Local<R>,
-        delivery: Delivery<T, R, S>,
+        mut delivery: Delivery<T, R, S>,
         start: Option<Timestamp>,
     ) {
         let (rt, pool) = (self.rt, &**self.pool);
         // Put back uncounted if the worker is cut off before it settles (see `cut_off.rs`).
-        let mut held = Held::new(delivery, pool);
-        let delivery = &mut held.delivery;
+        let held = Held::new(&mut delivery, pool);
+        let delivery = &mut *held.delivery;
         let start = start
             .or_else(|| leased_at(delivery, local.visibility))
             .unwrap_or_else(|| rt.now());
