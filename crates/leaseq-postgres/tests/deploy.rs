@@ -132,7 +132,10 @@ fn run(url: &str, queue: &str, stop_after: Option<u8>) -> Vec<String> {
     let start = Instant::now();
     for line in lines {
         let line = line.unwrap();
-        assert!(start.elapsed() < Duration::from_secs(120), "the child hangs");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the child hangs"
+        );
         steps += u8::from(line.starts_with("STEP"));
         let due = match stop_after {
             Some(n) => steps >= n,
@@ -163,15 +166,28 @@ fn five_deploys_cost_a_long_job_no_attempt() {
     });
     for stop in 1..=STOPS {
         let out = run(&url, &queue, Some(2));
-        assert!(out.contains(&format!("TOLD {stop}")), "stop {stop}: {out:?}");
-        assert!(out.contains(&"PUTBACK 1".to_string()), "stop {stop}: {out:?}");
+        assert!(
+            out.contains(&format!("TOLD {stop}")),
+            "stop {stop}: {out:?}"
+        );
+        assert!(
+            out.contains(&"PUTBACK 1".to_string()),
+            "stop {stop}: {out:?}"
+        );
         let rows = rt.block_on(rows(&url, &queue));
         assert_eq!(rows.len(), 1, "stop {stop}: the item is kept");
         let (state, attempts, progress) = &rows[0];
-        assert_eq!((*state, *attempts), (0, 0), "stop {stop}: put back uncounted");
+        assert_eq!(
+            (*state, *attempts),
+            (0, 0),
+            "stop {stop}: put back uncounted"
+        );
         let progress = progress.as_ref().expect("its checkpoint is kept");
         assert_eq!(progress[1], stop, "the checkpoint counts the stops");
-        assert!(progress[0] < STEPS, "stop {stop}: the grace was shorter than the work");
+        assert!(
+            progress[0] < STEPS,
+            "stop {stop}: the grace was shorter than the work"
+        );
     }
     let out = run(&url, &queue, None);
     let done = format!("DONE attempt=1 stops={STOPS}");

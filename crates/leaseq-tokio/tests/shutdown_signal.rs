@@ -22,7 +22,10 @@ fn completes_on_sigterm_then_sigint() {
         .build()
         .unwrap();
     for signal in ["TERM", "INT"] {
-        let stop = rt.block_on(async { leaseq_tokio::shutdown_signal() });
+        let stop = {
+            let _inside = rt.enter();
+            leaseq_tokio::shutdown_signal()
+        };
         // Before the first poll: caught already.
         raise(signal);
         let done = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), stop).await });
