@@ -186,11 +186,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// [`shutdown`](Self::shutdown) once `signal` completes: a Ctrl-C future, a channel's
     /// receive, a cancellation token's `cancelled()`. The pool works on until then.
     ///
-    /// For a service, the signal is the process's SIGTERM or SIGINT, the adapters'
-    /// `shutdown_signal()`: `pool.shutdown_on(leaseq_tokio::shutdown_signal(), grace)`
-    /// (or `leaseq_smol::shutdown_signal()`), then `queue.close().await` so that a durable
-    /// store has committed every put-back before the process exits. A deploy then costs
-    /// no item an attempt (see [`shutdown`](Self::shutdown)).
+    /// For a service: `pool.shutdown_on(leaseq_tokio::shutdown_signal(), grace)` (SIGTERM or
+    /// SIGINT; `leaseq_smol` has it too), then `queue.close().await` (see
+    /// [`shutdown`](Self::shutdown)).
     pub async fn shutdown_on(
         self,
         signal: impl Future<Output = ()>,
@@ -214,16 +212,12 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     ///   item visible at once to the next process. [`PoolReport::put_back`] lists them. So a
     ///   deploy never uses up an item's attempts nor dead-letters it.
     ///
-    /// A long handler that watches [`Job::stopping`] records a checkpoint and carries on (or
-    /// waits): cut off, it resumes from that checkpoint in the next process, with the same
-    /// attempt number. Nothing is lost: every item is acked, back in the queue, or
-    /// dead-lettered. The queue itself stays open: close it and await the close
-    /// ([`LeaseQueue::close`]) before the process exits, so that a durable store has
-    /// committed the put-backs.
-    ///
-    /// A pool dropped without it stops the same way, at once, with no grace: handlers told,
-    /// items put back uncounted. ([`abort_worker`](Self::abort_worker) is a crash, not a
-    /// stop: its item is handed back, counted.)
+    /// A long handler that watches [`Job::stopping`] checkpoints and carries on (or waits);
+    /// cut off, it resumes there in the next process, on the same attempt. Nothing is lost.
+    /// The queue stays open: await its [`close`](LeaseQueue::close) before the process
+    /// exits, so that a durable store has committed the put-backs. A pool dropped without
+    /// this stops the same way with no grace. ([`abort_worker`](Self::abort_worker) is a
+    /// crash, not a stop: its item is handed back, counted.)
     pub async fn shutdown(mut self, grace: Duration) -> PoolReport {
         let rt = self.queue.runtime().clone();
         let start = rt.now();
