@@ -264,6 +264,10 @@ mod settler;
 mod sql;
 mod store;
 mod tls;
+mod tx_client;
+mod tx_error;
+mod tx_push;
+mod tx_sql;
 mod upkeep;
 mod writer;
 
@@ -276,6 +280,8 @@ pub use postgres::Postgres;
 pub use receive::PgWaiting;
 pub use schema::{migrate, schema_version, SCHEMA_VERSION, WORKER_GRANTS};
 pub use store::{PgStore, PgTicket};
+pub use tx_client::TxClient;
+pub use tx_error::{TxBatchError, TxDbError, TxPushError};
 
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
