@@ -33,18 +33,29 @@ pub struct TxLatency {
     pub plain: Vec<Duration>,
 }
 
-async fn open(url: &str, schema: &str, queue: &str, poll: Duration) -> Result<PgQueue<Vec<u8>>, BenchError> {
+async fn open(
+    url: &str,
+    schema: &str,
+    queue: &str,
+    poll: Duration,
+) -> Result<PgQueue<Vec<u8>>, BenchError> {
     let options = Options::new().schema(schema).poll_interval(poll);
-    Ok(leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await?)
+    Ok(
+        leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+            .name(queue.to_string())
+            .codec(BytesCodec)
+            .open(Postgres::url(url).options(options))
+            .await?,
+    )
 }
 
 /// `samples` of each kind, alternating, on a fresh queue of `schema` (after 10 of each,
 /// discarded).
-pub async fn run_tx_latency(url: &str, schema: &str, samples: usize) -> Result<TxLatency, BenchError> {
+pub async fn run_tx_latency(
+    url: &str,
+    schema: &str,
+    samples: usize,
+) -> Result<TxLatency, BenchError> {
     let queue = unique("bench-tx");
     let producer = open(url, schema, &queue, Duration::from_secs(1)).await?;
     let worker = open(url, schema, &queue, WORKER_POLL).await?;
@@ -75,7 +86,10 @@ pub async fn run_tx_latency(url: &str, schema: &str, samples: usize) -> Result<T
                 t0
             } else {
                 let t0 = Instant::now();
-                producer.push(vec![0; 16]).await.map_err(|e| e.to_string())?;
+                producer
+                    .push(vec![0; 16])
+                    .await
+                    .map_err(|e| e.to_string())?;
                 t0
             };
             let start = tokio::time::timeout(WORKER_POLL / 2, starts.recv())
@@ -84,7 +98,11 @@ pub async fn run_tx_latency(url: &str, schema: &str, samples: usize) -> Result<T
                 .ok_or("the worker pool ended")?;
             if i >= warm_up {
                 let took = start.saturating_duration_since(t0);
-                if kind { out.tx.push(took) } else { out.plain.push(took) }
+                if kind {
+                    out.tx.push(took)
+                } else {
+                    out.plain.push(took)
+                }
             }
         }
     }

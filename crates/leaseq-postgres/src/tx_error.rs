@@ -140,7 +140,10 @@ impl<T> fmt::Display for TxPushError<T> {
                 write!(f, "not supported in a transactional push: {what}")
             }
             TxPushError::Db { error, .. } => {
-                write!(f, "the push statement failed (roll the transaction back): {error}")
+                write!(
+                    f,
+                    "the push statement failed (roll the transaction back): {error}"
+                )
             }
         }
     }

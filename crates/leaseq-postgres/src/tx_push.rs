@@ -188,7 +188,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             (_, Some(key)) => Some(key.to_vec()),
             (false, None) => None,
             // The exact length is the core's to keep; it is more than the most allowed.
-            (true, None) => return (Vec::new(), Some(Refused::KeyTooLong(UniqueKey::MAX_LEN + 1))),
+            (true, None) => {
+                return (
+                    Vec::new(),
+                    Some(Refused::KeyTooLong(UniqueKey::MAX_LEN + 1)),
+                )
+            }
         };
         let max = shared.options.max_item_size;
         let mut payloads = Vec::with_capacity(items.len());
@@ -234,7 +239,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             Ok(reply) => reply,
             Err(e) => return (Vec::new(), Some(Refused::Db(e))),
         };
-        let ids: Vec<MessageId> = ids.into_iter().map(|id| MessageId::new(id as u64)).collect();
+        let ids: Vec<MessageId> = ids
+            .into_iter()
+            .map(|id| MessageId::new(id as u64))
+            .collect();
         Counters::add(&shared.counters.pushed, ids.len() as u64);
         match refusal {
             Some(r) => {

@@ -212,8 +212,14 @@ fn three_processes_pushing_in_transactions_that_roll_back_deliver_exactly_the_co
                 "item {id} ran twice"
             );
         }
-        let missing: Vec<_> = committed.keys().filter(|id| !once.contains_key(id)).collect();
-        let extra: Vec<_> = once.keys().filter(|id| !committed.contains_key(id)).collect();
+        let missing: Vec<_> = committed
+            .keys()
+            .filter(|id| !once.contains_key(id))
+            .collect();
+        let extra: Vec<_> = once
+            .keys()
+            .filter(|id| !committed.contains_key(id))
+            .collect();
         assert!(
             missing.is_empty() && extra.is_empty(),
             "committed but not run: {missing:?}; run but never committed: {extra:?}"

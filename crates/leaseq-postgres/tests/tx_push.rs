@@ -206,7 +206,9 @@ fn refusals_hand_the_item_back_and_leave_the_transaction_usable() {
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }
-        let r = store.push_in(&tx, b"x".to_vec(), Push::new().priority(8)).await;
+        let r = store
+            .push_in(&tx, b"x".to_vec(), Push::new().priority(8))
+            .await;
         assert!(
             matches!(&r, Err(TxPushError::PriorityOutOfRange { level: 8, .. })),
             "{r:?}"
@@ -557,7 +559,10 @@ fn sqlx_connections_and_transactions_push_too() {
 
         // A failed statement: its error has the server's SQLSTATE and a source.
         let mut tx = conn.begin().await.expect("begin");
-        sqlx::query("SELECT 1/0").execute(&mut *tx).await.expect_err("division by zero");
+        sqlx::query("SELECT 1/0")
+            .execute(&mut *tx)
+            .await
+            .expect_err("division by zero");
         let err = q
             .store()
             .push_in(&mut tx, b"x".to_vec(), Push::new())

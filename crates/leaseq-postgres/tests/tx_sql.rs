@@ -280,16 +280,26 @@ fn every_refusal_is_an_error_with_its_sqlstate_and_what_to_do() {
 
         let (code, message, _, hint) = refused(&db, &push("'no-such-queue', '\\x01'")).await;
         assert_eq!(code, "42704");
-        assert!(message.starts_with("leaseq: no queue 'no-such-queue' in schema"), "{message}");
+        assert!(
+            message.starts_with("leaseq: no queue 'no-such-queue' in schema"),
+            "{message}"
+        );
         assert!(hint.contains("queue_settings"), "{hint}");
 
-        let (code, message, _, hint) =
-            refused(&db, &push(&format!("'{name}', convert_to(repeat('x', 21), 'UTF8')"))).await;
+        let (code, message, _, hint) = refused(
+            &db,
+            &push(&format!("'{name}', convert_to(repeat('x', 21), 'UTF8')")),
+        )
+        .await;
         assert_eq!(code, "54000");
-        assert!(message.contains("21 bytes, over the max_item_size"), "{message}");
+        assert!(
+            message.contains("21 bytes, over the max_item_size"),
+            "{message}"
+        );
         assert!(hint.contains("Options::max_item_size"), "{hint}");
 
-        let (code, message, ..) = refused(&db, &push(&format!("'{name}', '\\x01', priority => 8"))).await;
+        let (code, message, ..) =
+            refused(&db, &push(&format!("'{name}', '\\x01', priority => 8"))).await;
         assert_eq!(code, "22003");
         assert_eq!(message, "leaseq: priority 8 is out of range 0..7");
 
@@ -312,23 +322,44 @@ fn every_refusal_is_an_error_with_its_sqlstate_and_what_to_do() {
         assert_eq!(code, "22004");
 
         let (code, message, ..) = refused(&db, &job(&format!("'{name}', '', '{{}}'"))).await;
-        assert_eq!((code.as_str(), message.as_str()), ("22023", "leaseq: a job kind must be 1 to 255 bytes long, not 0"));
+        assert_eq!(
+            (code.as_str(), message.as_str()),
+            (
+                "22023",
+                "leaseq: a job kind must be 1 to 255 bytes long, not 0"
+            )
+        );
         let long = "é".repeat(128); // 256 bytes
         let (code, message, ..) = refused(&db, &job(&format!("'{name}', '{long}', '{{}}'"))).await;
-        assert_eq!((code.as_str(), message.as_str()), ("22023", "leaseq: a job kind must be 1 to 255 bytes long, not 256"));
+        assert_eq!(
+            (code.as_str(), message.as_str()),
+            (
+                "22023",
+                "leaseq: a job kind must be 1 to 255 bytes long, not 256"
+            )
+        );
         let (code, ..) = refused(&db, &job(&format!("'{name}', 'k', NULL"))).await;
         assert_eq!(code, "22004");
 
         // A held key: the holder named; then the capacity of 2 reached.
         let held: i64 = db
-            .query_one(&push(&format!("'{name}', '\\x01', key => 'only-once'")), &[])
+            .query_one(
+                &push(&format!("'{name}', '\\x01', key => 'only-once'")),
+                &[],
+            )
             .await
             .expect("pushed")
             .get(0);
-        let (code, message, detail, _) =
-            refused(&db, &push(&format!("'{name}', '\\x02', key => 'only-once'"))).await;
+        let (code, message, detail, _) = refused(
+            &db,
+            &push(&format!("'{name}', '\\x02', key => 'only-once'")),
+        )
+        .await;
         assert_eq!(code, "23505");
-        assert!(message.contains(&format!("held by item {held}")), "{message}");
+        assert!(
+            message.contains(&format!("held by item {held}")),
+            "{message}"
+        );
         assert_eq!(detail, format!("held by item {held}"));
         db.query_one(&push(&format!("'{name}', '\\x03'")), &[])
             .await
