@@ -167,6 +167,6 @@ impl TxClient for &mut sqlx::Transaction<'_, sqlx::Postgres> {}
 #[cfg(feature = "sqlx")]
 impl Sealed for &mut sqlx::Transaction<'_, sqlx::Postgres> {
     fn push_rows(self, call: &Call) -> impl Future<Output = Result<Reply, TxDbError>> + Send {
-        on_sqlx(&mut **self, call)
+        on_sqlx(self, call)
     }
 }

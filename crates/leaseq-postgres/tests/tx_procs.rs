@@ -32,6 +32,9 @@ impl Rng {
     }
 }
 
+/// An item the pool ran: its id and payload.
+type Run = (u64, Vec<u8>);
+
 fn config() -> Config {
     Config::new(Duration::from_secs(30))
 }
@@ -140,7 +143,7 @@ fn three_processes_pushing_in_transactions_that_roll_back_deliver_exactly_the_co
         ))
         .await
         .expect("the record table");
-        let ran: Arc<Mutex<Vec<(u64, Vec<u8>)>>> = Arc::default();
+        let ran: Arc<Mutex<Vec<Run>>> = Arc::default();
         let pool = leaseq_tokio::Pool::builder(q.clone()).workers(4).spawn({
             let ran = ran.clone();
             move |job: leaseq_async::Job<Vec<u8>>| {
