@@ -114,7 +114,8 @@
 //! the priority, the key's length, the time to live before anything is sent, then, in one
 //! statement on your transaction, the capacity (the queue's live rows counted under its
 //! lock, as `capacity.rs` does for every insert; your transaction's own pushes count, and
-//! it holds the lock until it ends) and a held key ([`TxPushError::DuplicateKey`] names the
+//! it holds the lock until it ends: keep it short, and await no plain push of that queue
+//! inside it) and a held key ([`TxPushError::DuplicateKey`] names the
 //! holder). The `NOTIFY` that wakes idle workers of every process is sent in your
 //! transaction, so Postgres delivers it at the commit, and never on a rollback.
 //!
