@@ -148,6 +148,7 @@
 //!       push_job
 //! ---------------------
 //!  4611686018427387905
+//! (1 row)
 //! ```
 //!
 //! Every parameter after the first three has a default (no delay, priority 0, no key, no
