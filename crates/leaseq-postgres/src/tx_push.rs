@@ -90,13 +90,14 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// ([`TxPushError::Db`]) most likely aborted it.
     ///
     /// One round trip (the schema's `push_rows`). Not ordered with this process's own
-    /// `push`es, which its writer inserts. A delay counts from the push, not the commit. On a
-    /// bounded queue the transaction holds the queue's capacity lock until it ends (as each
-    /// push of the writer does for one statement), so keep such transactions short, do
-    /// not await this queue's own `push` (or a redrive) in it before it ends (that insert
-    /// waits for the lock your transaction holds), and use `READ COMMITTED` (the default):
-    /// another isolation level is refused ([`TxPushError::Unsupported`]). This process's `pushed` counter counts the item when
-    /// the statement succeeds, also if the transaction then rolls back.
+    /// `push`es, which its writer inserts. A delay counts from the push, not the commit.
+    /// On a bounded queue the transaction holds the queue's capacity lock until it ends
+    /// (as each insert of the writer does for one statement), so keep such transactions
+    /// short, do not await this queue's own `push` (or a redrive) in it before it ends
+    /// (that insert waits for the lock your transaction holds), and use `READ COMMITTED`
+    /// (the default): another isolation level is refused ([`TxPushError::Unsupported`]).
+    /// This process's `pushed` counter counts the item when the statement succeeds, also
+    /// if the transaction then rolls back.
     ///
     /// ```no_run
     /// # async fn f(queue: leaseq_postgres::PgQueue<String>, mut db: tokio_postgres::Client)
