@@ -98,13 +98,14 @@ async fn read(
 
 /// A write, on a store opened for it: its rescuer not due before the command ends (the
 /// queue's own processes rescue leases), attempts unlimited (nothing this store does
-/// dead-letters).
+/// dead-letters), its limits not recorded (the SQL functions keep the workers').
 async fn write(url: &str, schema: &str, queue: &str, command: &Command) -> Result<Shown, CliError> {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(u32::MAX);
     let options = Options::new()
         .schema(schema)
         .pool_size(2)
-        .rescue_every(Duration::from_secs(24 * 3600));
+        .rescue_every(Duration::from_secs(24 * 3600))
+        .record_limits(false);
     let q = LeaseQueue::builder(config)
         .name(queue.to_string())
         .codec(BytesCodec)

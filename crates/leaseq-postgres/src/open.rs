@@ -100,6 +100,8 @@ where
         .await
         .map_err(|e| crate::tls::connect_error(&e))?;
     schema::migrate(&mut client, &options.schema).await?;
+    let not_recorded =
+        crate::tx_sql::record_limits(&client, &options, queue, config.capacity()).await?;
     let sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();
@@ -119,7 +121,7 @@ where
         config,
         options,
         tls: tls.clone(),
-        last_error: Mutex::new(None),
+        last_error: Mutex::new(not_recorded),
     };
     let pushes = Pushes::new(instance, live.max(0) as u64);
     let blocking = BlockingTaker::new(move || make_pool(&pg_config, &tls, 1));

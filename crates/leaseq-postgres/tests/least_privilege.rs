@@ -1,7 +1,9 @@
 //! The store as a worker role: the schema migrated by another role (here the tests'
 //! superuser), the worker granted only what the crate docs list ("Least privilege": no
 //! DDL, no ownership). It opens (no DDL tried on a current schema), pushes, receives,
-//! acks, dead-letters and redrives; its upkeep skips what needs the owner and says so once.
+//! acks, dead-letters and redrives; its upkeep skips what needs the owner and says so once;
+//! it pushes in its own transaction from Rust and SQL; granted an older version's rights,
+//! it still opens and says its queue's limits were not recorded.
 //! The role (a unique name) and its schema are dropped at the end, whatever happened.
 
 mod common;
@@ -133,6 +135,45 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
         assert_eq!(q.store().upkeep().vacuums, 0);
         let s = q.refresh_stats().await.expect("stats");
         assert_eq!(s.live(), 0);
+
+        // Pushes in the worker's own transaction, from Rust and from SQL (schema step 6).
+        let (mut db, conn) = tokio_postgres::connect(&worker_url, tokio_postgres::NoTls)
+            .await
+            .expect("connect as the worker");
+        tokio::spawn(conn);
+        let tx = db.transaction().await.expect("begin");
+        q.store()
+            .push_in(&tx, b"rust".to_vec(), leaseq_async::Push::new())
+            .await
+            .expect("push_in as the worker");
+        tx.query_one(
+            &format!("SELECT \"{schema}\".push_item($1, '\\x01', key => 'k')"),
+            &[&q.store().queue_name()],
+        )
+        .await
+        .expect("push_item as the worker");
+        tx.commit().await.expect("commit");
+        for _ in 0..2 {
+            common::receive(&q).await.ack().await.expect("ack");
+        }
+        q.close().await.expect("close");
+
+        // A worker granted an older version's rights (none on queue_settings) still opens,
+        // and says that its queue's limits were not recorded.
+        admin
+            .batch_execute(&format!(
+                "REVOKE ALL ON \"{schema}\".queue_settings FROM \"{role}\""
+            ))
+            .await
+            .expect("revoke");
+        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(5)))
+            .name(common::unique("worker-v5"))
+            .codec(BytesCodec)
+            .open(leaseq_postgres::Postgres::url(&worker_url).options(options()))
+            .await
+            .expect("opens without the rights on queue_settings");
+        let said = q.store().last_error().unwrap_or_default();
+        assert!(said.contains("limits were not recorded"), "{said:?}");
         q.close().await.expect("close");
     });
 }
