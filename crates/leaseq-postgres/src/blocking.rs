@@ -12,6 +12,7 @@ use deadpool_postgres::Pool;
 use leaseq_async::Taken;
 use parking_lot::Mutex;
 
+use crate::error::DbError;
 use crate::store::{PgStore, PgTicket, Shared};
 
 /// A piece of work for the thread: given its runtime and its one-connection pool.
@@ -70,10 +71,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let shared = self.shared.clone();
         let got = self.run_blocking(move |rt, pool| {
             let got = rt.block_on(async {
-                let client = pool.get().await.map_err(|e| e.to_string())?;
+                let client = pool
+                    .get()
+                    .await
+                    .map_err(|e| DbError::pool("no connection from the pool", e))?;
                 crate::claim::claim(&shared, &client, max.min(shared.options.max_claim))
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(DbError::Db)
             });
             got.unwrap_or_else(|e| {
                 shared.failed("try_take", e);

@@ -18,6 +18,7 @@ use leaseq_async::Taken;
 use tokio::time::Instant;
 
 use crate::claim::{self, ClaimSlot};
+use crate::error::DbError;
 use crate::store::{PgTicket, Shared};
 
 /// What one claim got: its leases and, if it came back short, how long until the soonest
@@ -27,7 +28,7 @@ type Got<T> = (Vec<Taken<T, PgTicket>>, Option<Duration>);
 /// One claim: the receivers it serves and what came back.
 struct Round<T> {
     slots: Vec<Arc<ClaimSlot<T>>>,
-    result: Result<Got<T>, String>,
+    result: Result<Got<T>, DbError>,
 }
 
 /// Runs one claim for `slots`.
@@ -46,9 +47,7 @@ async fn round<T: Send + 'static>(
     let wanted = (asked + ahead).min(shared.options.max_claim);
     let result = async {
         let client = shared.client().await?;
-        let got = claim::claim(&shared, &client, wanted)
-            .await
-            .map_err(|e| e.to_string())?;
+        let got = claim::claim(&shared, &client, wanted).await?;
         let idle = if got.len() < wanted {
             let next = claim::next_visible(&shared, &client).await;
             let poll = shared.options.poll_interval;

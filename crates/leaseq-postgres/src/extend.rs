@@ -34,7 +34,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(c) => c,
                 Err(e) => {
                     shared.failed("extend", &e);
-                    let e = StoreError::not_done(format!("extend: {e}"));
+                    let e = StoreError::not_done(format!("extend: {}", crate::error::Chain(&e)));
                     return Err(SettleError::Store(e));
                 }
             };

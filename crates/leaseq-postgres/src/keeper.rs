@@ -13,6 +13,7 @@ use deadpool_postgres::Client;
 use leaseq_core::{Reason, Retry, Timestamp, Verdict};
 
 use crate::counters::{Counters, Gauges};
+use crate::error::DbError;
 use crate::store::{micros, Shared};
 
 /// When each of the driver's jobs is next due.
@@ -25,7 +26,7 @@ pub(crate) struct Schedule {
 }
 
 /// Extends every lease the heartbeat keeps, in one statement; marks lost the ones refused.
-pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<(), String> {
+pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<(), DbError> {
     let (ids, leases): (Vec<i64>, Vec<i64>) = shared
         .held
         .lock()
@@ -35,10 +36,7 @@ pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<
     if ids.is_empty() {
         return Ok(());
     }
-    let stmt = client
-        .prepare_cached(&shared.sql.heartbeat)
-        .await
-        .map_err(|e| e.to_string())?;
+    let stmt = client.prepare_cached(&shared.sql.heartbeat).await?;
     let rows = client
         .query(
             &stmt,
@@ -49,8 +47,7 @@ pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<
                 &shared.max_lease_us(),
             ],
         )
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     let kept: HashMap<i64, i64> = rows
         .iter()
         .map(|r| (r.get(0), r.get::<_, Option<i64>>(1).unwrap_or(0)))
@@ -73,17 +70,10 @@ pub(crate) async fn heartbeat<T>(shared: &Shared<T>, client: &Client) -> Result<
 
 /// Takes back leases of this queue that ran out, whoever held them, and buries items past
 /// their time to live. Returns how many leases came back.
-pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result<u64, String> {
-    let e = |e: tokio_postgres::Error| e.to_string();
-    let tx = client.transaction().await.map_err(e)?;
-    let find = tx
-        .prepare_cached(&shared.sql.expired_leases)
-        .await
-        .map_err(e)?;
-    let rows = tx
-        .query(&find, &[&shared.queue, &1000_i64])
-        .await
-        .map_err(e)?;
+pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result<u64, DbError> {
+    let tx = client.transaction().await?;
+    let find = tx.prepare_cached(&shared.sql.expired_leases).await?;
+    let rows = tx.query(&find, &[&shared.queue, &1000_i64]).await?;
     let (mut ids, mut states, mut delays, mut reasons) = (vec![], vec![], vec![], vec![]);
     let mut dead = 0;
     {
@@ -108,23 +98,18 @@ pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result
         }
     }
     if !ids.is_empty() {
-        let apply = tx.prepare_cached(&shared.sql.rescue).await.map_err(e)?;
+        let apply = tx.prepare_cached(&shared.sql.rescue).await?;
         tx.execute(&apply, &[&ids, &states, &delays, &reasons])
-            .await
-            .map_err(e)?;
+            .await?;
     }
-    let expire = tx
-        .prepare_cached(&shared.sql.expire_items)
-        .await
-        .map_err(e)?;
+    let expire = tx.prepare_cached(&shared.sql.expire_items).await?;
     let expired = tx
         .execute(
             &expire,
             &[&shared.queue, &i16::from(Reason::Expired.code())],
         )
-        .await
-        .map_err(e)?;
-    tx.commit().await.map_err(e)?;
+        .await?;
+    tx.commit().await?;
     let c = &shared.counters;
     Counters::add(&c.lease_expired, ids.len() as u64);
     Counters::add(&c.dead_lettered, dead + expired);
@@ -144,17 +129,11 @@ pub(crate) async fn rescue<T>(shared: &Shared<T>, client: &mut Client) -> Result
 }
 
 /// Counts the queue's rows by state (every process's).
-pub(crate) async fn count<T>(shared: &Shared<T>, client: &Client) -> Result<Gauges, String> {
+pub(crate) async fn count<T>(shared: &Shared<T>, client: &Client) -> Result<Gauges, DbError> {
     // Read before the statement: every push committed by then is in its snapshot.
     let pushes_seen = shared.pushes.lock().committed;
-    let stmt = client
-        .prepare_cached(&shared.sql.counts)
-        .await
-        .map_err(|e| e.to_string())?;
-    let r = client
-        .query_one(&stmt, &[&shared.queue])
-        .await
-        .map_err(|e| e.to_string())?;
+    let stmt = client.prepare_cached(&shared.sql.counts).await?;
+    let r = client.query_one(&stmt, &[&shared.queue]).await?;
     let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
     let g = Gauges {
         ready: n(0),
@@ -178,7 +157,7 @@ pub(crate) fn after(now: Timestamp, every: Duration) -> Timestamp {
 pub(crate) async fn step<T: Send + 'static>(
     shared: &Arc<Shared<T>>,
     due: Due,
-) -> Result<(), String> {
+) -> Result<(), DbError> {
     let mut client = shared.client().await?;
     if due.beat {
         heartbeat(shared, &client).await?;

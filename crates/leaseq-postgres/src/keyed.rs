@@ -62,10 +62,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let task = self.shared.clone();
         let done = self.run_blocking(move |rt, pool| {
             rt.block_on(async {
-                let mut client = pool
-                    .get()
-                    .await
-                    .map_err(|e| StoreError::not_done(format!("keyed push: no connection: {e}")))?;
+                let mut client = pool.get().await.map_err(|e| {
+                    StoreError::not_done(format!(
+                        "keyed push: no connection: {}",
+                        crate::error::Chain(&e)
+                    ))
+                })?;
                 insert(&task, &mut client, &row).await.inspect_err(|e| {
                     task.failed("keyed push", e);
                 })

@@ -238,6 +238,7 @@ mod blocking;
 mod capacity;
 mod claim;
 mod claimer;
+mod connect_error;
 mod conninfo;
 mod counters;
 mod drive;

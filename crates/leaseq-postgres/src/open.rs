@@ -104,7 +104,7 @@ where
     let mut client = pool
         .get()
         .await
-        .map_err(|e| crate::tls::connect_error(&e))?;
+        .map_err(|e| crate::connect_error::pool_error(e, &pg_config))?;
     schema::migrate(&mut client, &options.schema).await?;
     let sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);

@@ -15,9 +15,9 @@ use crate::store::{PgStore, Shared};
 /// outcome unknown, anything else not done.
 pub(crate) fn store_error(what: &str, e: &tokio_postgres::Error, write: bool) -> StoreError {
     if write && crate::outcome::maybe_made(e) {
-        StoreError::outcome_unknown(format!("{what}: {e}"))
+        StoreError::outcome_unknown(format!("{what}: {}", crate::error::Chain(e)))
     } else {
-        StoreError::not_done(format!("{what}: {e}"))
+        StoreError::not_done(format!("{what}: {}", crate::error::Chain(e)))
     }
 }
 
@@ -26,10 +26,12 @@ async fn client<T>(
     shared: &Shared<T>,
     what: &str,
 ) -> Result<deadpool_postgres::Object, StoreError> {
-    shared
-        .client()
-        .await
-        .map_err(|e| StoreError::not_done(format!("{what}: no connection: {e}")))
+    shared.client().await.map_err(|e| {
+        StoreError::not_done(format!(
+            "{what}: no connection: {}",
+            crate::error::Chain(&e)
+        ))
+    })
 }
 
 /// A page's bounds as the statements take them: ids above, at most.
@@ -51,7 +53,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let client = client(&self.shared, "refresh stats").await?;
         crate::keeper::count(&self.shared, &client)
             .await
-            .map_err(|e| StoreError::not_done(format!("refresh stats: {e}")))?;
+            .map_err(|e| {
+                StoreError::not_done(format!("refresh stats: {}", crate::error::Chain(&e)))
+            })?;
         Ok(self.shared.counters.stats())
     }
 

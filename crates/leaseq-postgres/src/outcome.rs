@@ -85,7 +85,7 @@ pub(crate) async fn settle<T, O>(
             match shared.client().await {
                 Ok(c) => fresh = Some(c),
                 Err(e) => {
-                    last = e.to_string();
+                    last = crate::error::Chain(&e).to_string();
                     continue;
                 }
             }
@@ -100,8 +100,9 @@ pub(crate) async fn settle<T, O>(
                     return Err(match explain(shared, c, ticket, f.holder_only).await {
                         Ok(e) => SettleError::Stale(e),
                         Err(e) => SettleError::Store(StoreError::not_done(format!(
-                            "{}: refused, and the row could not be read: {e}",
-                            f.what
+                            "{}: refused, and the row could not be read: {}",
+                            f.what,
+                            crate::error::Chain(&e)
                         ))),
                     })
                 }
@@ -115,14 +116,14 @@ pub(crate) async fn settle<T, O>(
                     }
                     Err(e) => {
                         shared.failed(f.what, &e);
-                        last = e.to_string();
+                        last = crate::error::Chain(&e).to_string();
                     }
                 },
             },
             Err(e) => {
                 shared.failed(f.what, &e);
                 sent |= maybe_made(&e);
-                last = e.to_string();
+                last = crate::error::Chain(&e).to_string();
             }
         }
     }

@@ -35,7 +35,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(c) => c,
                 Err(e) => {
                     shared.failed("checkpoint", &e);
-                    let e = StoreError::not_done(format!("checkpoint: {e}"));
+                    let e =
+                        StoreError::not_done(format!("checkpoint: {}", crate::error::Chain(&e)));
                     return Err(SettleError::Store(e));
                 }
             };
@@ -57,16 +58,20 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         page: Page,
     ) -> Result<Vec<(MessageId, Progress)>, StoreError> {
         let shared = &self.shared;
-        let client = shared
-            .client()
-            .await
-            .map_err(|e| StoreError::not_done(format!("checkpoints: no connection: {e}")))?;
+        let client = shared.client().await.map_err(|e| {
+            StoreError::not_done(format!(
+                "checkpoints: no connection: {}",
+                crate::error::Chain(&e)
+            ))
+        })?;
         let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
         let rows = client
             .query(&shared.sql.checkpoints, &[&shared.queue, &after, &limit])
             .await
-            .map_err(|e| StoreError::not_done(format!("checkpoints: {e}")))?;
+            .map_err(|e| {
+                StoreError::not_done(format!("checkpoints: {}", crate::error::Chain(&e)))
+            })?;
         Ok(rows
             .iter()
             .map(|r| {

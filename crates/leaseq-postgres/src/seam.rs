@@ -165,7 +165,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was sent: the nack was not made.
-                let error = StoreError::not_done(format!("nack: no connection: {e}"));
+                let error = StoreError::not_done(format!(
+                    "nack: no connection: {}",
+                    crate::error::Chain(&e)
+                ));
                 self.shared.failed("nack", e);
                 settle::forget(&self.shared, &ticket);
                 return Err(error.into());
@@ -179,7 +182,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was sent: the dead-letter was not made.
-                let error = StoreError::not_done(format!("dead letter: no connection: {e}"));
+                let error = StoreError::not_done(format!(
+                    "dead letter: no connection: {}",
+                    crate::error::Chain(&e)
+                ));
                 self.shared.failed("dead letter", e);
                 settle::forget(&self.shared, &ticket);
                 return Err(error.into());

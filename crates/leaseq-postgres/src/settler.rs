@@ -167,7 +167,11 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
     let client = match shared.client().await {
         Ok(c) => c,
         Err(e) => {
-            give_up_late_acks(&shared, &mut work.acks, &e.to_string());
+            give_up_late_acks(
+                &shared,
+                &mut work.acks,
+                &crate::error::Chain(&e).to_string(),
+            );
             shared.failed("settle", e);
             tokio::time::sleep(pause).await;
             return Some(work);
@@ -177,7 +181,11 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
         let acks = std::mem::take(&mut work.acks);
         if let Err((e, acks)) = settle::ack_batch(&shared, &client, acks).await {
             work.acks = acks;
-            give_up_late_acks(&shared, &mut work.acks, &e.to_string());
+            give_up_late_acks(
+                &shared,
+                &mut work.acks,
+                &crate::error::Chain(&e).to_string(),
+            );
             shared.failed("ack", e);
             tokio::time::sleep(pause).await;
             return Some(work);

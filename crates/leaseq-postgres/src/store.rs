@@ -101,13 +101,17 @@ impl<T: 'static> Shared<T> {
     pub(crate) async fn client(&self) -> Result<Object, DbError> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => DbError::Db(e),
-            other => DbError::Pool(other.to_string()),
+            other => DbError::pool("no connection from the pool", other),
         })
     }
 
-    /// Records a background task's error (it will retry).
-    pub(crate) fn failed(&self, what: &str, e: impl std::fmt::Display) {
-        let message = format!("{what}: {e}");
+    /// Records a background task's error (it will retry), with its causes.
+    pub(crate) fn failed(&self, what: &str, e: impl std::error::Error) {
+        self.said(format!("{what}: {}", crate::error::Chain(&e)));
+    }
+
+    /// Records what a background task has to say (as [`failed`](Self::failed) does).
+    pub(crate) fn said(&self, message: String) {
         #[cfg(feature = "tracing")]
         tracing::warn!(queue = %self.queue, error = %message, "leaseq-postgres: database error, retrying");
         *self.last_error.lock() = Some(message);

@@ -129,15 +129,12 @@ async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
     client.execute(&shared.sql.forget_marks, &[]).await?;
     if !may_maintain(shared, client).await? {
         if !shared.counters.upkeep_refused.swap(true, Ordering::AcqRel) {
-            shared.failed(
-                "upkeep",
-                format!(
-                    "the role is not the owner of {}.items (nor has MAINTAIN): its VACUUM, \
-                     ANALYZE and index rebuilds are skipped, left to autovacuum and the \
-                     owner (said once)",
-                    shared.options.schema
-                ),
-            );
+            shared.said(format!(
+                "upkeep: the role is not the owner of {}.items (nor has MAINTAIN): its \
+                 VACUUM, ANALYZE and index rebuilds are skipped, left to autovacuum and the \
+                 owner (said once)",
+                shared.options.schema
+            ));
         }
         return Ok(());
     }

@@ -20,6 +20,7 @@ use std::time::Duration;
 use leaseq_core::MessageId;
 
 use crate::counters::Counters;
+use crate::error::DbError;
 use crate::store::Shared;
 
 /// A row waiting for the writer.
@@ -174,8 +175,8 @@ async fn wait<T>(shared: &Shared<T>, listener: event_listener::EventListener) {
 /// `ON CONFLICT` (the watermark already skips every row a lost reply's first attempt
 /// committed); should it meet a row with one of the batch's ids anyway, it is refused whole
 /// (nothing done) and the batch runs again with `ON CONFLICT (id) DO NOTHING`.
-async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<usize, String> {
-    let mut client = shared.client().await.map_err(|e| e.to_string())?;
+async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<usize, DbError> {
+    let mut client = shared.client().await?;
     let fitting = crate::capacity::insert_fitting;
     match fitting(shared, &mut client, batch, &shared.sql.insert).await {
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
@@ -183,7 +184,7 @@ async fn insert<T>(shared: &Shared<T>, batch: &[PushRow]) -> Result<usize, Strin
         }
         r => r,
     }
-    .map_err(|e| e.to_string())
+    .map_err(DbError::Db)
 }
 
 /// Runs `sql` (the insert statement, checked or not) for `batch` on `client` (a pooled

@@ -197,7 +197,7 @@ pub use inspect::FileView;
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
-pub use open_error::OpenError;
+pub use open_error::{FileError, OpenError};
 pub use options::{Durability, Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::SqliteWaiting;
 pub use sqlite::Sqlite;
