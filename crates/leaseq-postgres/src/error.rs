@@ -5,8 +5,9 @@
 //! `tokio-postgres` error, under it the server's message or the I/O error) to
 //! [`source`](std::error::Error::source), never both: print the chain to see it all (the
 //! `leaseq` command line does: "cannot connect to PostgreSQL: authentication failed for
-//! user \"x\": db error: FATAL: role \"x\" does not exist"). [`Chain`] does that here
-//! where an error is kept in words.
+//! user \"x\": db error: FATAL: role \"x\" does not exist"), and so does
+//! [`ErrorChain`](leaseq_async::ErrorChain) where this crate keeps an error in words
+//! (`last_error`, a [`StoreError`](leaseq_async::StoreError)'s message).
 
 use std::error::Error;
 use std::fmt;
@@ -191,8 +192,8 @@ pub enum TxAckError {
 impl fmt::Display for TxAckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TxAckError::Stale(e) => write!(f, "{e}"),
-            TxAckError::Db(e) => write!(f, "database error: {e}"),
+            TxAckError::Stale(_) => f.write_str("the ack was refused: the lease is stale"),
+            TxAckError::Db(_) => f.write_str("database error"),
         }
     }
 }
@@ -272,26 +273,5 @@ impl fmt::Display for Because {
 impl Error for Because {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         Some(&*self.cause)
-    }
-}
-
-/// An error and its causes in words, `: ` between them, for what keeps errors as text
-/// (`last_error`, a [`StoreError`](leaseq_async::StoreError)'s message). A cause whose
-/// words are already shown (an error that prints its source too) is not repeated.
-pub(crate) struct Chain<'a>(pub(crate) &'a dyn Error);
-
-impl fmt::Display for Chain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut shown = self.0.to_string();
-        let mut cause = self.0.source();
-        while let Some(c) = cause {
-            let words = c.to_string();
-            if !words.is_empty() && !shown.contains(&words) {
-                shown.push_str(": ");
-                shown.push_str(&words);
-            }
-            cause = c.source();
-        }
-        f.write_str(&shown)
     }
 }

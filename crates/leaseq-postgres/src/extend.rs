@@ -34,7 +34,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(c) => c,
                 Err(e) => {
                     shared.failed("extend", &e);
-                    let e = StoreError::not_done(format!("extend: {}", crate::error::Chain(&e)));
+                    let e =
+                        StoreError::not_done(format!("extend: {}", leaseq_async::ErrorChain(&e)));
                     return Err(SettleError::Store(e));
                 }
             };

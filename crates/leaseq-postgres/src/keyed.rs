@@ -65,7 +65,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 let mut client = pool.get().await.map_err(|e| {
                     StoreError::not_done(format!(
                         "keyed push: no connection: {}",
-                        crate::error::Chain(&e)
+                        leaseq_async::ErrorChain(&e)
                     ))
                 })?;
                 insert(&task, &mut client, &row).await.inspect_err(|e| {

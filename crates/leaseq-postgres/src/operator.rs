@@ -15,9 +15,9 @@ use crate::store::{PgStore, Shared};
 /// outcome unknown, anything else not done.
 pub(crate) fn store_error(what: &str, e: &tokio_postgres::Error, write: bool) -> StoreError {
     if write && crate::outcome::maybe_made(e) {
-        StoreError::outcome_unknown(format!("{what}: {}", crate::error::Chain(e)))
+        StoreError::outcome_unknown(format!("{what}: {}", leaseq_async::ErrorChain(e)))
     } else {
-        StoreError::not_done(format!("{what}: {}", crate::error::Chain(e)))
+        StoreError::not_done(format!("{what}: {}", leaseq_async::ErrorChain(e)))
     }
 }
 
@@ -29,7 +29,7 @@ async fn client<T>(
     shared.client().await.map_err(|e| {
         StoreError::not_done(format!(
             "{what}: no connection: {}",
-            crate::error::Chain(&e)
+            leaseq_async::ErrorChain(&e)
         ))
     })
 }
@@ -54,7 +54,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         crate::keeper::count(&self.shared, &client)
             .await
             .map_err(|e| {
-                StoreError::not_done(format!("refresh stats: {}", crate::error::Chain(&e)))
+                StoreError::not_done(format!("refresh stats: {}", leaseq_async::ErrorChain(&e)))
             })?;
         Ok(self.shared.counters.stats())
     }

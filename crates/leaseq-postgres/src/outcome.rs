@@ -85,7 +85,7 @@ pub(crate) async fn settle<T, O>(
             match shared.client().await {
                 Ok(c) => fresh = Some(c),
                 Err(e) => {
-                    last = crate::error::Chain(&e).to_string();
+                    last = leaseq_async::ErrorChain(&e).to_string();
                     continue;
                 }
             }
@@ -102,7 +102,7 @@ pub(crate) async fn settle<T, O>(
                         Err(e) => SettleError::Store(StoreError::not_done(format!(
                             "{}: refused, and the row could not be read: {}",
                             f.what,
-                            crate::error::Chain(&e)
+                            leaseq_async::ErrorChain(&e)
                         ))),
                     })
                 }
@@ -116,14 +116,14 @@ pub(crate) async fn settle<T, O>(
                     }
                     Err(e) => {
                         shared.failed(f.what, &e);
-                        last = crate::error::Chain(&e).to_string();
+                        last = leaseq_async::ErrorChain(&e).to_string();
                     }
                 },
             },
             Err(e) => {
                 shared.failed(f.what, &e);
                 sent |= maybe_made(&e);
-                last = crate::error::Chain(&e).to_string();
+                last = leaseq_async::ErrorChain(&e).to_string();
             }
         }
     }

@@ -35,8 +35,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(c) => c,
                 Err(e) => {
                     shared.failed("checkpoint", &e);
-                    let e =
-                        StoreError::not_done(format!("checkpoint: {}", crate::error::Chain(&e)));
+                    let e = StoreError::not_done(format!(
+                        "checkpoint: {}",
+                        leaseq_async::ErrorChain(&e)
+                    ));
                     return Err(SettleError::Store(e));
                 }
             };
@@ -61,7 +63,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let client = shared.client().await.map_err(|e| {
             StoreError::not_done(format!(
                 "checkpoints: no connection: {}",
-                crate::error::Chain(&e)
+                leaseq_async::ErrorChain(&e)
             ))
         })?;
         let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
@@ -70,7 +72,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             .query(&shared.sql.checkpoints, &[&shared.queue, &after, &limit])
             .await
             .map_err(|e| {
-                StoreError::not_done(format!("checkpoints: {}", crate::error::Chain(&e)))
+                StoreError::not_done(format!("checkpoints: {}", leaseq_async::ErrorChain(&e)))
             })?;
         Ok(rows
             .iter()

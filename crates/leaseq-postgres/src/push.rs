@@ -168,7 +168,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let mut client = match shared.client().await {
                 Ok(c) => c,
                 Err(e) => {
-                    last = format!("no connection: {}", crate::error::Chain(&e));
+                    last = format!("no connection: {}", leaseq_async::ErrorChain(&e));
                     shared.failed("cancel", e);
                     continue;
                 }
@@ -215,7 +215,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(Err(e)) => return Err(AdminError::Refused(e)),
                 Err(e) => {
                     unsure |= committing && crate::outcome::maybe_made(&e);
-                    last = crate::error::Chain(&e).to_string();
+                    last = leaseq_async::ErrorChain(&e).to_string();
                     shared.failed("cancel", e);
                 }
             }

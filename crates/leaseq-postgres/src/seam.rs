@@ -167,7 +167,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
                 // Nothing was sent: the nack was not made.
                 let error = StoreError::not_done(format!(
                     "nack: no connection: {}",
-                    crate::error::Chain(&e)
+                    leaseq_async::ErrorChain(&e)
                 ));
                 self.shared.failed("nack", e);
                 settle::forget(&self.shared, &ticket);
@@ -184,7 +184,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
                 // Nothing was sent: the dead-letter was not made.
                 let error = StoreError::not_done(format!(
                     "dead letter: no connection: {}",
-                    crate::error::Chain(&e)
+                    leaseq_async::ErrorChain(&e)
                 ));
                 self.shared.failed("dead letter", e);
                 settle::forget(&self.shared, &ticket);

@@ -170,7 +170,7 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
             give_up_late_acks(
                 &shared,
                 &mut work.acks,
-                &crate::error::Chain(&e).to_string(),
+                &leaseq_async::ErrorChain(&e).to_string(),
             );
             shared.failed("settle", e);
             tokio::time::sleep(pause).await;
@@ -184,7 +184,7 @@ async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Op
             give_up_late_acks(
                 &shared,
                 &mut work.acks,
-                &crate::error::Chain(&e).to_string(),
+                &leaseq_async::ErrorChain(&e).to_string(),
             );
             shared.failed("ack", e);
             tokio::time::sleep(pause).await;

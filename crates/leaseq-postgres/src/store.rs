@@ -107,7 +107,7 @@ impl<T: 'static> Shared<T> {
 
     /// Records a background task's error (it will retry), with its causes.
     pub(crate) fn failed(&self, what: &str, e: impl std::error::Error) {
-        self.said(format!("{what}: {}", crate::error::Chain(&e)));
+        self.said(format!("{what}: {}", leaseq_async::ErrorChain(&e)));
     }
 
     /// Records what a background task has to say (as [`failed`](Self::failed) does).

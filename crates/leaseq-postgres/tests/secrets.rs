@@ -90,8 +90,8 @@ fn no_open_error_shows_the_password() {
             matches!(e, OpenError::Tls(_))
         }),
         // Nobody listens on port 1.
-        (kv.clone(), |e| matches!(e, OpenError::Connect(_))),
-        (url.clone(), |e| matches!(e, OpenError::Connect(_))),
+        (kv.clone(), |e| matches!(e, OpenError::Unreachable { .. })),
+        (url.clone(), |e| matches!(e, OpenError::Unreachable { .. })),
     ];
     rt.block_on(async {
         for (s, expected) in &cases {

@@ -36,12 +36,7 @@ impl FileView {
         // Before the check, whose read-only connection makes a missing WAL.
         let had_wal = Path::new(&format!("{}-wal", path.display())).exists();
         let Some(version) = crate::check::check(path, Duration::from_secs(5))? else {
-            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
-            return Err(OpenError::Io(FileError::new(
-                path,
-                "no such file",
-                Some(Box::new(missing)),
-            )));
+            return Err(not_found(path));
         };
         let sql = |e| OpenError::from_sqlite(path, e);
         // A connection on a WAL file makes its `-wal` and `-shm` if they are missing, and a
@@ -179,6 +174,19 @@ impl FileView {
     fn sql(&self, e: rusqlite::Error) -> OpenError {
         OpenError::from_sqlite(&self.path, e)
     }
+}
+
+/// The error for a file that is not there (the system's own error as the cause).
+fn not_found(path: &Path) -> OpenError {
+    let missing = std::fs::metadata(path)
+        .err()
+        .unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let why = match dir {
+        Some(dir) if !dir.exists() => format!("its directory {} does not exist", dir.display()),
+        _ => String::new(),
+    };
+    OpenError::NotFound(FileError::new(path, why, Some(Box::new(missing))))
 }
 
 /// A row as the inspector shows it (its payload always loaded).

@@ -158,7 +158,7 @@ fn open_lock_file(path: &Path, lock: &Path, mode: u32) -> Result<(File, bool), O
         Err(e) if e.kind() == ErrorKind::NotFound => {
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
             let why = match dir {
-                Some(dir) => format!("no directory {}", dir.display()),
+                Some(dir) => format!("its directory {} does not exist", dir.display()),
                 None => String::new(),
             };
             return Err(OpenError::NoDirectory(FileError::new(

@@ -34,6 +34,9 @@ pub enum OpenError {
     /// The directory the file would be in does not exist (nothing is created): make it
     /// first.
     NoDirectory(FileError),
+    /// There is no such file to read ([`FileView::open`](crate::FileView::open): a queue's
+    /// open makes a missing file).
+    NotFound(FileError),
     /// The file was written by a newer format version than this one reads.
     NewerVersion {
         /// The file.
@@ -202,6 +205,7 @@ impl OpenError {
             | OpenError::ReadOnly(f)
             | OpenError::Locked(f)
             | OpenError::NoDirectory(f)
+            | OpenError::NotFound(f)
             | OpenError::Io(f)
             | OpenError::Sqlite(f) => Some(f.path()),
             OpenError::NewerVersion { path, .. }
@@ -243,8 +247,15 @@ impl fmt::Display for OpenError {
             ),
             OpenError::NoDirectory(e) => write!(
                 f,
-                "the directory of the queue file {} does not exist: create it first",
-                e.path.display()
+                "the queue file {} cannot be made{}: create the directory first",
+                e.path.display(),
+                e.because()
+            ),
+            OpenError::NotFound(e) => write!(
+                f,
+                "there is no queue file {}{}",
+                e.path.display(),
+                e.because()
             ),
             OpenError::NewerVersion {
                 path,
@@ -287,6 +298,7 @@ impl Error for OpenError {
             | OpenError::ReadOnly(e)
             | OpenError::Locked(e)
             | OpenError::NoDirectory(e)
+            | OpenError::NotFound(e)
             | OpenError::Io(e)
             | OpenError::Sqlite(e) => e.source(),
             OpenError::Config(e) => Some(e),
