@@ -113,11 +113,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         Ok(rows
             .iter()
             .map(|r| {
+                // A code this version does not know (a newer version's reason) reads as
+                // "dropped", as a SQLite file's does at open.
                 let reason = r
                     .get::<_, Option<i16>>(2)
                     .and_then(|c| u8::try_from(c).ok())
                     .and_then(Reason::from_code)
-                    .unwrap_or(Reason::Rejected);
+                    .unwrap_or(Reason::Dropped);
                 let mut letter = DeadLetter::new(
                     crate::claim::decode_sized(shared, r, 8),
                     MessageId::new(r.get::<_, i64>(0) as u64),
