@@ -111,7 +111,10 @@ fn a_sqlite_file_in_a_missing_directory_is_named() {
     let dir: PathBuf = std::env::temp_dir().join(format!("leaseq-cli-nodir-{n}"));
     let file = dir.join("q.db");
     let path = file.to_str().unwrap();
-    for args in [vec!["sqlite", path, "stats"], vec!["sqlite", path, "redrive", "--all"]] {
+    for args in [
+        vec!["sqlite", path, "stats"],
+        vec!["sqlite", path, "redrive", "--all"],
+    ] {
         let err = failed(&leaseq(&args));
         assert!(
             err.starts_with(&format!(

@@ -54,7 +54,7 @@ pub enum OpenError {
     /// Connecting failed otherwise: the server turned the session away (too many
     /// connections, starting up, shutting down), the connection string lacks what the
     /// server asks for (a password), a protocol error, ... The cause: `tokio-postgres`'s
-    /// error (or the connection pool's), which [`Error::downcast_ref`] reaches.
+    /// error (or the connection pool's), which `downcast_ref` reaches.
     Connect(Box<dyn Error + Send + Sync + 'static>),
     /// A statement failed (permissions, a broken connection, ...).
     Db(tokio_postgres::Error),

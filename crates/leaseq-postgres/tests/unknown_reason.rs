@@ -17,8 +17,7 @@ fn an_unknown_reason_code_reads_as_dropped() {
     let Some(url) = server() else { return };
     common::runtime().block_on(async {
         let queue = unique("unknown-reason");
-        let q: PgQueue<Vec<u8>> =
-            process(&url, &queue, Config::new(Duration::from_secs(30))).await;
+        let q: PgQueue<Vec<u8>> = process(&url, &queue, Config::new(Duration::from_secs(30))).await;
         let id = q.push(b"job".to_vec()).await.expect("push");
         receive(&q).await.dead_letter("poison").await.expect("bury");
         let changed = sql(&url)

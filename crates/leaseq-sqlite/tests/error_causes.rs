@@ -211,7 +211,14 @@ fn an_oversized_push_names_the_option() {
     let q = open_with(&path, Options::new().max_item_size(100)).unwrap();
     let e = smol::block_on(q.push(vec![0u8; 101])).unwrap_err();
     assert!(
-        matches!(e, PushError::TooLarge { size: 101, max: 100, .. }),
+        matches!(
+            e,
+            PushError::TooLarge {
+                size: 101,
+                max: 100,
+                ..
+            }
+        ),
         "{e:?}"
     );
     assert_eq!(

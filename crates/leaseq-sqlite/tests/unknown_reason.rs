@@ -15,7 +15,12 @@ fn dead_letter_file(name: &str, sql: &str) -> std::path::PathBuf {
     let q = open_default(&path).unwrap();
     smol::block_on(async {
         q.push(b"job".to_vec()).await.unwrap();
-        q.receive().await.unwrap().dead_letter("poison").await.unwrap();
+        q.receive()
+            .await
+            .unwrap()
+            .dead_letter("poison")
+            .await
+            .unwrap();
     });
     drop(q);
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -25,7 +30,10 @@ fn dead_letter_file(name: &str, sql: &str) -> std::path::PathBuf {
 
 #[test]
 fn an_unknown_reason_code_opens_as_dropped() {
-    let path = dead_letter_file("unknown-reason", "UPDATE items SET reason = 200 WHERE dead = 1");
+    let path = dead_letter_file(
+        "unknown-reason",
+        "UPDATE items SET reason = 200 WHERE dead = 1",
+    );
     let q = open_default(&path).expect("a newer version's reason opens");
     let dead = smol::block_on(q.dead_letters(Page::first(10))).unwrap();
     assert_eq!(dead.len(), 1);
@@ -40,7 +48,10 @@ fn an_unknown_reason_code_opens_as_dropped() {
 
 #[test]
 fn the_file_view_shows_an_unknown_reason_as_none() {
-    let path = dead_letter_file("unknown-reason-view", "UPDATE items SET reason = 200 WHERE dead = 1");
+    let path = dead_letter_file(
+        "unknown-reason-view",
+        "UPDATE items SET reason = 200 WHERE dead = 1",
+    );
     let view = FileView::open(&path).unwrap();
     let dead = view.dead_letters(Page::first(10)).unwrap();
     assert_eq!(dead.len(), 1);
@@ -52,7 +63,10 @@ fn the_file_view_shows_an_unknown_reason_as_none() {
 
 #[test]
 fn a_reason_that_is_not_a_code_is_a_bad_row() {
-    let path = dead_letter_file("text-reason", "UPDATE items SET reason = 'later' WHERE dead = 1");
+    let path = dead_letter_file(
+        "text-reason",
+        "UPDATE items SET reason = 'later' WHERE dead = 1",
+    );
     let before = std::fs::read(&path).unwrap();
     let e = open_default(&path).map(drop).unwrap_err();
     assert!(matches!(e, OpenError::BadRow { .. }), "{e:?}");
