@@ -142,24 +142,30 @@ fn a_database_that_does_not_exist_is_named() {
 }
 
 #[test]
-fn a_refused_login_never_shows_the_password() {
+fn a_refused_login_or_database_never_shows_the_password() {
     let Some(url) = common::server() else { return };
     const SECRET: &str = "hunter2-s3cret";
-    let wrong = format!(
+    let user = format!(
         "{url} user={} password={SECRET}",
         nobody("leaseq_no_such_user")
     );
+    let db = format!(
+        "{url} dbname={} password={SECRET}",
+        nobody("leaseq_no_such_db")
+    );
     common::runtime().block_on(async {
-        let e = open(&wrong, common::options()).await.map(drop).unwrap_err();
-        assert!(matches!(e, OpenError::AuthenticationFailed { .. }), "{e:?}");
-        let mut texts = vec![chain(&e), format!("{e:?}"), format!("{e:#?}")];
-        let mut cause = e.source();
-        while let Some(c) = cause {
-            texts.push(format!("{c:?}"));
-            cause = c.source();
-        }
-        for t in texts {
-            assert!(!t.contains("hunter2"), "the password shows in {t:?}");
+        for (wrong, expected) in [(user, "AuthenticationFailed"), (db, "DatabaseMissing")] {
+            let e = open(&wrong, common::options()).await.map(drop).unwrap_err();
+            assert!(format!("{e:?}").starts_with(expected), "{e:?}");
+            let mut texts = vec![chain(&e), format!("{e:?}"), format!("{e:#?}")];
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                texts.push(format!("{c:?}"));
+                cause = c.source();
+            }
+            for t in texts {
+                assert!(!t.contains("hunter2"), "the password shows in {t:?}");
+            }
         }
     });
 }

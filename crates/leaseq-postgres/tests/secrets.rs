@@ -3,7 +3,8 @@
 //! the store's last error. Every `OpenError` variant that a connection string can reach is
 //! made here from strings carrying [`SECRET`], in both libpq forms; the TLS refusals
 //! (`UntrustedCertificate`, `NameMismatch`, `ServerWithoutTls`) are checked the same way in
-//! `tests/tls.rs`, whose strings carry the password too.
+//! `tests/tls.rs`, whose strings carry the password too, and the server's refusals
+//! (`AuthenticationFailed`, `DatabaseMissing`) in `tests/error_causes.rs`.
 
 mod common;
 
