@@ -192,25 +192,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         }
     }
 
-    /// [`ack`](Self::ack) of a delivery that stays where it is (left settled): for a pool's
-    /// worker, whose delivery is not moved into the settle's future.
-    pub(crate) async fn ack_in_place(&mut self) -> Result<Acked, SettleError> {
-        let ticket = self.take_ticket()?;
-        self.store.ack(ticket).await
-    }
-
-    /// [`nack_with`](Self::nack_with) in place (see [`ack_in_place`](Self::ack_in_place)).
-    pub(crate) async fn nack_in_place(&mut self, failure: Failure) -> Result<Nacked, SettleError> {
-        let ticket = self.take_ticket()?;
-        self.store.nack(ticket, failure).await
-    }
-
-    /// [`dead_letter`](Self::dead_letter) in place (see [`ack_in_place`](Self::ack_in_place)).
-    pub(crate) async fn dead_letter_in_place(&mut self, error: String) -> Result<u32, SettleError> {
-        let ticket = self.take_ticket()?;
-        self.store.dead_letter(ticket, error).await
-    }
-
     /// Acks without waiting for the store's answer: the ack is made now (the lease given
     /// up, the item gone from the queue's view once the store applies it) and a durable
     /// store commits it with others in the background, so a consumer that takes one item
@@ -254,10 +235,31 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// Gives the lease back unstarted: the item is visible again at once and this attempt
     /// does not count (see [`Store::put_back`]). For a lease taken ahead of need (a
     /// prefetch) that its taker will not work on.
+    ///
+    /// Also for a holder that gives up on an item because it is stopping (a deploy): the
+    /// work it did is not held against the item (a checkpoint it recorded is kept, see
+    /// [`crate::progress`]), and the next process takes it at once. See
+    /// [`Consumer`](crate::Consumer) for the pattern.
     pub fn put_back(mut self) {
-        if let Some(ticket) = self.ticket.take() {
-            self.store.put_back(ticket);
+        self.put_back_in_place();
+    }
+
+    /// [`put_back`](Self::put_back) of a delivery that stays where it is (left settled):
+    /// whether it still held its lease.
+    pub(crate) fn put_back_in_place(&mut self) -> bool {
+        match self.ticket.take() {
+            Some(ticket) => {
+                self.store.put_back(ticket);
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Whether the lease is still held (no settle has taken it).
+    #[inline]
+    pub(crate) fn is_unsettled(&self) -> bool {
+        self.ticket.is_some()
     }
 
     /// Moves the deadline to `now + visibility` (capped by the max lease lifetime and the

@@ -191,6 +191,7 @@ pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
+pub use stop::Stopping;
 pub use store::{Checkpointing, Drive, Store, TakeHeartbeat, Taken};
 pub use store_error::{SettleError, StoreError};
 pub use stored::{StoredCounts, StoredItem, StoredState};

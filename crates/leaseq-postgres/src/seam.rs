@@ -318,9 +318,19 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.purge_waiting()
     }
 
+    /// The pushes queued so far committed; once the queue is closed (what its `Closing`
+    /// awaits), the leases given back so far too (a stopped pool's put-backs, a consumer's
+    /// prefetch), so that the next process finds them waiting, their attempts not counted.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.pushes.buf.lock().queued;
-        self.committed(seq)
+        let closed = self.life.is_closed();
+        async move {
+            self.committed(seq).await?;
+            if closed {
+                self.settler.drained().await?;
+            }
+            Ok(())
+        }
     }
 }
 

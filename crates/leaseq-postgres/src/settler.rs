@@ -93,6 +93,31 @@ impl<T: Send + 'static> Settler<T> {
         self.settles.queue.lock().is_empty()
     }
 
+    /// Completes once nothing queued before it (acks, hand-backs, put-backs, unclaims)
+    /// waits for the settler and no batch runs: what a closed queue's `synced` (its
+    /// `Closing`) waits for besides the pushes, so that a process that stops puts its leases
+    /// back in the table before it exits (else they come back only when they run out, their
+    /// attempt counted). Gives up, outcome unknown, after `Options::commit_timeout` (what is
+    /// queued stays queued). Polled every few milliseconds: it runs once, at close.
+    pub(crate) async fn drained(&self) -> Result<(), StoreError> {
+        let start = std::time::Instant::now();
+        let timeout = self.db.options.commit_timeout;
+        loop {
+            if self.idle() && self.running.load(Ordering::Acquire) == 0 {
+                return Ok(());
+            }
+            if start.elapsed() >= timeout {
+                let last = self.db.last_error.lock().clone().unwrap_or_default();
+                return Err(StoreError::outcome_unknown(format!(
+                    "leases given back were not settled within {timeout:?} (they stay queued; \
+                     last error: {last})"
+                )));
+            }
+            self.settles.wake.notify(1);
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
     /// The settler task: runs batches while fewer than `acks_in_flight` run (in callers'
     /// tasks or here), until the store is gone and nothing is queued.
     pub(crate) async fn run(self: Arc<Self>) {
