@@ -121,6 +121,7 @@ mod delivery;
 mod diagnosis;
 mod driver;
 mod error;
+mod error_chain;
 #[cfg(feature = "executor")]
 mod executor_task;
 mod fetcher;
@@ -167,6 +168,7 @@ pub use dead_filter::{DeadFilter, ItemKind};
 pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{NewQueueError, PushError};
+pub use error_chain::ErrorChain;
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
 pub use job_error::JobError;

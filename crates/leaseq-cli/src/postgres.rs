@@ -8,7 +8,7 @@ use leaseq_async::{Config, LeaseQueue, Page};
 use leaseq_postgres::{BytesCodec, Options, PgInspector, Postgres};
 
 use crate::args::{Command, Paged, PgCommand, QueueCommand};
-use crate::error::{failed, CliError};
+use crate::error::{chain, failed, CliError};
 use crate::output::{wants_json, Shown};
 use crate::show;
 
@@ -34,7 +34,7 @@ pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(
     let write = crate::write::is_write(&command)?;
     let mut inspector = PgInspector::connect(url, schema)
         .await
-        .map_err(|e| failed(format!("postgres: {e}")))?;
+        .map_err(|e| failed(chain(&e)))?;
     if !inspector.schema_exists() {
         return Err(failed(format!(
             "postgres: no leaseq schema {schema:?} in this database (--schema names it)"
@@ -66,7 +66,7 @@ async fn read(
     queue: Option<&str>,
     command: &Command,
 ) -> Result<Shown, CliError> {
-    let bad = |e: leaseq_postgres::DbError| failed(format!("postgres: {e}"));
+    let bad = |e: leaseq_postgres::DbError| failed(format!("postgres: {}", chain(&e)));
     Ok(match (command, queue) {
         (Command::Queues(_), _) => {
             let counts = inspector.queues().await.map_err(bad)?;
@@ -111,10 +111,10 @@ async fn write(url: &str, schema: &str, queue: &str, command: &Command) -> Resul
         .codec(BytesCodec)
         .open(Postgres::url(url).options(options))
         .await
-        .map_err(|e| failed(format!("postgres: {e}")))?;
+        .map_err(|e| failed(chain(&e)))?;
     let shown = crate::write::run(&q, command).await;
     let closed = q.close().await;
     let shown = shown?;
-    closed.map_err(|e| failed(format!("postgres: closing: {e}")))?;
+    closed.map_err(|e| failed(format!("postgres: closing: {}", chain(&e))))?;
     Ok(shown)
 }

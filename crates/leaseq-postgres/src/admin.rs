@@ -93,7 +93,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         });
         match upkeep.await {
             Ok(r) => r?,
-            Err(e) => return Err(DbError::Pool(format!("the upkeep task ended: {e}"))),
+            Err(e) => return Err(DbError::pool("the upkeep task ended", e)),
         }
         Ok(self.upkeep())
     }

@@ -21,6 +21,7 @@ use crate::board::{Board, ClaimSlot};
 use crate::claim;
 use crate::counters::Counters;
 use crate::db::Db;
+use crate::error::DbError;
 use crate::leases::Leases;
 use crate::life::Life;
 use crate::settles::Settles;
@@ -33,7 +34,7 @@ type Got<T> = (Vec<Taken<T, PgTicket>>, Option<Duration>);
 /// One claim: the receivers it serves and what came back.
 struct Round<T> {
     slots: Vec<Arc<ClaimSlot<T>>>,
-    result: Result<Got<T>, String>,
+    result: Result<Got<T>, DbError>,
 }
 
 /// The claimer task and the parts it uses: it owns the claim board ([`Board`]) and its
@@ -63,9 +64,7 @@ impl<T: Send + 'static> Claimer<T> {
         let wanted = (asked + ahead).min(db.options.max_claim);
         let result = async {
             let client = db.client().await?;
-            let got = claim::claim(db, &self.counters, &client, wanted)
-                .await
-                .map_err(|e| e.to_string())?;
+            let got = claim::claim(db, &self.counters, &client, wanted).await?;
             let idle = if got.len() < wanted {
                 let next = claim::next_visible(db, &client).await;
                 let poll = db.options.poll_interval;

@@ -5,8 +5,9 @@
 //!
 //! - `policy`: the core's retry policy (its jitter's state), written by whoever decides a
 //!   failed attempt's fate: the fenced nack (`settle.rs`) and the rescuer (`keeper.rs`);
-//! - `last_error`: written by every job through [`Db::failed`], read by operators
-//!   (`PgStore::last_error`) and by a push that gives up waiting for its commit.
+//! - `last_error`: written by every job through [`Db::failed`] (an error with its causes)
+//!   or [`Db::said`], read by operators (`PgStore::last_error`) and by a push that gives up
+//!   waiting for its commit.
 //!
 //! Also how a statement runs on a connection: pooled (prepared once per connection) or the
 //! caller's own ([`run_on`]). A leaf: it names no other part and no job.
@@ -47,13 +48,17 @@ impl<T: 'static> Db<T> {
     pub(crate) async fn client(&self) -> Result<Object, DbError> {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => DbError::Db(e),
-            other => DbError::Pool(other.to_string()),
+            other => DbError::pool("no connection from the pool", other),
         })
     }
 
-    /// Records a background task's error (it will retry).
-    pub(crate) fn failed(&self, what: &str, e: impl std::fmt::Display) {
-        let message = format!("{what}: {e}");
+    /// Records a background task's error (it will retry), with its causes.
+    pub(crate) fn failed(&self, what: &str, e: impl std::error::Error) {
+        self.said(format!("{what}: {}", leaseq_async::ErrorChain(&e)));
+    }
+
+    /// Records what a background task has to say (as [`failed`](Self::failed) does).
+    pub(crate) fn said(&self, message: String) {
         #[cfg(feature = "tracing")]
         tracing::warn!(queue = %self.queue, error = %message, "leaseq-postgres: database error, retrying");
         *self.last_error.lock() = Some(message);

@@ -37,7 +37,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(c) => c,
                 Err(e) => {
                     db.failed("extend", &e);
-                    let e = StoreError::not_done(format!("extend: {e}"));
+                    let e =
+                        StoreError::not_done(format!("extend: {}", leaseq_async::ErrorChain(&e)));
                     return Err(SettleError::Store(e));
                 }
             };

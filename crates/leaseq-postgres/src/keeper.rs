@@ -20,6 +20,7 @@ use crate::board::Board;
 use crate::counters::{Counters, Gauges};
 use crate::db::{micros, Db};
 use crate::driver_wake::DriverWake;
+use crate::error::DbError;
 use crate::leases::Leases;
 use crate::pushes::Pushes;
 use crate::settles::Settles;
@@ -110,7 +111,7 @@ impl<T: Send + 'static> Keeper<T> {
     }
 
     /// Runs the jobs that are due, then the upkeep if due.
-    async fn step(&self, due: Due) -> Result<(), String> {
+    async fn step(&self, due: Due) -> Result<(), DbError> {
         let mut client = self.db.client().await?;
         if due.beat {
             self.heartbeat(&client).await?;
@@ -126,7 +127,7 @@ impl<T: Send + 'static> Keeper<T> {
     }
 
     /// Extends every lease the heartbeat keeps, in one statement; marks lost the ones refused.
-    async fn heartbeat(&self, client: &Client) -> Result<(), String> {
+    async fn heartbeat(&self, client: &Client) -> Result<(), DbError> {
         let db = &*self.db;
         let (ids, leases): (Vec<i64>, Vec<i64>) = self
             .leases
@@ -138,17 +139,13 @@ impl<T: Send + 'static> Keeper<T> {
         if ids.is_empty() {
             return Ok(());
         }
-        let stmt = client
-            .prepare_cached(&db.sql.heartbeat)
-            .await
-            .map_err(|e| e.to_string())?;
+        let stmt = client.prepare_cached(&db.sql.heartbeat).await?;
         let rows = client
             .query(
                 &stmt,
                 &[&ids, &leases, &db.visibility_us(), &db.max_lease_us()],
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let kept: HashMap<i64, i64> = rows
             .iter()
             .map(|r| (r.get(0), r.get::<_, Option<i64>>(1).unwrap_or(0)))
@@ -171,12 +168,11 @@ impl<T: Send + 'static> Keeper<T> {
 
     /// Takes back leases of this queue that ran out, whoever held them, and buries items past
     /// their time to live. Returns how many leases came back.
-    async fn rescue(&self, client: &mut Client) -> Result<u64, String> {
+    async fn rescue(&self, client: &mut Client) -> Result<u64, DbError> {
         let db = &*self.db;
-        let e = |e: tokio_postgres::Error| e.to_string();
-        let tx = client.transaction().await.map_err(e)?;
-        let find = tx.prepare_cached(&db.sql.expired_leases).await.map_err(e)?;
-        let rows = tx.query(&find, &[&db.queue, &1000_i64]).await.map_err(e)?;
+        let tx = client.transaction().await?;
+        let find = tx.prepare_cached(&db.sql.expired_leases).await?;
+        let rows = tx.query(&find, &[&db.queue, &1000_i64]).await?;
         let (mut ids, mut states, mut delays, mut reasons) = (vec![], vec![], vec![], vec![]);
         let mut dead = 0;
         {
@@ -202,17 +198,15 @@ impl<T: Send + 'static> Keeper<T> {
             }
         }
         if !ids.is_empty() {
-            let apply = tx.prepare_cached(&db.sql.rescue).await.map_err(e)?;
+            let apply = tx.prepare_cached(&db.sql.rescue).await?;
             tx.execute(&apply, &[&ids, &states, &delays, &reasons])
-                .await
-                .map_err(e)?;
+                .await?;
         }
-        let expire = tx.prepare_cached(&db.sql.expire_items).await.map_err(e)?;
+        let expire = tx.prepare_cached(&db.sql.expire_items).await?;
         let expired = tx
             .execute(&expire, &[&db.queue, &i16::from(Reason::Expired.code())])
-            .await
-            .map_err(e)?;
-        tx.commit().await.map_err(e)?;
+            .await?;
+        tx.commit().await?;
         let c = &self.counters;
         Counters::add(&c.lease_expired, ids.len() as u64);
         Counters::add(&c.dead_lettered, dead + expired);
@@ -229,18 +223,12 @@ impl<T: Send + 'static> Keeper<T> {
     }
 
     /// Counts the queue's rows by state (every process's).
-    pub(crate) async fn count(&self, client: &Client) -> Result<Gauges, String> {
+    pub(crate) async fn count(&self, client: &Client) -> Result<Gauges, DbError> {
         let db = &*self.db;
         // Read before the statement: every push committed by then is in its snapshot.
         let pushes_seen = self.pushes.buf.lock().committed;
-        let stmt = client
-            .prepare_cached(&db.sql.counts)
-            .await
-            .map_err(|e| e.to_string())?;
-        let r = client
-            .query_one(&stmt, &[&db.queue])
-            .await
-            .map_err(|e| e.to_string())?;
+        let stmt = client.prepare_cached(&db.sql.counts).await?;
+        let r = client.query_one(&stmt, &[&db.queue]).await?;
         let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
         let g = Gauges {
             ready: n(0),

@@ -63,10 +63,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let task = self.db.clone();
         let done = self.blocking.run(move |rt, pool| {
             rt.block_on(async {
-                let mut client = pool
-                    .get()
-                    .await
-                    .map_err(|e| StoreError::not_done(format!("keyed push: no connection: {e}")))?;
+                let mut client = pool.get().await.map_err(|e| {
+                    StoreError::not_done(format!(
+                        "keyed push: no connection: {}",
+                        leaseq_async::ErrorChain(&e)
+                    ))
+                })?;
                 insert(&task, &mut client, &row).await.inspect_err(|e| {
                     task.failed("keyed push", e);
                 })

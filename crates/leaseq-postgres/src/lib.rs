@@ -237,6 +237,13 @@
 //! and `require` only (not checking the certificate): use [`Postgres::url`] to verify. No error,
 //! `Debug` or trace of the store shows the connection string's password.
 //!
+//! Other connections that fail are told apart too, each with `tokio-postgres`'s error (and
+//! under it the server's message or the I/O error) as its `source()`:
+//! [`OpenError::Unreachable`] (refused, unknown host, timed out), [`OpenError::AuthenticationFailed`]
+//! (SQLSTATE `28P01`, `28000`), [`OpenError::DatabaseMissing`] (`3D000`), else
+//! [`OpenError::Connect`]. Their `Display` says what failed; print the chain
+//! ([`ErrorChain`](leaseq_async::ErrorChain)) for what the server said.
+//!
 //! # Least privilege
 //!
 //! Two roles: one that migrates (owns the schema), and the workers', which needs no DDL and
@@ -327,6 +334,7 @@ mod board;
 mod capacity;
 mod claim;
 mod claimer;
+mod connect_error;
 mod conninfo;
 mod counters;
 mod db;

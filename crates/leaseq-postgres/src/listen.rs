@@ -10,6 +10,7 @@ use tokio_postgres::AsyncMessage;
 
 use crate::board::Board;
 use crate::db::Db;
+use crate::error::DbError;
 use crate::life::Life;
 use crate::tls::MakeRustlsConnect;
 
@@ -44,11 +45,8 @@ impl<T: Send + 'static> Listener<T> {
         &self,
         config: &tokio_postgres::Config,
         tls: &MakeRustlsConnect,
-    ) -> Result<(), String> {
-        let (client, mut connection) = config
-            .connect(tls.clone())
-            .await
-            .map_err(|e| e.to_string())?;
+    ) -> Result<(), DbError> {
+        let (client, mut connection) = config.connect(tls.clone()).await?;
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         let statement = format!("LISTEN \"{}\"", self.db.sql.channel);
         let listen = client.batch_execute(&statement);
@@ -56,11 +54,11 @@ impl<T: Send + 'static> Listener<T> {
         // Drive the connection until the LISTEN is done.
         loop {
             tokio::select! {
-                r = &mut listen => { r.map_err(|e| e.to_string())?; break; }
+                r = &mut listen => { r?; break; }
                 m = messages.next() => match m {
                     Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(e.to_string()),
-                    None => return Err("connection closed".into()),
+                    Some(Err(e)) => return Err(DbError::Db(e)),
+                    None => return Err(closed()),
                 },
             }
         }
@@ -77,11 +75,16 @@ impl<T: Send + 'static> Listener<T> {
                         }
                     }
                     Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(e.to_string()),
-                    None => return Err("connection closed".into()),
+                    Some(Err(e)) => return Err(DbError::Db(e)),
+                    None => return Err(closed()),
                 },
                 _ = stop => {}
             }
         }
     }
+}
+
+/// The notification connection ended without an error.
+fn closed() -> DbError {
+    DbError::pool("the notification connection closed", "the server ended it")
 }

@@ -98,7 +98,7 @@ where
     let mut client = pool
         .get()
         .await
-        .map_err(|e| crate::tls::connect_error(&e))?;
+        .map_err(|e| crate::connect_error::pool_error(e, &pg_config))?;
     schema::migrate(&mut client, &options.schema).await?;
     let not_recorded =
         crate::tx_sql::record_limits(&client, &options, queue, config.capacity()).await?;

@@ -16,17 +16,20 @@ use crate::store::PgStore;
 /// outcome unknown, anything else not done.
 pub(crate) fn store_error(what: &str, e: &tokio_postgres::Error, write: bool) -> StoreError {
     if write && crate::outcome::maybe_made(e) {
-        StoreError::outcome_unknown(format!("{what}: {e}"))
+        StoreError::outcome_unknown(format!("{what}: {}", leaseq_async::ErrorChain(e)))
     } else {
-        StoreError::not_done(format!("{what}: {e}"))
+        StoreError::not_done(format!("{what}: {}", leaseq_async::ErrorChain(e)))
     }
 }
 
 /// A connection for an operator call (none: not done).
 async fn client<T>(db: &Db<T>, what: &str) -> Result<deadpool_postgres::Object, StoreError> {
-    db.client()
-        .await
-        .map_err(|e| StoreError::not_done(format!("{what}: no connection: {e}")))
+    db.client().await.map_err(|e| {
+        StoreError::not_done(format!(
+            "{what}: no connection: {}",
+            leaseq_async::ErrorChain(&e)
+        ))
+    })
 }
 
 /// A page's bounds as the statements take them: ids above, at most.
@@ -46,10 +49,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// process's counters.
     pub(crate) async fn refresh(&self) -> Result<Stats, StoreError> {
         let client = client(&self.db, "refresh stats").await?;
-        self.keeper
-            .count(&client)
-            .await
-            .map_err(|e| StoreError::not_done(format!("refresh stats: {e}")))?;
+        self.keeper.count(&client).await.map_err(|e| {
+            StoreError::not_done(format!("refresh stats: {}", leaseq_async::ErrorChain(&e)))
+        })?;
         Ok(self.counters.stats())
     }
 
@@ -101,11 +103,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         Ok(rows
             .iter()
             .map(|r| {
+                // A code this version does not know (a newer version's reason) reads as
+                // "dropped", as a SQLite file's does at open.
                 let reason = r
                     .get::<_, Option<i16>>(2)
                     .and_then(|c| u8::try_from(c).ok())
                     .and_then(Reason::from_code)
-                    .unwrap_or(Reason::Rejected);
+                    .unwrap_or(Reason::Dropped);
                 let mut letter = DeadLetter::new(
                     crate::claim::decode_sized(db, r, 8),
                     MessageId::new(r.get::<_, i64>(0) as u64),

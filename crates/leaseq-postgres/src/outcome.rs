@@ -88,7 +88,7 @@ pub(crate) async fn settle<T, O>(
             match db.client().await {
                 Ok(c) => fresh = Some(c),
                 Err(e) => {
-                    last = e.to_string();
+                    last = leaseq_async::ErrorChain(&e).to_string();
                     continue;
                 }
             }
@@ -104,8 +104,9 @@ pub(crate) async fn settle<T, O>(
                         match explain(db, counters, c, ticket, f.holder_only).await {
                             Ok(e) => SettleError::Stale(e),
                             Err(e) => SettleError::Store(StoreError::not_done(format!(
-                                "{}: refused, and the row could not be read: {e}",
-                                f.what
+                                "{}: refused, and the row could not be read: {}",
+                                f.what,
+                                leaseq_async::ErrorChain(&e)
                             ))),
                         },
                     )
@@ -120,14 +121,14 @@ pub(crate) async fn settle<T, O>(
                     }
                     Err(e) => {
                         db.failed(f.what, &e);
-                        last = e.to_string();
+                        last = leaseq_async::ErrorChain(&e).to_string();
                     }
                 },
             },
             Err(e) => {
                 db.failed(f.what, &e);
                 sent |= maybe_made(&e);
-                last = e.to_string();
+                last = leaseq_async::ErrorChain(&e).to_string();
             }
         }
     }

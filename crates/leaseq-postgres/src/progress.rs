@@ -36,7 +36,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(c) => c,
                 Err(e) => {
                     db.failed("checkpoint", &e);
-                    let e = StoreError::not_done(format!("checkpoint: {e}"));
+                    let e = StoreError::not_done(format!(
+                        "checkpoint: {}",
+                        leaseq_async::ErrorChain(&e)
+                    ));
                     return Err(SettleError::Store(e));
                 }
             };
@@ -59,16 +62,20 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         page: Page,
     ) -> Result<Vec<(MessageId, Progress)>, StoreError> {
         let db = &*self.db;
-        let client = db
-            .client()
-            .await
-            .map_err(|e| StoreError::not_done(format!("checkpoints: no connection: {e}")))?;
+        let client = db.client().await.map_err(|e| {
+            StoreError::not_done(format!(
+                "checkpoints: no connection: {}",
+                leaseq_async::ErrorChain(&e)
+            ))
+        })?;
         let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
         let rows = client
             .query(&db.sql.checkpoints, &[&db.queue, &after, &limit])
             .await
-            .map_err(|e| StoreError::not_done(format!("checkpoints: {e}")))?;
+            .map_err(|e| {
+                StoreError::not_done(format!("checkpoints: {}", leaseq_async::ErrorChain(&e)))
+            })?;
         Ok(rows
             .iter()
             .map(|r| {

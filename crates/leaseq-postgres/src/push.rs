@@ -167,7 +167,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let mut client = match db.client().await {
                 Ok(c) => c,
                 Err(e) => {
-                    last = format!("no connection: {e}");
+                    last = format!("no connection: {}", leaseq_async::ErrorChain(&e));
                     db.failed("cancel", e);
                     continue;
                 }
@@ -210,7 +210,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(Err(e)) => return Err(AdminError::Refused(e)),
                 Err(e) => {
                     unsure |= committing && crate::outcome::maybe_made(&e);
-                    last = e.to_string();
+                    last = leaseq_async::ErrorChain(&e).to_string();
                     db.failed("cancel", e);
                 }
             }

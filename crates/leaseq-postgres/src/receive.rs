@@ -14,6 +14,7 @@ use leaseq_async::Taken;
 use parking_lot::Mutex;
 
 use crate::board::{ClaimSlot, SlotState};
+use crate::error::DbError;
 use crate::store::PgStore;
 use crate::ticket::PgTicket;
 
@@ -163,10 +164,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let (db, counters) = (self.db.clone(), self.counters.clone());
         let got = self.blocking.run(move |rt, pool| {
             let got = rt.block_on(async {
-                let client = pool.get().await.map_err(|e| e.to_string())?;
+                let client = pool
+                    .get()
+                    .await
+                    .map_err(|e| DbError::pool("no connection from the pool", e))?;
                 crate::claim::claim(&db, &counters, &client, max.min(db.options.max_claim))
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(DbError::Db)
             });
             got.unwrap_or_else(|e| {
                 db.failed("try_take", e);

@@ -167,7 +167,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was sent: the nack was not made.
-                let error = StoreError::not_done(format!("nack: no connection: {e}"));
+                let error = StoreError::not_done(format!(
+                    "nack: no connection: {}",
+                    leaseq_async::ErrorChain(&e)
+                ));
                 self.db.failed("nack", e);
                 self.leases.forget(&ticket);
                 return Err(error.into());
@@ -181,7 +184,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was sent: the dead-letter was not made.
-                let error = StoreError::not_done(format!("dead letter: no connection: {e}"));
+                let error = StoreError::not_done(format!(
+                    "dead letter: no connection: {}",
+                    leaseq_async::ErrorChain(&e)
+                ));
                 self.db.failed("dead letter", e);
                 self.leases.forget(&ticket);
                 return Err(error.into());

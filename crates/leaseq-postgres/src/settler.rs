@@ -224,7 +224,11 @@ impl<T: Send + 'static> Settler<T> {
         let client = match db.client().await {
             Ok(c) => c,
             Err(e) => {
-                give_up_late_acks(db, &mut work.acks, &e.to_string());
+                give_up_late_acks(
+                    db,
+                    &mut work.acks,
+                    &leaseq_async::ErrorChain(&e).to_string(),
+                );
                 db.failed("settle", e);
                 tokio::time::sleep(pause).await;
                 return Some(work);
@@ -234,7 +238,11 @@ impl<T: Send + 'static> Settler<T> {
             let acks = std::mem::take(&mut work.acks);
             if let Err((e, acks)) = settle::ack_batch(self.parts(), &client, acks).await {
                 work.acks = acks;
-                give_up_late_acks(db, &mut work.acks, &e.to_string());
+                give_up_late_acks(
+                    db,
+                    &mut work.acks,
+                    &leaseq_async::ErrorChain(&e).to_string(),
+                );
                 db.failed("ack", e);
                 tokio::time::sleep(pause).await;
                 return Some(work);

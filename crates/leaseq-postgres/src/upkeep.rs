@@ -134,15 +134,12 @@ async fn upkeep<T>(db: &Db<T>, counters: &Counters, client: &Client) -> Result<(
     client.execute(&db.sql.forget_marks, &[]).await?;
     if !may_maintain(db, client).await? {
         if !counters.upkeep_refused.swap(true, Ordering::AcqRel) {
-            db.failed(
-                "upkeep",
-                format!(
-                    "the role is not the owner of {}.items (nor has MAINTAIN): its VACUUM, \
-                     ANALYZE and index rebuilds are skipped, left to autovacuum and the \
-                     owner (said once)",
-                    db.options.schema
-                ),
-            );
+            db.said(format!(
+                "upkeep: the role is not the owner of {}.items (nor has MAINTAIN): its \
+                 VACUUM, ANALYZE and index rebuilds are skipped, left to autovacuum and the \
+                 owner (said once)",
+                db.options.schema
+            ));
         }
         return Ok(());
     }

@@ -22,6 +22,7 @@ use deadpool_postgres::Object;
 use crate::board::Board;
 use crate::counters::Counters;
 use crate::db::Db;
+use crate::error::DbError;
 use crate::life::Life;
 use crate::pushes::{PushRow, Pushes};
 
@@ -131,9 +132,9 @@ impl<T: Send + 'static> Writer<T> {
     /// `ON CONFLICT` (the watermark already skips every row a lost reply's first attempt
     /// committed); should it meet a row with one of the batch's ids anyway, it is refused
     /// whole (nothing done) and the batch runs again with `ON CONFLICT (id) DO NOTHING`.
-    async fn insert(&self, batch: &[PushRow]) -> Result<usize, String> {
+    async fn insert(&self, batch: &[PushRow]) -> Result<usize, DbError> {
         let db = &*self.db;
-        let mut client = db.client().await.map_err(|e| e.to_string())?;
+        let mut client = db.client().await?;
         match self
             .insert_fitting(&mut client, batch, &db.sql.insert)
             .await
@@ -144,7 +145,7 @@ impl<T: Send + 'static> Writer<T> {
             }
             r => r,
         }
-        .map_err(|e| e.to_string())
+        .map_err(DbError::Db)
     }
 
     /// Inserts the first rows of `batch` that fit with `sql` (the insert, checked or not),

@@ -5,11 +5,13 @@ use std::path::Path;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use leaseq_async::{Codec, LeaseQueue, MemoryStore, QueueSettings, Runtime, DEFAULT_MAX_LEASE};
-use leaseq_core::{EventMask, MessageId, Queue};
+use leaseq_async::{
+    Codec, LeaseQueue, MemoryStore, Progress, QueueSettings, Runtime, DEFAULT_MAX_LEASE,
+};
+use leaseq_core::{EventMask, MessageId, Queue, Timestamp};
 use rusqlite::{Connection, MAIN_DB};
 
-use crate::check::{check, APPLICATION_ID, FORMAT_VERSION, MAGIC, PROGRESS_VERSION};
+use crate::check::{check, sidecar, APPLICATION_ID, FORMAT_VERSION, MAGIC, PROGRESS_VERSION};
 use crate::commit::{commit, Early};
 use crate::journal::Journal;
 use crate::lock::OwnerLock;
@@ -48,26 +50,8 @@ where
         codec,
         ..
     } = settings;
-    // A closing owner of this process gets as long as its flush may take.
-    let lock = OwnerLock::take(
-        path,
-        options.commit_timeout + options.busy_timeout,
-        options.file_mode,
-    )?;
-    let version = check(path, options.busy_timeout)?;
-    let existed = version.is_some();
-    if !existed {
-        // Created here with its mode: SQLite gives the WAL and shared-memory files the
-        // mode of the database file.
-        create_file(path, options.file_mode)?;
-    }
-    let mut conn = Connection::open(path)?;
-    conn.busy_timeout(options.busy_timeout)?;
-    if conn.is_readonly(MAIN_DB)? {
-        return Err(OpenError::read_only(path, "opened read-only"));
-    }
-
-    // The core: dead letters and replacements recorded as events, for the journal.
+    // The core first: a configuration that cannot work is refused before the disk is
+    // touched. Dead letters and replacements recorded as events, for the journal.
     let mut config = config
         .with_events(EventMask::DEAD_LETTERED | EventMask::REPLACED)
         .with_event_capacity(1 << 20);
@@ -75,23 +59,108 @@ where
         let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
         config = config.with_max_lease(lifetime);
     }
-    let mut core = Queue::new(config).map_err(OpenError::Config)?;
-    let now = runtime.now();
+    let core = Queue::new(config).map_err(OpenError::Config)?;
+    // A closing owner of this process gets as long as its flush may take.
+    let lock = OwnerLock::take(
+        path,
+        options.commit_timeout + options.busy_timeout,
+        options.file_mode,
+    )?;
+    let mut created = false;
+    let ready = match prepare(path, options, core, &codec, runtime.now(), &mut created) {
+        Ok(ready) => ready,
+        Err(e) => {
+            // Its connection closed: what this open made goes, the lock file last.
+            if created {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let _ = std::fs::remove_file(sidecar(path, suffix));
+                }
+            }
+            lock.discard();
+            return Err(e);
+        }
+    };
+    let Ready {
+        conn,
+        core,
+        offset,
+        progress,
+    } = ready;
+    let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
+    for (id, p) in progress {
+        inner.restore_progress(id, p);
+    }
+    let journal = Journal::start(conn, lock, options.commit_timeout)
+        .map_err(|e| OpenError::io(path, "the writer thread could not start", e))?;
+    let store = Arc::new(SqliteStore {
+        inner,
+        codec,
+        journal,
+        offset,
+        handles: AtomicUsize::new(1),
+        max_item_size: options.max_item_size,
+    });
+    Ok(LeaseQueue::start(store))
+}
+
+/// A file checked, restored and ready for its writer.
+struct Ready<T> {
+    conn: Connection,
+    core: Queue<T>,
+    /// Wall-clock nanoseconds at the runtime's zero.
+    offset: i128,
+    /// The items' checkpoints.
+    progress: Vec<(MessageId, Progress)>,
+}
+
+/// Under the owner lock: checks the file (or creates it: `created` is then set), reads
+/// every row into `core` before anything is written, then sets the file up (WAL, the
+/// schema or its migration, the fixes for the previous process's leases).
+fn prepare<T, C: Codec<T>>(
+    path: &Path,
+    options: &Options,
+    mut core: Queue<T>,
+    codec: &C,
+    now: Timestamp,
+    created: &mut bool,
+) -> Result<Ready<T>, OpenError> {
+    let sql = |e| OpenError::from_sqlite(path, e);
+    let version = check(path, options.busy_timeout)?;
+    let existed = version.is_some();
+    if !existed {
+        // Created here with its mode: SQLite gives the WAL and shared-memory files the
+        // mode of the database file.
+        create_file(path, options.file_mode)?;
+        *created = true;
+    }
+    let mut conn = Connection::open(path).map_err(sql)?;
+    conn.busy_timeout(options.busy_timeout).map_err(sql)?;
+    if conn.is_readonly(MAIN_DB).map_err(sql)? {
+        // SQLite fell back to reading: the system's refusal to write is the cause.
+        let denied = std::fs::OpenOptions::new().write(true).open(path).err();
+        let cause = denied.map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>);
+        return Err(OpenError::read_only(
+            path,
+            "SQLite could open it only to read",
+            cause,
+        ));
+    }
     let offset = wall_now() - now.as_nanos() as i128;
 
     // Everything is read before anything is written.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
     let (fixes, progress) = if existed {
         let restored = restore_rows(
+            path,
             &conn,
             &mut core,
-            &codec,
+            codec,
             now,
             offset,
             options.max_item_size,
             with_progress,
         )?;
-        core.reserve_ids_below(MessageId::new(next_id(&conn)?));
+        core.reserve_ids_below(MessageId::new(next_id(path, &conn)?));
         restored
     } else {
         (Vec::new(), Vec::new())
@@ -104,30 +173,22 @@ where
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; \
          PRAGMA wal_autocheckpoint = {};",
         options.wal_autocheckpoint
-    ))?;
+    ))
+    .map_err(sql)?;
     if !existed {
-        create_schema(&conn)?;
+        create_schema(&conn).map_err(sql)?;
     } else if !with_progress {
-        migrate_to_progress(&conn)?;
+        migrate_to_progress(&conn).map_err(sql)?;
     }
     if !fixes.is_empty() {
-        commit(&mut conn, &fixes, &mut Early::new())?;
+        commit(&mut conn, &fixes, &mut Early::new()).map_err(sql)?;
     }
-
-    let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
-    for (id, p) in progress {
-        inner.restore_progress(id, p);
-    }
-    let journal = Journal::start(conn, lock, options.commit_timeout).map_err(OpenError::Io)?;
-    let store = Arc::new(SqliteStore {
-        inner,
-        codec,
-        journal,
+    Ok(Ready {
+        conn,
+        core,
         offset,
-        handles: AtomicUsize::new(1),
-        max_item_size: options.max_item_size,
-    });
-    Ok(LeaseQueue::start(store))
+        progress,
+    })
 }
 
 /// Creates the (empty) database file with `mode` (Unix; elsewhere the system's default).
@@ -138,13 +199,9 @@ fn create_file(path: &Path, mode: u32) -> Result<(), OpenError> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut new, mode);
     #[cfg(not(unix))]
     let _ = mode;
-    match new.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            Err(OpenError::read_only(path, e))
-        }
-        Err(e) => Err(OpenError::Io(e)),
-    }
+    new.open(path)
+        .map(drop)
+        .map_err(|e| OpenError::io(path, "cannot create it", e))
 }
 
 fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
