@@ -157,7 +157,7 @@ mod watchdog;
 pub use ack_batch::AckBatch;
 pub use admin_error::AdminError;
 pub use batch_error::BatchError;
-pub use builder::{NoCodec, QueueBuilder, DEFAULT_MAX_LEASE};
+pub use builder::{NoCodec, QueueBuilder};
 pub use closing::Closing;
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
@@ -172,7 +172,7 @@ pub use executor_task::ExecutorTask;
 pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
-pub use open::{InMemory, OpenStore, QueueSettings};
+pub use open::{InMemory, OpenStore, QueueSettings, DEFAULT_MAX_LEASE};
 pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
