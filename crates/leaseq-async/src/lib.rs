@@ -164,7 +164,6 @@ pub use codec::PostcardCodec;
 pub use codec::{BytesCodec, Codec, CodecError};
 pub use consumer::Consumer;
 pub use dead_filter::{DeadFilter, ItemKind};
-pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{NewQueueError, PushError};
 #[cfg(feature = "executor")]
@@ -189,7 +188,7 @@ pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
-pub use store::{Checkpointing, Drive, Store, TakeHeartbeat, Taken};
+pub use store::{Checkpointing, Delivery, Drive, Store, TakeHeartbeat, Taken};
 pub use store_error::{SettleError, StoreError};
 pub use stored::{StoredCounts, StoredItem, StoredState};
 pub use watchdog::{Holding, StuckWorker, Watchdog};

@@ -13,7 +13,6 @@ use leaseq_core::{
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
-use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -23,6 +22,9 @@ use crate::runtime::Runtime;
 use crate::store_error::{SettleError, StoreError};
 
 pub use crate::taken::{Checkpointing, Drive, TakeHeartbeat, Taken};
+pub use delivery::Delivery;
+
+mod delivery;
 
 /// A queue's name unless [`QueueBuilder::name`](crate::QueueBuilder::name) sets another:
 /// what [`Store::name`] answers by default.
