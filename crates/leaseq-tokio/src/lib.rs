@@ -55,12 +55,10 @@ mod cancel;
 mod clock;
 mod precise;
 mod runtime;
-mod timer;
 
 pub use cancel::PoolExt;
 pub use clock::TokioClock;
-pub use runtime::{TokioRuntime, TokioTask};
-pub use timer::TokioTimer;
+pub use runtime::{TokioRuntime, TokioTask, TokioTimer};
 // The core state machine's own types, and the trait the runtime implements.
 pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
 pub use leaseq_async::{BoxFuture, Runtime};
