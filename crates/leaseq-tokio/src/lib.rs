@@ -59,13 +59,11 @@ mod clock;
 mod precise;
 mod runtime;
 mod signal;
-mod timer;
 
 pub use cancel::PoolExt;
 pub use clock::TokioClock;
-pub use runtime::{TokioRuntime, TokioTask};
+pub use runtime::{TokioRuntime, TokioTask, TokioTimer};
 pub use signal::shutdown_signal;
-pub use timer::TokioTimer;
 // The core state machine's own types, and the trait the runtime implements.
 pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
 pub use leaseq_async::{BoxFuture, Runtime};

@@ -16,14 +16,13 @@ use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
-use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
 use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
-use crate::store::{Checkpointing, Drive, Store, TakeHeartbeat, Taken};
+use crate::store::{Checkpointing, Delivery, Drive, Store, TakeHeartbeat, Taken};
 use crate::store_error::SettleError;
 use crate::store_error::StoreError;
 
