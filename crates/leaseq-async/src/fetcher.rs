@@ -184,7 +184,12 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             let mut waiting = S::Waiting::default();
             let took = {
                 let wait = StopWaiting(&*store, &mut waiting);
+                // The stop asked first, at every poll: an item put back since (a handler's
+                // `JobError::stopped`) is not leased again only to be put back again.
                 let take = std::future::poll_fn(|cx| {
+                    if self.stop.is_asked() {
+                        return std::task::Poll::Ready(false);
+                    }
                     store.poll_take(&mut *wait.1, cx, want, self.heartbeat, &mut taken)
                 });
                 let take = std::pin::pin!(take);

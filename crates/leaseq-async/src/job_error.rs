@@ -11,7 +11,9 @@ use leaseq_core::Failure;
 /// [`JobError::permanent`] for bad input that will fail again: the item is then
 /// dead-lettered at once instead of retried; say [`JobError::retry_after`] when the
 /// handler knows when to try again (a rate limit's `Retry-After`, a resource busy until a
-/// known time): the item is delivered again after exactly that delay, not the backoff.
+/// known time): the item is delivered again after exactly that delay, not the backoff;
+/// say [`JobError::stopped`] when the handler ends early because its pool is stopping
+/// ([`Job::stopping`](crate::Job::stopping)): the item is put back at once, uncounted.
 ///
 /// ```
 /// use std::time::Duration;
@@ -30,7 +32,7 @@ pub struct JobError {
 
 /// When a failed job is tried again, in 8 bytes (a `JobError` stays as small as a
 /// `String` and a word: it is moved through every handling's result): the exact delay in
-/// nanoseconds, or one of two markers above any delay.
+/// nanoseconds, or one of three markers above any delay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct JobRetry(u64);
 
@@ -39,15 +41,21 @@ impl JobRetry {
     const BACKOFF: JobRetry = JobRetry(u64::MAX);
     /// Never: dead-lettered now.
     const NEVER: JobRetry = JobRetry(u64::MAX - 1);
+    /// Put back uncounted if the pool is stopping; else after the backoff.
+    const STOPPED: JobRetry = JobRetry(u64::MAX - 2);
+    /// The longest exact delay, below every marker.
+    const MAX_DELAY: u64 = u64::MAX - 3;
 
-    /// After exactly `delay` (at most `u64::MAX - 2` ns, about 584 years).
+    /// After exactly `delay` (at most `MAX_DELAY` ns, about 584 years).
     fn after(delay: Duration) -> Self {
-        JobRetry(u64::try_from(delay.as_nanos()).map_or(u64::MAX - 2, |n| n.min(u64::MAX - 2)))
+        JobRetry(
+            u64::try_from(delay.as_nanos()).map_or(Self::MAX_DELAY, |n| n.min(Self::MAX_DELAY)),
+        )
     }
 
     /// The exact delay, if one was asked for.
     fn delay(self) -> Option<Duration> {
-        (self.0 < u64::MAX - 1).then(|| Duration::from_nanos(self.0))
+        (self.0 <= Self::MAX_DELAY).then(|| Duration::from_nanos(self.0))
     }
 }
 
@@ -80,6 +88,29 @@ impl JobError {
             message: message.to_string(),
             retry: JobRetry::NEVER,
         }
+    }
+
+    /// The handler stopped early because its pool is stopping (a deploy: see
+    /// [`Job::stopping`](crate::Job::stopping)) and hands the item back: if the pool is
+    /// stopping when the handler returns this, the item is **put back uncounted** at once,
+    /// as a handler cut off at the end of the grace would be: its attempt not counted, its
+    /// checkpoint kept, visible at once to the next process, listed in
+    /// [`PoolReport::put_back`](crate::PoolReport::put_back), and not counted in the
+    /// pool's outcomes. So a long job that has checkpointed need not wait out the grace.
+    ///
+    /// Returned when the pool is not stopping, it is an ordinary retryable failure (as
+    /// [`retry`](Self::retry) with this message): counted, retried after the backoff, so
+    /// that a handler that returns it by mistake cannot loop on an item forever.
+    pub fn stopped() -> Self {
+        JobError {
+            message: "stopped for the pool's shutdown".to_string(),
+            retry: JobRetry::STOPPED,
+        }
+    }
+
+    /// Whether this is [`stopped`](Self::stopped).
+    pub fn is_stopped(&self) -> bool {
+        self.retry == JobRetry::STOPPED
     }
 
     /// The message.
@@ -166,11 +197,15 @@ mod tests {
             assert_eq!((e.retry_delay(), e.is_permanent()), (Some(delay), false));
         }
         let huge = JobError::retry_after(Duration::MAX, "much later");
-        assert_eq!(huge.retry_delay(), Some(Duration::from_nanos(u64::MAX - 2)));
-        assert!(!huge.is_permanent());
+        assert_eq!(huge.retry_delay(), Some(Duration::from_nanos(u64::MAX - 3)));
+        assert!(!huge.is_permanent() && !huge.is_stopped());
         assert_eq!(JobError::retry("x").retry_delay(), None);
         assert_eq!(JobError::permanent("x").retry_delay(), None);
         assert!(JobError::permanent("x").is_permanent());
+        let stopped = JobError::stopped();
+        assert!(stopped.is_stopped() && !stopped.is_permanent());
+        assert_eq!(stopped.retry_delay(), None);
+        assert!(!JobError::retry("x").is_stopped() && !JobError::permanent("x").is_stopped());
         let word = std::mem::size_of::<u64>();
         assert_eq!(
             std::mem::size_of::<JobError>(),

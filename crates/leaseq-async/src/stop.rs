@@ -128,9 +128,12 @@ impl std::fmt::Debug for Stopping {
 }
 
 impl Stop {
-    /// `fut`'s output, or `None` if a stop is asked before it completes: `fut` polled
-    /// first, then the stop, as `select(fut, stop.wait())` would, without its `Either` (a
-    /// worker's wait for its next item, per item).
+    /// `fut`'s output, or `None` if a stop is asked before it completes: the stop asked
+    /// first (one atomic load), then `fut` polled, then the stop waited on, as
+    /// `select(stop.wait(), fut)` would, without its `Either` (a worker's wait for its next
+    /// item, per item). A stop asked wins over an item ready: a worker woken by the stop
+    /// takes no item put back since (a handler's `JobError::stopped`), which would only be
+    /// put back again.
     pub(crate) fn unless_asked<F: Future + Unpin>(&self, fut: F) -> UnlessAsked<'_, F> {
         UnlessAsked {
             fut,
@@ -150,6 +153,9 @@ impl<F: Future + Unpin> Future for UnlessAsked<'_, F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
+        if this.stop.stop.is_asked() {
+            return Poll::Ready(None);
+        }
         if let Poll::Ready(out) = Pin::new(&mut this.fut).poll(cx) {
             return Poll::Ready(Some(out));
         }

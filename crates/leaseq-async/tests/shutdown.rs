@@ -2,8 +2,9 @@
 //! tells every running handler (`Job::stopping`, `Job::is_stopping`); a handler still
 //! running at the end of the grace is cut off and its item put back uncounted, its
 //! checkpoint kept, never dead-lettered because of a deploy; a handler that returns within
-//! the grace settles as usual (an error then is a real, counted failure); a dropped pool
-//! puts back the same way; a `Consumer`'s holders see its stop and put back.
+//! the grace settles as usual (an error then is a real, counted failure), unless it is
+//! `JobError::stopped()`, which puts the item back uncounted at once; a dropped pool puts
+//! back the same way; a `Consumer`'s holders see its stop and put back.
 //!
 //! Every queue here allows one attempt: a stop that counted one would dead-letter the item
 //! (as the code before this did, reason "dropped").
@@ -98,6 +99,84 @@ fn a_job_that_watches_stopping_checkpoints_and_is_put_back_uncounted() {
         let s = &report.stats;
         assert_eq!((s.ok, s.failed, s.timed_out, s.panicked), (0, 0, 0, 0));
         back_uncounted(&q, id, &[3, b'S']).await;
+    });
+}
+
+/// A job that watches `stopping()`, checkpoints and returns `JobError::stopped()` hands its
+/// item back at once: put back uncounted with that checkpoint, listed in the report, not an
+/// outcome of the pool's, and the shutdown does not wait out the grace (on the old code
+/// there was no such error: any error returned counted the attempt, and with one attempt
+/// dead-lettered the item). With idle workers beside it, none takes the item put back
+/// (on the pipelined path too, a fetcher leasing ahead).
+#[test]
+fn a_job_that_returns_stopped_is_put_back_at_once_uncounted() {
+    for prefetch in [None, Some(4)] {
+        returns_stopped(prefetch);
+    }
+}
+
+fn returns_stopped(prefetch: Option<usize>) {
+    sim(|rt| async move {
+        let q = queue(&rt);
+        let id = q.push(10).await.unwrap();
+        let mut builder = Pool::builder(q.clone()).workers(4);
+        if let Some(n) = prefetch {
+            builder = builder.prefetch(n);
+        }
+        let pool = builder.spawn({
+            let rt = rt.clone();
+            move |mut job: Job<u32>| {
+                let rt = rt.clone();
+                async move {
+                    let mut stopping = job.stopping();
+                    let mut step = 0u8;
+                    while u32::from(step) < job.item {
+                        let work = std::pin::pin!(sleep(&rt, secs(1)));
+                        if let Either::Right(_) = select(work, &mut stopping).await {
+                            job.checkpoint(vec![step, b'S']).await?;
+                            return Err(JobError::stopped());
+                        }
+                        step += 1;
+                        job.checkpoint(vec![step]).await?;
+                    }
+                    Ok(())
+                }
+            }
+        });
+        sleep(&rt, Duration::from_millis(3500)).await;
+        let report = pool.shutdown(secs(60)).await;
+        assert_eq!(report.took, Duration::ZERO, "no grace waited out");
+        assert_eq!(report.put_back, vec![id]);
+        assert_eq!(report.handed_back, 0, "nobody was cut off");
+        let s = &report.stats;
+        assert_eq!((s.ok, s.failed, s.permanent), (0, 0, 0), "not an outcome");
+        back_uncounted(&q, id, &[3, b'S']).await;
+    });
+}
+
+/// `JobError::stopped()` returned while the pool is not stopping is an ordinary failure:
+/// counted, retried after the backoff, dead-lettered at the last attempt, so a handler that
+/// returns it by mistake cannot loop on an item.
+#[test]
+fn stopped_returned_while_the_pool_runs_is_a_counted_failure() {
+    sim(|rt| async move {
+        let config = Config::new(secs(30)).with_max_attempts(2);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        let id = q.push(1u32).await.unwrap();
+        let pool = Pool::builder(q.clone())
+            .spawn(|_job: Job<u32>| async move { Err(JobError::stopped()) });
+        q.wait_empty().await;
+        let report = pool.shutdown(secs(1)).await;
+        assert!(report.put_back.is_empty());
+        assert_eq!(report.stats.failed, 2);
+        let s = &report.stats.queue;
+        assert_eq!((s.put_back, s.redelivered, s.dead), (0, 1, 1), "{s:?}");
+        let dead = q.dead_letters(Page::ALL).await.unwrap();
+        assert_eq!((dead[0].id, dead[0].attempts), (id, 2));
+        assert_eq!(
+            dead[0].last_error.as_deref(),
+            Some(JobError::stopped().message())
+        );
     });
 }
 

@@ -10,6 +10,10 @@
 //! ([`Store::put_back`]): its attempt not counted, its checkpoint kept, the item visible at
 //! once, and its id noted for the [`PoolReport`](crate::PoolReport).
 //!
+//! A handler that ends early for the stop, returning
+//! [`JobError::stopped`](crate::JobError::stopped) while the pool is stopping, has its item
+//! put back the same way at once ([`Held::stopped`]), without waiting out the grace.
+//!
 //! On the per-item path this costs one test of the ticket (settled, nothing to do), the
 //! test the delivery's own `Drop` makes anyway.
 //!
@@ -42,14 +46,27 @@ impl<'d, 'p, T, R: Runtime, S: Store<T, Runtime = R>> Held<'d, 'p, T, R, S> {
     #[inline(never)]
     fn unsettled(&mut self) {
         if self.pool.cut.load(Ordering::Acquire) {
-            let id = self.delivery.id();
-            if self.delivery.put_back_in_place() {
-                self.pool
-                    .put_back
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(id);
-            }
+            self.put_back();
+        }
+    }
+
+    /// The handler gave its item back for the pool's stop (`JobError::stopped`, the pool
+    /// stopping): put back uncounted now, as at a cut-off.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn stopped(mut self) {
+        self.put_back();
+    }
+
+    /// Puts the lease back uncounted and notes its id for the report, if it is still held.
+    fn put_back(&mut self) {
+        let id = self.delivery.id();
+        if self.delivery.put_back_in_place() {
+            self.pool
+                .put_back
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(id);
         }
     }
 }

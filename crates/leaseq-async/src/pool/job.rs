@@ -87,20 +87,24 @@ impl<T> Job<T> {
     ///
     /// What follows the stop is decided by how the handler ends:
     ///
-    /// - **Returns within the grace**: settled as usual. `Ok` acks the item; an error is a
-    ///   real failure, counted, retried or dead-lettered by the rules, even when it was
-    ///   returned because of the stop. So do not return an error to give an item back.
-    /// - **Still running when the grace ends**: cut off, its item put back uncounted (the
-    ///   attempt not counted, its checkpoint kept), visible at once to the next process.
+    /// - **Returns [`JobError::stopped`](crate::JobError::stopped)**: its item is put back
+    ///   uncounted at once (the attempt not counted, its checkpoint kept), visible at once
+    ///   to the next process, listed in [`PoolReport::put_back`](crate::PoolReport::put_back).
+    ///   The way for a job that has checkpointed to end early. (Returned while the pool is
+    ///   not stopping, it is an ordinary failure, counted.)
+    /// - **Returns anything else within the grace**: settled as usual. `Ok` acks the item;
+    ///   an error is a real failure, counted, retried or dead-lettered by the rules, even
+    ///   when it was returned because of the stop.
+    /// - **Still running when the grace ends**: cut off, its item put back uncounted, as
+    ///   with `JobError::stopped`.
     ///
     /// So a long job, on the stop, records a checkpoint at once (or at the end of its
-    /// current step) and carries on, or waits to be cut off; the next process resumes it
-    /// from that checkpoint with the same attempt number. The pool waits the whole grace
-    /// for a handler that waits: choose a grace that lets a step end.
+    /// current step) and returns `JobError::stopped()`, or carries on until it is cut off;
+    /// the next process resumes it from that checkpoint with the same attempt number.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use leaseq_async::{Config, Job, LeaseQueue, Pool, Runtime, SimRuntime};
+    /// use leaseq_async::{Config, Job, JobError, LeaseQueue, Pool, Runtime, SimRuntime};
     ///
     /// let rt = SimRuntime::new();
     /// rt.block_on({
@@ -121,19 +125,19 @@ impl<T> Job<T> {
     ///                         step += 1;
     ///                         job.checkpoint(vec![step]).await?;
     ///                         if job.is_stopping() {
-    ///                             // Checkpointed: wait to be cut off; the item goes back
-    ///                             // uncounted.
-    ///                             job.stopping().await;
-    ///                             std::future::pending::<()>().await;
+    ///                             // Checkpointed: hand the item back, uncounted.
+    ///                             return Err(JobError::stopped());
     ///                         }
     ///                     }
     ///                     Ok(())
     ///                 }
     ///             }
     ///         });
-    ///         // A deploy at 3.5 s, with a grace of 1 s: step 4 ends within it.
+    ///         // A deploy at 3.5 s, with a grace of 10 s: step 4 ends at 4 s, and the
+    ///         // handler with it.
     ///         rt.sleep_until(rt.now().saturating_add(Duration::from_millis(3500))).await;
-    ///         let report = pool.shutdown(Duration::from_secs(1)).await;
+    ///         let report = pool.shutdown(Duration::from_secs(10)).await;
+    ///         assert_eq!(report.took, Duration::from_millis(500));
     ///         assert_eq!(report.put_back, vec![id]);
     ///         assert_eq!((report.stats.failed, report.stats.queue.dead), (0, 0));
     ///

@@ -205,7 +205,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// - A handler that returns within the grace settles as usual: `Ok` is acked; an error
     ///   is a failure like any other, even one returned because of the stop: counted,
     ///   retried or dead-lettered by the queue's (or its kind's) rules. The item timeout
-    ///   still applies.
+    ///   still applies. The exception is [`JobError::stopped`](crate::JobError::stopped):
+    ///   the handler gives its item back, put back uncounted at once, as at the end of the
+    ///   grace (below).
     /// - A handler still running when the grace ends is cut off: its future is dropped (a
     ///   blocking handler's thread runs on, as after a timeout) and its item is **put back
     ///   uncounted** ([`Store::put_back`]): the attempt not counted, its checkpoint kept, the

@@ -26,10 +26,11 @@ pub struct PoolReport {
     /// The items those workers held, when the pool's watchdog was on (it tracks what each
     /// worker holds); empty without one. [`put_back`](Self::put_back) lists them either way.
     pub handed_back_items: Vec<leaseq_core::MessageId>,
-    /// The items of the handlers cut off at the end of the grace, put back to the queue
-    /// ([`Store::put_back`](crate::Store::put_back)): their attempt not counted, their
-    /// checkpoint kept, visible at once (to the next process, once a durable store has
-    /// committed it: await the queue's close). Never counted as failures nor
+    /// The items of the handlers cut off at the end of the grace, or that gave their item
+    /// back for the stop ([`JobError::stopped`](crate::JobError::stopped)), put back to
+    /// the queue ([`Store::put_back`](crate::Store::put_back)): their attempt not counted,
+    /// their checkpoint kept, visible at once (to the next process, once a durable store
+    /// has committed it: await the queue's close). Never counted as failures nor
     /// dead-lettered because of the stop.
     pub put_back: Vec<leaseq_core::MessageId>,
     /// Every stuck-worker report of the pool's life.

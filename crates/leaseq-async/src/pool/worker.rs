@@ -284,6 +284,11 @@ where
         let took = rt.now().saturating_duration_since(start);
         let (outcome, permanent) = match &ended {
             Ended::Done(Ok(())) => (Outcome::Ok, false),
+            // Given back for the stop (`JobError::stopped`): put back uncounted, as if cut
+            // off, and not an outcome of the pool's (out of line: see `cut_off.rs`).
+            Ended::Done(Err(e)) if e.is_stopped() && pool.stop.is_asked() => {
+                return held.stopped();
+            }
             Ended::Done(Err(e)) => (Outcome::Failed, e.is_permanent()),
             Ended::Panicked(_) => (Outcome::Panicked, false),
             Ended::TimedOut(_) => (Outcome::TimedOut, false),
