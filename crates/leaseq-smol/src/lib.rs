@@ -30,6 +30,19 @@
 //!     assert_eq!(queue.stats().acked, 1);
 //! });
 //! ```
+//!
+//! # A job service: this crate and a store
+//!
+//! A service needs this crate and, for a durable queue, one store crate (`leaseq-sqlite`,
+//! `leaseq-postgres`): everything else it uses is re-exported here. The queue and the
+//! [`Pool`], with its [`Job`], [`JobError`], [`KindPolicy`] and [`Stopping`]; periodic
+//! jobs ([`Scheduler`], [`Schedule`], [`Interval`], [`CatchUp`]; `CronCalendar` with the
+//! feature `cron`); the job router (`Router`, `JobKind`, `Envelope`, and `EnvelopeCodec`,
+//! the codec a router's queue needs on a durable store: feature `router`); the codecs
+//! ([`BytesCodec`], and `PostcardCodec` with `serde`); the operator API's [`Page`] and
+//! [`DeadFilter`]; [`ErrorChain`], an error printed with its causes; and
+//! [`shutdown_signal`]. Each feature of this crate turns on `leaseq-async`'s feature of the
+//! same name (`cron`, `router`, `serde`, `tracing`, `metrics`, `opentelemetry`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -81,4 +94,23 @@ pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, Pool
 // The store behind a queue: the in-memory default, and the seam another store implements.
 pub use leaseq_async::{
     Drive, MemoryStore, MemoryTicket, MemoryWaiting, Store, TakeHeartbeat, Taken,
+};
+
+// What a job service uses beside the queue and the pool, so that it needs this crate and a
+// store crate only: periodic jobs (the core's schedule policy and the scheduler that pushes
+// its ticks; `CronCalendar` with the feature `cron`), operator filters, the codecs of the
+// durable stores (`PostcardCodec` with `serde`, `EnvelopeCodec` with `router`, above), error
+// chains.
+pub use leaseq_async::core::schedule::{self, CatchUp, Interval, Schedule};
+#[cfg(feature = "serde")]
+pub use leaseq_async::PostcardCodec;
+pub use leaseq_async::{system_clock, Scheduler, SchedulerStep, WallClock};
+pub use leaseq_async::{Closing, DeadFilter, ErrorChain, ItemKind};
+#[cfg(feature = "cron")]
+pub use leaseq_async::{CronCalendar, CronError};
+// For a store of your own, and for inspectors: the seam's other types, checkpoints, and the
+// metric names.
+pub use leaseq_async::{metrics, progress};
+pub use leaseq_async::{
+    Checkpointing, LeaseKey, LeaseSignal, StoredCounts, StoredItem, StoredState,
 };
