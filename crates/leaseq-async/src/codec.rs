@@ -39,6 +39,11 @@ impl Codec<Vec<u8>> for BytesCodec {
 
 /// Any `serde` item in [postcard](https://docs.rs/postcard)'s compact binary format
 /// (feature `serde`).
+///
+/// Not for a job router's queue: its `Envelope`s take `EnvelopeCodec` (feature `router`),
+/// which stores the kind first, where operators' filters read it. `Envelope` has no `serde`
+/// form, so `.codec(PostcardCodec)` on a router's queue fails to compile with "the trait
+/// `Serialize` is not implemented for `Envelope`".
 #[cfg(feature = "serde")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PostcardCodec;
