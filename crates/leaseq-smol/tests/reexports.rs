@@ -16,6 +16,23 @@ use leaseq_smol::{
 };
 #[allow(unused_imports)]
 use leaseq_smol::{shutdown_signal, Stopping};
+// What a job service names beside the queue and the pool (issue 30, "one import path").
+#[cfg(feature = "serde")]
+#[allow(unused_imports)]
+use leaseq_smol::PostcardCodec;
+#[allow(unused_imports)]
+use leaseq_smol::{
+    metrics, progress, schedule, system_clock, BytesCodec, CatchUp, Checkpointing, Closing, Codec,
+    CodecError, DeadFilter, ErrorChain, Interval, ItemKind, KindPolicy, LeaseKey, LeaseSignal,
+    Page, Push, Schedule, Scheduler, SchedulerStep, StoredCounts, StoredItem, StoredState,
+    WallClock,
+};
+#[cfg(feature = "router")]
+#[allow(unused_imports)]
+use leaseq_smol::{router, Envelope, EnvelopeCodec, JobKind, Router};
+#[cfg(feature = "cron")]
+#[allow(unused_imports)]
+use leaseq_smol::{CronCalendar, CronError};
 
 /// The re-exported `MemoryStore` is a `Store`, with the re-exported ticket and wait.
 fn is_store<
