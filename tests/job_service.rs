@@ -2,9 +2,10 @@
 //! import path"): two kinds through the router (one retried once, one that fails for good,
 //! with a kind's own rules), a cron schedule pushing each tick once across two schedulers,
 //! the operator API's dead letters filtered by kind, and the deploy path
-//! (`shutdown_signal`). Every leaseq name here comes from `leaseq_tokio` (and
-//! `leaseq_sqlite`): the file compiles only if they are all reachable there. Run on the
-//! memory store, and on a SQLite file with the feature `sqlite`.
+//! (`shutdown_signal`). Every leaseq name here comes from `leaseq_tokio` (and the store
+//! crates, for opening): the file compiles only if they are all reachable there. Run on the
+//! memory store, on a SQLite file with the feature `sqlite`, and on Postgres with the feature
+//! `postgres` (and a server: `LEASEQ_PG_URL`).
 //!
 //! The schedule's wall clock is the test's own (no tick waits for real time); the retries'
 //! backoff is a few milliseconds of real time, and nothing here is judged by time.
@@ -242,5 +243,29 @@ fn a_job_service_on_a_sqlite_file() {
         for suffix in ["", "-wal", "-shm", "-lock"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
+    });
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_job_service_on_postgres() {
+    let Ok(url) = std::env::var("LEASEQ_PG_URL") else {
+        assert!(
+            std::env::var("LEASEQ_PG_REQUIRED").is_err(),
+            "LEASEQ_PG_REQUIRED is set but LEASEQ_PG_URL is not"
+        );
+        eprintln!("SKIPPED: LEASEQ_PG_URL is not set");
+        return;
+    };
+    let name = format!("job-service-{}", std::process::id());
+    runtime().block_on(async {
+        let queue = LeaseQueue::builder(config())
+            .name(name)
+            .codec(EnvelopeCodec)
+            .open(leaseq_postgres::Postgres::url(&url))
+            .await
+            .unwrap();
+        let seen = tokio::spawn(service(queue)).await.unwrap();
+        assert_eq!(seen, expected());
     });
 }
