@@ -140,6 +140,7 @@ mod receive;
 #[cfg(feature = "router")]
 pub mod router;
 mod runtime;
+mod schedule_store;
 mod scheduler;
 mod settling;
 mod signal;
@@ -171,7 +172,7 @@ pub use error::{NewQueueError, PushError};
 pub use executor_task::ExecutorTask;
 pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};
-pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
+pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, Withdrawn};
 pub use open::{InMemory, OpenStore, QueueSettings};
 pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
@@ -183,7 +184,8 @@ pub use receive::{Receive, ReceiveError, ReceiveStream};
 #[cfg(feature = "router")]
 pub use router::{Envelope, EnvelopeCodec, JobKind, Router};
 pub use runtime::{BoxFuture, Runtime};
-pub use scheduler::{system_clock, Scheduler, SchedulerStep, WallClock};
+pub use schedule_store::{ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState};
+pub use scheduler::{system_clock, Scheduler, SchedulerError, SchedulerStep, WallClock};
 #[cfg(feature = "cron")]
 pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;
