@@ -184,6 +184,7 @@ mod open_error;
 mod options;
 mod receive;
 mod restore;
+mod schedule;
 mod seam;
 mod settled;
 mod sqlite;

@@ -81,6 +81,10 @@ where
 
     // Everything is read before anything is written.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
+    let schedules = match version {
+        Some(v) => crate::schedule::read_all(&conn, v)?,
+        None => Vec::new(),
+    };
     let (fixes, progress) = if existed {
         let restored = restore_rows(
             &conn,
@@ -110,6 +114,9 @@ where
     } else if !with_progress {
         migrate_to_progress(&conn)?;
     }
+    if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
+        crate::schedule::migrate(&conn)?;
+    }
     if !fixes.is_empty() {
         commit(&mut conn, &fixes, &mut Early::new())?;
     }
@@ -117,6 +124,9 @@ where
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
         inner.restore_progress(id, p);
+    }
+    for state in schedules {
+        inner.restore_schedule(state);
     }
     let journal = Journal::start(conn, lock, options.commit_timeout).map_err(OpenError::Io)?;
     let store = Arc::new(SqliteStore {
@@ -126,6 +136,7 @@ where
         offset,
         handles: AtomicUsize::new(1),
         max_item_size: options.max_item_size,
+        schedule_lock: parking_lot::Mutex::new(()),
     });
     Ok(LeaseQueue::start(store))
 }
@@ -167,9 +178,11 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
              dead_at INTEGER,
              progress BLOB
          );
+         {schedules}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
-         COMMIT;"
+         COMMIT;",
+        schedules = crate::schedule::SCHEDULES_TABLE
     ))
 }
 

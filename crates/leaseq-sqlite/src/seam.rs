@@ -12,7 +12,8 @@ use std::time::Duration;
 use event_listener::EventListener;
 use leaseq_async::{
     AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, LeaseKey, LeaseLost, Page,
-    Progress, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+    Progress, Push, PushError, Runtime, ScheduleCommit, ScheduleCommitError, ScheduleCommitted,
+    ScheduleState, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -378,6 +379,21 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
 
     /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the
     /// file and truncates it after the last commit.
+    async fn schedule(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
+        Ok(self.inner.schedule_state(name))
+    }
+
+    async fn commit_schedule(
+        &self,
+        step: ScheduleCommit<T>,
+    ) -> Result<ScheduleCommitted, ScheduleCommitError<T>> {
+        self.commit_schedule_step(step).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleState>, StoreError> {
+        Ok(self.inner.schedule_states())
+    }
+
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.journal.last();
         let closed = self.inner.is_closed();
