@@ -168,7 +168,7 @@
 //! -- Then, as leaseq_migrator (the owner), the worker's grants (WORKER_GRANTS):
 //! GRANT USAGE ON SCHEMA "leaseq" TO "leaseq_worker";
 //! GRANT SELECT ON "leaseq".leaseq_meta TO "leaseq_worker";
-//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks TO "leaseq_worker";
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".schedules TO "leaseq_worker";
 //! GRANT USAGE ON SEQUENCE "leaseq".instances TO "leaseq_worker";
 //! ```
 //!
@@ -257,6 +257,7 @@ mod postgres;
 mod progress;
 mod push;
 mod receive;
+mod schedule;
 mod schema;
 mod seam;
 mod settle;

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
@@ -70,6 +70,9 @@ const MIGRATIONS: &[&str] = &[
         FROM {s}.items i LEFT JOIN {s}.reasons r ON r.code = i.reason
         WHERE i.state = 2;
     "#,
+    // 6 (schedules, issue 30): each schedule's cursor, moved by compare-and-set in the
+    // transaction that inserts its ticks (`schedule.rs`).
+    crate::schedule::SCHEDULES_TABLE,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -95,13 +98,13 @@ const REASON_NAMES: &str = r#"
 
 /// The grants a worker role needs on a schema another role migrated: `{schema}` and
 /// `{role}` to fill in (quoted here, so any valid names do). Reads the version, uses the
-/// instance sequence, and reads and writes the two tables; no DDL, no ownership. The upkeep
+/// instance sequence, and reads and writes the three tables (items, writer marks, schedules); no DDL, no ownership. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
 /// without it the store leaves the table to autovacuum and says so once. The crate docs,
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".schedules TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances TO "{role}";"#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,

@@ -17,14 +17,12 @@ mod check;
 #[path = "support/rng.rs"]
 mod rng;
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use check::{Record, Run, Seen, ALL, ONCE};
+use check::{log_line, Record, Run, Seen, ALL, ONCE};
 use leaseq_async::core::schedule::{Calendar, CatchUp, Interval, Schedule};
 use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
 use leaseq_smol::SmolRuntime;
@@ -73,16 +71,6 @@ fn try_open(path: &Path) -> Option<Queue> {
     }
 }
 
-/// One line per fact, each a single `write` on an `O_APPEND` file shared by the children.
-fn log_line(log: &Path, line: String) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
-}
-
 fn now_ns() -> u64 {
     system_clock().as_nanos()
 }
@@ -125,17 +113,10 @@ fn schedule_child() {
                         .run_once(&q, |tick| check::job(which, tick.as_nanos(), now_ns()))
                         .await
                         .expect("schedule step");
-                    log_line(
-                        &log,
-                        format!(
-                            "S {which} {} {} {} {}",
-                            step.pushed, step.duplicates, step.withdrawn, step.conflicts
-                        ),
-                    );
+                    log_line(&log, check::step_line(which, &step));
                 }
                 for d in q.try_receive_batch(64) {
-                    let (which, tick, made) = check::parse(d.item()).expect("a job");
-                    log_line(&log, format!("R {} {which} {tick} {made}", d.id().get()));
+                    log_line(&log, check::ran_line(d.id().get(), d.item()));
                     d.ack().await.expect("ack");
                 }
                 smol::Timer::after(Duration::from_millis(20)).await;
@@ -214,31 +195,12 @@ fn three_processes_through_two_outages_push_each_tick_once() {
     }
 
     // What the children recorded, and what the file holds.
-    let mut records = Vec::new();
-    let (mut duplicates, mut withdrawn, mut owners) = (0, 0, std::collections::BTreeSet::new());
-    for line in std::fs::read_to_string(&log).unwrap().lines() {
-        let parts: Vec<&str> = line.split(' ').collect();
-        match parts[..] {
-            ["R", id, which, tick, made] => records.push(Record {
-                id: id.parse().unwrap(),
-                schedule: which.parse().unwrap(),
-                tick: tick.parse().unwrap(),
-                made_at: made.parse().unwrap(),
-                seen: Seen::Ran,
-            }),
-            ["S", which, _, dups, gone, _] => {
-                duplicates += dups.parse::<usize>().unwrap();
-                if which == ONCE.to_string() {
-                    withdrawn += gone.parse::<usize>().unwrap();
-                }
-            }
-            ["O", pid] => {
-                owners.insert(pid.to_string());
-            }
-            // A line cut by a SIGKILL.
-            _ => {}
-        }
-    }
+    let check::Log {
+        mut records,
+        duplicates,
+        withdrawn,
+        owners,
+    } = check::read_log(&log);
     let db = rusqlite::Connection::open(&path).unwrap();
     let mut rows = db
         .prepare("SELECT id, payload, dead, reason FROM items")
@@ -275,7 +237,6 @@ fn three_processes_through_two_outages_push_each_tick_once() {
     for suffix in ["", "-wal", "-shm", "-lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-    let _ = std::fs::remove_file(&log);
 
     let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
     let run = Run {

@@ -12,6 +12,8 @@
 //! or still in the store at the end (live, or a dead letter).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
 
 /// The schedule with `CatchUp::Once`.
 pub(crate) const ONCE: u8 = 1;
@@ -67,6 +69,78 @@ impl Record {
             seen,
         })
     }
+}
+
+/// Appends one line to the log the processes share: one `write` on an `O_APPEND` file, so
+/// lines of processes do not mix (a SIGKILL may cut the last one).
+pub(crate) fn log_line(log: &Path, line: String) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
+
+/// The line of a job run: its id and bytes.
+pub(crate) fn ran_line(id: u64, bytes: &[u8]) -> String {
+    let (which, tick, made) = parse(bytes).expect("a job");
+    format!("R {id} {which} {tick} {made}")
+}
+
+/// The line of a step of schedule `which`.
+pub(crate) fn step_line(which: u8, step: &leaseq_async::SchedulerStep) -> String {
+    format!(
+        "S {which} {} {} {} {}",
+        step.pushed, step.duplicates, step.withdrawn, step.conflicts
+    )
+}
+
+/// What the log says: the jobs run, the steps' duplicate keys and `Once`'s ticks taken
+/// back, and the pids of the `O <pid>` lines (a SQLite file's owners).
+#[derive(Default)]
+pub(crate) struct Log {
+    pub(crate) records: Vec<Record>,
+    pub(crate) duplicates: usize,
+    pub(crate) withdrawn: usize,
+    /// Commits refused because another process had moved the cursor (each re-planned).
+    pub(crate) conflicts: usize,
+    pub(crate) owners: BTreeSet<String>,
+}
+
+/// Reads the log (and removes it).
+pub(crate) fn read_log(log: &Path) -> Log {
+    let mut out = Log::default();
+    for line in std::fs::read_to_string(log).unwrap().lines() {
+        let parts: Vec<&str> = line.split(' ').collect();
+        match parts[..] {
+            ["R", id, which, tick, made] => out.records.push(Record {
+                id: id.parse().unwrap(),
+                schedule: which.parse().unwrap(),
+                tick: tick.parse().unwrap(),
+                made_at: made.parse().unwrap(),
+                seen: Seen::Ran,
+            }),
+            ["S", which, _, dups, gone, lost] => {
+                out.duplicates += dups.parse::<usize>().unwrap();
+                out.conflicts += lost.parse::<usize>().unwrap();
+                if which == ONCE.to_string() {
+                    out.withdrawn += gone.parse::<usize>().unwrap();
+                }
+            }
+            ["O", pid] => {
+                out.owners.insert(pid.to_string());
+            }
+            // A line cut by a SIGKILL.
+            _ => {}
+        }
+    }
+    let _ = std::fs::remove_file(log);
+    eprintln!(
+        "{} lost compare-and-sets, each planned again",
+        out.conflicts
+    );
+    out
 }
 
 /// The run: the ticks every `every` ns checked (`first` to `last`), and when every process
