@@ -28,7 +28,12 @@
 //!   counts).
 //! - Periodic jobs: a [`Scheduler`] pushes a job per tick of a core
 //!   [`Schedule`](leaseq_core::schedule::Schedule) (an interval, or a [`CronCalendar`]), each
-//!   under its tick's unique key, so that processes sharing a queue land each tick once.
+//!   under its tick's unique key. The schedule's cursor lives in the queue's store
+//!   ([`ScheduleState`]), moved by compare-and-set in the commit that pushes the ticks
+//!   ([`Store::commit_schedule`]): any number of processes sharing the queue push each tick
+//!   once, a restart resumes from the cursor, and ticks missed while every process was
+//!   down are caught up as the schedule's `CatchUp` says ([`LeaseQueue::schedules`] shows
+//!   them).
 //!
 //! # Features
 //!

@@ -57,6 +57,10 @@ pub use crate::taken::{Checkpointing, Drive, TakeHeartbeat, Taken};
 ///   queues the change and commits it with its next batch.
 /// - **Introspection is a snapshot** ([`stats`](Store::stats)): exact for the memory store, as
 ///   of the last refresh for a shared one.
+/// - **Schedules** ([`schedule`](Store::schedule), [`commit_schedule`](Store::commit_schedule)):
+///   a schedule's state is kept with the items, and a scheduler step (its ticks' pushes,
+///   the stale ticks taken back, the cursor's move) is one commit, refused if the cursor
+///   moved since it was read: a compare-and-set every process sharing the store sees.
 /// - **The driver** ([`drive`](Store::drive)) applies what is due (leases running out,
 ///   delays ending, heartbeats) and says when to wake next; a database store also rescues
 ///   leases of dead processes there.

@@ -78,6 +78,13 @@
 //!   live become dead letters (`Expired`).
 //! - **Ack in your transaction**: [`PgStore::ack_in`] runs the fenced delete on your
 //!   `Transaction`, so the work's result and the ack commit together or not at all.
+//! - **Schedules** (`leaseq_async::Scheduler`): each schedule's cursor is a row of the
+//!   `schedules` table (schema version 6). A scheduler step is one transaction: the row
+//!   updated only where its cursor is the one the step read (or inserted if it read none),
+//!   the ticks inserted as keyed pushes, the stale ticks pushed ahead dead-lettered
+//!   (`Expired`); a step another process overtook changes nothing and plans again. So any
+//!   number of processes run one schedule, each tick inserted once, and a restart after
+//!   every process died resumes from the row.
 //!
 //! Every deadline is the database's clock (`clock_timestamp()`); durations travel as
 //! microseconds, so the machines' clocks may disagree.
@@ -105,7 +112,8 @@
 //! `redrive_all` and `redrive_matching` (one statement; a `DeadFilter`'s reason and job
 //! kind in its `WHERE`), `purge`, `purge_dead_letters` and `purge_dead_matching`, `cancel`,
 //! `refresh_stats`, `checkpoints` (handlers' checkpoints, also the `progress` column of the
-//! `dead_letters` view, schema version 5). A failed read is "not done"; a write whose reply
+//! `dead_letters` view, schema version 5), `schedules` (the queue's schedules, their last and
+//! next tick). A failed read is "not done"; a write whose reply
 //! was lost is "outcome unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong
 //! definite answer. A checkpoint is one `UPDATE` fenced like an extension (the lease token,
 //! the lease still running); the claim returns it with the row.
@@ -113,7 +121,7 @@
 //! Tools that must change nothing (the `leaseq` command line's reads) use
 //! [`PgInspector`]: no store, no migration, no background task, every read in a
 //! `BEGIN READ ONLY` transaction with the store's statements (the schema's queues with
-//! their counts, a queue's live rows and dead letters with their bytes).
+//! their counts, a queue's live rows and dead letters with their bytes, its schedules).
 //!
 //! # Plans
 //!

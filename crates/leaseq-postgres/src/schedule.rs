@@ -34,7 +34,7 @@ pub(crate) const SCHEDULES_VERSION: i64 = 6;
 
 /// The schema step that adds the table (see `schema.rs`).
 pub(crate) const SCHEDULES_TABLE: &str = r#"
-    CREATE TABLE {s}.schedules (
+    CREATE TABLE IF NOT EXISTS {s}.schedules (
         queue        text    NOT NULL,
         name         text    NOT NULL,
         cursor_ns    bigint  NOT NULL,   -- the latest tick pushed or skipped
