@@ -30,7 +30,8 @@ pub(crate) fn schedules_table(states: &[ScheduleState]) -> String {
         "schedule", "last tick", "next tick", "moved"
     );
     for s in states {
-        let at = |t: Option<Timestamp>, none: &str| t.map_or(none.into(), |t| relative(time(t), now));
+        let at =
+            |t: Option<Timestamp>, none: &str| t.map_or(none.into(), |t| relative(time(t), now));
         out.push_str(&format!(
             "{:<width$}  {:<12}  {:<12}  {:<12}  {}\n",
             s.name,
@@ -75,7 +76,10 @@ mod tests {
         s.calendar = Some("every 60s".into());
         let table = schedules_table(std::slice::from_ref(&s));
         assert!(table.starts_with("schedule  last tick"), "{table}");
-        assert!(table.contains("rollup") && table.contains("every 60s"), "{table}");
+        assert!(
+            table.contains("rollup") && table.contains("every 60s"),
+            "{table}"
+        );
         let json = schedules_json(&[s]);
         assert_eq!(json[0]["name"], "rollup");
         assert_eq!(json[0]["next_tick_ms"], 1_700_000_120_000i64);

@@ -61,14 +61,28 @@ fn check(table: &str, json: &str) {
     println!("{table}{json}");
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("schedule  last tick"), "{table}");
-    assert!(lines[1].starts_with("rollup") && lines[1].ends_with("every 60s"), "{table}");
+    assert!(
+        lines[1].starts_with("rollup") && lines[1].ends_with("every 60s"),
+        "{table}"
+    );
     assert!(lines[1].contains("  -  "), "no tick pushed yet: {table}");
-    assert!(lines[2].starts_with("sync") && lines[2].ends_with("every 5s"), "{table}");
+    assert!(
+        lines[2].starts_with("sync") && lines[2].ends_with("every 5s"),
+        "{table}"
+    );
     let v: Value = serde_json::from_str(json).unwrap();
-    let names: Vec<&str> = v.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["rollup", "sync"]);
     let sync = &v[1];
-    let (last, next) = (sync["last_tick_ms"].as_i64().unwrap(), sync["next_tick_ms"].as_i64().unwrap());
+    let (last, next) = (
+        sync["last_tick_ms"].as_i64().unwrap(),
+        sync["next_tick_ms"].as_i64().unwrap(),
+    );
     assert_eq!(next - last, 5_000, "{json}");
     assert_eq!(sync["cursor_ms"], sync["last_tick_ms"]);
     assert!(v[0]["last_tick_ms"].is_null());
@@ -76,7 +90,11 @@ fn check(table: &str, json: &str) {
 
 #[test]
 fn sqlite_schedules_as_a_table_and_json() {
-    let path = std::env::temp_dir().join(format!("leaseq-cli-schedules-{}-{}.db", std::process::id(), nanos()));
+    let path = std::env::temp_dir().join(format!(
+        "leaseq-cli-schedules-{}-{}.db",
+        std::process::id(),
+        nanos()
+    ));
     let q = smol::block_on(
         LeaseQueue::builder(Config::new(Duration::from_secs(30)))
             .runtime(SmolRuntime::global())
@@ -139,7 +157,14 @@ fn postgres_schedules_as_a_table_and_json() {
         q.close().await.unwrap();
     });
     let args = |json: bool| {
-        let mut a = vec!["postgres", url.as_str(), "--schema", schema.as_str(), "schedules", "reports"];
+        let mut a = vec![
+            "postgres",
+            url.as_str(),
+            "--schema",
+            schema.as_str(),
+            "schedules",
+            "reports",
+        ];
         if json {
             a.push("--json");
         }
@@ -148,10 +173,19 @@ fn postgres_schedules_as_a_table_and_json() {
     let table = stdout(&args(false));
     let json = stdout(&args(true));
     // A queue with no schedule: none.
-    let none = leaseq(&["postgres", url.as_str(), "--schema", schema.as_str(), "schedules", "other"]);
+    let none = leaseq(&[
+        "postgres",
+        url.as_str(),
+        "--schema",
+        schema.as_str(),
+        "schedules",
+        "other",
+    ]);
     assert_eq!(stdout(&none), "no schedules\n");
     rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
         tokio::spawn(conn);
         client
             .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))

@@ -200,6 +200,7 @@ fn three_processes_through_two_outages_push_each_tick_once() {
         duplicates,
         withdrawn,
         owners,
+        ..
     } = check::read_log(&log);
     let db = rusqlite::Connection::open(&path).unwrap();
     let mut rows = db

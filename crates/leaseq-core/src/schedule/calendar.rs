@@ -203,7 +203,10 @@ mod tests {
         assert_eq!(minute.describe().as_deref(), Some("every 60s"));
         let fast = Interval::new(Duration::from_millis(150), ns(1_000)).unwrap();
         assert_eq!(fast.describe().as_deref(), Some("every 150ms from 1000 ns"));
-        assert_eq!((&fast).describe(), fast.describe());
-        assert_eq!(Box::new(fast).describe(), fast.describe());
+        // Through a reference and a box, as a scheduler may hold it.
+        let by_ref: &dyn Calendar = &&fast;
+        assert_eq!(by_ref.describe(), fast.describe());
+        let boxed: Box<dyn Calendar> = Box::new(fast);
+        assert_eq!(boxed.describe(), fast.describe());
     }
 }
