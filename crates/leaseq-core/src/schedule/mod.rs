@@ -7,8 +7,8 @@
 //! (with a delay until its time). [`Schedule::plan`] is a pure function of the last tick
 //! handled (the *cursor*) and `now`: it returns the ticks to push, those skipped, the new
 //! cursor and when to plan again. The driver (leaseq-async's scheduler, or your own) keeps
-//! the cursor, sleeps until [`Plan::wake_at`] and pushes each tick with
-//! [`Schedule::key`] as its unique key.
+//! the cursor (leaseq's scheduler: in the queue's store, see below), sleeps until
+//! [`Plan::wake_at`] and pushes each tick with [`Schedule::key`] as its unique key.
 //!
 //! # Time
 //!
