@@ -45,6 +45,11 @@
 //! `require`), alternating which goes first (`leaseq_bench_kit::pg_tls_bench`); prints each
 //! round's items/s and the TLS/plain ratios, then the medians.
 //!
+//! **Transactional push** (`--tx`): commit-to-start latency, p50 / p99, of a push inside the
+//! caller's transaction (`PgStore::push_in`) beside a plain push's, `--samples` (200) of
+//! each, alternating, with one idle worker in another open of the queue (polling every
+//! 30 s: the commit's notification wakes it) (`leaseq_bench_kit::pg_tx_bench`).
+//!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
 //! `leaseq_bench_size` (dropped and recreated), and `leaseq_bench_tls` (`--tls`).
 //! Absolute figures are the machine's; compare within one run.
@@ -84,6 +89,8 @@ struct Args {
     vacuum_after: Vec<u64>,
     capacity: Option<usize>,
     tls: bool,
+    tx: bool,
+    samples: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -100,6 +107,8 @@ fn parse_args() -> Result<Args, String> {
         vacuum_after: Vec::new(),
         capacity: None,
         tls: false,
+        tx: false,
+        samples: 200,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -125,6 +134,8 @@ fn parse_args() -> Result<Args, String> {
             "--capacity" => a.capacity = Some(num()? as usize),
             "--refill" => (a.throughput, a.refill) = (false, true),
             "--tls" => (a.throughput, a.tls) = (false, true),
+            "--tx" => (a.throughput, a.tx) = (false, true),
+            "--samples" => a.samples = num()? as usize,
             "--help" | "-h" => {
                 println!("{HELP}");
                 std::process::exit(0);
@@ -140,6 +151,7 @@ pg_bench --refill [--rounds N] [--items N]                  fresh / drained-VACU
 pg_bench --table-size [--live N] [--flow N] [--vacuum-after N]...
 pg_bench --all                                               throughput, then table size
 pg_bench --tls [--rounds N] [--items N] [--pool-items N]     plain text vs TLS (3 rounds)
+pg_bench --tx [--samples N]                                  commit-to-start latency, push_in vs push
 LEASEQ_PG_URL sets the server (default host=127.0.0.1 port=5432 user=postgres dbname=test)";
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -514,6 +526,35 @@ async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `--tx`: commit-to-start latency of a transactional push and of a plain one.
+async fn tx(url: &str, a: &Args) -> Result<(), BenchError> {
+    use leaseq_bench_kit::latency::quantile;
+    use leaseq_bench_kit::pg_tx_bench::run_tx_latency;
+    println!(
+        "transactional push: {} samples of each, alternating, one idle worker in another open \
+         (load {})",
+        a.samples,
+        load()
+    );
+    let r = run_tx_latency(url, STORE_SCHEMA, a.samples).await?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    for (what, v) in [("push_in + COMMIT", &r.tx), ("push().await", &r.plain)] {
+        println!(
+            "  {what:<17} p50 {:>6.2} ms  p90 {:>6.2} ms  p99 {:>6.2} ms  max {:>6.2} ms",
+            ms(quantile(v, 0.5)),
+            ms(quantile(v, 0.9)),
+            ms(quantile(v, 0.99)),
+            ms(quantile(v, 1.0))
+        );
+    }
+    println!(
+        "  p50 ratio push_in / push: {:.2} (load {})",
+        ms(quantile(&r.tx, 0.5)) / ms(quantile(&r.plain, 0.5)),
+        load()
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
@@ -533,6 +574,9 @@ async fn main() -> ExitCode {
     }
     if r.is_ok() && a.tls {
         r = tls(&url, &a).await;
+    }
+    if r.is_ok() && a.tx {
+        r = tx(&url, &a).await;
     }
     if r.is_ok() && a.table_size {
         r = sizes(&url, &a).await;

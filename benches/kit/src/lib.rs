@@ -26,6 +26,8 @@ pub mod pg_size_bench;
 pub mod pg_store_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_tls_bench;
+#[cfg(feature = "postgres")]
+pub mod pg_tx_bench;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 pub mod pipeline;
 pub mod rng;

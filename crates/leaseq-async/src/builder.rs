@@ -3,31 +3,21 @@
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{Config, EventMask, Queue};
+use leaseq_core::{Config, EventMask};
 
 use crate::error::NewQueueError;
-use crate::memory::MemoryStore;
-use crate::open::{OpenStore, QueueSettings};
+use crate::open::{memory_queue, OpenStore, QueueSettings};
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
-
-/// A lease's total lifetime, extends and heartbeats included, when the config sets none:
-/// 60 minutes, as Pub/Sub's default maximum lease. Past it the heartbeat stops extending, the
-/// holder is told the lease is lost, and the item comes back. `Config::with_max_lease` sets
-/// another (`Duration::MAX` for none).
-pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(3600);
-
-/// A queue's name unless [`QueueBuilder::name`] sets another.
-pub(crate) const DEFAULT_NAME: &str = "leaseq";
+use crate::store::DEFAULT_NAME;
 
 /// Builds a [`LeaseQueue`] on any store: the settings every store shares (the core
 /// [`Config`], a name, the runtime, the codec, the heartbeat period, events), then
 /// [`open`](Self::open) with the store ([`InMemory`](crate::InMemory), `leaseq_sqlite::Sqlite`,
 /// `leaseq_postgres::Postgres`), or [`build`](Self::build) for the in-memory store without
-/// awaiting. A config without a max lease lifetime gets [`DEFAULT_MAX_LEASE`].
+/// awaiting. A config without a max lease lifetime gets [`DEFAULT_MAX_LEASE`](crate::DEFAULT_MAX_LEASE).
 pub struct QueueBuilder<T, R, C = NoCodec> {
     config: Config,
     heartbeat_every: Option<Duration>,
@@ -164,35 +154,6 @@ impl<T, R: Runtime, C> QueueBuilder<T, R, C> {
     {
         memory_queue(self.settings()?)
     }
-}
-
-/// A queue on a new [`MemoryStore`] with `settings`.
-pub(crate) fn memory_queue<T: Clone + Send + 'static, R: Runtime, C>(
-    settings: QueueSettings<R, C>,
-) -> Result<LeaseQueue<T, R>, NewQueueError> {
-    let traces_events = cfg!(feature = "tracing") && settings.events.is_none();
-    let events = match settings.events {
-        Some(events) => events,
-        None if traces_events => EventMask::DEFAULT,
-        None => EventMask::NONE,
-    };
-    let every = settings.heartbeat_period();
-    let mut config = settings.config.with_events(events);
-    if config.max_lease().is_none() {
-        // A heartbeat must never keep a lease forever (a hung handler would hold its item
-        // for good): the safe default lifetime of a lease, extends included.
-        let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
-        config = config.with_max_lease(lifetime);
-    }
-    let core = Queue::new(config).map_err(NewQueueError::Config)?;
-    let store = Arc::new(MemoryStore::new(
-        settings.runtime,
-        core,
-        every,
-        traces_events,
-        settings.name,
-    ));
-    Ok(LeaseQueue::start(store))
 }
 
 impl<T: Clone + Send + 'static, R: Runtime> LeaseQueue<T, R> {

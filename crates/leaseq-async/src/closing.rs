@@ -1,20 +1,32 @@
-//! [`Closing`]: what [`LeaseQueue::close`] returns, to await for the store's last commit.
+//! [`Closing`]: what [`LeaseQueue::close`](crate::LeaseQueue::close) returns, to await for
+//! the store's last commit.
 
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::pin::Pin;
 
-use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::store_error::StoreError;
 
-/// The queue is closed already (that happened in [`LeaseQueue::close`]); awaiting this
+/// The queue is closed already (that happened in
+/// [`LeaseQueue::close`](crate::LeaseQueue::close)); awaiting this
 /// waits until every push and settle accepted before the close is durable, or the store
 /// says it could not confirm that ([`StoreError`], outcome unknown). Dropping it without
 /// awaiting changes nothing: the close stands, and the store commits in the background.
-#[derive(Debug)]
 pub struct Closing<'a, T, R: Runtime, S: Store<T, Runtime = R>> {
-    pub(crate) queue: &'a LeaseQueue<T, R, S>,
+    store: &'a S,
+    _items: PhantomData<fn() -> T>,
+}
+
+impl<'a, T, R: Runtime, S: Store<T, Runtime = R>> Closing<'a, T, R, S> {
+    /// Waits on `store`, closed already.
+    pub(crate) fn new(store: &'a S) -> Self {
+        Closing {
+            store,
+            _items: PhantomData,
+        }
+    }
 }
 
 impl<'a, T: 'a, R: Runtime, S: Store<T, Runtime = R>> IntoFuture for Closing<'a, T, R, S> {
@@ -22,6 +34,14 @@ impl<'a, T: 'a, R: Runtime, S: Store<T, Runtime = R>> IntoFuture for Closing<'a,
     type IntoFuture = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.queue.store().synced())
+        Box::pin(self.store.synced())
+    }
+}
+
+impl<T, R: Runtime, S: Store<T, Runtime = R>> std::fmt::Debug for Closing<'_, T, R, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closing")
+            .field("queue", &self.store.name())
+            .finish_non_exhaustive()
     }
 }

@@ -7,6 +7,7 @@ use crate::fetcher::Fetcher;
 use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::{spawn_guarded, Runtime};
+use crate::stop::Stopping;
 use crate::store::Store;
 
 /// A receiver with a prefetch: a task of its own keeps up to `prefetch` items leased
@@ -20,6 +21,55 @@ use crate::store::Store;
 /// and is leased again), so none is handed out with less than half its visibility left.
 /// Dropping the consumer gives back what it holds, the attempts not counted. From
 /// [`LeaseQueue::consumer`].
+///
+/// # Stopping without costing an attempt
+///
+/// [`stop`](Self::stop) (or a drop) begins the stop: [`stopping`](Self::stopping) futures
+/// complete, so the code holding the consumer's deliveries sees it; `receive` answers
+/// `None`; the prefetch goes back uncounted. A delivery still held then is the holder's:
+/// finish it within your grace and settle it as usual, or give it back with
+/// [`Delivery::put_back`], its attempt not counted and its checkpoint kept, visible at once
+/// to the next process. (Dropped, it would go back as "dropped", the attempt counted.)
+///
+/// ```
+/// use std::time::Duration;
+/// use futures::future::{select, Either};
+/// use leaseq_async::{Config, LeaseQueue, Runtime, SimRuntime};
+///
+/// let rt = SimRuntime::new();
+/// rt.block_on({
+///     let rt = rt.clone();
+///     async move {
+///         let queue = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(30)))
+///             .unwrap();
+///         queue.try_push(17u32).unwrap();
+///         let consumer = queue.consumer(4);
+///         let d = consumer.receive().await.unwrap();
+///         // The holder: a task working on the delivery, watching the stop.
+///         let holder = rt.spawn(Box::pin({
+///             let (rt, stopping) = (rt.clone(), consumer.stopping());
+///             async move {
+///                 let work = std::pin::pin!(rt.sleep_until(rt.now().saturating_add(Duration::from_secs(60))));
+///                 // On the stop, a grace of 1 s for the work, then the item goes back.
+///                 let grace = std::pin::pin!(async {
+///                     stopping.await;
+///                     rt.sleep_until(rt.now().saturating_add(Duration::from_secs(1))).await;
+///                 });
+///                 match select(work, grace).await {
+///                     Either::Left(_) => drop(d.ack().await),
+///                     Either::Right(_) => d.put_back(),
+///                 }
+///             }
+///         }));
+///         // The owner: stops (on SIGTERM, say), then waits for the holder.
+///         rt.sleep_until(rt.now().saturating_add(Duration::from_secs(5))).await;
+///         consumer.stop().await;
+///         holder.await;
+///         let again = queue.receive().await.unwrap();
+///         assert_eq!(again.attempt(), 1, "the stop cost no attempt");
+///     }
+/// });
+/// ```
 ///
 /// ```
 /// use std::time::Duration;
@@ -73,13 +123,22 @@ impl<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>> Consumer<T, R, S> 
             .map(|(delivery, _)| delivery)
     }
 
+    /// Completes once the consumer begins to stop ([`stop`](Self::stop), or dropped): for
+    /// the code holding its deliveries, which then finishes them or puts them back (see
+    /// [Stopping without costing an attempt](Self#stopping-without-costing-an-attempt)).
+    /// Cheap, `Unpin`, `Send` and `'static`: make one per holder before the stop.
+    pub fn stopping(&self) -> Stopping {
+        self.fetcher.stopping()
+    }
+
     /// The queue it receives from.
     pub fn queue(&self) -> &LeaseQueue<T, R, S> {
         &self.queue
     }
 
     /// Stops leasing ahead and waits until every lease it held is given back (their
-    /// attempts not counted). Dropping the consumer does the same without waiting.
+    /// attempts not counted); [`stopping`](Self::stopping) futures complete at once.
+    /// Dropping the consumer does the same without waiting.
     pub async fn stop(mut self) {
         self.fetcher.stop();
         if let Some(task) = self.task.take() {

@@ -22,13 +22,6 @@ pub trait ItemKind {
     fn item_kind(&self) -> Option<&str>;
 }
 
-#[cfg(feature = "router")]
-impl ItemKind for Vec<u8> {
-    fn item_kind(&self) -> Option<&str> {
-        crate::router::kind_of(self)
-    }
-}
-
 /// Which dead letters a bulk call ([`redrive_matching`](crate::LeaseQueue::redrive_matching),
 /// [`purge_dead_matching`](crate::LeaseQueue::purge_dead_matching)) takes: every one
 /// ([`all`](Self::all)), or those of one [`Reason`] and/or one job kind. Both given: those

@@ -1,9 +1,11 @@
-//! One leased item, settled by consuming it; written once for every store.
+//! [`Delivery`]'s API: one leased item, settled by consuming it; written once for every
+//! store. The struct, its `Drop` and what the seam's batch hooks use of it are the store
+//! seam's (`store/delivery.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{Acked, Extended, Failure, MessageId, Nacked, Receipt, ReceiptError, Timestamp};
+use leaseq_core::{Acked, Extended, Failure, Nacked, Receipt, ReceiptError, Timestamp};
 
 use crate::settling::{self, Settling};
 use crate::store_error::SettleError;
@@ -11,88 +13,14 @@ use crate::store_error::SettleError;
 use crate::lease_lost::LeaseLost;
 use crate::memory::MemoryStore;
 use crate::runtime::Runtime;
-use crate::store::{Store, Taken};
+use crate::store::Store;
+
+/// The struct is the seam's; the rest of this crate names it from here, with its API.
+pub(crate) use crate::store::Delivery;
 
 mod checkpoint;
 
-/// An item on lease from a [`LeaseQueue`](crate::LeaseQueue).
-///
-/// Settle it with [`ack`](Self::ack) when the work is done, or hand it back with
-/// [`nack`](Self::nack) / [`nack_with`](Self::nack_with), or declare it poison with
-/// [`dead_letter`](Self::dead_letter); each consumes the delivery. A delivery dropped
-/// unsettled (a panic, a cancelled task, an early return) goes back to the queue at once with
-/// reason [`Dropped`](leaseq_core::Reason::Dropped), and that counts as an attempt.
-///
-/// A settle with a stale receipt (the lease ran out and the item went to someone else) is a
-/// typed [`SettleError::Stale`] with its [`ReceiptError`], never a panic; a store that
-/// failed says [`SettleError::Store`] (not done, or outcome unknown).
-///
-/// ```
-/// use std::time::Duration;
-/// use leaseq_async::{Config, LeaseQueue, Nacked, Page, Reason, SimRuntime};
-///
-/// let rt = SimRuntime::new();
-/// rt.block_on({
-///     let rt = rt.clone();
-///     async move {
-///         let queue = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(5)).with_max_attempts(3))
-///             .unwrap();
-///         queue.try_push(17u32).unwrap();
-///
-///         // Dropped unsettled (say, the task was cancelled): back at once, attempt counted.
-///         drop(queue.receive().await.unwrap());
-///         let d = queue.receive().await.unwrap();
-///         assert_eq!(d.attempt(), 2);
-///
-///         // A retryable failure: back after the backoff, with the error recorded.
-///         assert!(matches!(d.nack("disk full").await.unwrap(), Nacked::Retrying { .. }));
-///
-///         // Poison: straight to the dead letters.
-///         let d = queue.receive().await.unwrap();
-///         d.dead_letter("malformed payload").await.unwrap();
-///         let dead = queue.dead_letters(Page::ALL).await.unwrap();
-///         assert_eq!(dead[0].reason, Reason::Rejected);
-///         assert_eq!(dead[0].last_error.as_deref(), Some("malformed payload"));
-///     }
-/// });
-/// ```
-pub struct Delivery<T, R: Runtime, S: Store<T, Runtime = R> = MemoryStore<T, R>> {
-    store: Arc<S>,
-    /// `None` only once a pool has moved the item into its handler's `Job`.
-    item: Option<T>,
-    id: MessageId,
-    attempt: u32,
-    deadline: Timestamp,
-    /// The item's own deadline, if `expires`: a flag beside `attempt` (in its padding)
-    /// rather than an `Option`'s own word, so that a delivery is 16 bytes smaller to move.
-    /// `Timestamp::MAX` without one: the core's own "no expiry", so that making it from the
-    /// core's lease folds to a plain copy.
-    expires_at: Timestamp,
-    expires: bool,
-    /// `None` once settled.
-    ticket: Option<S::Ticket>,
-}
-
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
-    pub(crate) fn new(store: Arc<S>, taken: Taken<T, S::Ticket>) -> Self {
-        Delivery {
-            store,
-            item: Some(taken.item),
-            id: taken.id,
-            attempt: taken.attempt,
-            deadline: taken.deadline,
-            expires_at: taken.expires_at.unwrap_or(Timestamp::MAX),
-            expires: taken.expires_at.is_some(),
-            ticket: Some(taken.ticket),
-        }
-    }
-
-    /// The store this delivery's lease is from: for a store's own API on the lease (with
-    /// [`into_ticket`](Self::into_ticket)), or to tell which queue a delivery came from.
-    pub fn store(&self) -> &Arc<S> {
-        &self.store
-    }
-
     /// The item (this delivery's own copy: the queue keeps another until it is acked).
     pub fn item(&self) -> &T {
         self.item
@@ -104,11 +32,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// settles (or goes back when dropped).
     pub(crate) fn take_item(&mut self) -> Option<T> {
         self.item.take()
-    }
-
-    /// The message id, the same on every delivery of this item.
-    pub fn id(&self) -> MessageId {
-        self.id
     }
 
     /// 1 on the first delivery, 2 on the second, ...
@@ -192,25 +115,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         }
     }
 
-    /// [`ack`](Self::ack) of a delivery that stays where it is (left settled): for a pool's
-    /// worker, whose delivery is not moved into the settle's future.
-    pub(crate) async fn ack_in_place(&mut self) -> Result<Acked, SettleError> {
-        let ticket = self.take_ticket()?;
-        self.store.ack(ticket).await
-    }
-
-    /// [`nack_with`](Self::nack_with) in place (see [`ack_in_place`](Self::ack_in_place)).
-    pub(crate) async fn nack_in_place(&mut self, failure: Failure) -> Result<Nacked, SettleError> {
-        let ticket = self.take_ticket()?;
-        self.store.nack(ticket, failure).await
-    }
-
-    /// [`dead_letter`](Self::dead_letter) in place (see [`ack_in_place`](Self::ack_in_place)).
-    pub(crate) async fn dead_letter_in_place(&mut self, error: String) -> Result<u32, SettleError> {
-        let ticket = self.take_ticket()?;
-        self.store.dead_letter(ticket, error).await
-    }
-
     /// Acks without waiting for the store's answer: the ack is made now (the lease given
     /// up, the item gone from the queue's view once the store applies it) and a durable
     /// store commits it with others in the background, so a consumer that takes one item
@@ -254,10 +158,31 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// Gives the lease back unstarted: the item is visible again at once and this attempt
     /// does not count (see [`Store::put_back`]). For a lease taken ahead of need (a
     /// prefetch) that its taker will not work on.
+    ///
+    /// Also for a holder that gives up on an item because it is stopping (a deploy): the
+    /// work it did is not held against the item (a checkpoint it recorded is kept, see
+    /// [`crate::progress`]), and the next process takes it at once. See
+    /// [`Consumer`](crate::Consumer) for the pattern.
     pub fn put_back(mut self) {
-        if let Some(ticket) = self.ticket.take() {
-            self.store.put_back(ticket);
+        self.put_back_in_place();
+    }
+
+    /// [`put_back`](Self::put_back) of a delivery that stays where it is (left settled):
+    /// whether it still held its lease.
+    pub(crate) fn put_back_in_place(&mut self) -> bool {
+        match self.ticket.take() {
+            Some(ticket) => {
+                self.store.put_back(ticket);
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Whether the lease is still held (no settle has taken it).
+    #[inline]
+    pub(crate) fn is_unsettled(&self) -> bool {
+        self.ticket.is_some()
     }
 
     /// Moves the deadline to `now + visibility` (capped by the max lease lifetime and the
@@ -285,12 +210,6 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
         }
     }
 
-    /// The ticket, once: every settle consumes it, the delivery left settled where it lies
-    /// (its `Drop` then hands nothing back).
-    pub(crate) fn take_ticket(&mut self) -> Result<S::Ticket, ReceiptError> {
-        self.ticket.take().ok_or(ReceiptError::Released(self.id))
-    }
-
     /// Hands the lease's ticket to the caller, who settles it through the store's own API
     /// (an ack inside a database transaction, say); the delivery's `Drop` then hands nothing
     /// back. `None` if the delivery was settled already (an [`extend`](Self::extend) to
@@ -306,28 +225,6 @@ impl<T: Clone + Send + 'static, R: Runtime> Delivery<T, R, MemoryStore<T, R>> {
     /// The receipt of this lease (in-memory store).
     pub fn receipt(&self) -> Option<Receipt> {
         self.ticket.as_ref().map(|t| t.receipt)
-    }
-}
-
-impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Delivery<T, R, S> {
-    // Inlined, the hand-back out of line: dropping a settled delivery (a batch ack drops
-    // its whole vector of them) is then a test and the store handle's release.
-    #[inline]
-    fn drop(&mut self) {
-        if self.ticket.is_some() {
-            self.hand_back_unsettled();
-        }
-    }
-}
-
-impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
-    /// `drop` of a delivery still unsettled: its lease goes back to the queue.
-    #[cold]
-    #[inline(never)]
-    fn hand_back_unsettled(&mut self) {
-        if let Some(ticket) = self.ticket.take() {
-            self.store.hand_back(ticket);
-        }
     }
 }
 

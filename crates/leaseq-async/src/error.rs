@@ -46,8 +46,9 @@ pub enum PushError<T> {
         error: String,
     },
     /// The item's encoded form (its codec's output) is larger than the queue's maximum item
-    /// size (a durable store's `max_item_size` option): nothing was stored, the item is
-    /// handed back. The in-memory store holds items, not bytes, and never says this.
+    /// size (a durable store's `Options::max_item_size`, named in the message): nothing was
+    /// stored, the item is handed back. The in-memory store holds items, not bytes, and
+    /// never says this.
     TooLarge {
         /// The item, handed back.
         item: T,
@@ -190,8 +191,8 @@ impl<T> fmt::Display for PushError<T> {
             }
             PushError::TooLarge { size, max, .. } => write!(
                 f,
-                "the item encodes to {size} bytes, over the queue's maximum of {max}; \
-                 item handed back"
+                "the item encodes to {size} bytes, over the store's Options::max_item_size \
+                 of {max}: raise it or push a smaller item; item handed back"
             ),
             PushError::Unsupported { what, .. } => {
                 write!(f, "this store does not support {what}; item handed back")

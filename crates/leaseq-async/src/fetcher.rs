@@ -26,7 +26,7 @@ use leaseq_core::Timestamp;
 use crate::delivery::Delivery;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
-use crate::stop::Stop;
+use crate::stop::{Stop, Stopping};
 use crate::store::{StopWaiting, Store};
 
 /// The buffer between the fetcher task and its receivers.
@@ -48,7 +48,7 @@ pub(crate) struct Fetcher<T, R: Runtime, S: Store<T, Runtime = R>> {
     /// Leases taken with a heartbeat.
     heartbeat: bool,
     /// Asked to stop: the task ends, putting back what it holds; receivers get `None`.
-    stop: Stop,
+    stop: Arc<Stop>,
 }
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
@@ -62,13 +62,18 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             prefetch,
             max_age: visibility / 2,
             heartbeat,
-            stop: Stop::default(),
+            stop: Arc::new(Stop::default()),
         }
     }
 
     /// Asks the fetcher to stop: receivers get `None`, the task puts back what it holds.
     pub(crate) fn stop(&self) {
         self.stop.ask();
+    }
+
+    /// Completes once the fetcher is asked to stop (a [`Consumer`](crate::Consumer)'s).
+    pub(crate) fn stopping(&self) -> Stopping {
+        Stopping::new(self.stop.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Delivery<T, R, S>>> {

@@ -126,6 +126,7 @@ mod delivery;
 mod diagnosis;
 mod driver;
 mod error;
+mod error_chain;
 #[cfg(feature = "executor")]
 mod executor_task;
 mod fetcher;
@@ -163,22 +164,22 @@ mod watchdog;
 pub use ack_batch::AckBatch;
 pub use admin_error::AdminError;
 pub use batch_error::BatchError;
-pub use builder::{NoCodec, QueueBuilder, DEFAULT_MAX_LEASE};
+pub use builder::{NoCodec, QueueBuilder};
 pub use closing::Closing;
 #[cfg(feature = "serde")]
 pub use codec::PostcardCodec;
 pub use codec::{BytesCodec, Codec, CodecError};
 pub use consumer::Consumer;
 pub use dead_filter::{DeadFilter, ItemKind};
-pub use delivery::Delivery;
 pub use diagnosis::{diagnose, Finding, FindingKind};
 pub use error::{NewQueueError, PushError};
+pub use error_chain::ErrorChain;
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
 pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, Withdrawn};
-pub use open::{InMemory, OpenStore, QueueSettings};
+pub use open::{InMemory, OpenStore, QueueSettings, DEFAULT_MAX_LEASE};
 pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
 pub use pool_stats::PoolStats;
@@ -196,7 +197,8 @@ pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;
 #[cfg(feature = "sim")]
 pub use sim::{SimRuntime, SimTask, SimTimer};
-pub use store::{Checkpointing, Drive, Store, TakeHeartbeat, Taken};
+pub use stop::Stopping;
+pub use store::{Checkpointing, Delivery, Drive, Store, TakeHeartbeat, Taken};
 pub use store_error::{SettleError, StoreError};
 pub use stored::{StoredCounts, StoredItem, StoredState};
 pub use watchdog::{Holding, StuckWorker, Watchdog};

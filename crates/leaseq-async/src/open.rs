@@ -1,16 +1,24 @@
 //! Opening a queue on any store: [`OpenStore`] (what a store implements), [`QueueSettings`]
-//! (what every store is given) and [`InMemory`] (the in-memory store as one).
+//! (what every store is given), [`DEFAULT_MAX_LEASE`] (what every store applies to a config
+//! without a max lease) and [`InMemory`] (the in-memory store as one, `memory_queue`).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{Config, EventMask};
+use leaseq_core::{Config, EventMask, Queue};
 
 use crate::error::NewQueueError;
 use crate::memory::MemoryStore;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
+
+/// A lease's total lifetime, extends and heartbeats included, when the config sets none:
+/// 60 minutes, as Pub/Sub's default maximum lease. Past it the heartbeat stops extending, the
+/// holder is told the lease is lost, and the item comes back. `Config::with_max_lease` sets
+/// another (`Duration::MAX` for none).
+pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(3600);
 
 /// The settings every store opens a queue with, as
 /// [`QueueBuilder`](crate::QueueBuilder) gathered them. A store reads what it needs.
@@ -94,6 +102,35 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Send> OpenStore<T, R, C> for InMe
         settings: QueueSettings<R, C>,
     ) -> impl Future<Output = Result<LeaseQueue<T, R, MemoryStore<T, R>>, NewQueueError>> + Send
     {
-        std::future::ready(crate::builder::memory_queue(settings))
+        std::future::ready(memory_queue(settings))
     }
+}
+
+/// A queue on a new [`MemoryStore`] with `settings`.
+pub(crate) fn memory_queue<T: Clone + Send + 'static, R: Runtime, C>(
+    settings: QueueSettings<R, C>,
+) -> Result<LeaseQueue<T, R>, NewQueueError> {
+    let traces_events = cfg!(feature = "tracing") && settings.events.is_none();
+    let events = match settings.events {
+        Some(events) => events,
+        None if traces_events => EventMask::DEFAULT,
+        None => EventMask::NONE,
+    };
+    let every = settings.heartbeat_period();
+    let mut config = settings.config.with_events(events);
+    if config.max_lease().is_none() {
+        // A heartbeat must never keep a lease forever (a hung handler would hold its item
+        // for good): the safe default lifetime of a lease, extends included.
+        let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
+        config = config.with_max_lease(lifetime);
+    }
+    let core = Queue::new(config).map_err(NewQueueError::Config)?;
+    let store = Arc::new(MemoryStore::new(
+        settings.runtime,
+        core,
+        every,
+        traces_events,
+        settings.name,
+    ));
+    Ok(LeaseQueue::start(store))
 }

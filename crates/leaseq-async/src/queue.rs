@@ -278,7 +278,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// before it (fire-and-forget pushes included) is durable, and says so ([`Closing`]).
     pub fn close(&self) -> Closing<'_, T, R, S> {
         self.store.close();
-        Closing { queue: self }
+        Closing::new(&self.store)
     }
 
     /// Whether [`close`](Self::close) was called.

@@ -1,8 +1,11 @@
-//! A stop request that tasks check on their hot path (one atomic load) and wait on.
+//! A stop request that tasks check on their hot path (one atomic load) and wait on, and
+//! [`Stopping`], the same request as handlers and a [`Consumer`](crate::Consumer)'s callers
+//! see it.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use event_listener::{Event, EventListener};
@@ -45,22 +48,82 @@ impl Future for StopWait<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        this.stop.poll_asked(&mut this.listener, cx)
+    }
+}
+
+impl Stop {
+    /// Ready once a stop is asked; else pending, `listener` registered to be woken then.
+    fn poll_asked(&self, listener: &mut Option<EventListener>, cx: &mut Context<'_>) -> Poll<()> {
         loop {
-            if self.stop.is_asked() {
+            if self.is_asked() {
                 return Poll::Ready(());
             }
             // Listening before the check above is repeated: a stop asked in between wakes
             // the listener.
-            match self.listener.as_mut() {
-                None => self.listener = Some(self.stop.event.listen()),
+            match listener.as_mut() {
+                None => *listener = Some(self.event.listen()),
                 Some(l) => {
                     if Pin::new(l).poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    self.listener = None;
+                    *listener = None;
                 }
             }
         }
+    }
+}
+
+/// Completes once the pool (or the [`Consumer`](crate::Consumer)) it came from begins to
+/// stop: from [`Job::stopping`](crate::Job::stopping) and
+/// [`Consumer::stopping`](crate::Consumer::stopping).
+///
+/// Cheap to make (a reference count), `Unpin`, `Send`, `Sync` and `'static`: select it
+/// beside a handler's work, keep it across awaits, clone it for other tasks.
+/// [`is_stopping`](Self::is_stopping) asks without waiting. Once complete it stays
+/// complete: polled again, it is ready at once.
+#[must_use = "futures do nothing unless polled"]
+pub struct Stopping {
+    stop: Arc<Stop>,
+    listener: Option<EventListener>,
+}
+
+impl Stopping {
+    pub(crate) fn new(stop: Arc<Stop>) -> Self {
+        Stopping {
+            stop,
+            listener: None,
+        }
+    }
+
+    /// Whether the stop has begun (this future would complete at its next poll).
+    pub fn is_stopping(&self) -> bool {
+        self.stop.is_asked()
+    }
+}
+
+impl Future for Stopping {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        this.stop.poll_asked(&mut this.listener, cx)
+    }
+}
+
+impl Clone for Stopping {
+    /// Another future on the same stop (not yet listening).
+    fn clone(&self) -> Self {
+        Stopping::new(self.stop.clone())
+    }
+}
+
+impl std::fmt::Debug for Stopping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stopping")
+            .field("stopping", &self.is_stopping())
+            .finish()
     }
 }
 

@@ -148,7 +148,7 @@ fn without_heartbeat_the_default_timeout_is_the_visibility() {
 }
 
 /// A pool dropped without `shutdown` leaves no worker running: an item pushed afterwards is
-/// not handled, and the item a worker held goes back to the queue.
+/// not handled, and the item a worker held goes back to the queue, uncounted.
 #[test]
 fn a_dropped_pool_stops_its_workers() {
     sim(|rt| async move {
@@ -171,8 +171,12 @@ fn a_dropped_pool_stops_its_workers() {
         drop(pool);
         sleep(&rt, Duration::from_millis(10)).await;
         let s = q.stats();
-        // Back, visible after its backoff (1 s by default, less up to half).
-        assert_eq!((s.in_flight, s.delayed), (0, 1), "the held item went back");
+        // Back, its attempt not counted, visible at once.
+        assert_eq!(
+            (s.in_flight, s.ready, s.put_back, s.nacks),
+            (0, 1, 1, 0),
+            "the held item went back"
+        );
         q.try_push(2).unwrap();
         sleep(&rt, Duration::from_secs(5)).await;
         assert_eq!(handled.load(Ordering::SeqCst), 0, "no worker runs on");
@@ -180,7 +184,7 @@ fn a_dropped_pool_stops_its_workers() {
     });
 }
 
-/// `shutdown_on` waits for its signal; the report lists the items handed back.
+/// `shutdown_on` waits for its signal; the report lists the items put back.
 #[test]
 fn shutdown_on_a_signal_lists_what_was_handed_back() {
     sim(|rt| async move {
@@ -205,6 +209,9 @@ fn shutdown_on_a_signal_lists_what_was_handed_back() {
                 let mut back = report.handed_back_items.clone();
                 back.sort();
                 assert_eq!(back, ids);
+                let mut back = report.put_back.clone();
+                back.sort();
+                assert_eq!(back, ids);
                 assert_eq!(rt.now().as_duration(), Duration::from_secs(6));
             }
         }));
@@ -213,9 +220,7 @@ fn shutdown_on_a_signal_lists_what_was_handed_back() {
         stop.send(()).unwrap();
         shutting.await;
         let s = q.stats();
-        // Both back, visible after their backoff.
-        assert_eq!((s.in_flight, s.delayed), (0, 2));
-        sleep(&rt, Duration::from_secs(1)).await;
-        assert_eq!(q.stats().ready, 2);
+        // Both back, their attempts not counted, visible at once.
+        assert_eq!((s.in_flight, s.ready, s.put_back, s.nacks), (0, 2, 2, 0));
     });
 }

@@ -34,3 +34,10 @@ impl std::fmt::Display for CliError {
 pub(crate) fn failed(what: impl std::fmt::Display) -> CliError {
     CliError::Failed(what.to_string())
 }
+
+/// `e` and its causes in words, `: ` between them (what the store says, then what the
+/// database or the system said under it): "cannot connect to PostgreSQL: authentication
+/// failed for user \"x\": db error: FATAL: role \"x\" does not exist".
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    leaseq_async::ErrorChain(e).to_string()
+}

@@ -8,7 +8,7 @@ use leaseq_async::{Config, LeaseQueue, Page};
 use leaseq_postgres::{BytesCodec, Options, PgInspector, Postgres};
 
 use crate::args::{Command, Paged, PgCommand, QueueCommand};
-use crate::error::{failed, CliError};
+use crate::error::{chain, failed, CliError};
 use crate::output::{wants_json, Shown};
 use crate::show;
 
@@ -35,7 +35,7 @@ pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(
     let write = crate::write::is_write(&command)?;
     let mut inspector = PgInspector::connect(url, schema)
         .await
-        .map_err(|e| failed(format!("postgres: {e}")))?;
+        .map_err(|e| failed(chain(&e)))?;
     if !inspector.schema_exists() {
         return Err(failed(format!(
             "postgres: no leaseq schema {schema:?} in this database (--schema names it)"
@@ -67,7 +67,7 @@ async fn read(
     queue: Option<&str>,
     command: &Command,
 ) -> Result<Shown, CliError> {
-    let bad = |e: leaseq_postgres::DbError| failed(format!("postgres: {e}"));
+    let bad = |e: leaseq_postgres::DbError| failed(format!("postgres: {}", chain(&e)));
     Ok(match (command, queue) {
         (Command::Queues(_), _) => {
             let counts = inspector.queues().await.map_err(bad)?;
@@ -106,22 +106,23 @@ async fn read(
 
 /// A write, on a store opened for it: its rescuer not due before the command ends (the
 /// queue's own processes rescue leases), attempts unlimited (nothing this store does
-/// dead-letters).
+/// dead-letters), its limits not recorded (the SQL functions keep the workers').
 async fn write(url: &str, schema: &str, queue: &str, command: &Command) -> Result<Shown, CliError> {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(u32::MAX);
     let options = Options::new()
         .schema(schema)
         .pool_size(2)
-        .rescue_every(Duration::from_secs(24 * 3600));
+        .rescue_every(Duration::from_secs(24 * 3600))
+        .record_limits(false);
     let q = LeaseQueue::builder(config)
         .name(queue.to_string())
         .codec(BytesCodec)
         .open(Postgres::url(url).options(options))
         .await
-        .map_err(|e| failed(format!("postgres: {e}")))?;
+        .map_err(|e| failed(chain(&e)))?;
     let shown = crate::write::run(&q, command).await;
     let closed = q.close().await;
     let shown = shown?;
-    closed.map_err(|e| failed(format!("postgres: closing: {e}")))?;
+    closed.map_err(|e| failed(format!("postgres: closing: {}", chain(&e))))?;
     Ok(shown)
 }

@@ -9,7 +9,7 @@ use leaseq_async::{Config, LeaseQueue, Page};
 use leaseq_sqlite::{BytesCodec, FileView, OpenError, Sqlite};
 
 use crate::args::{Command, Paged};
-use crate::error::{failed, CliError};
+use crate::error::{chain, failed, CliError};
 use crate::output::{wants_json, Shown};
 use crate::show;
 
@@ -36,7 +36,7 @@ fn page(p: &Paged) -> Page {
 /// A read: nothing in the file changes.
 fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
     let view = FileView::open(file).map_err(|e| open_error(file, &e))?;
-    let bad = |e: OpenError| failed(format!("{}: {e}", file.display()));
+    let bad = |e: OpenError| failed(chain(&e));
     Ok(match command {
         Command::Queues(_) | Command::Stats(_) => {
             let mut counts = view.counts().map_err(bad)?;
@@ -74,10 +74,8 @@ fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
 /// back first, as at its next start (attempts unlimited here, so that none is
 /// dead-lettered by this open).
 async fn write(file: &Path, command: &Command) -> Result<Shown, CliError> {
-    if !file.exists() {
-        return Err(failed(format!("{}: no such file", file.display())));
-    }
-    // Checked read-only first: a foreign or newer file is refused before the open.
+    // Checked read-only first: a missing, foreign or newer file is refused before the open
+    // (which would make a missing one).
     FileView::open(file).map_err(|e| open_error(file, &e))?;
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(u32::MAX);
     let q = LeaseQueue::builder(config)
@@ -99,7 +97,7 @@ async fn write(file: &Path, command: &Command) -> Result<Shown, CliError> {
     }
     drop(store);
     let shown = shown?;
-    closed.map_err(|e| failed(format!("{}: closing: {e}", file.display())))?;
+    closed.map_err(|e| failed(format!("{}: closing: {}", file.display(), chain(&e))))?;
     Ok(shown)
 }
 
@@ -111,6 +109,6 @@ fn open_error(file: &Path, e: &OpenError) -> CliError {
              (read-only commands - stats, peek, dead, schedules, queues - work while it runs)",
             file.display()
         )),
-        e => failed(format!("{}: {e}", file.display())),
+        e => failed(chain(e)),
     }
 }

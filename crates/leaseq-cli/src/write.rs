@@ -7,7 +7,7 @@ use leaseq_tokio::TokioRuntime;
 use serde_json::json;
 
 use crate::args::{Command, Filter};
-use crate::error::{failed, CliError};
+use crate::error::{chain, failed, CliError};
 use crate::output::Shown;
 
 /// Whether `command` changes the queue; refused (usage) when it is destructive without
@@ -56,14 +56,16 @@ where
                     ),
                     json!({ "redriven": 1, "id": id.get() }),
                 )),
-                Err(AdminError::Refused(e)) => Err(failed(format!("cannot redrive {id}: {e}"))),
-                Err(e) => Err(failed(format!("redrive {id}: {e}"))),
+                Err(AdminError::Refused(e)) => {
+                    Err(failed(format!("cannot redrive {id}: {}", chain(&e))))
+                }
+                Err(e) => Err(failed(format!("redrive {id}: {}", chain(&e)))),
             },
             None => {
                 let n = q
                     .redrive_matching(filter(&r.filter))
                     .await
-                    .map_err(|e| failed(format!("redrive: {e}")))?;
+                    .map_err(|e| failed(format!("redrive: {}", chain(&e))))?;
                 Ok(Shown::new(
                     format!("redriven: {n} dead letters are ready again\n"),
                     json!({ "redriven": n }),
@@ -71,7 +73,10 @@ where
             }
         },
         Command::Purge(_) => {
-            let n = q.purge().await.map_err(|e| failed(format!("purge: {e}")))?;
+            let n = q
+                .purge()
+                .await
+                .map_err(|e| failed(format!("purge: {}", chain(&e))))?;
             Ok(Shown::new(
                 format!("purged: {n} ready and delayed items deleted\n"),
                 json!({ "purged": n }),
@@ -81,7 +86,7 @@ where
             let n = q
                 .purge_dead_matching(filter(&p.filter))
                 .await
-                .map_err(|e| failed(format!("purge-dead: {e}")))?;
+                .map_err(|e| failed(format!("purge-dead: {}", chain(&e))))?;
             Ok(Shown::new(
                 format!("purged: {n} dead letters deleted\n"),
                 json!({ "purged": n }),

@@ -382,7 +382,7 @@ fn bad_arguments_and_a_missing_schema_say_what_is_wrong() {
     fails(
         &leaseq(&["postgres", "host=127.0.0.1 bogus_key=1", "queues"]),
         1,
-        "postgres",
+        "bad connection string: invalid connection string: unknown option `bogus_key`",
     );
     drop_schema(&url, &s);
 }

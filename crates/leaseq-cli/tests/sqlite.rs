@@ -389,8 +389,12 @@ fn bad_arguments_and_bad_files_say_what_is_wrong() {
     assert_eq!(snapshot(&path), before, "refused commands changed nothing");
 
     let missing = temp("missing");
-    fails(&sqlite(&missing, &["stats"]), 1, "no such file");
-    fails(&sqlite(&missing, &["redrive", "--all"]), 1, "no such file");
+    fails(&sqlite(&missing, &["stats"]), 1, "there is no queue file");
+    fails(
+        &sqlite(&missing, &["redrive", "--all"]),
+        1,
+        "there is no queue file",
+    );
     assert!(!missing.exists(), "no file made");
 
     let foreign = temp("foreign");

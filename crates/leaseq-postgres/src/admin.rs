@@ -7,8 +7,10 @@ use leaseq_core::{Acked, ReceiptError};
 use leaseq_tokio::TokioRuntime;
 use tokio_postgres::GenericClient;
 
+use crate::db::Conn;
 use crate::error::{DbError, TxAckError};
-use crate::settle::{self, Conn};
+use crate::settle;
+use crate::stale::{stale, why_stale};
 use crate::store::PgStore;
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
@@ -31,44 +33,44 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let Some(ticket) = delivery.into_ticket() else {
             return Err(TxAckError::Stale(ReceiptError::Released(id)));
         };
-        settle::forget(&self.shared, &ticket);
-        let shared = &self.shared;
+        self.leases.forget(&ticket);
+        let db = &*self.db;
         let conn: Conn<'_, C> = Conn::Caller(client);
-        let rows = settle::ack_rows(shared, conn, &[ticket.id], &[ticket.lease])
+        let rows = settle::ack_rows(db, conn, &[ticket.id], &[ticket.lease])
             .await
             .map_err(TxAckError::Db)?;
         let r = match rows.get(&ticket.id) {
             Some(acked) => Ok(*acked),
             None => {
-                let why = settle::why_stale(shared, conn, &[ticket.id])
+                let why = why_stale(db, conn, &[ticket.id])
                     .await
                     .map_err(TxAckError::Db)?;
                 let row = why.get(&ticket.id).copied();
-                Err(settle::stale(ticket.id, ticket.lease, row, false))
+                Err(stale(ticket.id, ticket.lease, row, false))
             }
         };
-        settle::count_ack(shared, &r.map_err(leaseq_async::SettleError::Stale));
+        settle::count_ack(&self.counters, &r.map_err(leaseq_async::SettleError::Stale));
         r.map_err(TxAckError::Stale)
     }
 
     /// The last database error a background task met (each retries), if any.
     pub fn last_error(&self) -> Option<String> {
-        self.shared.last_error.lock().clone()
+        self.db.last_error.lock().clone()
     }
 
     /// The queue's name.
     pub fn queue_name(&self) -> &str {
-        &self.shared.queue
+        &self.db.queue
     }
 
     /// The schema its tables live in.
     pub fn schema(&self) -> &str {
-        &self.shared.options.schema
+        &self.db.options.schema
     }
 
     /// Leases this process's heartbeat keeps alive now.
     pub fn heartbeats(&self) -> usize {
-        self.shared.held.lock().len()
+        self.leases.len()
     }
 
     /// Runs the table's upkeep now, as the store does by itself after
@@ -82,16 +84,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     pub async fn run_upkeep(&self) -> Result<Upkeep, DbError> {
         // In a task of its own: dropping this future must not leave the pooled connection
         // holding the schema's upkeep lock (a session lock) between lock and unlock.
-        let shared = self.shared.clone();
+        let (db, counters) = (self.db.clone(), self.counters.clone());
         let upkeep = tokio::spawn(async move {
-            let client = shared.client().await?;
-            crate::upkeep::upkeep_now(&shared, &client)
+            let client = db.client().await?;
+            crate::upkeep::upkeep_now(&db, &counters, &client)
                 .await
                 .map_err(DbError::Db)
         });
         match upkeep.await {
             Ok(r) => r?,
-            Err(e) => return Err(DbError::Pool(format!("the upkeep task ended: {e}"))),
+            Err(e) => return Err(DbError::pool("the upkeep task ended", e)),
         }
         Ok(self.upkeep())
     }
@@ -100,7 +102,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// rebuilt because they had grown past twice what their live entries need
     /// ([`Options::rebuild_bloated_indexes`](crate::Options::rebuild_bloated_indexes)).
     pub fn upkeep(&self) -> Upkeep {
-        let c = &self.shared.counters;
+        let c = &self.counters;
         Upkeep {
             vacuums: c.vacuums.load(std::sync::atomic::Ordering::Relaxed),
             indexes_rebuilt: c.reindexes.load(std::sync::atomic::Ordering::Relaxed),

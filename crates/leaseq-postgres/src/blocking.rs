@@ -1,41 +1,45 @@
 //! Work that must answer without awaiting: `try_take` (`try_receive`, `receive_blocking`'s
-//! first look) and keyed pushes (`try_push` with a unique key must say at once whether the
-//! key is held). It runs on a thread of its own, with its own connection and a small
-//! runtime, started on first use, so it works from any thread and any runtime flavour (a
-//! current-thread runtime cannot block on its own tasks). The caller's thread blocks for
-//! the round trips.
+//! first look, in `receive.rs`) and keyed pushes (`try_push` with a unique key must say at
+//! once whether the key is held, `keyed.rs`). It runs on a thread of its own, with its own
+//! connection and a small runtime, started on first use, so it works from any thread and any
+//! runtime flavour (a current-thread runtime cannot block on its own tasks). The caller's
+//! thread blocks for the round trips.
+//!
+//! The thread's request line is written by the callers of [`BlockingTaker::run`] (under its
+//! lock: the first starts the thread, or a new one if it is gone); each thread makes its
+//! one-connection pool with the maker given at open (`open.rs`). A leaf: the jobs it runs
+//! bring what they use.
 
 use std::sync::mpsc;
-use std::sync::Arc;
 
 use deadpool_postgres::Pool;
-use leaseq_async::Taken;
 use parking_lot::Mutex;
-
-use crate::store::{PgStore, PgTicket, Shared};
 
 /// A piece of work for the thread: given its runtime and its one-connection pool.
 type Job = Box<dyn FnOnce(&tokio::runtime::Runtime, &Pool) + Send>;
 
-/// The thread's request line (`None` until first used).
-pub(crate) struct BlockingTaker<T> {
+/// Makes a thread's one-connection pool.
+type MakePool = std::sync::Arc<dyn Fn() -> Pool + Send + Sync>;
+
+/// The thread's request line (`None` until first used) and how it makes its pool.
+pub(crate) struct BlockingTaker {
     line: Mutex<Option<mpsc::Sender<Job>>>,
-    _items: std::marker::PhantomData<fn() -> T>,
+    make_pool: MakePool,
 }
 
-impl<T> Default for BlockingTaker<T> {
-    fn default() -> Self {
+impl BlockingTaker {
+    /// The taker of a store whose thread connects through the pool `make_pool` makes (on
+    /// the thread's runtime).
+    pub(crate) fn new(make_pool: impl Fn() -> Pool + Send + Sync + 'static) -> Self {
         BlockingTaker {
             line: Mutex::new(None),
-            _items: std::marker::PhantomData,
+            make_pool: std::sync::Arc::new(make_pool),
         }
     }
-}
 
-impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Runs `job` on the blocking thread and waits for its answer; `None` if the thread
     /// could not run it (it could not start its runtime).
-    pub(crate) fn run_blocking<A: Send + 'static>(
+    pub(crate) fn run<A: Send + 'static>(
         &self,
         job: impl FnOnce(&tokio::runtime::Runtime, &Pool) -> A + Send + 'static,
     ) -> Option<A> {
@@ -45,59 +49,21 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let _ = reply.send(job(rt, pool));
         });
         {
-            let mut line = self.blocking.line.lock();
-            let sender = line.get_or_insert_with(|| start(&self.shared));
+            let mut line = self.line.lock();
+            let sender = line.get_or_insert_with(|| start(self.make_pool.clone()));
             if let Err(mpsc::SendError(job)) = sender.send(job) {
                 // The thread is gone (it could not start its runtime): start another.
-                *sender = start(&self.shared);
+                *sender = start(self.make_pool.clone());
                 sender.send(job).ok()?;
             }
         }
         answer.recv().ok()
     }
-
-    /// Claims up to `max` items visible now, blocking this thread for one round trip;
-    /// nothing on any error (reported through `last_error`).
-    pub(crate) fn take_blocking(
-        &self,
-        max: usize,
-        heartbeat: bool,
-        out: &mut Vec<Taken<T, PgTicket>>,
-    ) -> usize {
-        if max == 0 || self.shared.is_closed() {
-            return 0;
-        }
-        let shared = self.shared.clone();
-        let got = self.run_blocking(move |rt, pool| {
-            let got = rt.block_on(async {
-                let client = pool.get().await.map_err(|e| e.to_string())?;
-                crate::claim::claim(&shared, &client, max.min(shared.options.max_claim))
-                    .await
-                    .map_err(|e| e.to_string())
-            });
-            got.unwrap_or_else(|e| {
-                shared.failed("try_take", e);
-                Vec::new()
-            })
-        });
-        // An answer the caller never got (the thread gone) leaves its leases to run out.
-        let mut got = got.unwrap_or_default();
-        if heartbeat {
-            for t in &mut got {
-                crate::claim::keep_alive(&self.shared, t);
-            }
-        }
-        let n = got.len();
-        out.append(&mut got);
-        n
-    }
 }
 
 /// Starts the thread; it ends when its line is dropped (with the store).
-fn start<T: Send + Sync + 'static>(shared: &Arc<Shared<T>>) -> mpsc::Sender<Job> {
+fn start(make_pool: MakePool) -> mpsc::Sender<Job> {
     let (line, jobs) = mpsc::channel::<Job>();
-    let config = shared.pg_config.clone();
-    let tls = shared.tls.clone();
     let _ = std::thread::Builder::new()
         .name("leaseq-pg-blocking".into())
         .spawn(move || {
@@ -107,7 +73,7 @@ fn start<T: Send + Sync + 'static>(shared: &Arc<Shared<T>>) -> mpsc::Sender<Job>
             else {
                 return;
             };
-            let pool = rt.block_on(async { crate::open::make_pool(&config, &tls, 1) });
+            let pool = rt.block_on(async { make_pool() });
             while let Ok(job) = jobs.recv() {
                 job(&rt, &pool);
             }

@@ -1,5 +1,11 @@
 //! What this process did to a queue, counted, and the queue's row counts as last read:
 //! together they make the [`Stats`] the pool, the diagnosis and metrics read.
+//!
+//! A part of the store (`store.rs`): each counter is written by the task or call that did
+//! the work (relaxed adds), the row counts (`gauges`) by the keeper's counts (`keeper.rs`),
+//! the upkeep's flags and tallies by the upkeep (`upkeep.rs`); read by stats reads
+//! (`Counters::stats`), the empty wait (`receive.rs`), the upkeep's trigger and
+//! `PgStore::upkeep`. A leaf.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 

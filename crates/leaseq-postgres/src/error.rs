@@ -1,6 +1,15 @@
-//! The store's typed errors: opening ([`OpenError`]) and acking inside a transaction
-//! ([`TxAckError`]).
+//! The store's typed errors: opening ([`OpenError`]), acking inside a transaction
+//! ([`TxAckError`]) and the calls beyond the seam ([`DbError`]).
+//!
+//! Each says what failed at its own level in its `Display`, and hands what caused it (the
+//! `tokio-postgres` error, under it the server's message or the I/O error) to
+//! [`source`](std::error::Error::source), never both: print the chain to see it all (the
+//! `leaseq` command line does: "cannot connect to PostgreSQL: authentication failed for
+//! user \"x\": db error: FATAL: role \"x\" does not exist"), and so does
+//! [`ErrorChain`](leaseq_async::ErrorChain) where this crate keeps an error in words
+//! (`last_error`, a [`StoreError`](leaseq_async::StoreError)'s message).
 
+use std::error::Error;
 use std::fmt;
 
 use leaseq_async::NewQueueError;
@@ -17,8 +26,36 @@ pub enum OpenError {
     /// The connection string could not be read: its syntax, or an invalid `sslmode`
     /// (the message never quotes a value of the string, which may hold a password).
     BadConnectionString(String),
-    /// The server could not be reached, or refused the connection.
-    Connect(String),
+    /// No server answers at the address: the connection was refused (nothing listens on
+    /// that port), the host name is unknown, the connect timeout
+    /// ([`Options::connect_timeout`](crate::Options::connect_timeout)) ran out, or the
+    /// connection broke before the session began.
+    Unreachable {
+        /// Where it connected: `host:port`, each of the connection string's, in words.
+        server: String,
+        /// `tokio-postgres`'s error; the I/O error under it.
+        source: tokio_postgres::Error,
+    },
+    /// The server refused the login (SQLSTATE `28P01`, a wrong password, or `28000`, no
+    /// such role or a `pg_hba.conf` rule): check the user name and the password.
+    AuthenticationFailed {
+        /// The user name of the connection string.
+        user: String,
+        /// `tokio-postgres`'s error; the server's message under it.
+        source: tokio_postgres::Error,
+    },
+    /// The database named does not exist on the server (SQLSTATE `3D000`).
+    DatabaseMissing {
+        /// The database name of the connection string (the user name when none is given).
+        database: String,
+        /// `tokio-postgres`'s error; the server's message under it.
+        source: tokio_postgres::Error,
+    },
+    /// Connecting failed otherwise: the server turned the session away (too many
+    /// connections, starting up, shutting down), the connection string lacks what the
+    /// server asks for (a password), a protocol error, ... The cause: `tokio-postgres`'s
+    /// error (or the connection pool's), which `downcast_ref` reaches.
+    Connect(Box<dyn Error + Send + Sync + 'static>),
     /// A statement failed (permissions, a broken connection, ...).
     Db(tokio_postgres::Error),
     /// The schema was set up by a newer leaseq: left untouched.
@@ -57,10 +94,24 @@ pub enum OpenError {
 impl fmt::Display for OpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OpenError::BadUrl(e) => write!(f, "bad connection string: {e}"),
+            OpenError::BadUrl(_) => f.write_str("bad connection string"),
             OpenError::BadConnectionString(e) => write!(f, "bad connection string: {e}"),
-            OpenError::Connect(e) => write!(f, "cannot connect to PostgreSQL: {e}"),
-            OpenError::Db(e) => write!(f, "database error: {e}"),
+            OpenError::Unreachable { server, .. } => write!(
+                f,
+                "cannot connect to PostgreSQL: no server answers at {server} (check the host, \
+                 the port, and that the server runs and listens there)"
+            ),
+            OpenError::AuthenticationFailed { user, .. } => write!(
+                f,
+                "cannot connect to PostgreSQL: authentication failed for user {user:?}"
+            ),
+            OpenError::DatabaseMissing { database, .. } => write!(
+                f,
+                "cannot connect to PostgreSQL: database {database:?} does not exist (create \
+                 it, or name another with dbname)"
+            ),
+            OpenError::Connect(_) => f.write_str("cannot connect to PostgreSQL"),
+            OpenError::Db(_) => f.write_str("database error"),
             OpenError::SchemaTooNew { found, supported } => write!(
                 f,
                 "the schema is at version {found}, newer than this library's {supported}: \
@@ -72,7 +123,7 @@ impl fmt::Display for OpenError {
                 "invalid name {n:?}: schema names are lower-case letters, digits and _ \
                  (at most 63 bytes); queue names are 1 to 200 bytes"
             ),
-            OpenError::Config(e) => write!(f, "invalid queue configuration: {e}"),
+            OpenError::Config(_) => f.write_str("invalid queue configuration"),
             OpenError::Unsupported(what) => {
                 write!(f, "the Postgres store does not support {what}")
             }
@@ -98,10 +149,14 @@ impl fmt::Display for OpenError {
     }
 }
 
-impl std::error::Error for OpenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl Error for OpenError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             OpenError::BadUrl(e) | OpenError::Db(e) => Some(e),
+            OpenError::Unreachable { source, .. }
+            | OpenError::AuthenticationFailed { source, .. }
+            | OpenError::DatabaseMissing { source, .. } => Some(source),
+            OpenError::Connect(e) => Some(&**e),
             OpenError::Config(e) => Some(e),
             _ => None,
         }
@@ -137,14 +192,14 @@ pub enum TxAckError {
 impl fmt::Display for TxAckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TxAckError::Stale(e) => write!(f, "{e}"),
-            TxAckError::Db(e) => write!(f, "database error: {e}"),
+            TxAckError::Stale(_) => f.write_str("the ack was refused: the lease is stale"),
+            TxAckError::Db(_) => f.write_str("database error"),
         }
     }
 }
 
-impl std::error::Error for TxAckError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl Error for TxAckError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             TxAckError::Stale(e) => Some(e),
             TxAckError::Db(e) => Some(e),
@@ -160,24 +215,38 @@ impl std::error::Error for TxAckError {
 pub enum DbError {
     /// A statement failed.
     Db(tokio_postgres::Error),
-    /// No connection could be had from the pool (or a background step failed), in words.
-    Pool(String),
+    /// No connection could be had from the pool (it closed with the store), or the task
+    /// running the call ended first. The cause: the pool's error or the task's.
+    Pool(Box<dyn Error + Send + Sync + 'static>),
+}
+
+impl DbError {
+    /// [`DbError::Pool`], caused by `e` while `what`.
+    pub(crate) fn pool(
+        what: &'static str,
+        e: impl Into<Box<dyn Error + Send + Sync + 'static>>,
+    ) -> DbError {
+        DbError::Pool(Box::new(Because {
+            what,
+            cause: e.into(),
+        }))
+    }
 }
 
 impl fmt::Display for DbError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DbError::Db(e) => write!(f, "database error: {e}"),
-            DbError::Pool(e) => write!(f, "no database connection: {e}"),
+            DbError::Db(_) => f.write_str("database error"),
+            DbError::Pool(_) => f.write_str("no database connection"),
         }
     }
 }
 
-impl std::error::Error for DbError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl Error for DbError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             DbError::Db(e) => Some(e),
-            DbError::Pool(_) => None,
+            DbError::Pool(e) => Some(&**e),
         }
     }
 }
@@ -188,8 +257,21 @@ impl From<tokio_postgres::Error> for DbError {
     }
 }
 
-impl From<DbError> for String {
-    fn from(e: DbError) -> Self {
-        e.to_string()
+/// What was being done when `cause` happened (`what`: "the upkeep task ended", ...).
+#[derive(Debug)]
+pub(crate) struct Because {
+    pub(crate) what: &'static str,
+    pub(crate) cause: Box<dyn Error + Send + Sync + 'static>,
+}
+
+impl fmt::Display for Because {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.what)
+    }
+}
+
+impl Error for Because {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.cause)
     }
 }

@@ -10,9 +10,12 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::counters::Counters;
+use crate::db::micros;
 use crate::outcome::{self, Decision, Fenced, RowNow};
 use crate::settle;
-use crate::store::{micros, PgStore, PgTicket};
+use crate::stale::stale;
+use crate::store::PgStore;
+use crate::ticket::PgTicket;
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Moves the lease's deadline (zero: hands the item back, reason `Released`).
@@ -25,16 +28,17 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             (ticket.id, ticket.lease, ticket.attempts, ticket.expires_at);
         let release = visibility.is_zero();
         if release {
-            settle::forget(&self.shared, ticket);
+            self.leases.forget(ticket);
             ticket.beat = None;
         }
         async move {
-            let shared = &self.shared;
-            let client = match shared.client().await {
+            let db = &*self.db;
+            let client = match db.client().await {
                 Ok(c) => c,
                 Err(e) => {
-                    shared.failed("extend", &e);
-                    let e = StoreError::not_done(format!("extend: {e}"));
+                    db.failed("extend", &e);
+                    let e =
+                        StoreError::not_done(format!("extend: {}", leaseq_async::ErrorChain(&e)));
                     return Err(SettleError::Store(e));
                 }
             };
@@ -48,16 +52,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             };
             if release {
                 let failure = Failure::with_reason(Reason::Released);
-                return settle::fail(shared, &client, copy, failure)
+                return settle::fail(self.settler.parts(), &client, copy, failure)
                     .await
                     .map(Extended::Released);
             }
             let vis = micros(visibility);
-            let max = shared.max_lease_us();
+            let max = db.max_lease_us();
             let params: [&(dyn ToSql + Sync); 4] = [&id, &lease, &vis, &max];
             let f = Fenced {
                 what: "extend",
-                sql: &shared.sql.extend,
+                sql: &db.sql.extend,
                 params: &params,
                 holder_only: true,
             };
@@ -66,13 +70,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 // Cut short by the max lease or the item's expiry (a few ms of slack for
                 // the round trip).
                 let capped = left < vis - 5_000;
-                let c = &shared.counters;
+                let c = &self.counters;
                 Counters::add(&c.extends, 1);
                 if capped {
                     Counters::add(&c.extends_capped, 1);
                 }
                 Extended::Until {
-                    deadline: shared.local_in(left),
+                    deadline: db.local_in(left),
                     capped,
                 }
             };
@@ -80,9 +84,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             // now, whatever the lost try did.
             let decide = |row: Option<RowNow>| {
                 let row = row.map(|r| (r.state, r.lease, r.deadline_us));
-                Decision::Stale(settle::stale(id, lease, row, true))
+                Decision::Stale(stale(id, lease, row, true))
             };
-            outcome::settle(shared, &client, &copy, f, done, decide).await
+            outcome::settle(db, &self.counters, &client, &copy, f, done, decide).await
         }
     }
 }

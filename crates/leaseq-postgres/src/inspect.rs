@@ -46,7 +46,7 @@ impl PgInspector {
         let (client, conn) = config
             .connect(tls)
             .await
-            .map_err(|e| crate::tls::connect_error(&e))?;
+            .map_err(|e| crate::connect_error::connect_error(e, &config))?;
         tokio::spawn(conn);
         let version = crate::schema::schema_version(&client, schema).await?;
         if let Some(found) = version.filter(|&v| v > crate::schema::SCHEMA_VERSION) {

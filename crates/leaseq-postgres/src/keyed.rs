@@ -19,8 +19,9 @@ use leaseq_async::{Push, PushError, StoreError};
 use leaseq_core::{MessageId, UniqueKey};
 
 use crate::counters::Counters;
+use crate::db::{micros, Db};
 use crate::operator::store_error;
-use crate::store::{micros, PgStore, Shared};
+use crate::store::PgStore;
 
 /// What the transaction did.
 enum Keyed {
@@ -33,21 +34,21 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `try_push` with a key: inserted now, or refused (duplicate, full, a store failure)
     /// with the item handed back.
     pub(crate) fn push_keyed(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
-        let shared = &self.shared;
+        let db = &*self.db;
         let (delay, ttl, options) = push.parts();
         let Some(key) = options.key_bytes().map(<[u8]>::to_vec) else {
             // The exact length is the core's to keep; it is more than the most allowed.
             let len = UniqueKey::MAX_LEN + 1;
             return Err(PushError::KeyTooLong { item, len });
         };
-        let payload = match shared.codec.encode(&item) {
+        let payload = match db.codec.encode(&item) {
             Ok(p) => p,
             Err(e) => {
                 let error = e.to_string();
                 return Err(PushError::Encode { item, error });
             }
         };
-        let Some(id) = shared.pushes.lock().next_id() else {
+        let Some(id) = self.pushes.buf.lock().next_id() else {
             return Err(PushError::Full(item));
         };
         let row = Row {
@@ -59,13 +60,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             payload,
             replace: options.replace_pending,
         };
-        let task = self.shared.clone();
-        let done = self.run_blocking(move |rt, pool| {
+        let task = self.db.clone();
+        let done = self.blocking.run(move |rt, pool| {
             rt.block_on(async {
-                let mut client = pool
-                    .get()
-                    .await
-                    .map_err(|e| StoreError::not_done(format!("keyed push: no connection: {e}")))?;
+                let mut client = pool.get().await.map_err(|e| {
+                    StoreError::not_done(format!(
+                        "keyed push: no connection: {}",
+                        leaseq_async::ErrorChain(&e)
+                    ))
+                })?;
                 insert(&task, &mut client, &row).await.inspect_err(|e| {
                     task.failed("keyed push", e);
                 })
@@ -73,25 +76,25 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         });
         match done {
             Some(Ok(Keyed::Pushed { replaced })) => {
-                Counters::add(&shared.counters.pushed, 1);
+                Counters::add(&self.counters.pushed, 1);
                 if replaced {
-                    Counters::add(&shared.counters.cancelled, 1);
-                    Counters::add(&shared.counters.replaced, 1);
+                    Counters::add(&self.counters.cancelled, 1);
+                    Counters::add(&self.counters.replaced, 1);
                 }
-                shared.pushes.lock().live += u64::from(!replaced);
-                shared.claim_wake.notify(usize::MAX);
+                self.pushes.buf.lock().live += u64::from(!replaced);
+                self.board.wake.notify(usize::MAX);
                 Ok(id)
             }
             Some(Ok(Keyed::Duplicate(existing))) => {
-                Counters::add(&shared.counters.rejected, 1);
-                Counters::add(&shared.counters.duplicates, 1);
+                Counters::add(&self.counters.rejected, 1);
+                Counters::add(&self.counters.duplicates, 1);
                 Err(PushError::DuplicateKey { item, existing })
             }
             Some(Ok(Keyed::Full)) => {
                 if !options.waits_for_room {
-                    Counters::add(&shared.counters.rejected, 1);
+                    Counters::add(&self.counters.rejected, 1);
                 }
-                crate::capacity::wants_room(shared);
+                crate::capacity::wants_room(&self.pushes);
                 Err(PushError::Full(item))
             }
             // A commit whose reply was lost: the row may be in (it holds `id`).
@@ -120,35 +123,35 @@ struct Row {
 
 /// The keyed push's transaction (see the file's header).
 async fn insert<T>(
-    shared: &Shared<T>,
+    db: &Db<T>,
     client: &mut deadpool_postgres::Object,
     row: &Row,
 ) -> Result<Keyed, StoreError> {
-    let op = &shared.sql.op;
+    let op = &db.sql.op;
     // Only a commit whose reply was lost may have made the row: anything before it rolled
     // the transaction back.
     let before = |e: tokio_postgres::Error| store_error("keyed push", &e, false);
     let tx = client.transaction().await.map_err(before)?;
-    let cap = shared.config.capacity();
+    let cap = db.config.capacity();
     if cap.is_some() {
-        tx.execute(&op.cap_lock, &[&shared.queue])
+        tx.execute(&op.cap_lock, &[&db.queue])
             .await
             .map_err(before)?;
     }
     let replaced = row.replace
         && !tx
-            .query(&op.replace, &[&shared.queue, &row.key])
+            .query(&op.replace, &[&db.queue, &row.key])
             .await
             .map_err(before)?
             .is_empty();
     if let Some(cap) = cap.filter(|_| !replaced) {
-        if crate::capacity::live(shared, &tx).await.map_err(before)? >= cap as u64 {
+        if crate::capacity::live(db, &tx).await.map_err(before)? >= cap as u64 {
             return Ok(Keyed::Full);
         }
     }
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
         &row.id,
-        &shared.queue,
+        &db.queue,
         &row.priority,
         &row.delay_us,
         &row.ttl_us,
@@ -164,7 +167,7 @@ async fn insert<T>(
             .map_err(before)?;
         if inserted.is_some() {
             if row.delay_us == 0 {
-                tx.execute(&op.notify, &[&shared.sql.channel, &shared.queue])
+                tx.execute(&op.notify, &[&db.sql.channel, &db.queue])
                     .await
                     .map_err(before)?;
             }
@@ -174,7 +177,7 @@ async fn insert<T>(
             return Ok(Keyed::Pushed { replaced });
         }
         let holder = tx
-            .query_opt(&op.key_holder, &[&shared.queue, &row.key])
+            .query_opt(&op.key_holder, &[&db.queue, &row.key])
             .await
             .map_err(before)?;
         if let Some(h) = holder {

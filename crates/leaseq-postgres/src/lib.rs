@@ -78,8 +78,11 @@
 //!   live become dead letters (`Expired`).
 //! - **Ack in your transaction**: [`PgStore::ack_in`] runs the fenced delete on your
 //!   `Transaction`, so the work's result and the ack commit together or not at all.
+//! - **Push in your transaction**: [`PgStore::push_in`] inserts on your transaction (or
+//!   SQL's `push_job` / `push_item` on any session), so the item exists only if it commits
+//!   (below).
 //! - **Schedules** (`leaseq_async::Scheduler`): each schedule's cursor is a row of the
-//!   `schedules` table (schema version 6). A scheduler step is one transaction: the row
+//!   `schedules` table (schema version 7). A scheduler step is one transaction: the row
 //!   updated only where its cursor is the one the step read (or inserted if it read none),
 //!   the ticks inserted as keyed pushes, the stale ticks pushed ahead dead-lettered
 //!   (`Expired`); a step another process overtook changes nothing and plans again. So any
@@ -88,6 +91,87 @@
 //!
 //! Every deadline is the database's clock (`clock_timestamp()`); durations travel as
 //! microseconds, so the machines' clocks may disagree.
+//!
+//! # Push in your transaction
+//!
+//! A job that must exist if and only if the application's own change commits (an order
+//! paid, then its receipt mailed) is pushed in the same transaction, as River's
+//! `InsertTx`, graphile-worker's `add_job` or Oban's inserts in a transaction do:
+//!
+//! ```no_run
+//! # async fn f(queue: leaseq_postgres::PgQueue<String>, mut db: tokio_postgres::Client)
+//! # -> Result<(), Box<dyn std::error::Error>> {
+//! use leaseq_async::Push;
+//!
+//! let tx = db.transaction().await?;
+//! tx.execute("UPDATE orders SET paid = true WHERE id = $1", &[&981_i64]).await?;
+//! let id = queue
+//!     .store()
+//!     .push_in(&tx, "mail receipt 981".to_string(), Push::new().key("receipt:981"))
+//!     .await?;
+//! tx.commit().await?; // the order and its job, together; a rollback leaves neither
+//! # let _ = id; Ok(()) }
+//! ```
+//!
+//! [`PgStore::push_in`] and [`PgStore::push_batch_in`] take a [`TxClient`]: a
+//! `tokio_postgres` or `deadpool_postgres` transaction (or client: then the push commits
+//! by itself), and with the feature `sqlx` a `&mut sqlx::Transaction<'_, Postgres>` or
+//! `&mut PgConnection`. The item is encoded by the queue's codec and checked as every push
+//! is ([`TxPushError`], the item handed back, the transaction left usable): the size limit,
+//! the priority, the key's length, the time to live before anything is sent, then, in one
+//! statement on your transaction, the capacity (the queue's live rows counted under its
+//! lock, as `capacity.rs` does for every insert; your transaction's own pushes count, and
+//! it holds the lock until it ends: keep it short, and await no plain push of that queue
+//! inside it) and a held key ([`TxPushError::DuplicateKey`] names the
+//! holder). The `NOTIFY` that wakes idle workers of every process is sent in your
+//! transaction, so Postgres delivers it at the commit, and never on a rollback.
+//!
+//! Ids: a transactional push's id comes from the schema's `tx_ids` sequence, from `2^62`
+//! up, while a store's ids are `instance << 32 | counter` with instances capped below
+//! `2^30` (schema version 6): the two never meet, and no writer's committed-id watermark
+//! covers a transactional id.
+//!
+//! **From SQL** (a trigger, `psql`, another language), the schema's functions push one
+//! item in the caller's transaction and return its id:
+//!
+//! ```sql
+//! -- A job of a router queue (leaseq_async::router): its kind and JSON args, stored in the
+//! -- envelope the router reads (the kind's length, the kind, the args' JSON text).
+//! SELECT leaseq.push_job('emails', 'send_email', '{"to": "ann@example.com"}',
+//!                        delay => '5 minutes', priority => 3, key => 'welcome:ann',
+//!                        ttl => '1 day', replace_pending => false);
+//! -- Bytes, for a queue of another codec (the codec's encoding, made by the caller).
+//! SELECT leaseq.push_item('thumbnails', '\x0a0b0c'::bytea);
+//! -- In a trigger: the job commits or rolls back with the row.
+//! CREATE FUNCTION order_paid() RETURNS trigger LANGUAGE plpgsql AS $$
+//! BEGIN
+//!     PERFORM leaseq.push_job('emails', 'receipt', jsonb_build_object('order', NEW.id));
+//!     RETURN NEW;
+//! END $$;
+//! ```
+//!
+//! ```text
+//! $ psql "host=db user=app dbname=app" -c "SELECT leaseq.push_job('emails', 'send_email', '{\"to\": \"ann@example.com\"}')"
+//!       push_job
+//! ---------------------
+//!  4611686018427387905
+//! (1 row)
+//! ```
+//!
+//! Every parameter after the first three has a default (no delay, priority 0, no key, no
+//! time to live). The functions apply the Rust API's checks and raise each refusal as an
+//! error with a message naming the limit and its own SQLSTATE: `42704` a queue no process
+//! has opened (or a mistyped name), `54000` over the queue's max item size, `53400` the
+//! queue is full, `23505` the key is held (the holder's id in the message and `DETAIL`),
+//! `22003` a priority outside 0..7, `22001` a key over 64 bytes, `22023` a negative delay,
+//! a time to live not longer than the delay, or a kind not 1 to 255 bytes, `22004` NULL
+//! args or payload, `0A000` a bounded queue's push outside `READ COMMITTED`, `40001` a
+//! key's holder that kept changing (retry). The limits are the queue's processes': each
+//! open records [`Options::max_item_size`] and the `Config`'s capacity in the schema's
+//! `queue_settings` table (one row per queue; the last open's; see
+//! [`Options::record_limits`]), which an operator may also write by hand. Both functions
+//! call `push_rows` (the statement the Rust API runs with its own limits), so the two
+//! paths share one implementation.
 //!
 //! # Table size
 //!
@@ -161,6 +245,13 @@
 //! and `require` only (not checking the certificate): use [`Postgres::url`] to verify. No error,
 //! `Debug` or trace of the store shows the connection string's password.
 //!
+//! Other connections that fail are told apart too, each with `tokio-postgres`'s error (and
+//! under it the server's message or the I/O error) as its `source()`:
+//! [`OpenError::Unreachable`] (refused, unknown host, timed out), [`OpenError::AuthenticationFailed`]
+//! (SQLSTATE `28P01`, `28000`), [`OpenError::DatabaseMissing`] (`3D000`), else
+//! [`OpenError::Connect`]. Their `Display` says what failed; print the chain
+//! ([`ErrorChain`](leaseq_async::ErrorChain)) for what the server said.
+//!
 //! # Least privilege
 //!
 //! Two roles: one that migrates (owns the schema), and the workers', which needs no DDL and
@@ -176,12 +267,15 @@
 //! -- Then, as leaseq_migrator (the owner), the worker's grants (WORKER_GRANTS):
 //! GRANT USAGE ON SCHEMA "leaseq" TO "leaseq_worker";
 //! GRANT SELECT ON "leaseq".leaseq_meta TO "leaseq_worker";
-//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".schedules TO "leaseq_worker";
-//! GRANT USAGE ON SEQUENCE "leaseq".instances TO "leaseq_worker";
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings, "leaseq".schedules TO "leaseq_worker";
+//! GRANT USAGE ON SEQUENCE "leaseq".instances, "leaseq".tx_ids TO "leaseq_worker";
 //! ```
 //!
 //! A migration that adds a table grants it too (re-run [`WORKER_GRANTS`] after each
-//! upgrade). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
+//! upgrade; a worker granted an older version's rights still opens a current schema:
+//! without version 6's it does not record its queue's limits for the SQL functions, and
+//! says so in [`PgStore::last_error`]; without version 7's its schedulers' steps are
+//! refused, typed, while its pushes and receives go on). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
 //! needs the table's owner, or `MAINTAIN` on it from PostgreSQL 17
 //! (`GRANT MAINTAIN ON "leaseq".items TO "leaseq_worker"`): without it the worker's store
 //! skips them, leaves the table to autovacuum (tuned per table by the migration) and says
@@ -190,7 +284,9 @@
 //! # Features
 //!
 //! `serde` (default): [`PostcardCodec`]. `tracing`: a warning for each database error a
-//! background task meets (it retries), and the shared layer's events.
+//! background task meets (it retries), and the shared layer's events. `sqlx`:
+//! [`PgStore::push_in`] on sqlx 0.8's connections and transactions (the driver only: no
+//! macros, TLS or migrations of its own).
 //!
 //! # What differs from the in-memory queue
 //!
@@ -243,17 +339,22 @@
 
 mod admin;
 mod blocking;
+mod board;
 mod capacity;
 mod claim;
 mod claimer;
+mod connect_error;
 mod conninfo;
 mod counters;
-mod drive;
+mod db;
+mod driver_wake;
 mod error;
 mod extend;
 mod inspect;
 mod keeper;
 mod keyed;
+mod leases;
+mod life;
 mod listen;
 mod op_sql;
 mod open;
@@ -264,15 +365,23 @@ mod plan;
 mod postgres;
 mod progress;
 mod push;
+mod pushes;
 mod receive;
 mod schedule;
 mod schema;
 mod seam;
 mod settle;
 mod settler;
+mod settles;
 mod sql;
+mod stale;
 mod store;
+mod ticket;
 mod tls;
+mod tx_client;
+mod tx_error;
+mod tx_push;
+mod tx_sql;
 mod upkeep;
 mod writer;
 
@@ -284,7 +393,10 @@ pub use options::{Options, DEFAULT_MAX_ITEM_SIZE};
 pub use postgres::Postgres;
 pub use receive::PgWaiting;
 pub use schema::{migrate, schema_version, SCHEMA_VERSION, WORKER_GRANTS};
-pub use store::{PgStore, PgTicket};
+pub use store::PgStore;
+pub use ticket::PgTicket;
+pub use tx_client::TxClient;
+pub use tx_error::{TxBatchError, TxDbError, TxPushError};
 
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;

@@ -1,26 +1,20 @@
 //! Opening a queue: connecting, migrating the schema, taking an instance number (ids), and
 //! starting the background tasks and the driver.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::Arc;
-
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use event_listener::Event;
 use leaseq_async::{Codec, LeaseQueue, DEFAULT_MAX_LEASE};
 use leaseq_core::{Config, RetryPolicy};
 use leaseq_tokio::TokioRuntime;
 use parking_lot::Mutex;
 
-use crate::claim::ClaimBoard;
-use crate::counters::Counters;
+use crate::blocking::BlockingTaker;
+use crate::db::Db;
 use crate::error::OpenError;
 use crate::options::Options;
+use crate::pushes::Pushes;
 use crate::schema;
-use crate::settle::SettleQueue;
 use crate::sql::Sql;
-use crate::store::{PgStore, Shared};
-use crate::writer::PushBuffer;
+use crate::store::PgStore;
 use crate::PgQueue;
 
 /// The longest queue name, in bytes.
@@ -104,8 +98,10 @@ where
     let mut client = pool
         .get()
         .await
-        .map_err(|e| crate::tls::connect_error(&e))?;
+        .map_err(|e| crate::connect_error::pool_error(e, &pg_config))?;
     schema::migrate(&mut client, &options.schema).await?;
+    let not_recorded =
+        crate::tx_sql::record_limits(&client, &options, queue, config.capacity()).await?;
     let sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();
@@ -115,51 +111,20 @@ where
         None => 0,
     };
     drop(client);
-    let shared = Arc::new(Shared {
+    let db = Db {
         queue: queue_name,
         sql,
         pool,
-        rt: rt.clone(),
+        rt,
         codec: Box::new(codec),
         policy: Mutex::new(RetryPolicy::new(&config)),
         config,
         options,
-        counters: Counters::default(),
-        stopped: AtomicBool::new(false),
-        closed: AtomicBool::new(false),
-        pushes: Mutex::new(PushBuffer {
-            instance,
-            live: live.max(0) as u64,
-            counted_at: Some(std::time::Instant::now()),
-            ..PushBuffer::default()
-        }),
-        push_queued: Event::new(),
-        push_committed: Event::new(),
-        board: Mutex::new(ClaimBoard::default()),
-        claim_wake: Event::new(),
-        settles: Mutex::new(SettleQueue::default()),
-        settle_queued: Event::new(),
-        settling: AtomicUsize::new(0),
-        held: Mutex::new(HashMap::new()),
-        driver_wake: Event::new(),
-        empty_waiters: AtomicUsize::new(0),
-        empty: Event::new(),
-        stats_wanted: AtomicBool::new(true),
-        pg_config: pg_config.clone(),
         tls: tls.clone(),
-        last_error: Mutex::new(None),
-    });
-    let handle = rt.handle();
-    handle.spawn(crate::writer::run(shared.clone()));
-    handle.spawn(crate::claimer::run(shared.clone()));
-    handle.spawn(crate::settler::run(shared.clone()));
-    handle.spawn(crate::listen::run(shared.clone(), listen_config, tls));
-    let store = Arc::new(PgStore {
-        shared,
-        handles: AtomicUsize::new(1),
-        name: queue,
-        schedule: Mutex::new(Default::default()),
-        blocking: Default::default(),
-    });
+        last_error: Mutex::new(not_recorded),
+    };
+    let pushes = Pushes::new(instance, live.max(0) as u64);
+    let blocking = BlockingTaker::new(move || make_pool(&pg_config, &tls, 1));
+    let store = PgStore::start(db, pushes, listen_config, blocking, queue);
     Ok(LeaseQueue::start(store))
 }

@@ -9,27 +9,27 @@ use leaseq_core::{DeadLetter, ItemState, ItemView, MessageId, Reason, RedriveErr
 use tokio_postgres::Row;
 
 use crate::counters::Counters;
-use crate::store::{PgStore, Shared};
+use crate::db::Db;
+use crate::store::PgStore;
 
 /// A failed statement as a store error: a write whose reply may have been lost is
 /// outcome unknown, anything else not done.
 pub(crate) fn store_error(what: &str, e: &tokio_postgres::Error, write: bool) -> StoreError {
     if write && crate::outcome::maybe_made(e) {
-        StoreError::outcome_unknown(format!("{what}: {e}"))
+        StoreError::outcome_unknown(format!("{what}: {}", leaseq_async::ErrorChain(e)))
     } else {
-        StoreError::not_done(format!("{what}: {e}"))
+        StoreError::not_done(format!("{what}: {}", leaseq_async::ErrorChain(e)))
     }
 }
 
 /// A connection for an operator call (none: not done).
-async fn client<T>(
-    shared: &Shared<T>,
-    what: &str,
-) -> Result<deadpool_postgres::Object, StoreError> {
-    shared
-        .client()
-        .await
-        .map_err(|e| StoreError::not_done(format!("{what}: no connection: {e}")))
+async fn client<T>(db: &Db<T>, what: &str) -> Result<deadpool_postgres::Object, StoreError> {
+    db.client().await.map_err(|e| {
+        StoreError::not_done(format!(
+            "{what}: no connection: {}",
+            leaseq_async::ErrorChain(&e)
+        ))
+    })
 }
 
 /// A page's bounds as the statements take them: ids above, at most.
@@ -48,20 +48,20 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `Store::refresh_stats`: the queue's rows counted now (every process's), with this
     /// process's counters.
     pub(crate) async fn refresh(&self) -> Result<Stats, StoreError> {
-        let client = client(&self.shared, "refresh stats").await?;
-        crate::keeper::count(&self.shared, &client)
-            .await
-            .map_err(|e| StoreError::not_done(format!("refresh stats: {e}")))?;
-        Ok(self.shared.counters.stats())
+        let client = client(&self.db, "refresh stats").await?;
+        self.keeper.count(&client).await.map_err(|e| {
+            StoreError::not_done(format!("refresh stats: {}", leaseq_async::ErrorChain(&e)))
+        })?;
+        Ok(self.counters.stats())
     }
 
     /// `Store::peek`: live rows of `page` in id order, times on the queue's clock.
     pub(crate) async fn peek_page(&self, page: Page) -> Result<Vec<ItemView>, StoreError> {
-        let shared = &self.shared;
-        let client = client(shared, "peek").await?;
+        let db = &*self.db;
+        let client = client(db, "peek").await?;
         let (after, limit) = bounds(page);
         let rows = client
-            .query(&shared.sql.op.peek, &[&shared.queue, &after, &limit])
+            .query(&db.sql.op.peek, &[&db.queue, &after, &limit])
             .await
             .map_err(|e| store_error("peek", &e, false))?;
         Ok(rows
@@ -69,7 +69,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             .map(|r| {
                 let state = match (r.get::<_, i16>(1), r.get::<_, Option<i64>>(6)) {
                     (1, deadline) => ItemState::InFlight {
-                        deadline: shared.local_in(deadline.unwrap_or(0)),
+                        deadline: db.local_in(deadline.unwrap_or(0)),
                     },
                     _ if r.get::<_, Option<i64>>(5).unwrap_or(0) > 0 => ItemState::Delayed,
                     _ => ItemState::Ready,
@@ -78,7 +78,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 view.attempts = u32::try_from(r.get::<_, i32>(2)).unwrap_or(0);
                 view.priority = u8::try_from(r.get::<_, i16>(3)).unwrap_or(0);
                 view.key = key_of(r, 4);
-                view.expires_at = r.get::<_, Option<i64>>(7).map(|us| shared.local_in(us));
+                view.expires_at = r.get::<_, Option<i64>>(7).map(|us| db.local_in(us));
                 view
             })
             .collect())
@@ -90,41 +90,37 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         page: Page,
     ) -> Result<Vec<DeadLetter<Result<T, CodecError>>>, StoreError> {
-        let shared = &self.shared;
-        let client = client(shared, "dead letters").await?;
+        let db = &*self.db;
+        let client = client(db, "dead letters").await?;
         let (after, limit) = bounds(page);
         let rows = client
             .query(
-                &shared.sql.op.dead_page,
-                &[
-                    &shared.queue,
-                    &after,
-                    &limit,
-                    &None::<i16>,
-                    &None::<Vec<u8>>,
-                ],
+                &db.sql.op.dead_page,
+                &[&db.queue, &after, &limit, &None::<i16>, &None::<Vec<u8>>],
             )
             .await
             .map_err(|e| store_error("dead letters", &e, false))?;
         Ok(rows
             .iter()
             .map(|r| {
+                // A code this version does not know (a newer version's reason) reads as
+                // "dropped", as a SQLite file's does at open.
                 let reason = r
                     .get::<_, Option<i16>>(2)
                     .and_then(|c| u8::try_from(c).ok())
                     .and_then(Reason::from_code)
-                    .unwrap_or(Reason::Rejected);
+                    .unwrap_or(Reason::Dropped);
                 let mut letter = DeadLetter::new(
-                    crate::claim::decode_sized(shared, r, 8),
+                    crate::claim::decode_sized(db, r, 8),
                     MessageId::new(r.get::<_, i64>(0) as u64),
                     u32::try_from(r.get::<_, i32>(1)).unwrap_or(0),
                     reason,
-                    shared.local_in(r.get::<_, Option<i64>>(6).unwrap_or(0)),
+                    db.local_in(r.get::<_, Option<i64>>(6).unwrap_or(0)),
                 );
                 letter.last_error = r.get(3);
                 letter.priority = u8::try_from(r.get::<_, i16>(4)).unwrap_or(0);
                 letter.key = key_of(r, 5);
-                letter.expires_at = r.get::<_, Option<i64>>(7).map(|us| shared.local_in(us));
+                letter.expires_at = r.get::<_, Option<i64>>(7).map(|us| db.local_in(us));
                 letter
             })
             .collect())
@@ -136,16 +132,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         id: MessageId,
     ) -> Result<MessageId, AdminError<RedriveError>> {
-        let shared = &self.shared;
-        let mut client = client(shared, "redrive").await?;
+        let db = &*self.db;
+        let mut client = client(db, "redrive").await?;
         let row = id.get() as i64;
-        let r = crate::capacity::redrive_in(shared, &mut client, row).await;
+        let r = crate::capacity::redrive_in(db, &mut client, row).await;
         // Not a dead letter, expired, its key held (a unique violation), or no room: the
         // row says which, in the core's order (no room last).
         let full = match r {
             Ok(Some(n)) if n > 0 => {
-                Counters::add(&shared.counters.redriven, 1);
-                shared.claim_wake.notify(usize::MAX);
+                Counters::add(&self.counters.redriven, 1);
+                self.board.wake.notify(usize::MAX);
                 return Ok(id);
             }
             Ok(Some(_)) => false,
@@ -155,7 +151,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         };
         // Nothing moved: the row says why.
         let read = client
-            .query_opt(&shared.sql.op.redrive_why, &[&shared.queue, &row])
+            .query_opt(&db.sql.op.redrive_why, &[&db.queue, &row])
             .await
             .map_err(|e| store_error("redrive", &e, false))?;
         let Some(read) = read else {
@@ -170,7 +166,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let key: Option<Vec<u8>> = read.get(2);
         let holder = match key {
             Some(key) => client
-                .query_opt(&shared.sql.op.key_holder, &[&shared.queue, &key])
+                .query_opt(&db.sql.op.key_holder, &[&db.queue, &key])
                 .await
                 .map_err(|e| store_error("redrive", &e, false))?
                 .map(|h| MessageId::new(h.get::<_, i64>(0) as u64)),
@@ -192,14 +188,14 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let Some((reason, head)) = filter_params(filter) else {
             return Ok(0);
         };
-        let shared = &self.shared;
-        let mut client = client(shared, "redrive all").await?;
-        let n = crate::capacity::redrive_all_in(shared, &mut client, reason, head.as_deref())
+        let db = &*self.db;
+        let mut client = client(db, "redrive all").await?;
+        let n = crate::capacity::redrive_all_in(db, &mut client, reason, head.as_deref())
             .await
             .map_err(|e| store_error("redrive all", &e, true))?;
         if n > 0 {
-            Counters::add(&shared.counters.redriven, n);
-            shared.claim_wake.notify(usize::MAX);
+            Counters::add(&self.counters.redriven, n);
+            self.board.wake.notify(usize::MAX);
         }
         Ok(n)
     }
@@ -210,11 +206,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             return Ok(0);
         };
         let what = "purge dead letters";
-        let client = client(&self.shared, what).await?;
+        let client = client(&self.db, what).await?;
         client
             .execute(
-                &self.shared.sql.op.purge_dead,
-                &[&self.shared.queue, &reason, &head],
+                &self.db.sql.op.purge_dead,
+                &[&self.db.queue, &reason, &head],
             )
             .await
             .map_err(|e| store_error(what, &e, true))
@@ -222,15 +218,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 
     /// `Store::purge`: one delete of the waiting rows.
     pub(crate) async fn purge_waiting(&self) -> Result<u64, StoreError> {
-        let shared = &self.shared;
+        let db = &*self.db;
         let what = "purge";
-        let client = client(shared, what).await?;
+        let client = client(db, what).await?;
         let n = client
-            .execute(&shared.sql.op.purge, &[&shared.queue])
+            .execute(&db.sql.op.purge, &[&db.queue])
             .await
             .map_err(|e| store_error(what, &e, true))?;
         // Room in a bounded queue: a waiting push may go.
-        crate::capacity::removed(shared);
+        crate::capacity::removed(db, &self.pushes);
         Ok(n)
     }
 }

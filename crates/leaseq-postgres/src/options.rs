@@ -83,6 +83,13 @@ pub struct Options {
     /// [`max_claim`](Self::max_claim) x 256 KiB (64 MiB at the default); large payloads
     /// belong in object storage, the queue carrying their key.
     pub max_item_size: usize,
+    /// Whether opening records the queue's limits ([`max_item_size`](Self::max_item_size)
+    /// and the `Config`'s capacity) in the schema's `queue_settings` table, where the SQL
+    /// functions `push_item` and `push_job` read them (the crate docs, "Push in your
+    /// transaction"). Every process of a queue should open it with the same limits; the
+    /// last open's are recorded. Turn it off for a tool that opens a queue with limits of
+    /// its own (the `leaseq` command line does). Default `true`.
+    pub record_limits: bool,
     /// The TLS parameters [`open`](crate::open) read from its connection string (which
     /// `tokio-postgres`'s configuration cannot carry); `None`: from the configuration's
     /// `sslmode` ([`open_with`](crate::open_with)).
@@ -112,6 +119,7 @@ impl Default for Options {
             rebuild_bloated_indexes: true,
             commit_timeout: Duration::from_secs(30),
             max_item_size: DEFAULT_MAX_ITEM_SIZE,
+            record_limits: true,
             tls: None,
         }
     }
@@ -200,6 +208,11 @@ impl Options {
     /// Sets [`max_item_size`](Self::max_item_size) (at least 1).
     pub fn max_item_size(mut self, bytes: usize) -> Self {
         self.max_item_size = bytes.max(1);
+        self
+    }
+    /// Sets [`record_limits`](Self::record_limits).
+    pub fn record_limits(mut self, record: bool) -> Self {
+        self.record_limits = record;
         self
     }
     /// Sets [`rebuild_bloated_indexes`](Self::rebuild_bloated_indexes).

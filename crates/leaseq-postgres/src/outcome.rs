@@ -15,8 +15,10 @@ use tokio_postgres::error::Severity;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use crate::settle::{explain, pooled, run_on};
-use crate::store::{PgTicket, Shared};
+use crate::counters::Counters;
+use crate::db::{pooled, run_on, Db};
+use crate::stale::explain;
+use crate::ticket::PgTicket;
 
 /// Tries of one settle statement (the first included) before its error is returned.
 const TRIES: u32 = 3;
@@ -69,7 +71,8 @@ pub(crate) struct Fenced<'a> {
 /// reply that may have been lost, what `decide` makes of the row. Errors are typed: not
 /// done when no try may have been made, outcome unknown otherwise.
 pub(crate) async fn settle<T, O>(
-    shared: &Shared<T>,
+    db: &Db<T>,
+    counters: &Counters,
     client: &Client,
     ticket: &PgTicket,
     f: Fenced<'_>,
@@ -82,10 +85,10 @@ pub(crate) async fn settle<T, O>(
     for tried in 0..TRIES {
         if tried > 0 {
             tokio::time::sleep(PAUSE * tried).await;
-            match shared.client().await {
+            match db.client().await {
                 Ok(c) => fresh = Some(c),
                 Err(e) => {
-                    last = e.to_string();
+                    last = leaseq_async::ErrorChain(&e).to_string();
                     continue;
                 }
             }
@@ -97,15 +100,18 @@ pub(crate) async fn settle<T, O>(
                 // Refused, and no earlier try may have been made: stale, for the reason
                 // the row gives (not done if it cannot be read).
                 None if !sent => {
-                    return Err(match explain(shared, c, ticket, f.holder_only).await {
-                        Ok(e) => SettleError::Stale(e),
-                        Err(e) => SettleError::Store(StoreError::not_done(format!(
-                            "{}: refused, and the row could not be read: {e}",
-                            f.what
-                        ))),
-                    })
+                    return Err(
+                        match explain(db, counters, c, ticket, f.holder_only).await {
+                            Ok(e) => SettleError::Stale(e),
+                            Err(e) => SettleError::Store(StoreError::not_done(format!(
+                                "{}: refused, and the row could not be read: {}",
+                                f.what,
+                                leaseq_async::ErrorChain(&e)
+                            ))),
+                        },
+                    )
                 }
-                None => match reread(shared, c, ticket.id).await {
+                None => match reread(db, c, ticket.id).await {
                     Ok(row) => {
                         return match decide(row) {
                             Decision::Done(o) => Ok(o),
@@ -114,15 +120,15 @@ pub(crate) async fn settle<T, O>(
                         }
                     }
                     Err(e) => {
-                        shared.failed(f.what, &e);
-                        last = e.to_string();
+                        db.failed(f.what, &e);
+                        last = leaseq_async::ErrorChain(&e).to_string();
                     }
                 },
             },
             Err(e) => {
-                shared.failed(f.what, &e);
+                db.failed(f.what, &e);
                 sent |= maybe_made(&e);
-                last = e.to_string();
+                last = leaseq_async::ErrorChain(&e).to_string();
             }
         }
     }
@@ -142,11 +148,11 @@ pub(crate) fn unknown(what: &str, last: &str) -> StoreError {
 
 /// Reads the row `id` as it is now (`None`: gone).
 pub(crate) async fn reread<T>(
-    shared: &Shared<T>,
+    db: &Db<T>,
     client: &Client,
     id: i64,
 ) -> Result<Option<RowNow>, tokio_postgres::Error> {
-    let rows = run_on(pooled(client), &shared.sql.reread, &[&id]).await?;
+    let rows = run_on(pooled(client), &db.sql.reread, &[&id]).await?;
     Ok(rows.first().map(|r| RowNow {
         state: r.get(0),
         lease: r.get(1),

@@ -17,21 +17,21 @@ impl<T: 'static> PgStore<T> {
     /// prepared statement (as the store's claims use once a connection ran five of them);
     /// otherwise one planned for these values. The plan's lines, joined by newlines.
     pub async fn explain_claim(&self, n: usize, generic: bool) -> Result<String, DbError> {
-        let shared = &self.shared;
-        let client = shared.client().await?;
+        let db = &*self.db;
+        let client = db.client().await?;
         let mode = if generic {
             "force_generic_plan"
         } else {
             "force_custom_plan"
         };
-        let queue = shared.queue.replace('\'', "''");
-        let n = n.clamp(1, shared.options.max_claim.max(1));
-        let visibility = shared.visibility_us();
+        let queue = db.queue.replace('\'', "''");
+        let n = n.clamp(1, db.options.max_claim.max(1));
+        let visibility = db.visibility_us();
         let run = async {
             client
                 .batch_execute(&format!(
                     "BEGIN; SET LOCAL plan_cache_mode = {mode}; PREPARE {NAME} AS {}",
-                    shared.sql.claim
+                    db.sql.claim
                 ))
                 .await?;
             let rows = client

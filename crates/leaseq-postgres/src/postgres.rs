@@ -115,7 +115,10 @@ where
         );
         match rt.handle().spawn(opening).await {
             Ok(r) => r,
-            Err(e) => Err(OpenError::Connect(format!("the open task ended: {e}"))),
+            Err(e) => Err(OpenError::Connect(Box::new(crate::error::Because {
+                what: "the open task ended",
+                cause: Box::new(e),
+            }))),
         }
     }
 }

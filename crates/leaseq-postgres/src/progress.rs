@@ -8,7 +8,8 @@ use leaseq_core::MessageId;
 use tokio_postgres::types::ToSql;
 
 use crate::outcome::{self, Decision, Fenced};
-use crate::store::{PgStore, PgTicket};
+use crate::store::PgStore;
+use crate::ticket::PgTicket;
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `Store::checkpoint`: `Ok` once committed; refused (explained from the row) unless the
@@ -19,7 +20,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let e = SettleError::Stale(leaseq_core::ReceiptError::Unknown);
             return Box::pin(std::future::ready(Err(e)));
         };
-        let shared = self.shared.clone();
+        let (db, counters) = (self.db.clone(), self.counters.clone());
         // Only the row and the token matter to a fenced statement.
         let copy = PgTicket {
             id,
@@ -30,12 +31,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             progress: None,
         };
         Box::pin(async move {
-            let shared = &*shared;
-            let client = match shared.client().await {
+            let db = &*db;
+            let client = match db.client().await {
                 Ok(c) => c,
                 Err(e) => {
-                    shared.failed("checkpoint", &e);
-                    let e = StoreError::not_done(format!("checkpoint: {e}"));
+                    db.failed("checkpoint", &e);
+                    let e = StoreError::not_done(format!(
+                        "checkpoint: {}",
+                        leaseq_async::ErrorChain(&e)
+                    ));
                     return Err(SettleError::Store(e));
                 }
             };
@@ -43,11 +47,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let params: [&(dyn ToSql + Sync); 3] = [&copy.id, &copy.lease, &bytes];
             let f = Fenced {
                 what: "checkpoint",
-                sql: &shared.sql.checkpoint,
+                sql: &db.sql.checkpoint,
                 params: &params,
                 holder_only: true,
             };
-            outcome::settle(shared, &client, &copy, f, |_| (), |_| Decision::Unknown).await
+            let decide = |_| Decision::Unknown;
+            outcome::settle(db, &counters, &client, &copy, f, |_| (), decide).await
         })
     }
 
@@ -56,17 +61,21 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         page: Page,
     ) -> Result<Vec<(MessageId, Progress)>, StoreError> {
-        let shared = &self.shared;
-        let client = shared
-            .client()
-            .await
-            .map_err(|e| StoreError::not_done(format!("checkpoints: no connection: {e}")))?;
+        let db = &*self.db;
+        let client = db.client().await.map_err(|e| {
+            StoreError::not_done(format!(
+                "checkpoints: no connection: {}",
+                leaseq_async::ErrorChain(&e)
+            ))
+        })?;
         let after = page.after.map_or(i64::MIN, |id| id.get() as i64);
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
         let rows = client
-            .query(&shared.sql.checkpoints, &[&shared.queue, &after, &limit])
+            .query(&db.sql.checkpoints, &[&db.queue, &after, &limit])
             .await
-            .map_err(|e| StoreError::not_done(format!("checkpoints: {e}")))?;
+            .map_err(|e| {
+                StoreError::not_done(format!("checkpoints: {}", leaseq_async::ErrorChain(&e)))
+            })?;
         Ok(rows
             .iter()
             .map(|r| {

@@ -2,27 +2,26 @@
 //! it its id and queues its row for the writer; `synced` waits for the commit; `cancel`
 //! deletes a row and hands its item back.
 
-use std::sync::atomic::Ordering;
-
 use leaseq_async::{AdminError, Push, PushError, StoreError};
 use leaseq_core::{CancelError, MessageId, MAX_PRIORITY};
 
-use crate::store::{micros, PgStore};
-use crate::writer::PushRow;
+use crate::db::micros;
+use crate::pushes::{PushRow, Pushes};
+use crate::store::PgStore;
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `try_push`: refused at once (the item handed back) when closed, when the writer is
     /// `max_pending_pushes` behind, or when the push asks for what the store cannot do.
     pub(crate) fn push_row(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
         let id = self.queue_row(item, push)?;
-        self.shared.push_queued.notify(1);
+        self.pushes.queued.notify(1);
         Ok(id)
     }
 
     /// Checks, encodes and queues one row without waking the writer.
     fn queue_row(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
-        let shared = &self.shared;
-        if shared.is_closed() || shared.is_stopped() {
+        let db = &*self.db;
+        if self.life.is_closed() || self.life.is_stopped() {
             return Err(PushError::Closed(item));
         }
         let (delay, ttl, options) = push.parts();
@@ -36,7 +35,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if options.has_key() {
             return self.push_keyed(item, push);
         }
-        let payload = match shared.codec.encode(&item) {
+        let payload = match db.codec.encode(&item) {
             Ok(p) => p,
             Err(e) => {
                 return Err(PushError::Encode {
@@ -45,21 +44,21 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 })
             }
         };
-        if payload.len() > shared.options.max_item_size {
-            let (size, max) = (payload.len(), shared.options.max_item_size);
+        if payload.len() > db.options.max_item_size {
+            let (size, max) = (payload.len(), db.options.max_item_size);
             return Err(PushError::TooLarge { item, size, max });
         }
-        let mut buf = shared.pushes.lock();
-        let no_room = crate::capacity::full(shared, buf.live, buf.rows.len());
-        if buf.rows.len() >= shared.options.max_pending_pushes || no_room {
+        let mut buf = self.pushes.buf.lock();
+        let no_room = crate::capacity::full(db, buf.live, buf.rows.len());
+        if buf.rows.len() >= db.options.max_pending_pushes || no_room {
             drop(buf);
             if no_room {
-                crate::capacity::wants_room(shared);
+                crate::capacity::wants_room(&self.pushes);
             }
             // A push that waits for room is refused only if it gives up (see
             // `PushOptions::waits_for_room`): it counts nothing here.
             if !options.waits_for_room {
-                crate::counters::Counters::add(&shared.counters.rejected, 1);
+                crate::counters::Counters::add(&self.counters.rejected, 1);
             }
             return Err(PushError::Full(item));
         }
@@ -88,15 +87,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         push: &Push,
     ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
         /// Ends the batch (also if a codec panics) and lets the writer go.
-        struct Filling<'a, T: 'static>(&'a crate::store::Shared<T>);
-        impl<T> Drop for Filling<'_, T> {
+        struct Filling<'a>(&'a Pushes);
+        impl Drop for Filling<'_> {
             fn drop(&mut self) {
-                self.0.pushes.lock().filling -= 1;
-                self.0.push_queued.notify(1);
+                self.0.buf.lock().filling -= 1;
+                self.0.queued.notify(1);
             }
         }
-        self.shared.pushes.lock().filling += 1;
-        let _filling = Filling(&self.shared);
+        self.pushes.buf.lock().filling += 1;
+        let _filling = Filling(&self.pushes);
         // The writer is woken once, when the batch ends (`Filling`'s drop).
         let mut ids = Vec::new();
         for item in items {
@@ -112,19 +111,19 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// error if the writer's inserts have failed for `Options::commit_timeout` (the rows
     /// stay queued), or if the store stopped first.
     pub(crate) async fn committed(&self, seq: u64) -> Result<(), StoreError> {
-        let shared = &self.shared;
-        let timeout = shared.options.commit_timeout;
+        let (db, pushes) = (&*self.db, &*self.pushes);
+        let timeout = db.options.commit_timeout;
         loop {
-            let listener = shared.push_committed.listen();
+            let listener = pushes.committed.listen();
             let failing_since = {
-                let buf = shared.pushes.lock();
+                let buf = pushes.buf.lock();
                 if buf.committed >= seq {
                     return Ok(());
                 }
                 buf.failing_since
             };
-            let last = || shared.last_error.lock().clone().unwrap_or_default();
-            if shared.stopped.load(Ordering::Acquire) {
+            let last = || db.last_error.lock().clone().unwrap_or_default();
+            if self.life.is_stopped() {
                 return Err(StoreError::outcome_unknown(format!(
                     "the store stopped before the push was committed (last error: {})",
                     last()
@@ -158,18 +157,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         id: MessageId,
         leased: bool,
     ) -> Result<T, AdminError<CancelError>> {
-        let shared = &self.shared;
+        let db = &*self.db;
         let mut unsure = false;
         let mut last = String::new();
         for tried in 0..3_u32 {
             if tried > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(20) * tried).await;
             }
-            let mut client = match shared.client().await {
+            let mut client = match db.client().await {
                 Ok(c) => c,
                 Err(e) => {
-                    last = format!("no connection: {e}");
-                    shared.failed("cancel", e);
+                    last = format!("no connection: {}", leaseq_async::ErrorChain(&e));
+                    db.failed("cancel", e);
                     continue;
                 }
             };
@@ -177,10 +176,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let r = async {
                 let tx = client.transaction().await?;
                 let row = tx
-                    .query_opt(
-                        &shared.sql.cancel_read,
-                        &[&shared.queue, &(id.get() as i64)],
-                    )
+                    .query_opt(&db.sql.cancel_read, &[&db.queue, &(id.get() as i64)])
                     .await?;
                 let Some(row) = row else {
                     return Ok(Err(CancelError::NotFound(id)));
@@ -193,11 +189,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     return Ok(Err(CancelError::InFlight(id)));
                 }
                 // An item over the size limit is not even loaded (nor one that does not decode).
-                let Ok(item) = crate::claim::decode_sized(shared, &row, 1) else {
+                let Ok(item) = crate::claim::decode_sized(db, &row, 1) else {
                     return Ok(Err(CancelError::NotFound(id)));
                 };
-                tx.execute(&shared.sql.cancel, &[&(id.get() as i64)])
-                    .await?;
+                tx.execute(&db.sql.cancel, &[&(id.get() as i64)]).await?;
                 committing = true;
                 tx.commit().await?;
                 Ok::<_, tokio_postgres::Error>(Ok(item))
@@ -205,8 +200,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             .await;
             match r {
                 Ok(Ok(item)) => {
-                    crate::counters::Counters::add(&shared.counters.cancelled, 1);
-                    crate::capacity::removed(shared);
+                    crate::counters::Counters::add(&self.counters.cancelled, 1);
+                    crate::capacity::removed(db, &self.pushes);
                     return Ok(item);
                 }
                 // A refusal after an earlier try whose commit may have landed: the row
@@ -215,8 +210,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 Ok(Err(e)) => return Err(AdminError::Refused(e)),
                 Err(e) => {
                     unsure |= committing && crate::outcome::maybe_made(&e);
-                    last = e.to_string();
-                    shared.failed("cancel", e);
+                    last = leaseq_async::ErrorChain(&e).to_string();
+                    db.failed("cancel", e);
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Receiving and the other waits of a [`PgStore`]: a receive posts a slot on the claim
 //! board and waits for the claimer to fill it; a receive dropped before taking what was
-//! claimed for it hands it back, its attempt not counted. Also the waits for room to push
-//! and for an empty queue.
+//! claimed for it hands it back, its attempt not counted; `try_take` claims on the blocking
+//! thread. Also the waits for room to push and for an empty queue.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,8 +13,10 @@ use event_listener::EventListener;
 use leaseq_async::Taken;
 use parking_lot::Mutex;
 
-use crate::claim::{ClaimSlot, SlotState};
-use crate::store::{PgStore, PgTicket};
+use crate::board::{ClaimSlot, SlotState};
+use crate::error::DbError;
+use crate::store::PgStore;
+use crate::ticket::PgTicket;
 
 /// A wait on a [`PgStore`]: a receive's slot on the claim board, or a listener.
 pub struct PgWaiting<T> {
@@ -71,14 +73,14 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         heartbeat: bool,
         out: &mut Vec<Taken<T, PgTicket>>,
     ) -> Poll<bool> {
-        let shared = &self.shared;
+        let life = &*self.life;
         let slot = match &waiting.slot {
             Some(slot) => slot.clone(),
             None => {
-                if shared.is_closed() {
+                if life.is_closed() {
                     return Poll::Ready(false);
                 }
-                if shared.options.prefetch > 0 && self.take_ahead(max.max(1), heartbeat, out) {
+                if self.db.options.prefetch > 0 && self.take_ahead(max.max(1), heartbeat, out) {
                     return Poll::Ready(true);
                 }
                 let slot = Arc::new(ClaimSlot {
@@ -93,13 +95,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 {
                     // Closed is checked again under the board's lock, which `close` takes
                     // after setting it: a slot posted here is one `close` will wake.
-                    let mut board = shared.board.lock();
-                    if shared.is_closed() {
+                    let mut board = self.board.slots.lock();
+                    if life.is_closed() {
                         return Poll::Ready(false);
                     }
                     board.waiting.push_back(slot.clone());
                 }
-                shared.claim_wake.notify(1);
+                self.board.wake.notify(1);
                 waiting.slot = Some(slot);
                 return Poll::Pending;
             }
@@ -111,7 +113,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             waiting.slot = None;
             return Poll::Ready(true);
         }
-        if shared.is_closed() {
+        if life.is_closed() {
             st.abandoned = true;
             drop(st);
             waiting.slot = None;
@@ -124,30 +126,67 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// Hands out leases claimed ahead, if any still has half its visibility; true if some.
     fn take_ahead(&self, max: usize, heartbeat: bool, out: &mut Vec<Taken<T, PgTicket>>) -> bool {
         use leaseq_async::Runtime;
-        let shared = &self.shared;
-        let half = shared.config.visibility() / 2;
-        let fresh_until = shared.rt.now().saturating_add(half);
+        let half = self.db.config.visibility() / 2;
+        let fresh_until = self.db.rt.now().saturating_add(half);
         let mut stale = Vec::new();
-        let mut got = shared
+        let mut got = self
             .board
+            .slots
             .lock()
             .take_prefetched(max, fresh_until, &mut stale);
-        if !stale.is_empty() {
-            shared.settles.lock().unclaims.extend(stale);
-            shared.settle_queued.notify(1);
-        }
+        self.settles.unclaim(stale);
         if got.is_empty() {
             return false;
         }
         if heartbeat {
             for t in &mut got {
-                crate::claim::keep_alive(shared, t);
+                self.leases.keep_alive(t);
             }
         }
         out.append(&mut got);
         // Room ahead again: the claimer may refill it.
-        shared.claim_wake.notify(1);
+        self.board.wake.notify(1);
         true
+    }
+
+    /// `try_take`: claims up to `max` items visible now on the blocking thread
+    /// (`blocking.rs`), blocking this thread for one round trip; nothing on any error
+    /// (reported through `last_error`).
+    pub(crate) fn take_blocking(
+        &self,
+        max: usize,
+        heartbeat: bool,
+        out: &mut Vec<Taken<T, PgTicket>>,
+    ) -> usize {
+        if max == 0 || self.life.is_closed() {
+            return 0;
+        }
+        let (db, counters) = (self.db.clone(), self.counters.clone());
+        let got = self.blocking.run(move |rt, pool| {
+            let got = rt.block_on(async {
+                let client = pool
+                    .get()
+                    .await
+                    .map_err(|e| DbError::pool("no connection from the pool", e))?;
+                crate::claim::claim(&db, &counters, &client, max.min(db.options.max_claim))
+                    .await
+                    .map_err(DbError::Db)
+            });
+            got.unwrap_or_else(|e| {
+                db.failed("try_take", e);
+                Vec::new()
+            })
+        });
+        // An answer the caller never got (the thread gone) leaves its leases to run out.
+        let mut got = got.unwrap_or_default();
+        if heartbeat {
+            for t in &mut got {
+                self.leases.keep_alive(t);
+            }
+        }
+        let n = got.len();
+        out.append(&mut got);
+        n
     }
 
     /// `stop_waiting`: a posted slot is withdrawn; leases claimed for it but not taken go
@@ -156,7 +195,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         waiting.listener = None;
         if waiting.counted_empty {
             waiting.counted_empty = false;
-            self.shared.empty_waiters.fetch_sub(1, Ordering::Relaxed);
+            self.driver.empty_waiters.fetch_sub(1, Ordering::Relaxed);
         }
         let Some(slot) = waiting.slot.take() else {
             return;
@@ -169,40 +208,40 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if got.is_empty() {
             return;
         }
-        let mut q = self.shared.settles.lock();
+        let mut q = self.settles.queue.lock();
         for t in got {
-            crate::settle::forget(&self.shared, &t.ticket);
+            self.leases.forget(&t.ticket);
             q.unclaims.push((t.ticket.id, t.ticket.lease));
         }
         drop(q);
-        self.shared.settle_queued.notify(1);
+        self.settles.wake.notify(1);
     }
 
     /// `poll_space`: room while fewer than `max_pending_pushes` rows wait for the writer and,
     /// in a bounded queue, the last count leaves room (`capacity.rs`).
     pub(crate) fn poll_room(&self, waiting: &mut PgWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
         loop {
-            let shared = &self.shared;
+            let (db, pushes) = (&*self.db, &*self.pushes);
             let room = {
-                let buf = shared.pushes.lock();
-                buf.rows.len() < shared.options.max_pending_pushes
-                    && !crate::capacity::full(shared, buf.live, buf.rows.len())
+                let buf = pushes.buf.lock();
+                buf.rows.len() < db.options.max_pending_pushes
+                    && !crate::capacity::full(db, buf.live, buf.rows.len())
             };
-            if shared.is_closed() || room {
+            if self.life.is_closed() || room {
                 waiting.listener = None;
                 return Poll::Ready(());
             }
             if waiting.listener.is_some() {
                 // Registered before the check above: fired means look again.
-                match poll_listener(&mut waiting.listener, cx, || shared.push_committed.listen()) {
+                match poll_listener(&mut waiting.listener, cx, || pushes.committed.listen()) {
                     Poll::Ready(()) => continue,
                     Poll::Pending => return Poll::Pending,
                 }
             }
-            waiting.listener = Some(shared.push_committed.listen());
+            waiting.listener = Some(pushes.committed.listen());
             // A bounded queue: the writer counts again when room may have come.
-            if shared.config.capacity().is_some() {
-                crate::capacity::wants_room(shared);
+            if db.config.capacity().is_some() {
+                crate::capacity::wants_room(pushes);
             }
         }
     }
@@ -215,18 +254,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         waiting: &mut PgWaiting<T>,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
-        let shared = &self.shared;
+        let driver = &*self.driver;
         if !waiting.counted_empty {
             waiting.counted_empty = true;
-            shared.empty_waiters.fetch_add(1, Ordering::Relaxed);
-            shared.driver_wake.notify(1);
+            driver.empty_waiters.fetch_add(1, Ordering::Relaxed);
+            driver.wake.notify(1);
         }
         loop {
             // Each count the driver makes after this wait began fires the listener.
-            match poll_listener(&mut waiting.listener, cx, || shared.empty.listen()) {
+            match poll_listener(&mut waiting.listener, cx, || driver.counted.listen()) {
                 Poll::Ready(()) => {
-                    let queued = shared.pushes.lock().queued;
-                    let g = *shared.counters.gauges.lock();
+                    let queued = self.pushes.buf.lock().queued;
+                    let g = *self.counters.gauges.lock();
                     if g.ready + g.delayed + g.in_flight == 0 && g.pushes_seen >= queued {
                         return Poll::Ready(());
                     }

@@ -1,4 +1,4 @@
-//! Schedules kept in the schema: the `schedules` table (schema step 6; one row per queue
+//! Schedules kept in the schema: the `schedules` table (schema step 7; one row per queue
 //! and schedule, times as nanoseconds since the UNIX epoch, the schedule's own wall clock,
 //! exact) and a scheduler step as one transaction:
 //!
@@ -26,11 +26,12 @@ use leaseq_core::{MessageId, Reason, Timestamp};
 use tokio_postgres::Row;
 
 use crate::counters::Counters;
+use crate::db::{micros, Db};
 use crate::operator::store_error;
-use crate::store::{micros, PgStore};
+use crate::store::PgStore;
 
 /// The schema version that added the table.
-pub(crate) const SCHEDULES_VERSION: i64 = 6;
+pub(crate) const SCHEDULES_VERSION: i64 = 7;
 
 /// The schema step that adds the table (see `schema.rs`).
 pub(crate) const SCHEDULES_TABLE: &str = r#"
@@ -123,10 +124,12 @@ struct TickRow {
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     async fn connection(&self, what: &str) -> Result<deadpool_postgres::Object, StoreError> {
-        self.shared
-            .client()
-            .await
-            .map_err(|e| StoreError::not_done(format!("{what}: no connection: {e}")))
+        self.db.client().await.map_err(|e| {
+            StoreError::not_done(format!(
+                "{what}: no connection: {}",
+                leaseq_async::ErrorChain(&e)
+            ))
+        })
     }
 
     /// `Store::schedule`.
@@ -134,12 +137,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         name: &str,
     ) -> Result<Option<ScheduleState>, StoreError> {
-        let shared = &self.shared;
+        let db = &self.db;
         let client = self.connection("schedule read").await?;
         let row = client
             .query_opt(
-                &ScheduleSql::new(&shared.options.schema).read,
-                &[&shared.queue, &name],
+                &ScheduleSql::new(&db.options.schema).read,
+                &[&db.queue, &name],
             )
             .await
             .map_err(|e| store_error("schedule read", &e, false))?;
@@ -148,9 +151,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 
     /// `Store::schedules`.
     pub(crate) async fn schedule_states(&self) -> Result<Vec<ScheduleState>, StoreError> {
-        let shared = &self.shared;
+        let db = &self.db;
         let client = self.connection("schedules").await?;
-        read_all(&**client, &shared.options.schema, &shared.queue)
+        read_all(&**client, &db.options.schema, &db.queue)
             .await
             .map_err(|e| store_error("schedules", &e, false))
     }
@@ -160,8 +163,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         mut step: ScheduleCommit<T>,
     ) -> Result<ScheduleCommitted, ScheduleCommitError<T>> {
-        let shared = &self.shared;
-        if (shared.is_closed() || shared.is_stopped()) && !step.ticks.is_empty() {
+        let db = &self.db;
+        if (self.life.is_closed() || self.life.is_stopped()) && !step.ticks.is_empty() {
             let (job, _) = step.ticks.swap_remove(0);
             return Err(ScheduleCommitError::Push(PushError::Closed(job)));
         }
@@ -169,16 +172,16 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
-            let refusal = match shared.codec.encode(job) {
+            let refusal = match db.codec.encode(job) {
                 Err(e) => Err(e.to_string()),
-                Ok(p) if p.len() > shared.options.max_item_size => Ok(Err(p.len())),
+                Ok(p) if p.len() > db.options.max_item_size => Ok(Err(p.len())),
                 Ok(p) => Ok(Ok(p)),
             };
             let payload = match refusal {
                 Ok(Ok(p)) => p,
                 Ok(Err(size)) => {
                     let (item, _) = step.ticks.swap_remove(i);
-                    let max = shared.options.max_item_size;
+                    let max = db.options.max_item_size;
                     return Err(ScheduleCommitError::Push(PushError::TooLarge {
                         item,
                         size,
@@ -201,40 +204,41 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         }
         let mut ids = Vec::with_capacity(rows.len());
         for _ in &rows {
-            let Some(id) = shared.pushes.lock().next_id() else {
+            let Some(id) = self.pushes.buf.lock().next_id() else {
                 let (job, _) = step.ticks.swap_remove(0);
                 return Err(ScheduleCommitError::Push(PushError::Full(job)));
             };
             ids.push(id);
         }
         let mut client = self.connection("schedule step").await?;
-        let done = transaction(self, &mut client, &step, &rows, &ids).await;
+        let done = transaction(db, &mut client, &step, &rows, &ids).await;
         let (committed, due_now) = match done {
             Ok(Some(done)) => done,
             Ok(None) => return Err(ScheduleCommitError::Moved),
             Err(Step::Full) => {
-                crate::capacity::wants_room(shared);
+                crate::capacity::wants_room(&self.pushes);
                 let (job, _) = step.ticks.swap_remove(0);
                 return Err(ScheduleCommitError::Push(PushError::Full(job)));
             }
             Err(Step::Failed(e)) => {
-                shared.failed("schedule step", &e);
+                db.failed("schedule step", &e);
                 return Err(ScheduleCommitError::Store(e));
             }
         };
         let pushed = committed.pushed() as u64;
-        Counters::add(&shared.counters.pushed, pushed);
-        Counters::add(&shared.counters.duplicates, committed.duplicates() as u64);
-        Counters::add(&shared.counters.rejected, committed.duplicates() as u64);
+        let counters = &self.counters;
+        Counters::add(&counters.pushed, pushed);
+        Counters::add(&counters.duplicates, committed.duplicates() as u64);
+        Counters::add(&counters.rejected, committed.duplicates() as u64);
         let withdrawn = committed.withdrawn.len() as u64;
-        Counters::add(&shared.counters.dead_lettered, withdrawn);
-        Counters::add(&shared.counters.expired, withdrawn);
+        Counters::add(&counters.dead_lettered, withdrawn);
+        Counters::add(&counters.expired, withdrawn);
         {
-            let mut buf = shared.pushes.lock();
+            let mut buf = self.pushes.buf.lock();
             buf.live = (buf.live + pushed).saturating_sub(withdrawn);
         }
         if due_now {
-            shared.claim_wake.notify(usize::MAX);
+            self.board.wake.notify(usize::MAX);
         }
         Ok(committed)
     }
@@ -249,14 +253,13 @@ enum Step {
 /// The step's transaction: `Ok(None)` when the cursor moved (rolled back), else what it
 /// did and whether a tick is due now.
 async fn transaction<T: Clone + Send + Sync + 'static>(
-    store: &PgStore<T>,
+    db: &Db<T>,
     client: &mut deadpool_postgres::Object,
     step: &ScheduleCommit<T>,
     rows: &[TickRow],
     ids: &[MessageId],
 ) -> Result<Option<(ScheduleCommitted, bool)>, Step> {
-    let shared = &store.shared;
-    let sql = ScheduleSql::new(&shared.options.schema);
+    let sql = ScheduleSql::new(&db.options.schema);
     // Only a commit whose reply was lost may have made the step.
     let before = |e: tokio_postgres::Error| Step::Failed(store_error("schedule step", &e, false));
     let tx = client.transaction().await.map_err(before)?;
@@ -266,7 +269,7 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
     let moved = match step.expected.map(ns) {
         None => {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
-                &shared.queue,
+                &db.queue,
                 &s.name,
                 &cursor,
                 &last,
@@ -278,7 +281,7 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
         }
         Some(expected) => {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
-                &shared.queue,
+                &db.queue,
                 &s.name,
                 &cursor,
                 &last,
@@ -295,11 +298,11 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
         // Dropped: rolled back.
         return Ok(None);
     }
-    if let Some(cap) = shared.config.capacity().filter(|_| !rows.is_empty()) {
-        tx.execute(&shared.sql.op.cap_lock, &[&shared.queue])
+    if let Some(cap) = db.config.capacity().filter(|_| !rows.is_empty()) {
+        tx.execute(&db.sql.op.cap_lock, &[&db.queue])
             .await
             .map_err(before)?;
-        let live = crate::capacity::live(shared, &tx).await.map_err(before)?;
+        let live = crate::capacity::live(db, &tx).await.map_err(before)?;
         if live + rows.len() as u64 > cap as u64 {
             return Err(Step::Full);
         }
@@ -309,10 +312,10 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
     for (row, id) in rows.iter().zip(ids) {
         let inserted = tx
             .query_opt(
-                &shared.sql.op.keyed_insert,
+                &db.sql.op.keyed_insert,
                 &[
                     &(id.get() as i64),
-                    &shared.queue,
+                    &db.queue,
                     &row.priority,
                     &row.delay_us,
                     &row.ttl_us,
@@ -332,7 +335,7 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
             .map(|k| k.as_bytes().to_vec())
             .collect();
         let gone = tx
-            .query(&sql.withdraw, &[&shared.queue, &keys])
+            .query(&sql.withdraw, &[&db.queue, &keys])
             .await
             .map_err(before)?;
         committed.withdrawn = gone
@@ -341,7 +344,7 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
             .collect();
     }
     if due_now {
-        tx.execute(&shared.sql.op.notify, &[&shared.sql.channel, &shared.queue])
+        tx.execute(&db.sql.op.notify, &[&db.sql.channel, &db.queue])
             .await
             .map_err(before)?;
     }

@@ -6,10 +6,11 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
-/// `{s}` stands for the quoted schema name. Never edit a released one: add the next.
+/// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
+/// released one: add the next.
 const MIGRATIONS: &[&str] = &[
     // 1: the items table (every queue of the schema), its indexes and the instance numbers.
     r#"
@@ -70,7 +71,11 @@ const MIGRATIONS: &[&str] = &[
         FROM {s}.items i LEFT JOIN {s}.reasons r ON r.code = i.reason
         WHERE i.state = 2;
     "#,
-    // 6 (schedules, issue 30): each schedule's cursor, moved by compare-and-set in the
+    // 6 (transactional pushes, issue 30): the `tx_ids` sequence (ids from 2^62 up, the
+    // `instances` capped below 2^30), the queues' limits (`queue_settings`), and the
+    // functions `push_rows`, `push_item` and `push_job` (tx_sql.rs).
+    crate::tx_sql::MIGRATION,
+    // 7 (schedules, issue 30): each schedule's cursor, moved by compare-and-set in the
     // transaction that inserts its ticks (`schedule.rs`).
     crate::schedule::SCHEDULES_TABLE,
 ];
@@ -98,14 +103,17 @@ const REASON_NAMES: &str = r#"
 
 /// The grants a worker role needs on a schema another role migrated: `{schema}` and
 /// `{role}` to fill in (quoted here, so any valid names do). Reads the version, uses the
-/// instance sequence, and reads and writes the three tables (items, writer marks, schedules); no DDL, no ownership. The upkeep
+/// two id sequences, and reads and writes the items, the writers' watermarks, the queues'
+/// limits (recorded at open for the SQL functions) and the schedules' cursors; no DDL, no
+/// ownership. The functions `push_item` and `push_job` run with their caller's rights
+/// (PUBLIC may execute them): a role that pushes from SQL needs these grants too. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
 /// without it the store leaves the table to autovacuum and says so once. The crate docs,
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".schedules TO "{role}";
-GRANT USAGE ON SEQUENCE "{schema}".instances TO "{role}";"#;
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules TO "{role}";
+GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";"#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,
 /// not starting with a digit, at most 63 bytes (so it never needs escaping).
@@ -182,8 +190,8 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
         )));
     }
     for step in &MIGRATIONS[found as usize..] {
-        tx.batch_execute(&step.replace("{s}", &format!("\"{schema}\"")))
-            .await?;
+        let step = step.replace("{s}", &format!("\"{schema}\""));
+        tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
     if found < SCHEMA_VERSION {
         tx.execute(

@@ -21,8 +21,10 @@ use leaseq_core::{
 use leaseq_tokio::TokioRuntime;
 
 use crate::receive::PgWaiting;
-use crate::settle::{self, AckOp};
-use crate::store::{PgStore, PgTicket};
+use crate::settle;
+use crate::settles::AckOp;
+use crate::store::PgStore;
+use crate::ticket::PgTicket;
 
 impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     type Runtime = TokioRuntime;
@@ -30,7 +32,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     type Waiting = PgWaiting<T>;
 
     fn runtime(&self) -> &TokioRuntime {
-        &self.shared.rt
+        &self.db.rt
     }
 
     fn name(&self) -> &'static str {
@@ -38,30 +40,30 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     }
 
     fn visibility(&self) -> Duration {
-        self.shared.config.visibility()
+        self.db.config.visibility()
     }
 
     fn max_lease(&self) -> Option<Duration> {
-        self.shared.config.max_lease()
+        self.db.config.max_lease()
     }
 
     fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
-        Some(leaseq_core::RetryPolicy::new(&self.shared.config))
+        Some(leaseq_core::RetryPolicy::new(&self.db.config))
     }
 
     fn is_closed(&self) -> bool {
-        self.shared.is_closed()
+        self.life.is_closed()
     }
 
     fn close(&self) {
-        if !self.shared.closed.swap(true, Ordering::AcqRel) {
-            for slot in self.shared.board.lock().waiting.drain(..) {
+        if self.life.close() {
+            for slot in self.board.slots.lock().waiting.drain(..) {
                 if let Some(w) = slot.state.lock().waker.take() {
                     w.wake();
                 }
             }
-            self.shared.put_back_prefetched();
-            self.shared.wake_all();
+            self.put_back_prefetched();
+            self.wake_all();
         }
     }
 
@@ -71,7 +73,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
 
     fn handle_dropped(&self) {
         if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shared.driver_wake.notify(usize::MAX);
+            self.driver.wake.notify(usize::MAX);
         }
     }
 
@@ -141,7 +143,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     fn ack(&self, ticket: PgTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let rx = self.queue_ack(ticket);
         async move {
-            crate::settler::flush_here(&self.shared).await;
+            self.settler.flush_here().await;
             settled(rx.await)
         }
     }
@@ -152,7 +154,7 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
         let rxs: Vec<_> = tickets.into_iter().map(|t| self.queue_ack(t)).collect();
         async move {
-            crate::settler::flush_here(&self.shared).await;
+            self.settler.flush_here().await;
             let mut out = Vec::with_capacity(rxs.len());
             for rx in rxs {
                 out.push(settled(rx.await));
@@ -162,31 +164,37 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     }
 
     async fn nack(&self, ticket: PgTicket, failure: Failure) -> Result<Nacked, SettleError> {
-        let client = match self.shared.client().await {
+        let client = match self.db.client().await {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was sent: the nack was not made.
-                let error = StoreError::not_done(format!("nack: no connection: {e}"));
-                self.shared.failed("nack", e);
-                settle::forget(&self.shared, &ticket);
+                let error = StoreError::not_done(format!(
+                    "nack: no connection: {}",
+                    leaseq_async::ErrorChain(&e)
+                ));
+                self.db.failed("nack", e);
+                self.leases.forget(&ticket);
                 return Err(error.into());
             }
         };
-        settle::fail(&self.shared, &client, ticket, failure).await
+        settle::fail(self.settler.parts(), &client, ticket, failure).await
     }
 
     async fn dead_letter(&self, ticket: PgTicket, error: String) -> Result<u32, SettleError> {
-        let client = match self.shared.client().await {
+        let client = match self.db.client().await {
             Ok(c) => c,
             Err(e) => {
                 // Nothing was sent: the dead-letter was not made.
-                let error = StoreError::not_done(format!("dead letter: no connection: {e}"));
-                self.shared.failed("dead letter", e);
-                settle::forget(&self.shared, &ticket);
+                let error = StoreError::not_done(format!(
+                    "dead letter: no connection: {}",
+                    leaseq_async::ErrorChain(&e)
+                ));
+                self.db.failed("dead letter", e);
+                self.leases.forget(&ticket);
                 return Err(error.into());
             }
         };
-        settle::terminate(&self.shared, &client, ticket, error).await
+        settle::terminate(self.settler.parts(), &client, ticket, error).await
     }
 
     fn extend(
@@ -214,9 +222,9 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     }
 
     fn hand_back(&self, ticket: PgTicket) {
-        settle::forget(&self.shared, &ticket);
-        self.shared.settles.lock().hand_backs.push(ticket);
-        self.shared.settle_queued.notify(1);
+        self.leases.forget(&ticket);
+        self.settles.queue.lock().hand_backs.push(ticket);
+        self.settles.wake.notify(1);
     }
 
     /// Queued for the settler with the leases its own prefetch puts back: one statement
@@ -224,17 +232,17 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     /// one (counted in `put_back`). It keeps its `visible_at`, so it is visible at once and
     /// first in line again (the memory store puts it behind the items ready now).
     fn put_back(&self, ticket: PgTicket) {
-        settle::forget(&self.shared, &ticket);
-        self.shared
-            .settles
+        self.leases.forget(&ticket);
+        self.settles
+            .queue
             .lock()
             .put_backs
             .push((ticket.id, ticket.lease));
-        self.shared.settle_queued.notify(1);
+        self.settles.wake.notify(1);
     }
 
     fn stop_heartbeat(&self, ticket: &mut PgTicket) {
-        settle::forget(&self.shared, ticket);
+        self.leases.forget(ticket);
         ticket.beat = None;
     }
 
@@ -245,28 +253,28 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     fn is_lease_lost(&self, ticket: &PgTicket, deadline: leaseq_core::Timestamp) -> bool {
         match &ticket.beat {
             Some(signal) => signal.is_lost(),
-            None => self.shared.rt.now() >= deadline,
+            None => self.db.rt.now() >= deadline,
         }
     }
 
     fn lease_lost(&self, ticket: &PgTicket, deadline: leaseq_core::Timestamp) -> LeaseLost {
         match &ticket.beat {
             Some(signal) => LeaseLost::from_signal(signal.clone()),
-            None => LeaseLost::at_deadline(&self.shared.rt, deadline),
+            None => LeaseLost::at_deadline(&self.db.rt, deadline),
         }
     }
 
     fn drive(&self) -> impl Future<Output = Drive> + Send {
-        self.drive_step()
+        self.keeper.drive(&self.handles)
     }
 
     fn listen_driver(&self) -> EventListener {
-        self.shared.driver_wake.listen()
+        self.driver.wake.listen()
     }
 
     fn stats(&self) -> Stats {
-        self.shared.stats_wanted.store(true, Ordering::Relaxed);
-        self.shared.counters.stats()
+        self.driver.stats_wanted.store(true, Ordering::Relaxed);
+        self.counters.stats()
     }
 
     fn refresh_stats(&self) -> impl Future<Output = Result<Stats, StoreError>> + Send {
@@ -311,9 +319,19 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.purge_waiting()
     }
 
+    /// The pushes queued so far committed; once the queue is closed (what its `Closing`
+    /// awaits), the leases given back so far too (a stopped pool's put-backs, a consumer's
+    /// prefetch), so that the next process finds them waiting, their attempts not counted.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let seq = self.shared.pushes.lock().queued;
-        self.committed(seq)
+        let seq = self.pushes.buf.lock().queued;
+        let closed = self.life.is_closed();
+        async move {
+            self.committed(seq).await?;
+            if closed {
+                self.settler.drained().await?;
+            }
+            Ok(())
+        }
     }
 
     async fn schedule(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
@@ -351,9 +369,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self,
         ticket: PgTicket,
     ) -> tokio::sync::oneshot::Receiver<Result<Acked, SettleError>> {
-        settle::forget(&self.shared, &ticket);
+        self.leases.forget(&ticket);
         let (reply, rx) = tokio::sync::oneshot::channel();
-        self.shared.settles.lock().acks.push(AckOp {
+        self.settles.queue.lock().acks.push(AckOp {
             id: ticket.id,
             lease: ticket.lease,
             resent: false,

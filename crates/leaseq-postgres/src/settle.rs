@@ -10,47 +10,48 @@ use std::time::Duration;
 use deadpool_postgres::Client;
 use leaseq_async::SettleError;
 use leaseq_core::{Acked, Failure, MessageId, Nacked, Reason, ReceiptError, Verdict};
-use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Row};
 
+use crate::board::Board;
 use crate::counters::Counters;
+use crate::db::{micros, pooled, run_on, Conn, Db};
+use crate::leases::Leases;
 use crate::outcome::{self, Decision, Fenced, RowNow};
-use crate::store::{micros, PgTicket, Shared};
+use crate::pushes::Pushes;
+use crate::settles::AckOp;
+use crate::stale::{stale, why_stale};
+use crate::ticket::PgTicket;
 
-/// An ack waiting for the settler.
-pub(crate) struct AckOp {
-    pub(crate) id: i64,
-    pub(crate) lease: i64,
-    /// An earlier try of this ack may have been made (its reply was lost): a refusal with
-    /// the row gone is then no proof that someone else removed it.
-    pub(crate) resent: bool,
-    /// When the ack was queued (it gives up after `Options::commit_timeout` of failures).
-    pub(crate) since: std::time::Instant,
-    pub(crate) reply: oneshot::Sender<Result<Acked, SettleError>>,
+/// The parts a settle touches besides its statements, borrowed: the settings and pool,
+/// the counters, the heartbeat's leases (a settled lease is let go), the writer's queue (a
+/// removed row may make room for a waiting push: `capacity.rs`) and the claim board's
+/// wake-up (an item made waiting again: the claimer looks).
+pub(crate) struct Settling<'a, T: 'static> {
+    pub(crate) db: &'a Db<T>,
+    pub(crate) counters: &'a Counters,
+    pub(crate) leases: &'a Leases,
+    pub(crate) pushes: &'a Pushes,
+    pub(crate) board: &'a Board<T>,
 }
 
-/// What waits for the settler.
-#[derive(Default)]
-pub(crate) struct SettleQueue {
-    pub(crate) acks: Vec<AckOp>,
-    pub(crate) hand_backs: Vec<PgTicket>,
-    /// Leases claimed for receives that went away before taking them: `(id, lease)`.
-    pub(crate) unclaims: Vec<(i64, i64)>,
-    /// Leases delivered and given back unstarted (`Store::put_back`): `(id, lease)`.
-    pub(crate) put_backs: Vec<(i64, i64)>,
+impl<T> Clone for Settling<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
+impl<T> Copy for Settling<'_, T> {}
 
 /// One `DELETE` for a batch of acks; each caller gets its own result. The acks that could
 /// not be settled come back with the error, to be tried again.
 pub(crate) async fn ack_batch<T>(
-    shared: &Shared<T>,
+    s: Settling<'_, T>,
     client: &Client,
     mut acks: Vec<AckOp>,
 ) -> Result<(), (tokio_postgres::Error, Vec<AckOp>)> {
     let ids: Vec<i64> = acks.iter().map(|a| a.id).collect();
     let leases: Vec<i64> = acks.iter().map(|a| a.lease).collect();
-    let rows = match ack_rows(shared, pooled(client), &ids, &leases).await {
+    let rows = match ack_rows(s.db, pooled(client), &ids, &leases).await {
         Ok(rows) => rows,
         Err(e) => {
             let sent = outcome::maybe_made(&e);
@@ -60,22 +61,22 @@ pub(crate) async fn ack_batch<T>(
             return Err((e, acks));
         }
     };
-    Counters::add(&shared.counters.removed_since_vacuum, rows.len() as u64);
+    Counters::add(&s.counters.removed_since_vacuum, rows.len() as u64);
     if !rows.is_empty() {
-        crate::capacity::removed(shared);
+        crate::capacity::removed(s.db, s.pushes);
     }
     let (accepted, refused): (Vec<AckOp>, Vec<AckOp>) =
         acks.into_iter().partition(|a| rows.contains_key(&a.id));
     for a in accepted {
         let r = Ok(rows[&a.id]);
-        count_ack(shared, &r);
+        count_ack(s.counters, &r);
         let _ = a.reply.send(r);
     }
     if refused.is_empty() {
         return Ok(());
     }
     let ids: Vec<i64> = refused.iter().map(|a| a.id).collect();
-    let mut why = match why_stale(shared, pooled(client), &ids).await {
+    let mut why = match why_stale(s.db, pooled(client), &ids).await {
         Ok(why) => why,
         // Refused for certain: asked again, they are refused again and explained then.
         Err(e) => return Err((e, refused)),
@@ -88,51 +89,20 @@ pub(crate) async fn ack_batch<T>(
             // never inserted twice).
             row => Err(SettleError::Stale(stale(a.id, a.lease, row, false))),
         };
-        count_ack(shared, &r);
+        count_ack(s.counters, &r);
         let _ = a.reply.send(r);
     }
     Ok(())
 }
 
-/// Runs `q`, one of this crate's statements, on a pooled connection (prepared once per
-/// connection) or on the caller's own client or transaction (prepared each time).
-pub(crate) async fn run_on<C: GenericClient + Sync>(
-    client: Conn<'_, C>,
-    q: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<Vec<Row>, tokio_postgres::Error> {
-    match client {
-        Conn::Pooled(c) => {
-            let stmt = c.prepare_cached(q).await?;
-            c.query(&stmt, params).await
-        }
-        Conn::Caller(c) => c.query(q, params).await,
-    }
-}
-
-/// A connection a statement runs on: pooled, or the caller's (its own transaction).
-pub(crate) enum Conn<'a, C> {
-    /// One of the store's pooled connections.
-    Pooled(&'a Client),
-    /// The caller's client or transaction.
-    Caller(&'a C),
-}
-
-impl<C> Clone for Conn<'_, C> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<C> Copy for Conn<'_, C> {}
-
 /// Runs the fenced delete; the accepted acks by id.
 pub(crate) async fn ack_rows<T, C: GenericClient + Sync>(
-    shared: &Shared<T>,
+    db: &Db<T>,
     client: Conn<'_, C>,
     ids: &[i64],
     leases: &[i64],
 ) -> Result<HashMap<i64, Acked>, tokio_postgres::Error> {
-    let rows = run_on(client, &shared.sql.ack, &[&ids, &leases]).await?;
+    let rows = run_on(client, &db.sql.ack, &[&ids, &leases]).await?;
     Ok(rows
         .iter()
         .map(|r| {
@@ -152,8 +122,7 @@ pub(crate) async fn ack_rows<T, C: GenericClient + Sync>(
 }
 
 /// Counts an ack's result.
-pub(crate) fn count_ack<T>(shared: &Shared<T>, r: &Result<Acked, SettleError>) {
-    let c = &shared.counters;
+pub(crate) fn count_ack(c: &Counters, r: &Result<Acked, SettleError>) {
     match r {
         Ok(Acked::OnTime) => Counters::add(&c.acked, 1),
         Ok(_) => {
@@ -175,55 +144,22 @@ pub(crate) fn count_ack<T>(shared: &Shared<T>, r: &Result<Acked, SettleError>) {
     }
 }
 
-/// What the rows of refused leases say now: `(state, lease, deadline in us)` by id.
-pub(crate) async fn why_stale<T, C: GenericClient + Sync>(
-    shared: &Shared<T>,
-    client: Conn<'_, C>,
-    ids: &[i64],
-) -> Result<HashMap<i64, (i16, i64, Option<i64>)>, tokio_postgres::Error> {
-    let rows = run_on(client, &shared.sql.why_stale, &[&ids]).await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3))))
-        .collect())
-}
-
-/// The typed reason a statement on lease `(id, lease)` changed nothing, from its row now.
-pub(crate) fn stale(
-    id: i64,
-    lease: i64,
-    row: Option<(i16, i64, Option<i64>)>,
-    holder_only: bool,
-) -> ReceiptError {
-    let mid = MessageId::new(id as u64);
-    match row {
-        None => ReceiptError::AlreadyAcked(mid),
-        Some((2, l, _)) if l == lease => ReceiptError::DeadLettered(mid),
-        Some((_, l, _)) if l > lease => ReceiptError::Redelivered(mid),
-        Some((2, _, _)) => ReceiptError::DeadLettered(mid),
-        // Still this lease, but run out (or put back by the rescuer): only an ack or a dead
-        // letter are still taken.
-        Some((_, l, _)) if l == lease && holder_only => ReceiptError::LeaseExpired(mid),
-        Some(_) => ReceiptError::Unknown,
-    }
-}
-
 /// A failed attempt (nack, timeout, panic, drop, release): the core's policy decides
 /// between the backoff and the dead letters; one fenced statement applies it (retried, and
 /// judged by its row, if its reply is lost: `outcome.rs`).
 pub(crate) async fn fail<T>(
-    shared: &Shared<T>,
+    s: Settling<'_, T>,
     client: &Client,
     ticket: PgTicket,
     failure: Failure,
 ) -> Result<Nacked, SettleError> {
-    forget(shared, &ticket);
+    let db = s.db;
+    s.leases.forget(&ticket);
     let expired = ticket
         .expires_at
-        .is_some_and(|at| at <= leaseq_async::Runtime::now(&shared.rt));
+        .is_some_and(|at| at <= leaseq_async::Runtime::now(&db.rt));
     let verdict =
-        shared
-            .policy
+        db.policy
             .lock()
             .after_failure(ticket.attempts, expired, failure.reason, failure.retry);
     let (id, lease, attempts) = (&ticket.id, &ticket.lease, ticket.attempts);
@@ -235,18 +171,18 @@ pub(crate) async fn fail<T>(
                 [id, lease, &micros(delay), &reason, &failure.error];
             let f = Fenced {
                 what: "nack",
-                sql: &shared.sql.retry,
+                sql: &db.sql.retry,
                 params: &params,
                 holder_only: true,
             };
             let done = |r: &Row| Nacked::Retrying {
-                visible_at: shared.local_in(r.get::<_, Option<i64>>(0).unwrap_or(0)),
+                visible_at: db.local_in(r.get::<_, Option<i64>>(0).unwrap_or(0)),
                 attempts,
             };
             let decide = |row: Option<RowNow>| match row {
                 Some(row) if mine(&row) => match row.state {
                     0 if row.reason == Some(reason) => Decision::Done(Nacked::Retrying {
-                        visible_at: shared.local_in(row.visible_us.unwrap_or(0)),
+                        visible_at: db.local_in(row.visible_us.unwrap_or(0)),
                         attempts,
                     }),
                     2 => Decision::Stale(ReceiptError::DeadLettered(mid(*id))),
@@ -255,14 +191,14 @@ pub(crate) async fn fail<T>(
                 },
                 _ => Decision::Unknown,
             };
-            outcome::settle(shared, client, &ticket, f, done, decide).await
+            outcome::settle(db, s.counters, client, &ticket, f, done, decide).await
         }
         Verdict::DeadLetter { reason } => {
             let reason = i16::from(reason.code());
             let params: [&(dyn ToSql + Sync); 4] = [id, lease, &reason, &failure.error];
             let f = Fenced {
                 what: "nack",
-                sql: &shared.sql.bury,
+                sql: &db.sql.bury,
                 params: &params,
                 holder_only: true,
             };
@@ -277,23 +213,23 @@ pub(crate) async fn fail<T>(
                 },
                 _ => Decision::Unknown,
             };
-            outcome::settle(shared, client, &ticket, f, done, decide).await
+            outcome::settle(db, s.counters, client, &ticket, f, done, decide).await
         }
     };
     match &r {
         Ok(n) => {
-            Counters::add(&shared.counters.nacks, 1);
+            Counters::add(&s.counters.nacks, 1);
             match n {
                 Nacked::DeadLettered { .. } => {
-                    Counters::add(&shared.counters.dead_lettered, 1);
-                    crate::capacity::removed(shared);
+                    Counters::add(&s.counters.dead_lettered, 1);
+                    crate::capacity::removed(db, s.pushes);
                 }
                 _ => {
-                    shared.claim_wake.notify(usize::MAX);
+                    s.board.wake.notify(usize::MAX);
                 }
             }
         }
-        Err(SettleError::Store(e)) => shared.failed("nack", e),
+        Err(SettleError::Store(e)) => db.failed("nack", e),
         Err(_) => {}
     }
     r
@@ -302,18 +238,19 @@ pub(crate) async fn fail<T>(
 /// Poison: straight to the dead letters (reason `Rejected`), even after the lease ran
 /// out, unless someone claimed the item since.
 pub(crate) async fn terminate<T>(
-    shared: &Shared<T>,
+    s: Settling<'_, T>,
     client: &Client,
     ticket: PgTicket,
     error: String,
 ) -> Result<u32, SettleError> {
-    forget(shared, &ticket);
+    let db = s.db;
+    s.leases.forget(&ticket);
     let code = i16::from(Reason::Rejected.code());
     let error = Some(error);
     let params: [&(dyn ToSql + Sync); 4] = [&ticket.id, &ticket.lease, &code, &error];
     let f = Fenced {
         what: "dead letter",
-        sql: &shared.sql.terminate,
+        sql: &db.sql.terminate,
         params: &params,
         holder_only: false,
     };
@@ -330,13 +267,13 @@ pub(crate) async fn terminate<T>(
         },
         _ => Decision::Unknown,
     };
-    let r = outcome::settle(shared, client, &ticket, f, done, decide).await;
+    let r = outcome::settle(db, s.counters, client, &ticket, f, done, decide).await;
     match &r {
         Ok(_) => {
-            Counters::add(&shared.counters.dead_lettered, 1);
-            crate::capacity::removed(shared);
+            Counters::add(&s.counters.dead_lettered, 1);
+            crate::capacity::removed(db, s.pushes);
         }
-        Err(SettleError::Store(e)) => shared.failed("dead letter", e),
+        Err(SettleError::Store(e)) => db.failed("dead letter", e),
         Err(_) => {}
     }
     r
@@ -345,43 +282,4 @@ pub(crate) async fn terminate<T>(
 /// The message id of row `id`.
 fn mid(id: i64) -> MessageId {
     MessageId::new(id as u64)
-}
-
-/// Why a fenced statement on `ticket` changed nothing (an error if the row cannot be read:
-/// no reason is then given, rather than a wrong one).
-pub(crate) async fn explain<T>(
-    shared: &Shared<T>,
-    client: &Client,
-    ticket: &PgTicket,
-    holder_only: bool,
-) -> Result<ReceiptError, tokio_postgres::Error> {
-    let row = why_stale(shared, pooled(client), &[ticket.id])
-        .await?
-        .remove(&ticket.id);
-    let e = stale(ticket.id, ticket.lease, row, holder_only);
-    if matches!(e, ReceiptError::Unknown) {
-        Counters::add(&shared.counters.unknown_receipts, 1);
-    }
-    Ok(e)
-}
-
-/// The heartbeat lets go of a lease that is being settled: this lease only. A stale holder
-/// settling late must not stop the heartbeat of the item's next lease, taken by this same
-/// process meanwhile (the map is by row id; that lease then ran out under its holder: the
-/// kill -9 test caught it).
-pub(crate) fn forget<T>(shared: &Shared<T>, ticket: &PgTicket) {
-    if ticket.beat.is_some() {
-        let mut held = shared.held.lock();
-        if held
-            .get(&ticket.id)
-            .is_some_and(|h| h.lease == ticket.lease)
-        {
-            held.remove(&ticket.id);
-        }
-    }
-}
-
-/// A pooled connection as a [`Conn`].
-pub(crate) fn pooled(client: &Client) -> Conn<'_, tokio_postgres::Client> {
-    Conn::Pooled(client)
 }

@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -16,8 +16,31 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use leaseq_async::{SettleError, StoreError};
 use leaseq_core::Failure;
 
-use crate::settle::{self, AckOp};
-use crate::store::{PgTicket, Shared};
+use crate::board::Board;
+use crate::counters::Counters;
+use crate::db::Db;
+use crate::leases::Leases;
+use crate::life::Life;
+use crate::pushes::Pushes;
+use crate::settle::{self, Settling};
+use crate::settles::{AckOp, Settles};
+use crate::ticket::PgTicket;
+
+/// The settling job and the parts it uses: it owns the settle queue ([`Settles`]) and the
+/// count of batches running (`running`, taken and given back by [`Settler::flush_here`] in
+/// acking tasks and by the settler task); a batch touches what a settle touches
+/// ([`Settling`]).
+pub(crate) struct Settler<T: 'static> {
+    pub(crate) db: Arc<Db<T>>,
+    pub(crate) life: Arc<Life>,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) leases: Arc<Leases>,
+    pub(crate) pushes: Arc<Pushes>,
+    pub(crate) board: Arc<Board<T>>,
+    pub(crate) settles: Arc<Settles>,
+    /// Settling batches running now (at most `acks_in_flight`).
+    pub(crate) running: AtomicUsize,
+}
 
 /// One batch of settling work.
 #[derive(Default)]
@@ -29,23 +52,10 @@ struct Work {
 }
 
 impl Work {
-    /// Whether nothing is queued.
-    fn is_empty<T>(shared: &Shared<T>) -> bool {
-        let q = shared.settles.lock();
-        q.acks.is_empty()
-            && q.hand_backs.is_empty()
-            && q.unclaims.is_empty()
-            && q.put_backs.is_empty()
-    }
-
     /// Everything queued now, if anything is.
-    fn take<T>(shared: &Shared<T>) -> Option<Work> {
-        let mut q = shared.settles.lock();
-        if q.acks.is_empty()
-            && q.hand_backs.is_empty()
-            && q.unclaims.is_empty()
-            && q.put_backs.is_empty()
-        {
+    fn take(settles: &Settles) -> Option<Work> {
+        let mut q = settles.queue.lock();
+        if q.is_empty() {
             return None;
         }
         Some(Work {
@@ -57,8 +67,8 @@ impl Work {
     }
 
     /// Queues it again, in front of what came since.
-    fn requeue<T>(self, shared: &Shared<T>) {
-        let mut q = shared.settles.lock();
+    fn requeue(self, settles: &Settles) {
+        let mut q = settles.queue.lock();
         q.acks.splice(0..0, self.acks);
         q.hand_backs.splice(0..0, self.hand_backs);
         q.unclaims.splice(0..0, self.unclaims);
@@ -66,72 +76,116 @@ impl Work {
     }
 }
 
-/// The settler task: runs batches while fewer than `acks_in_flight` run (in callers'
-/// tasks or here), until the store is gone and nothing is queued.
-pub(crate) async fn run<T: Send + 'static>(shared: Arc<Shared<T>>) {
-    let mut batches = FuturesUnordered::new();
-    loop {
-        let listener = shared.settle_queued.listen();
-        while enter(&shared) {
-            let Some(work) = Work::take(&shared) else {
-                leave(&shared);
-                break;
-            };
-            batches.push(run_batch(shared.clone(), work));
+impl<T: Send + 'static> Settler<T> {
+    /// What a settle touches, borrowed from the settler's parts.
+    pub(crate) fn parts(&self) -> Settling<'_, T> {
+        Settling {
+            db: &self.db,
+            counters: &self.counters,
+            leases: &self.leases,
+            pushes: &self.pushes,
+            board: &self.board,
         }
-        if batches.is_empty() {
-            if shared.is_stopped() && Work::is_empty(&shared) {
-                return;
+    }
+
+    /// Whether nothing is queued.
+    fn idle(&self) -> bool {
+        self.settles.queue.lock().is_empty()
+    }
+
+    /// Completes once nothing queued before it (acks, hand-backs, put-backs, unclaims)
+    /// waits for the settler and no batch runs: what a closed queue's `synced` (its
+    /// `Closing`) waits for besides the pushes, so that a process that stops puts its leases
+    /// back in the table before it exits (else they come back only when they run out, their
+    /// attempt counted). Gives up, outcome unknown, after `Options::commit_timeout` (what is
+    /// queued stays queued). Polled every few milliseconds: it runs once, at close.
+    pub(crate) async fn drained(&self) -> Result<(), StoreError> {
+        let start = std::time::Instant::now();
+        let timeout = self.db.options.commit_timeout;
+        loop {
+            if self.idle() && self.running.load(Ordering::Acquire) == 0 {
+                return Ok(());
             }
-            listener.await;
-            continue;
+            if start.elapsed() >= timeout {
+                let last = self.db.last_error.lock().clone().unwrap_or_default();
+                return Err(StoreError::outcome_unknown(format!(
+                    "leases given back were not settled within {timeout:?} (they stay queued; \
+                     last error: {last})"
+                )));
+            }
+            self.settles.wake.notify(1);
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        tokio::select! {
-            Some(()) = batches.next() => {}
-            _ = listener => {}
+    }
+
+    /// The settler task: runs batches while fewer than `acks_in_flight` run (in callers'
+    /// tasks or here), until the store is gone and nothing is queued.
+    pub(crate) async fn run(self: Arc<Self>) {
+        let mut batches = FuturesUnordered::new();
+        loop {
+            let listener = self.settles.wake.listen();
+            while self.enter() {
+                let Some(work) = Work::take(&self.settles) else {
+                    self.leave();
+                    break;
+                };
+                batches.push(self.clone().run_batch(work));
+            }
+            if batches.is_empty() {
+                if self.life.is_stopped() && self.idle() {
+                    return;
+                }
+                listener.await;
+                continue;
+            }
+            tokio::select! {
+                Some(()) = batches.next() => {}
+                _ = listener => {}
+            }
         }
     }
-}
 
-/// Settles what is queued in the caller's own task (an ack waiting for its result), as long
-/// as fewer than `acks_in_flight` batches run: no hop to the settler task and back. A batch
-/// this future started finishes even if the future is dropped (it is handed to a task).
-pub(crate) async fn flush_here<T: Send + 'static>(shared: &Arc<Shared<T>>) {
-    while enter(shared) {
-        let Some(work) = Work::take(shared) else {
-            leave(shared);
-            return;
-        };
-        Detached(Some(Box::pin(run_batch(shared.clone(), work)))).await;
+    /// Settles what is queued in the caller's own task (an ack waiting for its result), as
+    /// long as fewer than `acks_in_flight` batches run: no hop to the settler task and
+    /// back. A batch this future started finishes even if the future is dropped (it is
+    /// handed to a task).
+    pub(crate) async fn flush_here(self: &Arc<Self>) {
+        while self.enter() {
+            let Some(work) = Work::take(&self.settles) else {
+                self.leave();
+                return;
+            };
+            Detached(Some(Box::pin(self.clone().run_batch(work)))).await;
+        }
     }
-}
 
-/// Takes a batch slot if one of `acks_in_flight` is free.
-fn enter<T>(shared: &Shared<T>) -> bool {
-    let max = shared.options.acks_in_flight.max(1);
-    shared
-        .settling
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < max).then_some(n + 1)
-        })
-        .is_ok()
-}
-
-/// Gives a batch slot back; whatever was queued meanwhile is the settler task's to take.
-fn leave<T>(shared: &Shared<T>) {
-    shared.settling.fetch_sub(1, Ordering::AcqRel);
-    if !Work::is_empty(shared) {
-        shared.settle_queued.notify(1);
+    /// Takes a batch slot if one of `acks_in_flight` is free.
+    fn enter(&self) -> bool {
+        let max = self.db.options.acks_in_flight.max(1);
+        self.running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
     }
-}
 
-/// One batch from start to end, its slot given back; failed work queued again.
-async fn run_batch<T: Send + 'static>(shared: Arc<Shared<T>>, work: Work) {
-    let failed = settle(shared.clone(), work).await;
-    if let Some(work) = failed {
-        work.requeue(&shared);
+    /// Gives a batch slot back; whatever was queued meanwhile is the settler task's to
+    /// take.
+    fn leave(&self) {
+        self.running.fetch_sub(1, Ordering::AcqRel);
+        if !self.idle() {
+            self.settles.wake.notify(1);
+        }
     }
-    leave(&shared);
+
+    /// One batch from start to end, its slot given back; failed work queued again.
+    async fn run_batch(self: Arc<Self>, work: Work) {
+        let failed = self.settle(work).await;
+        if let Some(work) = failed {
+            work.requeue(&self.settles);
+        }
+        self.leave();
+    }
 }
 
 /// A batch future that, dropped before it ended, is spawned to finish on its own.
@@ -161,43 +215,57 @@ impl Drop for Detached {
     }
 }
 
-/// Settles one batch; what could not be done comes back (after a pause) to be queued again.
-async fn settle<T: Send + 'static>(shared: Arc<Shared<T>>, mut work: Work) -> Option<Work> {
-    let pause = Duration::from_millis(20);
-    let client = match shared.client().await {
-        Ok(c) => c,
-        Err(e) => {
-            give_up_late_acks(&shared, &mut work.acks, &e.to_string());
-            shared.failed("settle", e);
-            tokio::time::sleep(pause).await;
-            return Some(work);
+impl<T: Send + 'static> Settler<T> {
+    /// Settles one batch; what could not be done comes back (after a pause) to be queued
+    /// again.
+    async fn settle(&self, mut work: Work) -> Option<Work> {
+        let db = &*self.db;
+        let pause = Duration::from_millis(20);
+        let client = match db.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                give_up_late_acks(
+                    db,
+                    &mut work.acks,
+                    &leaseq_async::ErrorChain(&e).to_string(),
+                );
+                db.failed("settle", e);
+                tokio::time::sleep(pause).await;
+                return Some(work);
+            }
+        };
+        if !work.acks.is_empty() {
+            let acks = std::mem::take(&mut work.acks);
+            if let Err((e, acks)) = settle::ack_batch(self.parts(), &client, acks).await {
+                work.acks = acks;
+                give_up_late_acks(
+                    db,
+                    &mut work.acks,
+                    &leaseq_async::ErrorChain(&e).to_string(),
+                );
+                db.failed("ack", e);
+                tokio::time::sleep(pause).await;
+                return Some(work);
+            }
+            crate::upkeep::vacuum_if_due(&self.db, &self.counters);
         }
-    };
-    if !work.acks.is_empty() {
-        let acks = std::mem::take(&mut work.acks);
-        if let Err((e, acks)) = settle::ack_batch(&shared, &client, acks).await {
-            work.acks = acks;
-            give_up_late_acks(&shared, &mut work.acks, &e.to_string());
-            shared.failed("ack", e);
-            tokio::time::sleep(pause).await;
-            return Some(work);
+        if !work.unclaims.is_empty() || !work.put_backs.is_empty() {
+            let (unclaims, put_backs) = (&work.unclaims, &work.put_backs);
+            let (counters, board) = (&*self.counters, &*self.board);
+            crate::claim::unclaim(db, counters, board, &client, unclaims, put_backs).await;
         }
-        crate::upkeep::vacuum_if_due(&shared);
+        for ticket in work.hand_backs {
+            // Best effort: if this fails, the lease runs out and the item comes back then.
+            let _ = settle::fail(self.parts(), &client, ticket, Failure::dropped()).await;
+        }
+        None
     }
-    if !work.unclaims.is_empty() || !work.put_backs.is_empty() {
-        crate::claim::unclaim(&shared, &client, &work.unclaims, &work.put_backs).await;
-    }
-    for ticket in work.hand_backs {
-        // Best effort: if this fails, the lease runs out and the item comes back then.
-        let _ = settle::fail(&shared, &client, ticket, Failure::dropped()).await;
-    }
-    None
 }
 
 /// Answers the acks that have waited `Options::commit_timeout` through failures: not done
 /// if no try of theirs may have been made, outcome unknown otherwise. The rest are kept.
-fn give_up_late_acks<T>(shared: &Shared<T>, acks: &mut Vec<AckOp>, last: &str) {
-    let timeout = shared.options.commit_timeout;
+fn give_up_late_acks<T>(db: &Db<T>, acks: &mut Vec<AckOp>, last: &str) {
+    let timeout = db.options.commit_timeout;
     let (late, kept): (Vec<AckOp>, Vec<AckOp>) = std::mem::take(acks)
         .into_iter()
         .partition(|a| a.since.elapsed() >= timeout);

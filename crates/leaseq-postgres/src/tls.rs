@@ -139,9 +139,9 @@ fn read_certs(path: &str, what: &str) -> Result<Vec<CertificateDer<'static>>, Op
     Ok(certs)
 }
 
-/// The typed error for a connection that failed: a TLS failure by its kind, anything else
-/// [`OpenError::Connect`] (in words; they never hold the password).
-pub(crate) fn connect_error(e: &(dyn std::error::Error + 'static)) -> OpenError {
+/// The typed error for a connection that failed in TLS (by its kind), if it did:
+/// `connect_error.rs` types every other failure.
+pub(crate) fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<OpenError> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cause {
         // An `io::Error` wrapping a rustls error answers `source()` with the rustls error's
@@ -154,14 +154,14 @@ pub(crate) fn connect_error(e: &(dyn std::error::Error + 'static)) -> OpenError 
             .downcast_ref::<TlsError>()
             .or_else(|| inner.and_then(|i| i.downcast_ref::<TlsError>()))
         {
-            return from_rustls(tls);
+            return Some(from_rustls(tls));
         }
         if c.to_string() == "server does not support TLS" {
-            return OpenError::ServerWithoutTls;
+            return Some(OpenError::ServerWithoutTls);
         }
         cause = c.source();
     }
-    OpenError::Connect(e.to_string())
+    None
 }
 
 fn from_rustls(e: &TlsError) -> OpenError {

@@ -31,7 +31,8 @@ use std::sync::Arc;
 use deadpool_postgres::Client;
 use tokio_postgres::Error;
 
-use crate::store::Shared;
+use crate::counters::Counters;
+use crate::db::Db;
 
 /// An index is rebuilt when it takes more than this many times the space a fresh build of
 /// it would take. (1.5, measured before the index cleanup, rebuilt on nearly every upkeep.)
@@ -68,9 +69,9 @@ pub(crate) fn bloated(bytes: i64, entries: f64, width: Option<f64>) -> bool {
 /// (checked after every ack batch and driver step): one at a time per process (a due one
 /// starts as soon as the running one ends) and per schema (an advisory lock), off the
 /// caller's path.
-pub(crate) fn vacuum_if_due<T: Send + 'static>(shared: &Arc<Shared<T>>) {
-    let every = shared.options.vacuum_after_rows;
-    let c = &shared.counters;
+pub(crate) fn vacuum_if_due<T: Send + 'static>(db: &Arc<Db<T>>, counters: &Arc<Counters>) {
+    let every = db.options.vacuum_after_rows;
+    let c = &**counters;
     if every == 0 || c.removed_since_vacuum.load(Ordering::Relaxed) < every {
         return;
     }
@@ -78,41 +79,45 @@ pub(crate) fn vacuum_if_due<T: Send + 'static>(shared: &Arc<Shared<T>>) {
         return;
     }
     c.removed_since_vacuum.store(0, Ordering::Relaxed);
-    let shared = shared.clone();
+    let (db, counters) = (db.clone(), counters.clone());
     tokio::spawn(async move {
-        if let Ok(client) = shared.client().await {
-            let key = lock_key(&shared);
+        if let Ok(client) = db.client().await {
+            let key = lock_key(&db);
             let locked = client
                 .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
                 .await
                 .is_ok_and(|r| r.get::<_, bool>(0));
             if locked {
-                if let Err(e) = upkeep(&shared, &client).await {
-                    shared.failed("upkeep", e);
+                if let Err(e) = upkeep(&db, &counters, &client).await {
+                    db.failed("upkeep", e);
                 }
                 let _ = client
                     .execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
                     .await;
             }
         }
-        shared.counters.vacuuming.store(false, Ordering::Release);
+        counters.vacuuming.store(false, Ordering::Release);
         // Rows removed meanwhile may make the next one due already.
-        vacuum_if_due(&shared);
+        vacuum_if_due(&db, &counters);
     });
 }
 
 /// The advisory lock that lets one process of a schema at a time run the upkeep.
-fn lock_key<T>(shared: &Shared<T>) -> String {
-    format!("leaseq.vacuum.{}", shared.options.schema)
+fn lock_key<T>(db: &Db<T>) -> String {
+    format!("leaseq.vacuum.{}", db.options.schema)
 }
 
 /// The upkeep now, in this task: waits for another process's to end first.
-pub(crate) async fn upkeep_now<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
-    let key = lock_key(shared);
+pub(crate) async fn upkeep_now<T>(
+    db: &Db<T>,
+    counters: &Counters,
+    client: &Client,
+) -> Result<(), Error> {
+    let key = lock_key(db);
     client
         .execute("SELECT pg_advisory_lock(hashtext($1))", &[&key])
         .await?;
-    let r = upkeep(shared, client).await;
+    let r = upkeep(db, counters, client).await;
     let unlocked = client
         .execute("SELECT pg_advisory_unlock(hashtext($1))", &[&key])
         .await;
@@ -125,32 +130,29 @@ pub(crate) async fn upkeep_now<T>(shared: &Shared<T>, client: &Client) -> Result
 /// A role that may not maintain the table (a worker role: see the crate docs, "Least
 /// privilege") forgets the watermarks only, and the store says so once (a warning and
 /// [`PgStore::last_error`](crate::PgStore::last_error)); autovacuum keeps the table.
-async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
-    client.execute(&shared.sql.forget_marks, &[]).await?;
-    if !may_maintain(shared, client).await? {
-        if !shared.counters.upkeep_refused.swap(true, Ordering::AcqRel) {
-            shared.failed(
-                "upkeep",
-                format!(
-                    "the role is not the owner of {}.items (nor has MAINTAIN): its VACUUM, \
-                     ANALYZE and index rebuilds are skipped, left to autovacuum and the \
-                     owner (said once)",
-                    shared.options.schema
-                ),
-            );
+async fn upkeep<T>(db: &Db<T>, counters: &Counters, client: &Client) -> Result<(), Error> {
+    client.execute(&db.sql.forget_marks, &[]).await?;
+    if !may_maintain(db, client).await? {
+        if !counters.upkeep_refused.swap(true, Ordering::AcqRel) {
+            db.said(format!(
+                "upkeep: the role is not the owner of {}.items (nor has MAINTAIN): its \
+                 VACUUM, ANALYZE and index rebuilds are skipped, left to autovacuum and the \
+                 owner (said once)",
+                db.options.schema
+            ));
         }
         return Ok(());
     }
-    let done = shared.counters.vacuums.load(Ordering::Relaxed);
+    let done = counters.vacuums.load(Ordering::Relaxed);
     let sql = if done % ANALYZE_EVERY == 0 {
-        &shared.sql.vacuum_analyze
+        &db.sql.vacuum_analyze
     } else {
-        &shared.sql.vacuum
+        &db.sql.vacuum
     };
     client.batch_execute(sql).await?;
-    shared.counters.vacuums.fetch_add(1, Ordering::Relaxed);
-    if shared.options.rebuild_bloated_indexes {
-        rebuild_bloated(shared, client).await?;
+    counters.vacuums.fetch_add(1, Ordering::Relaxed);
+    if db.options.rebuild_bloated_indexes {
+        rebuild_bloated(db, counters, client).await?;
     }
     Ok(())
 }
@@ -158,14 +160,14 @@ async fn upkeep<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
 /// Whether this session's role may `VACUUM`, `ANALYZE` and `REINDEX` the items table: its
 /// owner (or a member of the owner's role, or a superuser), or, from PostgreSQL 17, a role
 /// granted `MAINTAIN` on it.
-async fn may_maintain<T>(shared: &Shared<T>, client: &Client) -> Result<bool, Error> {
+async fn may_maintain<T>(db: &Db<T>, client: &Client) -> Result<bool, Error> {
     let row = client
         .query_one(
             "SELECT pg_has_role(c.relowner, 'USAGE')
                     OR CASE WHEN current_setting('server_version_num')::int >= 170000
                             THEN has_table_privilege(c.oid, 'MAINTAIN') ELSE false END
              FROM pg_class c WHERE c.oid = format('%I.items', $1::text)::regclass",
-            &[&shared.options.schema],
+            &[&db.options.schema],
         )
         .await?;
     Ok(row.get(0))
@@ -176,8 +178,8 @@ async fn may_maintain<T>(shared: &Shared<T>, client: &Client) -> Result<bool, Er
 /// their widths as the last `ANALYZE` did). An index left invalid by a rebuild that failed midway (the
 /// server stopped, a lock timeout: the new one, `*_ccnew`, or the old one, `*_ccold`) is
 /// dropped: it would otherwise be kept up to date by every write and used by no query.
-async fn rebuild_bloated<T>(shared: &Shared<T>, client: &Client) -> Result<(), Error> {
-    let schema = &shared.options.schema;
+async fn rebuild_bloated<T>(db: &Db<T>, counters: &Counters, client: &Client) -> Result<(), Error> {
+    let schema = &db.options.schema;
     let rows = client
         .query(
             "SELECT c.relname::text, pg_relation_size(c.oid), c.reltuples::float8, i.indisvalid,
@@ -217,7 +219,7 @@ async fn rebuild_bloated<T>(shared: &Shared<T>, client: &Client) -> Result<(), E
         };
         client.batch_execute(&statement).await?;
         if valid {
-            shared.counters.reindexes.fetch_add(1, Ordering::Relaxed);
+            counters.reindexes.fetch_add(1, Ordering::Relaxed);
         }
     }
     Ok(())

@@ -1,14 +1,17 @@
 //! The store as a worker role: the schema migrated by another role (here the tests'
 //! superuser), the worker granted only what the crate docs list ("Least privilege": no
 //! DDL, no ownership). It opens (no DDL tried on a current schema), pushes, receives,
-//! acks, dead-letters and redrives; its upkeep skips what needs the owner and says so once.
+//! acks, dead-letters and redrives; its upkeep skips what needs the owner and says so once;
+//! it pushes in its own transaction from Rust and SQL; granted an older version's rights,
+//! it still opens and says its queue's limits were not recorded.
 //! The role (a unique name) and its schema are dropped at the end, whatever happened.
 
 mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::Config;
+use leaseq_async::core::schedule::{Interval, Schedule};
+use leaseq_async::{system_clock, Config, Scheduler, Timestamp};
 use leaseq_postgres::{migrate, BytesCodec, OpenError};
 
 /// Drops the role and the schema when the test ends, pass or fail.
@@ -49,6 +52,14 @@ impl Drop for Cleanup {
 }
 
 /// `url` connecting as `role` instead of its own user.
+/// A schedule of a tick a second begun 5 s ago: its first step pushes one catch-up tick
+/// (`CatchUp::Once`, no lead) and writes the schedule's row.
+fn scheduler() -> Scheduler<Interval> {
+    let every = Interval::new(Duration::from_secs(1), Timestamp::ZERO).expect("interval");
+    let start = system_clock().saturating_sub(Duration::from_secs(5));
+    Scheduler::new(Schedule::new("ticks", every).expect("schedule")).starting_at(start)
+}
+
 fn as_role(url: &str, role: &str) -> String {
     let mut parts: Vec<String> = url
         .split_whitespace()
@@ -133,6 +144,66 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
         assert_eq!(q.store().upkeep().vacuums, 0);
         let s = q.refresh_stats().await.expect("stats");
         assert_eq!(s.live(), 0);
+
+        // Pushes in the worker's own transaction, from Rust and from SQL (schema step 6).
+        let (mut db, conn) = tokio_postgres::connect(&worker_url, tokio_postgres::NoTls)
+            .await
+            .expect("connect as the worker");
+        tokio::spawn(conn);
+        let tx = db.transaction().await.expect("begin");
+        q.store()
+            .push_in(&tx, b"rust".to_vec(), leaseq_async::Push::new())
+            .await
+            .expect("push_in as the worker");
+        tx.query_one(
+            &format!("SELECT \"{schema}\".push_item($1, '\\x01', key => 'k')"),
+            &[&q.store().queue_name()],
+        )
+        .await
+        .expect("push_item as the worker");
+        tx.commit().await.expect("commit");
+        for _ in 0..2 {
+            common::receive(&q).await.ack().await.expect("ack");
+        }
+
+        // A schedule's step as the worker (schema step 7, the `schedules` table): its tick
+        // pushed and its cursor's row written in one transaction.
+        let step = scheduler()
+            .run_once(&q, |_| b"tick".to_vec())
+            .await
+            .expect("a schedule step as the worker");
+        assert_eq!(step.pushed, 1, "{step:?}");
+        let kept = q.schedules().await.expect("schedules");
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        common::receive(&q).await.ack().await.expect("ack");
+        q.close().await.expect("close");
+
+        // A worker granted an older version's rights (version 5's: none on queue_settings
+        // or schedules) still opens, and says that its queue's limits were not recorded;
+        // its schedule steps are refused (typed), its pushes go on.
+        admin
+            .batch_execute(&format!(
+                "REVOKE ALL ON \"{schema}\".queue_settings, \"{schema}\".schedules \
+                 FROM \"{role}\""
+            ))
+            .await
+            .expect("revoke");
+        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(5)))
+            .name(common::unique("worker-v5"))
+            .codec(BytesCodec)
+            .open(leaseq_postgres::Postgres::url(&worker_url).options(options()))
+            .await
+            .expect("opens without the rights on queue_settings");
+        let said = q.store().last_error().unwrap_or_default();
+        assert!(said.contains("limits were not recorded"), "{said:?}");
+        let refused = scheduler()
+            .run_once(&q, |_| b"tick".to_vec())
+            .await
+            .expect_err("no rights on schedules");
+        let chain = leaseq_async::ErrorChain(&refused).to_string();
+        assert!(chain.contains("permission denied"), "{chain}");
+        q.push(b"still pushes".to_vec()).await.expect("push");
+        common::receive(&q).await.ack().await.expect("ack");
         q.close().await.expect("close");
     });
 }

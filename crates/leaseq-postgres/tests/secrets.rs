@@ -3,7 +3,8 @@
 //! the store's last error. Every `OpenError` variant that a connection string can reach is
 //! made here from strings carrying [`SECRET`], in both libpq forms; the TLS refusals
 //! (`UntrustedCertificate`, `NameMismatch`, `ServerWithoutTls`) are checked the same way in
-//! `tests/tls.rs`, whose strings carry the password too.
+//! `tests/tls.rs`, whose strings carry the password too, and the server's refusals
+//! (`AuthenticationFailed`, `DatabaseMissing`) in `tests/error_causes.rs`.
 
 mod common;
 
@@ -90,8 +91,8 @@ fn no_open_error_shows_the_password() {
             matches!(e, OpenError::Tls(_))
         }),
         // Nobody listens on port 1.
-        (kv.clone(), |e| matches!(e, OpenError::Connect(_))),
-        (url.clone(), |e| matches!(e, OpenError::Connect(_))),
+        (kv.clone(), |e| matches!(e, OpenError::Unreachable { .. })),
+        (url.clone(), |e| matches!(e, OpenError::Unreachable { .. })),
     ];
     rt.block_on(async {
         for (s, expected) in &cases {

@@ -11,7 +11,9 @@
 //! executor (`smol::spawn`: [`SmolRuntime::global`]) or an `async-executor` executor you
 //! drive ([`SmolRuntime::with_executor`]), and the `blocking` thread pool; the aliases below
 //! fix it as the runtime. Everything else comes from `leaseq-async` and `leaseq-core`,
-//! re-exported here.
+//! re-exported here. [`shutdown_signal`] is the process's SIGTERM or SIGINT, the normal way to
+//! stop a service's [`Pool`]: `pool.shutdown_on(shutdown_signal(), grace)`, where a deploy
+//! costs no item an attempt (see [`Pool::shutdown`](leaseq_async::Pool::shutdown)).
 //!
 //! ```
 //! use std::time::Duration;
@@ -32,8 +34,10 @@
 #![warn(missing_docs)]
 
 mod runtime;
+mod signal;
 
 pub use runtime::{SmolRuntime, SmolTask, SmolTimer};
+pub use signal::shutdown_signal;
 // The core state machine's own types, and the trait the runtime implements.
 pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
 pub use leaseq_async::{BoxFuture, Runtime};
@@ -72,7 +76,7 @@ pub use leaseq_async::KindPolicy;
 pub use leaseq_async::{diagnose, Finding, FindingKind, Holding, StuckWorker, Watchdog};
 #[cfg(feature = "router")]
 pub use leaseq_async::{Envelope, EnvelopeCodec, JobKind, Router};
-pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats};
+pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats, Stopping};
 
 // The store behind a queue: the in-memory default, and the seam another store implements.
 pub use leaseq_async::{

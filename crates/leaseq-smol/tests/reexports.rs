@@ -14,6 +14,8 @@ use leaseq_smol::{
     SmolRuntime, SmolTask, SmolTimer, Stats, Store, StuckWorker, Taken, Timestamp, TypeReport,
     Watchdog, DEFAULT_MAX_LEASE,
 };
+#[allow(unused_imports)]
+use leaseq_smol::{shutdown_signal, Stopping};
 
 /// The re-exported `MemoryStore` is a `Store`, with the re-exported ticket and wait.
 fn is_store<

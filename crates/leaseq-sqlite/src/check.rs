@@ -2,12 +2,12 @@
 //! read-only connection for the application id, the format version and the magic row.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::open_error::OpenError;
+use crate::open_error::{FileError, OpenError};
 
 /// `PRAGMA application_id` of a leaseq queue file ("LQ01" in ASCII).
 pub const APPLICATION_ID: i32 = 0x4c51_3031;
@@ -33,50 +33,66 @@ pub fn check_file(path: &Path) -> Result<bool, OpenError> {
     check(path, Duration::from_secs(5)).map(|version| version.is_some())
 }
 
-/// [`check_file`], with the file's format version (`None`: no file).
+/// [`check_file`], with the file's format version (`None`: no file). Nothing is made
+/// beside the file: a WAL-mode file without a `-wal` is read `immutable` (SQLite then
+/// makes no `-wal` or `-shm`, which a read-only connection would leave behind: the file is
+/// all there is to read); with a `-wal` (a running owner's, or one a crash left), SQLite
+/// reads through it as usual.
 pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<Option<i32>, OpenError> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            return Err(OpenError::read_only(path, e))
-        }
-        Err(e) => return Err(OpenError::Io(e)),
+        Err(e) => return Err(OpenError::io(path, "cannot open it to read", e)),
     };
-    let len = file.metadata().map_err(OpenError::Io)?.len();
+    let read = |e| OpenError::io(path, "cannot read it", e);
+    let len = file.metadata().map_err(read)?.len();
     if len == 0 {
-        return Err(OpenError::NotAQueue(
-            "the file is empty (zero bytes); remove it to start a new queue".into(),
+        return Err(not_a_queue(
+            path,
+            "it is empty (zero bytes): remove it to start a new queue there",
         ));
     }
     let mut head = Vec::with_capacity(16);
     file.by_ref()
         .take(16)
         .read_to_end(&mut head)
-        .map_err(OpenError::Io)?;
+        .map_err(read)?;
     drop(file);
     if !SQLITE_HEADER.starts_with(&head) || (head.len() == 16 && head[..] != SQLITE_HEADER[..]) {
-        return Err(OpenError::NotAQueue("not a SQLite database".into()));
+        return Err(not_a_queue(path, "it is not a SQLite database"));
     }
     if len < HEADER_LEN {
-        return Err(OpenError::Corrupt(format!(
-            "{len} bytes: shorter than a SQLite header"
+        return Err(OpenError::Corrupt(FileError::new(
+            path,
+            format!("{len} bytes, shorter than a SQLite header"),
+            None,
         )));
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(busy_timeout)?;
-    let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let sql = |e| OpenError::from_sqlite(path, e);
+    let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = match immutable_uri(path) {
+        Some(uri) if !sidecar(path, "-wal").exists() => {
+            Connection::open_with_flags(uri, read_only | OpenFlags::SQLITE_OPEN_URI)
+        }
+        _ => Connection::open_with_flags(path, read_only),
+    }
+    .map_err(sql)?;
+    conn.busy_timeout(busy_timeout).map_err(sql)?;
+    let app: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(sql)?;
     if app != APPLICATION_ID {
-        return Err(OpenError::NotAQueue(format!(
-            "application id {app:#x}, not {APPLICATION_ID:#x}"
-        )));
+        return Err(not_a_queue(
+            path,
+            format!("it is another application's SQLite database (application id {app:#x}, not {APPLICATION_ID:#x})"),
+        ));
     }
-    let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
     if version > FORMAT_VERSION {
         return Err(OpenError::NewerVersion {
+            path: path.to_path_buf(),
             found: version,
             supported: FORMAT_VERSION,
         });
@@ -85,13 +101,43 @@ pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<Option<i32>, 
         .query_row("SELECT value FROM meta WHERE key = 'magic'", [], |r| {
             r.get(0)
         })
-        .map_err(|e| match OpenError::from_sqlite(e) {
+        .map_err(|e| match OpenError::from_sqlite(path, e) {
             // No `meta` table, no magic row, a magic that is not text.
-            OpenError::Sqlite(e) => OpenError::NotAQueue(format!("no leaseq magic: {e}")),
+            OpenError::Sqlite(e) => OpenError::NotAQueue(e.with_why("it has no leaseq magic")),
             typed => typed,
         })?;
     if magic.as_deref() != Some(MAGIC) {
-        return Err(OpenError::NotAQueue("no leaseq magic".into()));
+        return Err(not_a_queue(path, "it has no leaseq magic"));
     }
     Ok(Some(version))
+}
+
+fn not_a_queue(path: &Path, why: impl Into<String>) -> OpenError {
+    OpenError::NotAQueue(FileError::new(path, why, None))
+}
+
+/// The file `<path><suffix>` (`-wal`, `-shm`, `-lock`).
+pub(crate) fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// `file:<path>?immutable=1`, the path's bytes percent-encoded but for unreserved ones and
+/// `/` (SQLite's URI filenames); Unix only (elsewhere the file is opened read-only as it
+/// is).
+fn immutable_uri(path: &Path) -> Option<String> {
+    if cfg!(not(unix)) {
+        return None;
+    }
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    Some(uri)
 }

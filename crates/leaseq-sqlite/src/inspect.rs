@@ -10,7 +10,7 @@ use leaseq_async::{DeadFilter, Page, ScheduleState, StoredCounts, StoredItem, St
 use leaseq_core::{MessageId, Reason};
 use rusqlite::{Connection, OpenFlags};
 
-use crate::open_error::OpenError;
+use crate::open_error::{FileError, OpenError};
 use crate::restore::{read_row, row_columns, Row};
 
 /// A queue file, read-only: its counts, live items and dead letters as stored, for operator
@@ -38,11 +38,9 @@ impl FileView {
         // Before the check, whose read-only connection makes a missing WAL.
         let had_wal = Path::new(&format!("{}-wal", path.display())).exists();
         let Some(version) = crate::check::check(path, Duration::from_secs(5))? else {
-            return Err(OpenError::Io(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such file",
-            )));
+            return Err(not_found(path));
         };
+        let sql = |e| OpenError::from_sqlite(path, e);
         // A connection on a WAL file makes its `-wal` and `-shm` if they are missing, and a
         // read-only one leaves them behind. A writable one with `query_only` set writes no
         // row either, and when it is the file's last connection SQLite removes them at
@@ -56,21 +54,23 @@ impl FileView {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         ) {
             Ok(conn) => {
-                conn.pragma_update(None, "query_only", true)?;
+                conn.pragma_update(None, "query_only", true).map_err(sql)?;
                 if had_wal {
                     conn.set_db_config(
                         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
                         true,
-                    )?;
+                    )
+                    .map_err(sql)?;
                 }
                 conn
             }
             Err(_) => Connection::open_with_flags(
                 path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?,
+            )
+            .map_err(sql)?,
         };
-        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sql)?;
         Ok(FileView {
             conn,
             path: path.to_path_buf(),
@@ -87,16 +87,19 @@ impl FileView {
     /// The items counted by state, as of now on the wall clock (its queue name empty).
     pub fn counts(&self) -> Result<StoredCounts, OpenError> {
         let now = wall_nanos(SystemTime::now());
-        let (ready, delayed, in_flight, dead) = self.conn.query_row(
-            "SELECT
+        let (ready, delayed, in_flight, dead) = self
+            .conn
+            .query_row(
+                "SELECT
                  count(*) FILTER (WHERE dead = 0 AND leased = 0 AND visible_at <= ?1),
                  count(*) FILTER (WHERE dead = 0 AND leased = 0 AND visible_at > ?1),
                  count(*) FILTER (WHERE dead = 0 AND leased = 1),
                  count(*) FILTER (WHERE dead = 1)
              FROM items",
-            [now],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?;
+                [now],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .map_err(|e| self.sql(e))?;
         let n = |x: i64| x.max(0) as u64;
         Ok(StoredCounts::new(
             "",
@@ -111,7 +114,7 @@ impl FileView {
     /// cursor last moved, its calendar in words), by name; none in a file of a format
     /// before schedules were kept.
     pub fn schedules(&self) -> Result<Vec<ScheduleState>, OpenError> {
-        crate::schedule::read_all(&self.conn, self.version)
+        crate::schedule::read_all(&self.path, &self.conn, self.version)
     }
 
     /// The live items (ready, delayed, in flight) of `page`, in id order.
@@ -151,26 +154,49 @@ impl FileView {
         let reason = filter.wanted_reason().map(|r| i64::from(r.code()));
         let head = filter.kind_head();
         let columns = row_columns(self.with_progress);
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {columns} FROM items WHERE dead = ?2 AND id > ?3
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {columns} FROM items WHERE dead = ?2 AND id > ?3
                AND (?5 IS NULL OR reason = ?5)
                AND (?6 IS NULL OR substr(payload, 1, length(?6)) = ?6)
              ORDER BY id LIMIT ?4"
-        ))?;
-        let mut rows = st.query(rusqlite::params![
-            i64::MAX,
-            dead,
-            after,
-            limit,
-            reason,
-            head
-        ])?;
+            ))
+            .map_err(|e| self.sql(e))?;
+        let mut rows = st
+            .query(rusqlite::params![
+                i64::MAX,
+                dead,
+                after,
+                limit,
+                reason,
+                head
+            ])
+            .map_err(|e| self.sql(e))?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            out.push(stored(read_row(row)?, now));
+        while let Some(row) = rows.next().map_err(|e| self.sql(e))? {
+            out.push(stored(read_row(&self.path, row)?, now));
         }
         Ok(out)
     }
+
+    /// What SQLite said about this file, typed.
+    fn sql(&self, e: rusqlite::Error) -> OpenError {
+        OpenError::from_sqlite(&self.path, e)
+    }
+}
+
+/// The error for a file that is not there (the system's own error as the cause).
+fn not_found(path: &Path) -> OpenError {
+    let missing = std::fs::metadata(path)
+        .err()
+        .unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let why = match dir {
+        Some(dir) if !dir.exists() => format!("its directory {} does not exist", dir.display()),
+        _ => String::new(),
+    };
+    OpenError::NotFound(FileError::new(path, why, Some(Box::new(missing))))
 }
 
 /// A row as the inspector shows it (its payload always loaded).

@@ -55,8 +55,12 @@
 //! **Restart**: opening ([`Sqlite`]) checks the file read-only first (SQLite's header, an
 //! `application_id`, a format version in `user_version`, a magic row), then reads every
 //! row before it writes anything: a foreign, empty, corrupt, truncated, read-only or newer
-//! file, or one with a row this version does not write, gives a typed [`OpenError`] and is
-//! left byte-identical. Times are stored as wall-clock nanoseconds, so a delayed item keeps
+//! file, or one with a row this version does not write, gives a typed [`OpenError`] naming
+//! the file, with the system's or SQLite's error as its `source()`, and the directory is
+//! left as it was found: the file byte-identical, no `-wal`, `-shm` or `-lock` file it did
+//! not have (a file without a `-wal` is checked `immutable`, and a lock file the refused
+//! open made is removed). A dead letter whose reason code this version does not know (a
+//! newer version's) is not refused: it reads as `Reason::Dropped`. Times are stored as wall-clock nanoseconds, so a delayed item keeps
 //! its schedule across restarts. Ids are never reused (the file keeps their high-water
 //! mark). A file of format 1 (before handlers' checkpoints) is migrated to format 2 (the
 //! `progress` column), and one of format 2 to format 3 (the `schedules` table), once every
@@ -82,7 +86,8 @@
 //! wait: an open that meets a queue of this same process whose last handle is gone (its
 //! store kept a moment longer by the driver's step or a delivery still out) waits for it to
 //! let go, up to [`Options::commit_timeout`] plus [`Options::busy_timeout`], so that dropping
-//! a queue and opening its file again works. The lock file stays on disk.
+//! a queue and opening its file again works. The lock file stays on disk after its owner
+//! (not after a refused open).
 //!
 //! # When commits fail
 //!
@@ -208,7 +213,7 @@ pub use inspect::FileView;
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
-pub use open_error::OpenError;
+pub use open_error::{FileError, OpenError};
 pub use options::{Durability, Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::SqliteWaiting;
 pub use sqlite::Sqlite;

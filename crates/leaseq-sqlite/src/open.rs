@@ -5,11 +5,14 @@ use std::path::Path;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use leaseq_async::{Codec, LeaseQueue, MemoryStore, QueueSettings, Runtime, DEFAULT_MAX_LEASE};
-use leaseq_core::{EventMask, MessageId, Queue};
+use leaseq_async::{
+    Codec, LeaseQueue, MemoryStore, Progress, QueueSettings, Runtime, ScheduleState,
+    DEFAULT_MAX_LEASE,
+};
+use leaseq_core::{EventMask, MessageId, Queue, Timestamp};
 use rusqlite::{Connection, MAIN_DB};
 
-use crate::check::{check, APPLICATION_ID, FORMAT_VERSION, MAGIC, PROGRESS_VERSION};
+use crate::check::{check, sidecar, APPLICATION_ID, FORMAT_VERSION, MAGIC, PROGRESS_VERSION};
 use crate::commit::{commit, Early};
 use crate::journal::Journal;
 use crate::lock::OwnerLock;
@@ -48,26 +51,8 @@ where
         codec,
         ..
     } = settings;
-    // A closing owner of this process gets as long as its flush may take.
-    let lock = OwnerLock::take(
-        path,
-        options.commit_timeout + options.busy_timeout,
-        options.file_mode,
-    )?;
-    let version = check(path, options.busy_timeout)?;
-    let existed = version.is_some();
-    if !existed {
-        // Created here with its mode: SQLite gives the WAL and shared-memory files the
-        // mode of the database file.
-        create_file(path, options.file_mode)?;
-    }
-    let mut conn = Connection::open(path)?;
-    conn.busy_timeout(options.busy_timeout)?;
-    if conn.is_readonly(MAIN_DB)? {
-        return Err(OpenError::read_only(path, "opened read-only"));
-    }
-
-    // The core: dead letters and replacements recorded as events, for the journal.
+    // The core first: a configuration that cannot work is refused before the disk is
+    // touched. Dead letters and replacements recorded as events, for the journal.
     let mut config = config
         .with_events(EventMask::DEAD_LETTERED | EventMask::REPLACED)
         .with_event_capacity(1 << 20);
@@ -75,52 +60,34 @@ where
         let lifetime = DEFAULT_MAX_LEASE.max(config.visibility());
         config = config.with_max_lease(lifetime);
     }
-    let mut core = Queue::new(config).map_err(OpenError::Config)?;
-    let now = runtime.now();
-    let offset = wall_now() - now.as_nanos() as i128;
-
-    // Everything is read before anything is written.
-    let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
-    let schedules = match version {
-        Some(v) => crate::schedule::read_all(&conn, v)?,
-        None => Vec::new(),
+    let core = Queue::new(config).map_err(OpenError::Config)?;
+    // A closing owner of this process gets as long as its flush may take.
+    let lock = OwnerLock::take(
+        path,
+        options.commit_timeout + options.busy_timeout,
+        options.file_mode,
+    )?;
+    let mut created = false;
+    let ready = match prepare(path, options, core, &codec, runtime.now(), &mut created) {
+        Ok(ready) => ready,
+        Err(e) => {
+            // Its connection closed: what this open made goes, the lock file last.
+            if created {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let _ = std::fs::remove_file(sidecar(path, suffix));
+                }
+            }
+            lock.discard();
+            return Err(e);
+        }
     };
-    let (fixes, progress) = if existed {
-        let restored = restore_rows(
-            &conn,
-            &mut core,
-            &codec,
-            now,
-            offset,
-            options.max_item_size,
-            with_progress,
-        )?;
-        core.reserve_ids_below(MessageId::new(next_id(&conn)?));
-        restored
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let sync = match options.durability {
-        Durability::ProcessCrash => "NORMAL",
-        Durability::PowerLoss => "FULL",
-    };
-    conn.execute_batch(&format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; \
-         PRAGMA wal_autocheckpoint = {};",
-        options.wal_autocheckpoint
-    ))?;
-    if !existed {
-        create_schema(&conn)?;
-    } else if !with_progress {
-        migrate_to_progress(&conn)?;
-    }
-    if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
-        crate::schedule::migrate(&conn)?;
-    }
-    if !fixes.is_empty() {
-        commit(&mut conn, &fixes, &mut Early::new())?;
-    }
-
+    let Ready {
+        conn,
+        core,
+        offset,
+        progress,
+        schedules,
+    } = ready;
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
         inner.restore_progress(id, p);
@@ -128,7 +95,8 @@ where
     for state in schedules {
         inner.restore_schedule(state);
     }
-    let journal = Journal::start(conn, lock, options.commit_timeout).map_err(OpenError::Io)?;
+    let journal = Journal::start(conn, lock, options.commit_timeout)
+        .map_err(|e| OpenError::io(path, "the writer thread could not start", e))?;
     let store = Arc::new(SqliteStore {
         inner,
         codec,
@@ -141,6 +109,104 @@ where
     Ok(LeaseQueue::start(store))
 }
 
+/// A file checked, restored and ready for its writer.
+struct Ready<T> {
+    conn: Connection,
+    core: Queue<T>,
+    /// Wall-clock nanoseconds at the runtime's zero.
+    offset: i128,
+    /// The items' checkpoints.
+    progress: Vec<(MessageId, Progress)>,
+    /// The schedules' stored states.
+    schedules: Vec<ScheduleState>,
+}
+
+/// Under the owner lock: checks the file (or creates it: `created` is then set), reads
+/// every row into `core` before anything is written, then sets the file up (WAL, the
+/// schema or its migration, the fixes for the previous process's leases).
+fn prepare<T, C: Codec<T>>(
+    path: &Path,
+    options: &Options,
+    mut core: Queue<T>,
+    codec: &C,
+    now: Timestamp,
+    created: &mut bool,
+) -> Result<Ready<T>, OpenError> {
+    let sql = |e| OpenError::from_sqlite(path, e);
+    let version = check(path, options.busy_timeout)?;
+    let existed = version.is_some();
+    if !existed {
+        // Created here with its mode: SQLite gives the WAL and shared-memory files the
+        // mode of the database file.
+        create_file(path, options.file_mode)?;
+        *created = true;
+    }
+    let mut conn = Connection::open(path).map_err(sql)?;
+    conn.busy_timeout(options.busy_timeout).map_err(sql)?;
+    if conn.is_readonly(MAIN_DB).map_err(sql)? {
+        // SQLite fell back to reading: the system's refusal to write is the cause.
+        let denied = std::fs::OpenOptions::new().write(true).open(path).err();
+        let cause = denied.map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>);
+        return Err(OpenError::read_only(
+            path,
+            "SQLite could open it only to read",
+            cause,
+        ));
+    }
+    let offset = wall_now() - now.as_nanos() as i128;
+
+    // Everything is read before anything is written.
+    let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
+    let schedules = match version {
+        Some(v) => crate::schedule::read_all(path, &conn, v)?,
+        None => Vec::new(),
+    };
+    let (fixes, progress) = if existed {
+        let restored = restore_rows(
+            path,
+            &conn,
+            &mut core,
+            codec,
+            now,
+            offset,
+            options.max_item_size,
+            with_progress,
+        )?;
+        core.reserve_ids_below(MessageId::new(next_id(path, &conn)?));
+        restored
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let sync = match options.durability {
+        Durability::ProcessCrash => "NORMAL",
+        Durability::PowerLoss => "FULL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; \
+         PRAGMA wal_autocheckpoint = {};",
+        options.wal_autocheckpoint
+    ))
+    .map_err(sql)?;
+    if !existed {
+        create_schema(&conn).map_err(sql)?;
+    } else if !with_progress {
+        migrate_to_progress(&conn).map_err(sql)?;
+    }
+    if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
+        crate::schedule::migrate(&conn).map_err(sql)?;
+    }
+    if !fixes.is_empty() {
+        commit(&mut conn, &fixes, &mut Early::new()).map_err(sql)?;
+    }
+    Ok(Ready {
+        conn,
+        core,
+        offset,
+        progress,
+        schedules,
+    })
+}
+
 /// Creates the (empty) database file with `mode` (Unix; elsewhere the system's default).
 fn create_file(path: &Path, mode: u32) -> Result<(), OpenError> {
     let mut new = std::fs::OpenOptions::new();
@@ -149,13 +215,9 @@ fn create_file(path: &Path, mode: u32) -> Result<(), OpenError> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut new, mode);
     #[cfg(not(unix))]
     let _ = mode;
-    match new.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            Err(OpenError::read_only(path, e))
-        }
-        Err(e) => Err(OpenError::Io(e)),
-    }
+    new.open(path)
+        .map(drop)
+        .map_err(|e| OpenError::io(path, "cannot create it", e))
 }
 
 fn create_schema(conn: &Connection) -> rusqlite::Result<()> {

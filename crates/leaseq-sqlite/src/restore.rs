@@ -3,6 +3,8 @@
 //! high-water mark. Nothing is written here: the fixes for the leases cut by the previous
 //! process are returned as ops, committed by `open` once every row was read.
 
+use std::path::Path;
+
 use leaseq_async::{Codec, Progress};
 use leaseq_core::{MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey};
 use rusqlite::types::Value;
@@ -41,27 +43,24 @@ pub(crate) fn row_columns(with_progress: bool) -> String {
 }
 
 /// A row of a query selecting [`row_columns`], checked.
-pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
-    let id: i64 = row.get(0)?;
-    let bad = |e: rusqlite::Error| OpenError::BadRow {
+/// (`path`: the file, for errors.)
+pub(crate) fn read_row(path: &Path, row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
+    let id: i64 = row.get(0).map_err(|e| OpenError::from_sqlite(path, e))?;
+    let bad_row = |why: String| OpenError::BadRow {
+        path: path.to_path_buf(),
         row: format!("item {id}"),
-        why: e.to_string(),
+        why,
     };
+    let bad = |e: rusqlite::Error| bad_row(e.to_string());
     if id < 0 {
-        return Err(OpenError::BadRow {
-            row: format!("item {id}"),
-            why: "a negative id".into(),
-        });
+        return Err(bad_row("a negative id".into()));
     }
     let size: i64 = row.get(12).map_err(bad)?;
     let Some(payload) = row.get::<_, Option<Vec<u8>>>(1).map_err(bad)? else {
-        return Err(OpenError::BadRow {
-            row: format!("item {id}"),
-            why: format!(
-                "its item is {size} bytes, over Options::max_item_size: raise it to open \
-                 this file"
-            ),
-        });
+        return Err(bad_row(format!(
+            "its item is {size} bytes, over Options::max_item_size: raise it to open this \
+             file"
+        )));
     };
     Ok(Row {
         id: id as u64,
@@ -81,8 +80,9 @@ pub(crate) fn read_row(row: &rusqlite::Row<'_>) -> Result<Row, OpenError> {
 }
 
 /// The ids' high-water mark in `meta`: a non-negative integer, or the file is refused.
-pub(crate) fn next_id(conn: &Connection) -> Result<u64, OpenError> {
+pub(crate) fn next_id(path: &Path, conn: &Connection) -> Result<u64, OpenError> {
     let bad = |why: String| OpenError::BadRow {
+        path: path.to_path_buf(),
         row: "meta next_id".into(),
         why,
     };
@@ -92,7 +92,7 @@ pub(crate) fn next_id(conn: &Connection) -> Result<u64, OpenError> {
         })
         .map_err(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => bad("missing".into()),
-            e => OpenError::from_sqlite(e),
+            e => OpenError::from_sqlite(path, e),
         })?;
     match value {
         Value::Integer(n) if n >= 0 => Ok(n as u64),
@@ -105,8 +105,10 @@ pub(crate) fn next_id(conn: &Connection) -> Result<u64, OpenError> {
 pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>);
 
 /// Restores every row of `items` into `core` (`with_progress`: the file has the
-/// `progress` column, format 2 on).
+/// `progress` column, format 2 on) of the file at `path`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn restore_rows<T, C: Codec<T>>(
+    path: &Path,
     conn: &Connection,
     core: &mut Queue<T>,
     codec: &C,
@@ -122,15 +124,24 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     };
     let (mut fixes, mut checkpoints) = (Vec::new(), Vec::new());
     let columns = row_columns(with_progress);
-    let mut st = conn.prepare(&format!("SELECT {columns} FROM items ORDER BY id"))?;
+    let sql = |e| OpenError::from_sqlite(path, e);
+    let mut st = conn
+        .prepare(&format!("SELECT {columns} FROM items ORDER BY id"))
+        .map_err(sql)?;
     // An item over the limit is never read (see `Options::max_item_size`).
-    let mut rows = st.query([i64::try_from(max_item).unwrap_or(i64::MAX)])?;
-    while let Some(row) = rows.next()? {
-        let r = read_row(row)?;
+    let mut rows = st
+        .query([i64::try_from(max_item).unwrap_or(i64::MAX)])
+        .map_err(sql)?;
+    while let Some(row) = rows.next().map_err(sql)? {
+        let r = read_row(path, row)?;
         let id = r.id;
         let item = codec
             .decode(&r.payload)
-            .map_err(|error| OpenError::Decode { id, error })?;
+            .map_err(|error| OpenError::Decode {
+                path: path.to_path_buf(),
+                id,
+                error,
+            })?;
         let key = r.key.and_then(UniqueKey::new);
         let expires_at = r.expires_at.map(from_disk);
         let restart = r.leased && !r.dead;
@@ -172,7 +183,10 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                 priority: r.priority,
                 key,
             })
-            .map_err(OpenError::Restore)?;
+            .map_err(|error| OpenError::Restore {
+                path: path.to_path_buf(),
+                error,
+            })?;
         } else {
             let (visible_at, last_error) = if restart {
                 // The lease the dead process held comes back at once, its attempt counted
@@ -200,7 +214,10 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                 },
                 now,
             )
-            .map_err(OpenError::Restore)?;
+            .map_err(|error| OpenError::Restore {
+                path: path.to_path_buf(),
+                error,
+            })?;
         }
     }
     Ok((fixes, checkpoints))

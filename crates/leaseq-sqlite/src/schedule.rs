@@ -10,6 +10,8 @@
 //! store's state is the file's. Two steps of this process are journaled in the order they
 //! were made (`SqliteStore::schedule_lock`), so the file's row is the last step's.
 
+use std::path::Path;
+
 use leaseq_async::{
     Codec, PushError, Runtime, ScheduleCommit, ScheduleCommitError, ScheduleCommitted,
     ScheduleState, Store,
@@ -53,20 +55,29 @@ fn from_disk(ns: i64) -> Timestamp {
     Timestamp::from_nanos(ns.max(0) as u64)
 }
 
-/// Every schedule of a file of format `version` (none before format 3), by name.
-pub(crate) fn read_all(conn: &Connection, version: i32) -> Result<Vec<ScheduleState>, OpenError> {
+/// Every schedule of the file at `path`, of format `version` (none before format 3), by
+/// name.
+pub(crate) fn read_all(
+    path: &Path,
+    conn: &Connection,
+    version: i32,
+) -> Result<Vec<ScheduleState>, OpenError> {
     if version < SCHEDULES_VERSION {
         return Ok(Vec::new());
     }
-    let mut st = conn.prepare(
-        "SELECT name, cursor, last_tick, next_tick, moved_at, calendar FROM schedules \
-         ORDER BY name",
-    )?;
-    let mut rows = st.query([])?;
+    let sql = |e| OpenError::from_sqlite(path, e);
+    let mut st = conn
+        .prepare(
+            "SELECT name, cursor, last_tick, next_tick, moved_at, calendar FROM schedules \
+             ORDER BY name",
+        )
+        .map_err(sql)?;
+    let mut rows = st.query([]).map_err(sql)?;
     let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        let name: String = row.get(0)?;
+    while let Some(row) = rows.next().map_err(sql)? {
+        let name: String = row.get(0).map_err(sql)?;
         let bad = |e: rusqlite::Error| OpenError::BadRow {
+            path: path.to_path_buf(),
             row: format!("schedule {name:?}"),
             why: e.to_string(),
         };

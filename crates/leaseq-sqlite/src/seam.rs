@@ -377,8 +377,6 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         self.purge_items()
     }
 
-    /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the
-    /// file and truncates it after the last commit.
     async fn schedule(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
         Ok(self.inner.schedule_state(name))
     }
@@ -394,6 +392,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         Ok(self.inner.schedule_states())
     }
 
+    /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the
+    /// file and truncates it after the last commit.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         let seq = self.journal.last();
         let closed = self.inner.is_closed();

@@ -222,7 +222,8 @@ fn newer_version_is_refused() {
             e,
             OpenError::NewerVersion {
                 found: 99,
-                supported: leaseq_sqlite::FORMAT_VERSION
+                supported: leaseq_sqlite::FORMAT_VERSION,
+                ..
             }
         ),
         "{e:?}"

@@ -228,7 +228,8 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
             r,
             Err(OpenError::NewerVersion {
                 found: 99,
-                supported: leaseq_sqlite::FORMAT_VERSION
+                supported: leaseq_sqlite::FORMAT_VERSION,
+                ..
             })
         ),
         "{r:?}"

@@ -59,7 +59,7 @@ fn a_file_holding_a_larger_item_is_refused_at_open_untouched() {
         Err(e) => e,
     };
     match &e {
-        OpenError::BadRow { row, why } => {
+        OpenError::BadRow { row, why, .. } => {
             assert!(row.starts_with("item "), "{row}");
             assert!(why.contains("5000 bytes"), "{why}");
         }

@@ -29,6 +29,9 @@
 //! [`TokioRuntime::with_clock`] picks a [`TokioClock`] explicitly, whatever the features, and
 //! [`TokioRuntime::with_precise_timer`] turns the sub-millisecond timer thread off.
 //!
+//! [`shutdown_signal`] is the process's SIGTERM or SIGINT (Ctrl-C elsewhere), the normal way
+//! to stop a service's [`Pool`]: `pool.shutdown_on(shutdown_signal(), grace)`, where a
+//! deploy costs no item an attempt (see [`Pool::shutdown`](leaseq_async::Pool::shutdown)).
 //! [`PoolExt::shutdown_on_cancel`] shuts a [`Pool`] down when a tokio-util
 //! `CancellationToken` is cancelled.
 //!
@@ -55,12 +58,12 @@ mod cancel;
 mod clock;
 mod precise;
 mod runtime;
-mod timer;
+mod signal;
 
 pub use cancel::PoolExt;
 pub use clock::TokioClock;
-pub use runtime::{TokioRuntime, TokioTask};
-pub use timer::TokioTimer;
+pub use runtime::{TokioRuntime, TokioTask, TokioTimer};
+pub use signal::shutdown_signal;
 // The core state machine's own types, and the trait the runtime implements.
 pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
 pub use leaseq_async::{BoxFuture, Runtime};
@@ -99,7 +102,7 @@ pub use leaseq_async::KindPolicy;
 pub use leaseq_async::{diagnose, Finding, FindingKind, Holding, StuckWorker, Watchdog};
 #[cfg(feature = "router")]
 pub use leaseq_async::{Envelope, EnvelopeCodec, JobKind, Router};
-pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats};
+pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats, Stopping};
 
 // The store behind a queue: the in-memory default, and the seam another store implements.
 pub use leaseq_async::{

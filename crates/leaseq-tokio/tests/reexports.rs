@@ -14,6 +14,8 @@ use leaseq_tokio::{
     Stats, Store, StuckWorker, Taken, Timestamp, TokioClock, TokioRuntime, TokioTask, TokioTimer,
     TypeReport, Watchdog, DEFAULT_MAX_LEASE,
 };
+#[allow(unused_imports)]
+use leaseq_tokio::{shutdown_signal, Stopping};
 
 /// The re-exported `MemoryStore` is a `Store`, with the re-exported ticket and wait.
 fn is_store<

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use leaseq_core::{Acked, MessageId, ReceiptError};
 
 use super::{MemoryStore, MemoryTicket};
-use crate::delivery::Delivery;
 use crate::runtime::Runtime;
+use crate::store::Delivery;
 use crate::store_error::SettleError;
 
 impl<T, R: Runtime> MemoryStore<T, R> {

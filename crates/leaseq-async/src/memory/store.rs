@@ -16,7 +16,6 @@ use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
-use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -26,7 +25,7 @@ use crate::runtime::Runtime;
 use crate::schedule_store::{
     ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState,
 };
-use crate::store::{Checkpointing, Drive, Store, TakeHeartbeat, Taken};
+use crate::store::{Checkpointing, Delivery, Drive, Store, TakeHeartbeat, Taken};
 use crate::store_error::SettleError;
 use crate::store_error::StoreError;
 

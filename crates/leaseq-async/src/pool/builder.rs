@@ -274,7 +274,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let board = Arc::new(Board::new(self.workers, self.watchdog.is_some()));
         let shared = Arc::new(PoolShared {
             heartbeat: self.heartbeat,
-            stop: Stop::default(),
+            stop: Arc::new(Stop::default()),
+            cut: AtomicBool::new(false),
+            put_back: Mutex::new(Vec::new()),
             counters,
             shards: Shards::new(self.workers),
             board: board.clone(),

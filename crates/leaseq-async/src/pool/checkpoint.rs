@@ -1,6 +1,7 @@
 //! What a pool handler's [`Job`](crate::Job) reaches from its worker: the runtime's clock
-//! (for `time_left`) and the store (for checkpoints), as one trait object made once per
-//! worker, so a job costs one reference count as it did for the clock alone. A checkpoint
+//! (for `time_left`), the store (for checkpoints) and the pool's stop (for `stopping`), as
+//! one trait object made once per worker, so a job costs one reference count as it did for
+//! the clock alone. A checkpoint
 //! carries a copy of the job's lease key ([`LeaseKey`]) while the worker keeps the
 //! delivery; the store's fencing refuses the key once the lease is over, so a job kept past
 //! its handling changes nothing.
@@ -12,6 +13,7 @@ use leaseq_core::Timestamp;
 
 use crate::progress::{LeaseKey, Progress};
 use crate::runtime::Runtime;
+use crate::stop::Stop;
 use crate::store::{Checkpointing, Store};
 
 /// The clock and the store, as a job sees them. Not generic over the item type, so that a
@@ -21,12 +23,15 @@ pub(crate) trait JobContext: Send + Sync {
     fn now(&self) -> Timestamp;
     /// [`Store::checkpoint`].
     fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing;
+    /// The pool's stop request.
+    fn stop(&self) -> &Arc<Stop>;
 }
 
 /// A worker's [`JobContext`], for a store of `T`s.
 pub(crate) struct WorkerContext<T, R, S> {
     pub(crate) rt: R,
     pub(crate) store: Arc<S>,
+    pub(crate) stop: Arc<Stop>,
     pub(crate) items: PhantomData<fn() -> T>,
 }
 
@@ -37,5 +42,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> JobContext for WorkerContext<T, R,
 
     fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
         self.store.checkpoint(lease, progress)
+    }
+
+    fn stop(&self) -> &Arc<Stop> {
+        &self.stop
     }
 }

@@ -8,13 +8,15 @@ use leaseq_core::{MessageId, Timestamp};
 use crate::lease_lost::LeaseLost;
 use crate::pool::checkpoint::JobContext;
 use crate::progress::{CheckpointError, LeaseKey, Progress};
+use crate::stop::Stopping;
 
 /// One item handed to a pool handler.
 ///
 /// The handler owns it, so its future can be `'static`. The pool keeps the delivery and
 /// settles it from the handler's result. Async and blocking handlers get the same context:
-/// id, attempt, [`time_left`](Self::time_left) and the lease-lost signal
-/// ([`lease_lost`](Self::lease_lost), [`is_lease_lost`](Self::is_lease_lost)).
+/// id, attempt, [`time_left`](Self::time_left), the lease-lost signal
+/// ([`lease_lost`](Self::lease_lost), [`is_lease_lost`](Self::is_lease_lost)) and the
+/// pool's stop ([`stopping`](Self::stopping), [`is_stopping`](Self::is_stopping)).
 #[non_exhaustive]
 pub struct Job<T> {
     /// The item (the handler's own copy).
@@ -76,6 +78,80 @@ impl<T> Job<T> {
     /// blocking handler to check between steps of long work.
     pub fn is_lease_lost(&self) -> bool {
         self.lease_lost.is_lost()
+    }
+
+    /// Completes once the pool begins to stop ([`Pool::shutdown`](crate::Pool::shutdown),
+    /// [`shutdown_on`](crate::Pool::shutdown_on)'s signal, or the pool dropped): a deploy.
+    /// Cheap (a reference count), `Unpin`, `Send` and `'static`: select it beside the work,
+    /// keep it across the job's own `&mut` calls (a checkpoint).
+    ///
+    /// What follows the stop is decided by how the handler ends:
+    ///
+    /// - **Returns within the grace**: settled as usual. `Ok` acks the item; an error is a
+    ///   real failure, counted, retried or dead-lettered by the rules, even when it was
+    ///   returned because of the stop. So do not return an error to give an item back.
+    /// - **Still running when the grace ends**: cut off, its item put back uncounted (the
+    ///   attempt not counted, its checkpoint kept), visible at once to the next process.
+    ///
+    /// So a long job, on the stop, records a checkpoint at once (or at the end of its
+    /// current step) and carries on, or waits to be cut off; the next process resumes it
+    /// from that checkpoint with the same attempt number. The pool waits the whole grace
+    /// for a handler that waits: choose a grace that lets a step end.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::{Config, Job, LeaseQueue, Pool, Runtime, SimRuntime};
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let queue = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(30)))
+    ///             .unwrap();
+    ///         let id = queue.push("report").await.unwrap();
+    ///         // Ten steps of a second each, a checkpoint after each.
+    ///         let pool = Pool::builder(queue.clone()).spawn({
+    ///             let rt = rt.clone();
+    ///             move |mut job: Job<&str>| {
+    ///                 let rt = rt.clone();
+    ///                 async move {
+    ///                     let mut step = job.progress().map_or(0, |p| p.as_bytes()[0]);
+    ///                     while step < 10 {
+    ///                         rt.sleep_until(rt.now().saturating_add(Duration::from_secs(1))).await;
+    ///                         step += 1;
+    ///                         job.checkpoint(vec![step]).await?;
+    ///                         if job.is_stopping() {
+    ///                             // Checkpointed: wait to be cut off; the item goes back
+    ///                             // uncounted.
+    ///                             job.stopping().await;
+    ///                             std::future::pending::<()>().await;
+    ///                         }
+    ///                     }
+    ///                     Ok(())
+    ///                 }
+    ///             }
+    ///         });
+    ///         // A deploy at 3.5 s, with a grace of 1 s: step 4 ends within it.
+    ///         rt.sleep_until(rt.now().saturating_add(Duration::from_millis(3500))).await;
+    ///         let report = pool.shutdown(Duration::from_secs(1)).await;
+    ///         assert_eq!(report.put_back, vec![id]);
+    ///         assert_eq!((report.stats.failed, report.stats.queue.dead), (0, 0));
+    ///
+    ///         // The next process resumes after step 4, on the same attempt.
+    ///         let d = queue.receive().await.unwrap();
+    ///         assert_eq!(d.attempt(), 1);
+    ///         assert_eq!(d.progress().unwrap().as_bytes(), [4]);
+    ///     }
+    /// });
+    /// ```
+    pub fn stopping(&self) -> Stopping {
+        Stopping::new(self.context.stop().clone())
+    }
+
+    /// Whether the pool has begun to stop (see [`stopping`](Self::stopping)): for a
+    /// blocking handler to check between steps of long work.
+    pub fn is_stopping(&self) -> bool {
+        self.context.stop().is_asked()
     }
 
     /// The item's last checkpoint: what a handler recorded with

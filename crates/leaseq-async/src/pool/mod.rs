@@ -6,6 +6,7 @@ mod builder;
 mod catch_drop;
 mod checkpoint;
 mod completer;
+mod cut_off;
 mod handler;
 mod job;
 mod kinds;
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use leaseq_core::Histogram;
+use leaseq_core::{Histogram, MessageId};
 
 use crate::diagnosis::diagnose;
 use crate::fetcher::Fetcher;
@@ -55,8 +56,14 @@ type TypeOf<T> = Arc<dyn Fn(&T) -> &'static str + Send + Sync>;
 /// What the workers of one pool share.
 pub(crate) struct PoolShared<T> {
     pub(crate) heartbeat: bool,
-    /// Asked at shutdown or drop: workers take no new item.
-    pub(crate) stop: Stop,
+    /// Asked at shutdown or drop: workers take no new item, and handlers see it
+    /// ([`Job::stopping`]).
+    pub(crate) stop: Arc<Stop>,
+    /// Set once the grace is over (at once by a drop), before any worker is aborted: an item
+    /// still held goes back uncounted (`cut_off.rs`).
+    pub(crate) cut: AtomicBool,
+    /// The items put back so.
+    pub(crate) put_back: Mutex<Vec<MessageId>>,
     /// Counts of the rarer events (the outcomes are counted in the shards).
     pub(crate) counters: Arc<Counters>,
     /// Each worker's outcomes and handling times.
@@ -178,6 +185,10 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
 
     /// [`shutdown`](Self::shutdown) once `signal` completes: a Ctrl-C future, a channel's
     /// receive, a cancellation token's `cancelled()`. The pool works on until then.
+    ///
+    /// For a service: `pool.shutdown_on(leaseq_tokio::shutdown_signal(), grace)` (SIGTERM or
+    /// SIGINT; `leaseq_smol` has it too), then `queue.close().await` (see
+    /// [`shutdown`](Self::shutdown)).
     pub async fn shutdown_on(
         self,
         signal: impl Future<Output = ()>,
@@ -187,12 +198,26 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         self.shutdown(grace).await
     }
 
-    /// Graceful shutdown: workers take no new items; those in flight get until `grace` to
-    /// finish; then the rest are stopped and their items handed back to the queue (listed in
-    /// the report when the watchdog is on, as it is by default). Nothing is lost: every item
-    /// is acked, back in the queue, or dead-lettered. The queue itself stays open.
+    /// Graceful shutdown: workers take no new items, and every running handler is told at
+    /// once ([`Job::stopping`] completes, [`Job::is_stopping`] turns true). Those in flight
+    /// get until `grace` to finish:
     ///
-    /// A pool dropped without it stops the same way, at once, with no grace.
+    /// - A handler that returns within the grace settles as usual: `Ok` is acked; an error
+    ///   is a failure like any other, even one returned because of the stop: counted,
+    ///   retried or dead-lettered by the queue's (or its kind's) rules. The item timeout
+    ///   still applies.
+    /// - A handler still running when the grace ends is cut off: its future is dropped (a
+    ///   blocking handler's thread runs on, as after a timeout) and its item is **put back
+    ///   uncounted** ([`Store::put_back`]): the attempt not counted, its checkpoint kept, the
+    ///   item visible at once to the next process. [`PoolReport::put_back`] lists them. So a
+    ///   deploy never uses up an item's attempts nor dead-letters it.
+    ///
+    /// A long handler that watches [`Job::stopping`] checkpoints and carries on (or waits);
+    /// cut off, it resumes there in the next process, on the same attempt. Nothing is lost.
+    /// The queue stays open: await its [`close`](LeaseQueue::close) before the process
+    /// exits, so that a durable store has committed the put-backs. A pool dropped without
+    /// this stops the same way with no grace. ([`abort_worker`](Self::abort_worker) is a
+    /// crash, not a stop: its item is handed back, counted.)
     pub async fn shutdown(mut self, grace: Duration) -> PoolReport {
         let rt = self.queue.runtime().clone();
         let start = rt.now();
@@ -215,6 +240,9 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
                 matches!(select(&mut task, sleep).await, Either::Left(_))
             };
             if !finished {
+                // The grace is over: what this worker and the rest still hold goes back
+                // uncounted as they are aborted (`cut_off.rs`).
+                self.shared.cut.store(true, Ordering::Release);
                 handed_back += 1;
                 let held = self
                     .shared
@@ -245,11 +273,19 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
         let stats = snapshot(&self.queue, &self.shared);
         let diagnosis = diagnose(&stats.queue, Some(&stats), self.queue.visibility());
         let stuck = self.shared.board.reports.lock().clone();
+        let put_back = std::mem::take(
+            &mut *self
+                .shared
+                .put_back
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
         PoolReport {
             stats,
             took: rt.now().saturating_duration_since(start),
             handed_back,
             handed_back_items,
+            put_back,
             stuck,
             diagnosis,
         }
@@ -258,10 +294,12 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
 
 impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Pool<T, R, S> {
     /// Stops the workers at once, as [`Pool::shutdown`] with no grace would: none goes on
-    /// detached, and the items they held go back to the queue. (After `shutdown` there is
-    /// nothing left to stop.)
+    /// detached, handlers are told ([`Job::stopping`]), and the items they held go back to
+    /// the queue uncounted. (After `shutdown` there is nothing left to stop.)
     fn drop(&mut self) {
         self.shared.stop.ask();
+        // No grace: whatever a worker holds as it is aborted goes back uncounted.
+        self.shared.cut.store(true, Ordering::Release);
         self.watchdog_done.store(true, Ordering::Release);
         let rt = self.queue.runtime();
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());

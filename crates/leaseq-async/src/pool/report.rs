@@ -20,12 +20,18 @@ pub struct PoolReport {
     pub stats: PoolStats,
     /// How long the shutdown took.
     pub took: Duration,
-    /// Workers whose item was still running at the end of the grace period; each such item
-    /// was handed back to the queue (reason "dropped"; the attempt counts).
+    /// Workers whose item was still running at the end of the grace period; each was cut
+    /// off and its item put back to the queue uncounted (see [`put_back`](Self::put_back)).
     pub handed_back: usize,
     /// The items those workers held, when the pool's watchdog was on (it tracks what each
-    /// worker holds); empty without one.
+    /// worker holds); empty without one. [`put_back`](Self::put_back) lists them either way.
     pub handed_back_items: Vec<leaseq_core::MessageId>,
+    /// The items of the handlers cut off at the end of the grace, put back to the queue
+    /// ([`Store::put_back`](crate::Store::put_back)): their attempt not counted, their
+    /// checkpoint kept, visible at once (to the next process, once a durable store has
+    /// committed it: await the queue's close). Never counted as failures nor
+    /// dead-lettered because of the stop.
+    pub put_back: Vec<leaseq_core::MessageId>,
     /// Every stuck-worker report of the pool's life.
     pub stuck: Vec<StuckWorker>,
     /// Plain-words verdicts on the settings (see [`diagnose`](crate::diagnose)).
@@ -78,12 +84,13 @@ impl fmt::Display for PoolReport {
             "\nshutdown took {:?}; handed back {}",
             self.took, self.handed_back
         )?;
-        if !self.handed_back_items.is_empty() {
-            let ids: Vec<String> = self
-                .handed_back_items
-                .iter()
-                .map(|id| id.to_string())
-                .collect();
+        let items = if self.put_back.is_empty() {
+            &self.handed_back_items
+        } else {
+            &self.put_back
+        };
+        if !items.is_empty() {
+            let ids: Vec<String> = items.iter().map(|id| id.to_string()).collect();
             write!(f, " ({})", ids.join(", "))?;
         }
         write!(f, "; stuck workers reported {}", self.stuck.len())?;
@@ -124,7 +131,8 @@ mod tests {
             stats,
             took: Duration::from_millis(1500),
             handed_back: 2,
-            handed_back_items: vec![MessageId::new(5), MessageId::new(9)],
+            handed_back_items: Vec::new(),
+            put_back: vec![MessageId::new(5), MessageId::new(9)],
             stuck: Vec::new(),
             diagnosis: Vec::new(),
         }
@@ -145,7 +153,7 @@ mod tests {
         r.stats.worker_panics = 1;
         r.stats.blocking_overruns = 2;
         r.stats.blocking_overruns_running = 1;
-        r.handed_back_items.clear();
+        r.put_back.clear();
         r.diagnosis = vec![
             Finding {
                 kind: FindingKind::StuckWorkers,

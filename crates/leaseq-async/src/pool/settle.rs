@@ -10,7 +10,7 @@ use std::task::Context;
 use std::time::Duration;
 
 use futures::FutureExt;
-use leaseq_core::{Failure, KindPolicy};
+use leaseq_core::{Failure, KindPolicy, ReceiptError};
 
 use crate::delivery::Delivery;
 use crate::job_error::JobError;
@@ -76,16 +76,21 @@ impl Settle {
     }
 }
 
-/// Makes `settle` on `delivery`, which the future owns: for the completer, which polls it
-/// after the worker has moved on.
+/// Makes `settle` with a delivery's `ticket` (or its refusal, if it had none) on `store`,
+/// which the future owns: for the completer, which polls it after the worker has moved on.
 async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
-    mut delivery: Delivery<T, R, S>,
+    store: Arc<S>,
+    ticket: Result<S::Ticket, ReceiptError>,
     settle: Settle,
 ) -> Option<SettleError> {
+    let ticket = match ticket {
+        Ok(ticket) => ticket,
+        Err(e) => return Some(e.into()),
+    };
     match settle {
-        Settle::Ack => delivery.ack_in_place().await.err(),
-        Settle::DeadLetter(message) => delivery.dead_letter_in_place(message).await.err(),
-        Settle::Nack(failure) => delivery.nack_in_place(failure).await.err(),
+        Settle::Ack => store.ack(ticket).await.err(),
+        Settle::DeadLetter(message) => store.dead_letter(ticket, message).await.err(),
+        Settle::Nack(failure) => store.nack(ticket, failure).await.err(),
     }
 }
 
@@ -168,16 +173,17 @@ fn settle_at_once<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
 
 /// Settles `delivery` as `settle` says, for worker `index`, through the pool's `completer`:
 /// the settle is made before this returns; its answer is counted here if the store gives it
-/// at once, else by the completer when it comes (the worker does not wait for it).
+/// at once, else by the completer when it comes (the worker does not wait for it). The
+/// delivery is left settled where it lies (the worker's `Held`).
 pub(crate) fn settle_through<T: Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>>(
     pool: &Arc<PoolShared<T>>,
     completer: &Completer,
     index: usize,
-    delivery: Delivery<T, R, S>,
+    delivery: &mut Delivery<T, R, S>,
     settle: Settle,
     #[cfg(feature = "tracing")] span: tracing::Span,
 ) {
-    let settle = self::settle(delivery, settle);
+    let settle = self::settle(delivery.store().clone(), delivery.take_ticket(), settle);
     #[cfg(feature = "tracing")]
     let settle = tracing::Instrument::instrument(settle, span);
     let counted = {

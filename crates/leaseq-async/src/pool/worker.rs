@@ -14,6 +14,7 @@ use crate::fetcher::Fetcher;
 use crate::pool::beat_on_wait::BeatOnWait;
 use crate::pool::catch_drop::CatchDrop;
 use crate::pool::checkpoint::{JobContext, WorkerContext};
+use crate::pool::cut_off::Held;
 use crate::pool::handler::Handle;
 use crate::pool::job::Job;
 use crate::pool::local::Local;
@@ -94,6 +95,7 @@ pub(crate) async fn run<T, R, S, H>(
         context: Arc::new(WorkerContext {
             rt: rt.clone(),
             store: queue.store().clone(),
+            stop: pool.stop.clone(),
             items: std::marker::PhantomData,
         }),
         #[cfg(feature = "tracing")]
@@ -191,8 +193,11 @@ where
         start: Option<Timestamp>,
     ) {
         let (rt, pool) = (self.rt, &**self.pool);
+        // Put back uncounted if the worker is cut off before it settles (see `cut_off.rs`).
+        let held = Held::new(&mut delivery, pool);
+        let delivery = &mut *held.delivery;
         let start = start
-            .or_else(|| leased_at(&delivery, local.visibility))
+            .or_else(|| leased_at(delivery, local.visibility))
             .unwrap_or_else(|| rt.now());
         let item_type = (pool.type_of)(delivery.item());
         if let Some(progress) = self.progress {
@@ -254,7 +259,7 @@ where
                         counters: &pool.counters,
                     })
                     .catch_unwind(),
-                    delivery: pool.heartbeat.then_some(&mut delivery),
+                    delivery: pool.heartbeat.then_some(&mut *delivery),
                     leased_at: start,
                 };
                 let result = match limit {
@@ -293,7 +298,7 @@ where
             None => settle_here(
                 pool,
                 self.index,
-                &mut delivery,
+                delivery,
                 settle,
                 #[cfg(feature = "tracing")]
                 span,

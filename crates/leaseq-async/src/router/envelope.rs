@@ -234,6 +234,14 @@ impl crate::ItemKind for Envelope {
     }
 }
 
+/// Raw bytes in the envelope format name their kind as an envelope's do (here rather than
+/// beside [`ItemKind`](crate::ItemKind), so that the queue layer does not import the router).
+impl crate::ItemKind for Vec<u8> {
+    fn item_kind(&self) -> Option<&str> {
+        kind_of(self)
+    }
+}
+
 impl fmt::Debug for Envelope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.kind(), self.args()) {

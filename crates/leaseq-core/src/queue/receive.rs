@@ -4,7 +4,8 @@ use alloc::vec::Vec;
 
 use super::flight::list_in_order;
 use super::receive_run::Unshaped;
-use super::{LeaseEnd, Queue, Slot, State, LEVEL_BITS};
+use super::slot::{lease_times, start_lease};
+use super::{Queue, Slot, LEVEL_BITS};
 use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
@@ -181,36 +182,4 @@ fn lease_in<T: Clone>(s: &Slot<T>, slot: usize, tag: core::num::NonZeroU32) -> L
         deadline: s.last_deadline,
         expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
     }
-}
-
-/// The lease cap and deadline of a lease of `s` taken at `now` (no max lease is
-/// `u64::MAX`, which saturates to "never").
-#[inline(always)]
-pub(super) fn lease_times<T>(
-    s: &Slot<T>,
-    now: Timestamp,
-    visibility_ns: u64,
-    max_lease_ns: u64,
-) -> (Timestamp, Timestamp) {
-    let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
-    (cap, add_nanos(now, visibility_ns).min(cap))
-}
-
-/// The slot's own changes when its item is leased (`lease_times` gave `cap` and
-/// `deadline`).
-#[inline(always)]
-pub(super) fn start_lease<T>(s: &mut Slot<T>, cap: Timestamp, deadline: Timestamp) {
-    s.epoch = s.epoch.wrapping_add(1);
-    s.state = State::InFlight;
-    s.ended = LeaseEnd::None;
-    s.leases = s.leases.saturating_add(1);
-    s.attempts = s.attempts.saturating_add(1);
-    s.last_deadline = deadline;
-    s.lease_cap = cap;
-}
-
-/// `t` plus `nanos`, saturating at "never".
-#[inline]
-fn add_nanos(t: Timestamp, nanos: u64) -> Timestamp {
-    Timestamp::from_nanos(t.as_nanos().saturating_add(nanos))
 }

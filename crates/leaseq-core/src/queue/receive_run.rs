@@ -6,7 +6,7 @@
 //! run is already linked in that order on the ready list, so it moves across by its two
 //! ends, instead of each item being taken off one list and appended to the other.
 
-use super::receive::{lease_times, start_lease};
+use super::slot::{lease_times, start_lease};
 use super::{Queue, LISTED, NIL};
 use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};

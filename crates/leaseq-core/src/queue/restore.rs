@@ -100,6 +100,8 @@ impl fmt::Display for RestoreError {
     }
 }
 
+impl core::error::Error for RestoreError {}
+
 impl<T> Queue<T> {
     /// Puts back a live item a durable store recorded: ready if `visible_at` is not after
     /// `now`, delayed until then otherwise, with its attempts, expiry, level, key and last

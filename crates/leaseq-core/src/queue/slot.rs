@@ -1,5 +1,6 @@
 //! A slot of the queue: where an item lives, its state, its counters, how its previous
-//! occupant left, and its links on the lists threaded through the slots.
+//! occupant left, and its links on the lists threaded through the slots; a lease's times
+//! and the slot's own changes when it is leased (shared by `receive` and `receive_run`).
 
 use crate::time::Timestamp;
 use crate::timer_index::Timer;
@@ -132,4 +133,36 @@ impl<T> Slot<T> {
             epoch: self.epoch,
         }
     }
+}
+
+/// The lease cap and deadline of a lease of `s` taken at `now` (no max lease is
+/// `u64::MAX`, which saturates to "never").
+#[inline(always)]
+pub(super) fn lease_times<T>(
+    s: &Slot<T>,
+    now: Timestamp,
+    visibility_ns: u64,
+    max_lease_ns: u64,
+) -> (Timestamp, Timestamp) {
+    let cap = s.expires_at.min(add_nanos(now, max_lease_ns));
+    (cap, add_nanos(now, visibility_ns).min(cap))
+}
+
+/// The slot's own changes when its item is leased (`lease_times` gave `cap` and
+/// `deadline`).
+#[inline(always)]
+pub(super) fn start_lease<T>(s: &mut Slot<T>, cap: Timestamp, deadline: Timestamp) {
+    s.epoch = s.epoch.wrapping_add(1);
+    s.state = State::InFlight;
+    s.ended = LeaseEnd::None;
+    s.leases = s.leases.saturating_add(1);
+    s.attempts = s.attempts.saturating_add(1);
+    s.last_deadline = deadline;
+    s.lease_cap = cap;
+}
+
+/// `t` plus `nanos`, saturating at "never".
+#[inline]
+fn add_nanos(t: Timestamp, nanos: u64) -> Timestamp {
+    Timestamp::from_nanos(t.as_nanos().saturating_add(nanos))
 }

@@ -88,7 +88,7 @@ pub(crate) fn kind(e: &OpenError) -> &'static str {
         OpenError::BadRow { .. } => "BadRow",
         OpenError::Config(_) => "Config",
         OpenError::Decode { .. } => "Decode",
-        OpenError::Restore(_) => "Restore",
+        OpenError::Restore { .. } => "Restore",
         OpenError::Io(_) => "Io",
         OpenError::Sqlite(_) => "Sqlite",
         _ => "other",

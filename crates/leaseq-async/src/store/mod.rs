@@ -13,7 +13,6 @@ use leaseq_core::{
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
-use crate::delivery::Delivery;
 use crate::error::PushError;
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
@@ -26,6 +25,13 @@ use crate::schedule_store::{
 use crate::store_error::{SettleError, StoreError};
 
 pub use crate::taken::{Checkpointing, Drive, TakeHeartbeat, Taken};
+pub use delivery::Delivery;
+
+mod delivery;
+
+/// A queue's name unless [`QueueBuilder::name`](crate::QueueBuilder::name) sets another:
+/// what [`Store::name`] answers by default.
+pub(crate) const DEFAULT_NAME: &str = "leaseq";
 
 /// The store seam: where a queue's items live, and the operations the shared layer needs
 /// of it.
@@ -80,7 +86,7 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     fn runtime(&self) -> &Self::Runtime;
     /// The queue's name, as its traces and metrics carry it. Default: `"leaseq"`.
     fn name(&self) -> &'static str {
-        crate::builder::DEFAULT_NAME
+        DEFAULT_NAME
     }
     /// How long a lease lasts unless extended.
     fn visibility(&self) -> Duration;

@@ -11,7 +11,9 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 use crate::clock::{Clock, TokioClock};
-use crate::timer::{self, TokioTimer};
+pub use timer::TokioTimer;
+
+mod timer;
 
 /// Tokio as a leaseq runtime: a clock, tokio's timer, `spawn`, `abort` and `spawn_blocking`
 /// on the runtime of a [`Handle`].

@@ -11,9 +11,9 @@ use std::time::Duration;
 use leaseq_async::{Runtime, Timestamp};
 use tokio::time::{Instant, Sleep};
 
+use super::TokioRuntime;
 use crate::clock::Clock;
 use crate::precise::{self, PreciseSleep};
-use crate::TokioRuntime;
 
 /// The resolution of tokio's timer.
 const TICK: Duration = Duration::from_millis(1);

@@ -1,0 +1,199 @@
+//! Issue 30, "shutdown that costs no attempt", on PostgreSQL: five deploy-style stops
+//! (SIGTERM to a real child process, a grace shorter than the work left) of a pool running a
+//! 10 s job checkpointed after each of its 100 steps. The job completes from its checkpoint
+//! on attempt 1 and is never dead-lettered (its queue allows 3 attempts: counted stops would
+//! have killed it at the third), and its handler saw the stop each time (it counts them in
+//! its checkpoint). Each stop leaves the row waiting, its attempt not counted, before the
+//! child exits (the closed queue's `Closing` waits for the put-back).
+//!
+//! The child is this test binary run again (`deploy_child`, with `LEASEQ_DEPLOY_*`): it
+//! opens the queue, runs the pool until `leaseq_tokio::shutdown_signal()`, closes the queue
+//! and exits.
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leaseq_async::{Config, Job};
+use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
+
+use common::{sql, unique, SCHEMA};
+
+/// The job: 100 steps of 100 ms, 10 s in all.
+const STEPS: u8 = 100;
+const STEP: Duration = Duration::from_millis(100);
+/// The grace a stop gives: shorter than the work left at every stop.
+const GRACE: Duration = Duration::from_millis(300);
+const STOPS: u8 = 5;
+
+async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
+    let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
+    let options = leaseq_postgres::Options::new()
+        .schema(schema)
+        .pool_size(4)
+        .poll_interval(Duration::from_millis(200));
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
+        .await
+        .expect("open")
+}
+
+/// The queue's rows as `(state, attempts, progress)`, read behind the store's back.
+async fn rows(url: &str, queue: &str) -> Vec<(i16, i32, Option<Vec<u8>>)> {
+    sql(url)
+        .await
+        .query(
+            &format!("SELECT state, attempts, progress FROM {SCHEMA}.items WHERE queue = $1"),
+            &[&queue],
+        )
+        .await
+        .expect("read the rows")
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+/// The handler: resumes at the checkpoint's step; on the stop counts it in the checkpoint
+/// at once, then works on (the grace ends first); at the end says how it went.
+async fn long_job(mut job: Job<Vec<u8>>) -> Result<(), leaseq_async::JobError> {
+    let (mut step, mut stops) = job
+        .progress()
+        .map_or((0, 0), |p| (p.as_bytes()[0], p.as_bytes()[1]));
+    let mut stopping = job.stopping();
+    let mut told = false;
+    while step < STEPS {
+        let stopped = if told {
+            tokio::time::sleep(STEP).await;
+            false
+        } else {
+            tokio::select! {
+                _ = tokio::time::sleep(STEP) => false,
+                _ = &mut stopping => true,
+            }
+        };
+        if stopped {
+            told = true;
+            stops += 1;
+            job.checkpoint(vec![step, stops]).await?;
+            println!("TOLD {stops}");
+            continue;
+        }
+        step += 1;
+        job.checkpoint(vec![step, stops]).await?;
+        println!("STEP {step}");
+    }
+    println!("DONE attempt={} stops={stops}", job.attempt);
+    Ok(())
+}
+
+/// A child: the pool on the queue until SIGTERM.
+#[test]
+fn deploy_child() {
+    let (Ok(url), Ok(schema), Ok(queue)) = (
+        std::env::var("LEASEQ_DEPLOY_URL"),
+        std::env::var("LEASEQ_DEPLOY_SCHEMA"),
+        std::env::var("LEASEQ_DEPLOY_QUEUE"),
+    ) else {
+        return;
+    };
+    common::runtime().block_on(async {
+        let signal = leaseq_tokio::shutdown_signal();
+        let q = open(&url, &schema, &queue).await;
+        let pool = leaseq_tokio::Pool::builder(q.clone())
+            .workers(1)
+            .spawn(long_job);
+        println!("READY");
+        let report = pool.shutdown_on(signal, GRACE).await;
+        println!("PUTBACK {}", report.put_back.len());
+        q.close().await.expect("put-back committed");
+    });
+}
+
+/// One run of the child: SIGTERM once it has done `steps` more steps (after the checkpoint
+/// it resumed from), or once it is done; its output.
+fn run(url: &str, queue: &str, stop_after: Option<u8>) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "deploy_child", "--test-threads=1", "--nocapture"])
+        .env("LEASEQ_DEPLOY_URL", url)
+        .env("LEASEQ_DEPLOY_SCHEMA", SCHEMA.name())
+        .env("LEASEQ_DEPLOY_QUEUE", queue)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut steps = 0;
+    let mut signalled = false;
+    let start = Instant::now();
+    for line in lines {
+        let line = line.unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the child hangs"
+        );
+        steps += u8::from(line.starts_with("STEP"));
+        let due = match stop_after {
+            Some(n) => steps >= n,
+            None => line.starts_with("DONE"),
+        };
+        seen.push(line);
+        if due && !signalled {
+            signalled = true;
+            let pid = child.id().to_string();
+            let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+            assert!(sent.success());
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the child ended with {status}: {seen:?}");
+    seen
+}
+
+#[test]
+fn five_deploys_cost_a_long_job_no_attempt() {
+    let Some(url) = common::server() else { return };
+    let queue = unique("deploy");
+    let rt = common::runtime();
+    rt.block_on(async {
+        let q = open(&url, SCHEMA.name(), &queue).await;
+        q.push(b"report".to_vec()).await.unwrap();
+        q.close().await.unwrap();
+    });
+    for stop in 1..=STOPS {
+        let out = run(&url, &queue, Some(2));
+        assert!(
+            out.contains(&format!("TOLD {stop}")),
+            "stop {stop}: {out:?}"
+        );
+        assert!(
+            out.contains(&"PUTBACK 1".to_string()),
+            "stop {stop}: {out:?}"
+        );
+        let rows = rt.block_on(rows(&url, &queue));
+        assert_eq!(rows.len(), 1, "stop {stop}: the item is kept");
+        let (state, attempts, progress) = &rows[0];
+        assert_eq!(
+            (*state, *attempts),
+            (0, 0),
+            "stop {stop}: put back uncounted"
+        );
+        let progress = progress.as_ref().expect("its checkpoint is kept");
+        assert_eq!(progress[1], stop, "the checkpoint counts the stops");
+        assert!(
+            progress[0] < STEPS,
+            "stop {stop}: the grace was shorter than the work"
+        );
+    }
+    let out = run(&url, &queue, None);
+    let done = format!("DONE attempt=1 stops={STOPS}");
+    assert!(out.contains(&done), "{out:?}");
+    assert!(
+        rt.block_on(rows(&url, &queue)).is_empty(),
+        "acked: no row, no dead letter"
+    );
+}

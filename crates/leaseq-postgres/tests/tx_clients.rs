@@ -1,0 +1,140 @@
+//! Pushes inside transactions of each client library a Rust service uses: deadpool's
+//! transaction and pooled client, and sqlx's connection and transaction (feature `sqlx`,
+//! with a failed statement's SQLSTATE and source).
+
+mod common;
+
+use common::*;
+
+use std::time::Duration;
+
+use leaseq_async::{Config, Push};
+use leaseq_postgres::PgQueue;
+#[cfg(feature = "sqlx")]
+use leaseq_postgres::TxPushError;
+
+async fn queue(url: &str, name: &str, config: Config) -> PgQueue<Vec<u8>> {
+    common::process(url, name, config).await
+}
+
+#[cfg(feature = "sqlx")]
+async fn nothing_comes(q: &PgQueue<Vec<u8>>) {
+    assert!(matches!(
+        q.receive_timeout(Duration::from_millis(400)).await,
+        Err(leaseq_async::ReceiveError::Timeout)
+    ));
+}
+
+#[test]
+fn deadpool_transactions_and_clients_push_too() {
+    let Some(url) = server() else { return };
+    runtime().block_on(async {
+        let name = unique("txp-deadpool");
+        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let config: tokio_postgres::Config = plain(&url).parse().expect("config");
+        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(2)
+            .build()
+            .expect("pool");
+        let mut object = pool.get().await.expect("connection");
+        let tx = object.transaction().await.expect("begin");
+        let in_tx = q
+            .store()
+            .push_in(&tx, b"deadpool tx".to_vec(), Push::new())
+            .await
+            .expect("push_in");
+        tx.commit().await.expect("commit");
+        // On a client outside a transaction, the push commits by itself.
+        let alone = q
+            .store()
+            .push_in(&object, b"deadpool client".to_vec(), Push::new())
+            .await
+            .expect("push_in");
+        let mut got = vec![receive(&q).await, receive(&q).await];
+        got.sort_by_key(|d| d.id());
+        assert_eq!((got[0].id(), got[1].id()), (in_tx, alone));
+        for d in got {
+            d.ack().await.expect("ack");
+        }
+    });
+}
+
+#[cfg(feature = "sqlx")]
+#[test]
+fn sqlx_connections_and_transactions_push_too() {
+    use sqlx::Connection;
+
+    let Some(url) = server() else { return };
+    runtime().block_on(async {
+        let name = unique("txp-sqlx");
+        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let pg: tokio_postgres::Config = plain(&url).parse().expect("config");
+        let host = match pg.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "127.0.0.1".to_string(),
+        };
+        let mut options = sqlx::postgres::PgConnectOptions::new()
+            .host(&host)
+            .port(pg.get_ports().first().copied().unwrap_or(5432))
+            .username(pg.get_user().unwrap_or("postgres"))
+            .database(pg.get_dbname().unwrap_or("postgres"));
+        if let Some(password) = pg.get_password() {
+            options = options.password(&String::from_utf8_lossy(password));
+        }
+        let mut conn = sqlx::PgConnection::connect_with(&options)
+            .await
+            .expect("sqlx connect");
+
+        let mut tx = conn.begin().await.expect("begin");
+        let id = q
+            .store()
+            .push_in(&mut tx, b"sqlx".to_vec(), Push::new().priority(3))
+            .await
+            .expect("push_in");
+        let held = q
+            .store()
+            .push_in(&mut tx, b"k".to_vec(), Push::new().key("sqlx-key"))
+            .await
+            .expect("keyed");
+        let r = q
+            .store()
+            .push_in(&mut tx, b"k2".to_vec(), Push::new().key("sqlx-key"))
+            .await;
+        assert!(
+            matches!(&r, Err(TxPushError::DuplicateKey { existing, .. }) if *existing == held),
+            "{r:?}"
+        );
+        tx.commit().await.expect("commit");
+        let d = receive(&q).await;
+        assert_eq!(d.id(), id, "priority 3 first");
+        d.ack().await.expect("ack");
+        receive(&q).await.ack().await.expect("ack");
+
+        let mut tx = conn.begin().await.expect("begin");
+        q.store()
+            .push_batch_in(&mut *tx, [b"r1".to_vec(), b"r2".to_vec()], Push::new())
+            .await
+            .expect("batch");
+        tx.rollback().await.expect("rollback");
+        nothing_comes(&q).await;
+
+        // A failed statement: its error has the server's SQLSTATE and a source.
+        let mut tx = conn.begin().await.expect("begin");
+        sqlx::query("SELECT 1/0")
+            .execute(&mut *tx)
+            .await
+            .expect_err("division by zero");
+        let err = q
+            .store()
+            .push_in(&mut tx, b"x".to_vec(), Push::new())
+            .await
+            .expect_err("the transaction is aborted");
+        match &err {
+            TxPushError::Db { error, .. } => assert_eq!(error.code(), Some("25P02")),
+            other => panic!("expected Db, got {other:?}"),
+        }
+        assert!(std::error::Error::source(&err).is_some());
+        assert!(!err.transaction_intact());
+    });
+}

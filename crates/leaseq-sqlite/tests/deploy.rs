@@ -1,0 +1,186 @@
+//! Issue 30, "shutdown that costs no attempt", on a SQLite file: five deploy-style stops
+//! (SIGTERM to a real child process, a grace shorter than the work left) of a pool running a
+//! 10 s job checkpointed after each of its 100 steps. The job completes from its checkpoint
+//! on attempt 1 and is never dead-lettered (its queue allows 3 attempts: counted stops would
+//! have killed it at the third), and its handler saw the stop each time (it counts them in
+//! its checkpoint).
+//!
+//! The child is this test binary run again (`deploy_child`, with `LEASEQ_DEPLOY_FILE`): it
+//! opens the file, runs the pool until `leaseq_smol::shutdown_signal()`, then closes the
+//! queue (its put-back committed) and exits.
+#![cfg(unix)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leaseq_async::{Config, Job};
+use leaseq_smol::SmolRuntime;
+use leaseq_sqlite::{BytesCodec, Sqlite};
+use smol::future;
+use support::{remove, temp, Queue};
+
+/// The job: 100 steps of 100 ms, 10 s in all.
+const STEPS: u8 = 100;
+const STEP: Duration = Duration::from_millis(100);
+/// The grace a stop gives: shorter than the work left at every stop.
+const GRACE: Duration = Duration::from_millis(300);
+const STOPS: u8 = 5;
+
+fn open(path: &Path) -> Queue {
+    let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
+    smol::block_on(
+        leaseq_async::LeaseQueue::builder(config)
+            .runtime(SmolRuntime::global())
+            .codec(BytesCodec)
+            .open(Sqlite::file(path)),
+    )
+    .expect("open")
+}
+
+/// The one row's `(attempts, leased, dead, progress)`, read behind the store's back.
+fn row(path: &Path) -> Option<(i64, i64, i64, Option<Vec<u8>>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut st = conn
+        .prepare("SELECT attempts, leased, dead, progress FROM items")
+        .unwrap();
+    let mut rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap();
+    let first = rows.next().map(Result::unwrap);
+    assert!(rows.next().is_none(), "one item");
+    first
+}
+
+/// The handler: resumes at the checkpoint's step; on the stop counts it in the checkpoint
+/// at once, then works on (the grace ends first); at the end says how it went.
+async fn long_job(mut job: Job<Vec<u8>>) -> Result<(), leaseq_async::JobError> {
+    let (mut step, mut stops) = job
+        .progress()
+        .map_or((0, 0), |p| (p.as_bytes()[0], p.as_bytes()[1]));
+    let mut stopping = job.stopping();
+    let mut told = false;
+    while step < STEPS {
+        let work = async {
+            smol::Timer::after(STEP).await;
+            false
+        };
+        let stopped = if told {
+            work.await
+        } else {
+            future::or(work, async {
+                (&mut stopping).await;
+                true
+            })
+            .await
+        };
+        if stopped {
+            told = true;
+            stops += 1;
+            job.checkpoint(vec![step, stops]).await?;
+            println!("TOLD {stops}");
+            continue;
+        }
+        step += 1;
+        job.checkpoint(vec![step, stops]).await?;
+        println!("STEP {step}");
+    }
+    println!("DONE attempt={} stops={stops}", job.attempt);
+    Ok(())
+}
+
+/// A child: the pool on the file until SIGTERM.
+#[test]
+fn deploy_child() {
+    let Ok(path) = std::env::var("LEASEQ_DEPLOY_FILE") else {
+        return;
+    };
+    let signal = leaseq_smol::shutdown_signal();
+    let q = open(Path::new(&path));
+    smol::block_on(async {
+        let pool = leaseq_async::Pool::builder(q.clone())
+            .workers(1)
+            .spawn(long_job);
+        println!("READY");
+        let report = pool.shutdown_on(signal, GRACE).await;
+        println!("PUTBACK {}", report.put_back.len());
+        q.close().await.expect("put-back committed");
+    });
+}
+
+/// One run of the child: SIGTERM once it has done `steps` more steps (after the checkpoint
+/// it resumed from), or once it is done; its output.
+fn run(path: &Path, stop_after: Option<u8>) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "deploy_child", "--test-threads=1", "--nocapture"])
+        .env("LEASEQ_DEPLOY_FILE", path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut steps = 0;
+    let mut signalled = false;
+    let start = Instant::now();
+    for line in lines {
+        let line = line.unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the child hangs"
+        );
+        steps += u8::from(line.starts_with("STEP"));
+        let due = match stop_after {
+            Some(n) => steps >= n,
+            None => line.starts_with("DONE"),
+        };
+        seen.push(line);
+        if due && !signalled {
+            signalled = true;
+            let pid = child.id().to_string();
+            let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+            assert!(sent.success());
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the child ended with {status}: {seen:?}");
+    seen
+}
+
+#[test]
+fn five_deploys_cost_a_long_job_no_attempt() {
+    let path = temp("deploy");
+    let q = open(&path);
+    smol::block_on(q.push(b"report".to_vec())).unwrap();
+    drop(q);
+    for stop in 1..=STOPS {
+        let out = run(&path, Some(2));
+        assert!(
+            out.contains(&format!("TOLD {stop}")),
+            "stop {stop}: {out:?}"
+        );
+        assert!(
+            out.contains(&"PUTBACK 1".to_string()),
+            "stop {stop}: {out:?}"
+        );
+        let (attempts, leased, dead, progress) = row(&path).expect("the item is kept");
+        assert_eq!(
+            (attempts, leased, dead),
+            (0, 0, 0),
+            "stop {stop}: put back uncounted"
+        );
+        let progress = progress.expect("its checkpoint is kept");
+        assert_eq!(progress[1], stop, "the checkpoint counts the stops");
+        assert!(
+            progress[0] < STEPS,
+            "stop {stop}: the grace was shorter than the work"
+        );
+    }
+    let out = run(&path, None);
+    let done = format!("DONE attempt=1 stops={STOPS}");
+    assert!(out.contains(&done), "{out:?}");
+    assert_eq!(row(&path), None, "acked: no row, no dead letter");
+    remove(&path);
+}
