@@ -1,6 +1,6 @@
 //! The operator API, the same on every store: stats counted afresh, the items and dead
-//! letters page by page, redrive, purge (all, or the dead letters a [`DeadFilter`] takes)
-//! and cancel, as methods of [`LeaseQueue`].
+//! letters page by page, the schedules kept in the queue, redrive, purge (all, or the dead
+//! letters a [`DeadFilter`] takes) and cancel, as methods of [`LeaseQueue`].
 //!
 //! Each is one store operation: a lock for the memory store, a commit for SQLite, a
 //! statement (or a short transaction) for Postgres. A durable store answers once the change
@@ -15,6 +15,7 @@ use crate::page::Page;
 use crate::progress::Progress;
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
+use crate::schedule_store::ScheduleState;
 use crate::store::Store;
 use crate::store_error::StoreError;
 
@@ -48,6 +49,13 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// [`crate::progress`]).
     pub async fn checkpoints(&self, page: Page) -> Result<Vec<(MessageId, Progress)>, StoreError> {
         self.store.checkpoints(page).await
+    }
+
+    /// The schedules kept in this queue (those a [`Scheduler`](crate::Scheduler) has
+    /// committed a step of), by name: each one's last tick pushed, next tick, cursor, when
+    /// the cursor last moved and its calendar in words.
+    pub async fn schedules(&self) -> Result<Vec<ScheduleState>, StoreError> {
+        self.store.schedules().await
     }
 
     /// Puts a dead letter back, visible at once, attempts reset, its id, level and key

@@ -28,7 +28,12 @@
 //!   counts).
 //! - Periodic jobs: a [`Scheduler`] pushes a job per tick of a core
 //!   [`Schedule`](leaseq_core::schedule::Schedule) (an interval, or a [`CronCalendar`]), each
-//!   under its tick's unique key, so that processes sharing a queue land each tick once.
+//!   under its tick's unique key. The schedule's cursor lives in the queue's store
+//!   ([`ScheduleState`]), moved by compare-and-set in the commit that pushes the ticks
+//!   ([`Store::commit_schedule`]): any number of processes sharing the queue push each tick
+//!   once, a restart resumes from the cursor, and ticks missed while every process was
+//!   down are caught up as the schedule's `CatchUp` says ([`LeaseQueue::schedules`] shows
+//!   them).
 //!
 //! # Features
 //!
@@ -141,6 +146,7 @@ mod receive;
 #[cfg(feature = "router")]
 pub mod router;
 mod runtime;
+mod schedule_store;
 mod scheduler;
 mod settling;
 mod signal;
@@ -172,7 +178,7 @@ pub use error_chain::ErrorChain;
 pub use executor_task::ExecutorTask;
 pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};
-pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting};
+pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, Withdrawn};
 pub use open::{InMemory, OpenStore, QueueSettings, DEFAULT_MAX_LEASE};
 pub use page::Page;
 pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
@@ -184,7 +190,8 @@ pub use receive::{Receive, ReceiveError, ReceiveStream};
 #[cfg(feature = "router")]
 pub use router::{Envelope, EnvelopeCodec, JobKind, Router};
 pub use runtime::{BoxFuture, Runtime};
-pub use scheduler::{system_clock, Scheduler, SchedulerStep, WallClock};
+pub use schedule_store::{ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState};
+pub use scheduler::{system_clock, Scheduler, SchedulerError, SchedulerStep, WallClock};
 #[cfg(feature = "cron")]
 pub use scheduler::{CronCalendar, CronError};
 pub use settling::Settling;

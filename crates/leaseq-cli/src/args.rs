@@ -66,6 +66,9 @@ pub(crate) enum Command {
     Peek(Paged),
     /// The dead letters (all, or those of a reason or job kind), in id order.
     Dead(Dead),
+    /// The schedules kept in the queue: each one's last and next tick, when its cursor last
+    /// moved, its calendar.
+    Schedules(Output),
     /// Puts dead letters back, visible at once, attempts reset.
     Redrive(Redrive),
     /// Deletes every ready and delayed item (items in flight stay with their holders).
@@ -83,6 +86,9 @@ pub(crate) enum QueueCommand {
     Peek(OnQueue<Paged>),
     /// The dead letters (all, or those of a reason or job kind), in id order.
     Dead(OnQueue<Dead>),
+    /// The schedules kept in the queue: each one's last and next tick, when its cursor last
+    /// moved, its calendar.
+    Schedules(OnQueue<Output>),
     /// Puts dead letters back, visible at once, attempts reset.
     Redrive(OnQueue<Redrive>),
     /// Deletes every ready and delayed item (items in flight stay with their holders).

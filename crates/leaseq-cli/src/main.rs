@@ -7,6 +7,7 @@ mod args;
 mod error;
 mod output;
 mod postgres;
+mod schedules;
 mod show;
 mod sqlite;
 mod write;

@@ -20,6 +20,7 @@ fn split(command: PgCommand) -> (Option<String>, Command) {
             QueueCommand::Stats(c) => (Some(c.queue), Command::Stats(c.args)),
             QueueCommand::Peek(c) => (Some(c.queue), Command::Peek(c.args)),
             QueueCommand::Dead(c) => (Some(c.queue), Command::Dead(c.args)),
+            QueueCommand::Schedules(c) => (Some(c.queue), Command::Schedules(c.args)),
             QueueCommand::Redrive(c) => (Some(c.queue), Command::Redrive(c.args)),
             QueueCommand::Purge(c) => (Some(c.queue), Command::Purge(c.args)),
             QueueCommand::PurgeDead(c) => (Some(c.queue), Command::PurgeDead(c.args)),
@@ -91,6 +92,13 @@ async fn read(
                 .await
                 .map_err(bad)?;
             Shown::new(show::dead_table(&items), show::items_json(&items))
+        }
+        (Command::Schedules(_), Some(queue)) => {
+            let states = inspector.schedules(queue).await.map_err(bad)?;
+            Shown::new(
+                crate::schedules::schedules_table(&states),
+                crate::schedules::schedules_json(&states),
+            )
         }
         _ => return Err(failed("not a read command")),
     })

@@ -46,7 +46,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Milliseconds since the Unix epoch.
-fn unix_ms(t: SystemTime) -> i64 {
+pub(crate) fn unix_ms(t: SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
         Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
@@ -54,7 +54,7 @@ fn unix_ms(t: SystemTime) -> i64 {
 }
 
 /// A time relative to now: "in 4.0s", "12.5s ago".
-fn relative(t: SystemTime, now: SystemTime) -> String {
+pub(crate) fn relative(t: SystemTime, now: SystemTime) -> String {
     let secs = |d: Duration| {
         let s = d.as_secs_f64();
         if s < 120.0 {

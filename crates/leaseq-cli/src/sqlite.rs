@@ -59,6 +59,13 @@ fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
                 .map_err(bad)?;
             Shown::new(show::dead_table(&items), show::items_json(&items))
         }
+        Command::Schedules(_) => {
+            let states = view.schedules().map_err(bad)?;
+            Shown::new(
+                crate::schedules::schedules_table(&states),
+                crate::schedules::schedules_json(&states),
+            )
+        }
         _ => return Err(failed("not a read command")),
     })
 }
@@ -99,7 +106,7 @@ fn open_error(file: &Path, e: &OpenError) -> CliError {
     match e {
         OpenError::Locked(_) => failed(format!(
             "{}: in use by another process: stop it, or make the change from that process \
-             (read-only commands - stats, peek, dead, queues - work while it runs)",
+             (read-only commands - stats, peek, dead, schedules, queues - work while it runs)",
             file.display()
         )),
         e => failed(chain(e)),

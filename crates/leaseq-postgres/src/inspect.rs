@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use leaseq_async::{DeadFilter, Page, StoredCounts, StoredItem, StoredState};
+use leaseq_async::{DeadFilter, Page, ScheduleState, StoredCounts, StoredItem, StoredState};
 use leaseq_core::{MessageId, Reason};
 use tokio_postgres::{Client, Row};
 
@@ -25,6 +25,9 @@ pub struct PgInspector {
     client: Client,
     sql: Sql,
     exists: bool,
+    /// The schema's name and version (none: no leaseq schema there).
+    schema: String,
+    version: Option<i64>,
 }
 
 impl PgInspector {
@@ -56,7 +59,25 @@ impl PgInspector {
             client,
             sql: Sql::new(schema, 1, MAX_ITEM),
             exists: version.is_some(),
+            schema: schema.to_string(),
+            version,
         })
+    }
+
+    /// The schedules kept for `queue` (each one's cursor, last and next tick, when the
+    /// cursor last moved, its calendar in words), by name; none in a schema of a version
+    /// before schedules were kept.
+    pub async fn schedules(&mut self, queue: &str) -> Result<Vec<ScheduleState>, DbError> {
+        if self
+            .version
+            .is_none_or(|v| v < crate::schedule::SCHEDULES_VERSION)
+        {
+            return Ok(Vec::new());
+        }
+        let tx = read_only(&mut self.client).await?;
+        let schedules = crate::schedule::read_all(&tx, &self.schema, queue).await?;
+        tx.commit().await?;
+        Ok(schedules)
     }
 
     /// Whether leaseq's tables are in the schema (none: every read is empty).

@@ -81,6 +81,13 @@
 //! - **Push in your transaction**: [`PgStore::push_in`] inserts on your transaction (or
 //!   SQL's `push_job` / `push_item` on any session), so the item exists only if it commits
 //!   (below).
+//! - **Schedules** (`leaseq_async::Scheduler`): each schedule's cursor is a row of the
+//!   `schedules` table (schema version 7). A scheduler step is one transaction: the row
+//!   updated only where its cursor is the one the step read (or inserted if it read none),
+//!   the ticks inserted as keyed pushes, the stale ticks pushed ahead dead-lettered
+//!   (`Expired`); a step another process overtook changes nothing and plans again. So any
+//!   number of processes run one schedule, each tick inserted once, and a restart after
+//!   every process died resumes from the row.
 //!
 //! Every deadline is the database's clock (`clock_timestamp()`); durations travel as
 //! microseconds, so the machines' clocks may disagree.
@@ -189,7 +196,8 @@
 //! `redrive_all` and `redrive_matching` (one statement; a `DeadFilter`'s reason and job
 //! kind in its `WHERE`), `purge`, `purge_dead_letters` and `purge_dead_matching`, `cancel`,
 //! `refresh_stats`, `checkpoints` (handlers' checkpoints, also the `progress` column of the
-//! `dead_letters` view, schema version 5). A failed read is "not done"; a write whose reply
+//! `dead_letters` view, schema version 5), `schedules` (the queue's schedules, their last and
+//! next tick). A failed read is "not done"; a write whose reply
 //! was lost is "outcome unknown" ([`StoreError`](leaseq_async::StoreError)), never a wrong
 //! definite answer. A checkpoint is one `UPDATE` fenced like an extension (the lease token,
 //! the lease still running); the claim returns it with the row.
@@ -197,7 +205,7 @@
 //! Tools that must change nothing (the `leaseq` command line's reads) use
 //! [`PgInspector`]: no store, no migration, no background task, every read in a
 //! `BEGIN READ ONLY` transaction with the store's statements (the schema's queues with
-//! their counts, a queue's live rows and dead letters with their bytes).
+//! their counts, a queue's live rows and dead letters with their bytes, its schedules).
 //!
 //! # Plans
 //!
@@ -259,14 +267,15 @@
 //! -- Then, as leaseq_migrator (the owner), the worker's grants (WORKER_GRANTS):
 //! GRANT USAGE ON SCHEMA "leaseq" TO "leaseq_worker";
 //! GRANT SELECT ON "leaseq".leaseq_meta TO "leaseq_worker";
-//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings TO "leaseq_worker";
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings, "leaseq".schedules TO "leaseq_worker";
 //! GRANT USAGE ON SEQUENCE "leaseq".instances, "leaseq".tx_ids TO "leaseq_worker";
 //! ```
 //!
 //! A migration that adds a table grants it too (re-run [`WORKER_GRANTS`] after each
-//! upgrade; a worker granted version 5's rights still opens a version-6 schema, without
-//! recording its queue's limits for the SQL functions, and says so in
-//! [`PgStore::last_error`]). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
+//! upgrade; a worker granted an older version's rights still opens a current schema:
+//! without version 6's it does not record its queue's limits for the SQL functions, and
+//! says so in [`PgStore::last_error`]; without version 7's its schedulers' steps are
+//! refused, typed, while its pushes and receives go on). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
 //! needs the table's owner, or `MAINTAIN` on it from PostgreSQL 17
 //! (`GRANT MAINTAIN ON "leaseq".items TO "leaseq_worker"`): without it the worker's store
 //! skips them, leaves the table to autovacuum (tuned per table by the migration) and says
@@ -358,6 +367,7 @@ mod progress;
 mod push;
 mod pushes;
 mod receive;
+mod schedule;
 mod schema;
 mod seam;
 mod settle;

@@ -11,7 +11,8 @@ use std::time::Duration;
 use event_listener::EventListener;
 use leaseq_async::{
     AdminError, Checkpointing, CodecError, DeadFilter, Drive, LeaseKey, LeaseLost, Page, Progress,
-    Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+    Push, PushError, Runtime, ScheduleCommit, ScheduleCommitError, ScheduleCommitted,
+    ScheduleState, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -331,6 +332,21 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             }
             Ok(())
         }
+    }
+
+    async fn schedule(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
+        self.schedule_state(name).await
+    }
+
+    async fn commit_schedule(
+        &self,
+        step: ScheduleCommit<T>,
+    ) -> Result<ScheduleCommitted, ScheduleCommitError<T>> {
+        self.commit_schedule_step(step).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleState>, StoreError> {
+        self.schedule_states().await
     }
 }
 

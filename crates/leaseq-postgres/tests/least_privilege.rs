@@ -10,7 +10,8 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::Config;
+use leaseq_async::core::schedule::{Interval, Schedule};
+use leaseq_async::{system_clock, Config, Scheduler, Timestamp};
 use leaseq_postgres::{migrate, BytesCodec, OpenError};
 
 /// Drops the role and the schema when the test ends, pass or fail.
@@ -51,6 +52,14 @@ impl Drop for Cleanup {
 }
 
 /// `url` connecting as `role` instead of its own user.
+/// A schedule of a tick a second begun 5 s ago: its first step pushes one catch-up tick
+/// (`CatchUp::Once`, no lead) and writes the schedule's row.
+fn scheduler() -> Scheduler<Interval> {
+    let every = Interval::new(Duration::from_secs(1), Timestamp::ZERO).expect("interval");
+    let start = system_clock().saturating_sub(Duration::from_secs(5));
+    Scheduler::new(Schedule::new("ticks", every).expect("schedule")).starting_at(start)
+}
+
 fn as_role(url: &str, role: &str) -> String {
     let mut parts: Vec<String> = url
         .split_whitespace()
@@ -156,13 +165,26 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
         for _ in 0..2 {
             common::receive(&q).await.ack().await.expect("ack");
         }
+
+        // A schedule's step as the worker (schema step 7, the `schedules` table): its tick
+        // pushed and its cursor's row written in one transaction.
+        let step = scheduler()
+            .run_once(&q, |_| b"tick".to_vec())
+            .await
+            .expect("a schedule step as the worker");
+        assert_eq!(step.pushed, 1, "{step:?}");
+        let kept = q.schedules().await.expect("schedules");
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        common::receive(&q).await.ack().await.expect("ack");
         q.close().await.expect("close");
 
-        // A worker granted an older version's rights (none on queue_settings) still opens,
-        // and says that its queue's limits were not recorded.
+        // A worker granted an older version's rights (version 5's: none on queue_settings
+        // or schedules) still opens, and says that its queue's limits were not recorded;
+        // its schedule steps are refused (typed), its pushes go on.
         admin
             .batch_execute(&format!(
-                "REVOKE ALL ON \"{schema}\".queue_settings FROM \"{role}\""
+                "REVOKE ALL ON \"{schema}\".queue_settings, \"{schema}\".schedules \
+                 FROM \"{role}\""
             ))
             .await
             .expect("revoke");
@@ -174,6 +196,14 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
             .expect("opens without the rights on queue_settings");
         let said = q.store().last_error().unwrap_or_default();
         assert!(said.contains("limits were not recorded"), "{said:?}");
+        let refused = scheduler()
+            .run_once(&q, |_| b"tick".to_vec())
+            .await
+            .expect_err("no rights on schedules");
+        let chain = leaseq_async::ErrorChain(&refused).to_string();
+        assert!(chain.contains("permission denied"), "{chain}");
+        q.push(b"still pushes".to_vec()).await.expect("push");
+        common::receive(&q).await.ack().await.expect("ack");
         q.close().await.expect("close");
     });
 }

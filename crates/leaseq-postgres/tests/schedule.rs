@@ -1,74 +1,235 @@
-//! Periodic jobs across processes: three "processes" (each its own pool, claimer and
-//! settler) run one schedule into one Postgres queue for 100 ticks; the tick's key makes
-//! each land once, whichever process pushed it first.
+//! Periodic jobs across processes on one Postgres queue, the schedules' cursors kept in the
+//! schema: three OS processes (this test binary, run again as children) run two schedules,
+//! a tick every 200 ms for 100 ticks, one with `CatchUp::Once` and one with `CatchUp::All`,
+//! each process stepping both schedulers and running a consumer that acks every job. Twice,
+//! every process is killed (SIGKILL) for 3 s, more than the 2 s lead, and three new ones
+//! start.
+//!
+//! Every step reads the cursor and commits its ticks with the cursor's move in one
+//! transaction, refused if another process moved it since: no tick is pushed twice and
+//! none meets a duplicate key. After each outage `Once` pushes one catch-up tick and takes
+//! back the ticks pushed ahead that came due meanwhile (dead letters, expired); `All`
+//! pushes every missed tick. The check is `leaseq-sqlite`'s
+//! `tests/support/schedule_check.rs`, shared by the SQLite test.
 
+#[path = "../../leaseq-sqlite/tests/support/schedule_check.rs"]
+mod check;
 mod common;
 
-use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use leaseq_async::core::schedule::{Calendar, Interval, Schedule};
-use leaseq_async::{system_clock, Config, Scheduler, Timestamp};
+use check::{log_line, Record, Run, Seen, ALL, ONCE};
+use leaseq_async::core::schedule::{Calendar, CatchUp, Interval, Schedule};
+use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
+use leaseq_postgres::{BytesCodec, Options, PgInspector, PgQueue, Postgres};
 
-const EVERY: Duration = Duration::from_millis(100);
+const EVERY: Duration = Duration::from_millis(200);
 const TICKS: u32 = 100;
+const LEAD: Duration = Duration::from_secs(2);
+const PROCESSES: u64 = 3;
+/// When every process is killed, after the start; and for how long.
+const KILLS: [Duration; 2] = [Duration::from_secs(5), Duration::from_secs(12)];
+const OUTAGE: Duration = Duration::from_secs(3);
+
+fn schedule(which: u8) -> Schedule<Interval> {
+    let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
+    let (name, catch_up) = match which {
+        ONCE => ("once", CatchUp::Once),
+        _ => (
+            "all",
+            CatchUp::All {
+                limit: NonZeroU32::new(1000).unwrap(),
+            },
+        ),
+    };
+    Schedule::new(name, every)
+        .unwrap()
+        .with_lead(LEAD)
+        .with_catch_up(catch_up)
+}
+
+fn now_ns() -> u64 {
+    system_clock().as_nanos()
+}
+
+async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
+    let options = Options::new()
+        .schema(schema)
+        .pool_size(4)
+        .rescue_every(Duration::from_millis(250))
+        .poll_interval(Duration::from_millis(200));
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(1)))
+        .name(queue.to_string())
+        .codec(BytesCodec)
+        .open(Postgres::url(url).options(options))
+        .await
+        .expect("open")
+}
+
+/// A child: its schedulers' first steps (after one returns, the restart's step, with its
+/// take-backs, is committed, by this process or another), then its consumer; until the end
+/// (plus a little), or killed.
+#[test]
+fn schedule_child() {
+    let (Ok(url), Ok(schema), Ok(queue), Ok(log), Ok(start), Ok(end)) = (
+        std::env::var("LEASEQ_SCHEDULE_URL"),
+        std::env::var("LEASEQ_SCHEDULE_SCHEMA"),
+        std::env::var("LEASEQ_SCHEDULE_QUEUE"),
+        std::env::var("LEASEQ_SCHEDULE_LOG"),
+        std::env::var("LEASEQ_SCHEDULE_START"),
+        std::env::var("LEASEQ_SCHEDULE_END"),
+    ) else {
+        return;
+    };
+    let log = PathBuf::from(log);
+    let start = Timestamp::from_nanos(start.parse().unwrap());
+    let stop = Timestamp::from_nanos(end.parse().unwrap()).saturating_add(Duration::from_secs(1));
+    common::runtime().block_on(async {
+        let q = open(&url, &schema, &queue).await;
+        let mut schedulers =
+            [ONCE, ALL].map(|which| (which, Scheduler::new(schedule(which)).starting_at(start)));
+        let mut consumer = None;
+        while system_clock() < stop {
+            let mut wake = Timestamp::MAX;
+            for (which, s) in &mut schedulers {
+                let which = *which;
+                match s
+                    .run_once(&q, |tick| check::job(which, tick.as_nanos(), now_ns()))
+                    .await
+                {
+                    Ok(step) => {
+                        log_line(&log, check::step_line(which, &step));
+                        wake = wake.min(step.wake_at);
+                    }
+                    // The server busy, say: tried again soon.
+                    Err(e) => eprintln!("schedule step: {e:?}"),
+                }
+            }
+            if consumer.is_none() {
+                let (q, log) = (q.clone(), log.clone());
+                consumer = Some(tokio::spawn(async move {
+                    while system_clock() < stop {
+                        let Ok(d) = q.receive_timeout(Duration::from_millis(100)).await else {
+                            continue;
+                        };
+                        log_line(&log, check::ran_line(d.id().get(), d.item()));
+                        let _ = d.ack().await;
+                    }
+                }));
+            }
+            let sleep = wake
+                .saturating_duration_since(system_clock())
+                .clamp(Duration::from_millis(5), Duration::from_millis(100));
+            tokio::time::sleep(sleep).await;
+        }
+        if let Some(consumer) = consumer {
+            consumer.await.expect("consumer");
+        }
+        q.close().await.expect("close");
+    });
+}
+
+fn sleep_until(t: Timestamp) {
+    std::thread::sleep(t.saturating_duration_since(system_clock()));
+}
 
 #[test]
-fn three_processes_push_each_tick_once() {
+fn three_processes_through_two_outages_push_each_tick_once() {
     let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
-        let queue = common::unique("schedule");
-        let config = Config::new(Duration::from_secs(5));
-        let mut processes = Vec::new();
-        for _ in 0..3 {
-            processes.push(common::process(&url, &queue, config.clone()).await);
+    let queue = common::unique("schedule");
+    let schema = common::SCHEMA.name();
+    let log = std::env::temp_dir().join(format!("{queue}.log"));
+    // Time for the children to start (and migrate the schema); then 100 ticks.
+    let start = system_clock().saturating_add(Duration::from_secs(2));
+    let end = start.saturating_add(EVERY * TICKS);
+    let exe = std::env::current_exe().unwrap();
+    let spawn = || -> Vec<Child> {
+        (0..PROCESSES)
+            .map(|_| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "schedule_child",
+                        "--test-threads=1",
+                        "--nocapture",
+                    ])
+                    .env("LEASEQ_SCHEDULE_URL", &url)
+                    .env("LEASEQ_SCHEDULE_SCHEMA", schema)
+                    .env("LEASEQ_SCHEDULE_QUEUE", &queue)
+                    .env("LEASEQ_SCHEDULE_LOG", &log)
+                    .env("LEASEQ_SCHEDULE_START", start.as_nanos().to_string())
+                    .env("LEASEQ_SCHEDULE_END", end.as_nanos().to_string())
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("spawn a child")
+            })
+            .collect()
+    };
+    let mut children = spawn();
+    let mut kills = Vec::new();
+    for at in KILLS {
+        sleep_until(start.saturating_add(at));
+        for child in &mut children {
+            child.kill().expect("SIGKILL a child");
         }
-        let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-        // The lead covers the three processes' planning and push latency (one clock here).
-        let schedule = Schedule::new("pg-tick", every)
-            .unwrap()
-            .with_lead(Duration::from_millis(300));
-        let start = system_clock();
-        let mut schedulers = Vec::new();
-        for q in &processes {
-            let s = Scheduler::new(schedule.clone());
-            let job = |tick: Timestamp| tick.as_nanos().to_be_bytes().to_vec();
-            schedulers.push(tokio::spawn(s.run(q.clone(), job)));
+        for child in &mut children {
+            let _ = child.wait();
         }
-        // One consumer acks every job as it comes, until 100 ticks have passed.
-        let end = start.saturating_add(EVERY * TICKS);
-        let mut landed: BTreeMap<u64, u32> = BTreeMap::new();
-        while system_clock() < end.saturating_add(Duration::from_millis(500)) {
-            let Ok(d) = processes[0]
-                .receive_timeout(Duration::from_millis(200))
-                .await
-            else {
-                continue;
+        // Every process is gone by now: no tick after this ran before the restart.
+        kills.push(now_ns());
+        std::thread::sleep(OUTAGE);
+        children = spawn();
+    }
+    for mut child in children {
+        assert!(child.wait().unwrap().success(), "a child failed");
+    }
+
+    // What the children recorded, and what the queue's rows hold.
+    let check::Log {
+        mut records,
+        duplicates,
+        withdrawn,
+        ..
+    } = check::read_log(&log);
+    let shown = common::runtime().block_on(async {
+        let client = common::sql(&url).await;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT id, payload, state, reason FROM \"{schema}\".items WHERE queue = $1"
+                ),
+                &[&queue],
+            )
+            .await
+            .unwrap();
+        for r in rows {
+            let seen = match r.get::<_, i16>(2) {
+                2 => Seen::Dead {
+                    expired: r.get::<_, Option<i16>>(3) == Some(i16::from(Reason::Expired.code())),
+                },
+                _ => Seen::Live,
             };
-            let tick = u64::from_be_bytes(d.item()[..8].try_into().unwrap());
-            *landed.entry(tick).or_default() += 1;
-            d.ack().await.expect("ack");
+            records.extend(Record::of(r.get::<_, i64>(0) as u64, r.get(1), seen));
         }
-        for q in &processes {
-            let _ = q.close();
-        }
-        for s in schedulers {
-            s.await.expect("scheduler task").expect("scheduler");
-        }
-        let twice: Vec<_> = landed.iter().filter(|(_, &n)| n > 1).collect();
-        assert!(twice.is_empty(), "ticks run more than once: {twice:?}");
-        // Every tick from the first after the start to the last before the end, none missing.
-        let first = every.next_after(start).unwrap().as_nanos();
-        let expected: Vec<u64> = (0..)
-            .map(|k| first + k * EVERY.as_nanos() as u64)
-            .take_while(|&t| t <= end.as_nanos())
-            .collect();
-        let got: Vec<u64> = landed
-            .keys()
-            .copied()
-            .filter(|&t| t <= end.as_nanos())
-            .collect();
-        assert_eq!(got, expected);
-        assert!(expected.len() >= TICKS as usize - 1);
+        let mut inspector = PgInspector::connect(&url, schema).await.unwrap();
+        inspector.schedules(&queue).await.unwrap()
     });
+    let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
+    let run = Run {
+        every: EVERY.as_nanos() as u64,
+        first: every.next_after(start).unwrap().as_nanos(),
+        last: every.last_at_or_before(end).unwrap().as_nanos(),
+        kills,
+    };
+    check::check(&records, &run, duplicates, withdrawn);
+    // Both schedules, their cursors past the end, as the inspector reads them.
+    let names: Vec<&str> = shown.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["all", "once"]);
+    assert!(shown.iter().all(|s| s.cursor.as_nanos() >= run.last));
+    assert!(shown
+        .iter()
+        .all(|s| s.calendar.as_deref() == Some("every 200ms")));
 }

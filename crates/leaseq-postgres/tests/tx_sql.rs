@@ -256,6 +256,7 @@ fn a_version_5_schema_gets_the_functions_when_migrated() {
         db.batch_execute(&format!(
             "DROP FUNCTION \"{s}\".push_job, \"{s}\".push_item, \"{s}\".push_rows;
              DROP TABLE \"{s}\".queue_settings; DROP SEQUENCE \"{s}\".tx_ids;
+             DROP TABLE \"{s}\".schedules;
              ALTER SEQUENCE \"{s}\".instances NO MAXVALUE;
              UPDATE \"{s}\".leaseq_meta SET value = 5 WHERE key = 'schema_version';"
         ))

@@ -36,9 +36,10 @@
 //! A service needs this crate and, for a durable queue, one store crate (`leaseq-sqlite`,
 //! `leaseq-postgres`): everything else it uses is re-exported here. The queue and the
 //! [`Pool`], with its [`Job`], [`JobError`], [`KindPolicy`] and [`Stopping`]; periodic
-//! jobs ([`Scheduler`], [`Schedule`], [`Interval`], [`CatchUp`]; `CronCalendar` with the
-//! feature `cron`); the job router (`Router`, `JobKind`, `Envelope`, and `EnvelopeCodec`,
-//! the codec a router's queue needs on a durable store: feature `router`); the codecs
+//! jobs ([`Scheduler`], [`SchedulerError`], [`Schedule`], [`Interval`], [`CatchUp`],
+//! [`ScheduleState`]; `CronCalendar` with the feature `cron`); the job router (`Router`,
+//! `JobKind`, `Envelope`, and `EnvelopeCodec`, the codec a router's queue needs on a
+//! durable store: feature `router`); the codecs
 //! ([`BytesCodec`], and `PostcardCodec` with `serde`); the operator API's [`Page`] and
 //! [`DeadFilter`]; [`ErrorChain`], an error printed with its causes; and
 //! [`shutdown_signal`]. Each feature of this crate turns on `leaseq-async`'s feature of the
@@ -104,7 +105,8 @@ pub use leaseq_async::{
 pub use leaseq_async::core::schedule::{self, CatchUp, Interval, Schedule};
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
-pub use leaseq_async::{system_clock, Scheduler, SchedulerStep, WallClock};
+pub use leaseq_async::ScheduleState;
+pub use leaseq_async::{system_clock, Scheduler, SchedulerError, SchedulerStep, WallClock};
 pub use leaseq_async::{Closing, DeadFilter, ErrorChain, ItemKind};
 #[cfg(feature = "cron")]
 pub use leaseq_async::{CronCalendar, CronError};
@@ -114,3 +116,4 @@ pub use leaseq_async::{metrics, progress};
 pub use leaseq_async::{
     Checkpointing, LeaseKey, LeaseSignal, StoredCounts, StoredItem, StoredState,
 };
+pub use leaseq_async::{ScheduleCommit, ScheduleCommitError, ScheduleCommitted, Withdrawn};

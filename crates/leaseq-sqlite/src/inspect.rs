@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::{DeadFilter, Page, StoredCounts, StoredItem, StoredState};
+use leaseq_async::{DeadFilter, Page, ScheduleState, StoredCounts, StoredItem, StoredState};
 use leaseq_core::{MessageId, Reason};
 use rusqlite::{Connection, OpenFlags};
 
@@ -26,6 +26,8 @@ pub struct FileView {
     path: PathBuf,
     /// The file has the `progress` column (format 2 on; an older file is read as it is).
     with_progress: bool,
+    /// The file's format version.
+    version: i32,
 }
 
 impl FileView {
@@ -73,6 +75,7 @@ impl FileView {
             conn,
             path: path.to_path_buf(),
             with_progress: version >= crate::check::PROGRESS_VERSION,
+            version,
         })
     }
 
@@ -105,6 +108,13 @@ impl FileView {
             n(in_flight),
             n(dead),
         ))
+    }
+
+    /// The schedules kept in the file (each one's cursor, last and next tick, when the
+    /// cursor last moved, its calendar in words), by name; none in a file of a format
+    /// before schedules were kept.
+    pub fn schedules(&self) -> Result<Vec<ScheduleState>, OpenError> {
+        crate::schedule::read_all(&self.path, &self.conn, self.version)
     }
 
     /// The live items (ready, delayed, in flight) of `page`, in id order.

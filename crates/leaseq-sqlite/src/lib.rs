@@ -63,11 +63,20 @@
 //! newer version's) is not refused: it reads as `Reason::Dropped`. Times are stored as wall-clock nanoseconds, so a delayed item keeps
 //! its schedule across restarts. Ids are never reused (the file keeps their high-water
 //! mark). A file of format 1 (before handlers' checkpoints) is migrated to format 2 (the
-//! `progress` column) once every row is read.
+//! `progress` column), and one of format 2 to format 3 (the `schedules` table), once every
+//! row is read.
 //!
 //! **Checkpoints** (`Delivery::checkpoint`, see `leaseq_async::progress`): checked on the
 //! memory store, written to the item's row by the next group commit and answered once it
 //! is committed; restored with the item at open, so a job cut by `kill -9` resumes.
+//!
+//! **Schedules** (`leaseq_async::Scheduler`): each schedule's cursor is a row of the file's
+//! `schedules` table, back in the memory store at open. A scheduler step's compare-and-set
+//! is made on the memory store (every scheduler of the file's queue is in its owner's
+//! process); its ticks' inserts, the stale ticks taken back and the schedule's row go to
+//! the writer as one batch, so one transaction commits them, and the step answers once it
+//! is committed. A process killed before that loses the whole step: the next owner resumes
+//! from the cursor before it. [`FileView::schedules`] shows them.
 //!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
@@ -170,7 +179,8 @@
 //! takes its owner lock and brings back the leases of a process that died holding it;
 //! [`FileView`] does neither: the format check of an open, then a `query_only` connection
 //! (the rows decoded as an open decodes them), so tools (the `leaseq` command line's reads)
-//! look at a file, even one a running process owns, and change nothing.
+//! look at a file, even one a running process owns, and change nothing: its counts, items,
+//! dead letters and schedules.
 //!
 //! [`Stats`]: leaseq_core::Stats
 #![forbid(unsafe_code)]
@@ -189,6 +199,7 @@ mod open_error;
 mod options;
 mod receive;
 mod restore;
+mod schedule;
 mod seam;
 mod settled;
 mod sqlite;

@@ -1,5 +1,7 @@
 //! The durable facts the store queues for its writer to commit ([`Op`]).
 
+use leaseq_async::ScheduleState;
+
 /// One durable fact about an item.
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
@@ -38,6 +40,8 @@ pub(crate) enum Op {
     Revive { id: u64, visible_at: i64 },
     /// A handler's checkpoint (its row keeps it until deleted).
     Progress { id: u64, progress: Vec<u8> },
+    /// A schedule's state after a committed step (`schedule.rs`): not an item's fact.
+    Schedule(ScheduleState),
 }
 
 impl Op {
@@ -51,6 +55,8 @@ impl Op {
             | Op::Delete { id }
             | Op::Revive { id, .. }
             | Op::Progress { id, .. } => *id,
+            // Never waits for an insert (its `apply` always writes its row).
+            Op::Schedule(_) => u64::MAX,
         }
     }
 }

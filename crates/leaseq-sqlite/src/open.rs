@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use leaseq_async::{
-    Codec, LeaseQueue, MemoryStore, Progress, QueueSettings, Runtime, DEFAULT_MAX_LEASE,
+    Codec, LeaseQueue, MemoryStore, Progress, QueueSettings, Runtime, ScheduleState,
+    DEFAULT_MAX_LEASE,
 };
 use leaseq_core::{EventMask, MessageId, Queue, Timestamp};
 use rusqlite::{Connection, MAIN_DB};
@@ -85,10 +86,14 @@ where
         core,
         offset,
         progress,
+        schedules,
     } = ready;
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
         inner.restore_progress(id, p);
+    }
+    for state in schedules {
+        inner.restore_schedule(state);
     }
     let journal = Journal::start(conn, lock, options.commit_timeout)
         .map_err(|e| OpenError::io(path, "the writer thread could not start", e))?;
@@ -99,6 +104,7 @@ where
         offset,
         handles: AtomicUsize::new(1),
         max_item_size: options.max_item_size,
+        schedule_lock: parking_lot::Mutex::new(()),
     });
     Ok(LeaseQueue::start(store))
 }
@@ -111,6 +117,8 @@ struct Ready<T> {
     offset: i128,
     /// The items' checkpoints.
     progress: Vec<(MessageId, Progress)>,
+    /// The schedules' stored states.
+    schedules: Vec<ScheduleState>,
 }
 
 /// Under the owner lock: checks the file (or creates it: `created` is then set), reads
@@ -149,6 +157,10 @@ fn prepare<T, C: Codec<T>>(
 
     // Everything is read before anything is written.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
+    let schedules = match version {
+        Some(v) => crate::schedule::read_all(path, &conn, v)?,
+        None => Vec::new(),
+    };
     let (fixes, progress) = if existed {
         let restored = restore_rows(
             path,
@@ -180,6 +192,9 @@ fn prepare<T, C: Codec<T>>(
     } else if !with_progress {
         migrate_to_progress(&conn).map_err(sql)?;
     }
+    if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
+        crate::schedule::migrate(&conn).map_err(sql)?;
+    }
     if !fixes.is_empty() {
         commit(&mut conn, &fixes, &mut Early::new()).map_err(sql)?;
     }
@@ -188,6 +203,7 @@ fn prepare<T, C: Codec<T>>(
         core,
         offset,
         progress,
+        schedules,
     })
 }
 
@@ -224,9 +240,11 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
              dead_at INTEGER,
              progress BLOB
          );
+         {schedules}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
-         COMMIT;"
+         COMMIT;",
+        schedules = crate::schedule::SCHEDULES_TABLE
     ))
 }
 

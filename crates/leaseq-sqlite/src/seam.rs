@@ -12,7 +12,8 @@ use std::time::Duration;
 use event_listener::EventListener;
 use leaseq_async::{
     AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, LeaseKey, LeaseLost, Page,
-    Progress, Push, PushError, Runtime, SettleError, Store, StoreError, Taken,
+    Progress, Push, PushError, Runtime, ScheduleCommit, ScheduleCommitError, ScheduleCommitted,
+    ScheduleState, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -374,6 +375,21 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
 
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
         self.purge_items()
+    }
+
+    async fn schedule(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
+        Ok(self.inner.schedule_state(name))
+    }
+
+    async fn commit_schedule(
+        &self,
+        step: ScheduleCommit<T>,
+    ) -> Result<ScheduleCommitted, ScheduleCommitError<T>> {
+        self.commit_schedule_step(step).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleState>, StoreError> {
+        Ok(self.inner.schedule_states())
     }
 
     /// Once the queue is closed (so `close().await`), also checkpoints the WAL into the

@@ -1,40 +1,59 @@
-//! Periodic jobs across processes on one SQLite file: three OS processes (this test binary,
-//! run again as children) run the same schedule, a tick every 100 ms for 100 ticks. A file
-//! has one owner at a time (its `flock`), so they take turns: each loops opening the file
-//! (a held file is `OpenError::Locked`), runs a fresh `Scheduler` and acks the ticks that
-//! come due for a few hundred milliseconds, closes it, and lets another take over.
+//! Periodic jobs across processes on one SQLite file, the schedules' cursors kept in the
+//! file: three OS processes (this test binary, run again as children) run two schedules, a
+//! tick every 200 ms for 100 ticks, one with `CatchUp::Once` and one with `CatchUp::All`.
+//! A file has one owner at a time (its `flock`), so they take turns: each loops opening
+//! the file (a held file is `OpenError::Locked`), runs fresh `Scheduler`s (as a restarted
+//! process would) and acks the ticks that come due for a few hundred milliseconds, closes
+//! it, and lets another take over. Twice, every process is killed (SIGKILL) for 3 s, more
+//! than the 2 s lead, and three new ones start.
 //!
-//! A new owner's scheduler starts at its own wall clock and pushes the ticks within the
-//! lead, most of which its predecessor pushed ahead (delayed, still in the file with their
-//! keys): those are refused as duplicate keys. The lead (2 s) covers the handover, so no
-//! tick falls between two owners. At the end every tick from the start to the end landed
-//! exactly once: acked by one owner (its log) or still in the file.
+//! A new owner's schedulers resume from the cursors in the file, so no tick is pushed
+//! twice and none meets a duplicate key. After each outage `Once` pushes one catch-up tick
+//! and takes back the ticks pushed ahead that came due meanwhile (dead letters, expired);
+//! `All` pushes every missed tick. The check is `support/schedule_check.rs`.
 
+#[path = "support/schedule_check.rs"]
+mod check;
 #[path = "support/rng.rs"]
 mod rng;
 
-use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use leaseq_async::core::schedule::{Calendar, Interval, Schedule};
-use leaseq_async::{system_clock, Config, Scheduler, Timestamp};
+use check::{log_line, Record, Run, Seen, ALL, ONCE};
+use leaseq_async::core::schedule::{Calendar, CatchUp, Interval, Schedule};
+use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{BytesCodec, OpenError, Options, Sqlite, SqliteQueue};
 use rng::Rng;
 
-const EVERY: Duration = Duration::from_millis(100);
-const TICKS: u64 = 100;
+const EVERY: Duration = Duration::from_millis(200);
+const TICKS: u32 = 100;
 const LEAD: Duration = Duration::from_secs(2);
 const PROCESSES: u64 = 3;
+/// When every process is killed, after the start; and for how long.
+const KILLS: [Duration; 2] = [Duration::from_secs(5), Duration::from_secs(12)];
+const OUTAGE: Duration = Duration::from_secs(3);
 
 type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
 
-fn schedule() -> Schedule<Interval> {
+fn schedule(which: u8) -> Schedule<Interval> {
     let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-    Schedule::new("sqlite-tick", every).unwrap().with_lead(LEAD)
+    let (name, catch_up) = match which {
+        ONCE => ("once", CatchUp::Once),
+        _ => (
+            "all",
+            CatchUp::All {
+                limit: NonZeroU32::new(1000).unwrap(),
+            },
+        ),
+    };
+    Schedule::new(name, every)
+        .unwrap()
+        .with_lead(LEAD)
+        .with_catch_up(catch_up)
 }
 
 /// The file, or `None` while another process owns it.
@@ -52,21 +71,12 @@ fn try_open(path: &Path) -> Option<Queue> {
     }
 }
 
-/// One line per fact, each a single `write` on an `O_APPEND` file shared by the children.
-fn log_line(log: &Path, line: String) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+fn now_ns() -> u64 {
+    system_clock().as_nanos()
 }
 
-fn nanos(t: Timestamp) -> u64 {
-    t.as_nanos()
-}
-
-/// A child: takes turns owning the file until the end (plus a little), then exits.
+/// A child: takes turns owning the file until the end (plus a little), then exits; or is
+/// killed.
 #[test]
 fn schedule_child() {
     let (Ok(path), Ok(log), Ok(start), Ok(end), Ok(seed)) = (
@@ -92,19 +102,22 @@ fn schedule_child() {
         let hold = Duration::from_millis(200 + rng.below(500));
         smol::block_on(async {
             let until = system_clock().saturating_add(hold);
-            // A fresh scheduler, as a restarted process would have: its cursor at its
-            // wall clock (or the schedule's start, not reached yet).
-            let mut scheduler = Scheduler::new(schedule()).starting_at(start.max(system_clock()));
+            // Fresh schedulers, as a restarted process would have: they resume from the
+            // cursors in the file (a schedule the file does not know starts at `start`).
+            let mut schedulers = [ONCE, ALL]
+                .map(|which| (which, Scheduler::new(schedule(which)).starting_at(start)));
             while system_clock() < until.min(stop) {
-                let step = scheduler
-                    .run_once(&q, |tick| nanos(tick).to_be_bytes().to_vec())
-                    .await
-                    .expect("scheduled push");
-                log_line(&log, format!("S {} {}", step.pushed, step.duplicates));
+                for (which, s) in &mut schedulers {
+                    let which = *which;
+                    let step = s
+                        .run_once(&q, |tick| check::job(which, tick.as_nanos(), now_ns()))
+                        .await
+                        .expect("schedule step");
+                    log_line(&log, check::step_line(which, &step));
+                }
                 for d in q.try_receive_batch(64) {
-                    let tick = u64::from_be_bytes(d.item()[..8].try_into().unwrap());
+                    log_line(&log, check::ran_line(d.id().get(), d.item()));
                     d.ack().await.expect("ack");
-                    log_line(&log, format!("A {tick}"));
                 }
                 smol::Timer::after(Duration::from_millis(20)).await;
             }
@@ -124,97 +137,121 @@ fn schedule_child() {
     }
 }
 
+fn sleep_until(t: Timestamp) {
+    std::thread::sleep(t.saturating_duration_since(system_clock()));
+}
+
 #[test]
-fn three_processes_take_turns_and_push_each_tick_once() {
+fn three_processes_through_two_outages_push_each_tick_once() {
     let dir = std::env::temp_dir();
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
+    let n = now_ns();
     let path = dir.join(format!("leaseq-schedule-{}-{n}.db", std::process::id()));
     let log = dir.join(format!("leaseq-schedule-{}-{n}.log", std::process::id()));
     // Time for the children to start; then 100 ticks.
     let start = system_clock().saturating_add(Duration::from_millis(1500));
-    let end = start.saturating_add(EVERY * TICKS as u32);
+    let end = start.saturating_add(EVERY * TICKS);
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..PROCESSES)
-        .map(|k| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "schedule_child",
-                    "--test-threads=1",
-                    "--nocapture",
-                ])
-                .env("LEASEQ_SCHEDULE_CHILD", &path)
-                .env("LEASEQ_SCHEDULE_LOG", &log)
-                .env("LEASEQ_SCHEDULE_START", nanos(start).to_string())
-                .env("LEASEQ_SCHEDULE_END", nanos(end).to_string())
-                .env("LEASEQ_SCHEDULE_SEED", (k + 1).to_string())
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("spawn a child")
-        })
-        .collect();
+    let spawn = |generation: u64| -> Vec<Child> {
+        (0..PROCESSES)
+            .map(|k| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "schedule_child",
+                        "--test-threads=1",
+                        "--nocapture",
+                    ])
+                    .env("LEASEQ_SCHEDULE_CHILD", &path)
+                    .env("LEASEQ_SCHEDULE_LOG", &log)
+                    .env("LEASEQ_SCHEDULE_START", start.as_nanos().to_string())
+                    .env("LEASEQ_SCHEDULE_END", end.as_nanos().to_string())
+                    .env(
+                        "LEASEQ_SCHEDULE_SEED",
+                        (generation * 10 + k + 1).to_string(),
+                    )
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("spawn a child")
+            })
+            .collect()
+    };
+    let mut children = spawn(0);
+    let mut kills = Vec::new();
+    for (i, at) in KILLS.into_iter().enumerate() {
+        sleep_until(start.saturating_add(at));
+        for child in &mut children {
+            child.kill().expect("SIGKILL a child");
+        }
+        for child in &mut children {
+            let _ = child.wait();
+        }
+        // Every process is gone by now: no tick after this ran before the restart.
+        kills.push(now_ns());
+        std::thread::sleep(OUTAGE);
+        children = spawn(i as u64 + 1);
+    }
     for mut child in children {
         assert!(child.wait().unwrap().success(), "a child failed");
     }
 
-    // Every tick landed: acked by an owner (the log) or still in the file.
-    let mut landed: BTreeMap<u64, u32> = BTreeMap::new();
-    let text = std::fs::read_to_string(&log).unwrap();
-    let (mut owners, mut turns, mut duplicates) = (Vec::new(), 0, 0);
-    for line in text.lines() {
-        let parts: Vec<&str> = line.split(' ').collect();
-        match parts[..] {
-            ["A", tick] => *landed.entry(tick.parse().unwrap()).or_default() += 1,
-            ["O", pid] => {
-                turns += 1;
-                if !owners.contains(&pid) {
-                    owners.push(pid);
-                }
-            }
-            ["S", _, dups] => duplicates += dups.parse::<u64>().unwrap(),
-            _ => panic!("bad log line {line:?}"),
-        }
-    }
+    // What the children recorded, and what the file holds.
+    let check::Log {
+        mut records,
+        duplicates,
+        withdrawn,
+        owners,
+        ..
+    } = check::read_log(&log);
     let db = rusqlite::Connection::open(&path).unwrap();
     let mut rows = db
-        .prepare("SELECT payload FROM items WHERE dead = 0")
+        .prepare("SELECT id, payload, dead, reason FROM items")
         .unwrap();
-    for payload in rows.query_map([], |r| r.get::<_, Vec<u8>>(0)).unwrap() {
-        let tick = u64::from_be_bytes(payload.unwrap()[..8].try_into().unwrap());
-        *landed.entry(tick).or_default() += 1;
+    let found = rows
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, bool>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+            ))
+        })
+        .unwrap();
+    for row in found {
+        let (id, payload, dead, reason) = row.unwrap();
+        let seen = if dead {
+            let expired = reason == Some(i64::from(Reason::Expired.code()));
+            Seen::Dead { expired }
+        } else {
+            Seen::Live
+        };
+        records.extend(Record::of(id as u64, &payload, seen));
     }
+    let stored: Vec<(String, i64)> = db
+        .prepare("SELECT name, cursor FROM schedules ORDER BY name")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     drop(rows);
     drop(db);
     for suffix in ["", "-wal", "-shm", "-lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-    let _ = std::fs::remove_file(&log);
 
-    let twice: Vec<_> = landed.iter().filter(|(_, &n)| n > 1).collect();
-    assert!(twice.is_empty(), "ticks landed more than once: {twice:?}");
     let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-    let first = nanos(every.next_after(start).unwrap());
-    let expected: Vec<u64> = (0..)
-        .map(|k| first + k * EVERY.as_nanos() as u64)
-        .take_while(|&t| t <= nanos(end))
-        .collect();
-    let got: Vec<u64> = landed
-        .keys()
-        .copied()
-        .filter(|&t| t <= nanos(end))
-        .collect();
-    assert_eq!(got, expected, "every tick from the start to the end, once");
-    assert_eq!(expected.len(), TICKS as usize);
-    // The file changed hands, and new owners met ticks pushed ahead by earlier ones.
-    assert!(
-        owners.len() >= 2 && turns > owners.len(),
-        "{turns} turns by {owners:?}"
+    let run = Run {
+        every: EVERY.as_nanos() as u64,
+        first: every.next_after(start).unwrap().as_nanos(),
+        last: every.last_at_or_before(end).unwrap().as_nanos(),
+        kills,
+    };
+    check::check(&records, &run, duplicates, withdrawn);
+    // Both cursors are in the file, past the end; the file changed hands.
+    assert_eq!(
+        stored.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["all", "once"]
     );
-    assert!(
-        duplicates > 0,
-        "no owner met a tick pushed ahead by another"
-    );
+    assert!(stored.iter().all(|&(_, c)| c as u64 >= run.last));
+    assert!(owners.len() > PROCESSES as usize, "owners: {owners:?}");
 }

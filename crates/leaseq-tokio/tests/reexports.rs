@@ -33,6 +33,11 @@ use leaseq_tokio::{router, Envelope, EnvelopeCodec, JobKind, Router};
 #[cfg(feature = "cron")]
 #[allow(unused_imports)]
 use leaseq_tokio::{CronCalendar, CronError};
+#[allow(unused_imports)]
+use leaseq_tokio::{
+    ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState, SchedulerError,
+    Withdrawn,
+};
 
 /// The re-exported `MemoryStore` is a `Store`, with the re-exported ticket and wait.
 fn is_store<

@@ -11,6 +11,7 @@ mod lock;
 mod operator;
 mod progress;
 mod push;
+mod schedules;
 mod settle;
 mod settle_batch;
 mod spare;
@@ -32,6 +33,7 @@ use crate::signal::Signal;
 
 use inbox::Inbox;
 pub(crate) use lock::Locked;
+pub use schedules::Withdrawn;
 
 /// A queue's items in memory: [`leaseq_core::Queue`] behind one lock. The default store of
 /// [`LeaseQueue`](crate::LeaseQueue); build one with [`LeaseQueue::new`](crate::LeaseQueue::new)
@@ -110,6 +112,8 @@ pub(crate) struct State<T> {
     pub(crate) progress: progress::ProgressMap,
     /// The inbox's last batch, kept for its allocation.
     pub(crate) spare: Vec<T>,
+    /// The schedules kept in this queue, by name (see `schedules.rs`).
+    pub(crate) schedules: schedules::Schedules,
     /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
     #[cfg(feature = "tracing")]
     pub(crate) events_dropped_seen: u64,
@@ -162,6 +166,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 live_at_release: 0,
                 progress: progress::ProgressMap::default(),
                 spare: Vec::new(),
+                schedules: schedules::Schedules::new(),
                 #[cfg(feature = "tracing")]
                 events_dropped_seen: 0,
                 #[cfg(feature = "metrics")]

@@ -22,6 +22,9 @@ use crate::page::Page;
 use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
+use crate::schedule_store::{
+    ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState,
+};
 use crate::store::{Checkpointing, Delivery, Drive, Store, TakeHeartbeat, Taken};
 use crate::store_error::SettleError;
 use crate::store_error::StoreError;
@@ -396,5 +399,26 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
         ready(Ok(MemoryStore::purge(self).len() as u64))
+    }
+
+    fn schedule(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ScheduleState>, StoreError>> + Send {
+        ready(Ok(self.schedule_state(name)))
+    }
+
+    fn commit_schedule(
+        &self,
+        step: ScheduleCommit<T>,
+    ) -> impl Future<Output = Result<ScheduleCommitted, ScheduleCommitError<T>>> + Send {
+        ready(
+            self.commit_schedule_now(step)
+                .map(|(committed, _)| committed),
+        )
+    }
+
+    fn schedules(&self) -> impl Future<Output = Result<Vec<ScheduleState>, StoreError>> + Send {
+        ready(Ok(self.schedule_states()))
     }
 }

@@ -30,11 +30,15 @@ use leaseq_core::Timestamp;
 /// let t = Timestamp::from_nanos(1_704_067_200 * 1_000_000_000);
 /// let next = cal.next_after(t).unwrap();
 /// assert_eq!(next.as_nanos(), (1_704_067_200 + 8 * 3600) * 1_000_000_000);
+/// // What operators see of it beside the schedule's stored state.
+/// assert_eq!(cal.describe().as_deref(), Some(r#"cron "0 9 * * MON-FRI" in Europe/Berlin"#));
 /// ```
 #[derive(Clone)]
 pub struct CronCalendar {
     cron: Cron,
     tz: Tz,
+    /// The expression as given (croner keeps a normalized one).
+    pattern: String,
 }
 
 /// Why a [`CronCalendar`] was refused.
@@ -81,7 +85,11 @@ impl CronCalendar {
             pattern: pattern.to_owned(),
             error: e.to_string(),
         })?;
-        Ok(CronCalendar { cron, tz })
+        Ok(CronCalendar {
+            cron,
+            tz,
+            pattern: pattern.to_owned(),
+        })
     }
 
     /// The time zone.
@@ -151,12 +159,17 @@ impl Calendar for CronCalendar {
         }
         None
     }
+
+    /// `cron "0 9 * * MON-FRI" in Europe/Berlin`.
+    fn describe(&self) -> Option<String> {
+        Some(format!("cron {:?} in {}", self.pattern, self.tz))
+    }
 }
 
 impl fmt::Debug for CronCalendar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CronCalendar")
-            .field("pattern", &self.cron.pattern.to_string())
+            .field("pattern", &self.pattern)
             .field("tz", &self.tz)
             .finish()
     }

@@ -19,6 +19,9 @@ use crate::page::Page;
 use crate::progress::{LeaseKey, Progress};
 use crate::push::Push;
 use crate::runtime::Runtime;
+use crate::schedule_store::{
+    ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState,
+};
 use crate::store_error::{SettleError, StoreError};
 
 pub use crate::taken::{Checkpointing, Drive, TakeHeartbeat, Taken};
@@ -60,6 +63,10 @@ pub(crate) const DEFAULT_NAME: &str = "leaseq";
 ///   queues the change and commits it with its next batch.
 /// - **Introspection is a snapshot** ([`stats`](Store::stats)): exact for the memory store, as
 ///   of the last refresh for a shared one.
+/// - **Schedules** ([`schedule`](Store::schedule), [`commit_schedule`](Store::commit_schedule)):
+///   a schedule's state is kept with the items, and a scheduler step (its ticks' pushes,
+///   the stale ticks taken back, the cursor's move) is one commit, refused if the cursor
+///   moved since it was read: a compare-and-set every process sharing the store sees.
 /// - **The driver** ([`drive`](Store::drive)) applies what is due (leases running out,
 ///   delays ending, heartbeats) and says when to wake next; a database store also rescues
 ///   leases of dead processes there.
@@ -421,6 +428,28 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// Deletes every ready and delayed item (items in flight stay with their holders);
     /// how many.
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// The stored state of schedule `name`, as the last committed step left it (`None`: no
+    /// step of it was ever committed): where a [`Scheduler`](crate::Scheduler) plans from.
+    fn schedule(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ScheduleState>, StoreError>> + Send;
+
+    /// Commits one scheduler step as one change, if the stored cursor of schedule
+    /// `step.state.name` is `step.expected` (compare-and-set): pushes every tick's job (one
+    /// refused as a duplicate key is counted, not an error), takes back the waiting holders
+    /// of `step.withdraw` (dead letters of reason `Expired`), and stores `step.state`.
+    /// Otherwise nothing changes: [`ScheduleCommitError::Moved`] when the cursor is not the
+    /// one read (another scheduler moved it), [`ScheduleCommitError::Push`] when a push is
+    /// refused (none of the step's is made). `Ok` once durable, as a push's `Ok`.
+    fn commit_schedule(
+        &self,
+        step: ScheduleCommit<T>,
+    ) -> impl Future<Output = Result<ScheduleCommitted, ScheduleCommitError<T>>> + Send;
+
+    /// Every schedule kept for this queue, by name.
+    fn schedules(&self) -> impl Future<Output = Result<Vec<ScheduleState>, StoreError>> + Send;
 
     /// Completes once every change made so far (pushes included) is durable; an error when
     /// the store could not make them durable before its commit timeout (their outcome is

@@ -3,15 +3,16 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use leaseq_async::{
     Acked, AdminError, CancelError, CodecError, Config, DeadFilter, DeadLetter, Drive, Extended,
     Failure, ItemView, LeaseLost, LeaseQueue, MemoryStore, MemoryTicket, MemoryWaiting, MessageId,
-    Nacked, Page, Push, PushError, RedriveError, Runtime, SettleError, SimRuntime, Stats, Store,
-    StoreError, Taken, Timestamp,
+    Nacked, Page, Push, PushError, RedriveError, Runtime, ScheduleCommit, ScheduleCommitError,
+    ScheduleCommitted, ScheduleState, SettleError, SimRuntime, Stats, Store, StoreError, Taken,
+    Timestamp,
 };
 
 /// Which calls fail, as counters of calls still to fail (`u32::MAX`: every one).
@@ -26,7 +27,15 @@ pub(crate) struct Faults {
     /// Operator calls (cancel, redrive, purge, listings) answer "not done" without reaching
     /// the store.
     pub(crate) admin_not_done: AtomicU32,
+    /// Schedule reads and commits answer "not done" without reaching the store.
+    pub(crate) schedule_not_done: AtomicU32,
+    /// Schedule commits are made, then answer "outcome unknown" (the reply was lost).
+    pub(crate) schedule_reply_lost: AtomicU32,
 }
+
+/// Work run on the inner store between a schedule's read and its commit (another process
+/// moving the cursor in between, say).
+pub(crate) type Between = Box<dyn FnOnce(&MemoryStore<u32, SimRuntime>) + Send>;
 
 fn take(counter: &AtomicU32) -> bool {
     counter
@@ -48,6 +57,8 @@ pub(crate) struct Faulty {
     /// Claims its settles are ready at once (`Store::settles_at_once`), whatever `commit`
     /// says: a store that breaks that promise.
     pub(crate) claims_at_once: AtomicBool,
+    /// Run at the next schedule commit, before it is made.
+    pub(crate) before_commit: Mutex<Option<Between>>,
 }
 
 impl Faulty {
@@ -245,6 +256,33 @@ impl Store<u32> for Faulty {
         self.admin()?;
         Store::purge(&*self.inner).await
     }
+    async fn schedule(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
+        if take(&self.faults.schedule_not_done) {
+            return Err(StoreError::not_done("injected: schedule read not done"));
+        }
+        Store::schedule(&*self.inner, name).await
+    }
+    async fn commit_schedule(
+        &self,
+        step: ScheduleCommit<u32>,
+    ) -> Result<ScheduleCommitted, ScheduleCommitError<u32>> {
+        if take(&self.faults.schedule_not_done) {
+            return Err(StoreError::not_done("injected: schedule commit not done").into());
+        }
+        let between = self.before_commit.lock().unwrap().take();
+        if let Some(between) = between {
+            between(&self.inner);
+        }
+        let made = Store::commit_schedule(&*self.inner, step).await;
+        if made.is_ok() && take(&self.faults.schedule_reply_lost) {
+            return Err(StoreError::outcome_unknown("injected: commit reply lost").into());
+        }
+        made
+    }
+    async fn schedules(&self) -> Result<Vec<ScheduleState>, StoreError> {
+        self.admin()?;
+        Store::schedules(&*self.inner).await
+    }
     async fn synced(&self) -> Result<(), StoreError> {
         if take(&self.faults.sync) {
             return Err(StoreError::outcome_unknown(
@@ -275,6 +313,7 @@ pub(crate) fn queue_with(rt: &SimRuntime, commit: Duration) -> (Q, Arc<Faulty>) 
         commit,
         answered: AtomicU32::new(0),
         claims_at_once: AtomicBool::new(false),
+        before_commit: Mutex::new(None),
     });
     (LeaseQueue::start(store.clone()), store)
 }

@@ -1,9 +1,12 @@
-//! Cancel: taking a live item out of the queue by id before it is acked.
+//! Cancel: taking a live item out of the queue by id before it is acked; and ending a
+//! waiting item by its key as if its time to live ran out (a schedule's tick no longer
+//! wanted).
 
 use super::{Fate, Queue, State};
 use crate::error::CancelError;
-use crate::event::Event;
+use crate::event::{Event, Reason};
 use crate::id::MessageId;
+use crate::key::UniqueKey;
 use crate::time::Timestamp;
 
 impl<T> Queue<T> {
@@ -34,6 +37,25 @@ impl<T> Queue<T> {
     pub fn cancel_leased(&mut self, id: MessageId, now: Timestamp) -> Result<T, CancelError> {
         self.advance(now);
         self.cancel_slot(id, true)
+    }
+
+    /// Ends the waiting (ready or delayed) item that holds `key` as if its time to live ran
+    /// out at `now`: dead-lettered with [`Reason::Expired`] (counted in
+    /// [`Stats::expired`](crate::Stats::expired), reported as [`Event::DeadLettered`]), its
+    /// key free. Returns its id; `None` when no waiting item holds the key (none does, or the
+    /// holder is in flight: its lease runs on). O(1). Everything due at `now` is applied
+    /// first. A scheduler takes back the ticks it pushed ahead that its catch-up policy no
+    /// longer runs with it (see [`Schedule::stale`](crate::schedule::Schedule::stale)).
+    pub fn expire_key(&mut self, key: &UniqueKey, now: Timestamp) -> Option<MessageId> {
+        let now = self.advance(now);
+        let slot = self.keys.find(key, key.hash64())? as usize;
+        if !matches!(self.slots[slot].state, State::Ready | State::Delayed) {
+            return None;
+        }
+        let id = MessageId(self.slots[slot].id);
+        self.leave_waiting(slot);
+        self.bury(slot, now, Reason::Expired);
+        Some(id)
     }
 
     fn cancel_slot(&mut self, id: MessageId, leased_too: bool) -> Result<T, CancelError> {

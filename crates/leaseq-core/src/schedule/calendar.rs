@@ -7,6 +7,8 @@
 //! before `t`", so every policy decision stays here, deterministic and testable.
 
 use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
 use core::time::Duration;
 
 use super::error::ScheduleError;
@@ -43,6 +45,13 @@ pub trait Calendar {
 
     /// The last tick at or before `t`, or `None` if the schedule has no tick by `t`.
     fn last_at_or_before(&self, t: Timestamp) -> Option<Timestamp>;
+
+    /// The calendar in words, for operators (`every 60s`, a cron expression and its time
+    /// zone): stored with the schedule's state, so that tools that do not know the calendar
+    /// can show it. Default: `None` (not said).
+    fn describe(&self) -> Option<String> {
+        None
+    }
 }
 
 impl<C: Calendar + ?Sized> Calendar for &C {
@@ -52,6 +61,9 @@ impl<C: Calendar + ?Sized> Calendar for &C {
     fn last_at_or_before(&self, t: Timestamp) -> Option<Timestamp> {
         (**self).last_at_or_before(t)
     }
+    fn describe(&self) -> Option<String> {
+        (**self).describe()
+    }
 }
 
 impl<C: Calendar + ?Sized> Calendar for Box<C> {
@@ -60,6 +72,9 @@ impl<C: Calendar + ?Sized> Calendar for Box<C> {
     }
     fn last_at_or_before(&self, t: Timestamp) -> Option<Timestamp> {
         (**self).last_at_or_before(t)
+    }
+    fn describe(&self) -> Option<String> {
+        (**self).describe()
     }
 }
 
@@ -133,6 +148,15 @@ impl Calendar for Interval {
         self.tick(k)
             .or_else(|| k.checked_sub(1).and_then(|k| self.tick(k)))
     }
+
+    /// `every 60s`, and the anchor when it is not the epoch: `every 5s from 1000 ns`.
+    fn describe(&self) -> Option<String> {
+        let every = self.every();
+        Some(match self.anchor.as_nanos() {
+            0 => format!("every {every:?}"),
+            ns => format!("every {every:?} from {ns} ns"),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -171,5 +195,18 @@ mod tests {
         );
         let huge = Interval::new(Duration::MAX, ns(0)).unwrap();
         assert_eq!(huge.next_after(ns(0)), None);
+    }
+
+    #[test]
+    fn an_interval_says_its_period_and_anchor() {
+        let minute = Interval::new(Duration::from_secs(60), ns(0)).unwrap();
+        assert_eq!(minute.describe().as_deref(), Some("every 60s"));
+        let fast = Interval::new(Duration::from_millis(150), ns(1_000)).unwrap();
+        assert_eq!(fast.describe().as_deref(), Some("every 150ms from 1000 ns"));
+        // Through a reference and a box, as a scheduler may hold it.
+        let by_ref: &dyn Calendar = &&fast;
+        assert_eq!(by_ref.describe(), fast.describe());
+        let boxed: Box<dyn Calendar> = Box::new(fast);
+        assert_eq!(boxed.describe(), fast.describe());
     }
 }

@@ -7,8 +7,8 @@
 //! (with a delay until its time). [`Schedule::plan`] is a pure function of the last tick
 //! handled (the *cursor*) and `now`: it returns the ticks to push, those skipped, the new
 //! cursor and when to plan again. The driver (leaseq-async's scheduler, or your own) keeps
-//! the cursor, sleeps until [`Plan::wake_at`] and pushes each tick with
-//! [`Schedule::key`] as its unique key.
+//! the cursor (leaseq's scheduler: in the queue's store, see below), sleeps until
+//! [`Plan::wake_at`] and pushes each tick with [`Schedule::key`] as its unique key.
 //!
 //! # Time
 //!
@@ -18,14 +18,23 @@
 //!
 //! # Once per tick, across processes
 //!
-//! A tick's key is the schedule's name and the tick's time (`name@<20-digit nanoseconds>`).
-//! While one process's push of a tick is ready, delayed or in flight, another's is refused
-//! as a duplicate key: the tick lands once. A key is free again once its item is acked, so
-//! the guarantee needs every process to push a tick *before* the first push of it is
-//! acked. The lead gives that: with a lead of `L`, every running process pushes the tick
-//! during the `L` before its time, while the first push still waits (delayed) and holds the
-//! key. Choose `L` above the clock skew between processes plus their planning latency.
-//! With no lead, a tick whose job finishes before a slower process plans may run twice.
+//! The driver keeps the cursor where every process sharing the schedule reads it (leaseq's
+//! scheduler keeps it in the queue's store) and moves it with a compare-and-set, in the same
+//! commit as the pushes of the ticks it planned: a process that planned from a cursor
+//! another one has moved since is refused, pushes nothing, reads the new cursor and plans
+//! again. Each tick after the cursor is then pushed by exactly one process, and the cursor
+//! survives every process: ticks missed while all were down are missed ticks at the next
+//! plan (see below).
+//!
+//! A tick's key is the schedule's name and the tick's time (`name@<20-digit nanoseconds>`),
+//! a second guard: while one push of a tick is ready, delayed or in flight, another is
+//! refused as a duplicate key. A key is free again once its item is acked, so without a
+//! shared cursor (a driver of your own that keeps it in the process), the guarantee needs
+//! every process to push a tick *before* the first push of it is acked: a lead above the
+//! clock skew between processes plus their planning latency gives that (every running
+//! process pushes the tick during the `L` before its time, while the first push still waits
+//! and holds the key). With a shared cursor the lead only makes ticks punctual: a tick is in
+//! the queue, delayed, before its time, whenever the driver wakes.
 //!
 //! # Missed ticks
 //!
@@ -38,6 +47,17 @@
 //! however long the gap: a year-long gap on a one-second interval is as cheap as a minute's.
 //! A new schedule starts its cursor at the time it is set up (no tick before it runs), or
 //! earlier to backfill a window.
+//!
+//! Ticks pushed ahead (within the lead) that came due while nothing ran are missed ticks
+//! too: the last process pushed them, delayed, and then every process stopped. Left alone
+//! they would all run at the restart, late and at once. [`Schedule::stale`] names those the
+//! same [`CatchUp`] would not run (with `Once`, all but the latest tick due; with `Skip`,
+//! all but the latest and only within the grace; with `All`, those beyond the `limit`
+//! latest ticks due, counting the missed ones after the cursor first): the driver takes
+//! them back if they are still waiting (leaseq's scheduler dead-letters them as
+//! [`Reason::Expired`](crate::Reason::Expired) in the commit that moves the cursor), so an
+//! outage costs one late run with `Once`, never a burst. A tick whose job has started is
+//! left to run.
 //!
 //! # A clock that steps backwards
 //!
@@ -82,7 +102,9 @@ mod calendar;
 mod error;
 mod key;
 mod plan;
+mod stale;
 
+use alloc::vec::Vec;
 use core::time::Duration;
 
 pub use calendar::{Calendar, Interval};
@@ -187,6 +209,52 @@ impl<C: Calendar> Schedule<C> {
             &self.calendar,
             self.catch_up,
             self.lead,
+            cursor,
+            now,
+            Self::MAX_BATCH,
+        )
+    }
+
+    /// The first tick strictly after `t` (`None`: the calendar has no further tick, or
+    /// answered one that is not after `t`): after a plan's cursor, the next tick to push.
+    pub fn next_tick(&self, t: Timestamp) -> Option<Timestamp> {
+        plan::next(&self.calendar, t)
+    }
+
+    /// The ticks pushed ahead that this schedule's [`CatchUp`] would no longer run at
+    /// `now`: of the ticks in `(since, min(cursor, now)]` (pushed ahead by the plan whose
+    /// cursor is `cursor`, made at `since`, and come due since), all but those the policy
+    /// runs, oldest first, at most [`MAX_BATCH`](Self::MAX_BATCH) (the latest ones). See
+    /// "Missed ticks" in the [module docs](self). Pure; empty in steady running, when the
+    /// only tick come due since the last plan is the latest one.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use leaseq_core::schedule::{CatchUp, Interval, Schedule};
+    /// use leaseq_core::Timestamp;
+    ///
+    /// let s = |catch_up| {
+    ///     Schedule::new("sync", Interval::new(Duration::from_secs(1), Timestamp::ZERO).unwrap())
+    ///         .unwrap()
+    ///         .with_lead(Duration::from_secs(5))
+    ///         .with_catch_up(catch_up)
+    /// };
+    /// let at = |secs: u64| Timestamp::from_duration(Duration::from_secs(secs));
+    /// // At 100 s the plan pushed 101..=105 ahead (cursor 105); every process stopped, and
+    /// // at 103.5 s one is back: 101, 102 and 103 came due meanwhile.
+    /// let now = Timestamp::from_nanos(103_500_000_000);
+    /// assert_eq!(s(CatchUp::Once).stale(at(100), at(105), now), [at(101), at(102)]);
+    /// let grace = Duration::from_millis(100);
+    /// assert_eq!(
+    ///     s(CatchUp::Skip { grace }).stale(at(100), at(105), now),
+    ///     [at(101), at(102), at(103)]
+    /// );
+    /// ```
+    pub fn stale(&self, since: Timestamp, cursor: Timestamp, now: Timestamp) -> Vec<Timestamp> {
+        stale::stale(
+            &self.calendar,
+            self.catch_up,
+            since,
             cursor,
             now,
             Self::MAX_BATCH,

@@ -67,12 +67,12 @@ pub struct Plan {
 }
 
 /// The first tick after `t`, if the calendar's answer is after `t`.
-fn next<C: Calendar + ?Sized>(cal: &C, t: Timestamp) -> Option<Timestamp> {
+pub(super) fn next<C: Calendar + ?Sized>(cal: &C, t: Timestamp) -> Option<Timestamp> {
     cal.next_after(t).filter(|&n| n > t)
 }
 
 /// The last tick strictly before `t`, if the calendar's answer is before `t`.
-fn prev<C: Calendar + ?Sized>(cal: &C, t: Timestamp) -> Option<Timestamp> {
+pub(super) fn prev<C: Calendar + ?Sized>(cal: &C, t: Timestamp) -> Option<Timestamp> {
     let before = t.as_nanos().checked_sub(1)?;
     cal.last_at_or_before(Timestamp::from_nanos(before))
         .filter(|&p| p < t)
