@@ -334,20 +334,26 @@ async fn chaos(rt: SimRuntime, seed: u64, steps: usize, cov: &mut Coverage) {
                     .map(|_| held.swap_remove(rng.below(held.len() as u64) as usize))
                     .collect();
                 let ours = batch.iter().filter(|h| h.lane == i).count();
-                let lanes_of: Vec<(Option<Receipt>, usize)> =
-                    batch.iter().map(|h| (h.d.receipt(), h.lane)).collect();
+                // Another lane's deliveries come back in the order given, each with its
+                // receipt (`None` for one released already: matched by position, not by it).
+                let others: Vec<(Option<Receipt>, usize)> = batch
+                    .iter()
+                    .filter(|h| h.lane != i)
+                    .map(|h| (h.d.receipt(), h.lane))
+                    .collect();
                 let q = lanes[i].queue();
                 let report = guarded(|| block_on(q.ack_batch(batch.into_iter().map(|h| h.d))));
                 if let Some(report) = report {
                     assert_eq!(report.accepted() + report.stale().len(), ours);
-                    for d in report.into_foreign() {
+                    let foreign = report.into_foreign();
+                    assert_eq!(
+                        foreign.len(),
+                        others.len(),
+                        "lane {i}: only other lanes' deliveries are refused as foreign, all of them"
+                    );
+                    for (d, (receipt, lane)) in foreign.into_iter().zip(others) {
                         cov.foreign_refused += 1;
-                        let lane = lanes_of
-                            .iter()
-                            .find(|(r, _)| *r == d.receipt())
-                            .map(|&(_, lane)| lane)
-                            .expect("a foreign delivery was given");
-                        assert_ne!(lane, i, "a delivery of lane {i} was refused as foreign");
+                        assert_eq!(d.receipt(), receipt, "a foreign delivery came back changed");
                         held.push(Held { lane, d });
                     }
                 }
