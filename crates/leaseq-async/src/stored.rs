@@ -98,7 +98,8 @@ impl StoredItem {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoredCounts {
-    /// The queue's name (on SQLite, where a file holds one queue and no name: empty).
+    /// The queue's name (on SQLite, where a file holds one queue: the name its last open
+    /// recorded, empty for a file that has none recorded).
     pub queue: String,
     /// Visible now.
     pub ready: u64,

@@ -41,6 +41,9 @@ pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(
             "postgres: no leaseq schema {schema:?} in this database (--schema names it)"
         )));
     }
+    if let Some(queue) = &queue {
+        known(&mut inspector, schema, queue).await?;
+    }
     let shown = match (queue, write) {
         (Some(queue), true) => {
             drop(inspector);
@@ -51,6 +54,32 @@ pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(
     };
     shown.print(json);
     Ok(())
+}
+
+/// Refuses a queue the schema does not know (no rows, never opened, no schedule): most
+/// likely a mistyped name, which would otherwise show zeros and exit 0. The error names
+/// the queues there are.
+async fn known(inspector: &mut PgInspector, schema: &str, queue: &str) -> Result<(), CliError> {
+    let bad = |e: leaseq_postgres::DbError| failed(format!("postgres: {}", chain(&e)));
+    if inspector.has_queue(queue).await.map_err(bad)? {
+        return Ok(());
+    }
+    let names: Vec<String> = inspector
+        .queues()
+        .await
+        .map_err(bad)?
+        .into_iter()
+        .map(|c| c.queue)
+        .collect();
+    let there = if names.is_empty() {
+        "none with rows".to_string()
+    } else {
+        names.join(", ")
+    };
+    Err(failed(format!(
+        "postgres: no queue {queue:?} in schema {schema:?} (no rows, never opened, no \
+         schedule); its queues: {there}"
+    )))
 }
 
 fn page(p: &Paged) -> Page {

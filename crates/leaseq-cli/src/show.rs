@@ -23,6 +23,26 @@ fn split_kind(payload: &[u8]) -> (Option<&str>, &[u8]) {
     }
 }
 
+/// A job's arguments as JSON, when they parse as JSON (a router job's always do).
+fn args_json(args: &[u8]) -> Option<Value> {
+    serde_json::from_slice(args).ok()
+}
+
+/// The arguments of an envelope as one line of compact JSON, cut at `max` characters with
+/// "..."; other bytes as [`preview`] shows them.
+fn args_preview(args: &[u8], max: usize) -> String {
+    let Some(value) = args_json(args) else {
+        return preview(args, max);
+    };
+    // (Compact JSON escapes every control character: one line.)
+    let text = value.to_string();
+    if text.chars().count() > max {
+        text.chars().take(max).chain("...".chars()).collect()
+    } else {
+        text
+    }
+}
+
 /// Bytes as text when they are printable UTF-8 (quoted), else as `0x` hex; cut at
 /// `max` bytes with "...".
 pub(crate) fn preview(bytes: &[u8], max: usize) -> String {
@@ -106,9 +126,15 @@ pub(crate) fn counts_table(counts: &[StoredCounts]) -> String {
 
 /// An item as JSON: its payload as text (`null` unless UTF-8) and as hex, its kind, args
 /// and W3C `traceparent` when it is a router envelope (one pushed inside a traced span).
+/// The args are the job's JSON itself (an object for a router job), or their text when
+/// they are not JSON.
 pub(crate) fn item_json(item: &StoredItem) -> Value {
     let payload = item.payload.as_deref();
     let (kind, args) = payload.map_or((None, &[][..]), split_kind);
+    let args = payload.and_then(|_| {
+        kind.and_then(|_| args_json(args))
+            .or_else(|| std::str::from_utf8(args).ok().map(Value::from))
+    });
     json!({
         "id": item.id.get(),
         "state": item.state.as_str(),
@@ -116,7 +142,7 @@ pub(crate) fn item_json(item: &StoredItem) -> Value {
         "priority": item.priority,
         "key": item.key.as_deref().map(String::from_utf8_lossy),
         "kind": kind,
-        "args": payload.and_then(|_| std::str::from_utf8(args).ok()),
+        "args": args,
         "traceparent": kind.and(payload).and_then(traceparent_of),
         "payload": payload.and_then(|p| std::str::from_utf8(p).ok()),
         "payload_hex": payload.map(hex),
@@ -140,11 +166,22 @@ pub(crate) fn items_json(items: &[StoredItem]) -> Value {
 fn payload_cell(item: &StoredItem) -> (String, String) {
     match item.payload.as_deref() {
         None => ("-".into(), format!("({} bytes, not loaded)", item.size)),
-        Some(p) => {
-            let (kind, args) = split_kind(p);
-            (kind.unwrap_or("-").to_string(), preview(args, PREVIEW))
-        }
+        Some(p) => match split_kind(p) {
+            (Some(kind), args) => (kind.to_string(), args_preview(args, PREVIEW)),
+            (None, bytes) => ("-".into(), preview(bytes, PREVIEW)),
+        },
     }
+}
+
+/// The id column's width: the longest id, whole (a Postgres id is up to 19 digits), at
+/// least 10.
+fn id_width(items: &[StoredItem]) -> usize {
+    items
+        .iter()
+        .map(|i| i.id.get().to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(10)
 }
 
 /// Live items as a table.
@@ -153,8 +190,9 @@ pub(crate) fn items_table(items: &[StoredItem]) -> String {
         return "no items\n".into();
     }
     let now = SystemTime::now();
+    let w = id_width(items);
     let mut out = format!(
-        "{:>10}  {:<9}  {:>8}  {:>3}  {:<12}  {:<14}  payload\n",
+        "{:>w$}  {:<9}  {:>8}  {:>3}  {:<12}  {:<14}  payload\n",
         "id", "state", "attempts", "pri", "kind", "due"
     );
     for item in items {
@@ -164,7 +202,7 @@ pub(crate) fn items_table(items: &[StoredItem]) -> String {
             .map_or("-".into(), |t| relative(t, now));
         let (kind, payload) = payload_cell(item);
         out.push_str(&format!(
-            "{:>10}  {:<9}  {:>8}  {:>3}  {:<12}  {:<14}  {}\n",
+            "{:>w$}  {:<9}  {:>8}  {:>3}  {:<12}  {:<14}  {}\n",
             item.id.get(),
             item.state.as_str(),
             item.attempts,
@@ -183,8 +221,9 @@ pub(crate) fn dead_table(items: &[StoredItem]) -> String {
         return "no dead letters\n".into();
     }
     let now = SystemTime::now();
+    let w = id_width(items);
     let mut out = format!(
-        "{:>10}  {:>8}  {:<13}  {:<12}  {:<10}  {:<36}  payload\n",
+        "{:>w$}  {:>8}  {:<13}  {:<12}  {:<10}  {:<36}  payload\n",
         "id", "attempts", "reason", "kind", "dead", "last error"
     );
     for item in items {
@@ -196,7 +235,7 @@ pub(crate) fn dead_table(items: &[StoredItem]) -> String {
             error.to_string()
         };
         out.push_str(&format!(
-            "{:>10}  {:>8}  {:<13}  {:<12}  {:<10}  {:<36}  {}\n",
+            "{:>w$}  {:>8}  {:<13}  {:<12}  {:<10}  {:<36}  {}\n",
             item.id.get(),
             item.attempts,
             item.reason.map_or("-", |r| r.as_str()),
@@ -211,7 +250,7 @@ pub(crate) fn dead_table(items: &[StoredItem]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{item_json, items_table, preview, split_kind};
+    use super::{dead_table, item_json, items_table, preview, split_kind};
     use leaseq_async::{StoredItem, StoredState};
     use leaseq_core::MessageId;
 
@@ -249,12 +288,43 @@ mod tests {
         let json = item_json(&item);
         assert_eq!(
             (&json["kind"], &json["args"], &json["traceparent"]),
-            (&"email".into(), &"{\"to\":\"a\"}".into(), &tp.into())
+            (&"email".into(), &serde_json::json!({"to": "a"}), &tp.into())
         );
-        assert!(items_table(&[item]).contains("\"{\\\"to\\\":\\\"a\\\"}\""));
+        assert!(items_table(&[item]).contains("  {\"to\":\"a\"}\n"));
         // An envelope without a trace block has none.
         let mut old = StoredItem::new(MessageId::new(8), StoredState::Ready, 8);
         old.payload = Some(b"\x05email{}".to_vec());
         assert_eq!(item_json(&old)["traceparent"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn ids_are_printed_whole_in_aligned_columns() {
+        // A Postgres id (instance 1, counter 5) and a transactional push's (from 2^62).
+        let ids = [4_294_967_301_u64, 4_611_686_018_427_387_904, 7];
+        let items: Vec<StoredItem> = ids
+            .iter()
+            .map(|&id| StoredItem::new(MessageId::new(id), StoredState::Ready, 0))
+            .collect();
+        for table in [items_table(&items), dead_table(&items)] {
+            // Right-aligned: the header's "id" and every row's id end in the same column.
+            let lines: Vec<&str> = table.lines().collect();
+            let end = lines[0].find("id  ").map(|i| i + 2);
+            for (line, id) in lines[1..].iter().zip(ids) {
+                let whole = format!("{id}  ");
+                assert_eq!(
+                    line.find(&whole).map(|i| i + whole.len() - 2),
+                    end,
+                    "{table}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn args_that_are_not_json_show_as_their_text() {
+        let mut item = StoredItem::new(MessageId::new(1), StoredState::Ready, 5);
+        item.payload = Some(b"\x03smshi".to_vec());
+        assert_eq!(item_json(&item)["args"], "hi");
+        assert!(items_table(&[item]).contains("  \"hi\"\n"));
     }
 }

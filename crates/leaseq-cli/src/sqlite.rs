@@ -39,9 +39,15 @@ fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
     let bad = |e: OpenError| failed(chain(&e));
     Ok(match command {
         Command::Queues(_) | Command::Stats(_) => {
+            // The queue's name as its last open recorded it (none in a file from before
+            // names were recorded: shown as "-", `null` in JSON), with the file beside it.
             let mut counts = view.counts().map_err(bad)?;
-            counts.queue = file.display().to_string();
-            let json = show::counts_json(&counts);
+            let mut json = show::counts_json(&counts);
+            json["file"] = file.display().to_string().into();
+            if counts.queue.is_empty() {
+                json["queue"] = serde_json::Value::Null;
+                counts.queue = "-".into();
+            }
             let json = match command {
                 Command::Queues(_) => serde_json::Value::Array(vec![json]),
                 _ => json,
@@ -76,9 +82,16 @@ fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
 async fn write(file: &Path, command: &Command) -> Result<Shown, CliError> {
     // Checked read-only first: a missing, foreign or newer file is refused before the open
     // (which would make a missing one).
-    FileView::open(file).map_err(|e| open_error(file, &e))?;
+    let view = FileView::open(file).map_err(|e| open_error(file, &e))?;
+    // Opened under the queue's own name, which an open records in the file.
+    let name = view.queue_name().map_err(|e| failed(chain(&e)))?;
+    drop(view);
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(u32::MAX);
-    let q = LeaseQueue::builder(config)
+    let mut builder = LeaseQueue::builder(config);
+    if let Some(name) = name {
+        builder = builder.name(name);
+    }
+    let q = builder
         .codec(BytesCodec)
         .open(Sqlite::file(file))
         .await

@@ -107,6 +107,8 @@ fn fixture(url: &str, schema: &str) {
         let other = open(url, schema, "other").await;
         other.push(b"elsewhere".to_vec()).await.unwrap();
         other.close().await.unwrap();
+        // Opened (its limits recorded), never pushed to: known, with no rows.
+        open(url, schema, "empty").await.close().await.unwrap();
     });
 }
 
@@ -215,8 +217,23 @@ fn read_commands_show_the_schema_and_change_no_row() {
         (&stats["live"], &stats["dead"]),
         (&Value::from(2), &Value::from(3))
     );
-    let stats = json(&pg(&url, &s, &["stats", "nobody", "--json"]));
-    assert_eq!(stats["live"], 0, "a queue with no rows counts zero");
+    // A queue that was opened and has no rows counts zero; one the schema does not know
+    // (a mistyped name) is an error.
+    let stats = json(&pg(&url, &s, &["stats", "empty", "--json"]));
+    assert_eq!(stats["live"], 0, "a known queue with no rows counts zero");
+    for command in [
+        &["stats", "jobz"][..],
+        &["peek", "jobz", "--json"],
+        &["dead", "jobz"],
+        &["schedules", "jobz"],
+    ] {
+        fails(&pg(&url, &s, command), 1, "no queue \"jobz\" in schema");
+    }
+    fails(
+        &pg(&url, &s, &["stats", "jobz"]),
+        1,
+        "its queues: jobs, other",
+    );
 
     let peek = json(&pg(&url, &s, &["peek", "jobs", "--json"]));
     let peek = peek.as_array().unwrap();
@@ -226,7 +243,19 @@ fn read_commands_show_the_schema_and_change_no_row() {
         (&Value::from("ready"), &Value::from("invoice 981"))
     );
     assert_eq!(peek[1]["state"], "delayed");
+    // Postgres ids are above 2^32 (the instance in the high bits): printed whole.
+    let id = peek[0]["id"].as_u64().unwrap();
+    assert!(id > u64::from(u32::MAX), "{id}");
     let table = stdout(&pg(&url, &s, &["peek", "jobs"]));
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim_start()
+            .starts_with(&format!("{id}  ")),
+        "{table}"
+    );
     assert!(
         table.contains("\"invoice 981\"") && table.contains("in "),
         "{table}"
@@ -244,6 +273,7 @@ fn read_commands_show_the_schema_and_change_no_row() {
         (&Value::from("sms"), &Value::from("rejected"))
     );
     assert_eq!(dead[1]["last_error"], "no such number");
+    assert_eq!(dead[0]["args"], serde_json::json!({"to": 17}), "an object");
     assert_eq!(
         (&dead[2]["kind"], &dead[2]["payload_hex"]),
         (&Value::Null, &Value::from("deadbeef"))
@@ -365,6 +395,17 @@ fn bad_arguments_and_a_missing_schema_say_what_is_wrong() {
         "unknown reason",
     );
     fails(&pg(&url, &s, &["stats"]), 2, "<QUEUE>");
+    // Writes to a queue the schema does not know: refused before a store is opened.
+    fails(
+        &pg(&url, &s, &["redrive", "jobz", "--all"]),
+        1,
+        "no queue \"jobz\"",
+    );
+    fails(
+        &pg(&url, &s, &["purge", "jobz", "--yes"]),
+        1,
+        "no queue \"jobz\"",
+    );
     assert_eq!(
         snapshot(&url, &s),
         before,

@@ -172,7 +172,7 @@ fn postgres_schedules_as_a_table_and_json() {
     };
     let table = stdout(&args(false));
     let json = stdout(&args(true));
-    // A queue with no schedule: none.
+    // A queue the schema does not know (no rows, never opened, no schedule): an error.
     let none = leaseq(&[
         "postgres",
         url.as_str(),
@@ -181,7 +181,9 @@ fn postgres_schedules_as_a_table_and_json() {
         "schedules",
         "other",
     ]);
-    assert_eq!(stdout(&none), "no schedules\n");
+    assert_eq!(none.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("no queue \"other\""), "{err}");
     rt.block_on(async {
         let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await

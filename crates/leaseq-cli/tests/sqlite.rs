@@ -44,6 +44,7 @@ fn open(path: &Path) -> Queue {
     smol::block_on(
         LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
             .runtime(SmolRuntime::global())
+            .name("billing")
             .codec(BytesCodec)
             .open(Sqlite::file(path)),
     )
@@ -164,6 +165,15 @@ fn read_commands_show_the_file_and_change_nothing() {
     let queues = json(&sqlite(&path, &["queues", "--json"]));
     assert_eq!(queues.as_array().map(Vec::len), Some(1));
     assert_eq!(queues[0]["live"], 2);
+    // The queue's name (its open recorded it), the file beside it.
+    assert_eq!(queues[0]["queue"], "billing");
+    assert_eq!(queues[0]["file"], path.to_str().unwrap());
+    assert_eq!(stats["queue"], "billing");
+    let table = stdout(&sqlite(&path, &["queues"]));
+    assert!(
+        table.lines().nth(1).unwrap().starts_with("billing "),
+        "{table}"
+    );
 
     let peek = json(&sqlite(&path, &["peek", "--json"]));
     let peek = peek.as_array().unwrap();
@@ -185,7 +195,9 @@ fn read_commands_show_the_file_and_change_nothing() {
         (&dead[0]["kind"], &dead[0]["reason"]),
         (&Value::from("email"), &Value::from("nacked"))
     );
-    assert_eq!(dead[0]["args"], "{\"to\":17}");
+    // A router job's args: its JSON itself, an object.
+    assert_eq!(dead[0]["args"], serde_json::json!({"to": 17}));
+    assert_eq!(dead[1]["args"], "hi", "args that are not JSON: their text");
     assert_eq!(dead[0]["last_error"], "upstream 503");
     assert_eq!(
         (&dead[1]["kind"], &dead[1]["reason"]),
@@ -194,7 +206,14 @@ fn read_commands_show_the_file_and_change_nothing() {
     assert_eq!(dead[2]["kind"], Value::Null);
     assert_eq!(dead[2]["payload_hex"], "deadbeef");
     let table = stdout(&sqlite(&path, &["dead"]));
-    for cell in ["email", "sms", "rejected", "upstream 503", "0xdeadbeef"] {
+    for cell in [
+        "email",
+        "sms",
+        "rejected",
+        "upstream 503",
+        "0xdeadbeef",
+        "  {\"to\":17}\n",
+    ] {
         assert!(table.contains(cell), "{cell} not in {table}");
     }
     // What a bulk call with a filter would take.
@@ -317,6 +336,7 @@ fn writes_redrive_and_purge_through_the_store() {
     assert_eq!(purged["purged"], 4, "three ready and the delayed one");
     let stats = json(&sqlite(&path, &["stats", "--json"]));
     assert_eq!(stats["live"], 0);
+    assert_eq!(stats["queue"], "billing", "a write keeps the queue's name");
     let files = snapshot(&path);
     assert_eq!(
         (&files[1].1, &files[2].1),
@@ -389,7 +409,9 @@ fn bad_arguments_and_bad_files_say_what_is_wrong() {
     assert_eq!(snapshot(&path), before, "refused commands changed nothing");
 
     let missing = temp("missing");
-    fails(&sqlite(&missing, &["stats"]), 1, "there is no queue file");
+    for command in [&["stats"][..], &["queues"], &["peek"], &["dead", "--json"]] {
+        fails(&sqlite(&missing, command), 1, "there is no queue file");
+    }
     fails(
         &sqlite(&missing, &["redrive", "--all"]),
         1,
@@ -410,5 +432,27 @@ fn bad_arguments_and_bad_files_say_what_is_wrong() {
         b"not a database at all, just text"
     );
     remove(&foreign);
+
+    // Another application's WAL-mode database: refused by reads and writes, its directory
+    // left as it was (no `-wal`, `-shm` or `-lock` beside it, the file byte-identical).
+    let app = temp("app-wal");
+    {
+        let conn = rusqlite::Connection::open(&app).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1);",
+        )
+        .unwrap();
+    }
+    let before = snapshot(&app);
+    assert_eq!(
+        before.iter().filter(|(_, f)| f.is_some()).count(),
+        1,
+        "closed cleanly: the database alone {before:?}"
+    );
+    for command in [&["stats"][..], &["dead"], &["redrive", "--all"]] {
+        fails(&sqlite(&app, command), 1, "not a leaseq queue");
+    }
+    assert_eq!(snapshot(&app), before, "a refused command left a file");
+    remove(&app);
     remove(&path);
 }

@@ -14,6 +14,9 @@ use crate::sql::Sql;
 /// The largest payload an inspector loads (a larger one shows its size only).
 const MAX_ITEM: usize = crate::options::DEFAULT_MAX_ITEM_SIZE;
 
+/// The schema step that added `queue_settings` (transactional pushes).
+const QUEUE_SETTINGS_VERSION: i64 = 6;
+
 /// A read-only look at the queues of one schema, for operator tools (the `leaseq` command
 /// line reads Postgres through it): the queues with their counts, one queue's live rows and
 /// dead letters with their stored bytes. Each call is one read-only transaction, so it
@@ -99,6 +102,32 @@ impl PgInspector {
             .iter()
             .map(|r| StoredCounts::new(r.get::<_, String>(0), n(r, 1), n(r, 2), n(r, 3), n(r, 4)))
             .collect())
+    }
+
+    /// Whether `queue` is known to the schema: it has rows (live or dead), a process opened
+    /// it (its limits recorded in `queue_settings`, schema step 6 on), or it keeps a
+    /// schedule. A name none of these holds is most likely mistyped: operator tools refuse
+    /// it rather than show a queue with nothing in it.
+    pub async fn has_queue(&mut self, queue: &str) -> Result<bool, DbError> {
+        let Some(version) = self.version else {
+            return Ok(false);
+        };
+        let s = format!("\"{}\"", self.schema);
+        let mut sql = format!("SELECT EXISTS (SELECT 1 FROM {s}.items WHERE queue = $1)");
+        if version >= QUEUE_SETTINGS_VERSION {
+            sql.push_str(&format!(
+                " OR EXISTS (SELECT 1 FROM {s}.queue_settings WHERE queue = $1)"
+            ));
+        }
+        if version >= crate::schedule::SCHEDULES_VERSION {
+            sql.push_str(&format!(
+                " OR EXISTS (SELECT 1 FROM {s}.schedules WHERE queue = $1)"
+            ));
+        }
+        let tx = read_only(&mut self.client).await?;
+        let known: bool = tx.query_one(&sql, &[&queue]).await?.get(0);
+        tx.commit().await?;
+        Ok(known)
     }
 
     /// `queue`'s rows counted by state (all zero for a queue with none).

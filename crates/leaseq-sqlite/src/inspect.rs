@@ -16,7 +16,8 @@ use crate::restore::{read_row, row_columns, Row};
 /// A queue file, read-only: its counts, live items and dead letters as stored, for operator
 /// tools (the `leaseq` command line reads files through it).
 ///
-/// A file holds one queue (its name is the builder's, not stored). Reading works while the
+/// A file holds one queue (its name the one its last open recorded, see
+/// [`queue_name`](Self::queue_name)). Reading works while the
 /// queue is open in another process (SQLite's WAL lets readers in); what the file shows is
 /// its last commit. A lease there (`in flight`) is the owner's, or, if no process owns the
 /// file, one cut by a process that died: it comes back at the next open.
@@ -84,7 +85,25 @@ impl FileView {
         &self.path
     }
 
-    /// The items counted by state, as of now on the wall clock (its queue name empty).
+    /// The name of the queue in the file: the builder's name at its last open (`None` for
+    /// a file no open of this version has recorded a name in yet).
+    pub fn queue_name(&self) -> Result<Option<String>, OpenError> {
+        use rusqlite::OptionalExtension;
+        let name: Option<rusqlite::types::Value> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'queue_name'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        Ok(match name {
+            Some(rusqlite::types::Value::Text(name)) => Some(name),
+            _ => None,
+        })
+    }
+
+    /// The items counted by state, as of now on the wall clock, under the queue's name
+    /// ([`queue_name`](Self::queue_name); empty when none is recorded).
     pub fn counts(&self) -> Result<StoredCounts, OpenError> {
         let now = wall_nanos(SystemTime::now());
         let (ready, delayed, in_flight, dead) = self
@@ -102,7 +121,7 @@ impl FileView {
             .map_err(|e| self.sql(e))?;
         let n = |x: i64| x.max(0) as u64;
         Ok(StoredCounts::new(
-            "",
+            self.queue_name()?.unwrap_or_default(),
             n(ready),
             n(delayed),
             n(in_flight),

@@ -175,7 +175,9 @@
 //!
 //! # Reading a file without opening it
 //!
-//! A file holds one queue (its name is the builder's, not stored). Opening it as a queue
+//! A file holds one queue; each open records the builder's name in it (the last opener's
+//! name is the one [`FileView::queue_name`] reads; a file from before names were recorded
+//! has none until its next open). Opening it as a queue
 //! takes its owner lock and brings back the leases of a process that died holding it;
 //! [`FileView`] does neither: the format check of an open, then a `query_only` connection
 //! (the rows decoded as an open decodes them), so tools (the `leaseq` command line's reads)

@@ -68,7 +68,14 @@ where
         options.file_mode,
     )?;
     let mut created = false;
-    let ready = match prepare(path, options, core, &codec, runtime.now(), &mut created) {
+    let ready = match prepare(
+        path,
+        options,
+        core,
+        &codec,
+        (runtime.now(), name),
+        &mut created,
+    ) {
         Ok(ready) => ready,
         Err(e) => {
             // Its connection closed: what this open made goes, the lock file last.
@@ -129,7 +136,7 @@ fn prepare<T, C: Codec<T>>(
     options: &Options,
     mut core: Queue<T>,
     codec: &C,
-    now: Timestamp,
+    (now, name): (Timestamp, &str),
     created: &mut bool,
 ) -> Result<Ready<T>, OpenError> {
     let sql = |e| OpenError::from_sqlite(path, e);
@@ -195,6 +202,12 @@ fn prepare<T, C: Codec<T>>(
     if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
         crate::schedule::migrate(&conn).map_err(sql)?;
     }
+    // The opener's name, for tools that read the file (`FileView::queue_name`).
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('queue_name', ?1)",
+        [name],
+    )
+    .map_err(sql)?;
     if !fixes.is_empty() {
         commit(&mut conn, &fixes, &mut Early::new()).map_err(sql)?;
     }
