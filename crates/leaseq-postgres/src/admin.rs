@@ -68,6 +68,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         &self.db.options.schema
     }
 
+    /// How old the stats' row counts (`ready`, `delayed`, `in_flight`, `dead` of
+    /// `stats()`) are: the time since their count's statement was sent, `None` before the
+    /// first count. The driver keeps it under
+    /// [`Options::stats_max_age`](crate::Options::stats_max_age) plus one rescue period while
+    /// the database answers; [`refresh_stats`](leaseq_async::LeaseQueue::refresh_stats)
+    /// counts now.
+    pub fn stats_age(&self) -> Option<std::time::Duration> {
+        use leaseq_async::Runtime;
+        let at = self.counters.gauges.lock().counted_at?;
+        Some(self.db.rt.now().saturating_duration_since(at))
+    }
+
     /// Leases this process's heartbeat keeps alive now.
     pub fn heartbeats(&self) -> usize {
         self.leases.len()

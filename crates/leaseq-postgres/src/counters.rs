@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use leaseq_core::Stats;
+use leaseq_core::{Stats, Timestamp};
 use parking_lot::Mutex;
 
 /// Counters of this process's operations (the database keeps items, not history).
@@ -60,6 +60,8 @@ pub(crate) struct Gauges {
     /// How many of this process's pushes were committed before the count began (the
     /// count includes those; later ones may be missing from it).
     pub(crate) pushes_seen: u64,
+    /// When the count's statement was sent, on the queue's clock (`None`: not counted yet).
+    pub(crate) counted_at: Option<Timestamp>,
 }
 
 impl Counters {

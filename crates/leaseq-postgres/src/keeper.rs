@@ -79,9 +79,10 @@ impl<T: Send + 'static> Keeper<T> {
             }
             // Someone waiting for an empty queue: every rescue tick. Someone reading the
             // stats: at most every `stats_every` (a count reads every row of the queue).
+            // Counts older than `stats_max_age`: whoever reads them or not.
             let waiting = driver.empty_waiters.load(Ordering::Relaxed) > 0;
             let reading = now >= s.count && driver.stats_wanted.load(Ordering::Relaxed);
-            let count = rescue && (waiting || reading);
+            let count = rescue && (waiting || reading || self.stale(now));
             if count {
                 driver.stats_wanted.store(false, Ordering::Relaxed);
                 s.count = after(now, db.options.stats_every);
@@ -222,11 +223,25 @@ impl<T: Send + 'static> Keeper<T> {
         Ok(ids.len() as u64)
     }
 
+    /// Whether the row counts are older than `Options::stats_max_age` at `now` (or were
+    /// never made).
+    fn stale(&self, now: Timestamp) -> bool {
+        let Some(max_age) = self.db.options.stats_max_age else {
+            return false;
+        };
+        self.counters
+            .gauges
+            .lock()
+            .counted_at
+            .is_none_or(|at| now >= at.saturating_add(max_age))
+    }
+
     /// Counts the queue's rows by state (every process's).
     pub(crate) async fn count(&self, client: &Client) -> Result<Gauges, DbError> {
         let db = &*self.db;
         // Read before the statement: every push committed by then is in its snapshot.
         let pushes_seen = self.pushes.buf.lock().committed;
+        let counted_at = Some(db.rt.now());
         let stmt = client.prepare_cached(&db.sql.counts).await?;
         let r = client.query_one(&stmt, &[&db.queue]).await?;
         let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
@@ -236,6 +251,7 @@ impl<T: Send + 'static> Keeper<T> {
             in_flight: n(2),
             dead: n(3),
             pushes_seen,
+            counted_at,
         };
         *self.counters.gauges.lock() = g;
         // Whoever waits for an empty queue looks at the new count.

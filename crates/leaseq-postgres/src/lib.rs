@@ -311,8 +311,11 @@
 //!   cancel or purge, or within a poll interval of another process's. [`Options::max_pending_pushes`] still
 //!   bounds the rows waiting for the writer.
 //! - **Stats**: the gauges (`ready`, `delayed`, `in_flight`, `dead`) are the queue's, as
-//!   counted by the driver at most once per rescue tick after a read (or now with
-//!   `queue.refresh_stats()`); the counters are this process's.
+//!   counted by the driver at its rescue tick after a read (at most once per
+//!   [`Options::stats_every`]) and whenever the last count is [`Options::stats_max_age`]
+//!   old (default 10 s): never older than that plus one rescue period while the database
+//!   answers. [`PgStore::stats_age`] says how old they are; `queue.refresh_stats()` counts
+//!   now. The counters are this process's.
 //! - **Pools** lease for all their waiting workers plus a prefetch in one claim (the pool's
 //!   fetcher), and hand their settles to a completer, so their acks share statements too;
 //!   [`Options::prefetch`] (default 0) is for code that receives one item at a time

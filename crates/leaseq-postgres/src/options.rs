@@ -56,6 +56,15 @@ pub struct Options {
     /// someone reads the stats (a count reads every row of the queue; a wait for an empty
     /// queue counts every rescue tick regardless). Default 2 s.
     pub stats_every: Duration,
+    /// The oldest the stats' row counts (`ready`, `delayed`, `in_flight`, `dead`) may get:
+    /// the driver counts the queue's rows at its first rescue tick after the last count is
+    /// this old, whether or not anyone reads the stats. So while the driver runs and the
+    /// database answers, `stats()` is never older than this plus one rescue period (and the
+    /// count's own statement); [`PgStore::stats_age`](crate::PgStore::stats_age) says how
+    /// old it is. `None`: counted only while someone reads the stats (see
+    /// [`stats_every`](Self::stats_every)) or waits for an empty queue. Each count reads
+    /// every row of the queue, once per process. Default 10 s.
+    pub stats_max_age: Option<Duration>,
     /// After this many rows removed by this process, the store runs a `VACUUM` of the items
     /// table (one process at a time, by an advisory lock), so acked rows do not pile up as
     /// dead tuples between autovacuum runs. `0` turns it off. Default 5,000.
@@ -115,6 +124,7 @@ impl Default for Options {
             pool_size: 12,
             connect_timeout: Duration::from_secs(5),
             stats_every: Duration::from_secs(2),
+            stats_max_age: Some(Duration::from_secs(10)),
             vacuum_after_rows: 5_000,
             rebuild_bloated_indexes: true,
             commit_timeout: Duration::from_secs(30),
@@ -193,6 +203,11 @@ impl Options {
     /// Sets [`stats_every`](Self::stats_every).
     pub fn stats_every(mut self, every: Duration) -> Self {
         self.stats_every = every;
+        self
+    }
+    /// Sets [`stats_max_age`](Self::stats_max_age) (`None`: no count without a reader).
+    pub fn stats_max_age(mut self, age: Option<Duration>) -> Self {
+        self.stats_max_age = age;
         self
     }
     /// Sets [`vacuum_after_rows`](Self::vacuum_after_rows).
