@@ -1,7 +1,8 @@
 //! The in-memory store: the `no_std` core behind one lock, with the wake-ups around it.
 //!
 //! Every operation is one short critical section on a `parking_lot` mutex (never held
-//! across an await, no user code under it); its results are ready at once, so the
+//! across an await; of the caller's code, only the item's `Clone` runs under it: see
+//! `MemoryStore::lock`); its results are ready at once, so the
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
 mod drive;
@@ -215,9 +216,16 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         f(&mut st.core, now)
     }
 
-    /// The one lock. User code never runs under it: an item leaves the core by value (an
-    /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over),
-    /// so no item's `Drop` runs here. A `parking_lot` mutex: it spins briefly before
+    /// The one lock. No item's `Drop` runs under it: an item leaves the core by value (an
+    /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over,
+    /// a purge drops what it removed after the lock), and no caller's closure runs under
+    /// it. The item's `Clone` does: a receive copies the item for its holder (the core
+    /// keeps the original for a redelivery), and the dead-letter reads (`dead_letters`,
+    /// `dead_letter_page`, `take_events`, a kind filter's snapshot) copy each letter. So
+    /// an item whose `Clone` calls into its own queue (or drops a delivery of it)
+    /// deadlocks the queue: a known limit (RELIABILITY.md), which moving the copies out of
+    /// the lock without a cost on every item (no allocation, no second lock per receive)
+    /// has not lifted yet. A `parking_lot` mutex: it spins briefly before
     /// parking, which suits a lock held for tens of nanoseconds and taken a few times per
     /// item from several threads, and it has no poisoning (the core's operations do not
     /// call back, so a panic elsewhere cannot leave it half-changed).

@@ -1,8 +1,9 @@
 //! What an operator (or a store built on this one) reads and changes on a [`MemoryStore`]:
 //! its items, dead letters, events and invariants. Each call is one short critical section;
-//! no caller's code runs under the lock (there is no public way to run a closure on the
+//! no caller's closure runs under the lock (there is no public way to run a closure on the
 //! core: a closure that dropped a delivery or called back into the store under the lock
-//! would deadlock it).
+//! would deadlock it), and no item is dropped under it; the reads that copy dead letters
+//! run the item's `Clone` under it (see `MemoryStore::lock`).
 
 use leaseq_core::{
     ConservationError, DeadLetter, Event, ItemState, ItemView, MessageId, RedriveError,
@@ -124,18 +125,27 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     }
 
     /// Removes every ready and delayed item (one lock); the ids removed, in id order.
-    /// Items in flight stay with their holders.
+    /// Items in flight stay with their holders. The items removed are dropped after the
+    /// lock is released (an item's `Drop` may use the queue).
     pub fn purge(&self) -> Vec<MessageId> {
-        let ids = self.with_core(|core, now| {
+        let (ids, items) = self.with_core(|core, now| {
             let mut ids: Vec<MessageId> = core
                 .items()
                 .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
                 .map(|v| v.id)
                 .collect();
             ids.sort_unstable();
-            ids.retain(|&id| core.cancel(id, now).is_ok());
-            ids
+            let mut items = Vec::with_capacity(ids.len());
+            ids.retain(|&id| match core.cancel(id, now) {
+                Ok(item) => {
+                    items.push(item);
+                    true
+                }
+                Err(_) => false,
+            });
+            (ids, items)
         });
+        drop(items);
         self.forget_progress(&ids);
         ids
     }

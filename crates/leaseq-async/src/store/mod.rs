@@ -72,7 +72,9 @@ pub(crate) const DEFAULT_NAME: &str = "leaseq";
 ///   leases of dead processes there.
 ///
 /// Every method is called without any
-/// lock of the caller held; none calls back into user code while it holds a lock of its own.
+/// lock of the caller held; none calls back into user code while it holds a lock of its own,
+/// but for the item's `Clone` in the in-memory store (and the stores built on it): see
+/// `MemoryStore::lock`.
 pub trait Store<T>: Send + Sync + Sized + 'static {
     /// The runtime the queue runs on.
     type Runtime: Runtime;
