@@ -250,6 +250,16 @@ fn read_commands_show_the_file_and_change_nothing() {
         before,
         "a read changed the file or its sidecars"
     );
+
+    // A file from before opens recorded the queue's name: none shown, none made up.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("DELETE FROM meta WHERE key = 'queue_name'", [])
+        .unwrap();
+    let queues = json(&sqlite(&path, &["queues", "--json"]));
+    assert_eq!(queues[0]["queue"], Value::Null);
+    let table = stdout(&sqlite(&path, &["stats"]));
+    assert!(table.lines().nth(1).unwrap().starts_with("- "), "{table}");
     remove(&path);
 }
 
