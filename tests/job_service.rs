@@ -232,8 +232,7 @@ fn a_job_service_on_the_memory_store() {
 #[test]
 fn a_job_service_on_a_sqlite_file() {
     runtime().block_on(async {
-        let path =
-            std::env::temp_dir().join(format!("leaseq-job-service-{}.db", std::process::id()));
+        let path = leaseq_test_kit::sqlite::temp("job-service");
         let queue = LeaseQueue::builder(config())
             .name("jobs")
             .codec(EnvelopeCodec)
@@ -242,24 +241,19 @@ fn a_job_service_on_a_sqlite_file() {
             .unwrap();
         let seen = tokio::spawn(service(queue)).await.unwrap();
         assert_eq!(seen, expected());
-        for suffix in ["", "-wal", "-shm", "-lock"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
+        leaseq_test_kit::sqlite::remove(&path);
     });
 }
 
 #[cfg(feature = "postgres")]
 #[test]
 fn a_job_service_on_postgres() {
-    let Ok(url) = std::env::var("LEASEQ_PG_URL") else {
-        assert!(
-            std::env::var("LEASEQ_PG_REQUIRED").is_err(),
-            "LEASEQ_PG_REQUIRED is set but LEASEQ_PG_URL is not"
-        );
-        eprintln!("SKIPPED: LEASEQ_PG_URL is not set");
+    // The server (`LEASEQ_PG_URL`, else this machine's), or SKIPPED (a failure with
+    // `LEASEQ_PG_REQUIRED=1`).
+    let Some(url) = leaseq_test_kit::pg::server() else {
         return;
     };
-    let name = format!("job-service-{}", std::process::id());
+    let name = leaseq_test_kit::pg::unique("job-service");
     runtime().block_on(async {
         let queue = LeaseQueue::builder(config())
             .name(name)

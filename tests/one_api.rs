@@ -205,7 +205,7 @@ fn the_same_job_on_the_memory_store() {
 #[test]
 fn the_same_job_on_a_sqlite_file() {
     runtime().block_on(async {
-        let path = std::env::temp_dir().join(format!("leaseq-one-api-{}.db", std::process::id()));
+        let path = leaseq_test_kit::sqlite::temp("one-api");
         let queue = LeaseQueue::builder(config())
             .name("thumbnails")
             .codec(ThumbCodec)
@@ -214,24 +214,17 @@ fn the_same_job_on_a_sqlite_file() {
             .unwrap();
         let report = tokio::spawn(thumbnails(queue)).await.unwrap();
         assert_eq!(report, expected());
-        for suffix in ["", "-wal", "-shm", "-lock"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
+        leaseq_test_kit::sqlite::remove(&path);
     });
 }
 
 #[cfg(feature = "postgres")]
 #[test]
 fn the_same_job_on_postgres() {
-    let Ok(url) = std::env::var("LEASEQ_PG_URL") else {
-        assert!(
-            std::env::var("LEASEQ_PG_REQUIRED").is_err(),
-            "LEASEQ_PG_REQUIRED is set but LEASEQ_PG_URL is not"
-        );
-        eprintln!("SKIPPED: LEASEQ_PG_URL is not set");
+    let Some(url) = leaseq_test_kit::pg::server() else {
         return;
     };
-    let name = format!("one-api-{}", std::process::id());
+    let name = leaseq_test_kit::pg::unique("one-api");
     runtime().block_on(async {
         let queue = LeaseQueue::builder(config())
             .name(name)

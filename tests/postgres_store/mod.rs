@@ -25,8 +25,7 @@ use leaseq_tokio::TokioRuntime;
 use crate::scenarios::{Dead, InspectStore, Item, StoreKind};
 
 /// Finding the server (or saying loudly that there is none), shared with the crate's tests.
-#[path = "../../crates/leaseq-postgres/tests/common/mod.rs"]
-mod server;
+use leaseq_test_kit::pg as server;
 
 /// The schema the scenario queues live in: this test process's own (see the crate's
 /// tests' `common::SCHEMA`), so that two runs against one database never share tables.

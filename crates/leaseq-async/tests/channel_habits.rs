@@ -12,6 +12,7 @@ use leaseq_async::Push;
 use leaseq_async::{
     Config, Delivery, Job, LeaseLost, LeaseQueue, PushError, ReceiveError, Runtime, SimRuntime,
 };
+use leaseq_test_kit::sim;
 
 type Q = LeaseQueue<u32, SimRuntime>;
 
@@ -28,38 +29,33 @@ fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
 /// push completes at the moment room appears.
 #[test]
 fn push_waits_for_room_and_is_cancel_safe() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q = bounded(&rt, 1);
-            q.push(1).await.unwrap();
-            match q.try_push(2) {
-                Err(PushError::Full(item)) => assert_eq!(item, 2, "handed back"),
-                other => panic!("{other:?}"),
-            }
-            {
-                let mut waiting = pin!(q.push(3));
-                assert!(poll_once(waiting.as_mut()).is_pending());
-            } // dropped while waiting
-            assert_eq!((q.stats().pushed, q.stats().ready), (1, 1));
-
-            // A push that waits, and an ack 2 s later that makes room.
-            let pusher = rt.spawn(Box::pin({
-                let (q, rt) = (q.clone(), rt.clone());
-                async move {
-                    let id = q.push(4).await.unwrap();
-                    assert_eq!(rt.now().as_duration(), Duration::from_secs(2));
-                    assert_eq!(id.get(), 1);
-                }
-            }));
-            let d = q.receive().await.unwrap();
-            rt.sleep_until(rt.now().saturating_add(Duration::from_secs(2)))
-                .await;
-            d.ack().await.unwrap();
-            pusher.await;
-            assert_eq!(q.try_receive().map(|d| *d.item()), Some(4));
+    sim::run(|rt| async move {
+        let q = bounded(&rt, 1);
+        q.push(1).await.unwrap();
+        match q.try_push(2) {
+            Err(PushError::Full(item)) => assert_eq!(item, 2, "handed back"),
+            other => panic!("{other:?}"),
         }
+        {
+            let mut waiting = pin!(q.push(3));
+            assert!(poll_once(waiting.as_mut()).is_pending());
+        } // dropped while waiting
+        assert_eq!((q.stats().pushed, q.stats().ready), (1, 1));
+
+        // A push that waits, and an ack 2 s later that makes room.
+        let pusher = rt.spawn(Box::pin({
+            let (q, rt) = (q.clone(), rt.clone());
+            async move {
+                let id = q.push(4).await.unwrap();
+                assert_eq!(rt.now().as_duration(), Duration::from_secs(2));
+                assert_eq!(id.get(), 1);
+            }
+        }));
+        let d = q.receive().await.unwrap();
+        sim::sleep(&rt, Duration::from_secs(2)).await;
+        d.ack().await.unwrap();
+        pusher.await;
+        assert_eq!(q.try_receive().map(|d| *d.item()), Some(4));
     });
 }
 
@@ -67,38 +63,34 @@ fn push_waits_for_room_and_is_cancel_safe() {
 /// closed queue apart.
 #[test]
 fn try_receive_and_receive_timeout() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q: Q =
-                LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(1))).unwrap();
-            assert!(q.try_receive().is_none());
-            let start = rt.now();
-            let waited = q.receive_timeout(Duration::from_millis(250)).await;
-            assert_eq!(waited.err(), Some(ReceiveError::Timeout));
-            assert_eq!(
-                rt.now().saturating_duration_since(start),
-                Duration::from_millis(250)
-            );
-            q.try_push(7).unwrap();
-            let d = q.try_receive().expect("visible now");
-            assert_eq!(*d.item(), 7);
-            d.ack().await.unwrap();
-            q.try_push_with(8, Push::new().delay(Duration::from_millis(100)))
-                .unwrap();
-            let d = q.receive_timeout(Duration::from_secs(1)).await.unwrap();
-            assert_eq!(*d.item(), 8);
-            assert_eq!(
-                rt.now().saturating_duration_since(start),
-                Duration::from_millis(350)
-            );
-            q.close();
-            assert_eq!(
-                q.receive_timeout(Duration::from_secs(1)).await.err(),
-                Some(ReceiveError::Closed)
-            );
-        }
+    sim::run(|rt| async move {
+        let q: Q =
+            LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(1))).unwrap();
+        assert!(q.try_receive().is_none());
+        let start = rt.now();
+        let waited = q.receive_timeout(Duration::from_millis(250)).await;
+        assert_eq!(waited.err(), Some(ReceiveError::Timeout));
+        assert_eq!(
+            rt.now().saturating_duration_since(start),
+            Duration::from_millis(250)
+        );
+        q.try_push(7).unwrap();
+        let d = q.try_receive().expect("visible now");
+        assert_eq!(*d.item(), 7);
+        d.ack().await.unwrap();
+        q.try_push_with(8, Push::new().delay(Duration::from_millis(100)))
+            .unwrap();
+        let d = q.receive_timeout(Duration::from_secs(1)).await.unwrap();
+        assert_eq!(*d.item(), 8);
+        assert_eq!(
+            rt.now().saturating_duration_since(start),
+            Duration::from_millis(350)
+        );
+        q.close();
+        assert_eq!(
+            q.receive_timeout(Duration::from_secs(1)).await.err(),
+            Some(ReceiveError::Closed)
+        );
     });
 }
 
@@ -134,25 +126,20 @@ fn blocking_push_and_receive_from_plain_threads() {
 /// A batch ack says which deliveries were accepted, and which were stale and why.
 #[test]
 fn ack_batch_names_the_accepted() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q: Q =
-                LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(1))).unwrap();
-            let ids: Vec<_> = (0..3).map(|n| q.try_push(n).unwrap()).collect();
-            let mut ds = q.receive_batch(3).await;
-            // The third lease runs out and goes to someone else: its ack is stale.
-            ds[2].extend(Duration::from_millis(1)).await.unwrap();
-            rt.sleep_until(rt.now().saturating_add(Duration::from_millis(2)))
-                .await;
-            let again = q.receive().await.unwrap();
-            let report = q.ack_batch(ds).await;
-            assert_eq!(report.accepted_ids(), &ids[..2]);
-            assert_eq!(report.stale().len(), 1);
-            assert_eq!(report.stale()[0].0, ids[2]);
-            again.ack().await.unwrap();
-        }
+    sim::run(|rt| async move {
+        let q: Q =
+            LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(1))).unwrap();
+        let ids: Vec<_> = (0..3).map(|n| q.try_push(n).unwrap()).collect();
+        let mut ds = q.receive_batch(3).await;
+        // The third lease runs out and goes to someone else: its ack is stale.
+        ds[2].extend(Duration::from_millis(1)).await.unwrap();
+        sim::sleep(&rt, Duration::from_millis(2)).await;
+        let again = q.receive().await.unwrap();
+        let report = q.ack_batch(ds).await;
+        assert_eq!(report.accepted_ids(), &ids[..2]);
+        assert_eq!(report.stale().len(), 1);
+        assert_eq!(report.stale()[0].0, ids[2]);
+        again.ack().await.unwrap();
     });
 }
 

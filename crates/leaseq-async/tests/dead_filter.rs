@@ -3,45 +3,19 @@
 
 use std::time::Duration;
 
-use leaseq_async::{Config, DeadFilter, Failure, LeaseQueue, Page, Reason, SimRuntime};
-
-/// An envelope's bytes: the kind's length, the kind, the arguments.
-fn envelope(kind: &str, args: &str) -> Vec<u8> {
-    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
-}
-
-fn dead_items(
-    letters: &[leaseq_async::DeadLetter<Result<Vec<u8>, leaseq_async::CodecError>>],
-) -> Vec<Vec<u8>> {
-    letters.iter().map(|l| l.item.clone().unwrap()).collect()
-}
+use leaseq_async::{Config, DeadFilter, Page, Reason};
+use leaseq_test_kit::envelope::envelope;
+use leaseq_test_kit::{sim, steps};
 
 #[test]
 fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
-        let q = LeaseQueue::builder(Config::new(Duration::from_secs(5)).with_max_attempts(1))
-            .runtime(rt.clone())
-            .build()
-            .unwrap();
+    sim::run(|rt| async move {
+        let q = sim::queue(
+            &rt,
+            Config::new(Duration::from_secs(5)).with_max_attempts(1),
+        );
         // Four dead letters: two kinds and a raw item; nacked (out of attempts) or rejected.
-        let items = [
-            (envelope("email", "a"), true),
-            (envelope("email", "b"), false),
-            (envelope("sms", "c"), true),
-            (b"raw".to_vec(), true),
-        ];
-        for (item, _) in &items {
-            q.push(item.clone()).await.unwrap();
-        }
-        for (_, nack) in &items {
-            let d = q.receive().await.unwrap();
-            if *nack {
-                d.nack_with(Failure::error("503")).await.unwrap();
-            } else {
-                d.dead_letter("bad address").await.unwrap();
-            }
-        }
+        steps::bury_four(&q).await;
         assert_eq!(q.stats().dead, 4);
 
         let none = DeadFilter::all().reason(Reason::TimedOut);
@@ -65,7 +39,7 @@ fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
             q.purge_dead_matching(DeadFilter::all().kind("sms")).await,
             Ok(1)
         );
-        let left = dead_items(&q.dead_letters(Page::ALL).await.unwrap());
+        let left = steps::dead_items(&q).await;
         assert_eq!(left, vec![envelope("email", "b"), b"raw".to_vec()]);
 
         // A kind never matches an item with none (the raw one), whatever its reason.
@@ -94,12 +68,11 @@ fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
 fn a_queue_of_envelopes_is_filtered_by_the_envelopes_kind() {
     use leaseq_async::router::Envelope;
 
-    let rt = SimRuntime::new();
-    rt.block_on(async {
-        let q = LeaseQueue::builder(Config::new(Duration::from_secs(5)).with_max_attempts(1))
-            .runtime(rt.clone())
-            .build()
-            .unwrap();
+    sim::run(|rt| async move {
+        let q = sim::queue(
+            &rt,
+            Config::new(Duration::from_secs(5)).with_max_attempts(1),
+        );
         for kind in ["email", "sms", "email"] {
             q.push(Envelope::from_parts(kind, b"{}").unwrap())
                 .await

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use leaseq_async::{Acked, Config, LeaseQueue, Runtime, SimRuntime};
+use leaseq_test_kit::sim;
 
 const VISIBILITY: Duration = Duration::from_secs(1);
 const LATE: Duration = Duration::from_millis(10);
@@ -16,24 +17,20 @@ fn queue(rt: &SimRuntime) -> LeaseQueue<u32, SimRuntime> {
 /// later is late by exactly 10 ms.
 #[test]
 fn ack_after_the_deadline_is_late_by_the_exact_time() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q = queue(&rt);
-            q.try_push(1).unwrap();
-            let d = q.receive().await.unwrap();
-            let deadline = d.deadline();
-            rt.sleep_until(deadline.saturating_add(LATE)).await;
-            assert_eq!(
-                q.stats().lease_expired,
-                1,
-                "the driver applied the deadline"
-            );
-            assert_eq!(d.ack().await, Ok(Acked::LateUnclaimed { late_by: LATE }));
-            let s = q.stats();
-            assert_eq!((s.acked, s.late_acks_unclaimed), (1, 1));
-        }
+    sim::run(|rt| async move {
+        let q = queue(&rt);
+        q.try_push(1).unwrap();
+        let d = q.receive().await.unwrap();
+        let deadline = d.deadline();
+        rt.sleep_until(deadline.saturating_add(LATE)).await;
+        assert_eq!(
+            q.stats().lease_expired,
+            1,
+            "the driver applied the deadline"
+        );
+        assert_eq!(d.ack().await, Ok(Acked::LateUnclaimed { late_by: LATE }));
+        let s = q.stats();
+        assert_eq!((s.acked, s.late_acks_unclaimed), (1, 1));
     });
 }
 
@@ -41,53 +38,41 @@ fn ack_after_the_deadline_is_late_by_the_exact_time() {
 /// on the queue's last-seen time, so it is late, not on time.
 #[test]
 fn ack_after_the_deadline_is_late_even_when_the_driver_is_starved() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q = queue(&rt);
-            q.try_push(1).unwrap();
-            let d = q.receive().await.unwrap();
-            rt.advance(VISIBILITY + LATE);
-            assert_eq!(d.ack().await, Ok(Acked::LateUnclaimed { late_by: LATE }));
-            assert_eq!(q.stats().late_acks_unclaimed, 1);
-        }
+    sim::run(|rt| async move {
+        let q = queue(&rt);
+        q.try_push(1).unwrap();
+        let d = q.receive().await.unwrap();
+        rt.advance(VISIBILITY + LATE);
+        assert_eq!(d.ack().await, Ok(Acked::LateUnclaimed { late_by: LATE }));
+        assert_eq!(q.stats().late_acks_unclaimed, 1);
     });
 }
 
 /// A batch ack is judged on one reading taken at the call, too.
 #[test]
 fn batch_ack_after_the_deadline_is_late_when_starved() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q = queue(&rt);
-            q.try_push(1).unwrap();
-            q.try_push(2).unwrap();
-            let ds = q.receive_batch(2).await;
-            rt.advance(VISIBILITY + LATE);
-            let report = q.ack_batch(ds).await;
-            assert_eq!(report.accepted(), 2);
-            let s = q.stats();
-            assert_eq!((s.acked, s.late_acks_unclaimed), (2, 2));
-        }
+    sim::run(|rt| async move {
+        let q = queue(&rt);
+        q.try_push(1).unwrap();
+        q.try_push(2).unwrap();
+        let ds = q.receive_batch(2).await;
+        rt.advance(VISIBILITY + LATE);
+        let report = q.ack_batch(ds).await;
+        assert_eq!(report.accepted(), 2);
+        let s = q.stats();
+        assert_eq!((s.acked, s.late_acks_unclaimed), (2, 2));
     });
 }
 
 /// A lease is measured from the moment it is taken: never shorter than the visibility.
 #[test]
 fn a_lease_is_never_shorter_than_the_visibility() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q = queue(&rt);
-            q.try_push(1).unwrap();
-            rt.advance(Duration::from_secs(5));
-            let d = q.receive().await.unwrap();
-            assert_eq!(d.deadline(), rt.now().saturating_add(VISIBILITY));
-            d.ack().await.unwrap();
-        }
+    sim::run(|rt| async move {
+        let q = queue(&rt);
+        q.try_push(1).unwrap();
+        rt.advance(Duration::from_secs(5));
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.deadline(), rt.now().saturating_add(VISIBILITY));
+        d.ack().await.unwrap();
     });
 }

@@ -4,30 +4,14 @@
 //! before its fix. A would-be hang is bounded in virtual time (a `select` against a long
 //! sleep), so a regression fails rather than hangs.
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{select, Either};
 use futures::StreamExt;
 use leaseq_async::Push;
 use leaseq_async::{Config, ItemTimeout, LeaseQueue, Pool, Runtime, SimRuntime};
-
-fn sim<F: Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
-    let rt = SimRuntime::new();
-    rt.block_on(test(rt.clone()));
-}
-
-/// `fut`'s output, or `None` if `limit` of virtual time passes first.
-async fn within<F: Future>(rt: &SimRuntime, limit: Duration, fut: F) -> Option<F::Output> {
-    let sleep = pin!(rt.sleep_until(rt.now().saturating_add(limit)));
-    match select(pin!(fut), sleep).await {
-        Either::Left((out, _)) => Some(out),
-        Either::Right(_) => None,
-    }
-}
+use leaseq_test_kit::sim::{self, within};
 
 /// No backoff: these tests time redeliveries to the lease's deadline.
 fn queue(rt: &SimRuntime, visibility: Duration) -> LeaseQueue<u32, SimRuntime> {
@@ -39,7 +23,7 @@ fn queue(rt: &SimRuntime, visibility: Duration) -> LeaseQueue<u32, SimRuntime> {
 /// intact; neither queue's heartbeat registrations change.
 #[test]
 fn ack_batch_refuses_a_delivery_of_another_queue() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q1 = queue(&rt, Duration::from_secs(1));
         let q2 = queue(&rt, Duration::from_secs(1));
         q1.try_push(1).unwrap();
@@ -57,8 +41,7 @@ fn ack_batch_refuses_a_delivery_of_another_queue() {
         assert_eq!((q1.heartbeats(), q2.heartbeats()), (1, 1));
 
         // Both leases stay alive by heartbeat well past their visibility.
-        rt.sleep_until(rt.now().saturating_add(Duration::from_secs(5)))
-            .await;
+        sim::sleep(&rt, Duration::from_secs(5)).await;
         assert!(!d1.is_lease_lost());
         assert_eq!((q1.stats().in_flight, q2.stats().in_flight), (1, 1));
 
@@ -91,7 +74,7 @@ impl Drop for PanicOnDrop {
 /// the pool keeps its workers, counts the time-outs, and handles every good item.
 #[test]
 fn panicking_drop_of_a_timed_out_handler_keeps_the_workers() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(10));
         for bad in [0, 1] {
             q.try_push(1000 + bad).unwrap();
@@ -119,8 +102,7 @@ fn panicking_drop_of_a_timed_out_handler_keeps_the_workers() {
             });
         let done = within(&rt, Duration::from_secs(60), async {
             while handled.load(Ordering::Relaxed) < 10 {
-                rt.sleep_until(rt.now().saturating_add(Duration::from_millis(5)))
-                    .await;
+                sim::sleep(&rt, Duration::from_millis(5)).await;
             }
         })
         .await;
@@ -150,7 +132,7 @@ impl Drop for Bomb {
 /// back and in the end to the dead letters, and every good item is handled.
 #[test]
 fn panicking_drop_of_an_item_keeps_the_workers() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q: LeaseQueue<Bomb, SimRuntime> =
             LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(10))).unwrap();
         for i in 0..12 {
@@ -175,13 +157,12 @@ fn panicking_drop_of_an_item_keeps_the_workers() {
 /// Fault 3: shortening a lease by hand wakes the reaper for the nearer deadline.
 #[test]
 fn shortened_lease_comes_back_at_its_new_deadline() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(10));
         q.try_push(7).unwrap();
         let mut d = q.receive().await.unwrap();
         // Let the reaper settle on the 10 s deadline first.
-        rt.sleep_until(rt.now().saturating_add(Duration::from_millis(1)))
-            .await;
+        sim::sleep(&rt, Duration::from_millis(1)).await;
         let start = rt.now();
         d.extend(Duration::from_millis(10)).await.unwrap();
         let again = within(&rt, Duration::from_secs(60), q.receive()).await;
@@ -199,15 +180,14 @@ fn shortened_lease_comes_back_at_its_new_deadline() {
 /// heartbeat, comes back at the heartbeat's deadline once the heartbeat stops.
 #[test]
 fn lease_shortened_by_its_heartbeat_comes_back_on_time() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         // Visibility 300 ms; the heartbeat extends by it every 100 ms.
         let q = queue(&rt, Duration::from_millis(300));
         q.try_push(7).unwrap();
         let mut d = q.receive_with_heartbeat().await.unwrap();
         d.extend(Duration::from_secs(3600)).await.unwrap();
         // The next beat (at +100 ms) sets the deadline to +400 ms; the reaper must learn.
-        rt.sleep_until(rt.now().saturating_add(Duration::from_millis(150)))
-            .await;
+        sim::sleep(&rt, Duration::from_millis(150)).await;
         d.stop_heartbeat();
         let start = rt.now();
         let again = within(&rt, Duration::from_secs(60), q.receive()).await;
@@ -223,7 +203,7 @@ fn lease_shortened_by_its_heartbeat_comes_back_on_time() {
 /// Fault 4: a stream that outlives every queue handle still gets delayed items.
 #[test]
 fn stream_outliving_the_queue_gets_delayed_items() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(1));
         q.try_push_with(5, Push::new().delay(Duration::from_millis(50)))
             .unwrap();
@@ -243,7 +223,7 @@ fn stream_outliving_the_queue_gets_delayed_items() {
 
 #[test]
 fn batch_of_zero_leases_nothing() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(1));
         q.try_push(1).unwrap();
         assert!(q.try_receive_batch(0).is_empty());
@@ -258,7 +238,7 @@ fn batch_of_zero_leases_nothing() {
 /// asked for, they are kept for `poll_event`.
 #[test]
 fn events_are_recorded_only_when_asked() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let config = Config::new(Duration::from_secs(1)).with_max_attempts(1);
         let quiet = LeaseQueue::with_runtime(rt.clone(), config.clone()).unwrap();
         let asked = LeaseQueue::<u32, SimRuntime>::builder(config)
@@ -274,8 +254,7 @@ fn events_are_recorded_only_when_asked() {
             assert_eq!(q.stats().dead, 10);
         }
         // Let the driver run (with the `tracing` feature it drains the quiet queue's events).
-        rt.sleep_until(rt.now().saturating_add(Duration::from_millis(1)))
-            .await;
+        sim::sleep(&rt, Duration::from_millis(1)).await;
         assert_eq!(quiet.poll_event(), None);
         assert_eq!(quiet.stats().events_dropped, 0);
         let mut dead = 0;

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use leaseq_async::{
     Backoff, Config, ItemTimeout, Jitter, JobError, KindPolicy, LeaseQueue, Pool, Reason, Runtime,
-    SimRuntime, Timestamp,
+    Timestamp,
 };
+use leaseq_test_kit::sim;
 
 /// When each handling of each item started, on the virtual clock, in order.
 #[derive(Clone, Default)]
@@ -37,52 +38,48 @@ impl Starts {
 #[test]
 fn retry_after_is_honoured_to_the_nanosecond() {
     for with_kind_rules in [false, true] {
-        let rt = SimRuntime::new();
-        rt.block_on({
-            let rt = rt.clone();
-            async move {
-                let config = Config::new(Duration::from_secs(600))
-                    .with_max_attempts(5)
-                    .with_backoff(Backoff::Fixed(Duration::from_secs(60)))
-                    .with_jitter(Jitter::new(50, 7));
-                let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-                q.push("rate-limited").await.unwrap();
-                let delay = Duration::new(1, 234_567_891);
-                let starts = Starts::default();
-                let builder = Pool::builder(q.clone()).workers(2);
-                let builder = if with_kind_rules {
-                    builder.kind_policy(|_: &&str| {
-                        KindPolicy::new().with_backoff(Backoff::Fixed(Duration::from_secs(9)))
-                    })
-                } else {
-                    builder
-                };
-                let pool = builder.spawn({
-                    let (rt, starts) = (rt.clone(), starts.clone());
-                    move |job| {
-                        starts.record(job.item, rt.now());
-                        async move {
-                            match job.attempt {
-                                1..=2 => Err(JobError::retry_after(delay, "429, retry after")),
-                                _ => Ok(()),
-                            }
+        sim::run(|rt| async move {
+            let config = Config::new(Duration::from_secs(600))
+                .with_max_attempts(5)
+                .with_backoff(Backoff::Fixed(Duration::from_secs(60)))
+                .with_jitter(Jitter::new(50, 7));
+            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+            q.push("rate-limited").await.unwrap();
+            let delay = Duration::new(1, 234_567_891);
+            let starts = Starts::default();
+            let builder = Pool::builder(q.clone()).workers(2);
+            let builder = if with_kind_rules {
+                builder.kind_policy(|_: &&str| {
+                    KindPolicy::new().with_backoff(Backoff::Fixed(Duration::from_secs(9)))
+                })
+            } else {
+                builder
+            };
+            let pool = builder.spawn({
+                let (rt, starts) = (rt.clone(), starts.clone());
+                move |job| {
+                    starts.record(job.item, rt.now());
+                    async move {
+                        match job.attempt {
+                            1..=2 => Err(JobError::retry_after(delay, "429, retry after")),
+                            _ => Ok(()),
                         }
                     }
-                });
-                q.wait_empty().await;
-                let report = pool.shutdown(Duration::from_secs(1)).await;
-                assert_eq!((report.stats.ok, report.stats.failed), (1, 2));
-                let at = starts.of("rate-limited");
-                assert_eq!(at.len(), 3, "{with_kind_rules}");
-                // The handler fails at once (no virtual time passes), so each delivery
-                // starts exactly `delay` after the previous one's failure.
-                for pair in at.windows(2) {
-                    assert_eq!(
-                        pair[1].saturating_duration_since(pair[0]),
-                        delay,
-                        "kind rules: {with_kind_rules}"
-                    );
                 }
+            });
+            q.wait_empty().await;
+            let report = pool.shutdown(Duration::from_secs(1)).await;
+            assert_eq!((report.stats.ok, report.stats.failed), (1, 2));
+            let at = starts.of("rate-limited");
+            assert_eq!(at.len(), 3, "{with_kind_rules}");
+            // The handler fails at once (no virtual time passes), so each delivery
+            // starts exactly `delay` after the previous one's failure.
+            for pair in at.windows(2) {
+                assert_eq!(
+                    pair[1].saturating_duration_since(pair[0]),
+                    delay,
+                    "kind rules: {with_kind_rules}"
+                );
             }
         });
     }
@@ -93,50 +90,46 @@ fn retry_after_is_honoured_to_the_nanosecond() {
 /// a retry at the kind's last attempt is dead-lettered too, not delayed.
 #[test]
 fn do_not_retry_dead_letters_at_once() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(60)).with_max_attempts(10);
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            q.push("poison").await.unwrap();
-            q.push("late").await.unwrap();
-            let pool = Pool::builder(q.clone())
-                .kind_policy(|item: &&str| match *item {
-                    "late" => KindPolicy::new().with_max_attempts(1),
-                    _ => KindPolicy::new().with_max_attempts(10),
-                })
-                .spawn(|job| async move {
-                    match job.item {
-                        "poison" => Err(JobError::permanent("unparseable invoice")),
-                        _ => Err(JobError::retry_after(Duration::from_secs(3600), "later")),
-                    }
-                });
-            q.wait_empty().await;
-            let start = Timestamp::ZERO;
-            assert_eq!(rt.now(), start, "nothing waited an hour");
-            let report = pool.shutdown(Duration::from_secs(1)).await;
-            assert_eq!((report.stats.permanent, report.stats.failed), (1, 1));
-            let mut dead: Vec<_> = q
-                .store()
-                .take_dead_letters()
-                .into_iter()
-                .map(|d| (d.item, d.attempts, d.reason, d.last_error))
-                .collect();
-            dead.sort_by_key(|d| d.0);
-            assert_eq!(
-                dead,
-                [
-                    ("late", 1, Reason::Nacked, Some("later".to_string())),
-                    (
-                        "poison",
-                        1,
-                        Reason::Rejected,
-                        Some("unparseable invoice".to_string())
-                    ),
-                ]
-            );
-        }
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(60)).with_max_attempts(10);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        q.push("poison").await.unwrap();
+        q.push("late").await.unwrap();
+        let pool = Pool::builder(q.clone())
+            .kind_policy(|item: &&str| match *item {
+                "late" => KindPolicy::new().with_max_attempts(1),
+                _ => KindPolicy::new().with_max_attempts(10),
+            })
+            .spawn(|job| async move {
+                match job.item {
+                    "poison" => Err(JobError::permanent("unparseable invoice")),
+                    _ => Err(JobError::retry_after(Duration::from_secs(3600), "later")),
+                }
+            });
+        q.wait_empty().await;
+        let start = Timestamp::ZERO;
+        assert_eq!(rt.now(), start, "nothing waited an hour");
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        assert_eq!((report.stats.permanent, report.stats.failed), (1, 1));
+        let mut dead: Vec<_> = q
+            .store()
+            .take_dead_letters()
+            .into_iter()
+            .map(|d| (d.item, d.attempts, d.reason, d.last_error))
+            .collect();
+        dead.sort_by_key(|d| d.0);
+        assert_eq!(
+            dead,
+            [
+                ("late", 1, Reason::Nacked, Some("later".to_string())),
+                (
+                    "poison",
+                    1,
+                    Reason::Rejected,
+                    Some("unparseable invoice".to_string())
+                ),
+            ]
+        );
     });
 }
 
@@ -145,64 +138,60 @@ fn do_not_retry_dead_letters_at_once() {
 /// reason, while the same failures of a kind without rules get the queue's 4.
 #[test]
 fn a_kinds_lower_max_attempts_holds_for_errors_panics_and_timeouts() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(60))
-                .with_max_attempts(4)
-                .with_backoff(Backoff::Fixed(Duration::from_millis(10)));
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            for item in [
-                "fragile:error",
-                "fragile:panic",
-                "fragile:hang",
-                "sturdy:error",
-                "sturdy:panic",
-                "sturdy:hang",
-            ] {
-                q.push(item).await.unwrap();
-            }
-            let pool = Pool::builder(q.clone())
-                .workers(3)
-                .item_timeout(ItemTimeout::Fixed(Duration::from_secs(1)))
-                .kind_policy(|item: &&str| {
-                    if item.starts_with("fragile") {
-                        KindPolicy::new().with_max_attempts(2)
-                    } else {
-                        KindPolicy::new()
-                    }
-                })
-                .spawn(|job| async move {
-                    match job.item.split(':').nth(1) {
-                        Some("error") => Err(JobError::retry("flaky")),
-                        Some("panic") => panic!("boom"),
-                        _ => std::future::pending().await,
-                    }
-                });
-            q.wait_empty().await;
-            let report = pool.shutdown(Duration::from_secs(1)).await;
-            let s = &report.stats;
-            assert_eq!((s.failed, s.panicked, s.timed_out), (6, 6, 6), "{s:?}");
-            let mut dead: Vec<_> = q
-                .store()
-                .take_dead_letters()
-                .into_iter()
-                .map(|d| (d.item, d.attempts, d.reason))
-                .collect();
-            dead.sort_by_key(|d| d.0);
-            assert_eq!(
-                dead,
-                [
-                    ("fragile:error", 2, Reason::Nacked),
-                    ("fragile:hang", 2, Reason::TimedOut),
-                    ("fragile:panic", 2, Reason::Panicked),
-                    ("sturdy:error", 4, Reason::Nacked),
-                    ("sturdy:hang", 4, Reason::TimedOut),
-                    ("sturdy:panic", 4, Reason::Panicked),
-                ]
-            );
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(60))
+            .with_max_attempts(4)
+            .with_backoff(Backoff::Fixed(Duration::from_millis(10)));
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        for item in [
+            "fragile:error",
+            "fragile:panic",
+            "fragile:hang",
+            "sturdy:error",
+            "sturdy:panic",
+            "sturdy:hang",
+        ] {
+            q.push(item).await.unwrap();
         }
+        let pool = Pool::builder(q.clone())
+            .workers(3)
+            .item_timeout(ItemTimeout::Fixed(Duration::from_secs(1)))
+            .kind_policy(|item: &&str| {
+                if item.starts_with("fragile") {
+                    KindPolicy::new().with_max_attempts(2)
+                } else {
+                    KindPolicy::new()
+                }
+            })
+            .spawn(|job| async move {
+                match job.item.split(':').nth(1) {
+                    Some("error") => Err(JobError::retry("flaky")),
+                    Some("panic") => panic!("boom"),
+                    _ => std::future::pending().await,
+                }
+            });
+        q.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let s = &report.stats;
+        assert_eq!((s.failed, s.panicked, s.timed_out), (6, 6, 6), "{s:?}");
+        let mut dead: Vec<_> = q
+            .store()
+            .take_dead_letters()
+            .into_iter()
+            .map(|d| (d.item, d.attempts, d.reason))
+            .collect();
+        dead.sort_by_key(|d| d.0);
+        assert_eq!(
+            dead,
+            [
+                ("fragile:error", 2, Reason::Nacked),
+                ("fragile:hang", 2, Reason::TimedOut),
+                ("fragile:panic", 2, Reason::Panicked),
+                ("sturdy:error", 4, Reason::Nacked),
+                ("sturdy:hang", 4, Reason::TimedOut),
+                ("sturdy:panic", 4, Reason::Panicked),
+            ]
+        );
     });
 }
 
@@ -212,57 +201,52 @@ fn a_kinds_lower_max_attempts_holds_for_errors_panics_and_timeouts() {
 /// the other kind keeps the pool's limit.
 #[test]
 fn a_kinds_timeout_and_backoff_replace_the_pools_and_the_queues() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(600))
-                .with_max_attempts(2)
-                .with_backoff(Backoff::Fixed(Duration::from_secs(60)))
-                .without_jitter();
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            q.push("slow").await.unwrap();
-            let starts = Starts::default();
-            let pool = Pool::builder(q.clone())
-                .workers(1)
-                .item_timeout(ItemTimeout::Fixed(Duration::from_secs(60)))
-                .kind_policy(|item: &&str| match *item {
-                    "slow" => KindPolicy::new()
-                        .with_timeout(Duration::from_millis(250))
-                        .with_backoff(Backoff::Fixed(Duration::from_secs(5))),
-                    _ => KindPolicy::new(),
-                })
-                .spawn({
-                    let (rt, starts) = (rt.clone(), starts.clone());
-                    move |job| {
-                        starts.record(job.item, rt.now());
-                        let rt = rt.clone();
-                        async move {
-                            if job.item == "slow" {
-                                std::future::pending::<()>().await;
-                            }
-                            // The other kind takes 30 s: within the pool's minute.
-                            rt.sleep_until(rt.now().saturating_add(Duration::from_secs(30)))
-                                .await;
-                            Ok(())
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(600))
+            .with_max_attempts(2)
+            .with_backoff(Backoff::Fixed(Duration::from_secs(60)))
+            .without_jitter();
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        q.push("slow").await.unwrap();
+        let starts = Starts::default();
+        let pool = Pool::builder(q.clone())
+            .workers(1)
+            .item_timeout(ItemTimeout::Fixed(Duration::from_secs(60)))
+            .kind_policy(|item: &&str| match *item {
+                "slow" => KindPolicy::new()
+                    .with_timeout(Duration::from_millis(250))
+                    .with_backoff(Backoff::Fixed(Duration::from_secs(5))),
+                _ => KindPolicy::new(),
+            })
+            .spawn({
+                let (rt, starts) = (rt.clone(), starts.clone());
+                move |job| {
+                    starts.record(job.item, rt.now());
+                    let rt = rt.clone();
+                    async move {
+                        if job.item == "slow" {
+                            std::future::pending::<()>().await;
                         }
+                        // The other kind takes 30 s: within the pool's minute.
+                        sim::sleep(&rt, Duration::from_secs(30)).await;
+                        Ok(())
                     }
-                });
-            q.wait_empty().await;
-            let ms = |n| Timestamp::ZERO.saturating_add(Duration::from_millis(n));
-            assert_eq!(starts.of("slow"), [ms(0), ms(5_250)]);
-            assert_eq!(rt.now(), ms(5_500), "dead at its second timeout");
-            q.push("patient").await.unwrap();
-            q.wait_empty().await;
-            let report = pool.shutdown(Duration::from_secs(1)).await;
-            let s = &report.stats;
-            assert_eq!((s.ok, s.timed_out), (1, 2), "{s:?}");
-            let dead = q.store().take_dead_letters();
-            assert_eq!(dead.len(), 1);
-            assert_eq!(
-                (dead[0].reason, dead[0].last_error.as_deref()),
-                (Reason::TimedOut, Some("timed out after 250ms"))
-            );
-        }
+                }
+            });
+        q.wait_empty().await;
+        let ms = |n| Timestamp::ZERO.saturating_add(Duration::from_millis(n));
+        assert_eq!(starts.of("slow"), [ms(0), ms(5_250)]);
+        assert_eq!(rt.now(), ms(5_500), "dead at its second timeout");
+        q.push("patient").await.unwrap();
+        q.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let s = &report.stats;
+        assert_eq!((s.ok, s.timed_out), (1, 2), "{s:?}");
+        let dead = q.store().take_dead_letters();
+        assert_eq!(dead.len(), 1);
+        assert_eq!(
+            (dead[0].reason, dead[0].last_error.as_deref()),
+            (Reason::TimedOut, Some("timed out after 250ms"))
+        );
     });
 }

@@ -7,18 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::channel::oneshot;
-use leaseq_async::{
-    Config, FindingKind, LeaseQueue, Pool, Reason, Runtime, SimRuntime, DEFAULT_MAX_LEASE,
-};
-
-fn sim<F: std::future::Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
-    let rt = SimRuntime::new();
-    rt.block_on(test(rt.clone()));
-}
-
-async fn sleep(rt: &SimRuntime, d: Duration) {
-    rt.sleep_until(rt.now().saturating_add(d)).await;
-}
+use leaseq_async::{Config, FindingKind, LeaseQueue, Pool, Reason, Runtime, DEFAULT_MAX_LEASE};
+use leaseq_test_kit::sim::{self, sleep};
 
 /// A hung handler whose heartbeat keeps its lease: by default the lease ends at
 /// `DEFAULT_MAX_LEASE` (60 min), the item comes back (here: dead-lettered, one attempt),
@@ -26,7 +16,7 @@ async fn sleep(rt: &SimRuntime, d: Duration) {
 /// diagnosis names the hang under the heartbeat with its figures.
 #[test]
 fn a_heartbeat_never_keeps_a_lease_forever() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let config = Config::new(Duration::from_secs(30)).with_max_attempts(1);
         let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
         q.try_push(1u32).unwrap();
@@ -63,7 +53,7 @@ fn a_heartbeat_never_keeps_a_lease_forever() {
 /// item timeout (the max lease) is far off.
 #[test]
 fn a_default_pool_runs_a_long_job_once() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let vis = Duration::from_secs(10);
         let q = LeaseQueue::with_runtime(rt.clone(), Config::new(vis)).unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
@@ -104,7 +94,7 @@ fn a_default_pool_runs_a_long_job_once() {
 /// takes longer is timed out when its lease ends, so its retry never runs beside it.
 #[test]
 fn without_heartbeat_the_default_timeout_is_the_visibility() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let vis = Duration::from_secs(10);
         let config = Config::new(vis).with_max_attempts(2);
         let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
@@ -151,7 +141,7 @@ fn without_heartbeat_the_default_timeout_is_the_visibility() {
 /// not handled, and the item a worker held goes back to the queue, uncounted.
 #[test]
 fn a_dropped_pool_stops_its_workers() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(10))).unwrap();
         let handled = Arc::new(AtomicUsize::new(0));
         let pool = Pool::builder(q.clone()).workers(2).spawn({
@@ -187,7 +177,7 @@ fn a_dropped_pool_stops_its_workers() {
 /// `shutdown_on` waits for its signal; the report lists the items put back.
 #[test]
 fn shutdown_on_a_signal_lists_what_was_handed_back() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(10))).unwrap();
         let ids: Vec<_> = (0..2u32).map(|n| q.try_push(n).unwrap()).collect();
         let pool = Pool::builder(q.clone())

@@ -14,6 +14,8 @@ use leaseq_async::{
     Config, ItemTimeout, JobError, LeaseQueue, Pool, PoolStats, Push, Reason, Runtime, SimRuntime,
     Stats,
 };
+use leaseq_test_kit::sim::{self, sleep};
+use leaseq_test_kit::steps;
 use metrics::Unit;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
@@ -234,16 +236,8 @@ impl Scraper {
 
 const SECOND: Duration = Duration::from_secs(1);
 
-async fn sleep(rt: &SimRuntime, d: Duration) {
-    rt.sleep_until(rt.now().saturating_add(d)).await;
-}
-
 fn named(rt: &SimRuntime, name: &'static str, config: Config) -> LeaseQueue<u32, SimRuntime> {
-    LeaseQueue::<u32, SimRuntime>::builder(config)
-        .runtime(rt.clone())
-        .name(name)
-        .build()
-        .unwrap()
+    sim::named_queue(rt, name, config)
 }
 
 /// Every queue metric, after a workload that moves every `Stats` field, equals the stats
@@ -283,12 +277,7 @@ fn queue_metrics_equal_the_stats() {
         q.receive().await.unwrap().nack("again").await.unwrap();
         q.receive().await.unwrap().nack("boom").await.unwrap();
         q.try_push(3).unwrap();
-        q.receive()
-            .await
-            .unwrap()
-            .dead_letter("poison")
-            .await
-            .unwrap();
+        steps::dead_letter_next(&q, "poison").await;
         // An extend capped by the max lease, then a release.
         q.try_push(4).unwrap();
         let mut d = q.receive().await.unwrap();

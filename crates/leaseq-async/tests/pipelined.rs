@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leaseq_async::{
-    Acked, Config, LeaseQueue, Pool, ReceiptError, Runtime, SettleError, SimRuntime, Timestamp,
+    Acked, Config, LeaseQueue, Pool, ReceiptError, Runtime, SettleError, Timestamp,
 };
+use leaseq_test_kit::sim;
 
 use support::faulty::{queue, queue_with};
 
@@ -23,8 +24,7 @@ const COMMIT: Duration = Duration::from_millis(5);
 /// acks would; the shutdown waits for the last answers, and the report counts them all.
 #[test]
 fn pool_workers_do_not_wait_for_their_commits() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue_with(&rt, COMMIT);
         for n in 0..100 {
             q.try_push(n).unwrap();
@@ -53,8 +53,7 @@ fn pool_workers_do_not_wait_for_their_commits() {
 /// commits, so the queue empties; nothing is counted `Ok` that the store did not answer.
 #[test]
 fn a_settle_still_pending_after_its_one_poll_is_counted_failed() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue_with(&rt, COMMIT);
         store.claims_at_once.store(true, Ordering::SeqCst);
         for n in 0..10 {
@@ -78,8 +77,7 @@ fn a_settle_still_pending_after_its_one_poll_is_counted_failed() {
 /// by commits. A stale receipt's answer is the same typed refusal.
 #[test]
 fn ack_nowait_answers_as_ack_does_without_holding_the_consumer() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue_with(&rt, COMMIT);
         q.try_push(1).unwrap();
         let mut settling = q.receive().await.unwrap().ack_nowait();
@@ -119,17 +117,13 @@ fn ack_nowait_answers_as_ack_does_without_holding_the_consumer() {
 /// On the memory store (which settles at once) the answer is there when the call returns.
 #[test]
 fn ack_nowait_on_a_store_that_settles_at_once_is_answered_at_once() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(5))).unwrap();
-            q.try_push(1u32).unwrap();
-            let mut settling = q.receive().await.unwrap().ack_nowait();
-            assert!(settling.is_done());
-            assert_eq!(settling.try_result(), Some(Ok(Acked::OnTime)));
-            assert_eq!(q.stats().acked, 1);
-        }
+    sim::run(|rt| async move {
+        let q = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(5))).unwrap();
+        q.try_push(1u32).unwrap();
+        let mut settling = q.receive().await.unwrap().ack_nowait();
+        assert!(settling.is_done());
+        assert_eq!(settling.try_result(), Some(Ok(Acked::OnTime)));
+        assert_eq!(q.stats().acked, 1);
     });
 }
 
@@ -138,8 +132,7 @@ fn ack_nowait_on_a_store_that_settles_at_once_is_answered_at_once() {
 /// grace (attempt 1 next time for all).
 #[test]
 fn prefetched_leases_go_back_uncounted_at_shutdown() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, _store) = queue(&rt);
         for n in 0..5 {
             q.try_push(n).unwrap();
@@ -159,11 +152,9 @@ fn prefetched_leases_go_back_uncounted_at_shutdown() {
         // The worker holds one; the fetcher took 3 or 4 more (as the first fetch came
         // before or after the worker waited), and refills only below half its prefetch.
         while !started.load(Ordering::SeqCst) {
-            rt.sleep_until(rt.now().saturating_add(Duration::from_millis(1)))
-                .await;
+            sim::sleep(&rt, Duration::from_millis(1)).await;
         }
-        rt.sleep_until(rt.now().saturating_add(Duration::from_millis(10)))
-            .await;
+        sim::sleep(&rt, Duration::from_millis(10)).await;
         let held = q.stats().in_flight;
         assert!((4..=5).contains(&held), "{:?}", q.stats());
         let report = pool.shutdown(Duration::from_millis(100)).await;
@@ -191,8 +182,7 @@ fn prefetched_leases_go_back_uncounted_at_shutdown() {
 /// attempt.
 #[test]
 fn prefetched_leases_never_go_out_with_less_than_half_their_visibility() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, _store) = queue(&rt);
         for n in 0..3 {
             q.try_push(n).unwrap();
@@ -211,8 +201,7 @@ fn prefetched_leases_never_go_out_with_less_than_half_their_visibility() {
                         let left = job.deadline.saturating_duration_since(rt.now());
                         seen.lock().unwrap().push((job.item, job.attempt, left));
                         if job.item == 0 {
-                            rt.sleep_until(rt.now().saturating_add(Duration::from_secs(8)))
-                                .await;
+                            sim::sleep(&rt, Duration::from_secs(8)).await;
                         }
                         Ok(())
                     }
@@ -238,8 +227,7 @@ fn prefetched_leases_never_go_out_with_less_than_half_their_visibility() {
 /// reply is "outcome unknown", never `Ok`.
 #[test]
 fn ack_nowait_reports_a_lost_reply_as_outcome_unknown() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue_with(&rt, COMMIT);
         store.faults.settle_reply_lost.store(1, Ordering::Release);
         q.try_push(1).unwrap();

@@ -7,11 +7,7 @@ use leaseq_async::AdminError;
 use leaseq_async::{
     CancelError, Config, LeaseQueue, Pool, Push, PushError, ReceiptError, SimRuntime, MAX_PRIORITY,
 };
-
-fn sim<F: std::future::Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
-    let rt = SimRuntime::new();
-    rt.block_on(test(rt.clone()));
-}
+use leaseq_test_kit::sim;
 
 fn queue(rt: &SimRuntime) -> LeaseQueue<&'static str, SimRuntime> {
     LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(1))).unwrap()
@@ -21,7 +17,7 @@ fn queue(rt: &SimRuntime) -> LeaseQueue<&'static str, SimRuntime> {
 /// through the inbox) keep their place among the rest.
 #[test]
 fn higher_levels_first_fifo_within_a_level() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         q.try_push("a0").unwrap();
         q.try_push_with("b5", Push::new().priority(5)).unwrap();
@@ -44,7 +40,7 @@ fn higher_levels_first_fifo_within_a_level() {
 /// again once the holder is acked. Out-of-range levels and oversized keys are typed errors.
 #[test]
 fn unique_keys_refuse_replace_and_free() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let first = q.try_push_with("v1", Push::new().key("photo-17")).unwrap();
         match q.try_push_with("v2", Push::new().key("photo-17")) {
@@ -84,7 +80,7 @@ fn unique_keys_refuse_replace_and_free() {
 /// unless `cancel_leased`, after which its holder's ack is stale with `Cancelled`.
 #[test]
 fn cancel_ready_delayed_and_leased() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let ready = q.try_push("ready").unwrap();
         let delayed = q
@@ -116,7 +112,7 @@ fn cancel_ready_delayed_and_leased() {
 /// A pool works the highest level first.
 #[test]
 fn a_pool_takes_the_highest_level_first() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q: LeaseQueue<u8, SimRuntime> =
             LeaseQueue::with_runtime(rt.clone(), Config::new(Duration::from_secs(1))).unwrap();
         for level in [0u8, 3, 7, 1, 7, 3] {

@@ -4,18 +4,13 @@
 //! for a stale lease and past the size limit, shown to the operator, and reachable from a
 //! pool's `Job`.
 
-use std::future::Future;
 use std::time::Duration;
 
 use leaseq_async::{
     Backoff, CheckpointError, Config, ItemTimeout, LeaseQueue, MessageId, Page, Pool, Progress,
     ReceiptError, Runtime, SimRuntime, MAX_PROGRESS_BYTES,
 };
-
-fn sim<F: Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
-    let rt = SimRuntime::new();
-    rt.block_on(test(rt.clone()));
-}
+use leaseq_test_kit::sim;
 
 fn queue(rt: &SimRuntime, visibility: Duration) -> LeaseQueue<u32, SimRuntime> {
     let config = Config::new(visibility)
@@ -30,7 +25,7 @@ fn bytes(p: Option<Progress>) -> Option<Vec<u8>> {
 
 #[test]
 fn a_checkpoint_survives_nack_expiry_and_put_back() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(5));
         q.try_push(7).unwrap();
         let mut d = q.receive().await.unwrap();
@@ -46,8 +41,7 @@ fn a_checkpoint_survives_nack_expiry_and_put_back() {
         let stale = d;
 
         // After the lease ran out.
-        rt.sleep_until(rt.now().saturating_add(Duration::from_secs(6)))
-            .await;
+        sim::sleep(&rt, Duration::from_secs(6)).await;
         let d = q.receive().await.unwrap();
         assert_eq!(d.attempt(), 3);
         assert_eq!(bytes(d.progress()), Some(b"page 6".to_vec()));
@@ -75,7 +69,7 @@ fn a_checkpoint_survives_nack_expiry_and_put_back() {
 
 #[test]
 fn ack_cancel_and_purge_drop_the_checkpoint_dead_letters_and_redrive_keep_it() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(5));
         let ids: Vec<MessageId> = (0..4).map(|n| q.try_push(n).unwrap()).collect();
         for _ in 0..4 {
@@ -122,7 +116,7 @@ fn ack_cancel_and_purge_drop_the_checkpoint_dead_letters_and_redrive_keep_it() {
 #[test]
 fn a_filtered_purge_of_dead_letters_keeps_the_other_dead_letters_checkpoints() {
     use leaseq_async::{DeadFilter, Reason};
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(5));
         let ids: Vec<MessageId> = (0..2).map(|n| q.try_push(n).unwrap()).collect();
         for _ in 0..2 {
@@ -152,7 +146,7 @@ fn a_filtered_purge_of_dead_letters_keeps_the_other_dead_letters_checkpoints() {
 
 #[test]
 fn a_checkpoint_too_large_is_refused_typed_and_nothing_is_recorded() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(5));
         q.try_push(1).unwrap();
         let mut d = q.receive().await.unwrap();
@@ -187,7 +181,7 @@ fn a_checkpoint_too_large_is_refused_typed_and_nothing_is_recorded() {
 /// handling is refused (its lease is over).
 #[test]
 fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(60));
         q.try_push(10).unwrap();
         let (kept_tx, kept_rx) = futures::channel::mpsc::unbounded();
@@ -204,8 +198,7 @@ fn a_pool_job_resumes_from_its_checkpoint_after_a_timeout() {
                         seen.lock().push(from);
                         // Steps of 300 ms: the first handling times out after step 3.
                         for step in from..job.item as u8 {
-                            rt.sleep_until(rt.now().saturating_add(Duration::from_millis(300)))
-                                .await;
+                            sim::sleep(&rt, Duration::from_millis(300)).await;
                             job.checkpoint(vec![step + 1]).await.unwrap();
                             if step + 1 == 5 {
                                 // Done in the second handling: keep the job past it.
@@ -245,7 +238,7 @@ fn typed_checkpoints_round_trip_with_postcard() {
         page: u32,
         token: String,
     }
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(5));
         q.try_push(1).unwrap();
         let mut d = q.receive().await.unwrap();
@@ -265,7 +258,7 @@ fn typed_checkpoints_round_trip_with_postcard() {
 /// that task.
 #[test]
 fn a_job_checkpoints_from_another_task() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt, Duration::from_secs(60));
         let id = q.try_push(1).unwrap();
         let pool = Pool::builder(q.clone()).workers(1).spawn({
@@ -286,8 +279,7 @@ fn a_job_checkpoints_from_another_task() {
             }
         });
         // Every run fails, to the dead letters at the last attempt: the checkpoint stays.
-        rt.sleep_until(rt.now().saturating_add(Duration::from_secs(1)))
-            .await;
+        sim::sleep(&rt, Duration::from_secs(1)).await;
         let shown = q.checkpoints(Page::ALL).await.unwrap();
         assert_eq!(shown.len(), 1);
         assert_eq!(

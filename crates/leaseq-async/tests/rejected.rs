@@ -5,15 +5,7 @@
 use std::time::Duration;
 
 use leaseq_async::{Config, LeaseQueue, Push, PushError, Runtime, SimRuntime};
-
-fn sim<F: std::future::Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
-    let rt = SimRuntime::new();
-    rt.block_on(test(rt.clone()));
-}
-
-async fn sleep(rt: &SimRuntime, d: Duration) {
-    rt.sleep_until(rt.now().saturating_add(d)).await;
-}
+use leaseq_test_kit::sim::{self, sleep};
 
 fn bounded(rt: &SimRuntime, capacity: usize) -> LeaseQueue<u32, SimRuntime> {
     let config = Config::new(Duration::from_secs(10)).with_capacity(capacity);
@@ -25,7 +17,7 @@ fn bounded(rt: &SimRuntime, capacity: usize) -> LeaseQueue<u32, SimRuntime> {
 /// succeeds, so nothing was refused to anyone: `rejected` stays 0.
 #[test]
 fn awaited_pushes_that_wait_for_room_are_not_rejections() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = bounded(&rt, 1);
         let producers: Vec<_> = (0..5u32)
             .map(|p| {
@@ -55,7 +47,7 @@ fn awaited_pushes_that_wait_for_room_are_not_rejections() {
 /// same queue's awaited push that waits out the full queue adds nothing.
 #[test]
 fn a_try_push_into_a_full_queue_counts_one() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = bounded(&rt, 1);
         q.try_push(1).unwrap();
         assert!(matches!(q.try_push(2), Err(PushError::Full(2))));
@@ -84,7 +76,7 @@ fn a_try_push_into_a_full_queue_counts_one() {
 /// push that waited for room, then found its key held.
 #[test]
 fn an_awaited_push_finally_refused_counts_one() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = bounded(&rt, 2);
         let holder = q.push_with(1, Push::new().key("k")).await.unwrap();
         let refused = q.push_with(2, Push::new().key("k")).await;

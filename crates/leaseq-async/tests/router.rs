@@ -11,17 +11,11 @@ use std::time::Duration;
 use leaseq_async::router::{Envelope, JobKind, RouteError, Router};
 use leaseq_async::{
     Backoff, Config, ConfigError, Job, JobError, KindPolicy, LeaseQueue, Pool, Reason, Runtime,
-    SimRuntime, Timestamp,
+    Timestamp,
 };
+use leaseq_test_kit::jobs::{self, Email, Explode, Hang};
+use leaseq_test_kit::sim;
 use serde::{Deserialize, Serialize};
-
-#[derive(Serialize, Deserialize)]
-struct Email {
-    to: String,
-}
-impl JobKind for Email {
-    const KIND: &'static str = "email";
-}
 
 #[derive(Serialize, Deserialize)]
 struct Resize {
@@ -29,18 +23,6 @@ struct Resize {
 }
 impl JobKind for Resize {
     const KIND: &'static str = "resize";
-}
-
-#[derive(Serialize, Deserialize)]
-struct Explode(u32);
-impl JobKind for Explode {
-    const KIND: &'static str = "explode";
-}
-
-#[derive(Serialize, Deserialize)]
-struct Hang(u32);
-impl JobKind for Hang {
-    const KIND: &'static str = "hang";
 }
 
 const PER_KIND: u32 = 25;
@@ -53,115 +35,102 @@ const PER_KIND: u32 = 25;
 #[test]
 fn a_panicking_and_a_hanging_kind_do_not_starve_the_others() {
     for workers in [2, 8] {
-        let rt = SimRuntime::new();
-        rt.block_on({
-            let rt = rt.clone();
-            async move {
-                let config = Config::new(Duration::from_secs(60))
-                    .with_max_attempts(5)
-                    .with_backoff(Backoff::Fixed(Duration::from_millis(100)))
-                    .without_jitter();
-                let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-                for n in 0..PER_KIND {
-                    q.push(Envelope::new(&Explode(n)).unwrap()).await.unwrap();
-                    q.push(Envelope::new(&Hang(n)).unwrap()).await.unwrap();
-                    let to = format!("user{n}@example.com");
-                    q.push(Envelope::new(&Email { to }).unwrap()).await.unwrap();
-                    q.push(Envelope::new(&Resize { width: n }).unwrap())
-                        .await
-                        .unwrap();
-                }
-                let (emails, resizes) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
-                // When the last healthy item was handled, on the virtual clock.
-                let last = Arc::new(Mutex::new(Timestamp::ZERO));
-                let done = {
-                    let (rt, last) = (rt.clone(), last.clone());
-                    move || *last.lock().unwrap() = rt.now()
-                };
-                let router = Router::new()
-                    .route::<Email, _>({
-                        let (emails, done) = (emails.clone(), done.clone());
-                        move |job: Job<Email>| {
-                            assert!(job.item.to.ends_with("@example.com"));
-                            emails.fetch_add(1, Ordering::Relaxed);
-                            done();
-                            async { Ok(()) }
-                        }
-                    })
-                    .route::<Resize, _>({
-                        let resizes = resizes.clone();
-                        move |_job: Job<Resize>| {
-                            resizes.fetch_add(1, Ordering::Relaxed);
-                            done();
-                            async { Ok(()) }
-                        }
-                    })
-                    .route_with::<Explode, _>(
-                        KindPolicy::new().with_max_attempts(3),
-                        |job: Job<Explode>| async move { panic!("explode {}", job.item.0) },
-                    )
-                    .route_with::<Hang, _>(
-                        KindPolicy::new()
-                            .with_max_attempts(3)
-                            .with_timeout(Duration::from_secs(2)),
-                        |_job: Job<Hang>| std::future::pending(),
-                    );
-                let pool = Pool::builder(q.clone())
-                    .workers(workers)
-                    .spawn_router(router);
-                q.wait_empty().await;
-                assert_eq!(pool.live_workers(), workers);
-                let report = pool.shutdown(Duration::from_secs(1)).await;
-                let s = &report.stats;
-                assert_eq!(
-                    (
-                        emails.load(Ordering::Relaxed),
-                        resizes.load(Ordering::Relaxed)
-                    ),
-                    (PER_KIND, PER_KIND),
-                    "workers: {workers}"
-                );
-                // The hanging kind costs at most its attempts x its timeout of worker time
-                // per item (25 x 3 x 2 s = 150 s in all), shared by the workers: every
-                // healthy item is handled by then (the pool's own limit, the lease's end
-                // at 60 minutes, would have held the workers far longer).
-                let hung_worker_time = Duration::from_secs(u64::from(PER_KIND) * 3 * 2);
-                let bound = hung_worker_time / workers as u32 + Duration::from_secs(2);
-                let last = *last.lock().unwrap();
-                assert!(
-                    last <= Timestamp::ZERO.saturating_add(bound),
-                    "workers {workers}: last healthy item at {last:?}, bound {bound:?}"
-                );
-                assert_eq!(s.ok, u64::from(2 * PER_KIND));
-                assert_eq!(s.panicked, u64::from(3 * PER_KIND));
-                assert_eq!(s.timed_out, u64::from(3 * PER_KIND));
-                assert_eq!(s.worker_panics, 0, "every panic caught around its handler");
-                // The pool's item types are the kinds.
-                let types: Vec<&str> = s.types.iter().map(|(t, _)| *t).collect();
-                assert_eq!(types, ["email", "explode", "hang", "resize"]);
-
-                let dead = q.store().take_dead_letters();
-                assert_eq!(dead.len(), 2 * PER_KIND as usize);
-                for d in &dead {
-                    let want = match d.item.kind() {
-                        Some("explode") => Reason::Panicked,
-                        Some("hang") => Reason::TimedOut,
-                        other => panic!("{other:?} dead-lettered"),
-                    };
-                    assert_eq!((d.reason, d.attempts), (want, 3), "{d:?}");
-                }
-                let hung = dead.iter().find(|d| d.reason == Reason::TimedOut).unwrap();
-                assert_eq!(hung.last_error.as_deref(), Some("timed out after 2s"));
-                let exploded = dead.iter().find(|d| d.reason == Reason::Panicked).unwrap();
-                assert!(
-                    exploded
-                        .last_error
-                        .as_deref()
-                        .unwrap()
-                        .starts_with("explode "),
-                    "{exploded:?}"
-                );
+        sim::run(|rt| async move {
+            let config = Config::new(Duration::from_secs(60))
+                .with_max_attempts(5)
+                .with_backoff(Backoff::Fixed(Duration::from_millis(100)))
+                .without_jitter();
+            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+            for n in 0..PER_KIND {
+                q.push(Envelope::new(&Explode(n)).unwrap()).await.unwrap();
+                q.push(Envelope::new(&Hang(n)).unwrap()).await.unwrap();
+                let to = format!("user{n}@example.com");
+                q.push(Envelope::new(&Email { to }).unwrap()).await.unwrap();
+                q.push(Envelope::new(&Resize { width: n }).unwrap())
+                    .await
+                    .unwrap();
             }
+            let (emails, resizes) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+            // When the last healthy item was handled, on the virtual clock.
+            let last = Arc::new(Mutex::new(Timestamp::ZERO));
+            let done = {
+                let (rt, last) = (rt.clone(), last.clone());
+                move || *last.lock().unwrap() = rt.now()
+            };
+            let router = Router::new()
+                .route::<Email, _>({
+                    let (emails, done) = (emails.clone(), done.clone());
+                    move |job: Job<Email>| {
+                        assert!(job.item.to.ends_with("@example.com"));
+                        emails.fetch_add(1, Ordering::Relaxed);
+                        done();
+                        async { Ok(()) }
+                    }
+                })
+                .route::<Resize, _>({
+                    let resizes = resizes.clone();
+                    move |_job: Job<Resize>| {
+                        resizes.fetch_add(1, Ordering::Relaxed);
+                        done();
+                        async { Ok(()) }
+                    }
+                });
+            let router = jobs::with_failing_kinds(router, 3, Duration::from_secs(2));
+            let pool = Pool::builder(q.clone())
+                .workers(workers)
+                .spawn_router(router);
+            q.wait_empty().await;
+            assert_eq!(pool.live_workers(), workers);
+            let report = pool.shutdown(Duration::from_secs(1)).await;
+            let s = &report.stats;
+            assert_eq!(
+                (
+                    emails.load(Ordering::Relaxed),
+                    resizes.load(Ordering::Relaxed)
+                ),
+                (PER_KIND, PER_KIND),
+                "workers: {workers}"
+            );
+            // The hanging kind costs at most its attempts x its timeout of worker time
+            // per item (25 x 3 x 2 s = 150 s in all), shared by the workers: every
+            // healthy item is handled by then (the pool's own limit, the lease's end
+            // at 60 minutes, would have held the workers far longer).
+            let hung_worker_time = Duration::from_secs(u64::from(PER_KIND) * 3 * 2);
+            let bound = hung_worker_time / workers as u32 + Duration::from_secs(2);
+            let last = *last.lock().unwrap();
+            assert!(
+                last <= Timestamp::ZERO.saturating_add(bound),
+                "workers {workers}: last healthy item at {last:?}, bound {bound:?}"
+            );
+            assert_eq!(s.ok, u64::from(2 * PER_KIND));
+            assert_eq!(s.panicked, u64::from(3 * PER_KIND));
+            assert_eq!(s.timed_out, u64::from(3 * PER_KIND));
+            assert_eq!(s.worker_panics, 0, "every panic caught around its handler");
+            // The pool's item types are the kinds.
+            let types: Vec<&str> = s.types.iter().map(|(t, _)| *t).collect();
+            assert_eq!(types, ["email", "explode", "hang", "resize"]);
+
+            let dead = q.store().take_dead_letters();
+            assert_eq!(dead.len(), 2 * PER_KIND as usize);
+            for d in &dead {
+                let want = match d.item.kind() {
+                    Some("explode") => Reason::Panicked,
+                    Some("hang") => Reason::TimedOut,
+                    other => panic!("{other:?} dead-lettered"),
+                };
+                assert_eq!((d.reason, d.attempts), (want, 3), "{d:?}");
+            }
+            let hung = dead.iter().find(|d| d.reason == Reason::TimedOut).unwrap();
+            assert_eq!(hung.last_error.as_deref(), Some("timed out after 2s"));
+            let exploded = dead.iter().find(|d| d.reason == Reason::Panicked).unwrap();
+            assert!(
+                exploded
+                    .last_error
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("explode "),
+                "{exploded:?}"
+            );
         });
     }
 }
@@ -171,56 +140,52 @@ fn a_panicking_and_a_hanging_kind_do_not_starve_the_others() {
 /// permanent failures of type "unknown"; a known kind on the same queue is handled.
 #[test]
 fn an_unknown_kind_is_dead_lettered_at_once_with_its_reason() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(60)).with_max_attempts(5);
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            let fax = q
-                .push(Envelope::from_parts("fax", b"{\"to\":\"+1 555\"}").unwrap())
-                .await
-                .unwrap();
-            let junk = q.push(Envelope::from_bytes(vec![0, 1, 2])).await.unwrap();
-            q.push(Envelope::new(&Email { to: "a@b".into() }).unwrap())
-                .await
-                .unwrap();
-            let router = Router::new().route::<Email, _>(|_job: Job<Email>| async { Ok(()) });
-            let pool = Pool::builder(q.clone()).spawn_router(router);
-            q.wait_empty().await;
-            let report = pool.shutdown(Duration::from_secs(1)).await;
-            let s = &report.stats;
-            assert_eq!((s.ok, s.permanent, s.failed), (1, 2, 0), "{s:?}");
-            let unknown = s.types.iter().find(|(t, _)| *t == "unknown").unwrap();
-            assert_eq!(unknown.1.failed, 2);
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(60)).with_max_attempts(5);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        let fax = q
+            .push(Envelope::from_parts("fax", b"{\"to\":\"+1 555\"}").unwrap())
+            .await
+            .unwrap();
+        let junk = q.push(Envelope::from_bytes(vec![0, 1, 2])).await.unwrap();
+        q.push(Envelope::new(&Email { to: "a@b".into() }).unwrap())
+            .await
+            .unwrap();
+        let router = Router::new().route::<Email, _>(|_job: Job<Email>| async { Ok(()) });
+        let pool = Pool::builder(q.clone()).spawn_router(router);
+        q.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let s = &report.stats;
+        assert_eq!((s.ok, s.permanent, s.failed), (1, 2, 0), "{s:?}");
+        let unknown = s.types.iter().find(|(t, _)| *t == "unknown").unwrap();
+        assert_eq!(unknown.1.failed, 2);
 
-            let mut dead = q.store().take_dead_letters();
-            dead.sort_by_key(|d| d.id);
-            let seen: Vec<_> = dead
-                .iter()
-                .map(|d| (d.id, d.attempts, d.reason, d.last_error.clone().unwrap()))
-                .collect();
-            assert_eq!(
-                seen,
-                [
-                    (
-                        fax,
-                        1,
-                        Reason::Rejected,
-                        "unknown job kind `fax`: no handler registered".to_string()
-                    ),
-                    (
-                        junk,
-                        1,
-                        Reason::Rejected,
-                        "not a job envelope (3 bytes that do not start with a kind)".to_string()
-                    ),
-                ]
-            );
-            // The item is kept whole: an operator can redrive it once a handler exists.
-            assert_eq!(dead[0].item.kind(), Some("fax"));
-            assert_eq!(dead[0].item.args(), Some(&b"{\"to\":\"+1 555\"}"[..]));
-        }
+        let mut dead = q.store().take_dead_letters();
+        dead.sort_by_key(|d| d.id);
+        let seen: Vec<_> = dead
+            .iter()
+            .map(|d| (d.id, d.attempts, d.reason, d.last_error.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    fax,
+                    1,
+                    Reason::Rejected,
+                    "unknown job kind `fax`: no handler registered".to_string()
+                ),
+                (
+                    junk,
+                    1,
+                    Reason::Rejected,
+                    "not a job envelope (3 bytes that do not start with a kind)".to_string()
+                ),
+            ]
+        );
+        // The item is kept whole: an operator can redrive it once a handler exists.
+        assert_eq!(dead[0].item.kind(), Some("fax"));
+        assert_eq!(dead[0].item.args(), Some(&b"{\"to\":\"+1 555\"}"[..]));
     });
 }
 
@@ -228,53 +193,49 @@ fn an_unknown_kind_is_dead_lettered_at_once_with_its_reason() {
 /// dead-lettered at once with the decode error, the handler never called.
 #[test]
 fn bad_args_are_dead_lettered_with_the_decode_error() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(60)).with_max_attempts(5);
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            for args in [&b"{\"to\":7}"[..], b"{}", b"not json"] {
-                q.push(Envelope::from_parts("email", args).unwrap())
-                    .await
-                    .unwrap();
-            }
-            let called = Arc::new(AtomicU32::new(0));
-            let router =
-                Router::new().route_with::<Email, _>(KindPolicy::new().with_max_attempts(4), {
-                    let called = called.clone();
-                    move |_job: Job<Email>| {
-                        called.fetch_add(1, Ordering::Relaxed);
-                        async { Ok(()) }
-                    }
-                });
-            let pool = Pool::builder(q.clone()).spawn_router(router);
-            q.wait_empty().await;
-            let report = pool.shutdown(Duration::from_secs(1)).await;
-            assert_eq!(report.stats.permanent, 3);
-            assert_eq!(called.load(Ordering::Relaxed), 0);
-            let mut dead = q.store().take_dead_letters();
-            dead.sort_by_key(|d| d.id);
-            let errors: Vec<String> = dead
-                .iter()
-                .map(|d| {
-                    assert_eq!((d.attempts, d.reason), (1, Reason::Rejected));
-                    d.last_error.clone().unwrap()
-                })
-                .collect();
-            assert!(
-                errors[0].starts_with("bad args for job kind `email`: invalid type: integer `7`"),
-                "{errors:?}"
-            );
-            assert!(
-                errors[1].starts_with("bad args for job kind `email`: missing field `to`"),
-                "{errors:?}"
-            );
-            assert!(
-                errors[2].starts_with("bad args for job kind `email`: expected"),
-                "{errors:?}"
-            );
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(60)).with_max_attempts(5);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        for args in [&b"{\"to\":7}"[..], b"{}", b"not json"] {
+            q.push(Envelope::from_parts("email", args).unwrap())
+                .await
+                .unwrap();
         }
+        let called = Arc::new(AtomicU32::new(0));
+        let router =
+            Router::new().route_with::<Email, _>(KindPolicy::new().with_max_attempts(4), {
+                let called = called.clone();
+                move |_job: Job<Email>| {
+                    called.fetch_add(1, Ordering::Relaxed);
+                    async { Ok(()) }
+                }
+            });
+        let pool = Pool::builder(q.clone()).spawn_router(router);
+        q.wait_empty().await;
+        let report = pool.shutdown(Duration::from_secs(1)).await;
+        assert_eq!(report.stats.permanent, 3);
+        assert_eq!(called.load(Ordering::Relaxed), 0);
+        let mut dead = q.store().take_dead_letters();
+        dead.sort_by_key(|d| d.id);
+        let errors: Vec<String> = dead
+            .iter()
+            .map(|d| {
+                assert_eq!((d.attempts, d.reason), (1, Reason::Rejected));
+                d.last_error.clone().unwrap()
+            })
+            .collect();
+        assert!(
+            errors[0].starts_with("bad args for job kind `email`: invalid type: integer `7`"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("bad args for job kind `email`: missing field `to`"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[2].starts_with("bad args for job kind `email`: expected"),
+            "{errors:?}"
+        );
     });
 }
 
@@ -283,31 +244,27 @@ fn bad_args_are_dead_lettered_with_the_decode_error() {
 /// kind's 2 attempts (the queue allows 10).
 #[test]
 fn a_routed_handlers_retry_after_and_its_kinds_attempts() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(60)).with_max_attempts(10);
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            q.push(Envelope::new(&Email { to: "a@b".into() }).unwrap())
-                .await
-                .unwrap();
-            let router = Router::new().route_with::<Email, _>(
-                KindPolicy::new().with_max_attempts(2),
-                |_job: Job<Email>| async {
-                    Err(JobError::retry_after(Duration::from_secs(3), "greylisted"))
-                },
-            );
-            let pool = Pool::builder(q.clone()).spawn_router(router);
-            q.wait_empty().await;
-            assert_eq!(
-                rt.now(),
-                leaseq_async::Timestamp::ZERO.saturating_add(Duration::from_secs(3))
-            );
-            pool.shutdown(Duration::from_secs(1)).await;
-            let dead = q.store().take_dead_letters();
-            assert_eq!((dead[0].attempts, dead[0].reason), (2, Reason::Nacked));
-        }
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(60)).with_max_attempts(10);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        q.push(Envelope::new(&Email { to: "a@b".into() }).unwrap())
+            .await
+            .unwrap();
+        let router = Router::new().route_with::<Email, _>(
+            KindPolicy::new().with_max_attempts(2),
+            |_job: Job<Email>| async {
+                Err(JobError::retry_after(Duration::from_secs(3), "greylisted"))
+            },
+        );
+        let pool = Pool::builder(q.clone()).spawn_router(router);
+        q.wait_empty().await;
+        assert_eq!(
+            rt.now(),
+            leaseq_async::Timestamp::ZERO.saturating_add(Duration::from_secs(3))
+        );
+        pool.shutdown(Duration::from_secs(1)).await;
+        let dead = q.store().take_dead_letters();
+        assert_eq!((dead[0].attempts, dead[0].reason), (2, Reason::Nacked));
     });
 }
 

@@ -8,9 +8,9 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use leaseq_async::{
-    Config, Finding, FindingKind, LeaseQueue, Pool, PoolReport, Runtime, SimRuntime, Timestamp,
-    Watchdog,
+    Config, Finding, FindingKind, LeaseQueue, Pool, PoolReport, Runtime, Timestamp, Watchdog,
 };
+use leaseq_test_kit::sim;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -24,46 +24,41 @@ fn round_trip<V: Serialize + DeserializeOwned + PartialEq + Debug>(value: &V) {
 /// A report with every part filled: outcomes of two types, a stuck worker, an item handed
 /// back, findings.
 fn report() -> PoolReport {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let config = Config::new(Duration::from_secs(1)).with_max_attempts(1);
-            let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
-            for n in 0..4u32 {
-                q.try_push(n).unwrap();
-            }
-            let pool = Pool::builder(q.clone())
-                .workers(2)
-                // A hung handler that holds on past its lease, as before these defaults:
-                // its lease runs out (a dead letter), it is reported stuck, then handed back.
-                .heartbeat(false)
-                .item_timeout(leaseq_async::ItemTimeout::None)
-                .item_type(|n: &u32| if *n == 3 { "slow" } else { "quick" })
-                .watchdog(Watchdog::new(
-                    Duration::from_secs(1),
-                    Duration::from_secs(5),
-                ))
-                .spawn({
-                    let rt = rt.clone();
-                    move |job| {
-                        let rt = rt.clone();
-                        async move {
-                            if job.item == 3 {
-                                // Hangs: reported stuck, then handed back at shutdown.
-                                rt.sleep_until(Timestamp::MAX).await;
-                            }
-                            if job.item == 1 {
-                                return Err(leaseq_async::JobError::retry("no"));
-                            }
-                            Ok(())
-                        }
-                    }
-                });
-            rt.sleep_until(rt.now().saturating_add(Duration::from_secs(10)))
-                .await;
-            pool.shutdown(Duration::from_secs(1)).await
+    sim::run(|rt| async move {
+        let config = Config::new(Duration::from_secs(1)).with_max_attempts(1);
+        let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
+        for n in 0..4u32 {
+            q.try_push(n).unwrap();
         }
+        let pool = Pool::builder(q.clone())
+            .workers(2)
+            // A hung handler that holds on past its lease, as before these defaults:
+            // its lease runs out (a dead letter), it is reported stuck, then handed back.
+            .heartbeat(false)
+            .item_timeout(leaseq_async::ItemTimeout::None)
+            .item_type(|n: &u32| if *n == 3 { "slow" } else { "quick" })
+            .watchdog(Watchdog::new(
+                Duration::from_secs(1),
+                Duration::from_secs(5),
+            ))
+            .spawn({
+                let rt = rt.clone();
+                move |job| {
+                    let rt = rt.clone();
+                    async move {
+                        if job.item == 3 {
+                            // Hangs: reported stuck, then handed back at shutdown.
+                            rt.sleep_until(Timestamp::MAX).await;
+                        }
+                        if job.item == 1 {
+                            return Err(leaseq_async::JobError::retry("no"));
+                        }
+                        Ok(())
+                    }
+                }
+            });
+        sim::sleep(&rt, Duration::from_secs(10)).await;
+        pool.shutdown(Duration::from_secs(1)).await
     })
 }
 

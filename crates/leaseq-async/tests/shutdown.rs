@@ -9,7 +9,6 @@
 //! Every queue here allows one attempt: a stop that counted one would dead-letter the item
 //! (as the code before this did, reason "dropped").
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,11 +18,7 @@ use leaseq_async::{
     CheckpointError, Config, Job, JobError, LeaseQueue, MessageId, Page, Pool, Runtime, SimRuntime,
     Timestamp,
 };
-
-fn sim<F: Future<Output = ()>>(test: impl FnOnce(SimRuntime) -> F) {
-    let rt = SimRuntime::new();
-    rt.block_on(test(rt.clone()));
-}
+use leaseq_test_kit::sim::{self, sleep};
 
 /// A queue whose items get one attempt: a counted stop dead-letters them.
 fn queue(rt: &SimRuntime) -> LeaseQueue<u32, SimRuntime> {
@@ -33,10 +28,6 @@ fn queue(rt: &SimRuntime) -> LeaseQueue<u32, SimRuntime> {
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
-}
-
-async fn sleep(rt: &SimRuntime, d: Duration) {
-    rt.sleep_until(rt.now().saturating_add(d)).await;
 }
 
 /// The item is back, visible at once, on its first attempt, with `progress` as its
@@ -59,7 +50,7 @@ async fn back_uncounted(q: &LeaseQueue<u32, SimRuntime>, id: MessageId, progress
 /// and the item goes back uncounted with that checkpoint.
 #[test]
 fn a_job_that_watches_stopping_checkpoints_and_is_put_back_uncounted() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let id = q.push(10).await.unwrap();
         let saw_stop_at = Arc::new(Mutex::new(None::<Timestamp>));
@@ -116,7 +107,7 @@ fn a_job_that_returns_stopped_is_put_back_at_once_uncounted() {
 }
 
 fn returns_stopped(prefetch: Option<usize>) {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let id = q.push(10).await.unwrap();
         let mut builder = Pool::builder(q.clone()).workers(4);
@@ -159,7 +150,7 @@ fn returns_stopped(prefetch: Option<usize>) {
 /// returns it by mistake cannot loop on an item.
 #[test]
 fn stopped_returned_while_the_pool_runs_is_a_counted_failure() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let config = Config::new(secs(30)).with_max_attempts(2);
         let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
         let id = q.push(1u32).await.unwrap();
@@ -185,7 +176,7 @@ fn stopped_returned_while_the_pool_runs_is_a_counted_failure() {
 /// only attempt spent, dead-lettered).
 #[test]
 fn a_job_that_ignores_the_stop_is_cut_off_and_put_back_with_its_checkpoint() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let id = q.push(1).await.unwrap();
         let pool = Pool::builder(q.clone()).spawn({
@@ -216,7 +207,7 @@ fn a_job_that_ignores_the_stop_is_cut_off_and_put_back_with_its_checkpoint() {
 /// stop is a real failure, counted (here, the only attempt: dead-lettered).
 #[test]
 fn a_handler_that_returns_within_the_grace_settles_as_usual() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let ok = q.push(0).await.unwrap();
         let err = q.push(1).await.unwrap();
@@ -257,7 +248,7 @@ fn a_handler_that_returns_within_the_grace_settles_as_usual() {
 /// as an overrun, and a checkpoint it makes afterwards is refused (the lease is over).
 #[test]
 fn a_blocking_handler_sees_is_stopping_and_is_put_back_when_cut_off() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let id = q.push(1).await.unwrap();
         let started = Arc::new(AtomicBool::new(false));
@@ -309,7 +300,7 @@ fn wait_for(done: impl Fn() -> bool) {
 /// its workers held go back uncounted, checkpoints kept.
 #[test]
 fn a_dropped_pool_puts_back_uncounted() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         let id = q.push(1).await.unwrap();
         let pool = Pool::builder(q.clone()).spawn({
@@ -334,7 +325,7 @@ fn a_dropped_pool_puts_back_uncounted() {
 /// A worker aborted as a crash drill is not a stop: its item is handed back, counted.
 #[test]
 fn an_aborted_worker_is_a_crash_and_counts() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let config = Config::new(secs(30)).with_max_attempts(3);
         let q = LeaseQueue::with_runtime(rt.clone(), config).unwrap();
         q.push(1u32).await.unwrap();
@@ -369,7 +360,7 @@ fn an_aborted_worker_is_a_crash_and_counts() {
 /// attempt; a delivery merely dropped would count.
 #[test]
 fn a_consumers_holders_see_its_stop_and_put_back_uncounted() {
-    sim(|rt| async move {
+    sim::run(|rt| async move {
         let q = queue(&rt);
         for n in 0..4 {
             q.push(n).await.unwrap();

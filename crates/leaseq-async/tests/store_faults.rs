@@ -9,7 +9,8 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use leaseq_async::{Pool, PushError, Runtime, SimRuntime, StoreError};
+use leaseq_async::{Pool, PushError, StoreError};
+use leaseq_test_kit::sim;
 
 use support::faulty::queue;
 
@@ -18,8 +19,7 @@ use support::faulty::queue;
 /// affected; `close().await` reports the same failure, and `Ok` once commits go through.
 #[test]
 fn an_unconfirmed_commit_is_not_ok() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue(&rt);
         store.faults.sync.store(1, Ordering::Release);
         let err = q.push(1).await.expect_err("the commit was not confirmed");
@@ -53,8 +53,7 @@ fn an_unconfirmed_commit_is_not_ok() {
 /// is `Ok`.
 #[test]
 fn settle_failures_are_typed_not_stale() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue(&rt);
         for i in 0..3 {
             q.push(i).await.expect("push");
@@ -76,8 +75,7 @@ fn settle_failures_are_typed_not_stale() {
         // The ack that was not sent left its lease to run out, and the nack whose reply was
         // lost went through: both items come back for a second attempt, the third is
         // untouched. Nothing was acked.
-        rt.sleep_until(rt.now().saturating_add(Duration::from_secs(11)))
-            .await;
+        sim::sleep(&rt, Duration::from_secs(11)).await;
         let mut attempts = Vec::new();
         while let Some(d) = q.try_receive() {
             attempts.push((*d.item(), d.attempt()));
@@ -92,8 +90,7 @@ fn settle_failures_are_typed_not_stale() {
 /// `ack_batch` puts them in `failed()`, not in `stale()`.
 #[test]
 fn pool_and_ack_batch_count_store_failures_apart() {
-    let rt = SimRuntime::new();
-    rt.block_on(async {
+    sim::run(|rt| async move {
         let (q, store) = queue(&rt);
         for i in 0..4 {
             q.push(i).await.expect("push");

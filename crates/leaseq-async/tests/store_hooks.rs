@@ -7,6 +7,7 @@ use futures::FutureExt;
 use leaseq_async::{
     Acked, Config, Extended, LeaseLost, LeaseQueue, LeaseSignal, Runtime, SimRuntime, Store,
 };
+use leaseq_test_kit::sim;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -22,48 +23,40 @@ fn lost_is_lost_and_completes_at_once() {
 /// then woken and complete.
 #[test]
 fn from_signal_completes_once_marked_lost() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let signal = LeaseSignal::new();
-            let mut lost = LeaseLost::from_signal(signal.clone());
-            assert!(!lost.is_lost() && !signal.is_lost());
-            assert_eq!((&mut lost).now_or_never(), None);
-            let start = rt.now();
-            let marker = rt.spawn(Box::pin({
-                let (rt, signal) = (rt.clone(), signal.clone());
-                async move {
-                    rt.sleep_until(start.saturating_add(SECOND)).await;
-                    signal.mark_lost();
-                }
-            }));
-            (&mut lost).await;
-            assert_eq!(rt.now(), start.saturating_add(SECOND));
-            assert!(lost.is_lost() && signal.is_lost());
-            // Marking again does nothing more; a new future on the signal is done at once.
-            signal.mark_lost();
-            assert_eq!(LeaseLost::from_signal(signal).now_or_never(), Some(()));
-            marker.await;
-        }
+    sim::run(|rt| async move {
+        let signal = LeaseSignal::new();
+        let mut lost = LeaseLost::from_signal(signal.clone());
+        assert!(!lost.is_lost() && !signal.is_lost());
+        assert_eq!((&mut lost).now_or_never(), None);
+        let start = rt.now();
+        let marker = rt.spawn(Box::pin({
+            let (rt, signal) = (rt.clone(), signal.clone());
+            async move {
+                rt.sleep_until(start.saturating_add(SECOND)).await;
+                signal.mark_lost();
+            }
+        }));
+        (&mut lost).await;
+        assert_eq!(rt.now(), start.saturating_add(SECOND));
+        assert!(lost.is_lost() && signal.is_lost());
+        // Marking again does nothing more; a new future on the signal is done at once.
+        signal.mark_lost();
+        assert_eq!(LeaseLost::from_signal(signal).now_or_never(), Some(()));
+        marker.await;
     });
 }
 
 /// `LeaseLost::at_deadline` is lost at its instant on the runtime's clock.
 #[test]
 fn at_deadline_completes_at_the_deadline() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let at = rt.now().saturating_add(5 * SECOND);
-            let mut lost = LeaseLost::at_deadline(&rt, at);
-            assert!(!lost.is_lost());
-            (&mut lost).await;
-            assert_eq!(rt.now(), at);
-            assert!(lost.is_lost());
-            assert!(LeaseLost::at_deadline(&rt, at).is_lost());
-        }
+    sim::run(|rt| async move {
+        let at = rt.now().saturating_add(5 * SECOND);
+        let mut lost = LeaseLost::at_deadline(&rt, at);
+        assert!(!lost.is_lost());
+        (&mut lost).await;
+        assert_eq!(rt.now(), at);
+        assert!(lost.is_lost());
+        assert!(LeaseLost::at_deadline(&rt, at).is_lost());
     });
 }
 
@@ -71,32 +64,28 @@ fn at_deadline_completes_at_the_deadline() {
 /// delivery hands nothing back. A released delivery has no ticket left.
 #[test]
 fn into_ticket_settles_through_the_store() {
-    let rt = SimRuntime::new();
-    rt.block_on({
-        let rt = rt.clone();
-        async move {
-            let q: LeaseQueue<u32, SimRuntime> =
-                LeaseQueue::with_runtime(rt.clone(), Config::new(5 * SECOND)).unwrap();
-            q.try_push(1).unwrap();
-            q.try_push(2).unwrap();
+    sim::run(|rt| async move {
+        let q: LeaseQueue<u32, SimRuntime> =
+            LeaseQueue::with_runtime(rt.clone(), Config::new(5 * SECOND)).unwrap();
+        q.try_push(1).unwrap();
+        q.try_push(2).unwrap();
 
-            let d = q.receive().await.unwrap();
-            let store = d.store().clone();
-            let ticket = d
-                .into_ticket()
-                .expect("an unsettled delivery has its ticket");
-            let s = q.stats();
-            assert_eq!((s.in_flight, s.redelivered), (1, 0), "nothing handed back");
-            assert_eq!(store.ack(ticket).await, Ok(Acked::OnTime));
+        let d = q.receive().await.unwrap();
+        let store = d.store().clone();
+        let ticket = d
+            .into_ticket()
+            .expect("an unsettled delivery has its ticket");
+        let s = q.stats();
+        assert_eq!((s.in_flight, s.redelivered), (1, 0), "nothing handed back");
+        assert_eq!(store.ack(ticket).await, Ok(Acked::OnTime));
 
-            let mut d = q.receive().await.unwrap();
-            assert!(matches!(
-                d.extend(Duration::ZERO).await,
-                Ok(Extended::Released(_))
-            ));
-            assert!(d.into_ticket().is_none());
-            let s = q.stats();
-            assert_eq!((s.acked, s.ready, s.in_flight), (1, 1, 0));
-        }
+        let mut d = q.receive().await.unwrap();
+        assert!(matches!(
+            d.extend(Duration::ZERO).await,
+            Ok(Extended::Released(_))
+        ));
+        assert!(d.into_ticket().is_none());
+        let s = q.stats();
+        assert_eq!((s.acked, s.ready, s.in_flight), (1, 1, 0));
     });
 }

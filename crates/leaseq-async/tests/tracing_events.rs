@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use leaseq_async::Push;
 use leaseq_async::{Config, Extended, LeaseQueue, Pool, Runtime, SimRuntime};
+use leaseq_test_kit::sim;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -133,18 +134,13 @@ fn traced<F: Future<Output = ()>>(body: impl FnOnce(SimRuntime, Collector) -> F)
 /// Lets the queue's driver run: a short sleep that nothing else is scheduled in. Its own
 /// timer is not what wakes the driver (that is the lock guard, for events waiting).
 async fn let_driver_run(rt: &SimRuntime) {
-    rt.sleep_until(rt.now().saturating_add(Duration::from_millis(1)))
-        .await;
+    sim::sleep(rt, Duration::from_millis(1)).await;
 }
 
 const SECOND: Duration = Duration::from_secs(1);
 
 fn queue(rt: &SimRuntime, name: &'static str, config: Config) -> LeaseQueue<u32, SimRuntime> {
-    LeaseQueue::<u32, SimRuntime>::builder(config)
-        .runtime(rt.clone())
-        .name(name)
-        .build()
-        .unwrap()
+    sim::named_queue(rt, name, config)
 }
 
 /// A lease runs out (the driver's timer), the item is delivered again, and the first
@@ -252,8 +248,7 @@ fn every_kind_of_dead_letter_is_traced() {
         assert_eq!(seen.events("leaseq: dead-lettered").len(), 2);
         // The third runs out at its only attempt; the fourth expires while delayed.
         let _held = q.receive().await.unwrap();
-        rt.sleep_until(rt.now().saturating_add(Duration::from_secs(40)))
-            .await;
+        sim::sleep(&rt, Duration::from_secs(40)).await;
         let s = q.stats();
         assert_eq!((s.dead_lettered, s.expired), (4, 1));
     });

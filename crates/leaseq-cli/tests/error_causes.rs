@@ -29,10 +29,7 @@ fn server() -> Option<String> {
 }
 
 fn leaseq(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(args)
-        .output()
-        .expect("run leaseq")
+    leaseq_test_kit::output::run(env!("CARGO_BIN_EXE_leaseq"), args)
 }
 
 /// Exit 1 and one line on stderr, which it returns.

@@ -3,46 +3,15 @@
 //! the schema row-identical before and after). Skips loudly without a server, fails then
 //! with `LEASEQ_PG_REQUIRED=1`.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Config, Failure, Push};
-use leaseq_postgres::{BytesCodec, Options, PgQueue, Postgres};
+use leaseq_postgres::{Options, PgQueue};
+use leaseq_test_kit::envelope::envelope;
+use leaseq_test_kit::output::{self, fails, json, stdout};
+use leaseq_test_kit::pg::{runtime, server, sql};
 use serde_json::Value;
-
-const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// The server's connection string (`LEASEQ_PG_URL`, or this machine's), or `None` after a
-/// loud note when none answers and none is required.
-fn server() -> Option<String> {
-    let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_string());
-    let reached = runtime().block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
-        tokio::spawn(conn);
-        client.simple_query("SELECT 1").await.map(drop)
-    });
-    match reached {
-        Ok(()) => Some(url),
-        Err(e) if std::env::var("LEASEQ_PG_REQUIRED").as_deref() == Ok("1") => {
-            panic!("LEASEQ_PG_REQUIRED=1 but PostgreSQL at {url:?} cannot be reached: {e}")
-        }
-        Err(e) => {
-            eprintln!(
-                "\n!!! SKIPPED: PostgreSQL at {url:?} cannot be reached ({e}).\n\
-                 !!! Point LEASEQ_PG_URL at a server to run the CLI's Postgres tests.\n"
-            );
-            None
-        }
-    }
-}
 
 /// A schema no other run uses.
 fn schema(name: &str) -> String {
@@ -52,28 +21,10 @@ fn schema(name: &str) -> String {
     format!("leaseq_cli_{name}_{}_{nanos}", std::process::id())
 }
 
-async fn sql(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-}
-
 async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(
-        Config::new(Duration::from_secs(30)).with_max_attempts(1),
-    )
-    .name(queue.to_string())
-    .codec(BytesCodec)
-    .open(Postgres::url(url).options(Options::new().schema(schema).pool_size(2)))
-    .await
-    .unwrap()
-}
-
-/// An envelope's bytes: the kind's length, the kind, the arguments.
-fn envelope(kind: &str, args: &str) -> Vec<u8> {
-    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
+    let config = Config::new(Duration::from_secs(30)).with_max_attempts(1);
+    let options = Options::new().schema(schema).pool_size(2);
+    leaseq_test_kit::pg::open_bytes(url, queue, config, options).await
 }
 
 /// Queue `jobs`: a ready item, a delayed one, and three dead letters (an email nacked out
@@ -156,34 +107,11 @@ fn drop_schema(url: &str, schema: &str) {
 }
 
 fn leaseq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(args)
-        .output()
-        .expect("run leaseq")
+    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
 }
 
 fn pg(url: &str, schema: &str, args: &[&str]) -> Output {
     leaseq(&[&["postgres", url, "--schema", schema][..], args].concat())
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o)).expect("JSON")
-}
-
-fn fails(o: &Output, code: i32, says: &str) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
-    assert!(err.contains(says), "{says:?} not in: {err}");
 }
 
 #[test]

@@ -2,8 +2,7 @@
 //! file and on the machine's Postgres server (skipping loudly without one, failing then
 //! with `LEASEQ_PG_REQUIRED=1`). Each test prints what the command showed.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::core::schedule::{CatchUp, Interval, Schedule};
@@ -11,25 +10,14 @@ use leaseq_async::{Config, LeaseQueue, Runtime, Scheduler, Store, Timestamp};
 use leaseq_postgres::{BytesCodec, Options, Postgres};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::Sqlite;
+use leaseq_test_kit::output::{self, stdout};
+use leaseq_test_kit::sqlite::remove;
 use serde_json::Value;
 
 const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 
 fn leaseq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(args)
-        .output()
-        .expect("run leaseq")
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
+    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
 }
 
 fn nanos() -> u128 {
@@ -117,12 +105,6 @@ fn sqlite_schedules_as_a_table_and_json() {
     let json = stdout(&leaseq(&["sqlite", file, "schedules", "--json"]));
     check(&table, &json);
     remove(&path);
-}
-
-fn remove(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
 }
 
 #[test]

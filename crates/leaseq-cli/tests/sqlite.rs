@@ -4,29 +4,18 @@
 //! byte-identical, no owner lock taken).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use leaseq_async::{Config, Failure, LeaseQueue, Push};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{BytesCodec, Sqlite, SqliteQueue};
+use leaseq_test_kit::envelope::envelope;
+use leaseq_test_kit::output::{self, fails, json, stdout};
+use leaseq_test_kit::sqlite::{remove, temp};
 use serde_json::Value;
 
 type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
-
-fn temp(name: &str) -> PathBuf {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    std::env::temp_dir().join(format!("leaseq-cli-{name}-{}-{n}.db", std::process::id()))
-}
-
-fn remove(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-}
 
 /// Closes `q` and waits until its store is gone (the driver task lets go of it on its own
 /// thread), so that the file is unlocked and its writer's connection closed on return.
@@ -49,11 +38,6 @@ fn open(path: &Path) -> Queue {
             .open(Sqlite::file(path)),
     )
     .unwrap()
-}
-
-/// An envelope's bytes: the kind's length, the kind, the arguments.
-fn envelope(kind: &str, args: &str) -> Vec<u8> {
-    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
 }
 
 /// A file with a ready item, a delayed one, and three dead letters: an email nacked out of
@@ -90,35 +74,12 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn leaseq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(args)
-        .output()
-        .expect("run leaseq")
+    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
 }
 
 fn sqlite(path: &Path, args: &[&str]) -> Output {
     let file = path.to_str().unwrap();
     leaseq(&[&["sqlite", file][..], args].concat())
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o)).expect("JSON")
-}
-
-fn fails(o: &Output, code: i32, says: &str) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
-    assert!(err.contains(says), "{says:?} not in: {err}");
 }
 
 /// The file, its WAL, shared memory and owner lock: whether each exists, its length and

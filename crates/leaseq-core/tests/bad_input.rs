@@ -9,18 +9,11 @@ use leaseq_core::{
     ReceiptError, RedriveError, Timestamp, UniqueKey, MAX_PRIORITY,
 };
 
-mod common;
-
-use common::{config, ns, ts};
+use leaseq_test_kit::core_queue::{config, ok};
+use leaseq_test_kit::time::{ns, ts};
 
 fn queue() -> Queue<&'static str> {
     Queue::new(config()).unwrap()
-}
-
-fn ok<T>(q: &Queue<T>) {
-    if let Err(e) = q.check_invariants() {
-        panic!("{e}");
-    }
 }
 
 /// The item behind `id` can still be received and acked: nothing was lost.

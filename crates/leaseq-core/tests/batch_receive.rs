@@ -6,9 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use leaseq_core::Queue;
 
-mod common;
-
-use common::{config, ts};
+use leaseq_test_kit::core_queue::config;
+use leaseq_test_kit::time::ts;
 
 /// Arms the panic of item 5's next clone.
 static ARMED: AtomicBool = AtomicBool::new(false);

@@ -6,9 +6,8 @@ use std::time::Duration;
 use leaseq_core::{Backoff, Failure, ItemState, PushOptions, Queue, Timestamp};
 use proptest::prelude::*;
 
-mod common;
-
-use common::{config, ts};
+use leaseq_test_kit::core_queue::config;
+use leaseq_test_kit::time::ts;
 
 /// Every operation that schedules a timer lowers the bound to it at once, so a driver that
 /// compares the bound with its alarm after each operation never sleeps past a deadline.

@@ -7,31 +7,11 @@ use std::time::Duration;
 
 use leaseq_core::{
     Backoff, Config, ConfigError, Failure, Jitter, KindPolicy, Nacked, Queue, Reason, Retry,
-    RetryPolicy, Timestamp, Verdict,
+    RetryPolicy, Verdict,
 };
+use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::{ns, ts};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, RngSeed};
-
-fn ts(n: u64) -> Timestamp {
-    Timestamp::from_nanos(n)
-}
-
-fn ns(n: u64) -> Duration {
-    Duration::from_nanos(n)
-}
-
-fn seed_config(cases: u32, seed: u64) -> ProptestConfig {
-    let mut c = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        rng_algorithm: RngAlgorithm::XorShift,
-        ..ProptestConfig::default()
-    };
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        c.rng_seed = RngSeed::Fixed(seed);
-    }
-    c
-}
 
 fn backoff() -> impl Strategy<Value = Backoff> {
     prop_oneof![

@@ -23,7 +23,10 @@ use leaseq_core::{
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::{RngAlgorithm, RngSeed, TestRunner};
+use proptest::test_runner::TestRunner;
+
+use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::ts;
 
 type Item = u32;
 
@@ -35,10 +38,6 @@ fn nanos(d: Duration) -> u64 {
 
 fn add(t: u64, d: Duration) -> u64 {
     t.saturating_add(nanos(d))
-}
-
-fn ts(t: u64) -> Timestamp {
-    Timestamp::from_nanos(t)
 }
 
 // ===================================================================================
@@ -1625,21 +1624,6 @@ fn run_case(case: &Case) {
         "acked + taken + cancelled"
     );
     assert_eq!(s.pushed, h.m.items.len() as u64, "pushed");
-}
-
-fn seed_config(cases: u32, seed: u64) -> ProptestConfig {
-    let mut c = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        // ChaCha is slow in debug builds; XorShift is plenty for test generation.
-        rng_algorithm: RngAlgorithm::XorShift,
-        ..ProptestConfig::default()
-    };
-    // Deterministic by default; `PROPTEST_RNG_SEED=<n>` explores other streams.
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        c.rng_seed = RngSeed::Fixed(seed);
-    }
-    c
 }
 
 /// Runs `cases` random cases against the model, then checks that every kind of outcome

@@ -4,9 +4,8 @@
 
 use leaseq_core::{MessageId, PushError, PushOptions, Queue};
 
-mod common;
-
-use common::{config, ts};
+use leaseq_test_kit::core_queue::config;
+use leaseq_test_kit::time::ts;
 
 /// A full queue: a plain push, a push with options and a keyed one count one each; the same
 /// three from a caller that waits for room count nothing, and hand the item back all the same.

@@ -8,23 +8,8 @@ use leaseq_core::{
     PushOptions, Queue, Reason, ReceiptError, RedriveError, Timestamp,
 };
 
-mod common;
-
-use common::{config, ns, ts};
-
-fn queue(config: Config) -> Queue<&'static str> {
-    Queue::new(config).unwrap()
-}
-
-fn events<T>(q: &mut Queue<T>) -> Vec<Event> {
-    std::iter::from_fn(|| q.poll_event()).collect()
-}
-
-fn ok<T>(q: &Queue<T>) {
-    if let Err(e) = q.check_invariants() {
-        panic!("{e}");
-    }
-}
+use leaseq_test_kit::core_queue::{config, events, ok, queue};
+use leaseq_test_kit::time::{ns, ts};
 
 // ----- ack around the deadline -----------------------------------------------------------
 

@@ -3,52 +3,14 @@
 //! year-long gaps, a misbehaving calendar, and three processes pushing one schedule into a
 //! queue with unique keys (each tick lands once).
 
-use std::num::NonZeroU32;
 use std::time::Duration;
 
 use leaseq_core::schedule::{Calendar, CatchUp, Interval, Plan, Schedule, ScheduleError, Skipped};
 use leaseq_core::{Config, PushError, PushOptions, Queue, Timestamp};
+use leaseq_test_kit::calendar::{all, catch_up, table, Table};
+use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::{secs, ts};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, RngSeed};
-
-/// `n` nanoseconds after the epoch.
-fn ts(n: u64) -> Timestamp {
-    Timestamp::from_nanos(n)
-}
-
-/// A calendar from a sorted table of tick instants: what a cron crate would answer.
-#[derive(Clone, Debug)]
-struct Table(Vec<u64>);
-
-impl Calendar for Table {
-    fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
-        let i = self.0.partition_point(|&x| x <= t.as_nanos());
-        self.0.get(i).map(|&x| ts(x))
-    }
-    fn last_at_or_before(&self, t: Timestamp) -> Option<Timestamp> {
-        let i = self.0.partition_point(|&x| x <= t.as_nanos());
-        i.checked_sub(1).map(|i| ts(self.0[i]))
-    }
-}
-
-fn all(limit: u32) -> CatchUp {
-    CatchUp::All {
-        limit: NonZeroU32::new(limit).unwrap(),
-    }
-}
-
-fn seed_config(cases: u32, seed: u64) -> ProptestConfig {
-    let mut c = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        rng_algorithm: RngAlgorithm::XorShift,
-        ..ProptestConfig::default()
-    };
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        c.rng_seed = RngSeed::Fixed(seed);
-    }
-    c
-}
 
 /// The plan, computed the slow obvious way from every tick of the table.
 fn model(ticks: &[u64], catch_up: CatchUp, lead: u64, cursor: u64, now: u64) -> Plan {
@@ -101,30 +63,6 @@ fn expect(ticks: Vec<u64>, skipped: Option<Skipped>, cursor: u64, wake: u64) -> 
     p.cursor = ts(cursor);
     p.wake_at = ts(wake);
     p
-}
-
-fn catch_up() -> impl Strategy<Value = CatchUp> {
-    prop_oneof![
-        (0u64..50).prop_map(|g| CatchUp::Skip {
-            grace: Duration::from_nanos(g)
-        }),
-        Just(CatchUp::Once),
-        (1u32..8).prop_map(all),
-        Just(all(u32::MAX)),
-    ]
-}
-
-/// Sorted, distinct tick instants with irregular gaps (a calendar's months and DST days).
-fn table() -> impl Strategy<Value = Vec<u64>> {
-    prop::collection::vec(1u64..40, 0..60).prop_map(|gaps| {
-        let mut t = 0;
-        gaps.into_iter()
-            .map(|g| {
-                t += g;
-                t
-            })
-            .collect()
-    })
 }
 
 proptest! {
@@ -195,10 +133,6 @@ proptest! {
         let expected: Vec<u64> = ticks.iter().copied().filter(|&t| t > start && ts(t) <= cursor).collect();
         prop_assert_eq!(seen, expected);
     }
-}
-
-fn secs(n: u64) -> Timestamp {
-    Timestamp::from_duration(Duration::from_secs(n))
 }
 
 #[test]

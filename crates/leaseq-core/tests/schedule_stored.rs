@@ -4,74 +4,14 @@
 //! outages and a clock that steps back, and `Queue::expire_key`, which takes a stale tick
 //! back.
 
-use std::num::NonZeroU32;
 use std::time::Duration;
 
-use leaseq_core::schedule::{Calendar, CatchUp, Schedule};
+use leaseq_core::schedule::{CatchUp, Schedule};
 use leaseq_core::{Config, EventMask, PushOptions, Queue, Reason, Timestamp, UniqueKey};
+use leaseq_test_kit::calendar::{all, catch_up, table, Table};
+use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::{secs, ts};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, RngSeed};
-
-fn ts(n: u64) -> Timestamp {
-    Timestamp::from_nanos(n)
-}
-
-/// A calendar from a sorted table of tick instants.
-#[derive(Clone, Debug)]
-struct Table(Vec<u64>);
-
-impl Calendar for Table {
-    fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
-        let i = self.0.partition_point(|&x| x <= t.as_nanos());
-        self.0.get(i).map(|&x| ts(x))
-    }
-    fn last_at_or_before(&self, t: Timestamp) -> Option<Timestamp> {
-        let i = self.0.partition_point(|&x| x <= t.as_nanos());
-        i.checked_sub(1).map(|i| ts(self.0[i]))
-    }
-}
-
-fn all(limit: u32) -> CatchUp {
-    CatchUp::All {
-        limit: NonZeroU32::new(limit).unwrap(),
-    }
-}
-
-fn seed_config(cases: u32, seed: u64) -> ProptestConfig {
-    let mut c = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        rng_algorithm: RngAlgorithm::XorShift,
-        ..ProptestConfig::default()
-    };
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        c.rng_seed = RngSeed::Fixed(seed);
-    }
-    c
-}
-
-fn catch_up() -> impl Strategy<Value = CatchUp> {
-    prop_oneof![
-        (0u64..50).prop_map(|g| CatchUp::Skip {
-            grace: Duration::from_nanos(g)
-        }),
-        Just(CatchUp::Once),
-        (1u32..8).prop_map(all),
-        Just(all(u32::MAX)),
-    ]
-}
-
-fn table() -> impl Strategy<Value = Vec<u64>> {
-    prop::collection::vec(1u64..40, 0..60).prop_map(|gaps| {
-        let mut t = 0;
-        gaps.into_iter()
-            .map(|g| {
-                t += g;
-                t
-            })
-            .collect()
-    })
-}
 
 /// The stale ticks, the slow obvious way.
 fn model(ticks: &[u64], catch_up: CatchUp, since: u64, cursor: u64, now: u64) -> Vec<u64> {
@@ -191,10 +131,6 @@ proptest! {
         let expected: Vec<u64> = ticks.iter().copied().filter(|&t| t > start && t <= cursor).collect();
         prop_assert_eq!(seen, expected);
     }
-}
-
-fn secs(n: u64) -> Timestamp {
-    Timestamp::from_duration(Duration::from_secs(n))
 }
 
 /// After an outage, `Once` lets one tick run: the plan's latest missed tick, or the latest

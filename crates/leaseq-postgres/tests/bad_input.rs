@@ -3,7 +3,7 @@
 //! names, a capacity, undecodable bytes (a dead letter, never a delivery), pushes asking for
 //! what the store cannot do; and migrations that run once however many open at once.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Codec, CodecError, Config, Push, PushError, Reason, ReceiveError};
 use leaseq_postgres::{
-    migrate, schema_version, BytesCodec, OpenError, Options, PgQueue, Postgres, MAX_QUEUE_NAME,
+    migrate, schema_version, BytesCodec, OpenError, Options, PgQueue, MAX_QUEUE_NAME,
     SCHEMA_VERSION,
 };
 
@@ -36,11 +36,7 @@ async fn open_bytes(
     queue: &str,
     options: Options,
 ) -> Result<PgQueue<Vec<u8>>, OpenError> {
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
+    common::try_open::<Vec<u8>, _>(url, queue.to_string(), config(), BytesCodec, options).await
 }
 
 /// Needs no server: it runs on every machine.
@@ -90,11 +86,14 @@ fn bad_url_bad_names_and_capacity_are_refused() {
         open_bytes(&url, longest, options())
             .await
             .expect("a queue name of exactly the longest length");
-        let r = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::ZERO))
-            .name("q")
-            .codec(BytesCodec)
-            .open(Postgres::url(&*url).options(options()))
-            .await;
+        let r = common::try_open::<Vec<u8>, _>(
+            &url,
+            "q",
+            Config::new(Duration::ZERO),
+            BytesCodec,
+            options(),
+        )
+        .await;
         assert!(matches!(r, Err(OpenError::Config(_))), "{r:?}");
     });
 }
@@ -210,12 +209,7 @@ fn undecodable_row_becomes_a_dead_letter_and_the_rest_flows() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
         let name = common::unique("undecodable");
-        let q = leaseq_tokio::LeaseQueue::<u32>::builder(config())
-            .name(name.to_string())
-            .codec(Exact4)
-            .open(Postgres::url(&*url).options(options()))
-            .await
-            .expect("open");
+        let q = common::open::<u32, _>(&url, name.to_string(), config(), Exact4, options()).await;
         let db = sql(&url).await;
         q.push(1).await.expect("push");
         q.push(2).await.expect("push");

@@ -5,13 +5,13 @@
 //! plan and with the generic plan the store's connections keep. One test: the table is
 //! this process's alone (its own schema), and the states follow each other.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
 use common::*;
 use leaseq_async::Config;
-use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
+use leaseq_postgres::PgQueue;
 
 const BACKLOG: u32 = 20_000;
 const CLAIM: usize = 16;
@@ -78,12 +78,7 @@ fn the_claim_reads_only_the_rows_it_takes_whatever_the_statistics() {
     runtime().block_on(async {
         let options = options().vacuum_after_rows(0);
         let config = Config::new(Duration::from_secs(30));
-        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
-            .name(unique("plan").to_string())
-            .codec(BytesCodec)
-            .open(Postgres::url(&*url).options(options))
-            .await
-            .expect("open");
+        let q = common::open_bytes(&url, unique("plan").to_string(), config, options).await;
         let db = sql(&url).await;
         let table = format!("\"{SCHEMA}\".items");
         let reltuples = || async {

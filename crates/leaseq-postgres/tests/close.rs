@@ -2,7 +2,7 @@
 //! board while their round runs) included: workers that close the queue once everything is
 //! acked all end.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,49 +2,15 @@
 //! reason and by job kind in SQL (the envelope's head of the stored bytes), both, and all;
 //! another queue of the schema untouched.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
-use leaseq_async::{Config, DeadFilter, Failure, Page, Reason};
-use leaseq_postgres::PgQueue;
+use leaseq_async::{Config, DeadFilter, Reason};
 
 use common::{process, receive, server, unique};
-
-/// An envelope's bytes: the kind's length, the kind, the arguments.
-fn envelope(kind: &str, args: &str) -> Vec<u8> {
-    [&[kind.len() as u8][..], kind.as_bytes(), args.as_bytes()].concat()
-}
-
-async fn dead_items(q: &PgQueue<Vec<u8>>) -> Vec<Vec<u8>> {
-    let letters = q.dead_letters(Page::ALL).await.expect("dead letters");
-    letters
-        .into_iter()
-        .map(|l| l.item.expect("decoded"))
-        .collect()
-}
-
-/// Four dead letters in `q`: two kinds and a raw item, nacked out of attempts or rejected.
-async fn bury(q: &PgQueue<Vec<u8>>) {
-    let items = [
-        (envelope("email", "a"), true),
-        (envelope("email", "b"), false),
-        (envelope("sms", "c"), true),
-        (b"raw".to_vec(), true),
-    ];
-    for (item, _) in &items {
-        q.push(item.clone()).await.expect("push");
-    }
-    for _ in &items {
-        let d = receive(q).await;
-        let nack = items.iter().find(|(i, _)| i == d.item()).expect("ours").1;
-        if nack {
-            d.nack_with(Failure::error("503")).await.expect("nack");
-        } else {
-            d.dead_letter("bad address").await.expect("dead letter");
-        }
-    }
-}
+use leaseq_test_kit::envelope::envelope;
+use leaseq_test_kit::steps::{bury_four, dead_items};
 
 #[test]
 fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
@@ -53,8 +19,8 @@ fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
         let config = Config::new(Duration::from_secs(30)).with_max_attempts(1);
         let q = process(&url, &unique("filter"), config.clone()).await;
         let other = process(&url, &unique("filter-other"), config).await;
-        bury(&q).await;
-        bury(&other).await;
+        bury_four(&q).await;
+        bury_four(&other).await;
 
         let none = DeadFilter::all().reason(Reason::TimedOut);
         assert_eq!(q.redrive_matching(none.clone()).await, Ok(0));

@@ -11,16 +11,15 @@
 //! and exits.
 #![cfg(unix)]
 
-mod common;
+use leaseq_test_kit::pg as common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leaseq_async::{Config, Job};
-use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
+use leaseq_postgres::PgQueue;
 
 use common::{sql, unique, SCHEMA};
+use leaseq_test_kit::child;
 
 /// The job: 100 steps of 100 ms, 10 s in all.
 const STEPS: u8 = 100;
@@ -35,12 +34,7 @@ async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
         .schema(schema)
         .pool_size(4)
         .poll_interval(Duration::from_millis(200));
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
-        .expect("open")
+    common::open_bytes(url, queue.to_string(), config, options).await
 }
 
 /// The queue's rows as `(state, attempts, progress)`, read behind the store's back.
@@ -94,11 +88,8 @@ async fn long_job(mut job: Job<Vec<u8>>) -> Result<(), leaseq_async::JobError> {
 /// A child: the pool on the queue until SIGTERM.
 #[test]
 fn deploy_child() {
-    let (Ok(url), Ok(schema), Ok(queue)) = (
-        std::env::var("LEASEQ_DEPLOY_URL"),
-        std::env::var("LEASEQ_DEPLOY_SCHEMA"),
-        std::env::var("LEASEQ_DEPLOY_QUEUE"),
-    ) else {
+    let Some([url, schema, queue]) = child::vars("LEASEQ_DEPLOY_", ["URL", "SCHEMA", "QUEUE"])
+    else {
         return;
     };
     common::runtime().block_on(async {
@@ -117,41 +108,12 @@ fn deploy_child() {
 /// One run of the child: SIGTERM once it has done `steps` more steps (after the checkpoint
 /// it resumed from), or once it is done; its output.
 fn run(url: &str, queue: &str, stop_after: Option<u8>) -> Vec<String> {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "deploy_child", "--test-threads=1", "--nocapture"])
-        .env("LEASEQ_DEPLOY_URL", url)
-        .env("LEASEQ_DEPLOY_SCHEMA", SCHEMA.name())
-        .env("LEASEQ_DEPLOY_QUEUE", queue)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    let mut steps = 0;
-    let mut signalled = false;
-    let start = Instant::now();
-    for line in lines {
-        let line = line.unwrap();
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the child hangs"
-        );
-        steps += u8::from(line.starts_with("STEP"));
-        let due = match stop_after {
-            Some(n) => steps >= n,
-            None => line.starts_with("DONE"),
-        };
-        seen.push(line);
-        if due && !signalled {
-            signalled = true;
-            let pid = child.id().to_string();
-            let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-            assert!(sent.success());
-        }
-    }
-    let status = child.wait().unwrap();
-    assert!(status.success(), "the child ended with {status}: {seen:?}");
-    seen
+    let env = [
+        ("LEASEQ_DEPLOY_URL", url),
+        ("LEASEQ_DEPLOY_SCHEMA", SCHEMA.name()),
+        ("LEASEQ_DEPLOY_QUEUE", queue),
+    ];
+    child::run_until_term("deploy_child", &env, stop_after)
 }
 
 #[test]

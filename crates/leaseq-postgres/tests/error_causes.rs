@@ -5,21 +5,24 @@
 //! `tokio-postgres` error and what is under it (the server's SQLSTATE, the I/O error). The
 //! refused login never shows the password. An oversized push names `max_item_size`.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::error::Error;
 use std::time::Duration;
 
 use leaseq_async::{Config, PushError};
-use leaseq_postgres::{BytesCodec, OpenError, Options, PgInspector, PgQueue, Postgres};
+use leaseq_postgres::{BytesCodec, OpenError, Options, PgInspector, PgQueue};
 use tokio_postgres::error::SqlState;
 
 async fn open(url: &str, options: Options) -> Result<PgQueue<Vec<u8>>, OpenError> {
-    leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-        .name(common::unique("causes"))
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
+    common::try_open(
+        url,
+        common::unique("causes"),
+        Config::new(Duration::from_secs(30)),
+        BytesCodec,
+        options,
+    )
+    .await
 }
 
 /// The error and its causes, `: ` between them (as the `leaseq` command line prints them).

@@ -11,7 +11,7 @@
 //! CI runs `FAULTS_CI` faults of each kind on seed 1. `LEASEQ_FAULT_ROUNDS=N` runs N of each
 //! kind (at least 200 for the reliability figures), `LEASEQ_FAULT_SEED` picks the seed.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 #[path = "faults/check.rs"]
 mod check;

@@ -2,7 +2,7 @@
 //! up to the dead letters and back (redrive), cancel, `try_receive` on a current-thread
 //! runtime, batch receive, queues sharing a schema, and `wait_empty`.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
@@ -12,15 +12,10 @@ use leaseq_async::{
     Acked, AdminError, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError,
     ReceiveError, SettleError,
 };
-use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
+use leaseq_postgres::{BytesCodec, PgQueue};
 
 async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
-        .name(common::unique(prefix).to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options()))
-        .await
-        .expect("open")
+    common::open_bytes(url, common::unique(prefix).to_string(), config, options()).await
 }
 
 fn config() -> Config {
@@ -411,16 +406,22 @@ fn another_processs_push_wakes_a_waiting_receiver() {
         // Polling once a minute: only the notification can wake the receiver in time.
         let name = common::unique("notify");
         let slow_poll = || options().poll_interval(PATIENCE * 4);
-        let a = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
-            .name(name.to_string())
-            .codec(BytesCodec)
-            .open(Postgres::url(&*url).options(slow_poll()))
-            .await;
-        let b = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
-            .name(name.to_string())
-            .codec(BytesCodec)
-            .open(Postgres::url(&*url).options(slow_poll()))
-            .await;
+        let a = common::try_open::<Vec<u8>, _>(
+            &url,
+            name.to_string(),
+            config(),
+            BytesCodec,
+            slow_poll(),
+        )
+        .await;
+        let b = common::try_open::<Vec<u8>, _>(
+            &url,
+            name.to_string(),
+            config(),
+            BytesCodec,
+            slow_poll(),
+        )
+        .await;
         let (a, b): (PgQueue<Vec<u8>>, PgQueue<Vec<u8>>) = (a.expect("open"), b.expect("open"));
         let waiter = tokio::spawn(async move { b.receive_timeout(PATIENCE).await });
         // Let B look, find nothing and go to sleep (and its LISTEN start).

@@ -4,7 +4,7 @@
 //! with the typed stale result and changes no row. Also: a late ack nobody else claimed is
 //! accepted, a heartbeat keeps a slow item's lease, and the max lease takes it anyway.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 

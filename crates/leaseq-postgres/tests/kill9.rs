@@ -18,7 +18,8 @@
 
 #[path = "kill9/check.rs"]
 mod check;
-mod common;
+use leaseq_test_kit::child;
+use leaseq_test_kit::pg as common;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Failure};
-use leaseq_postgres::{BytesCodec, Options, PgDelivery, PgQueue, Postgres};
+use leaseq_postgres::{BytesCodec, Options, PgDelivery, PgQueue};
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, NoTls};
 
@@ -79,10 +80,7 @@ async fn open_queue(url: &str, queue: &str) -> PgQueue<Vec<u8>> {
         .heartbeat_every(HEARTBEAT)
         .rescue_every(RESCUE)
         .pool_size(4);
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config())
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
+    common::try_open::<Vec<u8>, _>(url, queue.to_string(), config(), BytesCodec, options)
         .await
         .expect("open the queue")
 }
@@ -125,13 +123,9 @@ fn stdin_closed() -> Arc<AtomicBool> {
 /// it).
 #[test]
 fn kill9_child() {
-    let (Ok(role), Ok(url), Ok(queue), Ok(ts), Ok(seed)) = (
-        std::env::var("LEASEQ_KILL9_ROLE"),
-        std::env::var("LEASEQ_KILL9_URL"),
-        std::env::var("LEASEQ_KILL9_QUEUE"),
-        std::env::var("LEASEQ_KILL9_SCHEMA"),
-        std::env::var("LEASEQ_KILL9_SEED"),
-    ) else {
+    let Some([role, url, queue, ts, seed]) =
+        child::vars("LEASEQ_KILL9_", ["ROLE", "URL", "QUEUE", "SCHEMA", "SEED"])
+    else {
         return;
     };
     let seed: u64 = seed.parse().expect("seed");
@@ -316,17 +310,7 @@ impl Run {
 async fn wait_exit(child: &mut Child, what: &str) {
     drop(child.stdin.take());
     let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            assert!(status.success(), "{what} ended with {status}");
-            return;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            panic!("{what} did not stop within 20 s");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::wait_success(child, what, until).await;
 }
 
 fn assert_running(children: &mut [Child]) {

@@ -4,7 +4,7 @@
 //! item gets; "retry after D" is not delivered before D; a kind's lower max attempts
 //! dead-letters with the failure's own reason.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! it still opens and says its queue's limits were not recorded.
 //! The role (a unique name) and its schema are dropped at the end, whatever happened.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -97,12 +97,15 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
         let worker_url = as_role(&url, &role);
         let options = || common::options().schema(schema.clone());
         // Before the schema exists the worker may not create it: a typed refusal.
-        let e = leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(5)))
-            .name("q".to_string())
-            .codec(BytesCodec)
-            .open(leaseq_postgres::Postgres::url(&worker_url).options(options()))
-            .await
-            .expect_err("a worker cannot create the schema");
+        let e = common::try_open(
+            &worker_url,
+            "q".to_string(),
+            Config::new(Duration::from_secs(5)),
+            BytesCodec,
+            options(),
+        )
+        .await
+        .expect_err("a worker cannot create the schema");
         assert!(matches!(e, OpenError::Db(_)), "{e:?}");
         migrate(&mut admin, &schema).await.expect("migrate");
         admin
@@ -114,12 +117,15 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
             .await
             .expect("grants");
 
-        let q = leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(5)))
-            .name(common::unique("worker"))
-            .codec(BytesCodec)
-            .open(leaseq_postgres::Postgres::url(&worker_url).options(options()))
-            .await
-            .expect("the worker opens a migrated schema");
+        let q = common::try_open(
+            &worker_url,
+            common::unique("worker"),
+            Config::new(Duration::from_secs(5)),
+            BytesCodec,
+            options(),
+        )
+        .await
+        .expect("the worker opens a migrated schema");
         for i in 0..10u8 {
             q.push(vec![i]).await.expect("push");
         }
@@ -188,12 +194,15 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
             ))
             .await
             .expect("revoke");
-        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(5)))
-            .name(common::unique("worker-v5"))
-            .codec(BytesCodec)
-            .open(leaseq_postgres::Postgres::url(&worker_url).options(options()))
-            .await
-            .expect("opens without the rights on queue_settings");
+        let q = common::try_open::<Vec<u8>, _>(
+            &worker_url,
+            common::unique("worker-v5"),
+            Config::new(Duration::from_secs(5)),
+            BytesCodec,
+            options(),
+        )
+        .await
+        .expect("opens without the rights on queue_settings");
         let said = q.store().last_error().unwrap_or_default();
         assert!(said.contains("limits were not recorded"), "{said:?}");
         let refused = scheduler()

@@ -2,22 +2,23 @@
 //! with its item, and nothing is stored; a larger row read back (written under a higher
 //! limit) is never loaded: dead-lettered with the sizes, the items around it delivered.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
 use std::time::Duration;
 
 use leaseq_async::{Config, PushError, Reason, ReceiveError};
-use leaseq_postgres::{BytesCodec, Options, PgQueue, DEFAULT_MAX_ITEM_SIZE};
+use leaseq_postgres::{Options, PgQueue, DEFAULT_MAX_ITEM_SIZE};
 
 async fn open_max(url: &str, queue: &str, max: usize) -> PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(leaseq_postgres::Postgres::url(url).options(options().max_item_size(max)))
-        .await
-        .expect("open")
+    common::open_bytes(
+        url,
+        queue.to_string(),
+        Config::new(Duration::from_secs(30)),
+        options().max_item_size(max),
+    )
+    .await
 }
 
 #[test]

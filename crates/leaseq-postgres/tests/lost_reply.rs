@@ -5,7 +5,7 @@
 //! nack or dead letter finds its row moved as it moves it: done. And a push the server
 //! cannot take within the commit timeout is `Unconfirmed`, kept, and committed later.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 #[path = "faults/proxy.rs"]
 mod proxy;

@@ -3,7 +3,7 @@
 //! processes (`try_push` refused as full, a waiting push that goes once an ack makes room),
 //! and the operator calls on the queue (peek, dead letters, redrive, purge).
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 

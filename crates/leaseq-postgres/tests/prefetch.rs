@@ -1,22 +1,17 @@
 //! `Options::prefetch`: leases claimed ahead serve the next receives, never stale, and go
 //! back (their attempt not counted) when the queue closes.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
 use common::*;
 use leaseq_async::{Config, Runtime, Store};
-use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
+use leaseq_postgres::PgQueue;
 
 async fn queue(url: &str, name: &str, visibility: Duration, prefetch: usize) -> PgQueue<Vec<u8>> {
     let options = options().prefetch(prefetch);
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(visibility))
-        .name(name.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
-        .expect("open")
+    common::open_bytes(url, name.to_string(), Config::new(visibility), options).await
 }
 
 #[test]

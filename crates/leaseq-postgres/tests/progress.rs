@@ -5,12 +5,13 @@
 //! migrated; a job killed with -9 at 60 % resumes from its checkpoint in another process; a
 //! checkpoint whose reply is lost or whose server is gone never answers a wrong `Ok`.
 
-mod common;
+use leaseq_test_kit::child;
+use leaseq_test_kit::pg as common;
 
 #[path = "faults/proxy.rs"]
 mod proxy;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use leaseq_async::{CheckpointError, Config, Page, ReceiptError, MAX_PROGRESS_BYTES};
 use leaseq_postgres::{migrate, schema_version, BytesCodec, Postgres, SCHEMA_VERSION};
@@ -112,10 +113,7 @@ fn a_checkpoint_is_fenced_committed_and_kept_until_the_ack_across_processes() {
 fn a_version_4_schema_gets_the_progress_column_when_opened() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let s = format!("leaseq_v4_{}_{}", std::process::id(), nanos % 1_000_000_000);
+        let s = common::scratch_schema("v4");
         let mut db = sql(&url).await;
         migrate(&mut db, &s).await.expect("migrate");
         db.batch_execute(&format!(
@@ -132,12 +130,15 @@ fn a_version_4_schema_gets_the_progress_column_when_opened() {
         .expect("set up version 4");
         assert_eq!(schema_version(&db, &s).await.expect("version"), Some(4));
         let queue = unique("progress-v4");
-        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config(Duration::from_secs(30)))
-            .name(queue)
-            .codec(BytesCodec)
-            .open(Postgres::url(&url).options(common::options().schema(s.clone())))
-            .await
-            .expect("open migrates");
+        let q = common::try_open::<Vec<u8>, _>(
+            &url,
+            queue,
+            config(Duration::from_secs(30)),
+            BytesCodec,
+            common::options().schema(s.clone()),
+        )
+        .await
+        .expect("open migrates");
         assert_eq!(
             schema_version(&db, &s).await.expect("version"),
             Some(SCHEMA_VERSION)
@@ -165,20 +166,18 @@ fn a_version_4_schema_gets_the_progress_column_when_opened() {
 /// each; after step 6 it says so on stdout and hangs until killed.
 #[test]
 fn progress_kill9_child() {
-    let (Ok(url), Ok(schema), Ok(queue)) = (
-        std::env::var("LEASEQ_PROGRESS_URL"),
-        std::env::var("LEASEQ_PROGRESS_SCHEMA"),
-        std::env::var("LEASEQ_PROGRESS_QUEUE"),
-    ) else {
+    let Some([url, schema, queue]) = child::vars("LEASEQ_PROGRESS_", ["URL", "SCHEMA", "QUEUE"])
+    else {
         return;
     };
     common::runtime().block_on(async {
-        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config(Duration::from_secs(1)))
-            .name(queue)
-            .codec(BytesCodec)
-            .open(Postgres::url(&url).options(common::options().schema(schema)))
-            .await
-            .expect("open");
+        let q = common::open_bytes(
+            &url,
+            queue,
+            config(Duration::from_secs(1)),
+            common::options().schema(schema),
+        )
+        .await;
         let mut d = q.receive_with_heartbeat().await.expect("a delivery");
         let from = d.progress().map_or(0, |p| p.as_bytes()[0]);
         for step in from..10 {

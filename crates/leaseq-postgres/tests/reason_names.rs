@@ -2,11 +2,11 @@
 //! `Reason` code as `Reason::as_str` does, the `dead_letters` view shows a dead letter's
 //! reason by name, and a database at version 3 gets both when it is opened.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use leaseq_async::{Config, Reason};
 use leaseq_postgres::{migrate, schema_version, SCHEMA_VERSION};
@@ -88,10 +88,7 @@ fn the_dead_letters_view_shows_the_reason_by_name() {
 fn a_version_3_database_gets_the_names_when_migrated() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let s = format!("leaseq_v2_{}_{}", std::process::id(), nanos % 1_000_000_000);
+        let s = common::scratch_schema("v2");
         let mut db = sql(&url).await;
         migrate(&mut db, &s).await.expect("migrate");
         // Back to what version 3 had: no view, no table, version 3, and a dead letter.

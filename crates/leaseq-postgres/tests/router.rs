@@ -4,37 +4,17 @@
 //! its kind first (what the `leaseq` CLI reads with `kind_of`, and SQL with
 //! `substr(payload, 2, get_byte(payload, 0))`).
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use leaseq_async::router::{Envelope, EnvelopeCodec, JobKind, Router};
-use leaseq_async::{Backoff, Config, Job, KindPolicy, Page, Reason};
-use leaseq_postgres::{PgQueue, Postgres};
-use serde::{Deserialize, Serialize};
-
-#[derive(Serialize, Deserialize)]
-struct Email {
-    to: String,
-}
-impl JobKind for Email {
-    const KIND: &'static str = "email";
-}
-
-#[derive(Serialize, Deserialize)]
-struct Explode(u32);
-impl JobKind for Explode {
-    const KIND: &'static str = "explode";
-}
-
-#[derive(Serialize, Deserialize)]
-struct Hang(u32);
-impl JobKind for Hang {
-    const KIND: &'static str = "hang";
-}
+use leaseq_async::router::{Envelope, Router};
+use leaseq_async::{Backoff, Config, Job, Page};
+use leaseq_postgres::PgQueue;
+use leaseq_test_kit::jobs::{self, Email, Explode, Hang};
 
 const PER_KIND: u32 = 5;
 
@@ -43,12 +23,7 @@ async fn queue(url: &str, name: &str) -> PgQueue<Envelope> {
         .with_max_attempts(5)
         .with_backoff(Backoff::Fixed(Duration::from_millis(20)))
         .without_jitter();
-    leaseq_tokio::LeaseQueue::<Envelope>::builder(config)
-        .name(name.to_string())
-        .codec(EnvelopeCodec)
-        .open(Postgres::url(url).options(options()))
-        .await
-        .expect("open")
+    common::open_envelopes(url, name, config).await
 }
 
 #[test]
@@ -63,32 +38,19 @@ fn mixed_kinds_on_the_server_a_panicking_and_a_hanging_kind_starve_none() {
             let to = format!("user{n}@example.com");
             q.push(Envelope::new(&Email { to }).unwrap()).await.unwrap();
         }
-        q.push(Envelope::from_parts("fax", b"{}").unwrap())
-            .await
-            .unwrap();
-        q.push(Envelope::from_parts("email", b"{\"to\":7}").unwrap())
-            .await
-            .unwrap();
+        for e in jobs::unroutable() {
+            q.push(e).await.unwrap();
+        }
 
         let emails = Arc::new(AtomicU32::new(0));
-        let router = Router::new()
-            .route::<Email, _>({
-                let emails = emails.clone();
-                move |_job: Job<Email>| {
-                    emails.fetch_add(1, Ordering::Relaxed);
-                    async { Ok(()) }
-                }
-            })
-            .route_with::<Explode, _>(
-                KindPolicy::new().with_max_attempts(2),
-                |job: Job<Explode>| async move { panic!("explode {}", job.item.0) },
-            )
-            .route_with::<Hang, _>(
-                KindPolicy::new()
-                    .with_max_attempts(2)
-                    .with_timeout(Duration::from_millis(300)),
-                |_job: Job<Hang>| std::future::pending(),
-            );
+        let router = Router::new().route::<Email, _>({
+            let emails = emails.clone();
+            move |_job: Job<Email>| {
+                emails.fetch_add(1, Ordering::Relaxed);
+                async { Ok(()) }
+            }
+        });
+        let router = jobs::with_failing_kinds(router, 2, Duration::from_millis(300));
         // Two workers for three kinds.
         let pool = leaseq_tokio::Pool::builder(q.clone())
             .workers(2)
@@ -106,30 +68,9 @@ fn mixed_kinds_on_the_server_a_panicking_and_a_hanging_kind_starve_none() {
             .dead_letters(Page::first(100))
             .await
             .expect("dead letters");
-        let mut seen: Vec<(String, Reason, u32)> = dead
-            .iter()
-            .map(|d| {
-                let e = d.item.as_ref().expect("decodes");
-                (e.kind().unwrap().to_string(), d.reason, d.attempts)
-            })
-            .collect();
-        seen.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut want = vec![
-            ("email".to_string(), Reason::Rejected, 1),
-            ("fax".to_string(), Reason::Rejected, 1),
-        ];
-        want.extend((0..PER_KIND).map(|_| ("explode".to_string(), Reason::Panicked, 2)));
-        want.extend((0..PER_KIND).map(|_| ("hang".to_string(), Reason::TimedOut, 2)));
-        want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(seen, want);
-        let fax = dead
-            .iter()
-            .find(|d| d.item.as_ref().unwrap().kind() == Some("fax"))
-            .unwrap();
-        assert_eq!(
-            fax.last_error.as_deref(),
-            Some("unknown job kind `fax`: no handler registered")
-        );
+        let want = jobs::dead_kinds_expected(PER_KIND, 2);
+        assert_eq!(jobs::dead_kinds(&dead), want);
+        jobs::assert_fax_unknown(&dead);
 
         // The kind, read in SQL from the stored bytes.
         let client = sql(&url).await;

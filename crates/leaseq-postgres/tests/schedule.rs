@@ -9,51 +9,20 @@
 //! transaction, refused if another process moved it since: no tick is pushed twice and
 //! none meets a duplicate key. After each outage `Once` pushes one catch-up tick and takes
 //! back the ticks pushed ahead that came due meanwhile (dead letters, expired); `All`
-//! pushes every missed tick. The check is `leaseq-sqlite`'s
-//! `tests/support/schedule_check.rs`, shared by the SQLite test.
+//! pushes every missed tick. The check is the test kit's `schedule_check`, shared by the
+//! SQLite test.
 
-#[path = "../../leaseq-sqlite/tests/support/schedule_check.rs"]
-mod check;
-mod common;
+use leaseq_test_kit::pg as common;
 
-use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use check::{log_line, Record, Run, Seen, ALL, ONCE};
-use leaseq_async::core::schedule::{Calendar, CatchUp, Interval, Schedule};
 use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
-use leaseq_postgres::{BytesCodec, Options, PgInspector, PgQueue, Postgres};
-
-const EVERY: Duration = Duration::from_millis(200);
-const TICKS: u32 = 100;
-const LEAD: Duration = Duration::from_secs(2);
-const PROCESSES: u64 = 3;
-/// When every process is killed, after the start; and for how long.
-const KILLS: [Duration; 2] = [Duration::from_secs(5), Duration::from_secs(12)];
-const OUTAGE: Duration = Duration::from_secs(3);
-
-fn schedule(which: u8) -> Schedule<Interval> {
-    let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-    let (name, catch_up) = match which {
-        ONCE => ("once", CatchUp::Once),
-        _ => (
-            "all",
-            CatchUp::All {
-                limit: NonZeroU32::new(1000).unwrap(),
-            },
-        ),
-    };
-    Schedule::new(name, every)
-        .unwrap()
-        .with_lead(LEAD)
-        .with_catch_up(catch_up)
-}
-
-fn now_ns() -> u64 {
-    system_clock().as_nanos()
-}
+use leaseq_postgres::{Options, PgInspector, PgQueue};
+use leaseq_test_kit::child;
+use leaseq_test_kit::schedule_check::{self as check, log_line, Record, Run, Seen, ALL, ONCE};
+use leaseq_test_kit::schedule_run::{now_ns, schedule, through_outages, EVERY, PROCESSES, TICKS};
 
 async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
     let options = Options::new()
@@ -61,12 +30,13 @@ async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
         .pool_size(4)
         .rescue_every(Duration::from_millis(250))
         .poll_interval(Duration::from_millis(200));
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(1)))
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
-        .expect("open")
+    common::open_bytes(
+        url,
+        queue.to_string(),
+        Config::new(Duration::from_secs(1)),
+        options,
+    )
+    .await
 }
 
 /// A child: its schedulers' first steps (after one returns, the restart's step, with its
@@ -74,13 +44,9 @@ async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
 /// (plus a little), or killed.
 #[test]
 fn schedule_child() {
-    let (Ok(url), Ok(schema), Ok(queue), Ok(log), Ok(start), Ok(end)) = (
-        std::env::var("LEASEQ_SCHEDULE_URL"),
-        std::env::var("LEASEQ_SCHEDULE_SCHEMA"),
-        std::env::var("LEASEQ_SCHEDULE_QUEUE"),
-        std::env::var("LEASEQ_SCHEDULE_LOG"),
-        std::env::var("LEASEQ_SCHEDULE_START"),
-        std::env::var("LEASEQ_SCHEDULE_END"),
+    let Some([url, schema, queue, log, start, end]) = child::vars(
+        "LEASEQ_SCHEDULE_",
+        ["URL", "SCHEMA", "QUEUE", "LOG", "START", "END"],
     ) else {
         return;
     };
@@ -132,10 +98,6 @@ fn schedule_child() {
     });
 }
 
-fn sleep_until(t: Timestamp) {
-    std::thread::sleep(t.saturating_duration_since(system_clock()));
-}
-
 #[test]
 fn three_processes_through_two_outages_push_each_tick_once() {
     let Some(url) = common::server() else { return };
@@ -145,47 +107,25 @@ fn three_processes_through_two_outages_push_each_tick_once() {
     // Time for the children to start (and migrate the schema); then 100 ticks.
     let start = system_clock().saturating_add(Duration::from_secs(2));
     let end = start.saturating_add(EVERY * TICKS);
-    let exe = std::env::current_exe().unwrap();
-    let spawn = || -> Vec<Child> {
+    let spawn = |_generation: u64| -> Vec<Child> {
         (0..PROCESSES)
             .map(|_| {
-                Command::new(&exe)
-                    .args([
-                        "--exact",
-                        "schedule_child",
-                        "--test-threads=1",
-                        "--nocapture",
-                    ])
-                    .env("LEASEQ_SCHEDULE_URL", &url)
-                    .env("LEASEQ_SCHEDULE_SCHEMA", schema)
-                    .env("LEASEQ_SCHEDULE_QUEUE", &queue)
-                    .env("LEASEQ_SCHEDULE_LOG", &log)
-                    .env("LEASEQ_SCHEDULE_START", start.as_nanos().to_string())
-                    .env("LEASEQ_SCHEDULE_END", end.as_nanos().to_string())
+                let env = [
+                    ("LEASEQ_SCHEDULE_URL", url.clone()),
+                    ("LEASEQ_SCHEDULE_SCHEMA", schema.to_string()),
+                    ("LEASEQ_SCHEDULE_QUEUE", queue.clone()),
+                    ("LEASEQ_SCHEDULE_LOG", log.display().to_string()),
+                    ("LEASEQ_SCHEDULE_START", start.as_nanos().to_string()),
+                    ("LEASEQ_SCHEDULE_END", end.as_nanos().to_string()),
+                ];
+                child::command("schedule_child", &env)
                     .stdout(Stdio::null())
                     .spawn()
                     .expect("spawn a child")
             })
             .collect()
     };
-    let mut children = spawn();
-    let mut kills = Vec::new();
-    for at in KILLS {
-        sleep_until(start.saturating_add(at));
-        for child in &mut children {
-            child.kill().expect("SIGKILL a child");
-        }
-        for child in &mut children {
-            let _ = child.wait();
-        }
-        // Every process is gone by now: no tick after this ran before the restart.
-        kills.push(now_ns());
-        std::thread::sleep(OUTAGE);
-        children = spawn();
-    }
-    for mut child in children {
-        assert!(child.wait().unwrap().success(), "a child failed");
-    }
+    let kills = through_outages(start, spawn);
 
     // What the children recorded, and what the queue's rows hold.
     let check::Log {
@@ -217,13 +157,7 @@ fn three_processes_through_two_outages_push_each_tick_once() {
         let mut inspector = PgInspector::connect(&url, schema).await.unwrap();
         inspector.schedules(&queue).await.unwrap()
     });
-    let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-    let run = Run {
-        every: EVERY.as_nanos() as u64,
-        first: every.next_after(start).unwrap().as_nanos(),
-        last: every.last_at_or_before(end).unwrap().as_nanos(),
-        kills,
-    };
+    let run = Run::new(start, end, kills);
     check::check(&records, &run, duplicates, withdrawn);
     // Both schedules, their cursors past the end, as the inspector reads them.
     let names: Vec<&str> = shown.iter().map(|s| s.name.as_str()).collect();

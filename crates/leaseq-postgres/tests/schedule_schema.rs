@@ -3,15 +3,13 @@
 //! scheduler step then keeps its cursor there; a schema set back to 6 again and migrated
 //! keeps the row (the step creates the table only if it is missing).
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::core::schedule::{Interval, Schedule};
 use leaseq_async::{system_clock, Config, Scheduler, Timestamp};
-use leaseq_postgres::{
-    migrate, schema_version, BytesCodec, PgInspector, PgQueue, Postgres, SCHEMA_VERSION,
-};
+use leaseq_postgres::{migrate, schema_version, PgInspector, PgQueue, SCHEMA_VERSION};
 
 /// A schedule of a tick a second begun `start`: its first step pushes one catch-up tick
 /// (`CatchUp::Once`, no lead) and writes the schedule's row.
@@ -21,12 +19,13 @@ fn scheduler(start: Timestamp) -> Scheduler<Interval> {
 }
 
 async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(5)))
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(common::options().schema(schema)))
-        .await
-        .expect("open")
+    common::open_bytes(
+        url,
+        queue.to_string(),
+        Config::new(Duration::from_secs(5)),
+        common::options().schema(schema),
+    )
+    .await
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! `tests/tls.rs`, whose strings carry the password too, and the server's refusals
 //! (`AuthenticationFailed`, `DatabaseMissing`) in `tests/error_causes.rs`.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
@@ -35,12 +35,7 @@ fn assert_hidden(e: &OpenError) {
 }
 
 async fn try_open(url: &str, queue: &str, config: Config, options: Options) -> OpenError {
-    match leaseq_tokio::LeaseQueue::builder(config)
-        .name(queue.to_string())
-        .codec(BytesCodec)
-        .open(leaseq_postgres::Postgres::url(url).options(options))
-        .await
-    {
+    match common::try_open(url, queue.to_string(), config, BytesCodec, options).await {
         Ok(_) => panic!("{url:?} opened"),
         Err(e) => e,
     }
@@ -121,12 +116,13 @@ fn debug_of_options_store_and_queue_hides_the_password() {
     let url = format!("{url} password={SECRET}");
     common::runtime().block_on(async {
         let options = common::options();
-        let q = leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(5)))
-            .name(common::unique("secrets"))
-            .codec(BytesCodec)
-            .open(leaseq_postgres::Postgres::url(&url).options(options.clone()))
-            .await
-            .expect("open");
+        let q = common::open_bytes(
+            &url,
+            common::unique("secrets"),
+            Config::new(Duration::from_secs(5)),
+            options.clone(),
+        )
+        .await;
         q.push(vec![1]).await.expect("push");
         for text in [
             format!("{options:?}"),

@@ -2,7 +2,7 @@
 //! a server or were skipped (`harness = false`: what it prints is always shown). With
 //! `LEASEQ_PG_REQUIRED=1` (as `.ci/run` sets) an unreachable server fails the run.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 fn main() {
     match common::server() {

@@ -1,23 +1,23 @@
 //! First light: push, receive, ack through the database.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_postgres::{BytesCodec, Options, Postgres};
+use leaseq_postgres::Options;
 
 #[test]
 fn push_receive_ack() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let q: leaseq_postgres::PgQueue<Vec<u8>> =
-            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(5)))
-                .name(common::unique("smoke").to_string())
-                .codec(BytesCodec)
-                .open(Postgres::url(&*url).options(Options::new().schema(common::SCHEMA)))
-                .await
-                .expect("open");
+        let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
+            &url,
+            common::unique("smoke").to_string(),
+            Config::new(Duration::from_secs(5)),
+            Options::new().schema(common::SCHEMA),
+        )
+        .await;
         for i in 0..100u8 {
             q.push(vec![i]).await.expect("push");
         }

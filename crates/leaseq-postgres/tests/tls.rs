@@ -9,7 +9,7 @@
 //! the tests say SKIPPED; with `LEASEQ_PG_REQUIRED=1` a variable set but unusable (a file
 //! missing, a server that does not answer as it should) fails them.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 

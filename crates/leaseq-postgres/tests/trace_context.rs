@@ -3,14 +3,13 @@
 //! `leaseq.job` span is the push span's child in the exported trace. The row's kind still
 //! reads in SQL from the payload's first bytes.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
 use common::*;
-use leaseq_async::router::{Envelope, EnvelopeCodec, JobKind, Router};
+use leaseq_async::router::{Envelope, JobKind, Router};
 use leaseq_async::{Config, Job};
-use leaseq_postgres::{PgQueue, Postgres};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde::{Deserialize, Serialize};
@@ -22,15 +21,6 @@ struct Invoice {
 }
 impl JobKind for Invoice {
     const KIND: &'static str = "invoice";
-}
-
-async fn queue(url: &str, name: &str) -> PgQueue<Envelope> {
-    leaseq_tokio::LeaseQueue::<Envelope>::builder(Config::new(Duration::from_secs(30)))
-        .name(name.to_string())
-        .codec(EnvelopeCodec)
-        .open(Postgres::url(url).options(options()))
-        .await
-        .expect("open")
 }
 
 // The only test of this file (its own process): the subscriber is the global one, since
@@ -50,7 +40,8 @@ fn the_handler_in_another_store_joins_the_trace_of_the_push() {
 
     runtime().block_on(async {
         let name = unique("trace");
-        let producer = queue(&url, &name).await;
+        let producer =
+            common::open_envelopes(&url, &name, Config::new(Duration::from_secs(30))).await;
         let id = {
             let push = tracing::info_span!("push");
             let _entered = push.enter();
@@ -71,7 +62,8 @@ fn the_handler_in_another_store_joins_the_trace_of_the_push() {
             .expect("read the row");
         assert_eq!(row.get::<_, Vec<u8>>(0), b"invoice");
 
-        let consumer = queue(&url, &name).await;
+        let consumer =
+            common::open_envelopes(&url, &name, Config::new(Duration::from_secs(30))).await;
         let router = Router::new().route::<Invoice, _>(|job: Job<Invoice>| async move {
             assert_eq!(job.item.number, 981);
             Ok(())

@@ -1,7 +1,7 @@
 //! Acking inside the caller's own transaction (`PgStore::ack_in`): the work's result and
 //! the ack commit together, or neither does; a stale delivery is refused, typed.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 

@@ -2,35 +2,22 @@
 //! transaction and pooled client, and sqlx's connection and transaction (feature `sqlx`,
 //! with a failed statement's SQLSTATE and source).
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
 use std::time::Duration;
 
 use leaseq_async::{Config, Push};
-use leaseq_postgres::PgQueue;
 #[cfg(feature = "sqlx")]
 use leaseq_postgres::TxPushError;
-
-async fn queue(url: &str, name: &str, config: Config) -> PgQueue<Vec<u8>> {
-    common::process(url, name, config).await
-}
-
-#[cfg(feature = "sqlx")]
-async fn nothing_comes(q: &PgQueue<Vec<u8>>) {
-    assert!(matches!(
-        q.receive_timeout(Duration::from_millis(400)).await,
-        Err(leaseq_async::ReceiveError::Timeout)
-    ));
-}
 
 #[test]
 fn deadpool_transactions_and_clients_push_too() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txp-deadpool");
-        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let config: tokio_postgres::Config = plain(&url).parse().expect("config");
         let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
         let pool = deadpool_postgres::Pool::builder(manager)
@@ -68,7 +55,7 @@ fn sqlx_connections_and_transactions_push_too() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txp-sqlx");
-        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let pg: tokio_postgres::Config = plain(&url).parse().expect("config");
         let host = match pg.get_hosts().first() {
             Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
@@ -117,7 +104,7 @@ fn sqlx_connections_and_transactions_push_too() {
             .await
             .expect("batch");
         tx.rollback().await.expect("rollback");
-        nothing_comes(&q).await;
+        common::nothing_comes(&q).await;
 
         // A failed statement: its error has the server's SQLSTATE and a source.
         let mut tx = conn.begin().await.expect("begin");

@@ -4,44 +4,21 @@
 //! queue's lock with the transaction's own rows, the lock held until the commit, another
 //! isolation level refused.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
 use std::time::Duration;
 
-use leaseq_async::{Config, Push, ReceiveError};
-use leaseq_postgres::{PgQueue, TxPushError};
-use tokio_postgres::Client;
-
-async fn queue(url: &str, name: &str, config: Config) -> PgQueue<Vec<u8>> {
-    common::process(url, name, config).await
-}
-
-/// The queue's rows as another session sees them.
-async fn rows(db: &Client, queue: &str) -> i64 {
-    db.query_one(
-        &format!("SELECT count(*) FROM {SCHEMA}.items WHERE queue = $1"),
-        &[&queue],
-    )
-    .await
-    .expect("count rows")
-    .get(0)
-}
-
-async fn nothing_comes(q: &PgQueue<Vec<u8>>) {
-    assert!(matches!(
-        q.receive_timeout(Duration::from_millis(400)).await,
-        Err(ReceiveError::Timeout)
-    ));
-}
+use leaseq_async::{Config, Push};
+use leaseq_postgres::TxPushError;
 
 #[test]
 fn a_held_key_is_refused_with_its_holder_and_the_transaction_goes_on() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txp-key");
-        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
         let store = q.store();
         let committed = q
@@ -105,7 +82,7 @@ fn a_held_key_is_refused_with_its_holder_and_the_transaction_goes_on() {
         ];
         want.sort();
         assert_eq!(got, want, "the replaced item is gone");
-        nothing_comes(&q).await;
+        common::nothing_comes(&q).await;
 
         // A key held by an uncommitted transaction: the second waits for it, then is
         // refused once it commits.
@@ -144,7 +121,7 @@ fn capacity_is_counted_under_the_queue_lock_with_the_transaction_rows() {
     runtime().block_on(async {
         let name = unique("txp-cap");
         let config = Config::new(Duration::from_secs(30)).with_capacity(3);
-        let q = queue(&url, &name, config).await;
+        let q = process(&url, &name, config).await;
         let mut db = sql(&url).await;
         let store = q.store();
         q.push(b"one".to_vec()).await.expect("push");
@@ -168,7 +145,7 @@ fn capacity_is_counted_under_the_queue_lock_with_the_transaction_rows() {
             tokio::spawn(async move { q.push(b"late".to_vec()).await.map_err(|e| e.to_string()) })
         };
         tx.commit().await.expect("commit");
-        assert_eq!(rows(&db, &name).await, 3);
+        assert_eq!(common::row_count(&db, &name).await, 3);
         for _ in 0..3 {
             receive(&q).await.ack().await.expect("ack");
         }

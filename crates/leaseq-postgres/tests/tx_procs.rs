@@ -6,7 +6,8 @@
 //! as the push: the record exists if and only if the push committed. The test binary
 //! re-executes itself for the children (`tx_child`, as `kill9.rs` does).
 
-mod common;
+use leaseq_test_kit::child;
+use leaseq_test_kit::pg as common;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -45,13 +46,9 @@ fn config() -> Config {
 /// on tokio-postgres's.
 #[test]
 fn tx_child() {
-    let (Ok(url), Ok(schema), Ok(queue), Ok(table), Ok(child), Ok(seed)) = (
-        std::env::var("LEASEQ_TX_URL"),
-        std::env::var("LEASEQ_TX_SCHEMA"),
-        std::env::var("LEASEQ_TX_QUEUE"),
-        std::env::var("LEASEQ_TX_TABLE"),
-        std::env::var("LEASEQ_TX_CHILD"),
-        std::env::var("LEASEQ_TX_CHILD_SEED"),
+    let Some([url, schema, queue, table, child, seed]) = child::vars(
+        "LEASEQ_TX_",
+        ["URL", "SCHEMA", "QUEUE", "TABLE", "CHILD", "CHILD_SEED"],
     ) else {
         return;
     };
@@ -59,12 +56,14 @@ fn tx_child() {
     let mut rng = Rng(seed.parse().expect("seed"));
     common::runtime().block_on(async {
         // The parent's schema (this process's `common::SCHEMA` would be its own).
-        let q: PgQueue<Vec<u8>> = leaseq_tokio::LeaseQueue::builder(config())
-            .name(queue)
-            .codec(leaseq_postgres::BytesCodec)
-            .open(leaseq_postgres::Postgres::url(&url).options(common::options().schema(schema)))
-            .await
-            .expect("open");
+        let q: PgQueue<Vec<u8>> = common::open(
+            &url,
+            queue,
+            config(),
+            leaseq_postgres::BytesCodec,
+            common::options().schema(schema),
+        )
+        .await;
         let record = format!("INSERT INTO {table} (id, payload) VALUES ($1, $2)");
         let manager = deadpool_postgres::Manager::new(
             common::plain(&url).parse().expect("config"),
@@ -170,17 +169,7 @@ fn three_processes_pushing_in_transactions_that_roll_back_deliver_exactly_the_co
             .collect();
         let until = Instant::now() + Duration::from_secs(120);
         for (i, child) in children.iter_mut().enumerate() {
-            loop {
-                if let Some(status) = child.try_wait().expect("wait") {
-                    assert!(status.success(), "child {i} ended with {status}");
-                    break;
-                }
-                if Instant::now() > until {
-                    let _ = child.kill();
-                    panic!("child {i} did not finish within 120 s");
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            common::wait_success(child, &format!("child {i}"), until).await;
         }
 
         let committed: BTreeMap<u64, Vec<u8>> = db

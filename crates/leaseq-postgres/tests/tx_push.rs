@@ -4,23 +4,18 @@
 //! the transaction usable; a pool idle on a long poll interval is woken by the commit.
 //! Keys and capacities: `tx_limits.rs`; deadpool and sqlx: `tx_clients.rs`.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_async::{Config, MessageId, Push, ReceiveError};
-use leaseq_postgres::{BytesCodec, PgQueue, Postgres, TxPushError};
-use tokio_postgres::Client;
+use leaseq_async::{Config, MessageId, Push};
+use leaseq_postgres::{PgQueue, TxPushError};
 
 /// The first id of a transactional push (schema step 6): every store id is below it.
 const TX_IDS: u64 = 1 << 62;
-
-async fn queue(url: &str, name: &str, config: Config) -> PgQueue<Vec<u8>> {
-    common::process(url, name, config).await
-}
 
 async fn open_with(
     url: &str,
@@ -28,30 +23,7 @@ async fn open_with(
     config: Config,
     options: leaseq_postgres::Options,
 ) -> PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
-        .name(name.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
-        .expect("open")
-}
-
-/// The queue's rows as another session sees them.
-async fn rows(db: &Client, queue: &str) -> i64 {
-    db.query_one(
-        &format!("SELECT count(*) FROM {SCHEMA}.items WHERE queue = $1"),
-        &[&queue],
-    )
-    .await
-    .expect("count rows")
-    .get(0)
-}
-
-async fn nothing_comes(q: &PgQueue<Vec<u8>>) {
-    assert!(matches!(
-        q.receive_timeout(Duration::from_millis(400)).await,
-        Err(ReceiveError::Timeout)
-    ));
+    common::open_bytes(url, name.to_string(), config, options).await
 }
 
 #[test]
@@ -59,7 +31,7 @@ fn a_committed_push_is_seen_and_delivered_only_after_the_commit() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txp-commit");
-        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let watcher = sql(&url).await;
         let mut db = sql(&url).await;
 
@@ -70,8 +42,12 @@ fn a_committed_push_is_seen_and_delivered_only_after_the_commit() {
             .await
             .expect("push_in");
         assert!(id.get() >= TX_IDS, "an id of its own range: {id:?}");
-        assert_eq!(rows(&watcher, &name).await, 0, "not seen before the commit");
-        nothing_comes(&q).await;
+        assert_eq!(
+            common::row_count(&watcher, &name).await,
+            0,
+            "not seen before the commit"
+        );
+        common::nothing_comes(&q).await;
         tx.commit().await.expect("commit");
 
         let d = receive(&q).await;
@@ -89,7 +65,7 @@ fn a_rolled_back_push_is_never_delivered() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txp-rollback");
-        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
 
         let tx = db.transaction().await.expect("begin");
@@ -103,8 +79,8 @@ fn a_rolled_back_push_is_never_delivered() {
             .expect("push_batch_in");
         tx.rollback().await.expect("rollback");
 
-        nothing_comes(&q).await;
-        assert_eq!(rows(&db, &name).await, 0);
+        common::nothing_comes(&q).await;
+        assert_eq!(common::row_count(&db, &name).await, 0);
         // A dropped transaction rolls back too.
         {
             let tx = db.transaction().await.expect("begin");
@@ -113,8 +89,8 @@ fn a_rolled_back_push_is_never_delivered() {
                 .await
                 .expect("push_in");
         }
-        nothing_comes(&q).await;
-        assert_eq!(rows(&db, &name).await, 0);
+        common::nothing_comes(&q).await;
+        assert_eq!(common::row_count(&db, &name).await, 0);
     });
 }
 
@@ -123,7 +99,7 @@ fn a_batch_goes_in_one_statement_in_order_with_its_options() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txp-batch");
-        let q = queue(&url, &name, Config::new(Duration::from_secs(30))).await;
+        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
 
         let tx = db.transaction().await.expect("begin");
@@ -174,7 +150,7 @@ fn a_batch_goes_in_one_statement_in_order_with_its_options() {
         assert_eq!(d.id(), ttl);
         assert!(d.expires_at().is_some(), "with its time to live");
         d.ack().await.expect("ack");
-        nothing_comes(&q).await;
+        common::nothing_comes(&q).await;
         let row = db
             .query_one(
                 &format!(
@@ -253,7 +229,7 @@ fn refusals_hand_the_item_back_and_leave_the_transaction_usable() {
         seen.sort();
         assert_eq!(seen, vec![b"fine".to_vec(), b"ok".to_vec()]);
         let _ = id;
-        nothing_comes(&q).await;
+        common::nothing_comes(&q).await;
 
         // A closed queue takes no transactional push either.
         q.close().await.expect("close");
@@ -272,7 +248,7 @@ fn an_idle_pool_in_another_process_is_woken_by_the_commit() {
         let name = unique("txp-wake");
         let long = common::options().poll_interval(Duration::from_secs(600));
         let config = Config::new(Duration::from_secs(30));
-        let producer = queue(&url, &name, config.clone()).await;
+        let producer = process(&url, &name, config.clone()).await;
         let workers = open_with(&url, &name, config, long).await;
         let seen: Arc<Mutex<Vec<MessageId>>> = Arc::default();
         let (tx_seen, mut rx_seen) = tokio::sync::mpsc::unbounded_channel();

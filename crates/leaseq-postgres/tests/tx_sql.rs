@@ -3,17 +3,17 @@
 //! enqueues in its row's transaction; a version-5 schema migrated. Refusals and limits:
 //! `tx_sql_refusals.rs`.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use leaseq_async::router::{args_of, kind_of, Envelope, EnvelopeCodec, JobKind, Router};
+use leaseq_async::router::{args_of, kind_of, Envelope, JobKind, Router};
 use leaseq_async::{Config, Job, ReceiveError};
-use leaseq_postgres::{migrate, schema_version, PgQueue, Postgres, SCHEMA_VERSION};
+use leaseq_postgres::{migrate, schema_version, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -32,15 +32,6 @@ struct Resize {
 }
 impl JobKind for Resize {
     const KIND: &'static str = "résumé.resize"; // a kind of more bytes than characters
-}
-
-async fn router_queue(url: &str, name: &str) -> PgQueue<Envelope> {
-    leaseq_tokio::LeaseQueue::<Envelope>::builder(Config::new(Duration::from_secs(30)))
-        .name(name.to_string())
-        .codec(EnvelopeCodec)
-        .open(Postgres::url(url).options(options()))
-        .await
-        .expect("open")
 }
 
 /// Runs `psql` on the test server with `sql`, failing the test on any error.
@@ -64,7 +55,7 @@ fn jobs_pushed_by_psql_feed_a_rust_router_pool_args_as_rust_pushes_them() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
         let name = unique("txsql-router");
-        let q = router_queue(&url, &name).await;
+        let q = common::open_envelopes(&url, &name, Config::new(Duration::from_secs(30))).await;
         let s = SCHEMA.name();
 
         // psql, in one transaction of its own: the jobs and an unrelated statement.
@@ -247,10 +238,7 @@ fn a_trigger_enqueues_in_its_row_s_transaction() {
 fn a_version_5_schema_gets_the_functions_when_migrated() {
     let Some(url) = server() else { return };
     runtime().block_on(async {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let s = format!("leaseq_v5_{}_{}", std::process::id(), nanos % 1_000_000_000);
+        let s = common::scratch_schema("v5");
         let mut db = sql(&url).await;
         migrate(&mut db, &s).await.expect("migrate");
         db.batch_execute(&format!(

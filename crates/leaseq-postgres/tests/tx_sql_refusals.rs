@@ -2,7 +2,7 @@
 //! with its own SQLSTATE and a message (and hint) that says what to do; each open records
 //! its queue's limits for them, unless told not to (a tool's open).
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use common::*;
 
@@ -37,12 +37,14 @@ fn every_refusal_is_an_error_with_its_sqlstate_and_what_to_do() {
         let name = unique("txsql-refuse");
         let options = options().max_item_size(20);
         let config = Config::new(Duration::from_secs(30)).with_capacity(2);
-        let _q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
-            .name(name.clone())
-            .codec(leaseq_postgres::BytesCodec)
-            .open(Postgres::url(&url).options(options))
-            .await
-            .expect("open");
+        let _q = common::open::<Vec<u8>, _>(
+            &url,
+            name.clone(),
+            config,
+            leaseq_postgres::BytesCodec,
+            options,
+        )
+        .await;
         let db = sql(&url).await;
         let s = SCHEMA.name();
         let push = |args: &str| format!("SELECT {s}.push_item({args})");

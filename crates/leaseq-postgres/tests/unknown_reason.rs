@@ -3,7 +3,7 @@
 //! on purpose, as a SQLite file's does at open (`crates/leaseq-sqlite/tests/unknown_reason.rs`).
 //! The schema's inspector shows it with no reason.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 

@@ -2,12 +2,12 @@
 //! at their bloated size; the upkeep's rebuild brings each back near a fresh build, and
 //! drops an index a failed rebuild left invalid.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_postgres::{BytesCodec, PgQueue, Postgres};
+use leaseq_postgres::PgQueue;
 
 /// A schema of its own (this run's, with a suffix): the sizes must be this test's rows only.
 fn schema() -> String {
@@ -41,12 +41,13 @@ async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
         .schema(schema())
         .vacuum_after_rows(0) // no upkeep by itself: the test runs it
         .rebuild_bloated_indexes(rebuild);
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-        .name(name.to_string())
-        .codec(BytesCodec)
-        .open(Postgres::url(url).options(options))
-        .await
-        .expect("open")
+    common::open_bytes(
+        url,
+        name.to_string(),
+        Config::new(Duration::from_secs(30)),
+        options,
+    )
+    .await
 }
 
 #[test]

@@ -3,12 +3,11 @@
 //! upkeep forgets the marks of writers that committed nothing for 30 days and keeps the
 //! others.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_postgres::{BytesCodec, Postgres};
 
 use common::SCHEMA;
 
@@ -25,13 +24,13 @@ async fn mark(db: &tokio_postgres::Client, instance: i64) -> Option<i64> {
 fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let q: leaseq_postgres::PgQueue<Vec<u8>> =
-            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-                .name(common::unique("marks").to_string())
-                .codec(BytesCodec)
-                .open(Postgres::url(&*url).options(common::options().vacuum_after_rows(0)))
-                .await
-                .expect("open");
+        let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
+            &url,
+            common::unique("marks").to_string(),
+            Config::new(Duration::from_secs(30)),
+            common::options().vacuum_after_rows(0),
+        )
+        .await;
         let first = q.push(b"a".to_vec()).await.expect("push");
         let last = q.push(b"b".to_vec()).await.expect("push");
         let db = common::sql(&url).await;
@@ -61,13 +60,13 @@ fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
 fn a_batch_meeting_a_row_with_its_id_is_inserted_without_it_not_retried_for_ever() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let q: leaseq_postgres::PgQueue<Vec<u8>> =
-            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-                .name(common::unique("marks-conflict").to_string())
-                .codec(BytesCodec)
-                .open(Postgres::url(&*url).options(common::options().vacuum_after_rows(0)))
-                .await
-                .expect("open");
+        let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
+            &url,
+            common::unique("marks-conflict").to_string(),
+            Config::new(Duration::from_secs(30)),
+            common::options().vacuum_after_rows(0),
+        )
+        .await;
         let first = q.push(b"a".to_vec()).await.expect("push");
         // A row already holding the id the writer gives next, behind the watermark's back
         // (the fast insert has no ON CONFLICT: it is refused, and the batch goes again

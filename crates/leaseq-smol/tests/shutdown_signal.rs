@@ -4,17 +4,9 @@
 
 use std::time::Duration;
 
-use futures_lite::future;
+use leaseq_test_kit::child::raise;
 
-/// Sends `signal` (`TERM`, `INT`) to this process with `kill(1)`.
-fn raise(signal: &str) {
-    let pid = std::process::id().to_string();
-    let status = std::process::Command::new("kill")
-        .args([format!("-{signal}").as_str(), pid.as_str()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-}
+use futures_lite::future;
 
 #[test]
 fn completes_on_sigterm_then_sigint() {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use leaseq_sqlite::{OpenError, Options};
-use support::{kind, open_default, open_with, remove, run_child, temp};
+use support::{open_default, open_with, remove, run_child, temp};
 
 /// A queue file holding `n` items of 1 KiB, closed cleanly.
 fn sample(name: &str, n: usize) -> std::path::PathBuf {
@@ -100,13 +100,7 @@ fn damaged_pages_are_corrupt() {
 /// who cannot write it) and prints the error's kind.
 #[test]
 fn read_only_child() {
-    let Ok(path) = std::env::var("LEASEQ_READ_ONLY_CHILD") else {
-        return;
-    };
-    match open_default(Path::new(&path)) {
-        Ok(_) => println!("KIND opened"),
-        Err(e) => println!("KIND {} ({e})", kind(&e)),
-    }
+    support::open_and_print_kind("LEASEQ_READ_ONLY_CHILD");
 }
 
 #[test]

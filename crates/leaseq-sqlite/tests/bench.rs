@@ -13,14 +13,14 @@
 //! and `ack_batch` them (one commit). A second benchmark times durable pushes at a steady
 //! 20k pushes/s (p50, p99, p99.9).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Store};
-use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{BytesCodec, Durability, Options};
+use leaseq_test_kit::sqlite::{self, remove, temp, BytesQueue};
 
 const ITEMS: usize = 400_000;
 const BATCH: usize = 256;
@@ -28,30 +28,22 @@ const PRODUCERS: usize = 4;
 const CONSUMERS: usize = 4;
 const PAYLOAD: usize = 64;
 
-fn temp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("leaseq-bench-{name}-{}.db", std::process::id()));
-    remove(&p);
-    p
-}
-
-fn remove(p: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
+/// A queue of bytes on `path` at `durability`.
+fn open_durable(path: &Path, durability: Durability) -> BytesQueue {
+    let options = Options::new().durability(durability);
+    sqlite::open_with(
+        path,
+        Config::new(Duration::from_secs(60)),
+        BytesCodec,
+        options,
+    )
+    .unwrap()
 }
 
 /// Items per second through the durable queue, and its commits.
 fn leaseq(durability: Durability) -> (f64, u64) {
     let path = temp("leaseq");
-    let q = smol::block_on(
-        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(60)))
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(
-                leaseq_sqlite::Sqlite::file(&path).options(Options::new().durability(durability)),
-            ),
-    )
-    .unwrap();
+    let q = open_durable(&path, durability);
     let acked = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let producers: Vec<_> = (0..PRODUCERS)
@@ -198,15 +190,7 @@ fn push_latency(durability: Durability) -> (Duration, Duration, Duration, usize)
     const RATE: u64 = 20_000;
     const RUN: Duration = Duration::from_secs(3);
     let path = temp("latency");
-    let q = smol::block_on(
-        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(60)))
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(
-                leaseq_sqlite::Sqlite::file(&path).options(Options::new().durability(durability)),
-            ),
-    )
-    .unwrap();
+    let q = open_durable(&path, durability);
     let every = Duration::from_nanos(1_000_000_000 * TASKS as u64 / RATE);
     let start = Instant::now();
     let pushers: Vec<_> = (0..TASKS)
@@ -273,19 +257,13 @@ fn durable_push_latency_at_20k_per_s() {
 /// returns (its attempt committed). Prints each time and the median.
 const RESTART_ITEMS: usize = 1_000_000;
 
-fn open_bytes(path: &Path) -> leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec> {
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(60)))
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
-    )
-    .unwrap()
+fn open_bytes(path: &Path) -> BytesQueue {
+    sqlite::open(path, Config::new(Duration::from_secs(60)), BytesCodec)
 }
 
 /// Closes the queue (its last commit and the WAL's checkpoint awaited) and drops it (the
 /// writer closes the file before the drop returns).
-fn close_and_settle(q: leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>) {
+fn close_and_settle(q: BytesQueue) {
     smol::block_on(async { q.close().await }).unwrap();
     drop(q);
 }

@@ -12,14 +12,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leaseq_async::{Config, Job};
-use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{BytesCodec, Sqlite};
+use leaseq_sqlite::BytesCodec;
+use leaseq_test_kit::child;
 use smol::future;
 use support::{remove, temp, Queue};
 
@@ -32,13 +30,7 @@ const STOPS: u8 = 5;
 
 fn open(path: &Path) -> Queue {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(config)
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(Sqlite::file(path)),
-    )
-    .expect("open")
+    leaseq_test_kit::sqlite::open(path, config, BytesCodec)
 }
 
 /// The one row's `(attempts, leased, dead, progress)`, read behind the store's back.
@@ -95,7 +87,7 @@ async fn long_job(mut job: Job<Vec<u8>>) -> Result<(), leaseq_async::JobError> {
 /// A child: the pool on the file until SIGTERM.
 #[test]
 fn deploy_child() {
-    let Ok(path) = std::env::var("LEASEQ_DEPLOY_FILE") else {
+    let Some([path]) = child::vars("LEASEQ_DEPLOY_", ["FILE"]) else {
         return;
     };
     let signal = leaseq_smol::shutdown_signal();
@@ -114,39 +106,8 @@ fn deploy_child() {
 /// One run of the child: SIGTERM once it has done `steps` more steps (after the checkpoint
 /// it resumed from), or once it is done; its output.
 fn run(path: &Path, stop_after: Option<u8>) -> Vec<String> {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "deploy_child", "--test-threads=1", "--nocapture"])
-        .env("LEASEQ_DEPLOY_FILE", path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    let mut steps = 0;
-    let mut signalled = false;
-    let start = Instant::now();
-    for line in lines {
-        let line = line.unwrap();
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the child hangs"
-        );
-        steps += u8::from(line.starts_with("STEP"));
-        let due = match stop_after {
-            Some(n) => steps >= n,
-            None => line.starts_with("DONE"),
-        };
-        seen.push(line);
-        if due && !signalled {
-            signalled = true;
-            let pid = child.id().to_string();
-            let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-            assert!(sent.success());
-        }
-    }
-    let status = child.wait().unwrap();
-    assert!(status.success(), "the child ended with {status}: {seen:?}");
-    seen
+    let env = [("LEASEQ_DEPLOY_FILE", path.as_os_str())];
+    child::run_until_term("deploy_child", &env, stop_after)
 }
 
 #[test]

@@ -7,48 +7,19 @@ use std::time::Duration;
 use leaseq_async::{Config, Push, Reason, Store};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{BytesCodec, OpenError, Options, PostcardCodec, SqliteQueue};
-
-fn temp(name: &str) -> PathBuf {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let p = std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
-}
-
-/// Removes a queue file and its sidecars (WAL, shared memory, owner lock).
-fn remove_all(p: &std::path::Path) {
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
-}
+use leaseq_test_kit::sqlite::{self, remove, temp, BytesQueue};
 
 fn config() -> Config {
     Config::new(Duration::from_secs(30)).with_max_attempts(3)
 }
 
 /// Opens `path` with the default options, bytes as items.
-fn open_default(
-    path: &std::path::Path,
-) -> Result<leaseq_sqlite::SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>, OpenError> {
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(config())
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
-    )
+fn open_default(path: &std::path::Path) -> Result<BytesQueue, OpenError> {
+    sqlite::open_with(path, config(), BytesCodec, Options::default())
 }
 
-fn queue(path: &PathBuf) -> SqliteQueue<String, SmolRuntime, PostcardCodec> {
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(config())
-            .runtime(SmolRuntime::global())
-            .codec(PostcardCodec)
-            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
-    )
-    .unwrap()
+fn queue(path: &std::path::Path) -> SqliteQueue<String, SmolRuntime, PostcardCodec> {
+    sqlite::open(path, config(), PostcardCodec)
 }
 
 #[test]
@@ -82,7 +53,7 @@ fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
         assert!(q.store().commits() > 0);
         assert!(!q.store().journal_failed());
     });
-    remove_all(&path);
+    remove(&path);
 }
 
 #[test]
@@ -137,7 +108,7 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
         assert!(next > later);
         assert_eq!(q.stats().delayed, 1);
     });
-    remove_all(&path);
+    remove(&path);
 }
 
 #[cfg(feature = "fault-injection")]
@@ -184,7 +155,7 @@ fn leases_held_at_a_crash_come_back_with_their_attempt_counted() {
         assert_eq!(dead[0].reason, Reason::Dropped);
         assert_eq!(dead[0].last_error.as_deref(), Some("process restart"));
     });
-    remove_all(&path);
+    remove(&path);
 }
 
 #[test]
@@ -196,7 +167,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     let r = open_default(&path);
     assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
     assert_eq!(std::fs::read(&path).unwrap(), garbage);
-    remove_all(&path);
+    remove(&path);
 
     // Another application's SQLite database.
     let path = temp("other-app");
@@ -209,7 +180,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     let r = open_default(&path);
     assert!(matches!(r, Err(OpenError::NotAQueue(_))), "{r:?}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    remove_all(&path);
+    remove(&path);
 
     // A queue written by a newer format version.
     let path = temp("newer");
@@ -235,7 +206,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
         "{r:?}"
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    remove_all(&path);
+    remove(&path);
 }
 
 /// The child's part of `poison_item_that_aborts_the_process_is_dead_lettered`: takes the
@@ -306,7 +277,7 @@ fn poison_item_that_aborts_the_process_is_dead_lettered() {
         assert_eq!(q.stats().live(), 0);
         q.store().synced().await.expect("committed");
     });
-    remove_all(&path);
+    remove(&path);
 }
 
 /// Steady push/ack: acked rows are deleted, their pages reused, the WAL checkpointed; the
@@ -356,5 +327,5 @@ fn file_does_not_grow_with_history() {
          20,000 live items: {many} bytes"
     );
     assert!(after_close * 2 < many, "{after_close} vs {many}");
-    remove_all(&path);
+    remove(&path);
 }

@@ -24,10 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Failure};
-use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{BytesCodec, Options, SqliteQueue};
-
-type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
+use leaseq_sqlite::BytesCodec;
+use leaseq_test_kit::child;
+use leaseq_test_kit::sqlite::BytesQueue as Queue;
 
 const MAX_ATTEMPTS: u32 = 8;
 const VISIBILITY: Duration = Duration::from_millis(150);
@@ -37,13 +36,7 @@ fn config() -> Config {
 }
 
 fn queue(path: &Path) -> Queue {
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(config())
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
-    )
-    .expect("open the queue file")
+    leaseq_test_kit::sqlite::open(path, config(), BytesCodec)
 }
 
 /// The append-only log: each line one `write` call.
@@ -69,11 +62,7 @@ impl Log {
 /// The child: runs until killed.
 #[test]
 fn kill9_child() {
-    let (Ok(path), Ok(log), Ok(seed)) = (
-        std::env::var("LEASEQ_KILL9_CHILD"),
-        std::env::var("LEASEQ_KILL9_LOG"),
-        std::env::var("LEASEQ_KILL9_SEED"),
-    ) else {
+    let Some([path, log, seed]) = child::vars("LEASEQ_KILL9_", ["CHILD", "LOG", "SEED"]) else {
         return;
     };
     let seed: u64 = seed.parse().unwrap();
@@ -208,15 +197,15 @@ fn kill9_loses_nothing() {
         .as_nanos();
     let path = dir.join(format!("leaseq-kill9-{}-{stamp}.db", std::process::id()));
     let log_path = PathBuf::from(format!("{}.log", path.display()));
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(stamp as u64);
     let started = Instant::now();
     for k in 0..kills {
-        let mut child = std::process::Command::new(&exe)
-            .args(["--exact", "kill9_child", "--test-threads=1", "--nocapture"])
-            .env("LEASEQ_KILL9_CHILD", &path)
-            .env("LEASEQ_KILL9_LOG", &log_path)
-            .env("LEASEQ_KILL9_SEED", k.to_string())
+        let env = [
+            ("LEASEQ_KILL9_CHILD", path.clone().into_os_string()),
+            ("LEASEQ_KILL9_LOG", log_path.clone().into_os_string()),
+            ("LEASEQ_KILL9_SEED", k.to_string().into()),
+        ];
+        let mut child = child::command("kill9_child", &env)
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();

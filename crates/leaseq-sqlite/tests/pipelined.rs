@@ -8,32 +8,12 @@ use std::time::Duration;
 
 use leaseq_async::{Acked, Config, Pool};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{Options, PostcardCodec, SqliteQueue};
-
-fn temp(name: &str) -> PathBuf {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()))
-}
-
-/// Removes a queue file and its sidecars (WAL, shared memory, owner lock).
-fn remove_all(p: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
-}
+use leaseq_sqlite::{PostcardCodec, SqliteQueue};
+use leaseq_test_kit::sqlite::{self, remove, temp};
 
 fn queue(path: &Path) -> SqliteQueue<u32, SmolRuntime, PostcardCodec> {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(config)
-            .runtime(SmolRuntime::global())
-            .codec(PostcardCodec)
-            .open(leaseq_sqlite::Sqlite::file(path).options(Options::default())),
-    )
-    .unwrap()
+    sqlite::open(path, config, PostcardCodec)
 }
 
 /// A consumer with a prefetch of 4 hands out one item (acked without waiting) and is
@@ -69,7 +49,7 @@ fn a_consumers_prefetch_goes_back_uncounted_on_disk_too() {
             "the acked one is gone"
         );
     });
-    remove_all(&path);
+    remove(&path);
 }
 
 /// One consumer, one item at a time, every ack made without waiting: all answered `Ok`,
@@ -98,7 +78,7 @@ fn acks_made_without_waiting_are_all_committed_when_answered() {
         let s = q.stats();
         assert_eq!((s.ready, s.delayed, s.restored), (0, 0, 0), "{s:?}");
     });
-    remove_all(&path);
+    remove(&path);
 }
 
 /// A pool on the durable store (its fetcher and completer on by default): once its
@@ -129,8 +109,8 @@ fn a_pools_settles_are_on_disk_when_its_shutdown_returns() {
         let s = q.stats();
         assert_eq!((s.ready, s.restored), (0, 0), "{s:?}");
     });
-    remove_all(&copy);
-    remove_all(&path);
+    remove(&copy);
+    remove(&path);
 }
 
 /// A copy of `path`'s files as a crashed process leaves them (the leaked handle in this
@@ -184,5 +164,5 @@ fn a_receive_dropped_before_its_commit_costs_no_attempt() {
         let d = q.receive().await.unwrap();
         assert_eq!(d.attempt(), 2);
     });
-    remove_all(&path);
+    remove(&path);
 }

@@ -140,12 +140,7 @@ fn a_version_1_file_is_migrated_at_open() {
         d.checkpoint(b"resumed".to_vec()).await.unwrap();
     });
     drop(q);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: i32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, FORMAT_VERSION);
-    drop(conn);
+    assert_eq!(support::user_version(&path), FORMAT_VERSION);
     assert_eq!(progress_rows(&path), vec![(7, Some(b"resumed".to_vec()))]);
     remove(&path);
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use leaseq_async::{Codec, CodecError, Config};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{OpenError, Options, Sqlite};
-use support::{kind, open_default, open_with};
+use support::{open_default, open_with};
 
 /// A directory of one test's own (removed at the end).
 struct Dir(PathBuf);
@@ -306,13 +306,7 @@ fn a_file_owned_by_another_process_is_left_as_it_was() {
 /// it is given and prints the error's kind.
 #[test]
 fn not_writable_child() {
-    let Ok(path) = std::env::var("LEASEQ_NOT_WRITABLE_CHILD") else {
-        return;
-    };
-    match open_default(Path::new(&path)) {
-        Ok(_) => println!("KIND opened"),
-        Err(e) => println!("KIND {} ({e})", kind(&e)),
-    }
+    support::open_and_print_kind("LEASEQ_NOT_WRITABLE_CHILD");
 }
 
 #[test]

@@ -10,60 +10,27 @@
 //! A new owner's schedulers resume from the cursors in the file, so no tick is pushed
 //! twice and none meets a duplicate key. After each outage `Once` pushes one catch-up tick
 //! and takes back the ticks pushed ahead that came due meanwhile (dead letters, expired);
-//! `All` pushes every missed tick. The check is `support/schedule_check.rs`.
+//! `All` pushes every missed tick. The check is the test kit's `schedule_check`.
 
-#[path = "support/schedule_check.rs"]
-mod check;
 #[path = "support/rng.rs"]
 mod rng;
 
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use check::{log_line, Record, Run, Seen, ALL, ONCE};
-use leaseq_async::core::schedule::{Calendar, CatchUp, Interval, Schedule};
 use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
-use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{BytesCodec, OpenError, Options, Sqlite, SqliteQueue};
+use leaseq_sqlite::{BytesCodec, OpenError, Options};
+use leaseq_test_kit::schedule_check::{self as check, log_line, Record, Run, Seen, ALL, ONCE};
+use leaseq_test_kit::schedule_run::{now_ns, schedule, through_outages, EVERY, PROCESSES, TICKS};
+use leaseq_test_kit::sqlite::BytesQueue as Queue;
+use leaseq_test_kit::{child, sqlite};
 use rng::Rng;
-
-const EVERY: Duration = Duration::from_millis(200);
-const TICKS: u32 = 100;
-const LEAD: Duration = Duration::from_secs(2);
-const PROCESSES: u64 = 3;
-/// When every process is killed, after the start; and for how long.
-const KILLS: [Duration; 2] = [Duration::from_secs(5), Duration::from_secs(12)];
-const OUTAGE: Duration = Duration::from_secs(3);
-
-type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
-
-fn schedule(which: u8) -> Schedule<Interval> {
-    let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-    let (name, catch_up) = match which {
-        ONCE => ("once", CatchUp::Once),
-        _ => (
-            "all",
-            CatchUp::All {
-                limit: NonZeroU32::new(1000).unwrap(),
-            },
-        ),
-    };
-    Schedule::new(name, every)
-        .unwrap()
-        .with_lead(LEAD)
-        .with_catch_up(catch_up)
-}
 
 /// The file, or `None` while another process owns it.
 fn try_open(path: &Path) -> Option<Queue> {
-    let opened = smol::block_on(
-        leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(5)))
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(Sqlite::file(path).options(Options::default())),
-    );
+    let config = Config::new(Duration::from_secs(5));
+    let opened = sqlite::open_with(path, config, BytesCodec, Options::default());
     match opened {
         Ok(q) => Some(q),
         Err(OpenError::Locked(_)) => None,
@@ -71,21 +38,13 @@ fn try_open(path: &Path) -> Option<Queue> {
     }
 }
 
-fn now_ns() -> u64 {
-    system_clock().as_nanos()
-}
-
 /// A child: takes turns owning the file until the end (plus a little), then exits; or is
 /// killed.
 #[test]
 fn schedule_child() {
-    let (Ok(path), Ok(log), Ok(start), Ok(end), Ok(seed)) = (
-        std::env::var("LEASEQ_SCHEDULE_CHILD"),
-        std::env::var("LEASEQ_SCHEDULE_LOG"),
-        std::env::var("LEASEQ_SCHEDULE_START"),
-        std::env::var("LEASEQ_SCHEDULE_END"),
-        std::env::var("LEASEQ_SCHEDULE_SEED"),
-    ) else {
+    let Some([path, log, start, end, seed]) =
+        child::vars("LEASEQ_SCHEDULE_", ["CHILD", "LOG", "START", "END", "SEED"])
+    else {
         return;
     };
     let (path, log) = (PathBuf::from(path), PathBuf::from(log));
@@ -137,10 +96,6 @@ fn schedule_child() {
     }
 }
 
-fn sleep_until(t: Timestamp) {
-    std::thread::sleep(t.saturating_duration_since(system_clock()));
-}
-
 #[test]
 fn three_processes_through_two_outages_push_each_tick_once() {
     let dir = std::env::temp_dir();
@@ -150,49 +105,27 @@ fn three_processes_through_two_outages_push_each_tick_once() {
     // Time for the children to start; then 100 ticks.
     let start = system_clock().saturating_add(Duration::from_millis(1500));
     let end = start.saturating_add(EVERY * TICKS);
-    let exe = std::env::current_exe().unwrap();
     let spawn = |generation: u64| -> Vec<Child> {
         (0..PROCESSES)
             .map(|k| {
-                Command::new(&exe)
-                    .args([
-                        "--exact",
-                        "schedule_child",
-                        "--test-threads=1",
-                        "--nocapture",
-                    ])
-                    .env("LEASEQ_SCHEDULE_CHILD", &path)
-                    .env("LEASEQ_SCHEDULE_LOG", &log)
-                    .env("LEASEQ_SCHEDULE_START", start.as_nanos().to_string())
-                    .env("LEASEQ_SCHEDULE_END", end.as_nanos().to_string())
-                    .env(
+                let env = [
+                    ("LEASEQ_SCHEDULE_CHILD", path.clone().into_os_string()),
+                    ("LEASEQ_SCHEDULE_LOG", log.clone().into_os_string()),
+                    ("LEASEQ_SCHEDULE_START", start.as_nanos().to_string().into()),
+                    ("LEASEQ_SCHEDULE_END", end.as_nanos().to_string().into()),
+                    (
                         "LEASEQ_SCHEDULE_SEED",
-                        (generation * 10 + k + 1).to_string(),
-                    )
+                        (generation * 10 + k + 1).to_string().into(),
+                    ),
+                ];
+                child::command("schedule_child", &env)
                     .stdout(Stdio::null())
                     .spawn()
                     .expect("spawn a child")
             })
             .collect()
     };
-    let mut children = spawn(0);
-    let mut kills = Vec::new();
-    for (i, at) in KILLS.into_iter().enumerate() {
-        sleep_until(start.saturating_add(at));
-        for child in &mut children {
-            child.kill().expect("SIGKILL a child");
-        }
-        for child in &mut children {
-            let _ = child.wait();
-        }
-        // Every process is gone by now: no tick after this ran before the restart.
-        kills.push(now_ns());
-        std::thread::sleep(OUTAGE);
-        children = spawn(i as u64 + 1);
-    }
-    for mut child in children {
-        assert!(child.wait().unwrap().success(), "a child failed");
-    }
+    let kills = through_outages(start, spawn);
 
     // What the children recorded, and what the file holds.
     let check::Log {
@@ -235,17 +168,9 @@ fn three_processes_through_two_outages_push_each_tick_once() {
         .collect();
     drop(rows);
     drop(db);
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
+    sqlite::remove(&path);
 
-    let every = Interval::new(EVERY, Timestamp::ZERO).unwrap();
-    let run = Run {
-        every: EVERY.as_nanos() as u64,
-        first: every.next_after(start).unwrap().as_nanos(),
-        last: every.last_at_or_before(end).unwrap().as_nanos(),
-        kills,
-    };
+    let run = Run::new(start, end, kills);
     check::check(&records, &run, duplicates, withdrawn);
     // Both cursors are in the file, past the end; the file changed hands.
     assert_eq!(

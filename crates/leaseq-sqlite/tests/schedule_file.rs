@@ -124,11 +124,8 @@ fn a_format_2_file_reads_as_having_no_schedules_and_is_migrated() {
         q.close().await.unwrap();
     });
     drop(q);
+    assert_eq!(support::user_version(&path), FORMAT_VERSION);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: i32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, FORMAT_VERSION);
     let rows: i64 = conn
         .query_row("SELECT count(*) FROM schedules", [], |r| r.get(0))
         .unwrap();

@@ -9,6 +9,7 @@ mod support;
 use std::time::Duration;
 
 use leaseq_sqlite::Options;
+use leaseq_test_kit::steps;
 use support::{open_with, remove, rows, temp};
 
 #[test]
@@ -21,12 +22,7 @@ fn take_dead_letters_on_a_locked_file_is_outcome_unknown_then_lands() {
     let live = smol::block_on(async {
         q.push(b"dead".to_vec()).await.unwrap();
         let live = q.push(b"live".to_vec()).await.unwrap();
-        q.receive()
-            .await
-            .unwrap()
-            .dead_letter("poison")
-            .await
-            .unwrap();
+        steps::dead_letter_next(&q, "poison").await;
 
         let other = rusqlite::Connection::open(&path).unwrap();
         other.execute_batch("BEGIN IMMEDIATE;").unwrap();

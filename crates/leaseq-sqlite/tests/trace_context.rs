@@ -2,13 +2,14 @@
 //! file closed, handled by a second store on the file (as another process would), and the
 //! handler's `leaseq.job` span is the push span's child in the exported trace.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use leaseq_async::router::{Envelope, EnvelopeCodec, JobKind, Router};
 use leaseq_async::{Config, Job, Pool};
 use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{Options, Sqlite, SqliteQueue};
+use leaseq_sqlite::{Options, SqliteQueue};
+use leaseq_test_kit::sqlite::{self, remove, temp};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde::{Deserialize, Serialize};
@@ -22,26 +23,9 @@ impl JobKind for Thumbnail {
     const KIND: &'static str = "thumbnail";
 }
 
-fn temp(name: &str) -> PathBuf {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()))
-}
-
-/// Removes a queue file and its sidecars (WAL, shared memory, owner lock).
-fn remove_all(p: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
-}
-
 async fn open(path: &Path) -> SqliteQueue<Envelope, SmolRuntime, EnvelopeCodec> {
-    leaseq_async::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-        .runtime(SmolRuntime::global())
-        .codec(EnvelopeCodec)
-        .open(Sqlite::file(path).options(Options::default()))
+    let config = Config::new(Duration::from_secs(30));
+    sqlite::open_async(path, config, EnvelopeCodec, Options::default())
         .await
         .unwrap()
 }
@@ -88,7 +72,7 @@ fn the_handler_on_a_reopened_file_joins_the_trace_of_the_push() {
         assert_eq!(report.stats.ok, 1);
         consumer.close().await.unwrap();
     });
-    remove_all(&path);
+    remove(&path);
 
     let spans = exporter.get_finished_spans().unwrap();
     let push = spans

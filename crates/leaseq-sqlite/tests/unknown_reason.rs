@@ -7,6 +7,7 @@ mod support;
 
 use leaseq_async::{Page, Reason};
 use leaseq_sqlite::{FileView, OpenError};
+use leaseq_test_kit::steps;
 use support::{open_default, remove, temp};
 
 /// A file with one dead letter (error "poison", one attempt), its reason then set by `sql`.
@@ -15,12 +16,7 @@ fn dead_letter_file(name: &str, sql: &str) -> std::path::PathBuf {
     let q = open_default(&path).unwrap();
     smol::block_on(async {
         q.push(b"job".to_vec()).await.unwrap();
-        q.receive()
-            .await
-            .unwrap()
-            .dead_letter("poison")
-            .await
-            .unwrap();
+        steps::dead_letter_next(&q, "poison").await;
     });
     drop(q);
     let conn = rusqlite::Connection::open(&path).unwrap();

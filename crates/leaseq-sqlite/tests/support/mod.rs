@@ -3,36 +3,17 @@
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use leaseq_async::Config;
-use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{BytesCodec, OpenError, Options, SqliteQueue};
+use leaseq_sqlite::{BytesCodec, OpenError, Options};
 
 pub(crate) mod log;
 pub(crate) mod rng;
 
-/// A durable queue of bytes on smol.
-pub(crate) type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
-
-/// A fresh path in the temp directory (nothing there yet).
-pub(crate) fn temp(name: &str) -> PathBuf {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let p = std::env::temp_dir().join(format!("leaseq-{name}-{}-{n}.db", std::process::id()));
-    remove(&p);
-    p
-}
-
-/// Removes the queue file and its sidecars (WAL, shared memory, lock).
-pub(crate) fn remove(p: &Path) {
-    for suffix in ["", "-wal", "-shm", "-lock", "-journal"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
-}
+#[allow(unused_imports)] // each test binary uses a part
+pub(crate) use leaseq_test_kit::sqlite::{remove, temp, BytesQueue as Queue};
 
 /// The core config of these tests.
 pub(crate) fn config() -> Config {
@@ -41,12 +22,7 @@ pub(crate) fn config() -> Config {
 
 /// Opens `path` with `options`.
 pub(crate) fn open_with(path: &Path, options: Options) -> Result<Queue, OpenError> {
-    smol::block_on(
-        leaseq_async::LeaseQueue::builder(config())
-            .runtime(SmolRuntime::global())
-            .codec(BytesCodec)
-            .open(leaseq_sqlite::Sqlite::file(path).options(options)),
-    )
+    leaseq_test_kit::sqlite::open_with(path, config(), BytesCodec, options)
 }
 
 /// Opens `path` with the default options.
@@ -61,20 +37,27 @@ pub(crate) fn run_child(
     env: &[(&str, String)],
     uid: Option<u32>,
 ) -> (std::process::ExitStatus, String) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["--exact", name, "--test-threads=1", "--nocapture"]);
-    for (k, v) in env {
-        cmd.env(k, v);
+    leaseq_test_kit::child::run(name, env, uid)
+}
+
+/// A child's part of a test: opens the file the environment variable `var` names (if set)
+/// and prints `KIND <kind> (<error>)`, or `KIND opened`.
+pub(crate) fn open_and_print_kind(var: &str) {
+    let Some([path]) = leaseq_test_kit::child::vars("", [var]) else {
+        return;
+    };
+    match open_default(Path::new(&path)) {
+        Ok(_) => println!("KIND opened"),
+        Err(e) => println!("KIND {} ({e})", kind(&e)),
     }
-    if let Some(uid) = uid {
-        use std::os::unix::process::CommandExt;
-        cmd.uid(uid).gid(uid);
-    }
-    let out = cmd.output().unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status, text)
+}
+
+/// The file's format version (`PRAGMA user_version`), read by a plain connection.
+pub(crate) fn user_version(path: &Path) -> i32 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
 }
 
 /// A one-word name of an open error, for children to print and parents to compare.

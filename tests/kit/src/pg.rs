@@ -1,6 +1,6 @@
-//! What the Postgres tests share: finding the server (or saying loudly that there is none),
-//! unique queue names, and the runtime.
-#![allow(dead_code, unreachable_pub)] // each test binary uses a part; `pub` for them all
+//! Postgres fixtures: finding the server (or saying loudly that there is none), a schema
+//! per test process (those of finished runs dropped), unique queue names, the runtime, a
+//! plain client behind the store's back, the tests' options.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -180,12 +180,7 @@ pub async fn process(
     queue: &str,
     config: leaseq_async::Config,
 ) -> leaseq_postgres::PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config)
-        .name(queue.to_string())
-        .codec(leaseq_postgres::BytesCodec)
-        .open(Postgres::url(url).options(options()))
-        .await
-        .expect("open")
+    open_bytes(url, queue, config, options()).await
 }
 
 /// Receives one item, failing loudly (with the store's last error) if none comes in time.
@@ -198,5 +193,113 @@ pub async fn receive(
             "no delivery ({e}); last error: {:?}",
             q.store().last_error()
         ),
+    }
+}
+
+/// Opens queue `name` on the server at `url` with `config`, `codec` and `options`, on the
+/// current tokio runtime.
+pub async fn try_open<T, C>(
+    url: &str,
+    name: impl Into<String>,
+    config: leaseq_async::Config,
+    codec: C,
+    options: leaseq_postgres::Options,
+) -> Result<leaseq_postgres::PgQueue<T>, leaseq_postgres::OpenError>
+where
+    T: Clone + Send + Sync + 'static,
+    C: leaseq_postgres::Codec<T>,
+{
+    leaseq_tokio::LeaseQueue::<T>::builder(config)
+        .name(name.into())
+        .codec(codec)
+        .open(Postgres::url(url).options(options))
+        .await
+}
+
+/// [`try_open`]; panics if the open is refused.
+pub async fn open<T, C>(
+    url: &str,
+    name: impl Into<String>,
+    config: leaseq_async::Config,
+    codec: C,
+    options: leaseq_postgres::Options,
+) -> leaseq_postgres::PgQueue<T>
+where
+    T: Clone + Send + Sync + 'static,
+    C: leaseq_postgres::Codec<T>,
+{
+    try_open(url, name, config, codec, options)
+        .await
+        .expect("open")
+}
+
+/// A queue of bytes: [`open`] with `BytesCodec`.
+pub async fn open_bytes(
+    url: &str,
+    name: impl Into<String>,
+    config: leaseq_async::Config,
+    options: leaseq_postgres::Options,
+) -> leaseq_postgres::PgQueue<Vec<u8>> {
+    open(url, name, config, leaseq_postgres::BytesCodec, options).await
+}
+
+/// How many rows queue `queue` has in [`SCHEMA`], as another session sees them.
+pub async fn row_count(db: &tokio_postgres::Client, queue: &str) -> i64 {
+    db.query_one(
+        &format!("SELECT count(*) FROM {SCHEMA}.items WHERE queue = $1"),
+        &[&queue],
+    )
+    .await
+    .expect("count rows")
+    .get(0)
+}
+
+/// Asserts that no delivery comes within 400 ms.
+pub async fn nothing_comes(q: &leaseq_postgres::PgQueue<Vec<u8>>) {
+    assert!(matches!(
+        q.receive_timeout(std::time::Duration::from_millis(400))
+            .await,
+        Err(leaseq_async::ReceiveError::Timeout)
+    ));
+}
+
+/// A queue of job envelopes (the router's items) with the tests' [`options`]: [`open`] with
+/// `EnvelopeCodec`.
+#[cfg(feature = "jobs")]
+pub async fn open_envelopes(
+    url: &str,
+    name: impl Into<String>,
+    config: leaseq_async::Config,
+) -> leaseq_postgres::PgQueue<leaseq_async::router::Envelope> {
+    let codec = leaseq_async::router::EnvelopeCodec;
+    open(url, name, config, codec, options()).await
+}
+
+/// A schema name of its own for a test that builds an old schema by hand:
+/// `leaseq_<tag>_<pid>_<nanos>` (nanoseconds within the second).
+pub fn scratch_schema(tag: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "leaseq_{tag}_{}_{}",
+        std::process::id(),
+        nanos % 1_000_000_000
+    )
+}
+
+/// Waits (on tokio) for `child` to end by `until`, asserting it succeeded; kills it and
+/// fails the test if it is still running then. `what` names it in the failure.
+pub async fn wait_success(child: &mut std::process::Child, what: &str, until: std::time::Instant) {
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "{what} ended with {status}");
+            return;
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            panic!("{what} did not end in time");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }

@@ -1,6 +1,6 @@
-//! The check of the multi-process schedule tests, run by `leaseq-sqlite`'s and
-//! `leaseq-postgres`'s `tests/schedule.rs` (the latter includes this file) on what their
-//! processes recorded and what the store holds at the end.
+//! The ledger of the multi-process schedule tests (`leaseq-sqlite`'s and
+//! `leaseq-postgres`'s `tests/schedule.rs`): what their processes recorded and what the
+//! store holds at the end, checked for ticks lost or pushed twice.
 //!
 //! Two schedules run side by side on one queue, one with `CatchUp::Once`, one with
 //! `CatchUp::All` (a limit above any gap), while every process is killed (SIGKILL) twice.
@@ -16,12 +16,12 @@ use std::io::Write;
 use std::path::Path;
 
 /// The schedule with `CatchUp::Once`.
-pub(crate) const ONCE: u8 = 1;
+pub const ONCE: u8 = 1;
 /// The schedule with `CatchUp::All`.
-pub(crate) const ALL: u8 = 2;
+pub const ALL: u8 = 2;
 
 /// A job's bytes.
-pub(crate) fn job(schedule: u8, tick: u64, made_at: u64) -> Vec<u8> {
+pub fn job(schedule: u8, tick: u64, made_at: u64) -> Vec<u8> {
     let mut b = vec![schedule];
     b.extend(tick.to_be_bytes());
     b.extend(made_at.to_be_bytes());
@@ -29,7 +29,7 @@ pub(crate) fn job(schedule: u8, tick: u64, made_at: u64) -> Vec<u8> {
 }
 
 /// A job's schedule, tick and time made.
-pub(crate) fn parse(bytes: &[u8]) -> Option<(u8, u64, u64)> {
+pub fn parse(bytes: &[u8]) -> Option<(u8, u64, u64)> {
     let (&schedule, rest) = bytes.split_first()?;
     let tick = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
     let made_at = u64::from_be_bytes(rest.get(8..16)?.try_into().ok()?);
@@ -38,28 +38,36 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<(u8, u64, u64)> {
 
 /// Where a pushed job was seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Seen {
+pub enum Seen {
     /// A consumer got it.
     Ran,
     /// In the store at the end, ready, delayed or in flight.
     Live,
     /// A dead letter at the end; `expired`: of reason `Expired` (a tick taken back).
-    Dead { expired: bool },
+    Dead {
+        /// Of reason `Expired` (a tick taken back).
+        expired: bool,
+    },
 }
 
 /// One sighting of a pushed job.
 #[derive(Clone, Debug)]
-pub(crate) struct Record {
-    pub(crate) id: u64,
-    pub(crate) schedule: u8,
-    pub(crate) tick: u64,
-    pub(crate) made_at: u64,
-    pub(crate) seen: Seen,
+pub struct Record {
+    /// The job's message id.
+    pub id: u64,
+    /// Its schedule ([`ONCE`] or [`ALL`]).
+    pub schedule: u8,
+    /// Its tick, in nanoseconds on the wall clock.
+    pub tick: u64,
+    /// When its scheduler made it, in nanoseconds on the wall clock.
+    pub made_at: u64,
+    /// Where it was seen.
+    pub seen: Seen,
 }
 
 impl Record {
     /// A sighting of the job `bytes`, if they are one.
-    pub(crate) fn of(id: u64, bytes: &[u8], seen: Seen) -> Option<Record> {
+    pub fn of(id: u64, bytes: &[u8], seen: Seen) -> Option<Record> {
         let (schedule, tick, made_at) = parse(bytes)?;
         Some(Record {
             id,
@@ -73,7 +81,7 @@ impl Record {
 
 /// Appends one line to the log the processes share: one `write` on an `O_APPEND` file, so
 /// lines of processes do not mix (a SIGKILL may cut the last one).
-pub(crate) fn log_line(log: &Path, line: String) {
+pub fn log_line(log: &Path, line: String) {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -83,13 +91,13 @@ pub(crate) fn log_line(log: &Path, line: String) {
 }
 
 /// The line of a job run: its id and bytes.
-pub(crate) fn ran_line(id: u64, bytes: &[u8]) -> String {
+pub fn ran_line(id: u64, bytes: &[u8]) -> String {
     let (which, tick, made) = parse(bytes).expect("a job");
     format!("R {id} {which} {tick} {made}")
 }
 
 /// The line of a step of schedule `which`.
-pub(crate) fn step_line(which: u8, step: &leaseq_async::SchedulerStep) -> String {
+pub fn step_line(which: u8, step: &leaseq_async::SchedulerStep) -> String {
     format!(
         "S {which} {} {} {} {}",
         step.pushed, step.duplicates, step.withdrawn, step.conflicts
@@ -99,17 +107,21 @@ pub(crate) fn step_line(which: u8, step: &leaseq_async::SchedulerStep) -> String
 /// What the log says: the jobs run, the steps' duplicate keys and `Once`'s ticks taken
 /// back, and the pids of the `O <pid>` lines (a SQLite file's owners).
 #[derive(Default)]
-pub(crate) struct Log {
-    pub(crate) records: Vec<Record>,
-    pub(crate) duplicates: usize,
-    pub(crate) withdrawn: usize,
+pub struct Log {
+    /// The jobs run.
+    pub records: Vec<Record>,
+    /// The steps' duplicate keys.
+    pub duplicates: usize,
+    /// `Once`'s ticks taken back.
+    pub withdrawn: usize,
     /// Commits refused because another process had moved the cursor (each re-planned).
-    pub(crate) conflicts: usize,
-    pub(crate) owners: BTreeSet<String>,
+    pub conflicts: usize,
+    /// The pids of the `O <pid>` lines (a SQLite file's owners).
+    pub owners: BTreeSet<String>,
 }
 
 /// Reads the log (and removes it).
-pub(crate) fn read_log(log: &Path) -> Log {
+pub fn read_log(log: &Path) -> Log {
     let mut out = Log::default();
     for line in std::fs::read_to_string(log).unwrap().lines() {
         let parts: Vec<&str> = line.split(' ').collect();
@@ -145,11 +157,15 @@ pub(crate) fn read_log(log: &Path) -> Log {
 
 /// The run: the ticks every `every` ns checked (`first` to `last`), and when every process
 /// was killed.
-pub(crate) struct Run {
-    pub(crate) every: u64,
-    pub(crate) first: u64,
-    pub(crate) last: u64,
-    pub(crate) kills: Vec<u64>,
+pub struct Run {
+    /// The ticks' period, ns.
+    pub every: u64,
+    /// The first tick checked, ns on the wall clock.
+    pub first: u64,
+    /// The last tick checked.
+    pub last: u64,
+    /// When every process was killed, ns on the wall clock.
+    pub kills: Vec<u64>,
 }
 
 #[derive(Default, Debug)]
@@ -164,7 +180,7 @@ struct Tick {
 
 /// Checks both schedules; `duplicates` is the sum of the steps' duplicate keys, `withdrawn`
 /// of the `Once` schedule's ticks taken back.
-pub(crate) fn check(records: &[Record], run: &Run, duplicates: usize, withdrawn: usize) {
+pub fn check(records: &[Record], run: &Run, duplicates: usize, withdrawn: usize) {
     assert_eq!(
         duplicates, 0,
         "a push met a duplicate key: the stored cursor did not keep the processes apart"

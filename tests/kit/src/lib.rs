@@ -1,0 +1,32 @@
+//! What leaseq's tests share (dev-only, never published): time helpers, seeded
+//! property-test configs, a calendar from a tick table, child processes, a command's output
+//! checked, and behind features virtual-time runs (`sim`), steps on any store (`async`), the
+//! router tests' job kinds (`jobs`), the SQLite and Postgres fixtures (`sqlite`,
+//! `postgres`) and the multi-process schedule tests' ledger (`schedules`).
+//!
+//! Used by the integration tests (`tests/*.rs`) of the workspace's crates and of the root
+//! suite, never by unit tests in `src/` (the kit depends on the crates it serves: a crate's
+//! own unit-test build and the kit's copy of it would be two crates).
+
+pub mod calendar;
+pub mod child;
+pub mod core_queue;
+pub mod envelope;
+#[cfg(feature = "jobs")]
+pub mod jobs;
+pub mod output;
+#[cfg(feature = "postgres")]
+pub mod pg;
+#[cfg(feature = "schedules")]
+pub mod schedule_check;
+#[cfg(feature = "schedules")]
+pub mod schedule_run;
+#[cfg(feature = "proptest")]
+pub mod seeded;
+#[cfg(feature = "sim")]
+pub mod sim;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+#[cfg(feature = "async")]
+pub mod steps;
+pub mod time;

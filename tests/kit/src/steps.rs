@@ -1,0 +1,61 @@
+//! Steps many queue tests take, on any store.
+
+use leaseq_async::{Failure, LeaseQueue, Page, Runtime, Store};
+
+use crate::envelope::envelope;
+
+/// Receives the next item of `q` and dead-letters it with `error`; returns its attempts.
+/// Panics if the queue is closed or the dead-letter call fails.
+pub async fn dead_letter_next<T, R, S>(q: &LeaseQueue<T, R, S>, error: &str) -> u32
+where
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+{
+    q.receive()
+        .await
+        .expect("a delivery")
+        .dead_letter(error)
+        .await
+        .expect("dead-lettered")
+}
+
+/// Four dead letters in `q` (a queue of bytes with one attempt): two kinds and a raw item,
+/// nacked out of attempts or rejected: `email a` nacked, `email b` rejected ("bad
+/// address"), `sms c` nacked, `raw` nacked.
+pub async fn bury_four<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    let items = [
+        (envelope("email", "a"), true),
+        (envelope("email", "b"), false),
+        (envelope("sms", "c"), true),
+        (b"raw".to_vec(), true),
+    ];
+    for (item, _) in &items {
+        q.push(item.clone()).await.expect("push");
+    }
+    for _ in &items {
+        let d = q.receive().await.expect("a delivery");
+        let nack = items.iter().find(|(i, _)| i == d.item()).expect("ours").1;
+        if nack {
+            d.nack_with(Failure::error("503")).await.expect("nack");
+        } else {
+            d.dead_letter("bad address").await.expect("dead letter");
+        }
+    }
+}
+
+/// The items of `q`'s dead letters, in id order (each must decode).
+pub async fn dead_items<R, S>(q: &LeaseQueue<Vec<u8>, R, S>) -> Vec<Vec<u8>>
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    let letters = q.dead_letters(Page::ALL).await.expect("dead letters");
+    letters
+        .into_iter()
+        .map(|l| l.item.expect("decoded"))
+        .collect()
+}
