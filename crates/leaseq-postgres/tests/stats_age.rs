@@ -2,7 +2,7 @@
 //! period) while the database answers: the driver counts the rows again by itself, with
 //! nobody reading the stats, and `PgStore::stats_age` says how old the counts are.
 
-mod common;
+use leaseq_test_kit::pg as common;
 
 use std::time::{Duration, Instant};
 
