@@ -27,6 +27,7 @@ mod dead_letters;
 mod flight;
 mod invariants;
 mod links;
+mod pause;
 mod push;
 mod push_each;
 mod receipts;
@@ -96,7 +97,8 @@ pub struct Queue<T> {
     ready_count: [u64; PRIORITY_LEVELS],
     /// Bit `l` (1 to 7) is set while `ready_count[l] > 0`. A receive serves the highest set
     /// bit, or level 0 when none is set (one load and one predicted branch for a queue
-    /// without levels).
+    /// without levels). Bit 0 is the paused flag (see `pause`): set, it sends every receive
+    /// off the fast path, to the check that leases nothing.
     ready_mask: u8,
     /// The live items that hold a unique key.
     keys: KeyTable,
