@@ -84,7 +84,8 @@ impl FileView {
         &self.path
     }
 
-    /// The items counted by state, as of now on the wall clock (its queue name empty).
+    /// The items counted by state, as of now on the wall clock (its queue name empty), and
+    /// whether the queue is paused.
     pub fn counts(&self) -> Result<StoredCounts, OpenError> {
         let now = wall_nanos(SystemTime::now());
         let (ready, delayed, in_flight, dead) = self
@@ -101,13 +102,8 @@ impl FileView {
             )
             .map_err(|e| self.sql(e))?;
         let n = |x: i64| x.max(0) as u64;
-        Ok(StoredCounts::new(
-            "",
-            n(ready),
-            n(delayed),
-            n(in_flight),
-            n(dead),
-        ))
+        let paused = crate::pause::read(&self.path, &self.conn)?;
+        Ok(StoredCounts::new("", n(ready), n(delayed), n(in_flight), n(dead)).with_paused(paused))
     }
 
     /// The schedules kept in the file (each one's cursor, last and next tick, when the
