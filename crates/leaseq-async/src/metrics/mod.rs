@@ -46,7 +46,7 @@
 //! | `leaseq_in_flight` | gauge | `queue` | items on lease (`in_flight`) |
 //! | `leaseq_dead` | gauge | `queue` | dead letters kept (`dead`) |
 //! | `leaseq_paused` | gauge | `queue` | 1 while the queue is paused, else 0 (`paused`; see [`LeaseQueue::pause`](crate::LeaseQueue::pause)) |
-//! | `leaseq_oldest_ready_age_seconds` | gauge | `queue` | how long the oldest ready item has waited since it became ready (pushed, its delay or backoff over, its lease run out, put back, redriven), paused or not; 0 when none is ready ([`Queue::oldest_ready_since`](leaseq_core::Queue::oldest_ready_since)) |
+//! | `leaseq_oldest_ready_age_seconds` | gauge | `queue` | how long the oldest ready item has waited since it became ready (pushed, its delay or backoff over, its lease run out, put back, redriven), paused or not; 0 when none is ready (the core's `Queue::oldest_ready_since`) |
 //!
 //! The gauges give the depth by state (`leaseq_ready`, `leaseq_delayed`, `leaseq_in_flight`,
 //! `leaseq_dead`), whether the queue is paused, and the age an alert on a stuck queue
