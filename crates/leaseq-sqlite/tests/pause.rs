@@ -99,11 +99,17 @@ fn a_pool_stops_at_the_pause_and_starts_again_at_the_resume() {
         }
         let done = Arc::new(AtomicU64::new(0));
         let workers = 2;
+        // After the first 10 items the handlers wait for this gate (its sender's drop), so
+        // that the pool is still running when the queue is paused.
+        let (gate, gated) = smol::channel::unbounded::<()>();
         let pool = Pool::builder(q.clone()).workers(workers).spawn({
             let done = done.clone();
             move |_job: Job<Vec<u8>>| {
-                let done = done.clone();
+                let (done, gated) = (done.clone(), gated.clone());
                 async move {
+                    if done.load(Ordering::Relaxed) >= 10 {
+                        let _ = gated.recv().await;
+                    }
                     done.fetch_add(1, Ordering::Relaxed);
                     Ok(())
                 }
@@ -113,19 +119,26 @@ fn a_pool_stops_at_the_pause_and_starts_again_at_the_resume() {
             smol::Timer::after(Duration::from_millis(1)).await;
         }
         q.pause().await.unwrap();
-        // From the pause on, only the leases already out (one per worker, and the
-        // fetcher's, put back at the stop) are handled.
+        // From the pause on, no lease is handed out: the leases already out (the workers'
+        // and the fetcher's, taken ahead) are handled, and then nothing.
         let delivered = q.stats().delivered;
-        smol::Timer::after(Duration::from_millis(300)).await;
-        let after = q.stats().delivered;
-        assert!(
-            after <= delivered + workers as u64,
-            "{delivered} -> {after}"
-        );
-        let handled = done.load(Ordering::Relaxed);
-        assert!(handled < 200);
+        drop(gate);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while done.load(Ordering::Relaxed) < delivered {
+            assert!(
+                std::time::Instant::now() < until,
+                "the leases out are handled"
+            );
+            smol::Timer::after(Duration::from_millis(1)).await;
+        }
         smol::Timer::after(Duration::from_millis(200)).await;
-        assert_eq!(done.load(Ordering::Relaxed), handled, "stopped");
+        let handled = done.load(Ordering::Relaxed);
+        assert_eq!(
+            (q.stats().delivered, handled),
+            (delivered, delivered),
+            "nothing leased since the pause"
+        );
+        assert!(handled < 200, "{handled}");
         q.resume().await.unwrap();
         while done.load(Ordering::Relaxed) < 200 {
             smol::Timer::after(Duration::from_millis(1)).await;
