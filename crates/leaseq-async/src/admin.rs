@@ -58,6 +58,40 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
         self.store.schedules().await
     }
 
+    /// Pauses the queue for every handle and, on a shared store (Postgres), every process:
+    /// no lease is handed out after it (on Postgres, a claim already running when it
+    /// commits is the last), until [`resume`](Self::resume). Pushes are still accepted,
+    /// and the leases already out run on and can be settled. Receivers, consumers and
+    /// pools wait without spinning, and a resume wakes them. Answers whether the queue
+    /// was running, once the flag is durable; [`Stats::paused`] shows it.
+    ///
+    /// ```
+    /// # use leaseq_async::{Config, LeaseQueue, SimRuntime};
+    /// # use std::time::Duration;
+    /// # let rt = SimRuntime::new();
+    /// # rt.block_on(async {
+    /// let q = LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+    ///     .runtime(rt.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(q.pause().await, Ok(true));
+    /// q.push("kept").await.unwrap(); // accepted while paused
+    /// assert!(q.try_receive().is_none());
+    /// assert!(q.stats().paused);
+    /// q.resume().await.unwrap();
+    /// assert_eq!(*q.try_receive().unwrap().item(), "kept");
+    /// # });
+    /// ```
+    pub async fn pause(&self) -> Result<bool, StoreError> {
+        self.store.set_paused(true).await
+    }
+
+    /// Resumes a paused queue (see [`pause`](Self::pause)): leases are handed out again,
+    /// and the receivers waiting are woken. Answers whether it was paused.
+    pub async fn resume(&self) -> Result<bool, StoreError> {
+        self.store.set_paused(false).await
+    }
+
     /// Puts a dead letter back, visible at once, attempts reset, its id, level and key
     /// kept. Refused ([`AdminError::Refused`]) when no dead letter has this id, its time to
     /// live is over, a live item holds its key, or the queue is at capacity.

@@ -31,6 +31,9 @@ pub enum FindingKind {
     /// The store could not make settles durable (disk full, file locked, connection lost):
     /// those items come back unless the settle landed after all, so they may run again.
     StoreFailures,
+    /// The queue is paused ([`LeaseQueue::pause`](crate::LeaseQueue::pause)): nothing is
+    /// handed out until it is resumed.
+    Paused,
 }
 
 /// One verdict, with the figures behind it.
@@ -120,6 +123,16 @@ fn left(queue: &Stats) -> u64 {
 /// ```
 pub fn diagnose(queue: &Stats, pool: Option<&PoolStats>, visibility: Duration) -> Vec<Finding> {
     let mut out = Vec::new();
+    if queue.paused {
+        out.push(Finding {
+            kind: FindingKind::Paused,
+            message: format!(
+                "the queue is paused: no lease is handed out, and {} ready and {} delayed \
+                 items wait (as the store last counted them); resume it to go on.",
+                queue.ready, queue.delayed
+            ),
+        });
+    }
     let late = queue
         .late_acks_stale
         .saturating_add(queue.late_acks_unclaimed);

@@ -68,9 +68,10 @@
 //! - `metrics`: counters, gauges and handling-time histograms through the `metrics` facade,
 //!   each labelled with the queue's name: the queue's [`Stats`] (`leaseq_pushed_total`,
 //!   `leaseq_acked_total`, `leaseq_dead_lettered_total{reason}`,
-//!   `leaseq_late_acks_total{kind}`, gauges `leaseq_ready`, `leaseq_in_flight`, ...) and the
-//!   pool's outcomes (`leaseq_pool_handled_total{type,outcome}`,
-//!   `leaseq_pool_handling_seconds{type}`). Every name, and when they are updated, in
+//!   `leaseq_late_acks_total{outcome}`, gauges `leaseq_ready`, `leaseq_in_flight`,
+//!   `leaseq_paused`, `leaseq_oldest_ready_age_seconds`, ...) and the pool's outcomes
+//!   (`leaseq_pool_handled_total{kind,outcome}`, `leaseq_pool_handling_seconds{kind}`).
+//!   Every name, and when they are updated, in
 //!   [`metrics`] (that module's name constants are there without the feature too).
 //! - `serde`: `Serialize` and `Deserialize` for the core's observable types ([`Stats`],
 //!   [`DeadLetter`], [`Config`], [`Event`], [`MessageId`], [`TypeReport`], ...: see

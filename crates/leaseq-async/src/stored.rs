@@ -109,6 +109,8 @@ pub struct StoredCounts {
     pub in_flight: u64,
     /// Dead letters.
     pub dead: u64,
+    /// Whether the queue is paused (no lease handed out; pushes accepted).
+    pub paused: bool,
 }
 
 impl StoredCounts {
@@ -126,7 +128,14 @@ impl StoredCounts {
             delayed,
             in_flight,
             dead,
+            paused: false,
         }
+    }
+
+    /// These counts with the queue's pause flag.
+    pub fn with_paused(mut self, paused: bool) -> Self {
+        self.paused = paused;
+        self
     }
 
     /// Ready, delayed and in flight.

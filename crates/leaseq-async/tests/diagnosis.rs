@@ -35,6 +35,25 @@ fn dead_letters_of_a_worker_only_process_are_a_share_of_its_own_work() {
     );
 }
 
+/// A paused queue says so first, with what waits for the resume.
+#[test]
+fn a_paused_queue_says_what_waits_for_the_resume() {
+    let mut s = Stats::default();
+    s.pushed = 12;
+    s.ready = 10;
+    s.delayed = 2;
+    s.paused = true;
+    let f = only(diagnose(&s, None, VISIBILITY));
+    assert_eq!(f.kind, FindingKind::Paused);
+    assert_eq!(
+        f.message,
+        "the queue is paused: no lease is handed out, and 10 ready and 2 delayed items wait \
+         (as the store last counted them); resume it to go on."
+    );
+    s.paused = false;
+    assert!(diagnose(&s, None, VISIBILITY).is_empty());
+}
+
 /// Expiries counted by a process that pushed nothing: a share of the items that left the
 /// queue here (the expired ones among them), not of its pushes.
 #[test]

@@ -158,7 +158,7 @@ impl Scraper {
         for (name, expected) in counters {
             assert_eq!(self.counter(name, queue, &[]), expected, "{name}");
         }
-        let late = |kind| self.counter(names::LATE_ACKS, queue, &[("kind", kind)]);
+        let late = |outcome| self.counter(names::LATE_ACKS, queue, &[("outcome", outcome)]);
         assert_eq!(late("unclaimed"), s.late_acks_unclaimed);
         assert_eq!(late("stale"), s.late_acks_stale);
         let mut dead_total = 0;
@@ -183,6 +183,7 @@ impl Scraper {
             (names::DELAYED, s.delayed),
             (names::IN_FLIGHT, s.in_flight),
             (names::DEAD, s.dead),
+            (names::PAUSED, u64::from(s.paused)),
         ];
         for (name, expected) in gauges {
             assert_eq!(self.gauge(name, queue), expected as f64, "{name}");
@@ -197,7 +198,7 @@ impl Scraper {
                 self.counter(
                     names::POOL_HANDLED,
                     queue,
-                    &[("type", ty), ("outcome", outcome)],
+                    &[("kind", ty), ("outcome", outcome)],
                 )
             };
             let by_outcome = [
@@ -211,7 +212,7 @@ impl Scraper {
             assert_eq!(by_outcome[1] + by_outcome[2], report.failed, "{ty} failed");
             assert_eq!(by_outcome[3], report.timed_out, "{ty} timed out");
             assert_eq!(by_outcome[4], report.panicked, "{ty} panicked");
-            let times = self.histogram(names::POOL_HANDLING_SECONDS, queue, &[("type", ty)]);
+            let times = self.histogram(names::POOL_HANDLING_SECONDS, queue, &[("kind", ty)]);
             assert_eq!(
                 times.len() as u64,
                 report.handled,
@@ -383,7 +384,7 @@ fn pool_metrics_add_up_to_the_pool_stats() {
         ];
         scraper.assert_queue_matches("jobs", &stats.queue, &dead_by);
         // Handling times are exact on virtual time: 10 ms, or the 1 s limit.
-        let times = scraper.histogram(names::POOL_HANDLING_SECONDS, "jobs", &[("type", "even")]);
+        let times = scraper.histogram(names::POOL_HANDLING_SECONDS, "jobs", &[("kind", "even")]);
         assert!(times.iter().all(|&t| t == 0.01 || t == 1.0), "{times:?}");
         assert_eq!(times.iter().filter(|&&t| t == 1.0).count(), 10);
         pool.shutdown(SECOND).await;
@@ -506,12 +507,14 @@ fn describe_gives_every_metric_a_unit_and_a_description() {
         q.wait_empty().await;
         let _ = pool.stats();
         let series = scraper.snapshotter.snapshot().into_vec();
-        // 18 counters (late acks in two), one per dead-letter reason, 4 gauges; 5 outcomes
+        // 18 counters (late acks in two), one per dead-letter reason, 6 gauges; 5 outcomes
         // and a histogram for the one item type.
-        assert_eq!(series.len(), 18 + Reason::ALL.len() + 4 + 5 + 1);
+        assert_eq!(series.len(), 18 + Reason::ALL.len() + 6 + 5 + 1);
         for (key, unit, description, _) in series {
             let name = key.key().name().to_string();
-            let expected = if name == names::POOL_HANDLING_SECONDS {
+            let expected = if name == names::POOL_HANDLING_SECONDS
+                || name == names::OLDEST_READY_AGE_SECONDS
+            {
                 Unit::Seconds
             } else {
                 Unit::Count
@@ -520,5 +523,38 @@ fn describe_gives_every_metric_a_unit_and_a_description() {
             assert!(description.is_some_and(|d| !d.is_empty()), "{name}");
         }
         pool.shutdown(SECOND).await;
+    });
+}
+
+/// The paused flag and the oldest ready item's age, in seconds: the age grows while the
+/// item waits (published every `PUBLISH_EVERY` while items are ready, nothing else
+/// changing), paused or not, and is 0 once nothing is ready.
+#[test]
+fn the_paused_gauge_and_the_oldest_ready_age() {
+    let recorder = Recorder::new();
+    recorder.run(|rt, scraper| async move {
+        let q = named(&rt, "age", Config::new(SECOND));
+        q.push(1).await.unwrap();
+        sleep(&rt, 10 * SECOND).await;
+        let _ = q.stats(); // publishes at once
+        scraper.scrape();
+        let age = scraper.gauge(names::OLDEST_READY_AGE_SECONDS, "age");
+        assert!((9.999..=10.0).contains(&age), "{age}");
+        assert_eq!(scraper.gauge(names::PAUSED, "age"), 0.0);
+
+        q.pause().await.unwrap();
+        // No stats read: the driver's publications move the age.
+        sleep(&rt, 5 * SECOND + Duration::from_millis(1)).await;
+        scraper.scrape();
+        assert_eq!(scraper.gauge(names::PAUSED, "age"), 1.0);
+        let age = scraper.gauge(names::OLDEST_READY_AGE_SECONDS, "age");
+        assert!((14.0..=15.001).contains(&age), "{age}");
+
+        q.resume().await.unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        let s = q.stats();
+        scraper.scrape();
+        assert_eq!(scraper.gauge(names::OLDEST_READY_AGE_SECONDS, "age"), 0.0);
+        scraper.assert_queue_matches("age", &s, &[]);
     });
 }

@@ -104,6 +104,7 @@ fn findings_and_watchdog_settings_round_trip() {
         FindingKind::BlockingOverruns,
         FindingKind::HungUnderHeartbeat,
         FindingKind::StoreFailures,
+        FindingKind::Paused,
     ] {
         round_trip(&kind);
     }

@@ -75,6 +75,12 @@ pub(crate) enum Command {
     Purge(Confirm),
     /// Deletes dead letters: all, or those of a reason or job kind.
     PurgeDead(PurgeDead),
+    /// Pauses the queue: no lease is handed out until `resume` (pushes are still accepted;
+    /// leases already out run on). The file is opened as its owner: refused while a
+    /// process holds it.
+    Pause(Output),
+    /// Resumes a paused queue.
+    Resume(Output),
 }
 
 /// A Postgres command on one queue (the same as a SQLite file's, naming the queue).
@@ -95,6 +101,11 @@ pub(crate) enum QueueCommand {
     Purge(OnQueue<Confirm>),
     /// Deletes dead letters: all, or those of a reason or job kind.
     PurgeDead(OnQueue<PurgeDead>),
+    /// Pauses the queue in every process: no claim hands out a lease until `resume`
+    /// (pushes are still accepted; leases already out run on).
+    Pause(OnQueue<Output>),
+    /// Resumes a paused queue; the claimers of every process are woken.
+    Resume(OnQueue<Output>),
 }
 
 /// A command's arguments and the queue it is on.

@@ -33,7 +33,11 @@ impl Shown {
 /// Whether `command` asked for JSON.
 pub(crate) fn wants_json(command: &Command) -> bool {
     match command {
-        Command::Queues(o) | Command::Stats(o) | Command::Schedules(o) => o.json,
+        Command::Queues(o)
+        | Command::Stats(o)
+        | Command::Schedules(o)
+        | Command::Pause(o)
+        | Command::Resume(o) => o.json,
         Command::Peek(p) => p.output.json,
         Command::Dead(d) => d.paged.output.json,
         Command::Redrive(r) => r.output.json,

@@ -24,6 +24,8 @@ fn split(command: PgCommand) -> (Option<String>, Command) {
             QueueCommand::Redrive(c) => (Some(c.queue), Command::Redrive(c.args)),
             QueueCommand::Purge(c) => (Some(c.queue), Command::Purge(c.args)),
             QueueCommand::PurgeDead(c) => (Some(c.queue), Command::PurgeDead(c.args)),
+            QueueCommand::Pause(c) => (Some(c.queue), Command::Pause(c.args)),
+            QueueCommand::Resume(c) => (Some(c.queue), Command::Resume(c.args)),
         },
     }
 }

@@ -100,6 +100,7 @@ pub(crate) fn counts_json(c: &StoredCounts) -> Value {
         "in_flight": c.in_flight,
         "dead": c.dead,
         "live": c.live(),
+        "paused": c.paused,
     })
 }
 
@@ -112,13 +113,14 @@ pub(crate) fn counts_table(counts: &[StoredCounts]) -> String {
         .unwrap_or(0)
         .max(5);
     let mut out = format!(
-        "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}\n",
-        "queue", "ready", "delayed", "in flight", "dead"
+        "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}\n",
+        "queue", "ready", "delayed", "in flight", "dead", "paused"
     );
     for c in counts {
+        let paused = if c.paused { "yes" } else { "no" };
         out.push_str(&format!(
-            "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}\n",
-            c.queue, c.ready, c.delayed, c.in_flight, c.dead
+            "{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}\n",
+            c.queue, c.ready, c.delayed, c.in_flight, c.dead, paused
         ));
     }
     out

@@ -21,7 +21,11 @@ pub(crate) fn is_write(command: &Command) -> Result<bool, CliError> {
     match command {
         Command::Purge(c) if !c.yes => unconfirmed("purge"),
         Command::PurgeDead(p) if !p.confirm.yes => unconfirmed("purge-dead"),
-        Command::Redrive(_) | Command::Purge(_) | Command::PurgeDead(_) => Ok(true),
+        Command::Redrive(_)
+        | Command::Purge(_)
+        | Command::PurgeDead(_)
+        | Command::Pause(_)
+        | Command::Resume(_) => Ok(true),
         _ => Ok(false),
     }
 }
@@ -90,6 +94,25 @@ where
             Ok(Shown::new(
                 format!("purged: {n} dead letters deleted\n"),
                 json!({ "purged": n }),
+            ))
+        }
+        Command::Pause(_) | Command::Resume(_) => {
+            let pause = matches!(command, Command::Pause(_));
+            let (what, done) = if pause {
+                ("pause", "paused")
+            } else {
+                ("resume", "running")
+            };
+            let result = if pause {
+                q.pause().await
+            } else {
+                q.resume().await
+            };
+            let changed = result.map_err(|e| failed(format!("{what}: {}", chain(&e))))?;
+            let was = if changed { "" } else { " (it already was)" };
+            Ok(Shown::new(
+                format!("{done}: the queue is {done}{was}\n"),
+                json!({ "paused": pause, "changed": changed }),
             ))
         }
         _ => Err(failed("not a command that changes the queue")),

@@ -309,6 +309,56 @@ fn writes_redrive_and_purge_through_the_store() {
     drop_schema(&url, &s);
 }
 
+/// `pause` and `resume` on one queue of the schema: shown by `stats` and `queues`, the other
+/// queue untouched, a queue opened afterwards paused.
+#[test]
+fn pause_and_resume_one_queue() {
+    let Some(url) = server() else { return };
+    let s = schema("pause");
+    fixture(&url, &s);
+    let paused = json(&pg(&url, &s, &["pause", "jobs", "--json"]));
+    assert_eq!(
+        (&paused["paused"], &paused["changed"]),
+        (&Value::from(true), &Value::from(true))
+    );
+    assert_eq!(
+        json(&pg(&url, &s, &["stats", "jobs", "--json"]))["paused"],
+        true
+    );
+    assert_eq!(
+        json(&pg(&url, &s, &["stats", "other", "--json"]))["paused"],
+        false
+    );
+    let queues = json(&pg(&url, &s, &["queues", "--json"]));
+    let flags: Vec<(&Value, &Value)> = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (&q["queue"], &q["paused"]))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            (&Value::from("jobs"), &Value::from(true)),
+            (&Value::from("other"), &Value::from(false))
+        ]
+    );
+    runtime().block_on(async {
+        let q = open(&url, &s, "jobs").await;
+        let st = q.refresh_stats().await.unwrap();
+        assert!(st.paused && st.ready > 0, "{st:?}");
+        assert!(q.try_receive().is_none(), "nothing claimed while paused");
+        q.close().await.unwrap();
+    });
+    let resumed = json(&pg(&url, &s, &["resume", "jobs", "--json"]));
+    assert_eq!(resumed["changed"], true);
+    assert_eq!(
+        json(&pg(&url, &s, &["stats", "jobs", "--json"]))["paused"],
+        false
+    );
+    drop_schema(&url, &s);
+}
+
 #[test]
 fn bad_arguments_and_a_missing_schema_say_what_is_wrong() {
     let Some(url) = server() else { return };

@@ -324,6 +324,53 @@ fn writes_redrive_and_purge_through_the_store() {
     remove(&path);
 }
 
+/// `pause` and `resume` through the store: the flag is in the file, shown by `stats` and
+/// `queues` (table and JSON), and the next owner finds the queue paused.
+#[test]
+fn pause_and_resume_are_kept_in_the_file() {
+    let path = fixture("pause");
+    let paused = json(&sqlite(&path, &["pause", "--json"]));
+    assert_eq!(
+        (&paused["paused"], &paused["changed"]),
+        (&Value::from(true), &Value::from(true))
+    );
+    let again = stdout(&sqlite(&path, &["pause"]));
+    assert!(
+        again.contains("paused: the queue is paused (it already was)"),
+        "{again}"
+    );
+    assert_eq!(json(&sqlite(&path, &["stats", "--json"]))["paused"], true);
+    assert_eq!(
+        json(&sqlite(&path, &["queues", "--json"]))[0]["paused"],
+        true
+    );
+    let table = stdout(&sqlite(&path, &["stats"]));
+    assert!(table.lines().next().unwrap().ends_with("paused"), "{table}");
+    assert!(table.lines().nth(1).unwrap().ends_with("yes"), "{table}");
+
+    // The next owner: paused, nothing leased, pushes accepted.
+    let q = open(&path);
+    assert!(q.stats().paused);
+    assert!(q.try_receive().is_none());
+    smol::block_on(q.push(b"while paused".to_vec())).unwrap();
+    shut(q);
+
+    let resumed = json(&sqlite(&path, &["resume", "--json"]));
+    assert_eq!(
+        (&resumed["paused"], &resumed["changed"]),
+        (&Value::from(false), &Value::from(true))
+    );
+    let stats = json(&sqlite(&path, &["stats", "--json"]));
+    assert_eq!(
+        (&stats["paused"], &stats["ready"]),
+        (&Value::from(false), &Value::from(2))
+    );
+    let q = open(&path);
+    assert!(q.try_receive().is_some());
+    shut(q);
+    remove(&path);
+}
+
 #[test]
 fn a_file_owned_by_a_live_process_is_read_but_not_written() {
     let path = fixture("owned");

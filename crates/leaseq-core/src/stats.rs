@@ -87,6 +87,10 @@ pub struct Stats {
     /// Pushes refused because their unique key was held by a live item (also counted in
     /// `rejected`).
     pub duplicates: u64,
+
+    /// Whether the queue is paused ([`Queue::pause`](crate::Queue::pause)): no lease is
+    /// handed out until it is resumed; pushes are still accepted.
+    pub paused: bool,
 }
 
 impl Stats {
@@ -131,7 +135,8 @@ impl Stats {
 /// ```
 ///
 /// Items restored from a durable store, dead letters taken, items cancelled and events
-/// dropped are added when there are any (`pushed 10, restored 40 (2 dead), acked ...`).
+/// dropped are added when there are any (`pushed 10, restored 40 (2 dead), acked ...`), and
+/// `; paused` at the end while the queue is paused.
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "pushed {}", self.pushed)?;
@@ -162,6 +167,9 @@ impl fmt::Display for Stats {
         )?;
         if self.events_dropped > 0 {
             write!(f, "; events dropped {}", self.events_dropped)?;
+        }
+        if self.paused {
+            f.write_str("; paused")?;
         }
         Ok(())
     }

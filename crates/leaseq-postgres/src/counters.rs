@@ -57,6 +57,8 @@ pub(crate) struct Gauges {
     pub(crate) delayed: u64,
     pub(crate) in_flight: u64,
     pub(crate) dead: u64,
+    /// Whether the queue was paused (`pause.rs`).
+    pub(crate) paused: bool,
     /// How many of this process's pushes were committed before the count began (the
     /// count includes those; later ones may be missing from it).
     pub(crate) pushes_seen: u64,
@@ -77,6 +79,7 @@ impl Counters {
         s.delayed = g.delayed;
         s.in_flight = g.in_flight;
         s.dead = g.dead;
+        s.paused = g.paused;
         s.pushed = self.pushed.load(Relaxed);
         s.rejected = self.rejected.load(Relaxed);
         s.delivered = self.delivered.load(Relaxed);

@@ -58,9 +58,19 @@ impl PgInspector {
                 supported: crate::schema::SCHEMA_VERSION,
             });
         }
+        let mut sql = Sql::new(schema, 1, MAX_ITEM);
+        if version.is_some_and(|v| v < crate::pause_sql::PAUSE_VERSION) {
+            // Before the pause flag: read as `false`, not from a table that is not there.
+            let s = format!("\"{schema}\"");
+            let flag = |q: &str| q.replace("{s}", &s);
+            let count = flag(crate::pause_sql::PAUSED_COUNT);
+            sql.counts = sql.counts.replace(&count, "false");
+            let list = flag(crate::pause_sql::PAUSED_LIST);
+            sql.op.queues = sql.op.queues.replace(&list, "false");
+        }
         Ok(PgInspector {
             client,
-            sql: Sql::new(schema, 1, MAX_ITEM),
+            sql,
             exists: version.is_some(),
             schema: schema.to_string(),
             version,
@@ -100,7 +110,10 @@ impl PgInspector {
         let n = |r: &Row, i: usize| r.get::<_, i64>(i).max(0) as u64;
         Ok(rows
             .iter()
-            .map(|r| StoredCounts::new(r.get::<_, String>(0), n(r, 1), n(r, 2), n(r, 3), n(r, 4)))
+            .map(|r| {
+                StoredCounts::new(r.get::<_, String>(0), n(r, 1), n(r, 2), n(r, 3), n(r, 4))
+                    .with_paused(r.get(5))
+            })
             .collect())
     }
 
@@ -139,7 +152,7 @@ impl PgInspector {
         let r = tx.query_one(&self.sql.counts, &[&queue]).await?;
         tx.commit().await?;
         let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
-        Ok(StoredCounts::new(queue, n(0), n(1), n(2), n(3)))
+        Ok(StoredCounts::new(queue, n(0), n(1), n(2), n(3)).with_paused(r.get(4)))
     }
 
     /// `queue`'s live rows (ready, delayed, in flight) of `page`, in id order.

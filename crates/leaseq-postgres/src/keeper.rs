@@ -250,6 +250,7 @@ impl<T: Send + 'static> Keeper<T> {
             delayed: n(1),
             in_flight: n(2),
             dead: n(3),
+            paused: r.get(4),
             pushes_seen,
             counted_at,
         };

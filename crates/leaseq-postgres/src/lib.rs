@@ -267,7 +267,7 @@
 //! -- Then, as leaseq_migrator (the owner), the worker's grants (WORKER_GRANTS):
 //! GRANT USAGE ON SCHEMA "leaseq" TO "leaseq_worker";
 //! GRANT SELECT ON "leaseq".leaseq_meta TO "leaseq_worker";
-//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings, "leaseq".schedules TO "leaseq_worker";
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings, "leaseq".schedules, "leaseq".queue_pauses TO "leaseq_worker";
 //! GRANT USAGE ON SEQUENCE "leaseq".instances, "leaseq".tx_ids TO "leaseq_worker";
 //! ```
 //!
@@ -275,7 +275,9 @@
 //! upgrade; a worker granted an older version's rights still opens a current schema:
 //! without version 6's it does not record its queue's limits for the SQL functions, and
 //! says so in [`PgStore::last_error`]; without version 7's its schedulers' steps are
-//! refused, typed, while its pushes and receives go on). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
+//! refused, typed, while its pushes and receives go on; without version 9's its `pause` and
+//! `resume` are refused, typed, while its claims still read the flag: `queue_pauses` is
+//! readable by `PUBLIC`). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
 //! needs the table's owner, or `MAINTAIN` on it from PostgreSQL 17
 //! (`GRANT MAINTAIN ON "leaseq".items TO "leaseq_worker"`): without it the worker's store
 //! skips them, leaves the table to autovacuum (tuned per table by the migration) and says
@@ -364,6 +366,8 @@ mod open;
 mod operator;
 mod options;
 mod outcome;
+mod pause;
+mod pause_sql;
 mod plan;
 mod postgres;
 mod progress;

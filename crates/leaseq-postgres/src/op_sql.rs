@@ -87,8 +87,9 @@ impl OpSql {
                    count(*) FILTER (WHERE state = 0 AND visible_at <= clock_timestamp()),
                    count(*) FILTER (WHERE state = 0 AND visible_at > clock_timestamp()),
                    count(*) FILTER (WHERE state = 1),
-                   count(*) FILTER (WHERE state = 2)
-                 FROM {s}.items GROUP BY queue ORDER BY queue"),
+                   count(*) FILTER (WHERE state = 2), {paused}
+                 FROM {s}.items i GROUP BY queue ORDER BY queue")
+            .replace("{paused}", &f(crate::pause_sql::PAUSED_LIST)),
             dead_page: f(concat!(
                 "SELECT id, attempts, reason, last_error, priority, key, ",
                 until!("dead_at"),

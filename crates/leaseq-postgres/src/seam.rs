@@ -281,6 +281,10 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.refresh()
     }
 
+    fn set_paused(&self, paused: bool) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.set_paused_in_db(paused)
+    }
+
     fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send {
         self.peek_page(page)
     }

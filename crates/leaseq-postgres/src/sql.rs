@@ -27,6 +27,8 @@ macro_rules! sized_payload {
 pub(crate) struct Sql {
     /// The notification channel of the schema (payload: the queue name).
     pub(crate) channel: String,
+    /// Pause and resume (`pause.rs`).
+    pub(crate) pause: (String, String),
     pub(crate) instance: String,
     pub(crate) insert: String,
     pub(crate) insert_checked: String,
@@ -69,6 +71,7 @@ impl Sql {
         let f = |q: &str| q.replace("{s}", &s);
         let mut sql = Sql {
             channel: format!("leaseq.{schema}").chars().take(63).collect(),
+            pause: crate::pause_sql::statements(schema),
             instance: f("SELECT nextval('{s}.instances')"),
             // $1 queue, then one array per column; delay and ttl in microseconds; $9 the
             // writer instances of the batch's ids and $10 each one's highest id in it.
@@ -126,6 +129,7 @@ impl Sql {
                          SELECT id FROM {s}.items
                          WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
                            AND (expires_at IS NULL OR expires_at > clock_timestamp())
+                           AND {not_paused}
                          ORDER BY priority DESC, visible_at, id
                          LIMIT {max_claim} FOR UPDATE SKIP LOCKED) AS c
                      LIMIT $2))
@@ -138,15 +142,18 @@ impl Sql {
                 sized_payload!(),
                 ", progress"
             ))
+            .replace("{not_paused}", &f(crate::pause_sql::NOT_PAUSED))
             .replace("{max_claim}", &max_claim.max(1).to_string())
             .replace("{max_item}", &max_item.to_string()),
-            // The soonest a waiting item of $1 becomes visible: one index probe per level.
+            // The soonest a waiting item of $1 becomes visible: one index probe per level;
+            // none while the queue is paused (`pause.rs`: the resume notifies).
             next_visible: f(concat!(
                 "SELECT ",
                 until!("min(v)"),
                 " FROM (SELECT (SELECT visible_at FROM {s}.items
                     WHERE queue = $1 AND state = 0 AND priority = p
-                    ORDER BY visible_at LIMIT 1) AS v FROM generate_series(0, 7) AS p) AS levels"
+                    ORDER BY visible_at LIMIT 1) AS v FROM generate_series(0, 7) AS p) AS levels
+                 WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_pauses WHERE queue = $1)"
             )),
             // $1 ids, $2 leases. Accepted while the lease is the item's latest and the item is
             // not a dead letter: on time, or late but claimed by nobody since.
@@ -251,8 +258,9 @@ impl Sql {
                    count(*) FILTER (WHERE state = 0 AND visible_at <= clock_timestamp()),
                    count(*) FILTER (WHERE state = 0 AND visible_at > clock_timestamp()),
                    count(*) FILTER (WHERE state = 1),
-                   count(*) FILTER (WHERE state = 2)
-                 FROM {s}.items WHERE queue = $1"),
+                   count(*) FILTER (WHERE state = 2), {paused}
+                 FROM {s}.items WHERE queue = $1")
+            .replace("{paused}", &f(crate::pause_sql::PAUSED_COUNT)),
             // $1 queue, $2 id: the row to cancel, locked.
             cancel_read: f(concat!(
                 "SELECT state, ",

@@ -184,13 +184,14 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
         common::receive(&q).await.ack().await.expect("ack");
         q.close().await.expect("close");
 
-        // A worker granted an older version's rights (version 5's: none on queue_settings
-        // or schedules) still opens, and says that its queue's limits were not recorded;
-        // its schedule steps are refused (typed), its pushes go on.
+        // A worker granted an older version's rights (version 5's: none on queue_settings,
+        // schedules or queue_pauses) still opens, and says that its queue's limits were not
+        // recorded; its schedule steps and pauses are refused (typed), its pushes and
+        // receives go on (the claim reads the pause flag, readable by PUBLIC).
         admin
             .batch_execute(&format!(
-                "REVOKE ALL ON \"{schema}\".queue_settings, \"{schema}\".schedules \
-                 FROM \"{role}\""
+                "REVOKE ALL ON \"{schema}\".queue_settings, \"{schema}\".schedules, \
+                 \"{schema}\".queue_pauses FROM \"{role}\""
             ))
             .await
             .expect("revoke");
@@ -209,6 +210,9 @@ fn a_worker_role_opens_pushes_receives_acks_without_ddl() {
             .run_once(&q, |_| b"tick".to_vec())
             .await
             .expect_err("no rights on schedules");
+        let chain = leaseq_async::ErrorChain(&refused).to_string();
+        assert!(chain.contains("permission denied"), "{chain}");
+        let refused = q.pause().await.expect_err("no rights to pause");
         let chain = leaseq_async::ErrorChain(&refused).to_string();
         assert!(chain.contains("permission denied"), "{chain}");
         q.push(b"still pushes".to_vec()).await.expect("push");

@@ -11,10 +11,10 @@ use crate::open_error::{FileError, OpenError};
 
 /// `PRAGMA application_id` of a leaseq queue file ("LQ01" in ASCII).
 pub const APPLICATION_ID: i32 = 0x4c51_3031;
-/// The file format this version writes and reads (`PRAGMA user_version`): 3 (version 1,
-/// without the `progress` column of handlers' checkpoints, and version 2, without the
-/// `schedules` table, are migrated at open).
-pub const FORMAT_VERSION: i32 = 3;
+/// The file format this version writes and reads (`PRAGMA user_version`): 5 (version 1,
+/// without the `progress` column of handlers' checkpoints, version 2, without the
+/// `schedules` table, and version 3, without the pause flag, are migrated at open).
+pub const FORMAT_VERSION: i32 = 5;
 /// The first format with the `items.progress` column.
 pub(crate) const PROGRESS_VERSION: i32 = 2;
 /// The magic in the file's `meta` table.

@@ -121,6 +121,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             .prepare_cached("UPDATE items SET progress = ?2 WHERE id = ?1")?
             .execute(params![*id as i64, progress])?,
         Op::Schedule(state) => return crate::schedule::write(tx, state),
+        Op::Paused(paused) => return crate::pause::write(tx, *paused),
     };
     if changed == 0 {
         early.entry(op.id()).or_default().push(op.clone());

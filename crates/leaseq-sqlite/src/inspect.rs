@@ -103,7 +103,8 @@ impl FileView {
     }
 
     /// The items counted by state, as of now on the wall clock, under the queue's name
-    /// ([`queue_name`](Self::queue_name); empty when none is recorded).
+    /// ([`queue_name`](Self::queue_name); empty when none is recorded), and whether the queue
+    /// is paused.
     pub fn counts(&self) -> Result<StoredCounts, OpenError> {
         let now = wall_nanos(SystemTime::now());
         let (ready, delayed, in_flight, dead) = self
@@ -120,13 +121,15 @@ impl FileView {
             )
             .map_err(|e| self.sql(e))?;
         let n = |x: i64| x.max(0) as u64;
+        let paused = crate::pause::read(&self.path, &self.conn)?;
         Ok(StoredCounts::new(
             self.queue_name()?.unwrap_or_default(),
             n(ready),
             n(delayed),
             n(in_flight),
             n(dead),
-        ))
+        )
+        .with_paused(paused))
     }
 
     /// The schedules kept in the file (each one's cursor, last and next tick, when the

@@ -199,6 +199,7 @@ mod op;
 mod open;
 mod open_error;
 mod options;
+mod pause;
 mod receive;
 mod restore;
 mod schedule;

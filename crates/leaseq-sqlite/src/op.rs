@@ -42,6 +42,8 @@ pub(crate) enum Op {
     Progress { id: u64, progress: Vec<u8> },
     /// A schedule's state after a committed step (`schedule.rs`): not an item's fact.
     Schedule(ScheduleState),
+    /// The queue paused (`true`) or resumed (`pause.rs`): not an item's fact.
+    Paused(bool),
 }
 
 impl Op {
@@ -56,7 +58,7 @@ impl Op {
             | Op::Revive { id, .. }
             | Op::Progress { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
-            Op::Schedule(_) => u64::MAX,
+            Op::Schedule(_) | Op::Paused(_) => u64::MAX,
         }
     }
 }

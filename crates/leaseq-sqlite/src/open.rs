@@ -168,6 +168,9 @@ fn prepare<T, C: Codec<T>>(
         Some(v) => crate::schedule::read_all(path, &conn, v)?,
         None => Vec::new(),
     };
+    if existed && crate::pause::read(path, &conn)? {
+        core.pause(now);
+    }
     let (fixes, progress) = if existed {
         let restored = restore_rows(
             path,
@@ -201,6 +204,10 @@ fn prepare<T, C: Codec<T>>(
     }
     if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
         crate::schedule::migrate(&conn).map_err(sql)?;
+    }
+    // (Format 4's migration, the history table, goes here, before the pause flag's.)
+    if version.is_some_and(|v| v < crate::pause::PAUSE_VERSION) {
+        crate::pause::migrate(&conn).map_err(sql)?;
     }
     // The opener's name, for tools that read the file (`FileView::queue_name`).
     conn.execute(

@@ -373,6 +373,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         Ok(self.take_dead_matching(&filter).await?.len() as u64)
     }
 
+    async fn set_paused(&self, paused: bool) -> Result<bool, StoreError> {
+        self.set_paused_durably(paused).await
+    }
+
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
         self.purge_items()
     }

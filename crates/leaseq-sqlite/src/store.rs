@@ -40,8 +40,8 @@ pub struct SqliteStore<T, R, C> {
     pub(crate) handles: AtomicUsize,
     /// [`Options::max_item_size`](crate::Options::max_item_size).
     pub(crate) max_item_size: usize,
-    /// Held while a schedule step is made and journaled, so that steps reach the file in
-    /// the order they were made (`schedule.rs`).
+    /// Held while a schedule step or a pause flag is made and journaled, so that steps and
+    /// flags reach the file in the order they were made (`schedule.rs`, `pause.rs`).
     pub(crate) schedule_lock: parking_lot::Mutex<()>,
 }
 

@@ -150,6 +150,28 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         ids
     }
 
+    /// Pauses (`true`) or resumes (`false`) the queue (the core's
+    /// [`Queue::pause`](leaseq_core::Queue::pause)): while paused, receives wait and lease
+    /// nothing; pushes are accepted. A resume wakes one waiting receiver per ready item.
+    /// Returns whether the flag changed.
+    pub fn set_paused(&self, paused: bool) -> bool {
+        let (changed, ready) = self.with_core(|core, now| {
+            let changed = if paused {
+                core.pause(now)
+            } else {
+                core.resume(now)
+            };
+            (changed, core.stats().ready)
+        });
+        if changed && !paused && ready > 0 {
+            // The guard wakes receivers for items that became ready; a resume makes none
+            // ready, it lets the ready ones be leased.
+            self.available
+                .notify(usize::try_from(ready).unwrap_or(usize::MAX));
+        }
+        changed
+    }
+
     /// Leases currently kept alive by the heartbeat.
     pub fn heartbeats(&self) -> usize {
         self.lock().beats.len()

@@ -397,6 +397,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ready(Ok(self.take_dead_matching(&filter).len() as u64))
     }
 
+    fn set_paused(&self, paused: bool) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(Ok(MemoryStore::set_paused(self, paused)))
+    }
+
     fn purge(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
         ready(Ok(MemoryStore::purge(self).len() as u64))
     }

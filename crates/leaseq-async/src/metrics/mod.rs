@@ -11,6 +11,11 @@
 //! [`QueueBuilder::name`](crate::QueueBuilder::name) (default `"leaseq"`). Name each queue of a
 //! process differently; queues with the same name add up, gauges included.
 //!
+//! The names follow Prometheus' conventions: counters end in `_total`, durations are in
+//! seconds (`_seconds`, histograms for handling times), and the labels have few values:
+//! `queue`, `kind` (a job kind), `outcome`, `reason`. (Before issue 31 the pool's metrics
+//! named the job kind `type` and the late acks' outcome `kind`.)
+//!
 //! # Queue metrics
 //!
 //! Each is a [`Stats`](leaseq_core::Stats) field, so a scrape agrees with
@@ -26,7 +31,7 @@
 //! | `leaseq_nacked_total` | counter | `queue` | attempts handed back early: nack, release, timeout, drop (`nacks`) |
 //! | `leaseq_lease_expired_total` | counter | `queue` | leases that ran out before an ack (`lease_expired`) |
 //! | `leaseq_dead_lettered_total` | counter | `queue`, `reason` | items sent to the dead letters by this queue value (not the ones a durable store put back when it was opened), by [`Reason`](leaseq_core::Reason): `lease_expired`, `nacked`, `timed_out`, `dropped`, `released`, `rejected`, `panicked`, `expired`, `undecodable` (they add up to `dead_lettered`; `expired` is `expired`) |
-//! | `leaseq_late_acks_total` | counter | `queue`, `kind` | acks after the lease ended: `unclaimed` (accepted, `late_acks_unclaimed`) or `stale` (refused, `late_acks_stale`) |
+//! | `leaseq_late_acks_total` | counter | `queue`, `outcome` | acks after the lease ended: `unclaimed` (accepted, `late_acks_unclaimed`) or `stale` (refused, `late_acks_stale`) |
 //! | `leaseq_unknown_receipts_total` | counter | `queue` | receipts not recognized at all (`unknown_receipts`) |
 //! | `leaseq_extends_total` | counter | `queue` | successful extends, heartbeats included (`extends`) |
 //! | `leaseq_extends_capped_total` | counter | `queue` | extends cut short by the max lease lifetime or the item's expiry (`extends_capped`) |
@@ -40,13 +45,20 @@
 //! | `leaseq_delayed` | gauge | `queue` | items waiting out a delay or backoff (`delayed`) |
 //! | `leaseq_in_flight` | gauge | `queue` | items on lease (`in_flight`) |
 //! | `leaseq_dead` | gauge | `queue` | dead letters kept (`dead`) |
+//! | `leaseq_paused` | gauge | `queue` | 1 while the queue is paused, else 0 (`paused`; see [`LeaseQueue::pause`](crate::LeaseQueue::pause)) |
+//! | `leaseq_oldest_ready_age_seconds` | gauge | `queue` | how long the oldest ready item has waited since it became ready (pushed, its delay or backoff over, its lease run out, put back, redriven), paused or not; 0 when none is ready (the core's `Queue::oldest_ready_since`) |
+//!
+//! The gauges give the depth by state (`leaseq_ready`, `leaseq_delayed`, `leaseq_in_flight`,
+//! `leaseq_dead`), whether the queue is paused, and the age an alert on a stuck queue
+//! watches: a growing `leaseq_oldest_ready_age_seconds` with `leaseq_paused` at 0 means
+//! nobody takes the queue's items.
 //!
 //! # Pool metrics
 //!
 //! | name | kind | labels | what |
 //! | --- | --- | --- | --- |
-//! | `leaseq_pool_handled_total` | counter | `queue`, `type`, `outcome` | handlings, by item type (the pool's [`item_type`](crate::PoolBuilder::item_type)) and outcome: `ok`, `failed` (retryable error), `permanent` (permanent error), `timed_out`, `panicked`; they add up to the [`PoolStats`](crate::PoolStats) outcome counts |
-//! | `leaseq_pool_handling_seconds` | histogram | `queue`, `type` | how long each handling took, from the lease to the handler's end, whatever the outcome (a timed-out run counts its limit) |
+//! | `leaseq_pool_handled_total` | counter | `queue`, `kind`, `outcome` | handlings, by job kind (the pool's [`item_type`](crate::PoolBuilder::item_type); a router's job kinds) and outcome: `ok`, `failed` (retryable error), `permanent` (permanent error), `timed_out`, `panicked`; they add up to the [`PoolStats`](crate::PoolStats) outcome counts |
+//! | `leaseq_pool_handling_seconds` | histogram | `queue`, `kind` | how long each handling took, from the lease to the handler's end, whatever the outcome (a timed-out run counts its limit) |
 //!
 //! # When they are updated
 //!
@@ -57,7 +69,8 @@
 //! publication (counters by their increase, gauges by their change), from its driver task,
 //! outside the queue's lock, at most once every [`PUBLISH_EVERY`] while the queue changes
 //! (an operation that changes the stats makes sure the driver will run by then; an idle
-//! queue publishes nothing). A [`LeaseQueue::stats`](crate::LeaseQueue::stats) or
+//! queue publishes nothing; one with items ready publishes every [`PUBLISH_EVERY`] all the
+//! same, so that the oldest ready item's age moves while nothing else does). A [`LeaseQueue::stats`](crate::LeaseQueue::stats) or
 //! [`Pool::stats`](crate::Pool::stats) call publishes at once, so right after one, the
 //! metrics equal the stats it returned. When the queue goes away, what it last published is
 //! taken back off its gauges.
@@ -86,7 +99,8 @@ pub const NACKED: &str = "leaseq_nacked_total";
 pub const LEASE_EXPIRED: &str = "leaseq_lease_expired_total";
 /// `leaseq_dead_lettered_total{reason}`: items sent to the dead letters, by reason.
 pub const DEAD_LETTERED: &str = "leaseq_dead_lettered_total";
-/// `leaseq_late_acks_total{kind}`: acks after the lease ended, `unclaimed` or `stale`.
+/// `leaseq_late_acks_total{outcome}`: acks after the lease ended, `unclaimed` (accepted)
+/// or `stale` (refused).
 pub const LATE_ACKS: &str = "leaseq_late_acks_total";
 /// `leaseq_unknown_receipts_total`: receipts not recognized at all.
 pub const UNKNOWN_RECEIPTS: &str = "leaseq_unknown_receipts_total";
@@ -114,9 +128,14 @@ pub const DELAYED: &str = "leaseq_delayed";
 pub const IN_FLIGHT: &str = "leaseq_in_flight";
 /// `leaseq_dead`: dead letters kept.
 pub const DEAD: &str = "leaseq_dead";
-/// `leaseq_pool_handled_total{type,outcome}`: pool handlings by item type and outcome.
+/// `leaseq_paused`: 1 while the queue is paused, else 0.
+pub const PAUSED: &str = "leaseq_paused";
+/// `leaseq_oldest_ready_age_seconds`: how long the oldest ready item has waited since it
+/// became ready (0 when none is ready).
+pub const OLDEST_READY_AGE_SECONDS: &str = "leaseq_oldest_ready_age_seconds";
+/// `leaseq_pool_handled_total{kind,outcome}`: pool handlings by job kind and outcome.
 pub const POOL_HANDLED: &str = "leaseq_pool_handled_total";
-/// `leaseq_pool_handling_seconds{type}`: how long each pool handling took.
+/// `leaseq_pool_handling_seconds{kind}`: how long each pool handling took, by job kind.
 pub const POOL_HANDLING_SECONDS: &str = "leaseq_pool_handling_seconds";
 
 /// The longest a queue's metrics lag behind its stats while it changes.
@@ -200,15 +219,24 @@ pub fn describe() {
         Unit::Count,
         "Pool handlings, by item type and outcome."
     );
-    let gauges: [(&'static str, &'static str); 4] = [
+    let gauges: [(&'static str, &'static str); 5] = [
         (READY, "Items waiting for a receive."),
         (DELAYED, "Items waiting out a delay or backoff."),
         (IN_FLIGHT, "Items on lease."),
         (DEAD, "Dead letters kept."),
+        (
+            PAUSED,
+            "1 while the queue is paused (no lease handed out), else 0.",
+        ),
     ];
     for (name, help) in gauges {
         describe_gauge!(name, Unit::Count, help);
     }
+    describe_gauge!(
+        OLDEST_READY_AGE_SECONDS,
+        Unit::Seconds,
+        "How long the oldest ready item has waited since it became ready (0: none ready)."
+    );
     describe_histogram!(
         POOL_HANDLING_SECONDS,
         Unit::Seconds,

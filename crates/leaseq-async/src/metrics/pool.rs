@@ -46,11 +46,11 @@ impl PoolMetrics {
                 self.types.push(TypeHandles {
                     item_type,
                     handled: OUTCOMES.map(|outcome| {
-                        counter!(POOL_HANDLED, "queue" => queue, "type" => item_type,
+                        counter!(POOL_HANDLED, "queue" => queue, "kind" => item_type,
                             "outcome" => outcome)
                     }),
                     seconds: histogram!(POOL_HANDLING_SECONDS, "queue" => queue,
-                        "type" => item_type),
+                        "kind" => item_type),
                 });
                 self.types.len() - 1
             }

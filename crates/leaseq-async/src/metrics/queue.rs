@@ -8,33 +8,42 @@ use parking_lot::Mutex;
 
 use super::*;
 
-/// What a queue publishes: its stats and its dead letters by reason.
+/// What a queue publishes: its stats, its dead letters by reason, and how long its oldest
+/// ready item has waited.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     stats: Stats,
     dead_by: [u64; Reason::ALL.len()],
+    /// Nanoseconds since the oldest ready item became ready (0: none ready).
+    oldest_ready_age: u64,
 }
 
 impl Snapshot {
-    fn of<T>(core: &Queue<T>) -> Self {
+    fn of<T>(core: &Queue<T>, now: Timestamp) -> Self {
         Snapshot {
             stats: core.stats(),
             dead_by: Reason::ALL.map(|r| core.dead_lettered_by(r)),
+            oldest_ready_age: core.oldest_ready_since().map_or(0, |since| {
+                now.saturating_duration_since(since)
+                    .as_nanos()
+                    .try_into()
+                    .unwrap_or(u64::MAX)
+            }),
         }
     }
 }
 
 /// A counter's handle and how to read its value off a snapshot.
 type Tracked = (Counter, fn(&Snapshot) -> u64);
-/// A gauge's handle and how to read its value off the stats.
-type TrackedGauge = (Gauge, fn(&Stats) -> u64);
+/// A gauge's handle and how to read its value off a snapshot.
+type TrackedGauge = (Gauge, fn(&Snapshot) -> f64);
 
 /// A queue's metric handles (registered when the queue is built) and what it last
 /// published.
 pub(crate) struct QueueMetrics {
     counters: Vec<Tracked>,
     dead_lettered: [Counter; Reason::ALL.len()],
-    gauges: [TrackedGauge; 4],
+    gauges: [TrackedGauge; 6],
     /// The last publication's number and snapshot.
     published: Mutex<(u64, Snapshot)>,
     /// Set while the driver is sure to publish (woken, or a publication scheduled), so
@@ -55,11 +64,11 @@ impl QueueMetrics {
             (c(NACKED), |s| s.stats.nacks),
             (c(LEASE_EXPIRED), |s| s.stats.lease_expired),
             (
-                counter!(LATE_ACKS, "queue" => queue, "kind" => "unclaimed"),
+                counter!(LATE_ACKS, "queue" => queue, "outcome" => "unclaimed"),
                 |s| s.stats.late_acks_unclaimed,
             ),
             (
-                counter!(LATE_ACKS, "queue" => queue, "kind" => "stale"),
+                counter!(LATE_ACKS, "queue" => queue, "outcome" => "stale"),
                 |s| s.stats.late_acks_stale,
             ),
             (c(UNKNOWN_RECEIPTS), |s| s.stats.unknown_receipts),
@@ -77,10 +86,14 @@ impl QueueMetrics {
             dead_lettered: Reason::ALL
                 .map(|r| counter!(DEAD_LETTERED, "queue" => queue, "reason" => reason_label(r))),
             gauges: [
-                (g(READY), |s| s.ready),
-                (g(DELAYED), |s| s.delayed),
-                (g(IN_FLIGHT), |s| s.in_flight),
-                (g(DEAD), |s| s.dead),
+                (g(READY), |s| s.stats.ready as f64),
+                (g(DELAYED), |s| s.stats.delayed as f64),
+                (g(IN_FLIGHT), |s| s.stats.in_flight as f64),
+                (g(DEAD), |s| s.stats.dead as f64),
+                (g(PAUSED), |s| f64::from(u8::from(s.stats.paused))),
+                (g(OLDEST_READY_AGE_SECONDS), |s| {
+                    s.oldest_ready_age as f64 / 1e9
+                }),
             ],
             published: Mutex::new((0, Snapshot::default())),
             poked: AtomicBool::new(false),
@@ -108,17 +121,17 @@ impl QueueMetrics {
                 counter.increment(increase);
             }
         }
-        Self::move_gauges(&self.gauges, &before.stats, &now.stats);
+        Self::move_gauges(&self.gauges, before, &now);
         *published = (seq, now);
     }
 
     /// Moves each gauge by its change from `before` to `now`: by changes, not settings,
     /// so that queues of the same name add up.
-    fn move_gauges(gauges: &[TrackedGauge], before: &Stats, now: &Stats) {
+    fn move_gauges(gauges: &[TrackedGauge], before: &Snapshot, now: &Snapshot) {
         for (gauge, read) in gauges {
             let (was, is) = (read(before), read(now));
             if is != was {
-                gauge.increment(is as f64 - was as f64);
+                gauge.increment(is - was);
             }
         }
     }
@@ -141,7 +154,7 @@ impl QueueMetrics {
             self.publish(last);
         }
         let published = self.published.lock();
-        Self::move_gauges(&self.gauges, &published.1.stats, &Stats::default());
+        Self::move_gauges(&self.gauges, &published.1, &Snapshot::default());
     }
 }
 
@@ -199,15 +212,20 @@ impl PublishState {
         now: Timestamp,
         now_anyway: bool,
     ) -> Option<(u64, Snapshot)> {
-        let snapshot = Snapshot::of(core);
+        let snapshot = Snapshot::of(core, now);
         self.note(&snapshot.stats);
         if self.at == Timestamp::MAX || (self.at > now && !now_anyway) {
             return None;
         }
         self.seq += 1;
         self.snapped = snapshot.stats;
-        self.at = Timestamp::MAX;
         self.last = Some(now);
+        // While items are ready, the next one is due all the same: their age moves.
+        self.at = if snapshot.stats.ready > 0 {
+            now.saturating_add(PUBLISH_EVERY)
+        } else {
+            Timestamp::MAX
+        };
         Some((self.seq, snapshot))
     }
 }

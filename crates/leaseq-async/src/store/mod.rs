@@ -383,6 +383,13 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         std::future::ready(Ok(self.stats()))
     }
 
+    /// Pauses (`true`) or resumes (`false`) the queue for every handle and, on a shared
+    /// store, every process: while paused no lease is handed out (a claim already under
+    /// way is the last), pushes are accepted and the leases out can still be settled.
+    /// Answers whether the flag changed, once the change is durable. A receiver waiting
+    /// while paused is woken by the resume, not before.
+    fn set_paused(&self, paused: bool) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// The live items (ready, delayed, in flight) of `page`, in id order, each with its
     /// state, attempts and, in flight, its lease deadline.
     fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send;

@@ -252,6 +252,10 @@ impl Store<u32> for Faulty {
         self.admin()?;
         Store::purge_dead_matching(&*self.inner, filter).await
     }
+    async fn set_paused(&self, paused: bool) -> Result<bool, StoreError> {
+        self.admin()?;
+        Store::set_paused(&*self.inner, paused).await
+    }
     async fn purge(&self) -> Result<u64, StoreError> {
         self.admin()?;
         Store::purge(&*self.inner).await

@@ -27,6 +27,7 @@ mod dead_letters;
 mod flight;
 mod invariants;
 mod links;
+mod pause;
 mod push;
 mod push_each;
 mod receipts;
@@ -96,7 +97,8 @@ pub struct Queue<T> {
     ready_count: [u64; PRIORITY_LEVELS],
     /// Bit `l` (1 to 7) is set while `ready_count[l] > 0`. A receive serves the highest set
     /// bit, or level 0 when none is set (one load and one predicted branch for a queue
-    /// without levels).
+    /// without levels). Bit 0 is the paused flag (see `pause`): set, it sends every receive
+    /// off the fast path, to the check that leases nothing.
     ready_mask: u8,
     /// The live items that hold a unique key.
     keys: KeyTable,
@@ -192,6 +194,20 @@ impl<T> Queue<T> {
         r
     }
 
+    /// When the oldest ready item became ready (pushed, its delay or backoff over, its lease
+    /// run out, nacked, put back, redriven; an item a durable store restored: when it was
+    /// restored), paused or not; `None` when nothing is ready. A look at the head of each
+    /// level's ready list (they are in the order their items became ready): for gauges
+    /// (feature `ready-since`, which keeps that instant in each ready item's slot).
+    #[cfg(feature = "ready-since")]
+    pub fn oldest_ready_since(&self) -> Option<Timestamp> {
+        self.ready
+            .iter()
+            .filter(|list| list.head != NIL)
+            .map(|list| self.slots[list.head as usize].lease_cap)
+            .min()
+    }
+
     /// Ready items of level 0.
     #[inline]
     fn ready_at_0(&self) -> u64 {
@@ -253,9 +269,10 @@ impl<T> Queue<T> {
         !self.events.is_empty()
     }
 
-    /// Appends `slot` to its level's ready list.
+    /// Appends `slot` to its level's ready list, ready since `since`.
     #[inline]
-    fn enqueue_ready(&mut self, slot: u32, level: usize) {
+    fn enqueue_ready(&mut self, slot: u32, level: usize, since: Timestamp) {
+        self.slots[slot as usize].note_ready(since);
         let level = level & LEVEL_BITS as usize;
         self.ready[level].push_back(&mut self.slots, slot);
         self.count_ready(level);

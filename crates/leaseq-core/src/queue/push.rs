@@ -267,6 +267,7 @@ impl<T> Queue<T> {
             s.fill(item, id, expires_at, 0, 0, level);
             s.epoch = s.epoch.wrapping_add(1);
             s.state = State::Ready;
+            s.note_ready(now);
             let level = level as usize & LEVEL_BITS as usize;
             self.ready[level].push_back(slots, free);
             self.count_ready(level);
@@ -355,7 +356,7 @@ impl<T> Queue<T> {
         s.epoch = s.epoch.wrapping_add(1);
         if at <= instant {
             s.state = State::Ready;
-            self.enqueue_ready(slot as u32, level);
+            self.enqueue_ready(slot as u32, level, instant);
         } else {
             self.make_delayed(slot, at);
         }

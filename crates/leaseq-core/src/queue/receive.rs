@@ -3,6 +3,7 @@
 use alloc::vec::Vec;
 
 use super::flight::list_in_order;
+use super::pause::PAUSED;
 use super::receive_run::Unshaped;
 use super::slot::{lease_times, start_lease};
 use super::{Queue, Slot, LEVEL_BITS};
@@ -76,6 +77,10 @@ impl<T> Queue<T> {
             }));
             drop(unshaped);
             done = run;
+        } else if self.is_paused() {
+            // Nothing is leased while paused (checked off the run's path: a queue that is
+            // never paused takes the run without it).
+            return 0;
         }
         out.extend((done..n).map(|_| {
             let slot = self
@@ -110,7 +115,9 @@ impl<T> Queue<T> {
             self.stats.ready -= 1;
             (slots, slot as usize)
         } else {
-            let slot = self.take_highest(mask);
+            // A level above 0 has a ready item, or the queue is paused (the mask's bit 0,
+            // see `pause`): the one path a paused check costs.
+            let slot = self.take_highest(mask)?;
             (&mut self.slots[..], slot)
         };
         let visibility_ns = self.visibility_ns;
@@ -138,9 +145,13 @@ impl<T> Queue<T> {
     }
 
     /// Takes the oldest live entry off the ready list of the highest level set in `mask`
-    /// (not 0) and returns its slot, still `Ready`.
+    /// (not 0) and returns its slot, still `Ready`; `None` if the queue is paused, or if
+    /// only the paused bit was set and level 0 is empty.
     #[inline(never)]
-    fn take_highest(&mut self, mask: u8) -> usize {
+    fn take_highest(&mut self, mask: u8) -> Option<usize> {
+        if mask & PAUSED != 0 {
+            return None;
+        }
         let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
         // `ready_count[level] > 0`: the list holds an item.
         let slot = self.ready[level]
@@ -152,7 +163,7 @@ impl<T> Queue<T> {
         if *count == 0 {
             self.ready_mask = mask & !(1 << level);
         }
-        slot as usize
+        Some(slot as usize)
     }
 
     /// The `Lease` for the slot `lease_next` just leased.

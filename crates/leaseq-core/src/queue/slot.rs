@@ -55,7 +55,8 @@ pub(super) struct Slot<T> {
     pub(super) attempts: u32,
     pub(super) state: State,
     pub(super) ended: LeaseEnd,
-    /// In flight: the latest deadline extensions may reach.
+    /// In flight: the latest deadline extensions may reach. Ready, with feature
+    /// `ready-since`: when the item became ready (`Queue::oldest_ready_since`).
     pub(super) lease_cap: Timestamp,
     /// The deadline of the latest lease, kept after it ends (for "late by").
     pub(super) last_deadline: Timestamp,
@@ -121,6 +122,18 @@ impl<T> Slot<T> {
         self.ended = LeaseEnd::None;
         self.expires_at = expires_at;
         self.meta = meta;
+    }
+
+    /// Notes that the item became ready at `since` (feature `ready-since`; nothing without
+    /// it, so that the push path costs what it did).
+    #[inline(always)]
+    pub(super) fn note_ready(&mut self, since: Timestamp) {
+        #[cfg(feature = "ready-since")]
+        {
+            self.lease_cap = since;
+        }
+        #[cfg(not(feature = "ready-since"))]
+        let _ = since;
     }
 
     /// A timer at `at` for this slot (index `slot`) as it is now: stale once its epoch moves.

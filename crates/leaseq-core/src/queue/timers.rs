@@ -126,7 +126,7 @@ impl<T> Queue<T> {
                         s.epoch = s.epoch.wrapping_add(1);
                         s.state = State::Ready;
                         let level = s.level();
-                        self.enqueue_ready(t.slot, level);
+                        self.enqueue_ready(t.slot, level, t.at);
                         self.trim_indexes();
                     }
                 }
