@@ -95,6 +95,9 @@ pub(crate) enum QueueCommand {
     Purge(OnQueue<Confirm>),
     /// Deletes dead letters: all, or those of a reason or job kind.
     PurgeDead(OnQueue<PurgeDead>),
+    /// The record of finished jobs (kept by stores opened with a retention window): oldest
+    /// first, paged, all or those of a job kind and an outcome.
+    History(OnQueue<crate::history::History>),
 }
 
 /// A command's arguments and the queue it is on.

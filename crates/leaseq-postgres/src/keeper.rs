@@ -30,6 +30,8 @@ use crate::settles::Settles;
 pub(crate) struct Schedule {
     pub(crate) beat: Timestamp,
     pub(crate) rescue: Timestamp,
+    /// When the record of finished jobs is next pruned (with retention on).
+    pub(crate) prune: Timestamp,
     /// The soonest the stats' row counts are refreshed again for a reader.
     pub(crate) count: Timestamp,
 }
@@ -40,6 +42,8 @@ pub(crate) struct Due {
     pub(crate) beat: bool,
     pub(crate) rescue: bool,
     pub(crate) count: bool,
+    /// Remove the record's entries past the retention window.
+    pub(crate) prune: bool,
 }
 
 /// The driver's jobs and the parts they use: the keeper owns its schedule and the
@@ -86,11 +90,20 @@ impl<T: Send + 'static> Keeper<T> {
                 driver.stats_wanted.store(false, Ordering::Relaxed);
                 s.count = after(now, db.options.stats_every);
             }
+            // The record of finished jobs: pruned every tenth of its window, at least every
+            // rescue period and at most every minute.
+            let prune = rescue && now >= s.prune && db.options.retention.is_some();
+            if let (true, Some(window)) = (prune, db.options.retention) {
+                let every =
+                    (window / 10).clamp(db.options.rescue_period(vis), Duration::from_secs(60));
+                s.prune = after(now, every);
+            }
             (
                 Due {
                     beat,
                     rescue,
                     count,
+                    prune,
                 },
                 s.beat.min(s.rescue),
             )
@@ -98,7 +111,7 @@ impl<T: Send + 'static> Keeper<T> {
         // An ack whose future was dropped before its first poll queued its op and ran no
         // batch: the settler task looks at least once a tick.
         self.settles.wake.notify(1);
-        if due.beat || due.rescue || due.count {
+        if due.beat || due.rescue || due.count || due.prune {
             if let Err(e) = self.step(due).await {
                 db.failed("driver", e);
             }
@@ -121,6 +134,10 @@ impl<T: Send + 'static> Keeper<T> {
         }
         if due.count {
             self.count(&client).await?;
+        }
+        if let (true, Some(window)) = (due.prune, self.db.options.retention) {
+            let db = &*self.db;
+            crate::history::prune(&**client, &db.sql.history, &db.queue, window).await?;
         }
         crate::upkeep::vacuum_if_due(&self.db, &self.counters);
         Ok(())

@@ -52,6 +52,8 @@ pub(crate) struct Sql {
     pub(crate) cancel: String,
     /// The operator's, keyed pushes' and capacities' statements.
     pub(crate) op: crate::op_sql::OpSql,
+    /// The record of finished jobs' statements.
+    pub(crate) history: crate::history_sql::HistorySql,
     pub(crate) vacuum: String,
     pub(crate) vacuum_analyze: String,
 }
@@ -262,6 +264,7 @@ impl Sql {
             .replace("{max_item}", &max_item.to_string()),
             cancel: f("DELETE FROM {s}.items WHERE id = $1"),
             op: crate::op_sql::OpSql::new(schema, max_item),
+            history: crate::history_sql::HistorySql::new(schema),
             // INDEX_CLEANUP ON: never skip the indexes (see upkeep.rs). TRUNCATE OFF: a
             // queue's table keeps emptying and refilling its last pages, and the truncation
             // waits up to 5 s for an exclusive lock it rarely gets (and stalls every claim
