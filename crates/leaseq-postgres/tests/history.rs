@@ -3,7 +3,7 @@
 //! cancelled, expired) is recorded with its kind, attempts, times, duration, reason and last
 //! error; read paged and filtered by kind and outcome through the store and the inspector;
 //! without retention nothing is written; the driver removes entries past the window (a
-//! short one: the table returns to its size); a version-7 schema is migrated to 8.
+//! short one: the table returns to its size). The schema step: `history_schema.rs`.
 
 mod common;
 
@@ -11,8 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use leaseq_async::{Config, Nacked, Push, Reason};
 use leaseq_postgres::{
-    migrate, schema_version, BytesCodec, FinishOutcome, Finished, HistoryQuery, Options,
-    PgInspector, PgQueue, Postgres, SCHEMA_VERSION,
+    BytesCodec, FinishOutcome, Finished, HistoryQuery, Options, PgInspector, PgQueue, Postgres,
 };
 
 use common::{receive, PATIENCE, SCHEMA};
@@ -374,51 +373,34 @@ fn entries_past_the_window_are_removed_by_the_driver() {
 }
 
 #[test]
-fn a_version_7_schema_is_migrated_to_8_and_records() {
+fn an_ack_in_the_callers_transaction_is_recorded_only_if_it_commits() {
     let Some(url) = common::server() else { return };
     common::runtime().block_on(async {
-        let s = format!("{}{}_history_v7", common::RUN_PREFIX, std::process::id());
+        let queue = common::unique("history-ack-in");
+        let q = open(
+            &url,
+            &queue,
+            common::options().retention(Duration::from_secs(3600)),
+        )
+        .await;
         let mut db = common::sql(&url).await;
-        db.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
-            .await
-            .expect("clean");
-        migrate(&mut db, &s).await.expect("migrate");
-        // Set back to 7: no history table, no new columns; a row pushed then.
-        db.batch_execute(&format!(
-            "DROP TABLE \"{s}\".history;
-             ALTER TABLE \"{s}\".items DROP COLUMN pushed_at, DROP COLUMN started_at;
-             UPDATE \"{s}\".leaseq_meta SET value = 7 WHERE key = 'schema_version';"
-        ))
-        .await
-        .expect("set up version 7");
-        let queue = common::unique("history-v7");
-        let mut inspector = PgInspector::connect(&url, &s).await.expect("inspector");
-        assert!(inspector
-            .history(&queue, &HistoryQuery::first(10))
-            .await
-            .expect("no record at 7")
-            .is_empty());
-        drop(inspector);
-        let options = common::options()
-            .schema(s.clone())
-            .retention(Duration::from_secs(3600));
-        let q = open(&url, &queue, options).await;
-        assert_eq!(
-            schema_version(&db, &s).await.expect("version"),
-            Some(SCHEMA_VERSION)
-        );
-        assert_eq!(SCHEMA_VERSION, 8);
         q.push(job("email", "{}")).await.expect("push");
-        receive(&q).await.ack().await.expect("ack");
-        let got = until_recorded(&q, 1).await;
-        assert_eq!(
-            (got[0].outcome, got[0].kind.as_deref()),
-            (FinishOutcome::Acked, Some("email"))
+        q.push(job("fax", "{}")).await.expect("push");
+        let first = receive(&q).await;
+        let tx = db.transaction().await.expect("begin");
+        q.store().ack_in(&tx, first).await.expect("ack in");
+        tx.rollback().await.expect("rollback");
+        assert!(
+            all(&q).await.is_empty(),
+            "a rolled-back ack leaves no entry"
         );
-        assert!(got[0].pushed_at.is_some() && got[0].started_at.is_some());
-        q.close().await.expect("close");
-        db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop");
+        let second = receive(&q).await;
+        let id = second.id();
+        let tx = db.transaction().await.expect("begin");
+        q.store().ack_in(&tx, second).await.expect("ack in");
+        tx.commit().await.expect("commit");
+        let got = all(&q).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].id, got[0].outcome), (id, FinishOutcome::Acked));
     });
 }
