@@ -1,7 +1,7 @@
 //! The record of finished jobs read back ([`PgStore::history`], and
 //! [`PgInspector::history`](crate::PgInspector::history) through [`read`]): a page of a
-//! queue's entries, filtered by kind and outcome in SQL; and the driver's removal of the
-//! entries past the retention window ([`prune`]).
+//! queue's entries, filtered by kind and outcome in SQL. (The driver's removal of the entries
+//! past the retention window is in `keeper.rs`.)
 
 use std::time::{Duration, SystemTime};
 
@@ -9,7 +9,6 @@ use leaseq_async::{FinishOutcome, Finished, HistoryQuery};
 use leaseq_core::{MessageId, Reason};
 use tokio_postgres::{GenericClient, Row};
 
-use crate::db::micros;
 use crate::error::DbError;
 use crate::history_sql::HistorySql;
 use crate::store::PgStore;
@@ -97,25 +96,5 @@ fn epoch(us: i64) -> SystemTime {
         SystemTime::UNIX_EPOCH
             .checked_sub(d)
             .unwrap_or(SystemTime::UNIX_EPOCH)
-    }
-}
-
-/// Removes `queue`'s entries that finished more than `window` ago, a batch of at most
-/// 10,000 a statement until none is left; returns how many went.
-pub(crate) async fn prune<C: GenericClient>(
-    client: &C,
-    sql: &HistorySql,
-    queue: &str,
-    window: Duration,
-) -> Result<u64, DbError> {
-    let mut removed = 0;
-    loop {
-        let n = client
-            .execute(&sql.prune, &[&queue, &micros(window)])
-            .await?;
-        removed += n;
-        if n < 10_000 {
-            return Ok(removed);
-        }
     }
 }

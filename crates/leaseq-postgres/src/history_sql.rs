@@ -106,22 +106,15 @@ pub(crate) fn recorded(stmt: &str, p: &str, schema: &str, outcome: &str, only: &
 }
 
 /// The outcome of a row moved to the dead letters: expired (reason 7) or dead-lettered.
-const DEAD_OUTCOME: &str = "CASE WHEN h_reason = 7 THEN 3 ELSE 1 END";
+pub(crate) const DEAD_OUTCOME: &str = "CASE WHEN h_reason = 7 THEN 3 ELSE 1 END";
 
-/// Rewrites the finishing statements of `sql` to write their history entries, and the
-/// claim to note a row's first start: the statements of a store with retention on.
-pub(crate) fn record_history(sql: &mut crate::sql::Sql, schema: &str) {
-    sql.ack = recorded(&sql.ack, "i.", schema, "0", "");
-    sql.cancel = recorded(&sql.cancel, "", schema, "2", "");
-    sql.bury = recorded(&sql.bury, "", schema, DEAD_OUTCOME, "");
-    sql.terminate = recorded(&sql.terminate, "", schema, DEAD_OUTCOME, "");
-    sql.rescue = recorded(&sql.rescue, "i.", schema, DEAD_OUTCOME, "WHERE h_state = 2");
-    sql.expire_items = recorded(&sql.expire_items, "", schema, "3", "");
-    sql.claim = sql.claim.replacen(
+/// The claim `claim` also noting a row's first start (`started_at`).
+pub(crate) fn noting_start(claim: &str) -> String {
+    claim.replacen(
         "leased_at = clock_timestamp(),",
         "leased_at = clock_timestamp(), started_at = COALESCE(started_at, clock_timestamp()),",
         1,
-    );
+    )
 }
 
 /// Microseconds since the Unix epoch of column `x`, as `bigint`.
@@ -154,8 +147,12 @@ impl HistorySql {
                 epoch_us!("started_at"),
                 ", ",
                 epoch_us!("finished_at"),
+                // The duration as the difference of the two times as read, so that it is
+                // exactly `finished - started` for an item run once.
                 ", CASE WHEN attempts > 0 THEN ",
-                epoch_us!("(finished_at - leased_at)"),
+                epoch_us!("finished_at"),
+                " - ",
+                epoch_us!("leased_at"),
                 " END, last_error
                  FROM {s}.history WHERE queue = $1 AND seq > $2
                    AND ($4::bytea IS NULL OR kind = $4)

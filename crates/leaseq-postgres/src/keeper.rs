@@ -137,7 +137,7 @@ impl<T: Send + 'static> Keeper<T> {
         }
         if let (true, Some(window)) = (due.prune, self.db.options.retention) {
             let db = &*self.db;
-            crate::history::prune(&**client, &db.sql.history, &db.queue, window).await?;
+            prune(&client, db, window).await?;
         }
         crate::upkeep::vacuum_if_due(&self.db, &self.counters);
         Ok(())
@@ -264,4 +264,18 @@ impl<T: Send + 'static> Keeper<T> {
 /// The next instant `every` after `now`.
 fn after(now: Timestamp, every: Duration) -> Timestamp {
     now.saturating_add(every)
+}
+
+/// Removes the queue's history entries that finished more than `window` ago (by the
+/// database's clock), a batch of at most 10,000 a statement until none is left.
+async fn prune<T>(client: &Client, db: &Db<T>, window: Duration) -> Result<u64, DbError> {
+    let stmt = client.prepare_cached(&db.sql.history.prune).await?;
+    let mut removed = 0;
+    loop {
+        let n = client.execute(&stmt, &[&db.queue, &micros(window)]).await?;
+        removed += n;
+        if n < 10_000 {
+            return Ok(removed);
+        }
+    }
 }

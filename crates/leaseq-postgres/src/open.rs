@@ -104,7 +104,7 @@ where
         crate::tx_sql::record_limits(&client, &options, queue, config.capacity()).await?;
     let mut sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
     if options.retention.is_some() {
-        crate::history_sql::record_history(&mut sql, &options.schema);
+        sql.record_history(&options.schema);
     }
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();

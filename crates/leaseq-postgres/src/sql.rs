@@ -59,6 +59,26 @@ pub(crate) struct Sql {
 }
 
 impl Sql {
+    /// Rewrites the finishing statements to write their history entries in the same
+    /// statement, and the claim to note a row's first start: the statements of a store with
+    /// retention on (`history_sql.rs`).
+    pub(crate) fn record_history(&mut self, schema: &str) {
+        use crate::history_sql::{noting_start, recorded, DEAD_OUTCOME};
+        self.ack = recorded(&self.ack, "i.", schema, "0", "");
+        self.cancel = recorded(&self.cancel, "", schema, "2", "");
+        self.bury = recorded(&self.bury, "", schema, DEAD_OUTCOME, "");
+        self.terminate = recorded(&self.terminate, "", schema, DEAD_OUTCOME, "");
+        self.rescue = recorded(
+            &self.rescue,
+            "i.",
+            schema,
+            DEAD_OUTCOME,
+            "WHERE h_state = 2",
+        );
+        self.expire_items = recorded(&self.expire_items, "", schema, "3", "");
+        self.claim = noting_start(&self.claim);
+    }
+
     /// The statements of `schema`, claims taking at most `max_claim` items.
     ///
     /// The statements that settle a batch by joining the table with `unnest` of the ids
