@@ -9,8 +9,10 @@ pub(crate) const HISTORY_VERSION: i64 = 8;
 /// Step 8: `items.pushed_at` (set by its default on every insert path: the writer, keyed
 /// pushes, transactional pushes and the SQL functions; rows of before stay NULL) and
 /// `items.started_at` (a row's first claim, written by claims while retention is on); the
-/// `history` table, its entries numbered by `seq` (the operator's paging) and found by age
-/// (`history_finished`, the upkeep's removal).
+/// `history` table, its entries numbered by `seq` in the order they were written, one index
+/// by `(queue, seq)` serving both the operator's paging and the removal by age (entries are
+/// written in finish order, within a commit's overlap: the removal reads the oldest by
+/// `seq`).
 pub(crate) const MIGRATION: &str = r#"
     ALTER TABLE {s}.items ADD COLUMN IF NOT EXISTS pushed_at timestamptz,
                           ADD COLUMN IF NOT EXISTS started_at timestamptz;
@@ -31,8 +33,7 @@ pub(crate) const MIGRATION: &str = r#"
     ) WITH (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 5000,
             autovacuum_vacuum_insert_scale_factor = 0.0,
             autovacuum_vacuum_insert_threshold = 50000);
-    CREATE INDEX IF NOT EXISTS history_page     ON {s}.history (queue, seq);
-    CREATE INDEX IF NOT EXISTS history_finished ON {s}.history (queue, finished_at);
+    CREATE INDEX IF NOT EXISTS history_page ON {s}.history (queue, seq);
 "#;
 
 /// The kind bytes of a router envelope in payload column `p` (`[len] ++ kind ++ ..`: the
@@ -130,7 +131,9 @@ pub(crate) struct HistorySql {
     /// Entries of $1 numbered above $2, at most $3, in `seq` order; $4 kind bytes, $5
     /// outcome code (NULL: any).
     pub(crate) page: String,
-    /// Entries of $1 that finished more than $2 microseconds ago, at most 10,000, removed.
+    /// Of the 10,000 oldest entries of $1 (by `seq`: one bounded read of the index), those
+    /// that finished more than $2 microseconds ago, removed. An entry written after one
+    /// that finished later (commits overlap) waits at most that overlap longer.
     pub(crate) prune: String,
 }
 
@@ -161,9 +164,9 @@ impl HistorySql {
             )),
             prune: f(
                 "DELETE FROM {s}.history WHERE queue = $1 AND seq = ANY(ARRAY(
-                     SELECT seq FROM {s}.history WHERE queue = $1
-                       AND finished_at < clock_timestamp() - $2::bigint * interval '1 microsecond'
-                     LIMIT 10000 FOR UPDATE SKIP LOCKED))",
+                     SELECT seq FROM (SELECT seq, finished_at FROM {s}.history WHERE queue = $1
+                                      ORDER BY seq LIMIT 10000) AS oldest
+                     WHERE finished_at < clock_timestamp() - $2::bigint * interval '1 microsecond'))",
             ),
         }
     }

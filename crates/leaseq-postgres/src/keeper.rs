@@ -267,7 +267,8 @@ fn after(now: Timestamp, every: Duration) -> Timestamp {
 }
 
 /// Removes the queue's history entries that finished more than `window` ago (by the
-/// database's clock), a batch of at most 10,000 a statement until none is left.
+/// database's clock): each statement looks at the 10,000 oldest, until one finds an entry
+/// still within the window.
 async fn prune<T>(client: &Client, db: &Db<T>, window: Duration) -> Result<u64, DbError> {
     let stmt = client.prepare_cached(&db.sql.history.prune).await?;
     let mut removed = 0;

@@ -202,10 +202,12 @@
 //! error. [`PgStore::history`] and [`PgInspector::history`] read it oldest first, paged by
 //! the entry's `seq`, filtered by kind and outcome in SQL. The driver removes entries that
 //! finished more than the window ago (by the database's clock), every tenth of the window
-//! (at least every rescue period, at most every minute), 10,000 rows a statement.
+//! (at least every rescue period, at most every minute), looking at the 10,000 oldest
+//! entries a statement (one index, by `(queue, seq)`, serves the paging and the removal:
+//! entries are written in finish order, but for commits that overlap).
 //!
 //! It is off by default: the table then holds throughput x window rows, and each finish
-//! costs an insert and two index entries (BENCHMARKS.md has the pool's rate with it on).
+//! costs an insert and one index entry (BENCHMARKS.md has the pool's rate with it on).
 //! Every process of a queue should open it with the same setting.
 //!
 //! # Operator calls
