@@ -1,7 +1,7 @@
 //! The record of finished jobs as schema step 8: a version-7 schema (a current one set
 //! back: its `history` table and the items' `pushed_at` / `started_at` dropped, its version
 //! written back) reads as having no record, and the open migrates it to 8, after which an
-//! ack is recorded with its times.
+//! ack is recorded with its times. Without `Options::retention` nothing is written.
 
 mod common;
 
@@ -89,5 +89,51 @@ fn a_version_7_schema_is_migrated_to_8_and_records() {
         db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
             .await
             .expect("drop");
+    });
+}
+
+#[test]
+fn without_retention_nothing_is_recorded() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let queue = common::unique("history-off");
+        // Options of its own: off whatever `LEASEQ_PG_RETENTION` says.
+        let options = leaseq_postgres::Options::new()
+            .schema(common::SCHEMA)
+            .pool_size(4)
+            .rescue_every(Duration::from_millis(50));
+        let q: PgQueue<Vec<u8>> =
+            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+                .name(queue.clone())
+                .codec(BytesCodec)
+                .open(Postgres::url(&url).options(options))
+                .await
+                .expect("open");
+        for _ in 0..3 {
+            q.push(job("email")).await.expect("push");
+            receive(&q).await.ack().await.expect("ack");
+        }
+        let id = q.push(b"x".to_vec()).await.expect("push");
+        q.cancel(id).await.expect("cancel");
+        let none = q
+            .store()
+            .history(&HistoryQuery::first(10))
+            .await
+            .expect("history");
+        assert!(none.is_empty());
+        let db = common::sql(&url).await;
+        let n: i64 = db
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {}.history WHERE queue = $1",
+                    common::SCHEMA
+                ),
+                &[&queue],
+            )
+            .await
+            .expect("count")
+            .get(0);
+        assert_eq!(n, 0);
+        q.close().await.expect("close");
     });
 }
