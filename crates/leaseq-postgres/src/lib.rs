@@ -199,7 +199,8 @@
 //! insert its push time (`items.pushed_at`, a column default). An entry holds the router
 //! job's kind (the envelope's kind bytes, read in SQL), the outcome, the reason, attempts,
 //! the pushed / first started / finished times, the last attempt's duration and the last
-//! error. [`PgStore::history`] and [`PgInspector::history`] read it oldest first, paged by
+//! error. The queue's `history` (the seam's), [`PgStore::history`] and
+//! [`PgInspector::history`] read it oldest first, paged by
 //! the entry's `seq`, filtered by kind and outcome in SQL. The driver removes entries that
 //! finished more than the window ago (by the database's clock), every tenth of the window
 //! (at least every rescue period, at most every minute), looking at the 10,000 oldest

@@ -255,6 +255,9 @@ fn the_record_is_paged_and_filtered_by_kind_and_outcome() {
             paged.extend(page);
         }
         assert_eq!(paged, every);
+        // The queue's operator call reads the same.
+        let whole = q.history(HistoryQuery::first(100)).await.expect("queue");
+        assert_eq!(whole, every);
 
         let want = |f: &dyn Fn(&Finished) -> bool| -> Vec<Finished> {
             every.iter().filter(|e| f(e)).cloned().collect()

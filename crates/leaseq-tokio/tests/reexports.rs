@@ -56,6 +56,14 @@ async fn the_new_items_are_the_shared_layers() {
     assert_eq!(waited.err(), Some(ReceiveError::Timeout));
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_memory_store_keeps_no_record_of_finished_jobs() {
+    let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(Duration::from_secs(1))).unwrap();
+    q.push(1).await.unwrap();
+    q.receive().await.unwrap().ack().await.unwrap();
+    assert!(q.history(HistoryQuery::first(10)).await.unwrap().is_empty());
+}
+
 #[test]
 fn the_record_of_finished_jobs_is_the_shared_layers() {
     let q: leaseq_async::HistoryQuery = HistoryQuery::first(10).outcome(FinishOutcome::Acked);
