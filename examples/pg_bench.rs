@@ -50,6 +50,13 @@
 //! each, alternating, with one idle worker in another open of the queue (polling every
 //! 30 s: the commit's notification wakes it) (`leaseq_bench_kit::pg_tx_bench`).
 //!
+//! **Record of finished jobs** (`--history`): `--rounds` rounds (3) of a `PgPool` of 4
+//! workers with `Options::retention` off and on (1 h), alternating which goes first, after a
+//! discarded warm-up (`leaseq_bench_kit::pg_history_bench`), in `leaseq_bench_history`
+//! (dropped first); prints each round's items/s and the on/off ratio, then the medians,
+//! against issue 30's goal (on >= 0.8 x off), and checks that the store kept an entry for
+//! every item it handled with retention on.
+//!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
 //! `leaseq_bench_size` (dropped and recreated), and `leaseq_bench_tls` (`--tls`).
 //! Absolute figures are the machine's; compare within one run.
@@ -90,6 +97,7 @@ struct Args {
     capacity: Option<usize>,
     tls: bool,
     tx: bool,
+    history: bool,
     samples: usize,
 }
 
@@ -108,6 +116,7 @@ fn parse_args() -> Result<Args, String> {
         capacity: None,
         tls: false,
         tx: false,
+        history: false,
         samples: 200,
     };
     let mut it = std::env::args().skip(1);
@@ -135,6 +144,7 @@ fn parse_args() -> Result<Args, String> {
             "--refill" => (a.throughput, a.refill) = (false, true),
             "--tls" => (a.throughput, a.tls) = (false, true),
             "--tx" => (a.throughput, a.tx) = (false, true),
+            "--history" => (a.throughput, a.history) = (false, true),
             "--samples" => a.samples = num()? as usize,
             "--help" | "-h" => {
                 println!("{HELP}");
@@ -152,6 +162,7 @@ pg_bench --table-size [--live N] [--flow N] [--vacuum-after N]...
 pg_bench --all                                               throughput, then table size
 pg_bench --tls [--rounds N] [--items N] [--pool-items N]     plain text vs TLS (3 rounds)
 pg_bench --tx [--samples N]                                  commit-to-start latency, push_in vs push
+pg_bench --history [--rounds N] [--pool-items N]             Pool(4) with the record of finished jobs off vs on
 LEASEQ_PG_URL sets the server (default host=127.0.0.1 port=5432 user=postgres dbname=test)";
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -526,6 +537,42 @@ async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `--history`: a pool with the record of finished jobs off and on, per round and in medians.
+async fn history(url: &str, a: &Args) -> Result<(), BenchError> {
+    use leaseq_bench_kit::pg_history_bench::{run_history_rounds, GOAL};
+    const SCHEMA: &str = "leaseq_bench_history";
+    drop_schema(url, SCHEMA).await?;
+    let rounds = a.rounds.unwrap_or(3);
+    println!(
+        "record of finished jobs: Pool(4), {} items a round, {rounds} rounds (load {})",
+        a.pool_items,
+        load()
+    );
+    let (rows, kept) = run_history_rounds(url, SCHEMA, rounds, a.pool_items).await?;
+    println!(" round | retention off | retention on | on/off");
+    for (i, r) in rows.iter().enumerate() {
+        println!(
+            "{i:>6} | {:>13.0} | {:>12.0} | {:>6.3}",
+            r[0],
+            r[1],
+            r[1] / r[0]
+        );
+    }
+    let m = |k: usize| median(rows.iter().map(|r| r[k]).collect());
+    let ratio = median(rows.iter().map(|r| r[1] / r[0]).collect());
+    println!("median | {:>13.0} | {:>12.0} | {ratio:>6.3}", m(0), m(1));
+    let want = a.pool_items / 10 + a.pool_items * rounds as u64;
+    println!(
+        "goal on >= {GOAL} x off: {} ({kept} entries kept of {want} items handled with it on; load {})",
+        if ratio >= GOAL { "met" } else { "NOT met" },
+        load()
+    );
+    if kept != want {
+        return Err(format!("the record kept {kept} entries, not {want}").into());
+    }
+    Ok(())
+}
+
 /// `--tx`: commit-to-start latency of a transactional push and of a plain one.
 async fn tx(url: &str, a: &Args) -> Result<(), BenchError> {
     use leaseq_bench_kit::latency::quantile;
@@ -577,6 +624,9 @@ async fn main() -> ExitCode {
     }
     if r.is_ok() && a.tx {
         r = tx(&url, &a).await;
+    }
+    if r.is_ok() && a.history {
+        r = history(&url, &a).await;
     }
     if r.is_ok() && a.table_size {
         r = sizes(&url, &a).await;

@@ -19,6 +19,8 @@ pub mod latency;
 #[cfg(feature = "postgres")]
 pub mod pg_bare;
 #[cfg(feature = "postgres")]
+pub mod pg_history_bench;
+#[cfg(feature = "postgres")]
 pub mod pg_refill_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_size_bench;

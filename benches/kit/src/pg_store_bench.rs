@@ -239,7 +239,21 @@ pub async fn run_pool(
     prefetch: usize,
     pool_prefetch: Option<usize>,
 ) -> Result<StoreReport, BenchError> {
-    let q = open_queue(url, schema, queue, Options::new().prefetch(prefetch)).await?;
+    let options = Options::new().prefetch(prefetch);
+    run_pool_with(url, schema, queue, items, workers, options, pool_prefetch).await
+}
+
+/// [`run_pool`] on a store opened with `options` (the record of finished jobs on, say).
+pub async fn run_pool_with(
+    url: &str,
+    schema: &str,
+    queue: &str,
+    items: u64,
+    workers: usize,
+    options: Options,
+    pool_prefetch: Option<usize>,
+) -> Result<StoreReport, BenchError> {
+    let q = open_queue(url, schema, queue, options).await?;
     let handled = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
     let start = Instant::now();

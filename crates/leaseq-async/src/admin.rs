@@ -1,5 +1,6 @@
 //! The operator API, the same on every store: stats counted afresh, the items and dead
-//! letters page by page, the schedules kept in the queue, redrive, purge (all, or the dead
+//! letters page by page, the schedules kept in the queue, the record of finished jobs (on a
+//! store that keeps one), redrive, purge (all, or the dead
 //! letters a [`DeadFilter`] takes) and cancel, as methods of [`LeaseQueue`].
 //!
 //! Each is one store operation: a lock for the memory store, a commit for SQLite, a
@@ -11,6 +12,7 @@ use leaseq_core::{CancelError, DeadLetter, ItemView, MessageId, RedriveError, St
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
+use crate::history::{Finished, HistoryQuery};
 use crate::page::Page;
 use crate::progress::Progress;
 use crate::queue::LeaseQueue;
@@ -49,6 +51,14 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// [`crate::progress`]).
     pub async fn checkpoints(&self, page: Page) -> Result<Vec<(MessageId, Progress)>, StoreError> {
         self.store.checkpoints(page).await
+    }
+
+    /// The record of finished jobs (acked, dead-lettered, cancelled, expired) that `query`
+    /// asks for, oldest first, paged and filtered by kind and outcome: kept by a store opened
+    /// with a retention window (Postgres's `Options::retention`); none on a store that keeps
+    /// no record (the memory and SQLite stores).
+    pub async fn history(&self, query: HistoryQuery) -> Result<Vec<Finished>, StoreError> {
+        self.store.history(query).await
     }
 
     /// The schedules kept in this queue (those a [`Scheduler`](crate::Scheduler) has

@@ -133,6 +133,7 @@ mod error_chain;
 #[cfg(feature = "executor")]
 mod executor_task;
 mod fetcher;
+mod history;
 mod job_error;
 mod lease_lost;
 mod memory;
@@ -179,6 +180,7 @@ pub use error::{NewQueueError, PushError};
 pub use error_chain::ErrorChain;
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
+pub use history::{FinishOutcome, Finished, HistoryQuery};
 pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, Withdrawn};

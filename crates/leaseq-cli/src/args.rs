@@ -106,6 +106,9 @@ pub(crate) enum QueueCommand {
     Pause(OnQueue<Output>),
     /// Resumes a paused queue; the claimers of every process are woken.
     Resume(OnQueue<Output>),
+    /// The record of finished jobs (kept by stores opened with a retention window): oldest
+    /// first, paged, all or those of a job kind and an outcome.
+    History(OnQueue<crate::history::History>),
 }
 
 /// A command's arguments and the queue it is on.

@@ -5,6 +5,7 @@
 
 mod args;
 mod error;
+mod history;
 mod output;
 mod postgres;
 mod schedules;

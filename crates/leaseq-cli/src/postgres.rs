@@ -7,14 +7,15 @@ use std::time::Duration;
 use leaseq_async::{Config, LeaseQueue, Page};
 use leaseq_postgres::{BytesCodec, Options, PgInspector, Postgres};
 
-use crate::args::{Command, Paged, PgCommand, QueueCommand};
+use crate::args::{Command, OnQueue, Paged, PgCommand, QueueCommand};
 use crate::error::{chain, failed, CliError};
+use crate::history::History;
 use crate::output::{wants_json, Shown};
 use crate::show;
 
-/// The command and the queue it names (none: `queues`).
-fn split(command: PgCommand) -> (Option<String>, Command) {
-    match command {
+/// The command and the queue it names (none: `queues`); `history` apart (Postgres only).
+fn split(command: PgCommand) -> Result<(Option<String>, Command), OnQueue<History>> {
+    Ok(match command {
         PgCommand::Queues(o) => (None, Command::Queues(o)),
         PgCommand::Queue(q) => match q {
             QueueCommand::Stats(c) => (Some(c.queue), Command::Stats(c.args)),
@@ -26,15 +27,19 @@ fn split(command: PgCommand) -> (Option<String>, Command) {
             QueueCommand::PurgeDead(c) => (Some(c.queue), Command::PurgeDead(c.args)),
             QueueCommand::Pause(c) => (Some(c.queue), Command::Pause(c.args)),
             QueueCommand::Resume(c) => (Some(c.queue), Command::Resume(c.args)),
+            QueueCommand::History(c) => return Err(c),
         },
-    }
+    })
 }
 
 /// Runs `command` on the schema `schema` of the server `url`.
 pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(), CliError> {
-    let (queue, command) = split(command);
-    let json = wants_json(&command);
-    let write = crate::write::is_write(&command)?;
+    let split = split(command);
+    // Usage first (a destructive command without --yes), before anything is opened.
+    let write = match &split {
+        Ok((_, command)) => crate::write::is_write(command)?,
+        Err(_) => false,
+    };
     let mut inspector = PgInspector::connect(url, schema)
         .await
         .map_err(|e| failed(chain(&e)))?;
@@ -43,9 +48,26 @@ pub(crate) async fn run(url: &str, schema: &str, command: PgCommand) -> Result<(
             "postgres: no leaseq schema {schema:?} in this database (--schema names it)"
         )));
     }
+    let (queue, command) = match split {
+        Ok(split) => split,
+        Err(h) => {
+            known(&mut inspector, schema, &h.queue).await?;
+            let entries = inspector
+                .history(&h.queue, &h.args.query())
+                .await
+                .map_err(|e| failed(format!("postgres: {}", chain(&e))))?;
+            let shown = Shown::new(
+                crate::history::history_table(&entries),
+                crate::history::history_json(&entries),
+            );
+            shown.print(h.args.output.json);
+            return Ok(());
+        }
+    };
     if let Some(queue) = &queue {
         known(&mut inspector, schema, queue).await?;
     }
+    let json = wants_json(&command);
     let shown = match (queue, write) {
         (Some(queue), true) => {
             drop(inspector);

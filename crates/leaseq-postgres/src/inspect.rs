@@ -93,6 +93,26 @@ impl PgInspector {
         Ok(schedules)
     }
 
+    /// The record of `queue`'s finished jobs that `query` asks for, oldest first (kept by
+    /// stores opened with [`Options::retention`](crate::Options::retention); none in a schema
+    /// of a version before the record existed).
+    pub async fn history(
+        &mut self,
+        queue: &str,
+        query: &leaseq_async::HistoryQuery,
+    ) -> Result<Vec<leaseq_async::Finished>, DbError> {
+        if self
+            .version
+            .is_none_or(|v| v < crate::history_sql::HISTORY_VERSION)
+        {
+            return Ok(Vec::new());
+        }
+        let tx = read_only(&mut self.client).await?;
+        let entries = crate::history::read(&tx, &self.sql.history, queue, query).await?;
+        tx.commit().await?;
+        Ok(entries)
+    }
+
     /// Whether leaseq's tables are in the schema (none: every read is empty).
     pub fn schema_exists(&self) -> bool {
         self.exists

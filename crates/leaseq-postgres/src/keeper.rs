@@ -30,6 +30,8 @@ use crate::settles::Settles;
 pub(crate) struct Schedule {
     pub(crate) beat: Timestamp,
     pub(crate) rescue: Timestamp,
+    /// When the record of finished jobs is next pruned (with retention on).
+    pub(crate) prune: Timestamp,
     /// The soonest the stats' row counts are refreshed again for a reader.
     pub(crate) count: Timestamp,
 }
@@ -40,6 +42,8 @@ pub(crate) struct Due {
     pub(crate) beat: bool,
     pub(crate) rescue: bool,
     pub(crate) count: bool,
+    /// Remove the record's entries past the retention window.
+    pub(crate) prune: bool,
 }
 
 /// The driver's jobs and the parts they use: the keeper owns its schedule and the
@@ -87,11 +91,20 @@ impl<T: Send + 'static> Keeper<T> {
                 driver.stats_wanted.store(false, Ordering::Relaxed);
                 s.count = after(now, db.options.stats_every);
             }
+            // The record of finished jobs: pruned every tenth of its window, at least every
+            // rescue period and at most every minute.
+            let prune = rescue && now >= s.prune && db.options.retention.is_some();
+            if let (true, Some(window)) = (prune, db.options.retention) {
+                let every =
+                    (window / 10).clamp(db.options.rescue_period(vis), Duration::from_secs(60));
+                s.prune = after(now, every);
+            }
             (
                 Due {
                     beat,
                     rescue,
                     count,
+                    prune,
                 },
                 s.beat.min(s.rescue),
             )
@@ -99,7 +112,7 @@ impl<T: Send + 'static> Keeper<T> {
         // An ack whose future was dropped before its first poll queued its op and ran no
         // batch: the settler task looks at least once a tick.
         self.settles.wake.notify(1);
-        if due.beat || due.rescue || due.count {
+        if due.beat || due.rescue || due.count || due.prune {
             if let Err(e) = self.step(due).await {
                 db.failed("driver", e);
             }
@@ -122,6 +135,10 @@ impl<T: Send + 'static> Keeper<T> {
         }
         if due.count {
             self.count(&client).await?;
+        }
+        if let (true, Some(window)) = (due.prune, self.db.options.retention) {
+            let db = &*self.db;
+            prune(&client, db, window).await?;
         }
         crate::upkeep::vacuum_if_due(&self.db, &self.counters);
         Ok(())
@@ -264,4 +281,19 @@ impl<T: Send + 'static> Keeper<T> {
 /// The next instant `every` after `now`.
 fn after(now: Timestamp, every: Duration) -> Timestamp {
     now.saturating_add(every)
+}
+
+/// Removes the queue's history entries that finished more than `window` ago (by the
+/// database's clock): each statement looks at the 10,000 oldest, until one finds an entry
+/// still within the window.
+async fn prune<T>(client: &Client, db: &Db<T>, window: Duration) -> Result<u64, DbError> {
+    let stmt = client.prepare_cached(&db.sql.history.prune).await?;
+    let mut removed = 0;
+    loop {
+        let n = client.execute(&stmt, &[&db.queue, &micros(window)]).await?;
+        removed += n;
+        if n < 10_000 {
+            return Ok(removed);
+        }
+    }
 }

@@ -189,6 +189,28 @@
 //! live items (2.23x without the rebuilds, 8.0x with the default `INDEX_CLEANUP`).
 //! [`PgStore::run_upkeep`] runs it on demand.
 //!
+//! # The record of finished jobs
+//!
+//! With [`Options::retention`] (off by default), every statement that finishes an item (the
+//! ack batch, `ack_in`, a nack or dead letter to the dead letters, the rescuer's dead letters
+//! and expiries, a cancel) writes the item's entry in the schema's `history` table (schema
+//! version 8) in the same statement (a `WITH .. INSERT`), so an entry exists exactly when
+//! the finish committed; claims note each row's first start (`items.started_at`) and every
+//! insert its push time (`items.pushed_at`, a column default). An entry holds the router
+//! job's kind (the envelope's kind bytes, read in SQL), the outcome, the reason, attempts,
+//! the pushed / first started / finished times, the last attempt's duration and the last
+//! error. The queue's `history` (the seam's), [`PgStore::history`] and
+//! [`PgInspector::history`] read it oldest first, paged by
+//! the entry's `seq`, filtered by kind and outcome in SQL. The driver removes entries that
+//! finished more than the window ago (by the database's clock), every tenth of the window
+//! (at least every rescue period, at most every minute), looking at the 10,000 oldest
+//! entries a statement (one index, by `(queue, seq)`, serves the paging and the removal:
+//! entries are written in finish order, but for commits that overlap).
+//!
+//! It is off by default: the table then holds throughput x window rows, and each finish
+//! costs an insert and one index entry (BENCHMARKS.md has the pool's rate with it on).
+//! Every process of a queue should open it with the same setting.
+//!
 //! # Operator calls
 //!
 //! On the queue, as on every store: `peek` and `dead_letters` (paged, in id order, times on
@@ -267,7 +289,7 @@
 //! -- Then, as leaseq_migrator (the owner), the worker's grants (WORKER_GRANTS):
 //! GRANT USAGE ON SCHEMA "leaseq" TO "leaseq_worker";
 //! GRANT SELECT ON "leaseq".leaseq_meta TO "leaseq_worker";
-//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings, "leaseq".schedules, "leaseq".queue_pauses TO "leaseq_worker";
+//! GRANT SELECT, INSERT, UPDATE, DELETE ON "leaseq".items, "leaseq".writer_marks, "leaseq".queue_settings, "leaseq".schedules, "leaseq".queue_pauses, "leaseq".history TO "leaseq_worker";
 //! GRANT USAGE ON SEQUENCE "leaseq".instances, "leaseq".tx_ids TO "leaseq_worker";
 //! ```
 //!
@@ -275,7 +297,8 @@
 //! upgrade; a worker granted an older version's rights still opens a current schema:
 //! without version 6's it does not record its queue's limits for the SQL functions, and
 //! says so in [`PgStore::last_error`]; without version 7's its schedulers' steps are
-//! refused, typed, while its pushes and receives go on; without version 9's its `pause` and
+//! refused, typed, while its pushes and receives go on; without version 8's it cannot keep
+//! the record of finished jobs: leave [`Options::retention`] off for it; without version 9's its `pause` and
 //! `resume` are refused, typed, while its claims still read the flag: `queue_pauses` is
 //! readable by `PUBLIC`). The store's upkeep (`VACUUM`, `ANALYZE`, `REINDEX`: "Table size" above)
 //! needs the table's owner, or `MAINTAIN` on it from PostgreSQL 17
@@ -355,6 +378,8 @@ mod db;
 mod driver_wake;
 mod error;
 mod extend;
+mod history;
+mod history_sql;
 mod inspect;
 mod keeper;
 mod keyed;
@@ -408,6 +433,7 @@ pub use tx_error::{TxBatchError, TxDbError, TxPushError};
 #[cfg(feature = "serde")]
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
+pub use leaseq_async::{FinishOutcome, Finished, HistoryQuery};
 
 use leaseq_async::LeaseQueue;
 use leaseq_tokio::TokioRuntime;

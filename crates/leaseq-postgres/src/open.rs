@@ -102,7 +102,10 @@ where
     schema::migrate(&mut client, &options.schema).await?;
     let not_recorded =
         crate::tx_sql::record_limits(&client, &options, queue, config.capacity()).await?;
-    let sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
+    let mut sql = Sql::new(&options.schema, options.max_claim, options.max_item_size);
+    if options.retention.is_some() {
+        sql.record_history(&options.schema);
+    }
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();
     // A bounded queue starts from a count of its live rows (`capacity.rs`).

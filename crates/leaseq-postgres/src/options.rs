@@ -99,6 +99,18 @@ pub struct Options {
     /// last open's are recorded. Turn it off for a tool that opens a queue with limits of
     /// its own (the `leaseq` command line does). Default `true`.
     pub record_limits: bool,
+    /// How long the record of finished jobs keeps each entry (`None`: no record, the
+    /// default). With it, every ack, dead letter, cancel and expiry of this process writes
+    /// an entry in the schema's `history` table in its own statement (the item's kind,
+    /// attempts, pushed / first started / finished times, last attempt's duration, outcome
+    /// and last error), read with [`PgStore::history`](crate::PgStore::history) and
+    /// [`PgInspector::history`](crate::PgInspector::history); the store's driver removes
+    /// entries older than this, a batch at a time. Every process of a queue should open it
+    /// with the same setting (a process without it writes no entry, and its claims do not
+    /// note a first start). Off by default: the table then grows with the throughput times
+    /// the window, and each finish costs an insert (BENCHMARKS.md, "Postgres: the record of
+    /// finished jobs").
+    pub retention: Option<Duration>,
     /// The TLS parameters [`open`](crate::open) read from its connection string (which
     /// `tokio-postgres`'s configuration cannot carry); `None`: from the configuration's
     /// `sslmode` ([`open_with`](crate::open_with)).
@@ -130,6 +142,7 @@ impl Default for Options {
             commit_timeout: Duration::from_secs(30),
             max_item_size: DEFAULT_MAX_ITEM_SIZE,
             record_limits: true,
+            retention: None,
             tls: None,
         }
     }
@@ -228,6 +241,11 @@ impl Options {
     /// Sets [`record_limits`](Self::record_limits).
     pub fn record_limits(mut self, record: bool) -> Self {
         self.record_limits = record;
+        self
+    }
+    /// Sets [`retention`](Self::retention): keep a record of finished jobs for `window`.
+    pub fn retention(mut self, window: Duration) -> Self {
+        self.retention = Some(window);
         self
     }
     /// Sets [`rebuild_bloated_indexes`](Self::rebuild_bloated_indexes).

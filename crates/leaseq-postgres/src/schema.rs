@@ -78,9 +78,9 @@ const MIGRATIONS: &[&str] = &[
     // 7 (schedules, issue 30): each schedule's cursor, moved by compare-and-set in the
     // transaction that inserts its ticks (`schedule.rs`).
     crate::schedule::SCHEDULES_TABLE,
-    // 8: reserved for the history table (h-history, issue 31), merged before this one; on
-    // this branch it adds nothing.
-    "",
+    // 8 (the record of finished jobs, issue 30): `items.pushed_at` and `started_at`, the
+    // `history` table (`history_sql.rs`).
+    crate::history_sql::MIGRATION,
     // 9 (pause and resume, issue 31): the paused queues, read by the claim (`pause.rs`).
     crate::pause_sql::MIGRATION,
 ];
@@ -109,7 +109,8 @@ const REASON_NAMES: &str = r#"
 /// The grants a worker role needs on a schema another role migrated: `{schema}` and
 /// `{role}` to fill in (quoted here, so any valid names do). Reads the version, uses the
 /// two id sequences, and reads and writes the items, the writers' watermarks, the queues'
-/// limits (recorded at open for the SQL functions) and the schedules' cursors; no DDL, no
+/// limits (recorded at open for the SQL functions), the schedules' cursors and the record of
+/// finished jobs (written only with `Options::retention`); no DDL, no
 /// ownership. The functions `push_item` and `push_job` run with their caller's rights
 /// (PUBLIC may execute them): a role that pushes from SQL needs these grants too. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
@@ -117,7 +118,7 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";"#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,

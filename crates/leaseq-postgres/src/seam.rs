@@ -352,6 +352,15 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
     async fn schedules(&self) -> Result<Vec<ScheduleState>, StoreError> {
         self.schedule_states().await
     }
+
+    async fn history(
+        &self,
+        query: leaseq_async::HistoryQuery,
+    ) -> Result<Vec<leaseq_async::Finished>, StoreError> {
+        PgStore::history(self, &query)
+            .await
+            .map_err(|e| StoreError::not_done(format!("history: {}", leaseq_async::ErrorChain(&e))))
+    }
 }
 
 /// An ack's answer from the settler; a settler gone before answering leaves the ack's

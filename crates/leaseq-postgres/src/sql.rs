@@ -54,11 +54,33 @@ pub(crate) struct Sql {
     pub(crate) cancel: String,
     /// The operator's, keyed pushes' and capacities' statements.
     pub(crate) op: crate::op_sql::OpSql,
+    /// The record of finished jobs' statements.
+    pub(crate) history: crate::history_sql::HistorySql,
     pub(crate) vacuum: String,
     pub(crate) vacuum_analyze: String,
 }
 
 impl Sql {
+    /// Rewrites the finishing statements to write their history entries in the same
+    /// statement, and the claim to note a row's first start: the statements of a store with
+    /// retention on (`history_sql.rs`).
+    pub(crate) fn record_history(&mut self, schema: &str) {
+        use crate::history_sql::{noting_start, recorded, DEAD_OUTCOME};
+        self.ack = recorded(&self.ack, "i.", schema, "0", "");
+        self.cancel = recorded(&self.cancel, "", schema, "2", "");
+        self.bury = recorded(&self.bury, "", schema, DEAD_OUTCOME, "");
+        self.terminate = recorded(&self.terminate, "", schema, DEAD_OUTCOME, "");
+        self.rescue = recorded(
+            &self.rescue,
+            "i.",
+            schema,
+            DEAD_OUTCOME,
+            "WHERE h_state = 2",
+        );
+        self.expire_items = recorded(&self.expire_items, "", schema, "3", "");
+        self.claim = noting_start(&self.claim);
+    }
+
     /// The statements of `schema`, claims taking at most `max_claim` items.
     ///
     /// The statements that settle a batch by joining the table with `unnest` of the ids
@@ -270,6 +292,7 @@ impl Sql {
             .replace("{max_item}", &max_item.to_string()),
             cancel: f("DELETE FROM {s}.items WHERE id = $1"),
             op: crate::op_sql::OpSql::new(schema, max_item),
+            history: crate::history_sql::HistorySql::new(schema),
             // INDEX_CLEANUP ON: never skip the indexes (see upkeep.rs). TRUNCATE OFF: a
             // queue's table keeps emptying and refilling its last pages, and the truncation
             // waits up to 5 s for an exclusive lock it rarely gets (and stalls every claim

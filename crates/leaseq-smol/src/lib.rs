@@ -108,8 +108,11 @@ pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::ScheduleState;
 pub use leaseq_async::{system_clock, Scheduler, SchedulerError, SchedulerStep, WallClock};
 pub use leaseq_async::{Closing, DeadFilter, ErrorChain, ItemKind};
+// The record of finished jobs a store keeps with a retention window (Postgres's
+// `Options::retention`): its entries and the operator's query.
 #[cfg(feature = "cron")]
 pub use leaseq_async::{CronCalendar, CronError};
+pub use leaseq_async::{FinishOutcome, Finished, HistoryQuery};
 // For a store of your own, and for inspectors: the seam's other types, checkpoints, and the
 // metric names.
 pub use leaseq_async::{metrics, progress};

@@ -34,6 +34,8 @@ use leaseq_smol::{router, Envelope, EnvelopeCodec, JobKind, Router};
 #[allow(unused_imports)]
 use leaseq_smol::{CronCalendar, CronError};
 #[allow(unused_imports)]
+use leaseq_smol::{FinishOutcome, Finished, HistoryQuery};
+#[allow(unused_imports)]
 use leaseq_smol::{
     ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState, SchedulerError,
     Withdrawn,
@@ -55,4 +57,14 @@ fn the_new_items_are_the_shared_layers() {
         let waited = q.receive_timeout(Duration::from_millis(5)).await;
         assert_eq!(waited.err(), Some(ReceiveError::Timeout));
     });
+}
+
+#[test]
+fn the_record_of_finished_jobs_is_the_shared_layers() {
+    let q: leaseq_async::HistoryQuery = HistoryQuery::first(10).outcome(FinishOutcome::Acked);
+    assert_eq!(q.outcome, Some(leaseq_async::FinishOutcome::Acked));
+    let at = std::time::SystemTime::UNIX_EPOCH;
+    let f: leaseq_async::Finished =
+        Finished::new(1, MessageId::new(2), FinishOutcome::Expired, 0, at);
+    assert_eq!(f.outcome.as_str(), "expired");
 }

@@ -34,6 +34,8 @@ use leaseq_tokio::{router, Envelope, EnvelopeCodec, JobKind, Router};
 #[allow(unused_imports)]
 use leaseq_tokio::{CronCalendar, CronError};
 #[allow(unused_imports)]
+use leaseq_tokio::{FinishOutcome, Finished, HistoryQuery};
+#[allow(unused_imports)]
 use leaseq_tokio::{
     ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState, SchedulerError,
     Withdrawn,
@@ -52,4 +54,22 @@ async fn the_new_items_are_the_shared_layers() {
     is_store::<MemoryStore<u32, TokioRuntime>>();
     let waited = q.receive_timeout(Duration::from_millis(5)).await;
     assert_eq!(waited.err(), Some(ReceiveError::Timeout));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_memory_store_keeps_no_record_of_finished_jobs() {
+    let q: LeaseQueue<u32> = LeaseQueue::new(Config::new(Duration::from_secs(1))).unwrap();
+    q.push(1).await.unwrap();
+    q.receive().await.unwrap().ack().await.unwrap();
+    assert!(q.history(HistoryQuery::first(10)).await.unwrap().is_empty());
+}
+
+#[test]
+fn the_record_of_finished_jobs_is_the_shared_layers() {
+    let q: leaseq_async::HistoryQuery = HistoryQuery::first(10).outcome(FinishOutcome::Acked);
+    assert_eq!(q.outcome, Some(leaseq_async::FinishOutcome::Acked));
+    let at = std::time::SystemTime::UNIX_EPOCH;
+    let f: leaseq_async::Finished =
+        Finished::new(1, MessageId::new(2), FinishOutcome::Expired, 0, at);
+    assert_eq!(f.outcome.as_str(), "expired");
 }

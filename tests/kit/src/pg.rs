@@ -165,13 +165,20 @@ pub async fn sql(url: &str) -> tokio_postgres::Client {
     client
 }
 
-/// Options for tests: schema [`SCHEMA`], a small pool, a fast rescuer and poll.
+/// Options for tests: schema [`SCHEMA`], a small pool, a fast rescuer and poll; with
+/// `LEASEQ_PG_RETENTION=1`, the record of finished jobs on (an hour), so that every suite
+/// can run on the statements that write it.
 pub fn options() -> leaseq_postgres::Options {
-    leaseq_postgres::Options::new()
+    let o = leaseq_postgres::Options::new()
         .schema(SCHEMA)
         .pool_size(4)
         .rescue_every(std::time::Duration::from_millis(50))
-        .poll_interval(std::time::Duration::from_millis(200))
+        .poll_interval(std::time::Duration::from_millis(200));
+    if std::env::var("LEASEQ_PG_RETENTION").as_deref() == Ok("1") {
+        o.retention(std::time::Duration::from_secs(3600))
+    } else {
+        o
+    }
 }
 
 /// One "process" on `queue`: its own pool, claimer, settler, heartbeat and rescuer.

@@ -14,6 +14,7 @@ use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
+use crate::history::{Finished, HistoryQuery};
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
 use crate::progress::{LeaseKey, Progress};
@@ -416,6 +417,17 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         page: Page,
     ) -> impl Future<Output = Result<Vec<(MessageId, Progress)>, StoreError>> + Send {
         let _ = page;
+        std::future::ready(Ok(Vec::new()))
+    }
+
+    /// The record of finished jobs that `query` asks for, oldest first (see
+    /// [`Finished`]). Default: none (a store that keeps no record: the memory and SQLite
+    /// stores; Postgres keeps one with its `Options::retention`).
+    fn history(
+        &self,
+        query: HistoryQuery,
+    ) -> impl Future<Output = Result<Vec<Finished>, StoreError>> + Send {
+        let _ = query;
         std::future::ready(Ok(Vec::new()))
     }
 
