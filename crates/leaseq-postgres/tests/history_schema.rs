@@ -33,9 +33,10 @@ fn a_version_7_schema_is_migrated_to_8_and_records() {
             .await
             .expect("clean");
         migrate(&mut db, &s).await.expect("migrate");
-        // Set back to 7: no history table, no new columns; a row pushed then.
+        // Set back to 7: no history table, no new columns, no later step's table.
         db.batch_execute(&format!(
             "DROP TABLE \"{s}\".history;
+             DROP TABLE \"{s}\".queue_pauses;
              ALTER TABLE \"{s}\".items DROP COLUMN pushed_at, DROP COLUMN started_at;
              UPDATE \"{s}\".leaseq_meta SET value = 7 WHERE key = 'schema_version';"
         ))
@@ -63,7 +64,7 @@ fn a_version_7_schema_is_migrated_to_8_and_records() {
             schema_version(&db, &s).await.expect("version"),
             Some(SCHEMA_VERSION)
         );
-        assert_eq!(SCHEMA_VERSION, 8);
+        assert!(SCHEMA_VERSION >= 8);
         q.push(job("email")).await.expect("push");
         receive(&q).await.ack().await.expect("ack");
         let start = Instant::now();
