@@ -177,6 +177,7 @@ mod config;
 mod dead_letter;
 mod error;
 mod event;
+mod flow;
 mod histogram;
 mod id;
 mod key;
@@ -198,6 +199,7 @@ pub use config::Config;
 pub use dead_letter::DeadLetter;
 pub use error::{CancelError, ConfigError, PushError, ReceiptError, RedriveError};
 pub use event::{Event, EventMask, LateAckKind, Reason};
+pub use flow::{FlowKey, LimitScope};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};
 pub use key::UniqueKey;
@@ -207,7 +209,7 @@ pub use outcome::{
     Acked, Extended, Failure, Nacked, PushOptions, Pushed, Retry, MAX_PRIORITY, PRIORITY_LEVELS,
 };
 pub use policy::{RetryPolicy, Verdict};
-pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter};
+pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter, Snoozed};
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;
 pub use view::{ItemState, ItemView};

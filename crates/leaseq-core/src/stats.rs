@@ -87,6 +87,14 @@ pub struct Stats {
     /// Pushes refused because their unique key was held by a live item (also counted in
     /// `rejected`).
     pub duplicates: u64,
+    /// Leases snoozed with [`Queue::snooze`](crate::Queue::snooze) within the item's bound:
+    /// put back for a while, their attempt not counted. Also counted in `delivered`, as the
+    /// deliveries they were. A snooze beyond the bound is counted in `nacks` instead.
+    pub snoozed: u64,
+    /// Ready items that a full concurrency limit holds back now
+    /// ([`Queue::set_limit`](crate::Queue::set_limit)); part of `ready`. A gauge computed
+    /// when the snapshot is taken; 0 without limits.
+    pub waiting_on_limit: u64,
 }
 
 impl Stats {

@@ -25,8 +25,11 @@ impl<T> Queue<T> {
         if self.dead.len() as u64 != self.stats.dead {
             return fail("dead gauge matches the dead letters");
         }
-        if self.ready_count[0] != 0 || self.ready_mask & 1 != 0 {
-            return fail("level 0 has no count and no mask bit of its own");
+        if self.ready_count[0] != 0 {
+            return fail("level 0 has no count of its own");
+        }
+        if !self.flow_check() {
+            return fail("flow control counts exactly the tagged items in flight");
         }
         let per_level = self.ready_per_level();
         for (level, (list, &count)) in self.ready.iter().zip(&per_level).enumerate() {

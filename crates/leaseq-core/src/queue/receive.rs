@@ -54,6 +54,14 @@ impl<T> Queue<T> {
         // (a push per item checks for room first and keeps the value aside meanwhile).
         let n = max.min(usize::try_from(self.stats.ready).unwrap_or(usize::MAX));
         let mut done = 0;
+        if self.ready_mask & super::FLOW_ON != 0 {
+            // Limits may hold some ready items back: as many as may be leased.
+            while let Some(slot) = (done < n).then(|| self.lease_next_inlined(now)).flatten() {
+                out.push(shape(self.lease_of(slot)));
+                done += 1;
+            }
+            return done;
+        }
         if n > 1 && self.ready_mask == 0 {
             // The run at the ready list's front leased whole (see `receive_run`), then
             // shaped: its leases follow each other on the in-flight list.
@@ -110,7 +118,7 @@ impl<T> Queue<T> {
             self.stats.ready -= 1;
             (slots, slot as usize)
         } else {
-            let slot = self.take_highest(mask);
+            let slot = self.take_other(mask)?;
             (&mut self.slots[..], slot)
         };
         let visibility_ns = self.visibility_ns;
@@ -137,9 +145,19 @@ impl<T> Queue<T> {
         Some(slot)
     }
 
+    /// A receive off the level-0 fast path: with flow control, the first item no limit
+    /// holds back (`take_allowed`); else the highest level's next item.
+    #[inline(never)]
+    fn take_other(&mut self, mask: u8) -> Option<usize> {
+        if mask & super::FLOW_ON != 0 {
+            return self.take_allowed();
+        }
+        Some(self.take_highest(mask))
+    }
+
     /// Takes the oldest live entry off the ready list of the highest level set in `mask`
     /// (not 0) and returns its slot, still `Ready`.
-    #[inline(never)]
+    #[inline(always)]
     fn take_highest(&mut self, mask: u8) -> usize {
         let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
         // `ready_count[level] > 0`: the list holds an item.
