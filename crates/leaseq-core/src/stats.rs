@@ -91,10 +91,6 @@ pub struct Stats {
     /// put back for a while, their attempt not counted. Also counted in `delivered`, as the
     /// deliveries they were. A snooze beyond the bound is counted in `nacks` instead.
     pub snoozed: u64,
-    /// Ready items that a full concurrency limit holds back now
-    /// ([`Queue::set_limit`](crate::Queue::set_limit)); part of `ready`. A gauge computed
-    /// when the snapshot is taken; 0 without limits.
-    pub waiting_on_limit: u64,
 }
 
 impl Stats {

@@ -36,7 +36,7 @@ fn a_kind_limit_holds_its_items_back_and_lets_the_others_pass() {
     let got: Vec<u32> = std::iter::from_fn(|| q.receive(ts(0)).map(|l| l.item)).collect();
     assert_eq!(got, [0, 1, 10, 20]);
     let s = q.stats();
-    assert_eq!((s.ready, s.waiting_on_limit, s.in_flight), (2, 2, 4));
+    assert_eq!((s.ready, q.waiting_on_limits(), s.in_flight), (2, 2, 4));
     assert_eq!(q.in_flight_of(LimitScope::Kind(FlowKey::new(1))), 2);
     q.check_invariants().unwrap();
 }
@@ -83,7 +83,7 @@ fn the_queue_limit_and_partitions_and_runtime_changes() {
     q.receive_many(ts(0), 10, &mut held);
     let items: Vec<u32> = held.iter().map(|l| l.item).collect();
     assert_eq!(items, [0, 10, 11]);
-    assert_eq!(q.stats().waiting_on_limit, 3);
+    assert_eq!(q.waiting_on_limits(), 3);
     // Raised at runtime: takes effect at the next receive.
     q.set_limit(LimitScope::Queue, None);
     q.set_limit(LimitScope::Partition(a), Some(2));
@@ -97,7 +97,7 @@ fn the_queue_limit_and_partitions_and_runtime_changes() {
         q.ack(lease.receipt, ts(0)).unwrap();
     }
     assert!(q.receive(ts(0)).is_none());
-    assert_eq!(q.stats().waiting_on_limit, 1);
+    assert_eq!(q.waiting_on_limits(), 1);
     q.set_limit(LimitScope::Partition(a), None);
     assert_eq!(q.receive(ts(0)).unwrap().item, 2);
     q.check_invariants().unwrap();
@@ -117,7 +117,7 @@ fn a_dead_letter_keeps_its_keys_through_a_redrive_and_levels_go_first() {
     q.redrive(id, ts(0)).unwrap();
     assert_eq!(q.receive(ts(0)).unwrap().item, 3);
     assert!(q.receive(ts(0)).is_none());
-    assert_eq!(q.stats().waiting_on_limit, 2);
+    assert_eq!(q.waiting_on_limits(), 2);
     q.check_invariants().unwrap();
     let _ = MessageId::new(0);
 }
@@ -193,7 +193,7 @@ proptest! {
                         Some(lease) => leased.push(lease),
                         None => {
                             let s = q.stats();
-                            prop_assert_eq!(s.waiting_on_limit, s.ready);
+                            prop_assert_eq!(q.waiting_on_limits(), s.ready);
                         }
                     }
                 }
@@ -201,7 +201,7 @@ proptest! {
                     let got = q.receive_many(ts(t), n, &mut leased);
                     if got < n {
                         let s = q.stats();
-                        prop_assert_eq!(s.waiting_on_limit, s.ready);
+                        prop_assert_eq!(q.waiting_on_limits(), s.ready);
                     }
                 }
                 Op::Settle(i, how) if !held.is_empty() => {

@@ -86,7 +86,7 @@ impl<T> Queue<T> {
     /// let a1 = q.receive(t).unwrap();
     /// assert_eq!(q.receive(t).unwrap().item, "b1"); // a2 waits on acme's limit
     /// assert!(q.receive(t).is_none());
-    /// assert_eq!(q.stats().waiting_on_limit, 1);
+    /// assert_eq!(q.waiting_on_limits(), 1);
     /// q.ack(a1.receipt, t).unwrap();
     /// assert_eq!(q.receive(t).unwrap().item, "a2");
     /// ```
@@ -249,9 +249,10 @@ impl<T> Queue<T> {
             .flat_map(move |level| self.ready[level].iter(&self.slots))
     }
 
-    /// Ready items that a full limit holds back now (all of them while the queue-wide
-    /// limit is reached). O(ready items) with flow control, 0 without.
-    pub(super) fn waiting_on_limits(&self) -> u64 {
+    /// Ready items that a full concurrency limit holds back now (all of them while the
+    /// queue-wide limit is reached): part of [`Stats::ready`](crate::Stats::ready). A pass
+    /// over the ready items with limits; 0 at once without.
+    pub fn waiting_on_limits(&self) -> u64 {
         let Some(flow) = self.flow.as_deref() else {
             return 0;
         };

@@ -192,16 +192,11 @@ impl<T> Queue<T> {
         self.now
     }
 
-    /// Gauges and totals. See [`Stats`] for the conservation law they obey.
-    ///
-    /// With concurrency limits, [`Stats::waiting_on_limit`] is counted here, a pass over
-    /// the ready items.
+    /// Gauges and totals. See [`Stats`] for the conservation law they obey. O(1): a copy
+    /// (how many ready items wait on a concurrency limit is
+    /// [`waiting_on_limits`](Self::waiting_on_limits), a pass over them).
     pub fn stats(&self) -> Stats {
-        let mut stats = self.stats;
-        if self.flow.is_some() {
-            stats.waiting_on_limit = self.waiting_on_limits();
-        }
-        stats
+        self.stats
     }
 
     /// Ready items at each priority level (index = level): the backlog by level. The sum is
