@@ -1,8 +1,7 @@
 //! Flow control's names: the keys of concurrency limits and what a limit applies to.
 
 /// A job kind or a partition (a customer, a tenant) that concurrency limits count by, given
-/// at push ([`PushOptions::kind`](crate::PushOptions::kind),
-/// [`PushOptions::partition`](crate::PushOptions::partition)).
+/// at push ([`FlowKeys`], [`Queue::push_flow`](crate::Queue::push_flow)).
 ///
 /// A 64-bit number: an id the caller assigns ([`new`](Self::new)), or a name hashed to 64
 /// bits ([`named`](Self::named), FNV-1a; two names share a key only by a hash collision,
@@ -47,8 +46,58 @@ impl FlowKey {
 pub enum LimitScope {
     /// Every item in flight.
     Queue,
-    /// Items pushed with this [`PushOptions::kind`](crate::PushOptions::kind).
+    /// Items pushed with this [`FlowKeys::kind`].
     Kind(FlowKey),
-    /// Items pushed with this [`PushOptions::partition`](crate::PushOptions::partition).
+    /// Items pushed with this [`FlowKeys::partition`].
     Partition(FlowKey),
+}
+
+/// The flow keys of a push ([`Queue::push_flow`](crate::Queue::push_flow)): the job kind
+/// and the partition the item counts against in concurrency limits, for life (redeliveries
+/// and redrives included). Kept apart from [`PushOptions`](crate::PushOptions), so that a
+/// push without them carries nothing more.
+///
+/// ```
+/// use leaseq_core::{FlowKey, FlowKeys};
+/// let keys = FlowKeys::new().kind(FlowKey::named("email")).partition(FlowKey::new(42));
+/// assert_eq!(keys.kind_key(), Some(FlowKey::named("email")));
+/// assert_eq!(keys.partition_key(), Some(FlowKey::new(42)));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FlowKeys {
+    kind: Option<FlowKey>,
+    partition: Option<FlowKey>,
+}
+
+impl FlowKeys {
+    /// No kind, no partition.
+    pub const fn new() -> Self {
+        FlowKeys {
+            kind: None,
+            partition: None,
+        }
+    }
+    /// The job kind the item counts against ([`LimitScope::Kind`]).
+    pub const fn kind(mut self, kind: FlowKey) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+    /// The partition (a customer, a tenant) the item counts against
+    /// ([`LimitScope::Partition`]).
+    pub const fn partition(mut self, partition: FlowKey) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+    /// The kind given, if any.
+    pub const fn kind_key(&self) -> Option<FlowKey> {
+        self.kind
+    }
+    /// The partition given, if any.
+    pub const fn partition_key(&self) -> Option<FlowKey> {
+        self.partition
+    }
+    /// Whether neither was given.
+    pub const fn is_empty(&self) -> bool {
+        self.kind.is_none() && self.partition.is_none()
+    }
 }

@@ -4,7 +4,6 @@ use alloc::string::String;
 use core::time::Duration;
 
 use crate::event::Reason;
-use crate::flow::FlowKey;
 use crate::id::MessageId;
 use crate::key::UniqueKey;
 use crate::time::Timestamp;
@@ -50,8 +49,6 @@ pub struct PushOptions {
     /// [`Stats::rejected`](crate::Stats::rejected) (see [`waits_for_room`](Self::waits_for_room)).
     pub waits_for_room: bool,
     key: KeyOption,
-    kind: Option<FlowKey>,
-    partition: Option<FlowKey>,
 }
 
 /// The key of a push, as given.
@@ -74,8 +71,6 @@ impl PushOptions {
             replace_pending: false,
             waits_for_room: false,
             key: KeyOption::None,
-            kind: None,
-            partition: None,
         }
     }
     /// Invisible for `delay`.
@@ -127,27 +122,6 @@ impl PushOptions {
         self.waits_for_room = true;
         self
     }
-    /// The job kind the item counts against in concurrency limits
-    /// ([`LimitScope::Kind`](crate::LimitScope::Kind)), for life (redeliveries and redrives
-    /// included).
-    pub const fn kind(mut self, kind: FlowKey) -> Self {
-        self.kind = Some(kind);
-        self
-    }
-    /// The partition (a customer, a tenant) the item counts against in concurrency limits
-    /// ([`LimitScope::Partition`](crate::LimitScope::Partition)), for life.
-    pub const fn partition(mut self, partition: FlowKey) -> Self {
-        self.partition = Some(partition);
-        self
-    }
-    /// The kind given, if any.
-    pub const fn kind_key(&self) -> Option<FlowKey> {
-        self.kind
-    }
-    /// The partition given, if any.
-    pub const fn partition_key(&self) -> Option<FlowKey> {
-        self.partition
-    }
     /// The key's bytes, if a key of at most [`UniqueKey::MAX_LEN`] bytes was given.
     pub fn key_bytes(&self) -> Option<&[u8]> {
         match &self.key {
@@ -165,8 +139,7 @@ impl PushOptions {
     }
 
     /// Whether these options are [`new`](Self::new)'s as far as a push goes (visible at
-    /// once, no expiry, level 0, no key, no kind or partition): such a push takes `push`'s
-    /// steps. Constant-folded
+    /// once, no expiry, level 0, no key): such a push takes `push`'s steps. Constant-folded
     /// where the options are built in the caller.
     #[inline]
     pub(crate) fn is_plain(&self) -> bool {
@@ -174,8 +147,6 @@ impl PushOptions {
             && self.expires_at.is_none()
             && self.priority == 0
             && matches!(self.key, KeyOption::None)
-            && self.kind.is_none()
-            && self.partition.is_none()
     }
 }
 

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use leaseq_core::{
-    Backoff, Config, Failure, FlowKey, LimitScope, MessageId, PushOptions, Queue, Timestamp,
+    Backoff, Config, Failure, FlowKey, FlowKeys, LimitScope, MessageId, PushOptions, Queue,
+    Timestamp,
 };
 use proptest::prelude::*;
 
@@ -20,8 +21,12 @@ fn queue() -> Queue<u32> {
     Queue::new(config).unwrap()
 }
 
-fn kind(k: u64) -> PushOptions {
-    PushOptions::new().kind(FlowKey::new(k))
+fn kind(k: u64) -> FlowKeys {
+    FlowKeys::new().kind(FlowKey::new(k))
+}
+
+fn plain() -> PushOptions {
+    PushOptions::new()
 }
 
 #[test]
@@ -29,9 +34,9 @@ fn a_kind_limit_holds_its_items_back_and_lets_the_others_pass() {
     let mut q = queue();
     q.set_limit(LimitScope::Kind(FlowKey::new(1)), Some(2));
     for i in 0..4 {
-        q.push_with(i, ts(0), kind(1)).unwrap();
+        q.push_flow(i, ts(0), plain(), kind(1)).unwrap();
     }
-    q.push_with(10, ts(0), kind(2)).unwrap();
+    q.push_flow(10, ts(0), plain(), kind(2)).unwrap();
     q.push(20, ts(0)).unwrap();
     let got: Vec<u32> = std::iter::from_fn(|| q.receive(ts(0)).map(|l| l.item)).collect();
     assert_eq!(got, [0, 1, 10, 20]);
@@ -47,7 +52,7 @@ fn every_way_out_of_flight_frees_a_place() {
     let k = LimitScope::Kind(FlowKey::new(1));
     q.set_limit(k, Some(1));
     for i in 0..6 {
-        q.push_with(i, ts(0), kind(1)).unwrap();
+        q.push_flow(i, ts(0), plain(), kind(1)).unwrap();
     }
     let mut t = 0;
     for way in 0..6 {
@@ -72,9 +77,9 @@ fn the_queue_limit_and_partitions_and_runtime_changes() {
     let mut q = queue();
     let (a, b) = (FlowKey::named("acme"), FlowKey::named("bolt"));
     for i in 0..3 {
-        q.push_with(i, ts(0), PushOptions::new().partition(a))
+        q.push_flow(i, ts(0), plain(), FlowKeys::new().partition(a))
             .unwrap();
-        q.push_with(10 + i, ts(0), PushOptions::new().partition(b))
+        q.push_flow(10 + i, ts(0), plain(), FlowKeys::new().partition(b))
             .unwrap();
     }
     q.set_limit(LimitScope::Queue, Some(3));
@@ -109,11 +114,12 @@ fn a_dead_letter_keeps_its_keys_through_a_redrive_and_levels_go_first() {
     let mut q: Queue<u32> = Queue::new(config).unwrap();
     let k = LimitScope::Kind(FlowKey::new(1));
     q.set_limit(k, Some(1));
-    let id = q.push_with(1, ts(0), kind(1)).unwrap();
+    let id = q.push_flow(1, ts(0), plain(), kind(1)).unwrap();
     let lease = q.receive(ts(0)).unwrap();
     q.dead_letter(lease.receipt, ts(0), None).unwrap();
-    q.push_with(2, ts(0), kind(1).priority(3)).unwrap();
-    q.push_with(3, ts(0), kind(1).priority(5).key("k")).unwrap();
+    q.push_flow(2, ts(0), plain().priority(3), kind(1)).unwrap();
+    q.push_flow(3, ts(0), plain().priority(5).key("k"), kind(1))
+        .unwrap();
     q.redrive(id, ts(0)).unwrap();
     assert_eq!(q.receive(ts(0)).unwrap().item, 3);
     assert!(q.receive(ts(0)).is_none());
@@ -128,6 +134,7 @@ enum Op {
         kind: Option<u64>,
         part: Option<u64>,
         level: u8,
+        key: Option<u8>,
     },
     Receive,
     ReceiveMany(usize),
@@ -139,7 +146,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let key = proptest::option::of(0..3u64);
     prop_oneof![
-        4 => (key.clone(), key, 0..3u8).prop_map(|(kind, part, level)| Op::Push { kind, part, level }),
+        4 => (key.clone(), key, 0..3u8, proptest::option::of(0..3u8))
+            .prop_map(|(kind, part, level, key)| Op::Push { kind, part, level, key }),
         4 => Just(Op::Receive),
         1 => (1..5usize).prop_map(Op::ReceiveMany),
         4 => (any::<usize>(), 0..5u8).prop_map(|(i, how)| Op::Settle(i, how)),
@@ -181,12 +189,18 @@ proptest! {
         for op in ops {
             let mut leased = Vec::new();
             match op {
-                Op::Push { kind, part, level } => {
+                Op::Push { kind, part, level, key } => {
+                    let mut keys = FlowKeys::new();
+                    if let Some(k) = kind { keys = keys.kind(FlowKey::new(k)); }
+                    if let Some(p) = part { keys = keys.partition(FlowKey::new(p)); }
                     let mut o = PushOptions::new().priority(level);
-                    if let Some(k) = kind { o = o.kind(FlowKey::new(k)); }
-                    if let Some(p) = part { o = o.partition(FlowKey::new(p)); }
-                    let id = q.push_with(0, ts(t), o).unwrap();
-                    tags.insert(id.get(), (kind, part));
+                    if let Some(k) = key {
+                        // A replacement: the new item takes the replaced one's slot.
+                        o = o.key([k]).replace_pending();
+                    }
+                    if let Ok(id) = q.push_flow(0, ts(t), o, keys) {
+                        tags.insert(id.get(), (kind, part));
+                    }
                 }
                 Op::Receive => {
                     match q.receive(ts(t)) {

@@ -19,7 +19,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use super::{Queue, State, COUNTED, FLOW_ON, TAGGED};
-use crate::flow::{FlowKey, LimitScope};
+use crate::flow::{FlowKey, FlowKeys, LimitScope};
 
 /// A limit's key: `LimitScope` without `Queue` (counted by the in-flight gauge).
 type Scoped = (bool, FlowKey);
@@ -74,15 +74,16 @@ impl<T> Queue<T> {
     ///
     /// ```
     /// use core::time::Duration;
-    /// use leaseq_core::{Config, FlowKey, LimitScope, PushOptions, Queue, Timestamp};
+    /// use leaseq_core::{Config, FlowKey, FlowKeys, LimitScope, PushOptions, Queue, Timestamp};
     ///
     /// let mut q = Queue::new(Config::new(Duration::from_secs(30))).unwrap();
     /// let t = Timestamp::ZERO;
-    /// let acme = FlowKey::named("acme");
-    /// q.set_limit(LimitScope::Partition(acme), Some(1));
-    /// q.push_with("a1", t, PushOptions::new().partition(acme)).unwrap();
-    /// q.push_with("a2", t, PushOptions::new().partition(acme)).unwrap();
-    /// q.push_with("b1", t, PushOptions::new().partition(FlowKey::named("bolt"))).unwrap();
+    /// let acme = FlowKeys::new().partition(FlowKey::named("acme"));
+    /// let bolt = FlowKeys::new().partition(FlowKey::named("bolt"));
+    /// q.set_limit(LimitScope::Partition(FlowKey::named("acme")), Some(1));
+    /// q.push_flow("a1", t, PushOptions::new(), acme).unwrap();
+    /// q.push_flow("a2", t, PushOptions::new(), acme).unwrap();
+    /// q.push_flow("b1", t, PushOptions::new(), bolt).unwrap();
     /// let a1 = q.receive(t).unwrap();
     /// assert_eq!(q.receive(t).unwrap().item, "b1"); // a2 waits on acme's limit
     /// assert!(q.receive(t).is_none());
@@ -132,14 +133,14 @@ impl<T> Queue<T> {
         self.flow.get_or_insert_with(Default::default)
     }
 
-    /// Records the kind and partition of the item just put into `slot` (a push with them).
-    #[cold]
-    pub(super) fn tag(&mut self, slot: usize, kind: Option<FlowKey>, partition: Option<FlowKey>) {
-        if kind.is_none() && partition.is_none() {
-            return;
-        }
+    /// Records the flow keys of the item just put into `slot` (not empty).
+    pub(super) fn tag(&mut self, slot: usize, keys: FlowKeys) {
         let id = self.slots[slot].id;
-        self.flow_mut().tags.insert(id, Tags { kind, partition });
+        let tags = Tags {
+            kind: keys.kind_key(),
+            partition: keys.partition_key(),
+        };
+        self.flow_mut().tags.insert(id, tags);
         self.slots[slot].meta |= TAGGED;
     }
 

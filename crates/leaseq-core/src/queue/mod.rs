@@ -30,6 +30,7 @@ mod limits;
 mod links;
 mod push;
 mod push_each;
+mod push_flow;
 mod receipts;
 mod receive;
 mod receive_run;

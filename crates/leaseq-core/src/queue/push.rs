@@ -139,11 +139,7 @@ impl<T> Queue<T> {
             return Err(PushError::AlreadyExpired(item));
         }
         let visible_at = now.saturating_add(options.delay);
-        let tagged = options.kind_key().is_some() || options.partition_key().is_some();
         let Some(key) = key else {
-            if tagged {
-                return self.push_tagged(item, now, visible_at, expires_at, level, options);
-            }
             return match self.push_at_level(item, now, visible_at, expires_at, level) {
                 Ok(id) => Ok(Pushed { id, replaced: None }),
                 Err(full) => Err(self.refused_full(full, options.waits_for_room)),
@@ -206,7 +202,6 @@ impl<T> Queue<T> {
         self.next_id += 1;
         let slot = self.occupy(item, id, expires_at, 0, 0, level | KEYED);
         self.keys.insert(slot as u32, key, hash);
-        self.tag(slot, options.kind_key(), options.partition_key());
         self.stats.pushed += 1;
         self.make_visible_at(slot, level as usize, visible_at, now);
         if let Some((old, _)) = &replaced {
@@ -218,32 +213,6 @@ impl<T> Queue<T> {
         Ok(Pushed {
             id: MessageId(id),
             replaced,
-        })
-    }
-
-    /// A push without a key but with a kind or partition (see `limits`).
-    #[cold]
-    fn push_tagged(
-        &mut self,
-        item: T,
-        now: Timestamp,
-        visible_at: Timestamp,
-        expires_at: Timestamp,
-        level: u8,
-        options: &PushOptions,
-    ) -> Result<Pushed<T>, PushError<T>> {
-        if self.no_room() {
-            return Err(self.refused_full(PushError::Full(item), options.waits_for_room));
-        }
-        let id = self.next_id;
-        self.next_id += 1;
-        self.stats.pushed += 1;
-        let slot = self.occupy(item, id, expires_at, 0, 0, level);
-        self.tag(slot, options.kind_key(), options.partition_key());
-        self.make_visible_at(slot, level as usize, visible_at, now);
-        Ok(Pushed {
-            id: MessageId(id),
-            replaced: None,
         })
     }
 

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use super::flight::list_in_order;
 use super::receive_run::Unshaped;
 use super::slot::{lease_times, start_lease};
-use super::{Queue, Slot, LEVEL_BITS};
+use super::{Queue, Slot, FLOW_ON, LEVEL_BITS};
 use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
@@ -54,7 +54,7 @@ impl<T> Queue<T> {
         // (a push per item checks for room first and keeps the value aside meanwhile).
         let n = max.min(usize::try_from(self.stats.ready).unwrap_or(usize::MAX));
         let mut done = 0;
-        if self.ready_mask & super::FLOW_ON != 0 {
+        if self.ready_mask & FLOW_ON != 0 {
             // Limits may hold some ready items back: as many as may be leased.
             while let Some(slot) = (done < n).then(|| self.lease_next_inlined(now)).flatten() {
                 out.push(shape(self.lease_of(slot)));
@@ -117,9 +117,11 @@ impl<T> Queue<T> {
             let slot = self.ready[0].pop_front(slots)?;
             self.stats.ready -= 1;
             (slots, slot as usize)
-        } else {
-            let slot = self.take_other(mask)?;
+        } else if mask & FLOW_ON == 0 {
+            let slot = self.take_highest(mask);
             (&mut self.slots[..], slot)
+        } else {
+            return self.lease_limited(now);
         };
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
@@ -145,19 +147,31 @@ impl<T> Queue<T> {
         Some(slot)
     }
 
-    /// A receive off the level-0 fast path: with flow control, the first item no limit
-    /// holds back (`take_allowed`); else the highest level's next item.
+    /// `lease_next` with flow control (`limits`): the first ready item no limit holds back
+    /// (`take_allowed`), leased with `lease_next`'s steps.
     #[inline(never)]
-    fn take_other(&mut self, mask: u8) -> Option<usize> {
-        if mask & super::FLOW_ON != 0 {
-            return self.take_allowed();
+    fn lease_limited(&mut self, now: Timestamp) -> Option<usize> {
+        let slot = self.take_allowed()?;
+        let s = &mut self.slots[slot];
+        let (cap, deadline) = lease_times(s, now, self.visibility_ns, self.max_lease_ns);
+        start_lease(s, cap, deadline);
+        let (id, attempt) = (MessageId(s.id), s.attempts);
+        self.schedule_lease(slot, deadline);
+        self.due = self.due.min(deadline);
+        self.stats.in_flight += 1;
+        self.stats.delivered += 1;
+        if attempt > 1 {
+            self.stats.redelivered += 1;
+            self.record(Event::Redelivered { id, attempt });
+        } else if self.config.events.contains(EventMask::DELIVERED) {
+            self.record(Event::Delivered { id });
         }
-        Some(self.take_highest(mask))
+        Some(slot)
     }
 
     /// Takes the oldest live entry off the ready list of the highest level set in `mask`
     /// (not 0) and returns its slot, still `Ready`.
-    #[inline(always)]
+    #[inline(never)]
     fn take_highest(&mut self, mask: u8) -> usize {
         let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
         // `ready_count[level] > 0`: the list holds an item.
