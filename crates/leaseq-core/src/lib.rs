@@ -77,6 +77,30 @@
 //! in_flight + dead + taken + cancelled` (`restored` and `restored_dead`: what a durable
 //! store put back when it was opened).
 //!
+//! # Snooze
+//!
+//! [`Queue::snooze`] puts a running lease back for a delay **without counting its attempt**
+//! (the next delivery has the same attempt number): for a handler that finds the item not
+//! ready for it yet. Bounded so that an item cannot snooze forever unnoticed: at most
+//! [`Config::with_max_snoozes`] uncounted snoozes per item life (default 25; a redrive
+//! starts afresh), after which each snooze counts as a failed attempt ([`Reason::Released`],
+//! last error `"snooze limit reached"`) and the item ends in the dead letters once its
+//! attempts are spent. Counted in [`Stats::snoozed`].
+//!
+//! # Concurrency limits
+//!
+//! [`Queue::set_limit`] caps the items in flight: for the whole queue
+//! ([`LimitScope::Queue`]), per job kind or per partition (a customer, a tenant) given at
+//! push with [`Queue::push_flow`] and [`FlowKeys`]. A receive leases the first item, in the
+//! usual order (highest level first, then visibility order), that no full limit holds back;
+//! a held-back item stays ready in its place and those behind it go. A limit set, raised or
+//! lowered takes effect at the next receive (lowered below what is in flight, it takes no
+//! lease back). [`Queue::waiting_on_limits`] counts the ready items held back;
+//! [`Queue::in_flight_of`] the items in flight of a scope. Cost: none for a queue that
+//! never set a limit nor pushed flow keys (the receive's level-0 test covers it); with them,
+//! a receive takes a step per held-back item ahead of the one it leases, and a
+//! `BTreeMap` lookup per flow key.
+//!
 //! # Items
 //!
 //! A [`Lease`] carries a clone of the item (`T: Clone` is needed by receive only); the queue

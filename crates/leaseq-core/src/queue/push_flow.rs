@@ -42,6 +42,31 @@ impl<T> Queue<T> {
         Ok(pushed)
     }
 
+    /// [`push_flow_take`](Self::push_flow_take) under an id the caller chose, as
+    /// [`push_with_id_take`](Self::push_with_id_take) takes it (refused with
+    /// [`PushError::IdOutOfOrder`] below [`next_id`](Self::next_id); a refused push does not
+    /// use up `id`).
+    pub fn push_flow_with_id_take(
+        &mut self,
+        id: MessageId,
+        item: T,
+        now: Timestamp,
+        options: PushOptions,
+        keys: FlowKeys,
+    ) -> Result<Pushed<T>, PushError<T>> {
+        if id.0 < self.next_id {
+            self.stats.rejected += 1;
+            return Err(PushError::IdOutOfOrder(item));
+        }
+        let next = self.next_id;
+        self.next_id = id.0;
+        let pushed = self.push_flow_take(item, now, options, keys);
+        if pushed.is_err() {
+            self.next_id = next;
+        }
+        pushed
+    }
+
     /// The slot of the item just pushed as `id` (the free list's head was `free`): that
     /// head, or a new slot, or (a replacement) the key holder's.
     fn slot_of(&self, id: MessageId, free: u32, options: &PushOptions) -> usize {
