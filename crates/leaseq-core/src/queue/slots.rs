@@ -93,16 +93,24 @@ impl<T> Queue<T> {
 
     /// Frees the unique key and the flow keys of the item leaving `slot` (its meta as it
     /// was). Out of line and cold: the ack path of items without them stays as small as it
-    /// was.
+    /// was; a keyed item without flow keys takes the steps it took before them.
     #[cold]
     #[inline(never)]
     fn unkey(&mut self, slot: usize) {
-        let s = &self.slots[slot];
-        let meta = s.meta;
+        let meta = self.slots[slot].meta;
         if meta & TAGGED != 0 {
-            let dead = s.prev_fate == Some(Fate::DeadLettered);
-            self.untag(slot, dead);
+            return self.unkey_tagged(slot, meta);
         }
+        self.slots[slot].meta = meta & !KEYED;
+        self.keys.remove(slot as u32);
+    }
+
+    /// `unkey` of an item with flow keys (see `limits`), and its unique key if it has one.
+    #[cold]
+    #[inline(never)]
+    fn unkey_tagged(&mut self, slot: usize, meta: u8) {
+        let dead = self.slots[slot].prev_fate == Some(Fate::DeadLettered);
+        self.untag(slot, dead);
         self.slots[slot].meta &= !(KEYED | TAGGED);
         if meta & KEYED != 0 {
             self.keys.remove(slot as u32);
