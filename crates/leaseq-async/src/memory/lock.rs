@@ -84,29 +84,30 @@ impl<T, R> Drop for Locked<'_, T, R> {
         st.live_at_release = live;
         // A signal nobody listens to is not notified (see `Signal::notify`): skipping its
         // call here is the same decision, read after the change as there.
-        // With flow control, a place freed may let a held-back item go (see `flow.rs`).
-        let more = if st.flow {
-            more.max(freed(st, &stats))
-        } else {
-            more
-        };
         if driver
             || (more > 0 && s.available.is_listened())
             || (fewer && (s.space.is_listened() || (live == 0 && s.emptied.is_listened())))
         {
             wake(s, driver, more, fewer, live == 0);
         }
+        // With flow control, a place freed may let a held-back item go (see `flow.rs`).
+        if st.flow {
+            wake_freed(s, st);
+        }
     }
 }
 
-/// With flow control: 1 if fewer items are in flight than at the last release while items
-/// are ready (one receiver to try; it passes the baton on if it takes one), else 0.
+/// With flow control: wakes a receiver if fewer items are in flight than at the last
+/// release while items are ready (it passes the baton on if it takes one).
 #[cold]
 #[inline(never)]
-fn freed<T>(st: &mut State<T>, stats: &leaseq_core::Stats) -> u64 {
+fn wake_freed<T, R>(s: &MemoryStore<T, R>, st: &mut State<T>) {
+    let stats = st.core.stats();
     let fewer = stats.in_flight < st.in_flight_at_release;
     st.in_flight_at_release = stats.in_flight;
-    u64::from(fewer && stats.ready > 0)
+    if fewer && stats.ready > 0 {
+        s.available.notify(1);
+    }
 }
 
 /// The wake-ups a guard's release decided (see [`Locked`]): the driver; `more` receivers;
