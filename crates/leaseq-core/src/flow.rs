@@ -67,6 +67,7 @@ pub enum LimitScope {
 pub struct FlowKeys {
     kind: Option<FlowKey>,
     partition: Option<FlowKey>,
+    group: Option<FlowKey>,
 }
 
 impl FlowKeys {
@@ -75,6 +76,7 @@ impl FlowKeys {
         FlowKeys {
             kind: None,
             partition: None,
+            group: None,
         }
     }
     /// The job kind the item counts against ([`LimitScope::Kind`]).
@@ -88,6 +90,17 @@ impl FlowKeys {
         self.partition = Some(partition);
         self
     }
+    /// An ordered group: the group's items are handed out strictly in push order, one at
+    /// a time (the next waits until the one before is acked, dead-lettered or cancelled),
+    /// and groups take turns (see [`Queue::push_flow`](crate::Queue::push_flow)).
+    pub const fn group(mut self, group: FlowKey) -> Self {
+        self.group = Some(group);
+        self
+    }
+    /// The group given, if any.
+    pub const fn group_key(&self) -> Option<FlowKey> {
+        self.group
+    }
     /// The kind given, if any.
     pub const fn kind_key(&self) -> Option<FlowKey> {
         self.kind
@@ -98,6 +111,6 @@ impl FlowKeys {
     }
     /// Whether neither was given.
     pub const fn is_empty(&self) -> bool {
-        self.kind.is_none() && self.partition.is_none()
+        self.kind.is_none() && self.partition.is_none() && self.group.is_none()
     }
 }

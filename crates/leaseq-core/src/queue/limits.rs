@@ -15,27 +15,34 @@
 //! flight: `leave_flight` for every settle, `untag` for an ack's fast path (which frees the
 //! slot with `COUNTED` still set).
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
 use super::{Queue, State, COUNTED, FLOW_ON, TAGGED};
 use crate::flow::{FlowKey, FlowKeys, LimitScope};
 
-/// A limit's key: `LimitScope` without `Queue` (counted by the in-flight gauge).
-type Scoped = (bool, FlowKey);
+/// A limit's key: `LimitScope` without `Queue` (counted by the in-flight gauge): `KIND`,
+/// `PARTITION`, or `GROUP` (an ordered group, one at a time: counted, never limited).
+type Scoped = (u8, FlowKey);
+const KIND: u8 = 0;
+const PARTITION: u8 = 1;
+const GROUP: u8 = 2;
 
 /// The flow control state of a queue that uses it.
 #[derive(Debug, Default)]
 pub(super) struct Flow {
     /// The queue-wide limit.
     queue_max: Option<u32>,
-    /// The limits by kind (`false`) and partition (`true`).
+    /// The limits by kind and partition.
     limits: BTreeMap<Scoped, u32>,
-    /// Tagged items in flight, by kind and partition (whether limited or not, so that a
-    /// limit set later counts right at once). No zero entries.
+    /// Tagged items in flight, by kind, partition and group (whether limited or not, so
+    /// that a limit set later counts right at once). No zero entries.
     running: BTreeMap<Scoped, u32>,
     /// The kind and partition of each tagged item (live or dead letter), by id.
     pub(super) tags: BTreeMap<u64, Tags>,
+    /// The live items of each ordered group, by id: the first is the group's head, the
+    /// only one that may be leased (see `groups`). No empty sets.
+    pub(super) groups: BTreeMap<FlowKey, BTreeSet<u64>>,
 }
 
 /// The flow keys of one item.
@@ -43,24 +50,32 @@ pub(super) struct Flow {
 pub(super) struct Tags {
     kind: Option<FlowKey>,
     partition: Option<FlowKey>,
+    pub(super) group: Option<FlowKey>,
+    /// The item's slot while it is live.
+    pub(super) slot: u32,
 }
 
 impl Tags {
     fn scoped(self) -> impl Iterator<Item = Scoped> {
-        let kind = self.kind.map(|k| (false, k));
-        kind.into_iter().chain(self.partition.map(|p| (true, p)))
+        let kind = self.kind.map(|k| (KIND, k));
+        let group = self.group.map(|g| (GROUP, g));
+        kind.into_iter()
+            .chain(self.partition.map(|p| (PARTITION, p)))
+            .chain(group)
     }
 }
 
 impl Flow {
     /// Whether an item with `tags` may be leased now (the queue-wide limit checked apart).
-    fn allows(&self, tags: Option<&Tags>) -> bool {
+    fn allows(&self, id: u64, tags: Option<&Tags>) -> bool {
         tags.is_none_or(|t| {
             t.scoped().all(|k| {
                 self.limits
                     .get(&k)
                     .is_none_or(|&max| self.running.get(&k).copied().unwrap_or(0) < max)
-            })
+            }) && t
+                .group
+                .is_none_or(|g| self.is_head(g, id) && !self.running.contains_key(&(GROUP, g)))
         })
     }
 }
@@ -95,10 +110,10 @@ impl<T> Queue<T> {
         let flow = self.flow_mut();
         match (scope, max) {
             (LimitScope::Queue, max) => flow.queue_max = max,
-            (LimitScope::Kind(k), Some(max)) => _ = flow.limits.insert((false, k), max),
-            (LimitScope::Partition(p), Some(max)) => _ = flow.limits.insert((true, p), max),
-            (LimitScope::Kind(k), None) => _ = flow.limits.remove(&(false, k)),
-            (LimitScope::Partition(p), None) => _ = flow.limits.remove(&(true, p)),
+            (LimitScope::Kind(k), Some(max)) => _ = flow.limits.insert((KIND, k), max),
+            (LimitScope::Partition(p), Some(max)) => _ = flow.limits.insert((PARTITION, p), max),
+            (LimitScope::Kind(k), None) => _ = flow.limits.remove(&(KIND, k)),
+            (LimitScope::Partition(p), None) => _ = flow.limits.remove(&(PARTITION, p)),
         }
     }
 
@@ -107,8 +122,8 @@ impl<T> Queue<T> {
         let flow = self.flow.as_deref()?;
         match scope {
             LimitScope::Queue => flow.queue_max,
-            LimitScope::Kind(k) => flow.limits.get(&(false, k)).copied(),
-            LimitScope::Partition(p) => flow.limits.get(&(true, p)).copied(),
+            LimitScope::Kind(k) => flow.limits.get(&(KIND, k)).copied(),
+            LimitScope::Partition(p) => flow.limits.get(&(PARTITION, p)).copied(),
         }
     }
 
@@ -121,8 +136,8 @@ impl<T> Queue<T> {
         };
         match scope {
             LimitScope::Queue => self.stats.in_flight,
-            LimitScope::Kind(k) => running((false, k)),
-            LimitScope::Partition(p) => running((true, p)),
+            LimitScope::Kind(k) => running((KIND, k)),
+            LimitScope::Partition(p) => running((PARTITION, p)),
         }
     }
 
@@ -139,20 +154,31 @@ impl<T> Queue<T> {
         let tags = Tags {
             kind: keys.kind_key(),
             partition: keys.partition_key(),
+            group: keys.group_key(),
+            slot: slot as u32,
         };
-        self.flow_mut().tags.insert(id, tags);
+        let flow = self.flow_mut();
+        flow.tags.insert(id, tags);
+        if let Some(g) = tags.group {
+            flow.groups.entry(g).or_default().insert(id);
+        }
         self.slots[slot].meta |= TAGGED;
     }
 
     /// Marks the item just put into `slot` tagged if its id has tags (a redrive).
+    /// Its group takes it back, at its place in push order.
     pub(super) fn retag(&mut self, slot: usize) {
         let s = &mut self.slots[slot];
-        if self
-            .flow
-            .as_deref()
-            .is_some_and(|f| f.tags.contains_key(&s.id))
-        {
-            s.meta |= TAGGED;
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return;
+        };
+        let Some(tags) = flow.tags.get_mut(&s.id) else {
+            return;
+        };
+        s.meta |= TAGGED;
+        tags.slot = slot as u32;
+        if let Some(g) = tags.group {
+            flow.groups.entry(g).or_default().insert(s.id);
         }
     }
 
@@ -195,13 +221,20 @@ impl<T> Queue<T> {
 
     /// The tagged item leaving `slot` (freed, its meta as it was): off the counts, and its
     /// tags dropped unless it became a `dead` letter.
+    /// An item leaving its group, dead letter or not, lets the next one go (see
+    /// `groups`).
     pub(super) fn untag(&mut self, slot: usize, dead: bool) {
         self.uncount(slot);
+        let id = self.slots[slot].id;
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return;
+        };
+        let group = flow.tags.get(&id).and_then(|t| t.group);
         if !dead {
-            let id = self.slots[slot].id;
-            if let Some(flow) = self.flow.as_deref_mut() {
-                flow.tags.remove(&id);
-            }
+            flow.tags.remove(&id);
+        }
+        if let Some(g) = group {
+            self.leave_group(g, id);
         }
     }
 
@@ -240,7 +273,7 @@ impl<T> Queue<T> {
     /// Whether the item in `slot` is held back by no kind or partition limit.
     fn allowed(&self, flow: &Flow, slot: usize) -> bool {
         let s = &self.slots[slot];
-        s.meta & TAGGED == 0 || flow.allows(flow.tags.get(&s.id))
+        s.meta & TAGGED == 0 || flow.allows(s.id, flow.tags.get(&s.id))
     }
 
     /// Every ready item in delivery order: levels from the highest, each list in order.
@@ -276,7 +309,17 @@ impl<T> Queue<T> {
             return false;
         }
         let mut recount: BTreeMap<Scoped, u32> = BTreeMap::new();
-        for s in &self.slots {
+        let mut members: BTreeMap<FlowKey, BTreeSet<u64>> = BTreeMap::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            let tags = self.flow.as_deref().and_then(|f| f.tags.get(&s.id));
+            if s.meta & TAGGED != 0 && s.state != State::Free {
+                let Some(t) = tags.filter(|t| t.slot as usize == i) else {
+                    return false;
+                };
+                if let Some(g) = t.group {
+                    members.entry(g).or_default().insert(s.id);
+                }
+            }
             let counted = s.meta & COUNTED != 0;
             let tagged = s.meta & TAGGED != 0 && s.state != State::Free;
             if counted && !(tagged && s.state == State::InFlight) {
@@ -293,9 +336,12 @@ impl<T> Queue<T> {
                     .for_each(|k| *recount.entry(k).or_default() += 1);
             }
         }
-        self.flow
-            .as_deref()
-            .map_or(Vec::new(), |f| f.running.iter().collect())
-            == recount.iter().collect::<Vec<_>>()
+        let groups = self.flow.as_deref().map(|f| &f.groups);
+        groups.is_none_or(|g| *g == members)
+            && self
+                .flow
+                .as_deref()
+                .map_or(Vec::new(), |f| f.running.iter().collect())
+                == recount.iter().collect::<Vec<_>>()
     }
 }

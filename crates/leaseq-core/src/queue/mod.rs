@@ -25,6 +25,7 @@ use crate::view::{ItemState, ItemView};
 mod cancel;
 mod dead_letters;
 mod flight;
+mod groups;
 mod invariants;
 mod limits;
 mod links;
