@@ -86,3 +86,44 @@ fn a_waiting_receiver_gets_the_held_back_item_when_a_place_frees() {
         }
     });
 }
+
+/// An ordered group on a pool of 4: its items run one at a time, in push order, while an
+/// ungrouped item runs beside them.
+#[test]
+fn an_ordered_group_runs_one_at_a_time_in_push_order() {
+    let rt = SimRuntime::new();
+    rt.block_on({
+        let rt = rt.clone();
+        async move {
+            let q = LeaseQueue::with_runtime(rt.clone(), Config::new(60 * SEC)).unwrap();
+            let order = FlowKeys::new().group(FlowKey::named("order-17"));
+            for n in 0..6u32 {
+                q.store().try_push_flow(n, &Push::new(), order).unwrap();
+            }
+            q.try_push(100u32).unwrap();
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let running = Arc::new(AtomicUsize::new(0));
+            let pool = Pool::builder(q.clone()).workers(4).spawn({
+                let (seen, running, rt) = (seen.clone(), running.clone(), rt.clone());
+                move |job| {
+                    let (seen, running, rt) = (seen.clone(), running.clone(), rt.clone());
+                    async move {
+                        if job.item < 100 {
+                            assert_eq!(running.fetch_add(1, Ordering::SeqCst), 0);
+                            seen.lock().unwrap().push(job.item);
+                        }
+                        rt.sleep_until(rt.now().saturating_add(SEC)).await;
+                        if job.item < 100 {
+                            running.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        Ok(())
+                    }
+                }
+            });
+            q.wait_empty().await;
+            let report = pool.shutdown(SEC).await;
+            assert_eq!((report.stats.ok, report.stats.panicked), (7, 0));
+            assert_eq!(*seen.lock().unwrap(), [0, 1, 2, 3, 4, 5]);
+        }
+    });
+}

@@ -101,6 +101,18 @@
 //! a receive takes a step per held-back item ahead of the one it leases, and a
 //! `BTreeMap` lookup per flow key.
 //!
+//! # Ordered groups
+//!
+//! A push with [`FlowKeys::group`] puts the item in an ordered group: the group's items are
+//! handed out strictly in push order, one at a time (the next waits until the one before is
+//! acked, dead-lettered or cancelled; a failed or snoozed item keeps its group waiting
+//! through its backoff or delay). Groups take turns: when a group's next item becomes
+//! eligible it goes behind the items ready then, so one large group cannot starve the
+//! others. **A dead letter releases its group** (as SQS FIFO does when a message moves to
+//! its dead-letter queue); a redrive puts the item back at its place in push order, where it
+//! is the group's head again once nothing of the group is in flight. Cost: a group's items
+//! behind its head stay in the ready lists and a receive walks past them.
+//!
 //! # Items
 //!
 //! A [`Lease`] carries a clone of the item (`T: Clone` is needed by receive only); the queue

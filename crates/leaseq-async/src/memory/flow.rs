@@ -43,7 +43,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
     }
 
     /// [`try_push`](crate::Store::try_push) with flow keys: the item counts against the
-    /// limits of its kind and partition for life
+    /// limits of its kind and partition, and goes in its ordered group's turn, for life
     /// ([`Queue::push_flow`](leaseq_core::Queue::push_flow)). For a queue whose store is
     /// this memory store: a durable store's memory store inside would not journal it.
     pub fn try_push_flow(
