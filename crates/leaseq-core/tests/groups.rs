@@ -118,6 +118,41 @@ fn op() -> impl Strategy<Value = Op> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
+    /// Fairness: one receiver acking each item at once, over groups pushed in any
+    /// interleaving (ungrouped items among them): between two deliveries of a group, at
+    /// most one delivery of each other group, so a large group cannot starve a small one.
+    #[test]
+    fn groups_take_turns_within_a_bound(
+        pushes in proptest::collection::vec(proptest::option::of(0..5u64), 1..60),
+    ) {
+        let mut q = queue(5);
+        let mut groups: BTreeMap<u64, u64> = BTreeMap::new();
+        for g in pushes {
+            let id = q.push_flow(0, ts(0), PushOptions::new(), g.map_or(FlowKeys::new(), group));
+            if let Some(g) = g {
+                groups.insert(id.unwrap().get(), g);
+            }
+        }
+        // Every group waits from the start.
+        let mut since: BTreeMap<u64, BTreeMap<u64, u32>> =
+            groups.values().map(|&g| (g, BTreeMap::new())).collect();
+        while let Some(lease) = q.receive(ts(0)) {
+            if let Some(&g) = groups.get(&lease.id.get()) {
+                for (&other, seen) in since.iter_mut() {
+                    if other != g {
+                        *seen.entry(g).or_default() += 1;
+                        prop_assert!(seen[&g] <= 1, "group {} served twice while {} waited", g, other);
+                    }
+                }
+                since.insert(g, BTreeMap::new());
+            }
+            q.ack(lease.receipt, ts(0)).unwrap();
+            // A group with nothing left no longer waits.
+            since.retain(|g, _| groups.iter().any(|(id, gg)| gg == g && q.items().any(|v| v.id.get() == *id)));
+        }
+        prop_assert!(q.is_empty());
+    }
+
     /// Whenever an item of a group is leased, no other item of its group is in flight and
     /// no live item of its group was pushed before it (redriven items keep their place);
     /// a receive that leases nothing leaves only held-back items ready.
