@@ -9,8 +9,8 @@
 //! back stays ready in its place, and those behind it that no full limit holds go; the cost
 //! is a step per item held back ahead of the one leased.
 //!
-//! A tagged item (`TAGGED` in its slot's meta) has its kind and partition in `Flow::tags`
-//! by id, for life: kept while it is a dead letter, so that a redrive keeps them. While it
+//! A tagged item (`TAGGED` in its slot's meta) has its kind, partition and ordered group
+//! (see `groups`) in `Flow::tags` by id, for life: kept while it is a dead letter, so that a redrive keeps them. While it
 //! is in flight it is counted in `Flow::running` (`COUNTED`), and taken off when it leaves
 //! flight: `leave_flight` for every settle, `untag` for an ack's fast path (which frees the
 //! slot with `COUNTED` still set).
@@ -38,14 +38,15 @@ pub(super) struct Flow {
     /// Tagged items in flight, by kind, partition and group (whether limited or not, so
     /// that a limit set later counts right at once). No zero entries.
     running: BTreeMap<Scoped, u32>,
-    /// The kind and partition of each tagged item (live or dead letter), by id.
+    /// The kind, partition, group and slot of each tagged item (live or dead letter), by
+    /// id.
     pub(super) tags: BTreeMap<u64, Tags>,
     /// The live items of each ordered group, by id: the first is the group's head, the
     /// only one that may be leased (see `groups`). No empty sets.
     pub(super) groups: BTreeMap<FlowKey, BTreeSet<u64>>,
 }
 
-/// The flow keys of one item.
+/// The flow keys of one item, and its slot while it is live (for its group's turn).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Tags {
     kind: Option<FlowKey>,
