@@ -154,6 +154,11 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
                     failed.push((*id, e));
                     false
                 }
+                // (An ack is offered by every store; this is for completeness.)
+                Err(SettleError::Unsupported(what)) => {
+                    failed.push((*id, crate::store_error::StoreError::not_done(what)));
+                    false
+                }
             }
         });
         AckBatch {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_core::{Acked, Extended, Failure, Nacked, Receipt, ReceiptError, Timestamp};
+use leaseq_core::{Acked, Extended, Failure, Nacked, Receipt, ReceiptError, Snoozed, Timestamp};
 
 use crate::settling::{self, Settling};
 use crate::store_error::SettleError;
@@ -105,6 +105,25 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     pub async fn dead_letter(mut self, error: impl Into<String>) -> Result<u32, SettleError> {
         let ticket = self.take_ticket()?;
         self.store.dead_letter(ticket, error.into()).await
+    }
+
+    /// Puts the item back for `delay` without counting this attempt: the next delivery has
+    /// the same attempt number (River's `JobSnooze`). For a handler that finds the item not
+    /// ready for it yet and is not failing. Bounded per item by the queue's
+    /// [`Config::with_max_snoozes`](leaseq_core::Config::with_max_snoozes): past it each
+    /// snooze counts as a failed attempt ([`Snoozed::Counted`]), so an item cannot snooze
+    /// forever unnoticed.
+    ///
+    /// On a store without snooze ([`Store::snoozes`]: the SQLite and Postgres stores for
+    /// now) it is refused with [`SettleError::Unsupported`] and the lease is kept: settle it
+    /// another way. Otherwise the delivery is settled (a later settle is refused as
+    /// released).
+    pub async fn snooze(&mut self, delay: Duration) -> Result<Snoozed, SettleError> {
+        if !self.store.snoozes() {
+            return Err(SettleError::Unsupported("snooze"));
+        }
+        let ticket = self.take_ticket()?;
+        self.store.snooze(ticket, delay).await
     }
 
     /// Starts the lease's heartbeat if it was taken to start later (see

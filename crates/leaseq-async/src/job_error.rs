@@ -32,7 +32,8 @@ pub struct JobError {
 
 /// When a failed job is tried again, in 8 bytes (a `JobError` stays as small as a
 /// `String` and a word: it is moved through every handling's result): the exact delay in
-/// nanoseconds, or one of three markers above any delay.
+/// nanoseconds (below 2^63), a snooze's delay with the top bit set, or one of three markers
+/// above any snooze.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct JobRetry(u64);
 
@@ -43,20 +44,38 @@ impl JobRetry {
     const NEVER: JobRetry = JobRetry(u64::MAX - 1);
     /// Put back uncounted if the pool is stopping; else after the backoff.
     const STOPPED: JobRetry = JobRetry(u64::MAX - 2);
-    /// The longest exact delay, below every marker.
-    const MAX_DELAY: u64 = u64::MAX - 3;
+    /// The longest exact delay, below every snooze.
+    const MAX_DELAY: u64 = (1 << 63) - 1;
+    /// A snooze: this bit and its delay.
+    const SNOOZE: u64 = 1 << 63;
+    /// The longest snooze, below every marker.
+    const MAX_SNOOZE: u64 = (1 << 63) - 4;
 
-    /// After exactly `delay` (at most `MAX_DELAY` ns, about 584 years).
+    /// After exactly `delay` (at most `MAX_DELAY` ns, about 292 years).
     fn after(delay: Duration) -> Self {
-        JobRetry(
-            u64::try_from(delay.as_nanos()).map_or(Self::MAX_DELAY, |n| n.min(Self::MAX_DELAY)),
-        )
+        JobRetry(nanos(delay, Self::MAX_DELAY))
+    }
+
+    /// Snoozed for `delay` (at most `MAX_SNOOZE` ns).
+    fn snooze(delay: Duration) -> Self {
+        JobRetry(Self::SNOOZE | nanos(delay, Self::MAX_SNOOZE))
     }
 
     /// The exact delay, if one was asked for.
     fn delay(self) -> Option<Duration> {
         (self.0 <= Self::MAX_DELAY).then(|| Duration::from_nanos(self.0))
     }
+
+    /// The snooze's delay, if this is a snooze.
+    fn snoozed(self) -> Option<Duration> {
+        (self.0 >= Self::SNOOZE && self.0 < Self::STOPPED.0)
+            .then(|| Duration::from_nanos(self.0 - Self::SNOOZE))
+    }
+}
+
+/// `delay` in nanoseconds, cut to `max`.
+fn nanos(delay: Duration, max: u64) -> u64 {
+    u64::try_from(delay.as_nanos()).map_or(max, |n| n.min(max))
 }
 
 impl JobError {
@@ -71,7 +90,7 @@ impl JobError {
 
     /// A failure worth retrying after exactly `delay`, whatever the backoff (and with no
     /// jitter): the item is visible again `delay` after the failure is settled (a delay
-    /// beyond 584 years is cut to that). The attempt still counts, so an item at its last
+    /// beyond 292 years is cut to that). The attempt still counts, so an item at its last
     /// attempt (the queue's, or its kind's) is dead-lettered instead; an item past its own
     /// expiry is dead-lettered as expired.
     pub fn retry_after(delay: Duration, message: impl fmt::Display) -> Self {
@@ -79,6 +98,35 @@ impl JobError {
             message: message.to_string(),
             retry: JobRetry::after(delay),
         }
+    }
+
+    /// Not a failure: the item is not ready for this handler yet (a resource busy, a
+    /// partner's rate limit): put it back for `delay` **without counting the attempt**, as
+    /// [`Delivery::snooze`](crate::Delivery::snooze) does. Bounded per item by the queue's
+    /// [`Config::with_max_snoozes`](leaseq_core::Config::with_max_snoozes) (past it each
+    /// snooze counts as a failed attempt). Not counted in the pool's outcomes (the queue's
+    /// [`Stats::snoozed`](leaseq_core::Stats::snoozed) counts it). On a store without
+    /// snooze ([`Store::snoozes`](crate::Store::snoozes)) it is a counted retry after
+    /// `delay`, as [`retry_after`](Self::retry_after).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::JobError;
+    ///
+    /// let e = JobError::snooze(Duration::from_secs(5));
+    /// assert_eq!(e.snooze_delay(), Some(Duration::from_secs(5)));
+    /// assert_eq!(e.retry_delay(), None);
+    /// ```
+    pub fn snooze(delay: Duration) -> Self {
+        JobError {
+            message: "snoozed".to_string(),
+            retry: JobRetry::snooze(delay),
+        }
+    }
+
+    /// The delay of a [`snooze`](Self::snooze), if this is one.
+    pub fn snooze_delay(&self) -> Option<Duration> {
+        self.retry.snoozed()
     }
 
     /// A failure that will repeat: dead-letter the item now, with reason
@@ -145,7 +193,7 @@ impl JobError {
         if self.is_permanent() {
             return Failure::permanent(self.message);
         }
-        match self.retry.delay() {
+        match self.retry.delay().or(self.retry.snoozed()) {
             Some(delay) => Failure::error(self.message).retry_after(delay),
             None => Failure::error(self.message),
         }
@@ -197,7 +245,21 @@ mod tests {
             assert_eq!((e.retry_delay(), e.is_permanent()), (Some(delay), false));
         }
         let huge = JobError::retry_after(Duration::MAX, "much later");
-        assert_eq!(huge.retry_delay(), Some(Duration::from_nanos(u64::MAX - 3)));
+        assert_eq!(
+            huge.retry_delay(),
+            Some(Duration::from_nanos((1 << 63) - 1))
+        );
+        let snooze = JobError::snooze(Duration::MAX);
+        assert_eq!(
+            snooze.snooze_delay(),
+            Some(Duration::from_nanos((1 << 63) - 4))
+        );
+        assert_eq!((snooze.retry_delay(), snooze.is_permanent()), (None, false));
+        assert!(!snooze.is_stopped());
+        assert_eq!(
+            JobError::snooze(Duration::ZERO).snooze_delay(),
+            Some(Duration::ZERO)
+        );
         assert!(!huge.is_permanent() && !huge.is_stopped());
         assert_eq!(JobError::retry("x").retry_delay(), None);
         assert_eq!(JobError::permanent("x").retry_delay(), None);

@@ -213,6 +213,6 @@ pub use leaseq_core as core;
 pub use leaseq_core::{
     Acked, Backoff, CancelError, Config, ConfigError, ConservationError, DeadLetter, Event,
     EventMask, Extended, Failure, Histogram, ItemState, ItemView, Jitter, KindPolicy,
-    LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Stats,
+    LatencyAdvisor, MessageId, Nacked, Reason, Receipt, ReceiptError, RedriveError, Snoozed, Stats,
     Timestamp, TypeReport, UniqueKey, MAX_PRIORITY,
 };

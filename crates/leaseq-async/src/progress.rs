@@ -165,6 +165,7 @@ impl From<SettleError> for CheckpointError {
         match e {
             SettleError::Stale(r) => CheckpointError::Stale(r),
             SettleError::Store(s) => CheckpointError::Store(s),
+            SettleError::Unsupported(what) => CheckpointError::Store(StoreError::not_done(what)),
         }
     }
 }

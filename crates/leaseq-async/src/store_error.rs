@@ -94,6 +94,10 @@ pub enum SettleError {
     /// The store failed: the settle was not made, or its outcome is unknown
     /// ([`StoreError::is_outcome_unknown`]).
     Store(StoreError),
+    /// The store does not offer this settle (what, in words): nothing was done and the
+    /// lease is still held ([`Delivery::snooze`](crate::Delivery::snooze) on a store
+    /// without snooze).
+    Unsupported(&'static str),
 }
 
 impl SettleError {
@@ -101,7 +105,7 @@ impl SettleError {
     pub fn stale(&self) -> Option<ReceiptError> {
         match self {
             SettleError::Stale(e) => Some(*e),
-            SettleError::Store(_) => None,
+            SettleError::Store(_) | SettleError::Unsupported(_) => None,
         }
     }
 
@@ -109,7 +113,7 @@ impl SettleError {
     pub fn store(&self) -> Option<&StoreError> {
         match self {
             SettleError::Store(e) => Some(e),
-            SettleError::Stale(_) => None,
+            SettleError::Stale(_) | SettleError::Unsupported(_) => None,
         }
     }
 
@@ -145,6 +149,7 @@ impl fmt::Display for SettleError {
         match self {
             SettleError::Stale(e) => write!(f, "{e}"),
             SettleError::Store(e) => write!(f, "{e}"),
+            SettleError::Unsupported(what) => write!(f, "this store does not offer {what}"),
         }
     }
 }
@@ -154,6 +159,7 @@ impl std::error::Error for SettleError {
         match self {
             SettleError::Stale(e) => Some(e),
             SettleError::Store(e) => Some(e),
+            SettleError::Unsupported(_) => None,
         }
     }
 }

@@ -38,6 +38,14 @@ pub struct Config {
     pub(crate) capacity: Option<usize>,
     pub(crate) events: EventMask,
     pub(crate) event_capacity: usize,
+    /// Absent from configs serialized before it existed: the default.
+    #[cfg_attr(feature = "serde", serde(default = "default_max_snoozes"))]
+    pub(crate) max_snoozes: u32,
+}
+
+#[cfg(feature = "serde")]
+const fn default_max_snoozes() -> u32 {
+    Config::DEFAULT_MAX_SNOOZES
 }
 
 impl Config {
@@ -86,7 +94,27 @@ impl Config {
             capacity: None,
             events: EventMask::DEFAULT,
             event_capacity: 4096,
+            max_snoozes: Self::DEFAULT_MAX_SNOOZES,
         }
+    }
+
+    /// The default bound on an item's snoozes ([`Queue::snooze`](crate::Queue::snooze)):
+    /// 25, then each further snooze counts as an attempt.
+    pub const DEFAULT_MAX_SNOOZES: u32 = 25;
+
+    /// How many times an item may be snoozed without counting an attempt (default
+    /// [`DEFAULT_MAX_SNOOZES`](Self::DEFAULT_MAX_SNOOZES)). Each snooze beyond it counts as
+    /// a failed attempt (reason [`Released`](crate::Reason::Released), last error "snooze
+    /// limit reached"), so that an item snoozing forever ends in the dead letters once its
+    /// attempts run out. 0: every snooze counts.
+    pub const fn with_max_snoozes(mut self, max_snoozes: u32) -> Self {
+        self.max_snoozes = max_snoozes;
+        self
+    }
+
+    /// The bound on an item's uncounted snoozes.
+    pub const fn max_snoozes(&self) -> u32 {
+        self.max_snoozes
     }
 
     /// How long a received item stays invisible unless it is acked or extended.

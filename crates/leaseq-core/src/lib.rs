@@ -77,6 +77,42 @@
 //! in_flight + dead + taken + cancelled` (`restored` and `restored_dead`: what a durable
 //! store put back when it was opened).
 //!
+//! # Snooze
+//!
+//! [`Queue::snooze`] puts a running lease back for a delay **without counting its attempt**
+//! (the next delivery has the same attempt number): for a handler that finds the item not
+//! ready for it yet. Bounded so that an item cannot snooze forever unnoticed: at most
+//! [`Config::with_max_snoozes`] uncounted snoozes per item life (default 25; a redrive
+//! starts afresh), after which each snooze counts as a failed attempt ([`Reason::Released`],
+//! last error `"snooze limit reached"`) and the item ends in the dead letters once its
+//! attempts are spent. Counted in [`Stats::snoozed`].
+//!
+//! # Concurrency limits
+//!
+//! [`Queue::set_limit`] caps the items in flight: for the whole queue
+//! ([`LimitScope::Queue`]), per job kind or per partition (a customer, a tenant) given at
+//! push with [`Queue::push_flow`] and [`FlowKeys`]. A receive leases the first item, in the
+//! usual order (highest level first, then visibility order), that no full limit holds back;
+//! a held-back item stays ready in its place and those behind it go. A limit set, raised or
+//! lowered takes effect at the next receive (lowered below what is in flight, it takes no
+//! lease back). [`Queue::waiting_on_limits`] counts the ready items held back;
+//! [`Queue::in_flight_of`] the items in flight of a scope. Cost: none for a queue that
+//! never set a limit nor pushed flow keys (the receive's level-0 test covers it); with them,
+//! a receive takes a step per held-back item ahead of the one it leases, and a
+//! `BTreeMap` lookup per flow key.
+//!
+//! # Ordered groups
+//!
+//! A push with [`FlowKeys::group`] puts the item in an ordered group: the group's items are
+//! handed out strictly in push order, one at a time (the next waits until the one before is
+//! acked, dead-lettered or cancelled; a failed or snoozed item keeps its group waiting
+//! through its backoff or delay). Groups take turns: when a group's next item becomes
+//! eligible it goes behind the items ready then, so one large group cannot starve the
+//! others. **A dead letter releases its group** (as SQS FIFO does when a message moves to
+//! its dead-letter queue); a redrive puts the item back at its place in push order, where it
+//! is the group's head again once nothing of the group is in flight. Cost: a group's items
+//! behind its head stay in the ready lists and a receive walks past them.
+//!
 //! # Items
 //!
 //! A [`Lease`] carries a clone of the item (`T: Clone` is needed by receive only); the queue
@@ -177,6 +213,7 @@ mod config;
 mod dead_letter;
 mod error;
 mod event;
+mod flow;
 mod histogram;
 mod id;
 mod key;
@@ -198,6 +235,7 @@ pub use config::Config;
 pub use dead_letter::DeadLetter;
 pub use error::{CancelError, ConfigError, PushError, ReceiptError, RedriveError};
 pub use event::{Event, EventMask, LateAckKind, Reason};
+pub use flow::{FlowKey, FlowKeys, LimitScope};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};
 pub use key::UniqueKey;
@@ -207,7 +245,7 @@ pub use outcome::{
     Acked, Extended, Failure, Nacked, PushOptions, Pushed, Retry, MAX_PRIORITY, PRIORITY_LEVELS,
 };
 pub use policy::{RetryPolicy, Verdict};
-pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter};
+pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter, Snoozed};
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;
 pub use view::{ItemState, ItemView};

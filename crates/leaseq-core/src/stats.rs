@@ -87,6 +87,10 @@ pub struct Stats {
     /// Pushes refused because their unique key was held by a live item (also counted in
     /// `rejected`).
     pub duplicates: u64,
+    /// Leases snoozed with [`Queue::snooze`](crate::Queue::snooze) within the item's bound:
+    /// put back for a while, their attempt not counted. Also counted in `delivered`, as the
+    /// deliveries they were. A snooze beyond the bound is counted in `nacks` instead.
+    pub snoozed: u64,
 
     /// Whether the queue is paused ([`Queue::pause`](crate::Queue::pause)): no lease is
     /// handed out until it is resumed; pushes are still accepted.

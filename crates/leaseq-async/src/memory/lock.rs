@@ -90,6 +90,23 @@ impl<T, R> Drop for Locked<'_, T, R> {
         {
             wake(s, driver, more, fewer, live == 0);
         }
+        // With flow control, a place freed may let a held-back item go (see `flow.rs`).
+        if st.flow {
+            wake_freed(s, st);
+        }
+    }
+}
+
+/// With flow control: wakes a receiver if fewer items are in flight than at the last
+/// release while items are ready (it passes the baton on if it takes one).
+#[cold]
+#[inline(never)]
+fn wake_freed<T, R>(s: &MemoryStore<T, R>, st: &mut State<T>) {
+    let stats = st.core.stats();
+    let fewer = stats.in_flight < st.in_flight_at_release;
+    st.in_flight_at_release = stats.in_flight;
+    if fewer && stats.ready > 0 {
+        s.available.notify(1);
     }
 }
 

@@ -6,6 +6,7 @@
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
 mod drive;
+mod flow;
 mod heartbeat;
 mod inbox;
 mod lock;
@@ -109,6 +110,10 @@ pub(crate) struct State<T> {
     pub(crate) beats: Heartbeats,
     /// Live items when the lock was last released.
     pub(crate) live_at_release: u64,
+    /// Whether the queue has flow control (a limit set, a push with flow keys: see
+    /// `flow.rs`), and its items in flight when the lock was last released then.
+    pub(crate) flow: bool,
+    pub(crate) in_flight_at_release: u64,
     /// Handlers' checkpoints, beside the core (see `progress.rs`).
     pub(crate) progress: progress::ProgressMap,
     /// The inbox's last batch, kept for its allocation.
@@ -165,6 +170,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 alarm: Timestamp::MAX,
                 beats: Heartbeats::default(),
                 live_at_release: 0,
+                flow: false,
+                in_flight_at_release: 0,
                 progress: progress::ProgressMap::default(),
                 spare: Vec::new(),
                 schedules: schedules::Schedules::new(),

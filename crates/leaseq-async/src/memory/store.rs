@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, ReceiptError,
-    RedriveError, Stats, Timestamp,
+    RedriveError, Snoozed, Stats, Timestamp,
 };
 
 use super::{MemoryStore, MemoryTicket, MemoryWaiting, Wait};
@@ -309,6 +309,22 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
 
     fn settles_at_once(&self) -> bool {
         true
+    }
+
+    fn snoozes(&self) -> bool {
+        true
+    }
+
+    fn snooze(
+        &self,
+        ticket: MemoryTicket,
+        delay: Duration,
+    ) -> impl Future<Output = Result<Snoozed, SettleError>> + Send {
+        let now = self.rt.now();
+        ready(
+            self.settle(ticket, |core, r| core.snooze(r, now, delay))
+                .map_err(SettleError::Stale),
+        )
     }
 
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {

@@ -34,6 +34,9 @@ pub(crate) enum Settle {
     Ack,
     DeadLetter(String),
     Nack(Failure),
+    /// `JobError::snooze`: put back uncounted for this long (a counted retry after it on a
+    /// store without snooze).
+    Snooze(Duration),
 }
 
 impl Settle {
@@ -61,6 +64,9 @@ impl Settle {
         let failure = match ended {
             Ended::Done(Ok(())) => return Settle::Ack,
             Ended::Done(Err(e)) if e.is_permanent() => return Settle::DeadLetter(e.into_message()),
+            Ended::Done(Err(e)) if e.snooze_delay().is_some() => {
+                return Settle::Snooze(e.snooze_delay().unwrap_or_default())
+            }
             Ended::Done(Err(e)) => e.into_failure(),
             Ended::Panicked(message) => Failure::panicked(message),
             Ended::TimedOut(limit) => {
@@ -91,6 +97,8 @@ async fn settle<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
         Settle::Ack => store.ack(ticket).await.err(),
         Settle::DeadLetter(message) => store.dead_letter(ticket, message).await.err(),
         Settle::Nack(failure) => store.nack(ticket, failure).await.err(),
+        Settle::Snooze(delay) if store.snoozes() => store.snooze(ticket, delay).await.err(),
+        Settle::Snooze(delay) => store.nack(ticket, snoozed(delay)).await.err(),
     }
 }
 
@@ -106,7 +114,7 @@ fn count<T>(
     match answer {
         Ok(None) => {}
         Ok(Some(SettleError::Stale(_))) => shard.stale_settle(),
-        Ok(Some(SettleError::Store(_e))) => {
+        Ok(Some(_e)) => {
             #[cfg(feature = "tracing")]
             tracing::warn!(error = %_e, "leaseq: the store failed a settle");
             shard.failed_settle();
@@ -168,7 +176,19 @@ fn settle_at_once<T: Send + 'static, R: Runtime, S: Store<T, Runtime = R>>(
             .now_or_never()
             .map(Result::err),
         Settle::Nack(failure) => store.nack(ticket, failure).now_or_never().map(Result::err),
+        Settle::Snooze(delay) if store.snoozes() => {
+            store.snooze(ticket, delay).now_or_never().map(Result::err)
+        }
+        Settle::Snooze(delay) => store
+            .nack(ticket, snoozed(delay))
+            .now_or_never()
+            .map(Result::err),
     }
+}
+
+/// A snooze on a store without snooze: a counted retry after its delay.
+fn snoozed(delay: Duration) -> Failure {
+    Failure::error("snoozed").retry_after(delay)
 }
 
 /// Settles `delivery` as `settle` says, for worker `index`, through the pool's `completer`:

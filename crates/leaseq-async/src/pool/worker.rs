@@ -282,22 +282,26 @@ where
         };
 
         let took = rt.now().saturating_duration_since(start);
-        let (outcome, permanent) = match &ended {
-            Ended::Done(Ok(())) => (Outcome::Ok, false),
+        let recorded = match &ended {
+            Ended::Done(Ok(())) => Some((Outcome::Ok, false)),
             // Given back for the stop (`JobError::stopped`): put back uncounted, as if cut
             // off, and not an outcome of the pool's (out of line: see `cut_off.rs`).
             Ended::Done(Err(e)) if e.is_stopped() && pool.stop.is_asked() => {
                 return held.stopped();
             }
-            Ended::Done(Err(e)) => (Outcome::Failed, e.is_permanent()),
-            Ended::Panicked(_) => (Outcome::Panicked, false),
-            Ended::TimedOut(_) => (Outcome::TimedOut, false),
+            // Snoozed (`JobError::snooze`): not an outcome, settled below.
+            Ended::Done(Err(e)) if e.snooze_delay().is_some() => None,
+            Ended::Done(Err(e)) => Some((Outcome::Failed, e.is_permanent())),
+            Ended::Panicked(_) => Some((Outcome::Panicked, false)),
+            Ended::TimedOut(_) => Some((Outcome::TimedOut, false)),
         };
         // Record before settling: whoever sees the settle (a `wait_empty` that it completes)
         // then sees this handling in every part of `PoolStats`.
-        self.shard.record(item_type, took, outcome, permanent);
-        #[cfg(feature = "metrics")]
-        local.metrics.record(item_type, took, outcome, permanent);
+        if let Some((outcome, permanent)) = recorded {
+            self.shard.record(item_type, took, outcome, permanent);
+            #[cfg(feature = "metrics")]
+            local.metrics.record(item_type, took, outcome, permanent);
+        }
         let settle = Settle::of(pool, ended, kind.as_ref(), delivery.attempt());
         match &pool.completer {
             None => settle_here(

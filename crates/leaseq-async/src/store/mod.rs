@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, ReceiptError,
-    RedriveError, Stats, Timestamp,
+    RedriveError, Snoozed, Stats, Timestamp,
 };
 
 use crate::admin_error::AdminError;
@@ -344,6 +344,31 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// and at shutdown. Default: [`hand_back`](Store::hand_back), which counts the attempt.
     fn put_back(&self, ticket: Self::Ticket) {
         self.hand_back(ticket)
+    }
+
+    /// Whether this store snoozes ([`snooze`](Store::snooze) puts the item back uncounted).
+    /// Default `false`: [`Delivery::snooze`] is then refused with
+    /// [`SettleError::Unsupported`], the lease kept, and a pool's
+    /// [`JobError::snooze`](crate::JobError::snooze) is a counted retry after the delay.
+    fn snoozes(&self) -> bool {
+        false
+    }
+
+    /// Puts the item back for `delay` without counting the attempt, within the queue's
+    /// bound per item ([`Config::with_max_snoozes`](leaseq_core::Config::with_max_snoozes);
+    /// past it the snooze counts, see [`Queue::snooze`](leaseq_core::Queue::snooze)). Called
+    /// only when [`snoozes`](Store::snoozes) says so. Default (a store without snooze): a
+    /// counted retry after `delay` ([`Snoozed::Counted`]).
+    fn snooze(
+        &self,
+        ticket: Self::Ticket,
+        delay: Duration,
+    ) -> impl Future<Output = Result<Snoozed, SettleError>> + Send {
+        let failure = Failure::with_reason(leaseq_core::Reason::Released)
+            .and_error("snoozed on a store without snooze")
+            .retry_after(delay);
+        let nack = self.nack(ticket, failure);
+        async move { nack.await.map(Snoozed::Counted) }
     }
 
     /// Whether every settle's future is ready on its first poll (the memory store): then

@@ -20,7 +20,7 @@ impl<T> Queue<T> {
             id: MessageId(s.id),
             attempts: s.attempts,
             reason,
-            last_error: self.errors.remove(&(slot as u32)),
+            last_error: self.side.remove(&(slot as u32)).and_then(|s| s.error),
             at,
             expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
             leases: s.leases,
@@ -62,6 +62,7 @@ impl<T> Queue<T> {
     /// Removes one dead letter and hands it over.
     pub fn take_dead_letter(&mut self, id: MessageId) -> Option<DeadLetter<T>> {
         let letter = self.dead.remove(&id)?;
+        self.forget_tags(core::iter::once(id.0));
         self.stats.dead -= 1;
         self.stats.taken += 1;
         Some(letter)
@@ -70,6 +71,7 @@ impl<T> Queue<T> {
     /// Removes every dead letter and hands them over, in id order.
     pub fn take_dead_letters(&mut self) -> Vec<DeadLetter<T>> {
         let all = core::mem::take(&mut self.dead);
+        self.forget_tags(all.keys().map(|id| id.0));
         self.stats.dead -= all.len() as u64;
         self.stats.taken += all.len() as u64;
         all.into_values().collect()
@@ -111,8 +113,9 @@ impl<T> Queue<T> {
         if let Some((k, hash)) = key {
             self.keys.insert(slot as u32, &k, hash);
         }
+        self.retag(slot);
         if let Some(error) = letter.last_error {
-            self.errors.insert(slot as u32, error);
+            self.set_error(slot, error);
         }
         self.make_visible(slot, now, now);
         Ok(id)

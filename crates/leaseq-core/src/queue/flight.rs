@@ -74,6 +74,7 @@ impl<T> Queue<T> {
     #[inline(always)]
     pub(super) fn leave_flight(&mut self, slot: usize) {
         self.stats.in_flight -= 1;
+        self.uncount(slot);
         if !self.unlist(slot) {
             self.indexed -= 1;
         }

@@ -1,6 +1,6 @@
 //! Checks: the full recount behind `check_invariants`, and the index sizes.
 
-use super::{timer_live, List, Queue, State, NIL};
+use super::{timer_live, List, Queue, State, NIL, SLOW};
 use crate::stats::ConservationError;
 
 impl<T> Queue<T> {
@@ -28,8 +28,11 @@ impl<T> Queue<T> {
         if self.ready_count[0] != 0 {
             return fail("level 0 has no count of its own");
         }
-        if self.is_paused() != self.stats.paused {
-            return fail("the mask's bit 0 is the paused flag the stats show");
+        if self.stats.paused && self.ready_mask & SLOW == 0 {
+            return fail("a paused queue keeps the mask's bit 0");
+        }
+        if !self.flow_check() {
+            return fail("flow control counts exactly the tagged items in flight");
         }
         let per_level = self.ready_per_level();
         for (level, (list, &count)) in self.ready.iter().zip(&per_level).enumerate() {

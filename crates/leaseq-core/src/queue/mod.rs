@@ -3,8 +3,8 @@
 //! `Queue` itself lives here, its slots and their states in `slot`; its operations are
 //! split by concept into the child modules, which see the private fields as descendants.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::num::NonZeroU32;
 
@@ -25,25 +25,38 @@ use crate::view::{ItemState, ItemView};
 mod cancel;
 mod dead_letters;
 mod flight;
+mod groups;
 mod invariants;
+mod limits;
 mod links;
 mod pause;
 mod push;
 mod push_each;
+mod push_flow;
 mod receipts;
 mod receive;
 mod receive_run;
 mod restore;
 mod settle;
+mod side;
 mod slot;
 mod slots;
+mod snooze;
 mod timers;
 
+use limits::Flow;
 use links::List;
-use slot::{Fate, LeaseEnd, Slot, State, KEYED, LEVEL_BITS, LISTED, NIL};
+use side::Side;
+use slot::{Fate, LeaseEnd, Slot, State, COUNTED, KEYED, LEVEL_BITS, LISTED, NIL, TAGGED};
+
+/// `Queue::ready_mask`'s bit 0: the queue is paused (`pause`) or has flow control
+/// (`limits`), so a receive never takes the level-0 fast path, and leaves the levels' path
+/// for the checks these need (`receive::lease_limited`). Set while either holds.
+const SLOW: u8 = 1;
 
 pub use invariants::IndexSizes;
 pub use restore::{RestoreError, Restored, RestoredDeadLetter};
+pub use snooze::Snoozed;
 
 /// A lease queue: the whole state machine, with no clock, no timers and no I/O.
 ///
@@ -97,8 +110,8 @@ pub struct Queue<T> {
     ready_count: [u64; PRIORITY_LEVELS],
     /// Bit `l` (1 to 7) is set while `ready_count[l] > 0`. A receive serves the highest set
     /// bit, or level 0 when none is set (one load and one predicted branch for a queue
-    /// without levels). Bit 0 is the paused flag (see `pause`): set, it sends every receive
-    /// off the fast path, to the check that leases nothing.
+    /// without levels). Bit 0 is `SLOW`: the queue is paused (`pause`) or has flow control
+    /// (`limits`), and every receive leaves the fast paths for the checks they need.
     ready_mask: u8,
     /// The live items that hold a unique key.
     keys: KeyTable,
@@ -122,15 +135,17 @@ pub struct Queue<T> {
     /// `config.max_lease` in nanoseconds; `u64::MAX` for none.
     max_lease_ns: u64,
     dead: BTreeMap<MessageId, DeadLetter<T>>,
-    /// The last error of each live item that has one, by slot. Kept out of the slots: few
-    /// items have one, and every slot would otherwise carry an `Option<String>`.
-    errors: BTreeMap<u32, String>,
+    /// What few live items have, by slot: a last error, snoozes (see `side`). Kept out of
+    /// the slots, which would otherwise each carry it.
+    side: BTreeMap<u32, Side>,
     events: VecDeque<Event>,
     stats: Stats,
     /// Dead letters by reason (`Reason::index`), for `dead_lettered_by`.
     dead_by_reason: [u64; crate::event::Reason::ALL.len()],
     /// What failed attempts become (max attempts, backoff, jitter and its PRNG).
     retry: RetryPolicy,
+    /// Concurrency limits and the flow keys of items (see `limits`), once used.
+    flow: Option<Box<Flow>>,
 }
 
 impl<T> Queue<T> {
@@ -164,10 +179,11 @@ impl<T> Queue<T> {
             expiring: 0,
             due: Timestamp::MAX,
             dead: BTreeMap::new(),
-            errors: BTreeMap::new(),
+            side: BTreeMap::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
             dead_by_reason: [0; crate::event::Reason::ALL.len()],
+            flow: None,
         })
     }
 
@@ -181,7 +197,9 @@ impl<T> Queue<T> {
         self.now
     }
 
-    /// Gauges and totals. See [`Stats`] for the conservation law they obey.
+    /// Gauges and totals. See [`Stats`] for the conservation law they obey. O(1): a copy
+    /// (how many ready items wait on a concurrency limit is
+    /// [`waiting_on_limits`](Self::waiting_on_limits), a pass over them).
     pub fn stats(&self) -> Stats {
         self.stats
     }

@@ -2,16 +2,14 @@
 //! still accepted, timers still run (delays end, leases run out, items expire), and leases
 //! already out can still be acked, nacked, extended and released.
 //!
-//! The flag is bit 0 of the ready-level mask (level 0 has no bit of its own): a receive
-//! already leaves the single-level fast path whenever the mask is not zero, so a queue that
-//! is never paused runs exactly the instructions it ran before, and the paused check costs
-//! only the path that serves levels above 0.
+//! The flag is `Stats::paused`, and it sets bit 0 of the ready-level mask (`SLOW`, level 0
+//! has no bit of its own; flow control sets it too): a receive already leaves the
+//! single-level fast path whenever the mask is not zero, so a queue that is never paused
+//! runs exactly the instructions it ran before, and the paused check costs only the path
+//! that bit 0 sends a receive to.
 
-use super::Queue;
+use super::{Queue, SLOW};
 use crate::time::Timestamp;
-
-/// The mask bit that says "paused" (see the module docs).
-pub(super) const PAUSED: u8 = 1;
 
 impl<T> Queue<T> {
     /// Pauses the queue: from `now` on, [`receive`](Self::receive) and
@@ -37,7 +35,7 @@ impl<T> Queue<T> {
     pub fn pause(&mut self, now: Timestamp) -> bool {
         self.advance(now);
         let was = self.is_paused();
-        self.ready_mask |= PAUSED;
+        self.ready_mask |= SLOW;
         self.stats.paused = true;
         !was
     }
@@ -47,7 +45,9 @@ impl<T> Queue<T> {
     pub fn resume(&mut self, now: Timestamp) -> bool {
         self.advance(now);
         let was = self.is_paused();
-        self.ready_mask &= !PAUSED;
+        if self.flow.is_none() {
+            self.ready_mask &= !SLOW;
+        }
         self.stats.paused = false;
         was
     }
@@ -55,6 +55,6 @@ impl<T> Queue<T> {
     /// Whether the queue is paused (see [`pause`](Self::pause)).
     #[inline]
     pub fn is_paused(&self) -> bool {
-        self.ready_mask & PAUSED != 0
+        self.stats.paused
     }
 }

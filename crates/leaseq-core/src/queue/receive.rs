@@ -3,10 +3,9 @@
 use alloc::vec::Vec;
 
 use super::flight::list_in_order;
-use super::pause::PAUSED;
 use super::receive_run::Unshaped;
 use super::slot::{lease_times, start_lease};
-use super::{Queue, Slot, LEVEL_BITS};
+use super::{Queue, Slot, LEVEL_BITS, SLOW};
 use crate::event::{Event, EventMask};
 use crate::id::{MessageId, Receipt};
 use crate::lease::Lease;
@@ -55,6 +54,19 @@ impl<T> Queue<T> {
         // (a push per item checks for room first and keeps the value aside meanwhile).
         let n = max.min(usize::try_from(self.stats.ready).unwrap_or(usize::MAX));
         let mut done = 0;
+        if self.ready_mask & SLOW != 0 {
+            if self.is_paused() {
+                // Nothing is leased while paused (checked off the run's path: a queue that
+                // is never paused takes the run without it).
+                return 0;
+            }
+            // Limits may hold some ready items back: as many as may be leased.
+            while let Some(slot) = (done < n).then(|| self.lease_next_inlined(now)).flatten() {
+                out.push(shape(self.lease_of(slot)));
+                done += 1;
+            }
+            return done;
+        }
         if n > 1 && self.ready_mask == 0 {
             // The run at the ready list's front leased whole (see `receive_run`), then
             // shaped: its leases follow each other on the in-flight list.
@@ -77,10 +89,6 @@ impl<T> Queue<T> {
             }));
             drop(unshaped);
             done = run;
-        } else if self.is_paused() {
-            // Nothing is leased while paused (checked off the run's path: a queue that is
-            // never paused takes the run without it).
-            return 0;
         }
         out.extend((done..n).map(|_| {
             let slot = self
@@ -114,11 +122,11 @@ impl<T> Queue<T> {
             let slot = self.ready[0].pop_front(slots)?;
             self.stats.ready -= 1;
             (slots, slot as usize)
-        } else {
-            // A level above 0 has a ready item, or the queue is paused (the mask's bit 0,
-            // see `pause`): the one path a paused check costs.
-            let slot = self.take_highest(mask)?;
+        } else if mask & SLOW == 0 {
+            let slot = self.take_highest(mask);
             (&mut self.slots[..], slot)
+        } else {
+            return self.lease_limited(now);
         };
         let visibility_ns = self.visibility_ns;
         let max_lease_ns = self.max_lease_ns;
@@ -144,14 +152,36 @@ impl<T> Queue<T> {
         Some(slot)
     }
 
-    /// Takes the oldest live entry off the ready list of the highest level set in `mask`
-    /// (not 0) and returns its slot, still `Ready`; `None` if the queue is paused, or if
-    /// only the paused bit was set and level 0 is empty.
+    /// `lease_next` off its fast paths (the mask's bit 0, `SLOW`): nothing while paused
+    /// (`pause`); else, with flow control (`limits`), the first ready item no limit holds
+    /// back (`take_allowed`), leased with `lease_next`'s steps.
     #[inline(never)]
-    fn take_highest(&mut self, mask: u8) -> Option<usize> {
-        if mask & PAUSED != 0 {
+    fn lease_limited(&mut self, now: Timestamp) -> Option<usize> {
+        if self.is_paused() {
             return None;
         }
+        let slot = self.take_allowed()?;
+        let s = &mut self.slots[slot];
+        let (cap, deadline) = lease_times(s, now, self.visibility_ns, self.max_lease_ns);
+        start_lease(s, cap, deadline);
+        let (id, attempt) = (MessageId(s.id), s.attempts);
+        self.schedule_lease(slot, deadline);
+        self.due = self.due.min(deadline);
+        self.stats.in_flight += 1;
+        self.stats.delivered += 1;
+        if attempt > 1 {
+            self.stats.redelivered += 1;
+            self.record(Event::Redelivered { id, attempt });
+        } else if self.config.events.contains(EventMask::DELIVERED) {
+            self.record(Event::Delivered { id });
+        }
+        Some(slot)
+    }
+
+    /// Takes the oldest live entry off the ready list of the highest level set in `mask`
+    /// (not 0) and returns its slot, still `Ready` (`mask`'s bit 0, `SLOW`, is clear).
+    #[inline(never)]
+    fn take_highest(&mut self, mask: u8) -> usize {
         let level = (7 - mask.leading_zeros()) as usize & LEVEL_BITS as usize;
         // `ready_count[level] > 0`: the list holds an item.
         let slot = self.ready[level]
@@ -163,7 +193,7 @@ impl<T> Queue<T> {
         if *count == 0 {
             self.ready_mask = mask & !(1 << level);
         }
-        Some(slot as usize)
+        slot as usize
     }
 
     /// The `Lease` for the slot `lease_next` just leased.

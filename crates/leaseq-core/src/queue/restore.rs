@@ -122,7 +122,7 @@ impl<T> Queue<T> {
             self.keys.insert(slot as u32, &k, hash);
         }
         if let Some(error) = r.last_error {
-            self.errors.insert(slot as u32, error);
+            self.set_error(slot, error);
         }
         self.stats.restored += 1;
         self.next_id = r.id.0 + 1;

@@ -127,7 +127,7 @@ impl<T> Queue<T> {
         self.leave_flight(slot);
         self.slots[slot].ended = LeaseEnd::Released;
         if let Some(error) = failure.error {
-            self.errors.insert(slot as u32, error);
+            self.set_error(slot, error);
         }
         Ok(self.fail_attempt(slot, now, failure.reason, failure.retry))
     }
@@ -242,7 +242,7 @@ impl<T> Queue<T> {
             Check::Stale(err) => return Err(err),
         };
         if let Some(error) = error {
-            self.errors.insert(slot as u32, error);
+            self.set_error(slot, error);
         }
         let attempts = self.slots[slot].attempts;
         self.bury(slot, now, Reason::Rejected);

@@ -40,6 +40,10 @@ pub(super) const KEYED: u8 = 0b1000;
 /// `Slot::meta`: the item is in flight and its lease is on the in-flight list
 /// (`Slot::prev`, `Slot::next`; see `flight`).
 pub(super) const LISTED: u8 = 0b1_0000;
+/// `Slot::meta`: the item has flow keys (a kind, a partition; see `limits`).
+pub(super) const TAGGED: u8 = 0b10_0000;
+/// `Slot::meta`: the item is in flight and counted in its flow keys' counts.
+pub(super) const COUNTED: u8 = 0b100_0000;
 /// No slot: the end of a list threaded through the slots.
 pub(super) const NIL: u32 = u32::MAX;
 
@@ -90,11 +94,12 @@ impl<T> Slot<T> {
 
     /// Frees this slot (index `slot`), whose item left as `fate`, onto the free list whose
     /// head is `free`: the slot's own half of `Queue::vacate`. Returns whether the item had
-    /// an expiry and whether it held a key (the caller's to take off its gauge and table).
+    /// an expiry and whether it held a key or flow keys (the caller's to take off its gauge
+    /// and tables; `meta` is left as it was for that).
     #[inline(always)]
     pub(super) fn vacate(&mut self, slot: usize, fate: Fate, free: &mut u32) -> (bool, bool) {
         let expiring = self.expires_at != Timestamp::MAX;
-        let keyed = self.keyed();
+        let keyed = self.meta & (KEYED | TAGGED) != 0;
         self.epoch = self.epoch.wrapping_add(1);
         self.state = State::Free;
         self.prev_id = self.id;

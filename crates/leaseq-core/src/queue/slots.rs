@@ -1,7 +1,7 @@
 //! Slots: taking items out of their gauges, freeing slots, and keeping the indexes
 //! within their bound.
 
-use super::{expiry_live, timer_live, Fate, Queue, State, KEYED, LISTED};
+use super::{expiry_live, timer_live, Fate, Queue, State, KEYED, LISTED, TAGGED};
 use crate::id::Receipt;
 
 impl<T> Queue<T> {
@@ -55,8 +55,8 @@ impl<T> Queue<T> {
         if expiring {
             self.expiring -= 1;
         }
-        if !self.errors.is_empty() {
-            self.errors.remove(&(slot as u32));
+        if !self.side.is_empty() {
+            self.side.remove(&(slot as u32));
         }
         if keyed {
             self.unkey(slot);
@@ -91,13 +91,30 @@ impl<T> Queue<T> {
         Some((item, expiring, indexed))
     }
 
-    /// Frees the unique key of the item leaving `slot`. Out of line and cold: the ack path
-    /// of items without keys stays as small as it was.
+    /// Frees the unique key and the flow keys of the item leaving `slot` (its meta as it
+    /// was). Out of line and cold: the ack path of items without them stays as small as it
+    /// was; a keyed item without flow keys takes the steps it took before them.
     #[cold]
     #[inline(never)]
     fn unkey(&mut self, slot: usize) {
-        self.slots[slot].meta &= !KEYED;
+        let meta = self.slots[slot].meta;
+        if meta & TAGGED != 0 {
+            return self.unkey_tagged(slot, meta);
+        }
+        self.slots[slot].meta = meta & !KEYED;
         self.keys.remove(slot as u32);
+    }
+
+    /// `unkey` of an item with flow keys (see `limits`), and its unique key if it has one.
+    #[cold]
+    #[inline(never)]
+    fn unkey_tagged(&mut self, slot: usize, meta: u8) {
+        let dead = self.slots[slot].prev_fate == Some(Fate::DeadLettered);
+        self.untag(slot, dead);
+        self.slots[slot].meta &= !(KEYED | TAGGED);
+        if meta & KEYED != 0 {
+            self.keys.remove(slot as u32);
+        }
     }
 
     pub(super) fn compact_leases(&mut self) {
