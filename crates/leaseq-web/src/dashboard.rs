@@ -1,0 +1,151 @@
+//! [`Dashboard`]: the routes of the pages over an [`Operator`], as an axum `Router` to
+//! mount, or served on a listener of its own.
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::auth::{require, secure_headers, Auth};
+use crate::layout::App;
+use crate::operator::Operator;
+use crate::pages;
+
+/// The dashboard's stylesheet, in the binary.
+const STYLE: &str = include_str!("style.css");
+
+/// Why [`Dashboard::serve`] did not serve.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The listener is on an address other than loopback and no [`Auth`] was given.
+    AuthRequired(std::net::SocketAddr),
+    /// The listener's address could not be read, or serving failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::AuthRequired(addr) => write!(
+                f,
+                "{addr} is not a loopback address: the dashboard serves it only with credentials (a bearer token or basic auth)"
+            ),
+            ServeError::Io(e) => write!(f, "serving the dashboard: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServeError::Io(e) => Some(e),
+            ServeError::AuthRequired(_) => None,
+        }
+    }
+}
+
+/// The dashboard over an [`Operator`]: [`router`](Self::router) to mount it in an axum
+/// app, [`serve`](Self::serve) to run it alone.
+///
+/// ```no_run
+/// # async fn run(op: leaseq_web::SqliteOperator) -> Result<(), Box<dyn std::error::Error>> {
+/// use leaseq_web::{Auth, Dashboard};
+/// // Mounted under /admin of the service's own app:
+/// let app: axum::Router = axum::Router::new()
+///     .nest("/admin", Dashboard::new(op.clone()).base_path("/admin").router());
+/// // Or alone, on an address other than loopback: with credentials only.
+/// let listener = tokio::net::TcpListener::bind("0.0.0.0:8080").await?;
+/// Dashboard::new(op)
+///     .auth(Auth::Bearer(std::env::var("DASHBOARD_TOKEN")?))
+///     .serve(listener)
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Dashboard<O> {
+    op: O,
+    base: String,
+    auth: Option<Auth>,
+}
+
+impl<O: Operator> Dashboard<O> {
+    /// The dashboard of `op`, at the root path, without credentials.
+    pub fn new(op: O) -> Dashboard<O> {
+        Dashboard {
+            op,
+            base: String::new(),
+            auth: None,
+        }
+    }
+
+    /// The path the router is nested at (`"/admin"`), which every link starts with; a
+    /// trailing `/` is dropped.
+    pub fn base_path(mut self, base: impl Into<String>) -> Dashboard<O> {
+        let base = base.into();
+        self.base = base.trim_end_matches('/').to_string();
+        self
+    }
+
+    /// Requires these credentials on every request.
+    pub fn auth(mut self, auth: Auth) -> Dashboard<O> {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
+    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`
+    /// and `/style.css`. Only GET; nothing changes the store.
+    pub fn router(self) -> Router {
+        let app = Arc::new(App {
+            op: self.op,
+            base: self.base,
+        });
+        let not_found = Arc::clone(&app);
+        let router = Router::new()
+            .route("/", get(pages::overview::overview::<O>))
+            .route("/queues/{queue}", get(pages::queue::queue::<O>))
+            .route("/queues/{queue}/dead", get(pages::queue::dead::<O>))
+            .route(
+                "/queues/{queue}/schedules",
+                get(pages::schedules::schedules::<O>),
+            )
+            .route("/queues/{queue}/items/{id}", get(pages::item::item::<O>))
+            .with_state(app)
+            .route(
+                "/style.css",
+                get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE) }),
+            )
+            .fallback(move || async move {
+                not_found
+                    .message(StatusCode::NOT_FOUND, "no such page")
+                    .into_response()
+            });
+        let router = match self.auth {
+            Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+                Arc::new(auth),
+                require,
+            )),
+            None => router,
+        };
+        router.layer(axum::middleware::map_response(secure_headers))
+    }
+
+    /// Serves the dashboard on `listener` until the process ends. Refused
+    /// ([`ServeError::AuthRequired`]) when the listener is not on a loopback address and no
+    /// [`auth`](Self::auth) was given.
+    pub async fn serve(self, listener: TcpListener) -> Result<(), ServeError> {
+        let addr = listener.local_addr().map_err(ServeError::Io)?;
+        if self.auth.is_none() && !addr.ip().is_loopback() {
+            return Err(ServeError::AuthRequired(addr));
+        }
+        axum::serve(listener, self.router())
+            .await
+            .map_err(ServeError::Io)
+    }
+}
