@@ -43,8 +43,9 @@ pub(crate) enum StoreCmd {
         #[command(subcommand)]
         command: PgCommand,
     },
-    /// Serve a read-only web dashboard of a store's queues (counts, items, dead letters,
-    /// an item's payload, schedules) on 127.0.0.1:8080 unless --addr says.
+    /// Serve a web dashboard of a store's queues (counts, items, dead letters, an item's
+    /// payload, schedules; on Postgres, redrive and delete dead letters unless --read-only)
+    /// on 127.0.0.1:8080 unless --addr says.
     Web {
         /// The store.
         #[command(subcommand)]
@@ -85,6 +86,10 @@ pub(crate) struct Serve {
     /// Basic auth: the user name (the password from LEASEQ_WEB_PASSWORD).
     #[arg(long)]
     pub(crate) user: Option<String>,
+    /// No action (on Postgres, redriving and deleting dead letters are offered otherwise):
+    /// every POST refused.
+    #[arg(long)]
+    pub(crate) read_only: bool,
 }
 
 /// A Postgres command: the schema's queues, or a command on one queue.

@@ -1,5 +1,6 @@
-//! `leaseq web sqlite FILE` / `leaseq web postgres URL`: the read-only dashboard of
-//! `leaseq-web`, served until the process is stopped. Credentials come from the
+//! `leaseq web sqlite FILE` / `leaseq web postgres URL`: the dashboard of `leaseq-web`
+//! (read-only on a SQLite file; on Postgres with its actions unless `--read-only`), served
+//! until the process is stopped. Credentials come from the
 //! environment (never from an argument, which `ps` shows): LEASEQ_WEB_TOKEN (a bearer
 //! token) or `--user` with LEASEQ_WEB_PASSWORD (basic auth).
 
@@ -27,7 +28,12 @@ pub(crate) async fn run(store: WebStore) -> Result<(), CliError> {
                     "postgres: no leaseq schema {schema:?} in this database (--schema names it)"
                 )));
             }
-            self::serve(PgOperator::new(inspector), &serve).await
+            let op = if serve.read_only {
+                PgOperator::new(inspector)
+            } else {
+                PgOperator::with_actions(inspector, url.as_str(), schema.as_str())
+            };
+            self::serve(op, &serve).await
         }
     }
 }
@@ -63,6 +69,9 @@ async fn serve<O: Operator>(op: O, serve: &Serve) -> Result<(), CliError> {
         )));
     }
     let mut dashboard = Dashboard::new(op);
+    if serve.read_only {
+        dashboard = dashboard.read_only();
+    }
     if let Some(auth) = auth {
         dashboard = dashboard.auth(auth);
     }
@@ -72,7 +81,7 @@ async fn serve<O: Operator>(op: O, serve: &Serve) -> Result<(), CliError> {
     let addr = listener
         .local_addr()
         .map_err(|e| failed(format!("listening on {}: {e}", serve.addr)))?;
-    eprintln!("leaseq: dashboard on http://{addr}/ (read-only; stop with Ctrl-C)");
+    eprintln!("leaseq: dashboard on http://{addr}/ (stop with Ctrl-C)");
     dashboard
         .serve(listener)
         .await

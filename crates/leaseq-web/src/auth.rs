@@ -66,6 +66,10 @@ impl Auth {
     }
 }
 
+/// Who made a request, as the dashboard's own [`Auth`] knows it (for the action log).
+#[derive(Debug, Clone)]
+pub(crate) struct Who(pub(crate) String);
+
 /// Equal bytes, in a time that depends on the lengths only.
 fn same(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
@@ -81,6 +85,12 @@ pub(crate) async fn require(State(auth): State<Arc<Auth>>, req: Request, next: N
         .get(header::AUTHORIZATION)
         .is_some_and(|v| auth.admits(v.as_bytes()));
     if ok {
+        let who = match &*auth {
+            Auth::Bearer(_) => "the bearer token's holder".to_string(),
+            Auth::Basic { user, .. } => format!("user {user:?}"),
+        };
+        let mut req = req;
+        req.extensions_mut().insert(Who(who));
         return next.run(req).await;
     }
     tracing::info!(path = %req.uri().path(), "leaseq-web: a request without valid credentials refused");

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use tokio::net::TcpListener;
 
@@ -72,6 +72,7 @@ pub struct Dashboard<O> {
     op: O,
     base: String,
     auth: Option<Auth>,
+    read_only: bool,
 }
 
 impl<O: Operator> Dashboard<O> {
@@ -81,6 +82,7 @@ impl<O: Operator> Dashboard<O> {
             op,
             base: String::new(),
             auth: None,
+            read_only: false,
         }
     }
 
@@ -98,13 +100,28 @@ impl<O: Operator> Dashboard<O> {
         self
     }
 
+    /// Read-only mode: no action shown, every POST refused (403), whatever the operator
+    /// can do.
+    pub fn read_only(mut self) -> Dashboard<O> {
+        self.read_only = true;
+        self
+    }
+
     /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
     /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`
-    /// and `/style.css`. Only GET; nothing changes the store.
+    /// and `/style.css`; where the operator can act and not read-only, the actions: POST
+    /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
+    /// `/queues/{queue}/purge-dead`, each POST with the form's CSRF token.
     pub fn router(self) -> Router {
+        let csrf = if self.read_only {
+            None
+        } else {
+            crate::csrf::new_token()
+        };
         let app = Arc::new(App {
             op: self.op,
             base: self.base,
+            csrf,
         });
         let not_found = Arc::clone(&app);
         let router = Router::new()
@@ -116,6 +133,14 @@ impl<O: Operator> Dashboard<O> {
                 get(pages::schedules::schedules::<O>),
             )
             .route("/queues/{queue}/items/{id}", get(pages::item::item::<O>))
+            .route(
+                "/queues/{queue}/items/{id}/redrive",
+                post(pages::actions::redrive::<O>),
+            )
+            .route(
+                "/queues/{queue}/purge-dead",
+                get(pages::actions::purge_confirm::<O>).post(pages::actions::purge::<O>),
+            )
             .with_state(app)
             .route(
                 "/style.css",

@@ -18,6 +18,9 @@ pub(crate) struct App<O> {
     pub(crate) op: O,
     /// The path prefix of every link ("" at the root, "/admin" when nested there).
     pub(crate) base: String,
+    /// The token every action's form carries (`None`: read-only mode, no action shown or
+    /// taken).
+    pub(crate) csrf: Option<String>,
 }
 
 impl<O: Operator> App<O> {
@@ -51,7 +54,12 @@ impl<O: Operator> App<O> {
             .text(&self.home())
             .raw("\">leaseq</a><span class=\"store\">")
             .text(self.op.store_kind())
-            .raw(" &middot; read-only</span></header><main>")
+            .raw(if self.acts_at_all() {
+                "</span>"
+            } else {
+                " &middot; read-only</span>"
+            })
+            .raw("</header><main>")
             .append(body)
             .raw("</main></body></html>");
         let mut response = (status, h.into_string()).into_response();
@@ -67,8 +75,10 @@ impl<O: Operator> App<O> {
     pub(crate) fn error(&self, e: &OperatorError) -> Response {
         let status = match e {
             OperatorError::NoSuchQueue(_) => StatusCode::NOT_FOUND,
+            OperatorError::ReadOnly => StatusCode::FORBIDDEN,
+            OperatorError::Refused(_) => StatusCode::CONFLICT,
             OperatorError::Store(_) => {
-                tracing::warn!(error = %e, "leaseq-web: a read failed");
+                tracing::warn!(error = %e, "leaseq-web: a store call failed");
                 StatusCode::SERVICE_UNAVAILABLE
             }
         };

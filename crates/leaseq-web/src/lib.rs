@@ -5,7 +5,11 @@
 //!
 //! It reads through the [`Operator`] trait, implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
-//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). Today every page only reads.
+//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). On Postgres
+//! ([`PgOperator::with_actions`]) it also redrives a dead letter and deletes a queue's dead
+//! letters: each a POST carrying the dashboard's CSRF token, the purge after a confirmation
+//! that shows the count, each logged through `tracing`; [`Dashboard::read_only`] turns
+//! actions off.
 //!
 //! Two ways to run it: [`router`] (or [`Dashboard::router`]) mounted in a service's own
 //! axum app, or standalone, `leaseq web sqlite FILE` / `leaseq web postgres URL` from the
@@ -27,6 +31,7 @@
 
 mod auth;
 mod chart;
+mod csrf;
 mod dashboard;
 mod html;
 mod layout;

@@ -13,16 +13,23 @@ use leaseq_core::MessageId;
 pub enum OperatorError {
     /// The store has no queue of this name.
     NoSuchQueue(String),
-    /// The store could not be read: the error's chain in words (never a connection string
-    /// or secret: the stores' errors name neither).
+    /// The store could not be read or written: the error's chain in words (never a
+    /// connection string or secret: the stores' errors name neither).
     Store(String),
+    /// This operator only reads (see [`Capabilities`]).
+    ReadOnly,
+    /// The store refused the action (a dead letter that is not there, or cannot go back):
+    /// why, in words.
+    Refused(String),
 }
 
 impl fmt::Display for OperatorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OperatorError::NoSuchQueue(q) => write!(f, "no queue named {q:?}"),
-            OperatorError::Store(e) => write!(f, "the store could not be read: {e}"),
+            OperatorError::Store(e) => write!(f, "the store failed: {e}"),
+            OperatorError::ReadOnly => f.write_str("this dashboard only reads this store"),
+            OperatorError::Refused(e) => write!(f, "refused: {e}"),
         }
     }
 }
@@ -43,15 +50,14 @@ impl OperatorError {
     }
 }
 
-/// What an [`Operator`] can do besides reading. Today's operators only read (all `false`);
-/// actions (redrive, purge, cancel) and pause state come with the stores that can do them
-/// from another process, and the dashboard shows an action only where its flag is set.
+/// What an [`Operator`] can do besides reading; the dashboard shows an action only where
+/// its flag is set. Cancel and pause state are to come.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Capabilities {
     /// Dead letters can be put back (one, or all a filter takes).
     pub redrive: bool,
-    /// Ready and delayed items, or dead letters, can be deleted.
+    /// Dead letters can be deleted.
     pub purge: bool,
     /// The store keeps a paused flag per queue.
     pub pause: bool,
@@ -61,8 +67,10 @@ pub struct Capabilities {
 /// nothing it does not get through this trait.
 ///
 /// Implemented by [`SqliteOperator`](crate::SqliteOperator) (a SQLite file, one queue) and
-/// [`PgOperator`](crate::PgOperator) (a PostgreSQL schema's queues). Every call is a read:
-/// none changes the store.
+/// [`PgOperator`](crate::PgOperator) (a PostgreSQL schema's queues). The reads change
+/// nothing; the actions ([`redrive`](Self::redrive), [`purge_dead`](Self::purge_dead)) are
+/// refused with [`OperatorError::ReadOnly`] by default, and where
+/// [`capabilities`](Self::capabilities) does not announce them.
 pub trait Operator: Send + Sync + 'static {
     /// The kind of store, for page titles ("SQLite", "PostgreSQL"): no path, address or
     /// connection string.
@@ -101,6 +109,22 @@ pub trait Operator: Send + Sync + 'static {
         &self,
         queue: &str,
     ) -> impl Future<Output = Result<Vec<ScheduleState>, OperatorError>> + Send;
+
+    /// Puts the dead letter `id` of `queue` back, ready at once, its attempts reset.
+    fn redrive(
+        &self,
+        queue: &str,
+        id: MessageId,
+    ) -> impl Future<Output = Result<(), OperatorError>> + Send {
+        let _ = (queue, id);
+        async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// Deletes every dead letter of `queue`; returns how many.
+    fn purge_dead(&self, queue: &str) -> impl Future<Output = Result<u64, OperatorError>> + Send {
+        let _ = queue;
+        async { Err(OperatorError::ReadOnly) }
+    }
 
     /// The item `id` of `queue`, live or dead (`None`: there is none). By default one
     /// page of one entry from each of [`items`](Self::items) and

@@ -2,7 +2,9 @@
 //! (WebDriver, from the OS packages), on a SQLite file and, when a server answers, a
 //! Postgres schema. It reads the counts as a person sees them (the text of the cells),
 //! checks that a `<script>` payload shows as its text and that no page holds a script
-//! element, and takes a screenshot of each page into docs/screenshots/.
+//! element, redrives a dead letter from its page and deletes dead letters through the
+//! confirmation (Postgres; each checked through the inspector), and takes a screenshot of
+//! each page into docs/screenshots/.
 //!
 //! Skips with a note when chromium or chromedriver is missing, except with
 //! `LEASEQ_BROWSER_REQUIRED=1` (CI: .ci/run installs them), where that fails.
@@ -241,7 +243,13 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
             .await
             .unwrap();
         let queues = inspector.queues().await.unwrap();
-        let addr = serve(PgOperator::new(inspector)).await;
+        let dead = inspector.dead_letters("web_jobs", Page::ALL).await.unwrap();
+        let addr = serve(PgOperator::with_actions(
+            inspector,
+            url.as_str(),
+            schema.as_str(),
+        ))
+        .await;
         c.goto(&format!("http://{addr}/")).await.unwrap();
         for q in queues.iter().filter(|q| q.queue.starts_with("web_")) {
             assert_eq!(
@@ -255,6 +263,49 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
         assert_eq!(text(&c, "#queue-name").await, ODD_QUEUE);
         c.goto(&format!("http://{addr}/")).await.unwrap();
         screenshot(&c, "overview-postgres").await;
+
+        // A dead letter redriven from its page is back in the queue.
+        let mut check = leaseq_postgres::PgInspector::connect(&url, &schema)
+            .await
+            .unwrap();
+        let id = dead[0].id.get();
+        c.goto(&format!("http://{addr}/queues/web_jobs/items/{id}"))
+            .await
+            .unwrap();
+        screenshot(&c, "item-dead").await;
+        c.find(Locator::Css("form.action button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert!(text(&c, "#done").await.contains("is ready again"));
+        let live = check.items("web_jobs", Page::ALL).await.unwrap();
+        assert!(live.iter().any(|i| i.id.get() == id));
+
+        // The bulk purge: its confirmation shows the count, and it deletes exactly that.
+        let before = check.counts("web_jobs").await.unwrap().dead;
+        assert_eq!(before, dead.len() as u64 - 1);
+        c.goto(&format!("http://{addr}/queues/web_jobs/dead"))
+            .await
+            .unwrap();
+        c.find(Locator::Id("purge-dead"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(text(&c, "#purge-count").await, before.to_string());
+        screenshot(&c, "purge-confirm").await;
+        c.find(Locator::Css("form.action button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(text(&c, "#deleted").await, before.to_string());
+        assert_eq!(check.counts("web_jobs").await.unwrap().dead, 0);
+        no_script(&c).await;
         pg_drop(&url, &schema).await;
     }
     c.close().await.unwrap();

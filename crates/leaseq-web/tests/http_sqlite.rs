@@ -198,6 +198,21 @@ async fn bad_requests_get_their_status_and_no_panic() {
         assert_eq!(got, status, "{uri}: {html}");
         assert!(html.contains(says), "{uri}: {html}");
     }
+    // A file is read-only to the dashboard: no action shown, every POST refused.
+    let (_, _, dead) = get(&app, "/queues/billing/dead", &[]).await;
+    assert!(
+        !dead.contains("<form") && !dead.contains("purge-dead"),
+        "{dead}"
+    );
+    assert!(dead.contains("SQLite &middot; read-only"), "{dead}");
+    for uri in [
+        "/queues/billing/purge-dead",
+        "/queues/billing/items/0/redrive",
+    ] {
+        let (got, body) = post(&app, uri, &[("csrf", "x"), ("expected", "3")]).await;
+        assert_eq!(got, StatusCode::FORBIDDEN, "{uri}: {body}");
+    }
+    assert_eq!(FileView::open(&path).unwrap().counts().unwrap().dead, 3);
     // A limit past the most is cut to it, not refused.
     let (got, _, _) = get(&app, "/queues/billing?limit=99999999999", &[]).await;
     assert_eq!(got, StatusCode::OK);

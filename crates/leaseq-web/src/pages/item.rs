@@ -74,6 +74,14 @@ pub(crate) async fn item<O: Operator>(
         }
     }
     h.raw("</dl>");
+    if item.state == leaseq_async::StoredState::Dead && app.acts(app.op.capabilities().redrive) {
+        app.form(
+            &mut h,
+            &app.queue_link(&queue, &format!("/items/{id}/redrive")),
+            &[],
+            "Redrive: back in the queue, attempts reset",
+        );
+    }
     if let Some(error) = &item.last_error {
         h.raw("<h2>Last error</h2><pre class=\"text\" id=\"last-error\">")
             .text(error)

@@ -109,6 +109,11 @@ async fn list<O: Operator>(
     };
     let mut h = Html::new();
     head(app, &mut h, &counts, tab);
+    if tab == Tab::Dead && counts.dead > 0 && app.acts(app.op.capabilities().purge) {
+        h.raw("<p><a id=\"purge-dead\" href=\"")
+            .text(&app.queue_link(queue, "/purge-dead"))
+            .raw("\">Delete all dead letters...</a></p>");
+    }
     if items.is_empty() {
         h.raw("<p class=\"muted\" id=\"empty\">")
             .raw(if tab == Tab::Dead {

@@ -41,6 +41,38 @@ pub async fn get(
     (status, headers, String::from_utf8(body.to_vec()).unwrap())
 }
 
+/// A POST of `form` (urlencoded pairs) to `uri`: its status and body.
+pub async fn post(router: &Router, uri: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    let body: Vec<String> = form
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                v.replace('%', "%25")
+                    .replace('&', "%26")
+                    .replace('=', "%3D")
+            )
+        })
+        .collect();
+    let req = Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from(body.join("&")))
+        .unwrap();
+    let response = router.clone().oneshot(req).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// The CSRF token of the first form in `html`, if it has one.
+pub fn csrf_of(html: &str) -> Option<String> {
+    let key = "name=\"csrf\" value=\"";
+    let at = html.find(key)? + key.len();
+    Some(html[at..at + html[at..].find('"')?].to_string())
+}
+
 /// The number in the element after `data-count="name">` from `from` on.
 fn count_after(html: &str, name: &str) -> u64 {
     let key = format!("data-count=\"{name}\">");
