@@ -124,17 +124,34 @@ pub(crate) fn paging(q: &HashMap<String, String>) -> Result<Page, String> {
     })
 }
 
-/// The pager under a table: a link to the next page when this one is full.
-pub(crate) fn pager(h: &mut Html, link: &str, page: Page, shown: usize, last: Option<MessageId>) {
+/// The pager under a table: a link to the next page when this one is full (`extra`: more
+/// query pairs the links keep, such as a filter's).
+pub(crate) fn pager(
+    h: &mut Html,
+    link: &str,
+    extra: &str,
+    page: Page,
+    shown: usize,
+    last: Option<MessageId>,
+) {
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!("&{extra}")
+    };
     h.raw("<p class=\"pager\">");
     if page.after.is_some() {
         h.raw("<a href=\"")
-            .text(&format!("{link}?limit={}", page.limit))
+            .text(&format!("{link}?limit={}{extra}", page.limit))
             .raw("\">First page</a> ");
     }
     if let (true, Some(last)) = (shown >= page.limit, last) {
         h.raw("<a rel=\"next\" href=\"")
-            .text(&format!("{link}?after={}&limit={}", last.get(), page.limit))
+            .text(&format!(
+                "{link}?after={}&limit={}{extra}",
+                last.get(),
+                page.limit
+            ))
             .raw("\">Next page</a>");
     }
     h.raw("</p>");

@@ -39,12 +39,14 @@ mod operator;
 mod pages;
 mod payload;
 mod postgres;
+mod query;
 mod sqlite;
 
 pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};
 pub use operator::{Capabilities, Operator, OperatorError};
 pub use postgres::PgOperator;
+pub use query::DeadQuery;
 pub use sqlite::{SqliteOperator, UNNAMED};
 
 /// The dashboard of `op` as a router at the root path, without credentials of its own

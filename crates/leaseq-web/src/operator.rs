@@ -7,6 +7,8 @@ use std::future::Future;
 use leaseq_async::{Page, ScheduleState, StoredCounts, StoredItem};
 use leaseq_core::MessageId;
 
+use crate::query::DeadQuery;
+
 /// Why an [`Operator`] call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -97,11 +99,12 @@ pub trait Operator: Send + Sync + 'static {
         page: Page,
     ) -> impl Future<Output = Result<Vec<StoredItem>, OperatorError>> + Send;
 
-    /// `queue`'s dead letters of `page`, in id order.
+    /// `queue`'s dead letters that `query` takes, of `page`, in id order.
     fn dead_letters(
         &self,
         queue: &str,
         page: Page,
+        query: &DeadQuery,
     ) -> impl Future<Output = Result<Vec<StoredItem>, OperatorError>> + Send;
 
     /// The schedules `queue` keeps in the store, by name.
@@ -120,9 +123,13 @@ pub trait Operator: Send + Sync + 'static {
         async { Err(OperatorError::ReadOnly) }
     }
 
-    /// Deletes every dead letter of `queue`; returns how many.
-    fn purge_dead(&self, queue: &str) -> impl Future<Output = Result<u64, OperatorError>> + Send {
-        let _ = queue;
+    /// Deletes the dead letters of `queue` that `query` takes; returns how many.
+    fn purge_dead(
+        &self,
+        queue: &str,
+        query: &DeadQuery,
+    ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
+        let _ = (queue, query);
         async { Err(OperatorError::ReadOnly) }
     }
 
@@ -143,7 +150,7 @@ pub trait Operator: Send + Sync + 'static {
             if let Some(item) = live.into_iter().find(|i| i.id == id) {
                 return Ok(Some(item));
             }
-            let dead = self.dead_letters(queue, page).await?;
+            let dead = self.dead_letters(queue, page, &DeadQuery::all()).await?;
             Ok(dead.into_iter().find(|i| i.id == id))
         }
     }

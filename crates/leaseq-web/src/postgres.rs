@@ -10,6 +10,7 @@ use leaseq_postgres::{BytesCodec, DbError, Options, PgInspector, PgQueue, Postgr
 use tokio::sync::Mutex;
 
 use crate::operator::{Capabilities, Operator, OperatorError};
+use crate::query::DeadQuery;
 
 /// `e` and its causes in words.
 fn chain(e: &dyn std::error::Error) -> String {
@@ -134,9 +135,10 @@ impl Operator for PgOperator {
         closed.map_err(|e| OperatorError::store(&e))
     }
 
-    async fn purge_dead(&self, queue: &str) -> Result<u64, OperatorError> {
+    async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
+        let filter = query.filter();
         let q = self.open(queue).await?;
-        let done = q.purge_dead_letters().await;
+        let done = q.purge_dead_matching(filter).await;
         let closed = q.close().await;
         let n = done.map_err(|e| OperatorError::store(&e))?;
         closed.map_err(|e| OperatorError::store(&e))?;
@@ -163,10 +165,15 @@ impl Operator for PgOperator {
         &self,
         queue: &str,
         page: Page,
+        query: &DeadQuery,
     ) -> Result<Vec<StoredItem>, OperatorError> {
+        let filter = query.filter();
         let mut inspector = self.inspector.lock().await;
         self.check(&mut inspector, queue).await?;
-        inspector.dead_letters(queue, page).await.map_err(bad)
+        inspector
+            .dead_letters_matching(queue, page, &filter)
+            .await
+            .map_err(bad)
     }
 
     async fn schedules(&self, queue: &str) -> Result<Vec<ScheduleState>, OperatorError> {

@@ -7,6 +7,7 @@ use leaseq_async::{Page, ScheduleState, StoredCounts, StoredItem};
 use leaseq_sqlite::{FileView, OpenError};
 
 use crate::operator::{Operator, OperatorError};
+use crate::query::DeadQuery;
 
 /// The name a file's queue is shown under when the file has none recorded (as the CLI
 /// shows it).
@@ -104,9 +105,12 @@ impl Operator for SqliteOperator {
         &self,
         queue: &str,
         page: Page,
+        query: &DeadQuery,
     ) -> Result<Vec<StoredItem>, OperatorError> {
         self.check(queue).await?;
-        self.with(move |v| v.dead_letters(page)).await
+        let filter = query.filter();
+        self.with(move |v| v.dead_letters_matching(page, &filter))
+            .await
     }
 
     async fn schedules(&self, queue: &str) -> Result<Vec<ScheduleState>, OperatorError> {

@@ -167,3 +167,49 @@ async fn read_only_shows_no_action_and_refuses_every_post() {
     );
     pg_drop(&url, &schema).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_purge_deletes_what_its_filter_takes() {
+    let Some(url) = pg_server().await else {
+        return;
+    };
+    let schema = pg_schema("filtered");
+    pg_fixture(&url, &schema).await;
+    let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
+    let app = leaseq_web::router(acting(&url, &schema).await);
+    let (_, _, dead) = get(&app, "/queues/web_jobs/dead?reason=nacked", &[]).await;
+    assert!(
+        dead.contains("href=\"/queues/web_jobs/purge-dead?reason=nacked\""),
+        "{dead}"
+    );
+    let (status, _, confirm) = get(&app, "/queues/web_jobs/purge-dead?reason=nacked", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        confirm.contains("<strong id=\"purge-count\">2</strong> dead letters (reason nacked)"),
+        "{confirm}"
+    );
+    assert!(
+        confirm.contains("name=\"reason\" value=\"nacked\""),
+        "{confirm}"
+    );
+    let token = csrf_of(&confirm).unwrap();
+    let (status, body) = post(
+        &app,
+        "/queues/web_jobs/purge-dead",
+        &[("csrf", &token), ("expected", "2"), ("reason", "nacked")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("<span id=\"deleted\">2</span>"), "{body}");
+    // The rejected sms stays.
+    let left = inspector.dead_letters("web_jobs", Page::ALL).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert!(left[0].payload.as_deref().unwrap().starts_with(b"\x03sms"));
+    // By kind: the count of that kind only.
+    let (_, _, confirm) = get(&app, "/queues/web_jobs/purge-dead?kind=email", &[]).await;
+    assert!(
+        confirm.contains("<strong id=\"purge-count\">0</strong>"),
+        "{confirm}"
+    );
+    pg_drop(&url, &schema).await;
+}

@@ -15,6 +15,8 @@ use crate::html::Html;
 use crate::layout::{pager, paging, relative, App};
 use crate::operator::Operator;
 use crate::payload::{preview, split_kind};
+use crate::query::DeadQuery;
+use leaseq_core::Reason;
 
 /// The most characters a table's payload cell shows.
 const PREVIEW: usize = 80;
@@ -95,12 +97,17 @@ async fn list<O: Operator>(
         Ok(p) => p,
         Err(e) => return app.message(StatusCode::BAD_REQUEST, &e),
     };
+    let query = match DeadQuery::parse(q) {
+        Ok(query) if tab == Tab::Dead => query,
+        Ok(_) => DeadQuery::all(),
+        Err(e) => return app.message(StatusCode::BAD_REQUEST, &e),
+    };
     let counts = match app.op.counts(queue).await {
         Ok(c) => c,
         Err(e) => return app.error(&e),
     };
     let items = match tab {
-        Tab::Dead => app.op.dead_letters(queue, page).await,
+        Tab::Dead => app.op.dead_letters(queue, page, &query).await,
         _ => app.op.items(queue, page).await,
     };
     let items = match items {
@@ -109,10 +116,23 @@ async fn list<O: Operator>(
     };
     let mut h = Html::new();
     head(app, &mut h, &counts, tab);
-    if tab == Tab::Dead && counts.dead > 0 && app.acts(app.op.capabilities().purge) {
+    if tab == Tab::Dead {
+        filter_form(app, &mut h, queue, &query);
+    }
+    if tab == Tab::Dead && !items.is_empty() && app.acts(app.op.capabilities().purge) {
+        let mut link = app.queue_link(queue, "/purge-dead");
+        if !query.is_all() {
+            link = format!("{link}?{}", query.to_query());
+        }
         h.raw("<p><a id=\"purge-dead\" href=\"")
-            .text(&app.queue_link(queue, "/purge-dead"))
-            .raw("\">Delete all dead letters...</a></p>");
+            .text(&link)
+            .raw("\">Delete ")
+            .raw(if query.is_all() {
+                "all dead letters"
+            } else {
+                "the dead letters this filter takes"
+            })
+            .raw("...</a></p>");
     }
     if items.is_empty() {
         h.raw("<p class=\"muted\" id=\"empty\">")
@@ -136,6 +156,7 @@ async fn list<O: Operator>(
     pager(
         &mut h,
         &app.queue_link(queue, rest),
+        &query.to_query(),
         page,
         items.len(),
         items.last().map(|i| i.id),
@@ -145,6 +166,27 @@ async fn list<O: Operator>(
         if tab == Tab::Dead { "dead" } else { "live" }
     );
     app.page(StatusCode::OK, &title, &h)
+}
+
+/// The dead letters' filter: a reason, a job kind (a GET form: it changes nothing).
+fn filter_form<O: Operator>(app: &App<O>, h: &mut Html, queue: &str, query: &DeadQuery) {
+    h.raw("<form method=\"get\" class=\"filter\" action=\"")
+        .text(&app.queue_link(queue, "/dead"))
+        .raw("\"><label>Reason <select name=\"reason\"><option value=\"\">any</option>");
+    for r in Reason::ALL {
+        h.raw("<option value=\"")
+            .text(&r.as_str().replace(' ', "-"))
+            .raw(if query.reason == Some(r) {
+                "\" selected>"
+            } else {
+                "\">"
+            })
+            .text(r.as_str())
+            .raw("</option>");
+    }
+    h.raw("</select></label> <label>Job kind <input name=\"kind\" value=\"")
+        .text(query.kind.as_deref().unwrap_or(""))
+        .raw("\"></label> <button type=\"submit\">Filter</button></form>");
 }
 
 /// The id cell, a link to the item's page.
