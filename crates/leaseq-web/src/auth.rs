@@ -102,6 +102,38 @@ pub(crate) async fn require(State(auth): State<Arc<Auth>>, req: Request, next: N
     response
 }
 
+/// Refuses a request whose `Host` is not a loopback name (`localhost`, `127.0.0.1`,
+/// `[::1]`, any port): a dashboard served on loopback without credentials must not answer
+/// a page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding),
+/// which could read it, its CSRF token included.
+pub(crate) async fn loopback_host(req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
+    if host.is_some_and(is_loopback_host) {
+        return next.run(req).await;
+    }
+    tracing::info!(host = ?host, "leaseq-web: a request for another host name refused");
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        "this dashboard answers to localhost, 127.0.0.1 and [::1] only\n",
+    )
+        .into_response()
+}
+
+/// Whether `host` (a `Host` header: a name or address, maybe a port) is loopback.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The headers of every response: no script runs (the pages have none; a payload's markup
 /// is escaped, and this forbids it besides), no other site frames the pages, no content-type
 /// guessing, no referrer leaves.
@@ -129,6 +161,33 @@ pub(crate) async fn secure_headers(mut response: Response) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_host_names_pass() {
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "LOCALHOST:1",
+            "127.0.0.1",
+            "127.0.0.1:80",
+            "127.1.2.3:9",
+            "[::1]:8080",
+            "[::1]",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "localhost.evil.example",
+            "10.0.0.1:80",
+            "[::2]:80",
+            "",
+            "127.0.0.1.evil.example",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn credentials_are_checked_whole() {

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::auth::{require, secure_headers, Auth};
+use crate::auth::{loopback_host, require, secure_headers, Auth};
 use crate::layout::App;
 use crate::operator::Operator;
 use crate::pages;
@@ -163,14 +163,20 @@ impl<O: Operator> Dashboard<O> {
 
     /// Serves the dashboard on `listener` until the process ends. Refused
     /// ([`ServeError::AuthRequired`]) when the listener is not on a loopback address and no
-    /// [`auth`](Self::auth) was given.
+    /// [`auth`](Self::auth) was given; without credentials, it also answers only requests
+    /// for a loopback host name (`localhost`, `127.0.0.1`, `[::1]`; 421 otherwise), so that
+    /// another site's page cannot reach it through a name made to resolve to loopback.
     pub async fn serve(self, listener: TcpListener) -> Result<(), ServeError> {
         let addr = listener.local_addr().map_err(ServeError::Io)?;
-        if self.auth.is_none() && !addr.ip().is_loopback() {
+        let open = self.auth.is_none();
+        if open && !addr.ip().is_loopback() {
             return Err(ServeError::AuthRequired(addr));
         }
-        axum::serve(listener, self.router())
-            .await
-            .map_err(ServeError::Io)
+        let mut router = self.router();
+        if open {
+            // Without credentials, loopback host names only (DNS rebinding).
+            router = router.layer(axum::middleware::from_fn(loopback_host));
+        }
+        axum::serve(listener, router).await.map_err(ServeError::Io)
     }
 }

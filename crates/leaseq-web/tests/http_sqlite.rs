@@ -336,3 +336,44 @@ async fn dead_letters_filter_by_reason_and_kind() {
     assert!(html.contains("no reason &quot;nope&quot;"), "{html}");
     remove(&path);
 }
+
+/// A raw HTTP/1.0 GET of `/` with this `Host` to `addr`: the status line.
+async fn status_for_host(addr: std::net::SocketAddr, host: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET / HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.lines().next().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn served_without_credentials_it_answers_loopback_host_names_only() {
+    let path = sqlite_fixture("rebind").await;
+    let op = SqliteOperator::new(FileView::open(&path).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(Dashboard::new(op).serve(listener));
+    let port = addr.port();
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        assert_eq!(
+            status_for_host(addr, &host).await,
+            "HTTP/1.0 200 OK",
+            "{host}"
+        );
+    }
+    for host in [
+        format!("evil.example:{port}"),
+        "localhost.evil.example".into(),
+    ] {
+        assert_eq!(
+            status_for_host(addr, &host).await,
+            "HTTP/1.0 421 Misdirected Request",
+            "{host}"
+        );
+    }
+    server.abort();
+    remove(&path);
+}
