@@ -43,9 +43,9 @@ pub(crate) enum StoreCmd {
         #[command(subcommand)]
         command: PgCommand,
     },
-    /// Serve a web dashboard of a store's queues (counts, items, dead letters, an item's
-    /// payload, schedules; on Postgres, redrive and delete dead letters unless --read-only)
-    /// on 127.0.0.1:8080 unless --addr says.
+    /// Serve a web dashboard of a store's queues on 127.0.0.1:8080 unless --addr says:
+    /// counts, items, dead letters, an item's payload, schedules; redrive and delete dead
+    /// letters unless --read-only (on SQLite only while no other process owns the file).
     Web {
         /// The store.
         #[command(subcommand)]
@@ -86,7 +86,7 @@ pub(crate) struct Serve {
     /// Basic auth: the user name (the password from LEASEQ_WEB_PASSWORD).
     #[arg(long)]
     pub(crate) user: Option<String>,
-    /// No action (on Postgres, redriving and deleting dead letters are offered otherwise):
+    /// No action (redriving and deleting dead letters are offered otherwise):
     /// every POST refused.
     #[arg(long)]
     pub(crate) read_only: bool,

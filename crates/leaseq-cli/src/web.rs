@@ -1,5 +1,6 @@
 //! `leaseq web sqlite FILE` / `leaseq web postgres URL`: the dashboard of `leaseq-web`
-//! (read-only on a SQLite file; on Postgres with its actions unless `--read-only`), served
+//! (with its actions unless `--read-only`; on a SQLite file each refused while another
+//! process owns it), served
 //! until the process is stopped. Credentials come from the
 //! environment (never from an argument, which `ps` shows): LEASEQ_WEB_TOKEN (a bearer
 //! token) or `--user` with LEASEQ_WEB_PASSWORD (basic auth).
@@ -17,7 +18,12 @@ pub(crate) async fn run(store: WebStore) -> Result<(), CliError> {
         WebStore::Sqlite { file, serve } => {
             let view = FileView::open(&file)
                 .map_err(|e| failed(format!("{}: {}", file.display(), chain(&e))))?;
-            self::serve(SqliteOperator::new(view), &serve).await
+            let op = if serve.read_only {
+                SqliteOperator::new(view)
+            } else {
+                SqliteOperator::with_actions(view)
+            };
+            self::serve(op, &serve).await
         }
         WebStore::Postgres { url, schema, serve } => {
             let inspector = PgInspector::connect(&url, &schema)

@@ -5,9 +5,10 @@
 //!
 //! It reads through the [`Operator`] trait, implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
-//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). On Postgres
-//! ([`PgOperator::with_actions`]) it also redrives a dead letter and deletes a queue's dead
-//! letters: each a POST carrying the dashboard's CSRF token, the purge after a confirmation
+//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). With
+//! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
+//! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
+//! a POST carrying the dashboard's CSRF token, the purge after a confirmation
 //! that shows the count, each logged through `tracing`; [`Dashboard::read_only`] turns
 //! actions off.
 //!
