@@ -111,7 +111,8 @@ impl<O: Operator> Dashboard<O> {
     /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`
     /// and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
-    /// `/queues/{queue}/purge-dead`, each POST with the form's CSRF token.
+    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, each POST with the
+    /// form's CSRF token.
     pub fn router(self) -> Router {
         let csrf = if self.read_only {
             None
@@ -139,7 +140,11 @@ impl<O: Operator> Dashboard<O> {
             )
             .route(
                 "/queues/{queue}/purge-dead",
-                get(pages::actions::purge_confirm::<O>).post(pages::actions::purge::<O>),
+                get(pages::bulk::purge_confirm::<O>).post(pages::bulk::purge::<O>),
+            )
+            .route(
+                "/queues/{queue}/redrive-dead",
+                get(pages::bulk::redrive_confirm::<O>).post(pages::bulk::redrive::<O>),
             )
             .with_state(app)
             .route(

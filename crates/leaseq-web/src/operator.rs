@@ -57,7 +57,8 @@ impl OperatorError {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Capabilities {
-    /// Dead letters can be put back (one, or all a filter takes).
+    /// Dead letters can be put back (one, or all a filter takes: [`Operator::redrive`],
+    /// [`Operator::redrive_dead`]).
     pub redrive: bool,
     /// Dead letters can be deleted.
     pub purge: bool,
@@ -120,6 +121,18 @@ pub trait Operator: Send + Sync + 'static {
         id: MessageId,
     ) -> impl Future<Output = Result<(), OperatorError>> + Send {
         let _ = (queue, id);
+        async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// Puts back the dead letters of `queue` that `query` takes, in id order, as the
+    /// queue's `redrive_matching` does (one that expired, or whose key a live item holds,
+    /// stays; the queue's capacity stops it); returns how many went.
+    fn redrive_dead(
+        &self,
+        queue: &str,
+        query: &DeadQuery,
+    ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
+        let _ = (queue, query);
         async { Err(OperatorError::ReadOnly) }
     }
 

@@ -135,6 +135,16 @@ impl Operator for PgOperator {
         closed.map_err(|e| OperatorError::store(&e))
     }
 
+    async fn redrive_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
+        let filter = query.filter();
+        let q = self.open(queue).await?;
+        let done = q.redrive_matching(filter).await;
+        let closed = q.close().await;
+        let n = done.map_err(|e| OperatorError::store(&e))?;
+        closed.map_err(|e| OperatorError::store(&e))?;
+        Ok(n)
+    }
+
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
         let filter = query.filter();
         let q = self.open(queue).await?;

@@ -173,6 +173,15 @@ impl Operator for SqliteOperator {
         }
     }
 
+    async fn redrive_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
+        let filter = query.filter();
+        let q = self.open_owner(queue).await?;
+        let done = q.redrive_matching(filter).await;
+        let closed = shut(q).await;
+        let n = done.map_err(|e| OperatorError::store(&e))?;
+        closed.map(|()| n)
+    }
+
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
         let filter = query.filter();
         let q = self.open_owner(queue).await?;

@@ -146,11 +146,20 @@ async fn read_only_shows_no_action_and_refuses_every_post() {
         );
         assert!(page.contains("&middot; read-only"), "{page}");
         let (_, _, dead) = get(app, "/queues/web_jobs/dead", &[]).await;
-        assert!(!dead.contains("purge-dead"), "{dead}");
+        assert!(
+            !dead.contains("purge-dead") && !dead.contains("redrive-dead"),
+            "{dead}"
+        );
         let (status, _, _) = get(app, "/queues/web_jobs/purge-dead", &[]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, _, _) = get(app, "/queues/web_jobs/redrive-dead", &[]).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
         for (uri, form) in [
             (format!("{item}/redrive"), vec![("csrf", "x")]),
+            (
+                "/queues/web_jobs/redrive-dead".into(),
+                vec![("csrf", "x"), ("expected", "3")],
+            ),
             (
                 "/queues/web_jobs/purge-dead".into(),
                 vec![("csrf", "x"), ("expected", "3")],

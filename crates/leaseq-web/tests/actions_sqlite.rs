@@ -57,6 +57,36 @@ async fn redrive_and_purge_through_the_files_owner() {
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(dead_ids(&path), vec![dead[1]], "the nacked raw bytes stay");
+
+    // The bulk redrive: what the filter takes, after its confirmation.
+    let (_, _, list) = get(&app, "/queues/billing/dead?reason=nacked", &[]).await;
+    assert!(
+        list.contains(
+            "<a id=\"redrive-dead\" href=\"/queues/billing/redrive-dead?reason=nacked\">"
+        ),
+        "{list}"
+    );
+    let (_, _, confirm) = get(&app, "/queues/billing/redrive-dead?reason=nacked", &[]).await;
+    assert!(
+        confirm.contains(
+            "This puts back <strong id=\"redrive-count\">1</strong> dead letters (reason nacked)"
+        ),
+        "{confirm}"
+    );
+    let (status, body) = post(
+        &app,
+        "/queues/billing/redrive-dead",
+        &[("csrf", &token), ("expected", "1"), ("reason", "nacked")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("<span id=\"redriven\">1</span> of 1"),
+        "{body}"
+    );
+    assert!(dead_ids(&path).is_empty());
+    let counts = FileView::open(&path).unwrap().counts().unwrap();
+    assert_eq!((counts.ready, counts.dead), (5, 0));
     remove(&path);
 }
 

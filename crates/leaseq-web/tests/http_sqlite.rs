@@ -207,6 +207,7 @@ async fn bad_requests_get_their_status_and_no_panic() {
     assert!(dead.contains("SQLite &middot; read-only"), "{dead}");
     for uri in [
         "/queues/billing/purge-dead",
+        "/queues/billing/redrive-dead",
         "/queues/billing/items/0/redrive",
     ] {
         let (got, body) = post(&app, uri, &[("csrf", "x"), ("expected", "3")]).await;

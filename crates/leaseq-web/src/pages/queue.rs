@@ -14,6 +14,7 @@ use crate::chart;
 use crate::html::Html;
 use crate::layout::{pager, paging, relative, App};
 use crate::operator::Operator;
+use crate::pages::bulk::Bulk;
 use crate::payload::{preview, split_kind};
 use crate::query::DeadQuery;
 use leaseq_core::Reason;
@@ -119,20 +120,30 @@ async fn list<O: Operator>(
     if tab == Tab::Dead {
         filter_form(app, &mut h, queue, &query);
     }
-    if tab == Tab::Dead && !items.is_empty() && app.acts(app.op.capabilities().purge) {
-        let mut link = app.queue_link(queue, "/purge-dead");
-        if !query.is_all() {
-            link = format!("{link}?{}", query.to_query());
+    if tab == Tab::Dead && !items.is_empty() {
+        let mut links = Vec::new();
+        for bulk in [Bulk::Redrive, Bulk::Purge] {
+            if app.acts(bulk.able(app.op.capabilities())) {
+                links.push(bulk);
+            }
         }
-        h.raw("<p><a id=\"purge-dead\" href=\"")
-            .text(&link)
-            .raw("\">Delete ")
-            .raw(if query.is_all() {
-                "all dead letters"
-            } else {
-                "the dead letters this filter takes"
-            })
-            .raw("...</a></p>");
+        if !links.is_empty() {
+            h.raw("<p class=\"bulk\">");
+            for bulk in links {
+                let mut link = app.queue_link(queue, &format!("/{}", bulk.name()));
+                if !query.is_all() {
+                    link = format!("{link}?{}", query.to_query());
+                }
+                h.raw("<a id=\"")
+                    .raw(bulk.name())
+                    .raw("\" href=\"")
+                    .text(&link)
+                    .raw("\">")
+                    .raw(bulk.link_text(query.is_all()))
+                    .raw("</a> ");
+            }
+            h.raw("</p>");
+        }
     }
     if items.is_empty() {
         h.raw("<p class=\"muted\" id=\"empty\">")
