@@ -43,6 +43,53 @@ pub(crate) enum StoreCmd {
         #[command(subcommand)]
         command: PgCommand,
     },
+    /// Serve a web dashboard of a store's queues on 127.0.0.1:8080 unless --addr says:
+    /// counts, items, dead letters, an item's payload, schedules; redrive and delete dead
+    /// letters unless --read-only (on SQLite only while no other process owns the file).
+    Web {
+        /// The store.
+        #[command(subcommand)]
+        store: WebStore,
+    },
+}
+
+/// `web`: the dashboard of a store's queues, served until the process is stopped.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WebStore {
+    /// A SQLite queue file's dashboard.
+    Sqlite {
+        /// The queue's file.
+        file: PathBuf,
+        #[command(flatten)]
+        serve: Serve,
+    },
+    /// A PostgreSQL schema's dashboard (every queue in it).
+    Postgres {
+        /// The server: a connection string or a `postgresql://` URL (never shown in a page).
+        url: String,
+        /// The schema the queues are in.
+        #[arg(long, default_value = "leaseq")]
+        schema: String,
+        #[command(flatten)]
+        serve: Serve,
+    },
+}
+
+/// Where and to whom the dashboard is served.
+#[derive(Debug, Args)]
+pub(crate) struct Serve {
+    /// The address to listen on. Any address but loopback needs credentials: a bearer
+    /// token in the environment variable LEASEQ_WEB_TOKEN, or --user with the password in
+    /// LEASEQ_WEB_PASSWORD (basic auth, which a browser asks for).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) addr: std::net::SocketAddr,
+    /// Basic auth: the user name (the password from LEASEQ_WEB_PASSWORD).
+    #[arg(long)]
+    pub(crate) user: Option<String>,
+    /// No action (redriving and deleting dead letters are offered otherwise):
+    /// every POST refused.
+    #[arg(long)]
+    pub(crate) read_only: bool,
 }
 
 /// A Postgres command: the schema's queues, or a command on one queue.

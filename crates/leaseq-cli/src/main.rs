@@ -11,6 +11,7 @@ mod postgres;
 mod schedules;
 mod show;
 mod sqlite;
+mod web;
 mod write;
 
 use std::process::ExitCode;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
                 schema,
                 command,
             } => postgres::run(&url, &schema, command).await,
+            StoreCmd::Web { store } => web::run(store).await,
         }
     });
     match result {

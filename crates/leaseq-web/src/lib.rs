@@ -1,0 +1,57 @@
+//! A web dashboard for leaseq queues: every queue's counts, its live items and dead letters
+//! a page at a time, one item's payload (a router job's args as formatted JSON, other bytes
+//! as text and hex), the schedules a queue keeps. Server-rendered HTML, charts drawn as SVG
+//! on the server, the stylesheet in the binary: no script, nothing fetched from elsewhere.
+//!
+//! It reads through the [`Operator`] trait, implemented for a SQLite queue file
+//! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
+//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). With
+//! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
+//! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
+//! a POST carrying the dashboard's CSRF token, the purge after a confirmation
+//! that shows the count, each logged through `tracing`; [`Dashboard::read_only`] turns
+//! actions off.
+//!
+//! Two ways to run it: [`router`] (or [`Dashboard::router`]) mounted in a service's own
+//! axum app, or standalone, `leaseq web sqlite FILE` / `leaseq web postgres URL` from the
+//! command line ([`Dashboard::serve`]).
+//!
+//! Security: [`Dashboard::serve`] refuses an address other than loopback without
+//! credentials ([`Auth`]: a bearer token or basic auth); every byte read from a store is
+//! HTML-escaped (a payload holding `<script>` shows as text) and a Content-Security-Policy
+//! forbids scripts besides; no page shows a connection string, a file path or a secret.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let view = leaseq_sqlite::FileView::open("jobs.db")?;
+//! let app = leaseq_web::router(leaseq_web::SqliteOperator::new(view));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod chart;
+mod csrf;
+mod dashboard;
+mod html;
+mod layout;
+mod operator;
+mod pages;
+mod payload;
+mod postgres;
+mod query;
+mod sqlite;
+
+pub use auth::Auth;
+pub use dashboard::{Dashboard, ServeError};
+pub use operator::{Capabilities, Operator, OperatorError};
+pub use postgres::PgOperator;
+pub use query::DeadQuery;
+pub use sqlite::{SqliteOperator, UNNAMED};
+
+/// The dashboard of `op` as a router at the root path, without credentials of its own
+/// (the embedding app's middleware guards it): [`Dashboard::new`]`(op).router()`.
+pub fn router<O: Operator>(op: O) -> axum::Router {
+    Dashboard::new(op).router()
+}

@@ -1,0 +1,8 @@
+//! The pages, one module each (the queue page holds its live and dead lists).
+
+pub(crate) mod actions;
+pub(crate) mod bulk;
+pub(crate) mod item;
+pub(crate) mod overview;
+pub(crate) mod queue;
+pub(crate) mod schedules;

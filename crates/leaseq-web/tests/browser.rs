@@ -1,0 +1,313 @@
+//! The dashboard in a real browser: headless Chromium driven through chromedriver
+//! (WebDriver, from the OS packages), on a SQLite file and, when a server answers, a
+//! Postgres schema. It reads the counts as a person sees them (the text of the cells),
+//! checks that a `<script>` payload shows as its text and that no page holds a script
+//! element, redrives a dead letter from its page and deletes dead letters through the
+//! confirmation (Postgres; each checked through the inspector), and takes a screenshot of
+//! each page into docs/screenshots/.
+//!
+//! Skips with a note when chromium or chromedriver is missing, except with
+//! `LEASEQ_BROWSER_REQUIRED=1` (CI: .ci/run installs them), where that fails.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use fantoccini::{Client, ClientBuilder, Locator};
+use leaseq_async::Page;
+use leaseq_sqlite::FileView;
+use leaseq_web::{Operator, PgOperator, SqliteOperator};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// The browser's binaries, or `None` after a note when one is missing and none is
+/// required.
+fn browser() -> Option<(String, String)> {
+    let chromium = std::env::var("LEASEQ_CHROMIUM").unwrap_or_else(|_| CHROMIUM.into());
+    let driver = std::env::var("LEASEQ_CHROMEDRIVER").unwrap_or_else(|_| CHROMEDRIVER.into());
+    let missing: Vec<&str> = [&chromium, &driver]
+        .into_iter()
+        .filter(|p| !Path::new(p.as_str()).exists())
+        .map(String::as_str)
+        .collect();
+    if missing.is_empty() {
+        return Some((chromium, driver));
+    }
+    if std::env::var("LEASEQ_BROWSER_REQUIRED").as_deref() == Ok("1") {
+        panic!("LEASEQ_BROWSER_REQUIRED=1 but {missing:?} missing (apt-get install -y chromium chromium-driver)");
+    }
+    eprintln!(
+        "\n!!! SKIPPED: the browser test needs {missing:?} (apt-get install -y chromium \
+         chromium-driver; LEASEQ_CHROMIUM / LEASEQ_CHROMEDRIVER name other paths).\n"
+    );
+    None
+}
+
+/// chromedriver, stopped on drop.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts chromedriver on a free port and opens a headless session on it.
+async fn session(chromium: &str, driver: &str) -> (Driver, Client) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let driver = Driver(child);
+    let caps = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", "--window-size=1280,900", "--hide-scrollbars"],
+        }
+    });
+    let caps = caps.as_object().unwrap().clone();
+    let url = format!("http://127.0.0.1:{port}");
+    // chromedriver takes a moment to listen: tried again for up to 30 s (a start-up
+    // wait, not a measured time).
+    let mut last = None;
+    for _ in 0..300 {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector)
+            .capabilities(caps.clone())
+            .connect(&url)
+            .await
+        {
+            Ok(client) => return (driver, client),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no WebDriver session: {last:?}");
+}
+
+/// Serves `op`'s dashboard on a loopback port of this process.
+async fn serve<O: Operator>(op: O) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, leaseq_web::router(op)).await });
+    addr
+}
+
+fn shots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The ready, delayed, in-flight and dead cells of `queue`'s overview row, as shown.
+async fn row(c: &Client, queue: &str) -> [u64; 4] {
+    let mut out = [0; 4];
+    for (i, name) in ["ready", "delayed", "in-flight", "dead"].iter().enumerate() {
+        let css = format!("tr[data-queue=\"{queue}\"] td[data-count=\"{name}\"]");
+        out[i] = text(c, &css).await.trim().parse().unwrap();
+    }
+    out
+}
+
+/// No script element in the page's DOM.
+async fn no_script(c: &Client) {
+    let scripts = c.find_all(Locator::Css("script")).await.unwrap();
+    assert!(
+        scripts.is_empty(),
+        "a script element in {:?}",
+        c.current_url().await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let path = sqlite_fixture("browser").await;
+    let view = FileView::open(&path).unwrap();
+    let counts = view.counts().unwrap();
+    let live = view.items(Page::ALL).unwrap();
+    let dead = view.dead_letters(Page::ALL).unwrap();
+    let addr = serve(SqliteOperator::new(view)).await;
+    let (_driver, c) = session(&chromium, &driver).await;
+    let base = format!("http://{addr}");
+
+    c.goto(&format!("{base}/")).await.unwrap();
+    assert_eq!(
+        row(&c, "billing").await,
+        [counts.ready, counts.delayed, counts.in_flight, counts.dead]
+    );
+    no_script(&c).await;
+    screenshot(&c, "overview").await;
+
+    // The queue's link, followed as a person would.
+    c.find(Locator::LinkText("billing"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(text(&c, "#queue-name").await, "billing");
+    assert_eq!(
+        text(&c, ".card [data-count=\"ready\"]").await,
+        counts.ready.to_string()
+    );
+    assert_eq!(
+        text(&c, ".card [data-count=\"dead\"]").await,
+        counts.dead.to_string()
+    );
+    no_script(&c).await;
+    screenshot(&c, "queue").await;
+
+    c.find(Locator::LinkText("Dead letters"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let rows = c
+        .find_all(Locator::Css("table#dead tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), dead.len());
+    screenshot(&c, "dead").await;
+
+    // The `<script>` payload: its text on the page, no script in the DOM.
+    let script = live
+        .iter()
+        .find(|i| i.payload.as_deref() == Some(SCRIPT))
+        .unwrap();
+    c.goto(&format!("{base}/queues/billing/items/{}", script.id.get()))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&c, "#payload-text").await,
+        "<script>alert('x')</script>"
+    );
+    no_script(&c).await;
+    screenshot(&c, "item-text").await;
+
+    // A dead router job: its kind and args as formatted JSON.
+    let email = dead
+        .iter()
+        .find(|i| {
+            i.payload
+                .as_deref()
+                .is_some_and(|p| p.starts_with(b"\x05email"))
+        })
+        .unwrap();
+    c.goto(&format!("{base}/queues/billing/items/{}", email.id.get()))
+        .await
+        .unwrap();
+    assert_eq!(text(&c, "#job-kind").await, "email");
+    assert!(text(&c, "#args")
+        .await
+        .contains("\"to\": \"ops@example.com\""));
+    screenshot(&c, "item-job").await;
+
+    // Postgres: several queues on one overview.
+    if let Some(url) = pg_server().await {
+        let schema = pg_schema("browser");
+        pg_fixture(&url, &schema).await;
+        let mut inspector = leaseq_postgres::PgInspector::connect(&url, &schema)
+            .await
+            .unwrap();
+        let queues = inspector.queues().await.unwrap();
+        let dead = inspector.dead_letters("web_jobs", Page::ALL).await.unwrap();
+        let addr = serve(PgOperator::with_actions(
+            inspector,
+            url.as_str(),
+            schema.as_str(),
+        ))
+        .await;
+        c.goto(&format!("http://{addr}/")).await.unwrap();
+        for q in queues.iter().filter(|q| q.queue.starts_with("web_")) {
+            assert_eq!(
+                row(&c, &q.queue).await,
+                [q.ready, q.delayed, q.in_flight, q.dead]
+            );
+        }
+        // The odd queue name shows as its text.
+        let odd = c.find(Locator::LinkText(ODD_QUEUE)).await.unwrap();
+        odd.click().await.unwrap();
+        assert_eq!(text(&c, "#queue-name").await, ODD_QUEUE);
+        c.goto(&format!("http://{addr}/")).await.unwrap();
+        screenshot(&c, "overview-postgres").await;
+
+        // A dead letter redriven from its page is back in the queue.
+        let mut check = leaseq_postgres::PgInspector::connect(&url, &schema)
+            .await
+            .unwrap();
+        let id = dead[0].id.get();
+        c.goto(&format!("http://{addr}/queues/web_jobs/items/{id}"))
+            .await
+            .unwrap();
+        screenshot(&c, "item-dead").await;
+        c.find(Locator::Css("form.action button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert!(text(&c, "#done").await.contains("is ready again"));
+        let live = check.items("web_jobs", Page::ALL).await.unwrap();
+        assert!(live.iter().any(|i| i.id.get() == id));
+
+        // The bulk purge: its confirmation shows the count, and it deletes exactly that.
+        let before = check.counts("web_jobs").await.unwrap().dead;
+        assert_eq!(before, dead.len() as u64 - 1);
+        c.goto(&format!("http://{addr}/queues/web_jobs/dead"))
+            .await
+            .unwrap();
+        c.find(Locator::Id("purge-dead"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(text(&c, "#purge-count").await, before.to_string());
+        screenshot(&c, "purge-confirm").await;
+        c.find(Locator::Css("form.action button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(text(&c, "#deleted").await, before.to_string());
+        assert_eq!(check.counts("web_jobs").await.unwrap().dead, 0);
+        no_script(&c).await;
+        pg_drop(&url, &schema).await;
+    }
+    c.close().await.unwrap();
+    remove(&path);
+}
