@@ -111,8 +111,9 @@ impl<O: Operator> Dashboard<O> {
     /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`
     /// and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
-    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, each POST with the
-    /// form's CSRF token.
+    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
+    /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
+    /// token.
     pub fn router(self) -> Router {
         let csrf = if self.read_only {
             None
@@ -138,6 +139,8 @@ impl<O: Operator> Dashboard<O> {
                 "/queues/{queue}/items/{id}/redrive",
                 post(pages::actions::redrive::<O>),
             )
+            .route("/queues/{queue}/pause", post(pages::pause::pause::<O>))
+            .route("/queues/{queue}/resume", post(pages::pause::resume::<O>))
             .route(
                 "/queues/{queue}/purge-dead",
                 get(pages::bulk::purge_confirm::<O>).post(pages::bulk::purge::<O>),

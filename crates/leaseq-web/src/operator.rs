@@ -53,7 +53,7 @@ impl OperatorError {
 }
 
 /// What an [`Operator`] can do besides reading; the dashboard shows an action only where
-/// its flag is set. Cancel and pause state are to come.
+/// its flag is set. Cancel is to come.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Capabilities {
@@ -62,7 +62,7 @@ pub struct Capabilities {
     pub redrive: bool,
     /// Dead letters can be deleted.
     pub purge: bool,
-    /// The store keeps a paused flag per queue.
+    /// Queues can be paused and resumed ([`Operator::set_paused`]).
     pub pause: bool,
 }
 
@@ -71,7 +71,8 @@ pub struct Capabilities {
 ///
 /// Implemented by [`SqliteOperator`](crate::SqliteOperator) (a SQLite file, one queue) and
 /// [`PgOperator`](crate::PgOperator) (a PostgreSQL schema's queues). The reads change
-/// nothing; the actions ([`redrive`](Self::redrive), [`purge_dead`](Self::purge_dead)) are
+/// nothing; the actions ([`redrive`](Self::redrive), [`purge_dead`](Self::purge_dead),
+/// [`set_paused`](Self::set_paused)) are
 /// refused with [`OperatorError::ReadOnly`] by default, and where
 /// [`capabilities`](Self::capabilities) does not announce them.
 pub trait Operator: Send + Sync + 'static {
@@ -133,6 +134,18 @@ pub trait Operator: Send + Sync + 'static {
         query: &DeadQuery,
     ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
         let _ = (queue, query);
+        async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// Pauses `queue` (`paused`: no lease handed out, by any process the store reaches,
+    /// from its next claim on; pushes still accepted) or resumes it; returns whether the
+    /// flag changed (`false`: it already was so).
+    fn set_paused(
+        &self,
+        queue: &str,
+        paused: bool,
+    ) -> impl Future<Output = Result<bool, OperatorError>> + Send {
+        let _ = (queue, paused);
         async { Err(OperatorError::ReadOnly) }
     }
 

@@ -22,8 +22,9 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// A PostgreSQL schema as an [`Operator`]: its queues (those with rows, or opened, or
 /// keeping a schedule), read one call at a time over the inspector's connection. Made
-/// with [`with_actions`](Self::with_actions), it also redrives and deletes dead letters,
-/// each through a store opened for the action (as `leaseq`'s commands do).
+/// with [`with_actions`](Self::with_actions), it also redrives and deletes dead letters and
+/// pauses and resumes queues, each through a store opened for the action (as `leaseq`'s
+/// commands do).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), leaseq_postgres::OpenError> {
@@ -119,7 +120,7 @@ impl Operator for PgOperator {
         Capabilities {
             redrive: acts,
             purge: acts,
-            ..Capabilities::default()
+            pause: acts,
         }
     }
 
@@ -143,6 +144,19 @@ impl Operator for PgOperator {
         let n = done.map_err(|e| OperatorError::store(&e))?;
         closed.map_err(|e| OperatorError::store(&e))?;
         Ok(n)
+    }
+
+    async fn set_paused(&self, queue: &str, paused: bool) -> Result<bool, OperatorError> {
+        let q = self.open(queue).await?;
+        let done = if paused {
+            q.pause().await
+        } else {
+            q.resume().await
+        };
+        let closed = q.close().await;
+        let changed = done.map_err(|e| OperatorError::store(&e))?;
+        closed.map_err(|e| OperatorError::store(&e))?;
+        Ok(changed)
     }
 
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {

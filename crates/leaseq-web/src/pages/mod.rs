@@ -4,5 +4,6 @@ pub(crate) mod actions;
 pub(crate) mod bulk;
 pub(crate) mod item;
 pub(crate) mod overview;
+pub(crate) mod pause;
 pub(crate) mod queue;
 pub(crate) mod schedules;

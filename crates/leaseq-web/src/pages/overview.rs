@@ -1,4 +1,4 @@
-//! `/`: every queue with its counts by state and a bar of their shares.
+//! `/`: every queue with its counts by state, paused or running, and a bar of their shares.
 
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
         h.raw("<p class=\"muted\" id=\"no-queues\">No queue with items in this store.</p>");
         return app.page(StatusCode::OK, "Queues", &h);
     }
-    h.raw("<table id=\"queues\"><thead><tr><th>Queue</th><th class=\"n\">Ready</th><th class=\"n\">Delayed</th><th class=\"n\">In flight</th><th class=\"n\">Dead</th><th class=\"n\">Total</th><th>Share</th></tr></thead><tbody>");
+    h.raw("<table id=\"queues\"><thead><tr><th>Queue</th><th class=\"n\">Ready</th><th class=\"n\">Delayed</th><th class=\"n\">In flight</th><th class=\"n\">Dead</th><th class=\"n\">Total</th><th>Status</th><th>Share</th></tr></thead><tbody>");
     let mut total = StoredCounts::new("", 0, 0, 0, 0);
     for c in &queues {
         h.raw("<tr data-queue=\"")
@@ -35,7 +35,11 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
             .text(&c.queue)
             .raw("</a></td>");
         counts_cells(&mut h, c);
-        h.raw("<td>");
+        h.raw(if c.paused {
+            "<td data-paused=\"true\" class=\"paused\">paused</td><td>"
+        } else {
+            "<td data-paused=\"false\">running</td><td>"
+        });
         chart::stacked(&mut h, c);
         h.raw("</td></tr>");
         total.ready += c.ready;
@@ -47,7 +51,10 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
         .show(queues.len())
         .raw("</th>");
     counts_cells(&mut h, &total);
-    h.raw("<td></td></tr></tfoot></table>");
+    let paused = queues.iter().filter(|c| c.paused).count();
+    h.raw("<td id=\"paused-count\">")
+        .show(paused)
+        .raw(" paused</td><td></td></tr></tfoot></table>");
     h.raw("<p class=\"muted\">Counts as of this page's load; reload for newer ones.</p>");
     app.page(StatusCode::OK, "Queues", &h)
 }

@@ -49,6 +49,7 @@ pub(crate) fn head<O: Operator>(app: &App<O>, h: &mut Html, c: &StoredCounts, ta
             .show(n)
             .raw("</div></div>");
     }
+    crate::pages::pause::status(app, h, c);
     h.raw("</div>");
     chart::state_bars(h, c);
     h.raw("<nav class=\"tabs\">");
