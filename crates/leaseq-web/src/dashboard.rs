@@ -108,8 +108,8 @@ impl<O: Operator> Dashboard<O> {
     }
 
     /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
-    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`
-    /// and `/style.css`; where the operator can act and not read-only, the actions: POST
+    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`,
+    /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
     /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
     /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
@@ -128,6 +128,7 @@ impl<O: Operator> Dashboard<O> {
         let not_found = Arc::clone(&app);
         let router = Router::new()
             .route("/", get(pages::overview::overview::<O>))
+            .route("/metrics", get(crate::metrics::metrics::<O>))
             .route("/queues/{queue}", get(pages::queue::queue::<O>))
             .route("/queues/{queue}/dead", get(pages::queue::dead::<O>))
             .route(

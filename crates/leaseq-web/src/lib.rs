@@ -9,8 +9,12 @@
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
 //! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
 //! a POST carrying the dashboard's CSRF token, the purge after a confirmation
-//! that shows the count, each logged through `tracing`; [`Dashboard::read_only`] turns
-//! actions off.
+//! that shows the count, and pauses and resumes queues, each logged through `tracing`;
+//! [`Dashboard::read_only`] turns actions off.
+//!
+//! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`) and its
+//! pause flag (`leaseq_paused{queue}`) in the Prometheus text format, read from the store at
+//! each scrape.
 //!
 //! Two ways to run it: [`router`] (or [`Dashboard::router`]) mounted in a service's own
 //! axum app, or standalone, `leaseq web sqlite FILE` / `leaseq web postgres URL` from the
@@ -36,6 +40,7 @@ mod csrf;
 mod dashboard;
 mod html;
 mod layout;
+mod metrics;
 mod operator;
 mod pages;
 mod payload;
