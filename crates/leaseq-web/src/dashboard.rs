@@ -108,7 +108,8 @@ impl<O: Operator> Dashboard<O> {
     }
 
     /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
-    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`,
+    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/finished` (where
+    /// the store keeps a record of finished jobs), `/queues/{queue}/items/{id}`,
     /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
     /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
@@ -134,6 +135,10 @@ impl<O: Operator> Dashboard<O> {
             .route(
                 "/queues/{queue}/schedules",
                 get(pages::schedules::schedules::<O>),
+            )
+            .route(
+                "/queues/{queue}/finished",
+                get(pages::finished::finished::<O>),
             )
             .route("/queues/{queue}/items/{id}", get(pages::item::item::<O>))
             .route(

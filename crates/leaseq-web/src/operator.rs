@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 
-use leaseq_async::{Page, ScheduleState, StoredCounts, StoredItem};
+use leaseq_async::{Finished, HistoryQuery, Page, ScheduleState, StoredCounts, StoredItem};
 use leaseq_core::MessageId;
 
 use crate::query::DeadQuery;
@@ -64,6 +64,9 @@ pub struct Capabilities {
     pub purge: bool,
     /// Queues can be paused and resumed ([`Operator::set_paused`]).
     pub pause: bool,
+    /// The store can keep a record of finished jobs ([`Operator::history`]; it holds
+    /// entries only where the queues' stores were asked to keep one).
+    pub history: bool,
 }
 
 /// A read of a store's queues, for operator tools: the dashboard of this crate renders
@@ -135,6 +138,17 @@ pub trait Operator: Send + Sync + 'static {
     ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
         let _ = (queue, query);
         async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// The record of `queue`'s finished jobs that `query` asks for, oldest first (empty by
+    /// default, and where [`capabilities`](Self::capabilities) has no `history`).
+    fn history(
+        &self,
+        queue: &str,
+        query: &HistoryQuery,
+    ) -> impl Future<Output = Result<Vec<Finished>, OperatorError>> + Send {
+        let _ = (queue, query);
+        async { Ok(Vec::new()) }
     }
 
     /// Pauses `queue` (`paused`: no lease handed out, by any process the store reaches,

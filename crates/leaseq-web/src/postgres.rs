@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_async::{AdminError, Config, LeaseQueue, Page, ScheduleState, StoredCounts, StoredItem};
+use leaseq_async::{
+    AdminError, Config, Finished, HistoryQuery, LeaseQueue, Page, ScheduleState, StoredCounts,
+    StoredItem,
+};
 use leaseq_core::MessageId;
 use leaseq_postgres::{BytesCodec, DbError, Options, PgInspector, PgQueue, Postgres};
 use tokio::sync::Mutex;
@@ -121,6 +124,7 @@ impl Operator for PgOperator {
             redrive: acts,
             purge: acts,
             pause: acts,
+            history: true,
         }
     }
 
@@ -198,6 +202,16 @@ impl Operator for PgOperator {
             .dead_letters_matching(queue, page, &filter)
             .await
             .map_err(bad)
+    }
+
+    async fn history(
+        &self,
+        queue: &str,
+        query: &HistoryQuery,
+    ) -> Result<Vec<Finished>, OperatorError> {
+        let mut inspector = self.inspector.lock().await;
+        self.check(&mut inspector, queue).await?;
+        inspector.history(queue, query).await.map_err(bad)
     }
 
     async fn schedules(&self, queue: &str) -> Result<Vec<ScheduleState>, OperatorError> {

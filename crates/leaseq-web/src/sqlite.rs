@@ -159,6 +159,7 @@ impl Operator for SqliteOperator {
             redrive: acts,
             purge: acts,
             pause: acts,
+            history: false,
         }
     }
 
