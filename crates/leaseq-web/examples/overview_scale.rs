@@ -1,6 +1,7 @@
 //! How long the overview takes on Postgres with 100 queues holding 1,000,000 items (the
 //! goal of issue 31: <= 200 ms), beside the same counts read from the partial indexes
-//! alone (index-only scans), in the same run.
+//! alone (index-only scans) and the oldest ready item's age of every queue (index probes),
+//! in the same run.
 //!
 //! `cargo run -p leaseq-web --example overview_scale [-- ROWS]`; the server from
 //! `LEASEQ_PG_URL` (default: this machine's). The schema `leaseq_web_overview_scale` is
@@ -65,10 +66,10 @@ async fn main() {
         .batch_execute(&format!(
             "INSERT INTO {SCHEMA}.items (id, queue, state, visible_at, deadline, dead_at, payload)
              SELECT g, 'q' || lpad((g % {QUEUES})::text, 3, '0'),
-                    CASE WHEN g % 20 = 0 THEN 1 WHEN g % 20 = 1 THEN 2 ELSE 0 END,
-                    now() + CASE WHEN g % 10 = 2 THEN interval '1 hour' ELSE interval '0' END,
-                    CASE WHEN g % 20 = 0 THEN now() + interval '1 hour' END,
-                    CASE WHEN g % 20 = 1 THEN now() END,
+                    CASE WHEN (g / 100) % 20 = 0 THEN 1 WHEN (g / 100) % 20 = 1 THEN 2 ELSE 0 END,
+                    now() + CASE WHEN (g / 100) % 10 = 2 THEN interval '1 hour' ELSE interval '0' END,
+                    CASE WHEN (g / 100) % 20 = 0 THEN now() + interval '1 hour' END,
+                    CASE WHEN (g / 100) % 20 = 1 THEN now() END,
                     '\\x00'::bytea
              FROM generate_series(1, {rows}) g"
         ))
@@ -102,6 +103,23 @@ async fn main() {
     })
     .await;
     println!("overview page (PgInspector::queues, one pass over the table): median {overview:?} of {RUNS}");
+
+    let mut ages_reader = leaseq_postgres::PgInspector::connect(&url, SCHEMA)
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..QUEUES).map(|n| format!("q{n:03}")).collect();
+    let mut probes = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let ages = ages_reader.oldest_ready_ages(&names).await.unwrap();
+        probes.push(t.elapsed());
+        assert_eq!(ages.len() as u64, QUEUES);
+    }
+    probes.sort();
+    println!(
+        "oldest ready age of every queue (PgInspector::oldest_ready_ages, index probes): median {:?} of {RUNS}",
+        probes[RUNS / 2]
+    );
 
     let s = SCHEMA;
     let index_only = format!(

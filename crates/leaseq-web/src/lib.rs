@@ -13,9 +13,10 @@
 //! that shows the count, and pauses and resumes queues, each logged through `tracing`;
 //! [`Dashboard::read_only`] turns actions off.
 //!
-//! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`) and its
-//! pause flag (`leaseq_paused{queue}`) in the Prometheus text format, read from the store at
-//! each scrape.
+//! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`), its pause
+//! flag (`leaseq_paused{queue}`) and, where the store says it without a scan (Postgres), the
+//! age of its oldest ready item (`leaseq_oldest_ready_age_seconds{queue}`) in the Prometheus
+//! text format, read from the store at each scrape.
 //!
 //! Two ways to run it: [`router`] (or [`Dashboard::router`]) mounted in a service's own
 //! axum app, or standalone, `leaseq web sqlite FILE` / `leaseq web postgres URL` from the

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
 use leaseq_async::{Finished, HistoryQuery, Page, ScheduleState, StoredCounts, StoredItem};
 use leaseq_core::MessageId;
@@ -138,6 +139,17 @@ pub trait Operator: Send + Sync + 'static {
     ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
         let _ = (queue, query);
         async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// How long the oldest ready item of each of `queues` has waited since it became ready,
+    /// for those with one ready (a queue not listed has none); `None`: this store cannot say
+    /// without reading every ready item (the default).
+    fn oldest_ready_ages(
+        &self,
+        queues: &[String],
+    ) -> impl Future<Output = Result<Option<Vec<(String, Duration)>>, OperatorError>> + Send {
+        let _ = queues;
+        async { Ok(None) }
     }
 
     /// The record of `queue`'s finished jobs that `query` asks for, oldest first (empty by

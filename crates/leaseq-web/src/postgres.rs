@@ -204,6 +204,15 @@ impl Operator for PgOperator {
             .map_err(bad)
     }
 
+    async fn oldest_ready_ages(
+        &self,
+        queues: &[String],
+    ) -> Result<Option<Vec<(String, Duration)>>, OperatorError> {
+        let mut inspector = self.inspector.lock().await;
+        let ages = inspector.oldest_ready_ages(queues).await.map_err(bad)?;
+        Ok(Some(ages))
+    }
+
     async fn history(
         &self,
         queue: &str,
