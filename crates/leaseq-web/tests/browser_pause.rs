@@ -4,7 +4,8 @@
 //! database, as it would reach another process). The Pause button stops the pool's claims
 //! (at most the leases a claim already running takes), read through the pool's queue; the
 //! Resume button restarts them and every item is handled once. Screenshot of the paused
-//! queue's page into docs/screenshots/.
+//! queue's page into docs/screenshots/. A second test reads a queue's finished jobs and
+//! filters them by outcome (screenshot `finished`).
 //!
 //! Skips with a note without chromium/chromedriver (unless `LEASEQ_BROWSER_REQUIRED=1`) or
 //! without a server (unless `LEASEQ_PG_REQUIRED=1`).
@@ -159,6 +160,100 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
     assert_eq!((ids.len(), unique.len()), (TOTAL as usize, TOTAL as usize));
     assert!(!q.refresh_stats().await.unwrap().paused);
     q.close().await.unwrap();
+    c.close().await.unwrap();
+    pg_drop(&url, &schema).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let Some(url) = pg_server().await else {
+        return;
+    };
+    let schema = pg_schema("browser_finished");
+    let q: leaseq_postgres::PgQueue<Vec<u8>> =
+        leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+            .name("web_hist")
+            .codec(leaseq_postgres::BytesCodec)
+            .open(
+                leaseq_postgres::Postgres::url(&url).options(
+                    leaseq_postgres::Options::new()
+                        .schema(&schema)
+                        .pool_size(2)
+                        .retention(Duration::from_secs(3600)),
+                ),
+            )
+            .await
+            .unwrap();
+    for kind in ["email", "report", "sms", "email", "sms"] {
+        q.push(envelope(kind, "{}")).await.unwrap();
+        let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
+        if kind == "sms" {
+            d.dead_letter("no such number").await.unwrap();
+        } else {
+            d.ack().await.unwrap();
+        }
+    }
+    q.close().await.unwrap();
+    let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
+    // The record is written with the acks' batch: waited for (not a measured time).
+    let until = Instant::now() + PATIENCE;
+    while inspector
+        .history("web_hist", &leaseq_async::HistoryQuery::first(100))
+        .await
+        .unwrap()
+        .len()
+        < 5
+    {
+        assert!(Instant::now() < until, "recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let addr = serve(PgOperator::new(inspector)).await;
+    let (_driver, c) = session(&chromium, &driver).await;
+    c.goto(&format!("http://{addr}/queues/web_hist"))
+        .await
+        .unwrap();
+    c.find(Locator::LinkText("Finished jobs"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let rows = c
+        .find_all(Locator::Css("table#finished tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 5);
+    no_script(&c).await;
+    screenshot(&c, "finished").await;
+    // The outcome filter, chosen as a person would.
+    c.find(Locator::Css(
+        "select[name=\"outcome\"] option[value=\"dead\"]",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    c.find(Locator::Css("form.filter button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let rows = c
+        .find_all(Locator::Css(
+            "table#finished tbody tr[data-outcome=\"dead\"]",
+        ))
+        .await
+        .unwrap();
+    let all = c
+        .find_all(Locator::Css("table#finished tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!((rows.len(), all.len()), (2, 2));
     c.close().await.unwrap();
     pg_drop(&url, &schema).await;
 }
