@@ -108,11 +108,13 @@ impl<O: Operator> Dashboard<O> {
     }
 
     /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
-    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/items/{id}`
-    /// and `/style.css`; where the operator can act and not read-only, the actions: POST
+    /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/finished` (where
+    /// the store keeps a record of finished jobs), `/queues/{queue}/items/{id}`,
+    /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
-    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, each POST with the
-    /// form's CSRF token.
+    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
+    /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
+    /// token.
     pub fn router(self) -> Router {
         let csrf = if self.read_only {
             None
@@ -127,17 +129,24 @@ impl<O: Operator> Dashboard<O> {
         let not_found = Arc::clone(&app);
         let router = Router::new()
             .route("/", get(pages::overview::overview::<O>))
+            .route("/metrics", get(crate::metrics::metrics::<O>))
             .route("/queues/{queue}", get(pages::queue::queue::<O>))
             .route("/queues/{queue}/dead", get(pages::queue::dead::<O>))
             .route(
                 "/queues/{queue}/schedules",
                 get(pages::schedules::schedules::<O>),
             )
+            .route(
+                "/queues/{queue}/finished",
+                get(pages::finished::finished::<O>),
+            )
             .route("/queues/{queue}/items/{id}", get(pages::item::item::<O>))
             .route(
                 "/queues/{queue}/items/{id}/redrive",
                 post(pages::actions::redrive::<O>),
             )
+            .route("/queues/{queue}/pause", post(pages::pause::pause::<O>))
+            .route("/queues/{queue}/resume", post(pages::pause::resume::<O>))
             .route(
                 "/queues/{queue}/purge-dead",
                 get(pages::bulk::purge_confirm::<O>).post(pages::bulk::purge::<O>),

@@ -1,6 +1,7 @@
 //! A web dashboard for leaseq queues: every queue's counts, its live items and dead letters
 //! a page at a time, one item's payload (a router job's args as formatted JSON, other bytes
-//! as text and hex), the schedules a queue keeps. Server-rendered HTML, charts drawn as SVG
+//! as text and hex), the schedules a queue keeps, its finished jobs where the store keeps a
+//! record of them. Server-rendered HTML, charts drawn as SVG
 //! on the server, the stylesheet in the binary: no script, nothing fetched from elsewhere.
 //!
 //! It reads through the [`Operator`] trait, implemented for a SQLite queue file
@@ -9,8 +10,13 @@
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
 //! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
 //! a POST carrying the dashboard's CSRF token, the purge after a confirmation
-//! that shows the count, each logged through `tracing`; [`Dashboard::read_only`] turns
-//! actions off.
+//! that shows the count, and pauses and resumes queues, each logged through `tracing`;
+//! [`Dashboard::read_only`] turns actions off.
+//!
+//! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`), its pause
+//! flag (`leaseq_paused{queue}`) and, where the store says it without a scan (Postgres), the
+//! age of its oldest ready item (`leaseq_oldest_ready_age_seconds{queue}`) in the Prometheus
+//! text format, read from the store at each scrape.
 //!
 //! Two ways to run it: [`router`] (or [`Dashboard::router`]) mounted in a service's own
 //! axum app, or standalone, `leaseq web sqlite FILE` / `leaseq web postgres URL` from the
@@ -36,6 +42,7 @@ mod csrf;
 mod dashboard;
 mod html;
 mod layout;
+mod metrics;
 mod operator;
 mod pages;
 mod payload;

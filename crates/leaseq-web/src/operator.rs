@@ -3,8 +3,9 @@
 
 use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
-use leaseq_async::{Page, ScheduleState, StoredCounts, StoredItem};
+use leaseq_async::{Finished, HistoryQuery, Page, ScheduleState, StoredCounts, StoredItem};
 use leaseq_core::MessageId;
 
 use crate::query::DeadQuery;
@@ -53,7 +54,7 @@ impl OperatorError {
 }
 
 /// What an [`Operator`] can do besides reading; the dashboard shows an action only where
-/// its flag is set. Cancel and pause state are to come.
+/// its flag is set. Cancel is to come.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Capabilities {
@@ -62,8 +63,11 @@ pub struct Capabilities {
     pub redrive: bool,
     /// Dead letters can be deleted.
     pub purge: bool,
-    /// The store keeps a paused flag per queue.
+    /// Queues can be paused and resumed ([`Operator::set_paused`]).
     pub pause: bool,
+    /// The store can keep a record of finished jobs ([`Operator::history`]; it holds
+    /// entries only where the queues' stores were asked to keep one).
+    pub history: bool,
 }
 
 /// A read of a store's queues, for operator tools: the dashboard of this crate renders
@@ -71,7 +75,8 @@ pub struct Capabilities {
 ///
 /// Implemented by [`SqliteOperator`](crate::SqliteOperator) (a SQLite file, one queue) and
 /// [`PgOperator`](crate::PgOperator) (a PostgreSQL schema's queues). The reads change
-/// nothing; the actions ([`redrive`](Self::redrive), [`purge_dead`](Self::purge_dead)) are
+/// nothing; the actions ([`redrive`](Self::redrive), [`purge_dead`](Self::purge_dead),
+/// [`set_paused`](Self::set_paused)) are
 /// refused with [`OperatorError::ReadOnly`] by default, and where
 /// [`capabilities`](Self::capabilities) does not announce them.
 pub trait Operator: Send + Sync + 'static {
@@ -133,6 +138,40 @@ pub trait Operator: Send + Sync + 'static {
         query: &DeadQuery,
     ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
         let _ = (queue, query);
+        async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// How long the oldest ready item of each of `queues` has waited since it became ready,
+    /// for those with one ready (a queue not listed has none); `None`: this store cannot say
+    /// without reading every ready item (the default).
+    fn oldest_ready_ages(
+        &self,
+        queues: &[String],
+    ) -> impl Future<Output = Result<Option<Vec<(String, Duration)>>, OperatorError>> + Send {
+        let _ = queues;
+        async { Ok(None) }
+    }
+
+    /// The record of `queue`'s finished jobs that `query` asks for, oldest first (empty by
+    /// default, and where [`capabilities`](Self::capabilities) has no `history`).
+    fn history(
+        &self,
+        queue: &str,
+        query: &HistoryQuery,
+    ) -> impl Future<Output = Result<Vec<Finished>, OperatorError>> + Send {
+        let _ = (queue, query);
+        async { Ok(Vec::new()) }
+    }
+
+    /// Pauses `queue` (`paused`: no lease handed out, by any process the store reaches,
+    /// from its next claim on; pushes still accepted) or resumes it; returns whether the
+    /// flag changed (`false`: it already was so).
+    fn set_paused(
+        &self,
+        queue: &str,
+        paused: bool,
+    ) -> impl Future<Output = Result<bool, OperatorError>> + Send {
+        let _ = (queue, paused);
         async { Err(OperatorError::ReadOnly) }
     }
 

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_async::{AdminError, Config, LeaseQueue, Page, ScheduleState, StoredCounts, StoredItem};
+use leaseq_async::{
+    AdminError, Config, Finished, HistoryQuery, LeaseQueue, Page, ScheduleState, StoredCounts,
+    StoredItem,
+};
 use leaseq_core::MessageId;
 use leaseq_postgres::{BytesCodec, DbError, Options, PgInspector, PgQueue, Postgres};
 use tokio::sync::Mutex;
@@ -22,8 +25,9 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// A PostgreSQL schema as an [`Operator`]: its queues (those with rows, or opened, or
 /// keeping a schedule), read one call at a time over the inspector's connection. Made
-/// with [`with_actions`](Self::with_actions), it also redrives and deletes dead letters,
-/// each through a store opened for the action (as `leaseq`'s commands do).
+/// with [`with_actions`](Self::with_actions), it also redrives and deletes dead letters and
+/// pauses and resumes queues, each through a store opened for the action (as `leaseq`'s
+/// commands do).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), leaseq_postgres::OpenError> {
@@ -119,7 +123,8 @@ impl Operator for PgOperator {
         Capabilities {
             redrive: acts,
             purge: acts,
-            ..Capabilities::default()
+            pause: acts,
+            history: true,
         }
     }
 
@@ -143,6 +148,19 @@ impl Operator for PgOperator {
         let n = done.map_err(|e| OperatorError::store(&e))?;
         closed.map_err(|e| OperatorError::store(&e))?;
         Ok(n)
+    }
+
+    async fn set_paused(&self, queue: &str, paused: bool) -> Result<bool, OperatorError> {
+        let q = self.open(queue).await?;
+        let done = if paused {
+            q.pause().await
+        } else {
+            q.resume().await
+        };
+        let closed = q.close().await;
+        let changed = done.map_err(|e| OperatorError::store(&e))?;
+        closed.map_err(|e| OperatorError::store(&e))?;
+        Ok(changed)
     }
 
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
@@ -184,6 +202,25 @@ impl Operator for PgOperator {
             .dead_letters_matching(queue, page, &filter)
             .await
             .map_err(bad)
+    }
+
+    async fn oldest_ready_ages(
+        &self,
+        queues: &[String],
+    ) -> Result<Option<Vec<(String, Duration)>>, OperatorError> {
+        let mut inspector = self.inspector.lock().await;
+        let ages = inspector.oldest_ready_ages(queues).await.map_err(bad)?;
+        Ok(Some(ages))
+    }
+
+    async fn history(
+        &self,
+        queue: &str,
+        query: &HistoryQuery,
+    ) -> Result<Vec<Finished>, OperatorError> {
+        let mut inspector = self.inspector.lock().await;
+        self.check(&mut inspector, queue).await?;
+        inspector.history(queue, query).await.map_err(bad)
     }
 
     async fn schedules(&self, queue: &str) -> Result<Vec<ScheduleState>, OperatorError> {

@@ -44,8 +44,8 @@ impl SqliteOperator {
         }
     }
 
-    /// The operator of the file `view` reads, which also redrives and deletes dead letters
-    /// by opening the file as its owner for each action (as `leaseq sqlite FILE redrive`
+    /// The operator of the file `view` reads, which also redrives and deletes dead letters,
+    /// and pauses and resumes its queue, by opening the file as its owner for each action (as `leaseq sqlite FILE redrive`
     /// does: the leases of a process that died holding it come back first). Refused
     /// ([`OperatorError::Refused`]) while another queue owns the file: a running service
     /// keeps its file to itself.
@@ -158,7 +158,8 @@ impl Operator for SqliteOperator {
         Capabilities {
             redrive: acts,
             purge: acts,
-            ..Capabilities::default()
+            pause: acts,
+            history: false,
         }
     }
 
@@ -180,6 +181,18 @@ impl Operator for SqliteOperator {
         let closed = shut(q).await;
         let n = done.map_err(|e| OperatorError::store(&e))?;
         closed.map(|()| n)
+    }
+
+    async fn set_paused(&self, queue: &str, paused: bool) -> Result<bool, OperatorError> {
+        let q = self.open_owner(queue).await?;
+        let done = if paused {
+            q.pause().await
+        } else {
+            q.resume().await
+        };
+        let closed = shut(q).await;
+        let changed = done.map_err(|e| OperatorError::store(&e))?;
+        closed.map(|()| changed)
     }
 
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {

@@ -2,7 +2,9 @@
 
 pub(crate) mod actions;
 pub(crate) mod bulk;
+pub(crate) mod finished;
 pub(crate) mod item;
 pub(crate) mod overview;
+pub(crate) mod pause;
 pub(crate) mod queue;
 pub(crate) mod schedules;

@@ -1,6 +1,8 @@
-//! `/`: every queue with its counts by state and a bar of their shares.
+//! `/`: every queue with its counts by state, the age of its oldest ready item where the
+//! store says it cheaply, paused or running, and a bar of their shares.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -9,6 +11,7 @@ use leaseq_async::StoredCounts;
 
 use crate::chart;
 use crate::html::Html;
+use crate::layout::relative;
 use crate::layout::App;
 use crate::operator::Operator;
 
@@ -24,7 +27,16 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
         h.raw("<p class=\"muted\" id=\"no-queues\">No queue with items in this store.</p>");
         return app.page(StatusCode::OK, "Queues", &h);
     }
-    h.raw("<table id=\"queues\"><thead><tr><th>Queue</th><th class=\"n\">Ready</th><th class=\"n\">Delayed</th><th class=\"n\">In flight</th><th class=\"n\">Dead</th><th class=\"n\">Total</th><th>Share</th></tr></thead><tbody>");
+    let names: Vec<String> = queues.iter().map(|c| c.queue.clone()).collect();
+    let ages = match app.op.oldest_ready_ages(&names).await {
+        Ok(a) => a,
+        Err(e) => return app.error(&e),
+    };
+    h.raw("<table id=\"queues\"><thead><tr><th>Queue</th><th class=\"n\">Ready</th><th class=\"n\">Delayed</th><th class=\"n\">In flight</th><th class=\"n\">Dead</th><th class=\"n\">Total</th>");
+    if ages.is_some() {
+        h.raw("<th class=\"n\">Oldest ready</th>");
+    }
+    h.raw("<th>Status</th><th>Share</th></tr></thead><tbody>");
     let mut total = StoredCounts::new("", 0, 0, 0, 0);
     for c in &queues {
         h.raw("<tr data-queue=\"")
@@ -35,7 +47,21 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
             .text(&c.queue)
             .raw("</a></td>");
         counts_cells(&mut h, c);
-        h.raw("<td>");
+        if let Some(ages) = &ages {
+            let age = ages.iter().find(|(q, _)| *q == c.queue).map(|(_, d)| *d);
+            h.raw("<td class=\"n\" data-oldest-ready=\"")
+                .show(age.map_or(0.0, |d| d.as_secs_f64()))
+                .raw("\">")
+                .text(&age.map_or("-".to_string(), |d| {
+                    relative(SystemTime::UNIX_EPOCH, SystemTime::UNIX_EPOCH + d)
+                }))
+                .raw("</td>");
+        }
+        h.raw(if c.paused {
+            "<td data-paused=\"true\" class=\"paused\">paused</td><td>"
+        } else {
+            "<td data-paused=\"false\">running</td><td>"
+        });
         chart::stacked(&mut h, c);
         h.raw("</td></tr>");
         total.ready += c.ready;
@@ -47,7 +73,13 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
         .show(queues.len())
         .raw("</th>");
     counts_cells(&mut h, &total);
-    h.raw("<td></td></tr></tfoot></table>");
+    if ages.is_some() {
+        h.raw("<td></td>");
+    }
+    let paused = queues.iter().filter(|c| c.paused).count();
+    h.raw("<td id=\"paused-count\">")
+        .show(paused)
+        .raw(" paused</td><td></td></tr></tfoot></table>");
     h.raw("<p class=\"muted\">Counts as of this page's load; reload for newer ones.</p>");
     app.page(StatusCode::OK, "Queues", &h)
 }

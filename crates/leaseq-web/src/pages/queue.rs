@@ -28,6 +28,7 @@ pub(crate) enum Tab {
     Live,
     Dead,
     Schedules,
+    Finished,
 }
 
 /// The queue's title, counts and tabs.
@@ -49,14 +50,20 @@ pub(crate) fn head<O: Operator>(app: &App<O>, h: &mut Html, c: &StoredCounts, ta
             .show(n)
             .raw("</div></div>");
     }
+    crate::pages::pause::status(app, h, c);
     h.raw("</div>");
     chart::state_bars(h, c);
     h.raw("<nav class=\"tabs\">");
+    let history = app.op.capabilities().history;
     for (t, label, rest) in [
         (Tab::Live, "Live items", ""),
         (Tab::Dead, "Dead letters", "/dead"),
         (Tab::Schedules, "Schedules", "/schedules"),
+        (Tab::Finished, "Finished jobs", "/finished"),
     ] {
+        if t == Tab::Finished && !history {
+            continue;
+        }
         h.raw("<a href=\"")
             .text(&app.queue_link(&c.queue, rest))
             .raw(if t == tab {

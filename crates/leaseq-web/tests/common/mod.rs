@@ -2,6 +2,8 @@
 //! through the router, and reading counts back out of a page.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

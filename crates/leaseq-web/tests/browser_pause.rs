@@ -1,0 +1,259 @@
+//! Pause and resume from the dashboard in a real browser, on Postgres: a pool runs on its
+//! own store instance (its own connections, another task of this process: the dashboard's
+//! action opens a store of its own, so the pause reaches the pool only through the
+//! database, as it would reach another process). The Pause button stops the pool's claims
+//! (at most the leases a claim already running takes), read through the pool's queue; the
+//! Resume button restarts them and every item is handled once. Screenshot of the paused
+//! queue's page into docs/screenshots/. A second test reads a queue's finished jobs and
+//! filters them by outcome (screenshot `finished`).
+//!
+//! Skips with a note without chromium/chromedriver (unless `LEASEQ_BROWSER_REQUIRED=1`) or
+//! without a server (unless `LEASEQ_PG_REQUIRED=1`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::browser::*;
+use common::*;
+use fantoccini::Locator;
+use leaseq_async::{Config, Job};
+use leaseq_postgres::PgInspector;
+use leaseq_web::PgOperator;
+
+const WORKERS: u64 = 2;
+/// The most leases one round of the pool's claims takes: one per worker and the pool's
+/// prefetch (its default, 32).
+const CLAIM_ROUND: u64 = WORKERS + 32;
+const TOTAL: u64 = 200;
+/// How long a wait for the pool may take before the test fails (not a measured time).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let Some(url) = pg_server().await else {
+        return;
+    };
+    let schema = pg_schema("browser_pause");
+    let q: leaseq_postgres::PgQueue<Vec<u8>> =
+        leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+            .name("web_pause")
+            .codec(leaseq_postgres::BytesCodec)
+            .open(
+                leaseq_postgres::Postgres::url(&url)
+                    .options(leaseq_postgres::Options::new().schema(&schema).pool_size(4)),
+            )
+            .await
+            .unwrap();
+    let ran: Arc<Mutex<Vec<u64>>> = Arc::default();
+    // After the first 10 items the handlers wait for this gate, so that the pool is still
+    // running when the button is clicked, however long the browser takes.
+    let (gate, gated) = tokio::sync::watch::channel(false);
+    let pool = leaseq_tokio::Pool::builder(q.clone())
+        .workers(WORKERS as usize)
+        .spawn({
+            let ran = ran.clone();
+            move |job: Job<Vec<u8>>| {
+                let (ran, mut gated) = (ran.clone(), gated.clone());
+                async move {
+                    if ran.lock().unwrap().len() >= 10 {
+                        let _ = gated.wait_for(|open| *open).await;
+                    }
+                    ran.lock().unwrap().push(job.id.get());
+                    Ok(())
+                }
+            }
+        });
+    for n in 0..TOTAL {
+        q.push(format!("item {n}").into_bytes()).await.unwrap();
+    }
+    let until = Instant::now() + PATIENCE;
+    while ran.lock().unwrap().len() < 10 {
+        assert!(Instant::now() < until, "the pool runs");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let addr = serve(PgOperator::with_actions(
+        PgInspector::connect(&url, &schema).await.unwrap(),
+        url.as_str(),
+        schema.as_str(),
+    ))
+    .await;
+    let (_driver, c) = session(&chromium, &driver).await;
+    c.goto(&format!("http://{addr}/queues/web_pause"))
+        .await
+        .unwrap();
+    assert_eq!(text(&c, "#status").await, "Running");
+    c.find(Locator::Css("form.action[action$=\"/pause\"] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(&c, "#done").await.contains("is paused"));
+    // Committed: from here on only the claims already running hand out leases.
+    assert!(
+        q.refresh_stats().await.unwrap().paused,
+        "paused, as the pool's store reads it"
+    );
+    gate.send_replace(true);
+    let delivered = q.stats().delivered;
+    // Several of the claimer's poll intervals (200 ms).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = q.stats().delivered;
+    assert!(
+        after <= delivered + CLAIM_ROUND,
+        "leased {delivered} at the pause, {after} after"
+    );
+    let until = Instant::now() + PATIENCE;
+    while (ran.lock().unwrap().len() as u64) < q.stats().delivered {
+        assert!(Instant::now() < until, "the leases out are handled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let handled = ran.lock().unwrap().len() as u64;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(q.stats().delivered, handled, "nothing claimed while paused");
+    assert!(
+        handled < TOTAL,
+        "the pause stopped the pool ({handled} handled)"
+    );
+    let s = q.refresh_stats().await.unwrap();
+    assert_eq!(s.ready, TOTAL - handled, "{s:?}");
+
+    // The page shows it paused, with the Resume button.
+    c.goto(&format!("http://{addr}/queues/web_pause"))
+        .await
+        .unwrap();
+    assert_eq!(text(&c, "#status").await, "Paused");
+    assert_eq!(
+        text(&c, ".card [data-count=\"ready\"]").await,
+        (TOTAL - handled).to_string()
+    );
+    no_script(&c).await;
+    screenshot(&c, "queue-paused").await;
+    c.find(Locator::Css("form.action[action$=\"/resume\"] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(&c, "#done").await.contains("is running again"));
+
+    // Resumed: the pool handles the rest, each item once.
+    let until = Instant::now() + PATIENCE;
+    while (ran.lock().unwrap().len() as u64) < TOTAL {
+        assert!(
+            Instant::now() < until,
+            "resumed: {} of {TOTAL} handled",
+            ran.lock().unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    pool.shutdown(Duration::from_secs(5)).await;
+    let ids = ran.lock().unwrap().clone();
+    let unique: BTreeSet<u64> = ids.iter().copied().collect();
+    assert_eq!((ids.len(), unique.len()), (TOTAL as usize, TOTAL as usize));
+    assert!(!q.refresh_stats().await.unwrap().paused);
+    q.close().await.unwrap();
+    c.close().await.unwrap();
+    pg_drop(&url, &schema).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
+    let Some((chromium, driver)) = browser() else {
+        return;
+    };
+    let Some(url) = pg_server().await else {
+        return;
+    };
+    let schema = pg_schema("browser_finished");
+    let q: leaseq_postgres::PgQueue<Vec<u8>> =
+        leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+            .name("web_hist")
+            .codec(leaseq_postgres::BytesCodec)
+            .open(
+                leaseq_postgres::Postgres::url(&url).options(
+                    leaseq_postgres::Options::new()
+                        .schema(&schema)
+                        .pool_size(2)
+                        .retention(Duration::from_secs(3600)),
+                ),
+            )
+            .await
+            .unwrap();
+    for kind in ["email", "report", "sms", "email", "sms"] {
+        q.push(envelope(kind, "{}")).await.unwrap();
+        let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
+        if kind == "sms" {
+            d.dead_letter("no such number").await.unwrap();
+        } else {
+            d.ack().await.unwrap();
+        }
+    }
+    q.close().await.unwrap();
+    let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
+    // The record is written with the acks' batch: waited for (not a measured time).
+    let until = Instant::now() + PATIENCE;
+    while inspector
+        .history("web_hist", &leaseq_async::HistoryQuery::first(100))
+        .await
+        .unwrap()
+        .len()
+        < 5
+    {
+        assert!(Instant::now() < until, "recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let addr = serve(PgOperator::new(inspector)).await;
+    let (_driver, c) = session(&chromium, &driver).await;
+    c.goto(&format!("http://{addr}/queues/web_hist"))
+        .await
+        .unwrap();
+    c.find(Locator::LinkText("Finished jobs"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let rows = c
+        .find_all(Locator::Css("table#finished tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 5);
+    no_script(&c).await;
+    screenshot(&c, "finished").await;
+    // The outcome filter, chosen as a person would.
+    c.find(Locator::Css(
+        "select[name=\"outcome\"] option[value=\"dead\"]",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    c.find(Locator::Css("form.filter button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let rows = c
+        .find_all(Locator::Css(
+            "table#finished tbody tr[data-outcome=\"dead\"]",
+        ))
+        .await
+        .unwrap();
+    let all = c
+        .find_all(Locator::Css("table#finished tbody tr"))
+        .await
+        .unwrap();
+    assert_eq!((rows.len(), all.len()), (2, 2));
+    c.close().await.unwrap();
+    pg_drop(&url, &schema).await;
+}
