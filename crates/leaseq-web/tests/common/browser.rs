@@ -94,8 +94,15 @@ pub async fn serve<O: Operator>(op: O) -> SocketAddr {
     addr
 }
 
+/// Where the screenshots go: the README's `docs/screenshots/` when `LEASEQ_SCREENSHOTS=docs`
+/// (to refresh them), else the test's scratch directory, so that a test run leaves the
+/// tree as it was.
 pub fn shots() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots");
+    let dir = if std::env::var("LEASEQ_SCREENSHOTS").as_deref() == Ok("docs") {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
+    } else {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
+    };
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -106,8 +113,12 @@ pub async fn screenshot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
 }
 
+/// The text of the first element `css` finds, waited for (up to 30 s: a page a click
+/// loads may not be there yet; a bound for a hang, not a measured time).
 pub async fn text(c: &Client, css: &str) -> String {
-    c.find(Locator::Css(css))
+    c.wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("no {css}: {e}"))
         .text()
