@@ -6,11 +6,11 @@
 use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::{Config, Failure, Push};
+use leaseq_async::Config;
 use leaseq_postgres::{Options, PgQueue};
-use leaseq_test_kit::envelope::envelope;
 use leaseq_test_kit::output::{self, fails, json, stdout};
 use leaseq_test_kit::pg::{runtime, server, sql};
+use leaseq_test_kit::steps::cli_fixture;
 use serde_json::Value;
 
 /// A schema no other run uses.
@@ -32,28 +32,7 @@ async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
 fn fixture(url: &str, schema: &str) {
     runtime().block_on(async {
         let q = open(url, schema, "jobs").await;
-        for item in [
-            envelope("email", "{\"to\":17}"),
-            envelope("sms", "hi"),
-            vec![0xde, 0xad, 0xbe, 0xef],
-        ] {
-            q.push(item).await.unwrap();
-        }
-        for _ in 0..3 {
-            let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
-            if d.item().starts_with(b"\x03sms") {
-                d.dead_letter("no such number").await.unwrap();
-            } else {
-                d.nack_with(Failure::error("upstream 503")).await.unwrap();
-            }
-        }
-        q.push(b"invoice 981".to_vec()).await.unwrap();
-        q.push_with(
-            b"later".to_vec(),
-            Push::new().delay(Duration::from_secs(3600)),
-        )
-        .await
-        .unwrap();
+        cli_fixture(&q).await;
         q.close().await.unwrap();
         let other = open(url, schema, "other").await;
         other.push(b"elsewhere".to_vec()).await.unwrap();
@@ -97,13 +76,7 @@ fn snapshot(url: &str, schema: &str) -> Vec<(String, String)> {
 }
 
 fn drop_schema(url: &str, schema: &str) {
-    runtime().block_on(async {
-        let client = sql(url).await;
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .await
-            .unwrap();
-    });
+    runtime().block_on(leaseq_test_kit::pg::drop_schema(url, schema));
 }
 
 fn leaseq(args: &[&str]) -> Output {

@@ -165,6 +165,15 @@ pub async fn sql(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// Drops `schema` and all it holds, if it is there (a test's own schema, at its end).
+pub async fn drop_schema(url: &str, schema: &str) {
+    sql(url)
+        .await
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .expect("drop the schema");
+}
+
 /// Options for tests: schema [`SCHEMA`], a small pool, a fast rescuer and poll; with
 /// `LEASEQ_PG_RETENTION=1`, the record of finished jobs on (an hour), so that every suite
 /// can run on the statements that write it.

@@ -1,6 +1,8 @@
 //! Steps many queue tests take, on any store.
 
-use leaseq_async::{Failure, LeaseQueue, Page, Runtime, Store};
+use std::time::Duration;
+
+use leaseq_async::{Failure, LeaseQueue, Page, Push, Runtime, Store};
 
 use crate::envelope::envelope;
 
@@ -58,4 +60,42 @@ where
         .into_iter()
         .map(|l| l.item.expect("decoded"))
         .collect()
+}
+
+/// What the CLI tests read in `q` (a queue of bytes with one attempt): three dead letters
+/// (`email` nacked out of its attempts, `sms` rejected with "no such number", raw bytes
+/// `de ad be ef` nacked with "upstream 503"), then `invoice 981` ready and `later` delayed
+/// an hour. Each receive waits 15 s at most.
+pub async fn cli_fixture<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    for item in [
+        envelope("email", "{\"to\":17}"),
+        envelope("sms", "hi"),
+        vec![0xde, 0xad, 0xbe, 0xef],
+    ] {
+        q.push(item).await.expect("push");
+    }
+    for _ in 0..3 {
+        let d = q
+            .receive_timeout(Duration::from_secs(15))
+            .await
+            .expect("a delivery");
+        if d.item().starts_with(b"\x03sms") {
+            d.dead_letter("no such number").await.expect("dead letter");
+        } else {
+            d.nack_with(Failure::error("upstream 503"))
+                .await
+                .expect("nack");
+        }
+    }
+    q.push(b"invoice 981".to_vec()).await.expect("push");
+    q.push_with(
+        b"later".to_vec(),
+        Push::new().delay(Duration::from_secs(3600)),
+    )
+    .await
+    .expect("push delayed");
 }
