@@ -88,8 +88,7 @@ async fn child(url: &str, queue: &str, action: &str) {
 
 #[test]
 fn another_process_pauses_and_resumes_a_running_pool() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("pause-procs");
         let q = common::process(&url, &name, config()).await;
         let ran: Arc<Mutex<Vec<u64>>> = Arc::default();

@@ -65,8 +65,7 @@ async fn item(db: &Client, id: MessageId) -> Option<(i16, i64, i32)> {
 
 #[test]
 fn commit_removes_the_item_with_the_result_written() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("tx-commit");
         let q = process_with(&url, &name, Duration::from_secs(30)).await;
         let watcher = sql(&url).await;
@@ -103,8 +102,7 @@ fn commit_removes_the_item_with_the_result_written() {
 
 #[test]
 fn rollback_leaves_the_item_leased_until_it_comes_back() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("tx-rollback");
         let vis = Duration::from_millis(400);
         let q = process_with(&url, &name, vis).await;
@@ -137,8 +135,7 @@ fn rollback_leaves_the_item_leased_until_it_comes_back() {
 
 #[test]
 fn stale_delivery_is_refused_and_changes_nothing() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("tx-stale");
         let a = process_with(&url, &name, Duration::from_millis(300)).await;
         let b = process_with(&url, &name, Duration::from_secs(60)).await;

@@ -77,6 +77,18 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
+/// Runs `test` with the server's connection string on a [`runtime`]; skips it (as
+/// [`server`] says) when no server answers. A test's whole body: `with_server(|url| async
+/// move { … })`.
+pub fn with_server<F, Fut>(test: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some(url) = server() else { return };
+    runtime().block_on(test(url));
+}
+
 /// A multi-thread tokio runtime with two workers.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -268,6 +280,39 @@ pub async fn row_count(db: &tokio_postgres::Client, queue: &str) -> i64 {
     .await
     .expect("count rows")
     .get(0)
+}
+
+/// Asks `probe` every 25 ms until it answers `Some`, and returns that; fails the test,
+/// saying `what`, if it has not after [`PATIENCE`].
+pub async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(start.elapsed() < PATIENCE, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// Waits until `q` has `n` dead letters or more (failing, saying `what`, after
+/// [`PATIENCE`]); returns the first ten.
+pub async fn dead_letters_reach(
+    q: &leaseq_postgres::PgQueue<Vec<u8>>,
+    n: usize,
+    what: &str,
+) -> Vec<leaseq_async::DeadLetter<Result<Vec<u8>, leaseq_async::CodecError>>> {
+    eventually(what, || async {
+        let dead = q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead letters");
+        (dead.len() >= n).then_some(dead)
+    })
+    .await
 }
 
 /// Asserts that no delivery comes within 400 ms.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leaseq_async::{Failure, LeaseQueue, Page, Push, Runtime, Store};
+use leaseq_async::{DeadFilter, Failure, LeaseQueue, Page, Push, Reason, Runtime, Store};
 
 use crate::envelope::envelope;
 
@@ -98,4 +98,39 @@ where
     )
     .await
     .expect("push delayed");
+}
+
+/// After [`bury_four`] and the redrive of `email a`: asserts that purging kind `sms` takes
+/// one dead letter and leaves `email b` and the raw item.
+pub async fn purge_sms<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    assert_eq!(
+        q.purge_dead_matching(DeadFilter::all().kind("sms")).await,
+        Ok(1)
+    );
+    assert_eq!(
+        dead_items(q).await,
+        vec![envelope("email", "b"), b"raw".to_vec()]
+    );
+}
+
+/// After [`purge_sms`]: asserts that a kind never matches the raw item (redriving kind
+/// `raw` takes none) and that redriving the rejected ones takes `email b`.
+pub async fn redrive_rejected<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    assert_eq!(
+        q.redrive_matching(DeadFilter::all().kind("raw")).await,
+        Ok(0)
+    );
+    assert_eq!(
+        q.redrive_matching(DeadFilter::all().reason(Reason::Rejected))
+            .await,
+        Ok(1)
+    );
 }
