@@ -19,18 +19,6 @@ fn config() -> Config {
     Config::new(Duration::from_secs(30))
 }
 
-/// A schema name of this test alone (lower case, digits, `_`; dropped at the end).
-fn scratch(prefix: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        nanos % 1_000_000_000_000
-    )
-}
-
 async fn open_bytes(
     url: &str,
     queue: &str,
@@ -100,7 +88,7 @@ fn bad_url_bad_names_and_capacity_are_refused() {
 #[test]
 fn schema_of_a_newer_leaseq_is_refused_untouched() {
     common::with_server(|url| async move {
-        let s = scratch("leaseq_too_new");
+        let s = common::scratch_schema("too_new");
         let db = sql(&url).await;
         db.batch_execute(&format!(
             "CREATE SCHEMA {s};
@@ -140,7 +128,7 @@ fn schema_of_a_newer_leaseq_is_refused_untouched() {
 #[test]
 fn migration_is_idempotent_and_concurrent_opens_all_succeed() {
     common::with_server(|url| async move {
-        let s = scratch("leaseq_fresh");
+        let s = common::scratch_schema("fresh");
         let opens: Vec<_> = (0..8)
             .map(|i| {
                 let (url, s) = (url.clone(), s.clone());

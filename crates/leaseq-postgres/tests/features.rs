@@ -58,13 +58,7 @@ fn delayed_items_become_visible_after_their_delay() {
     common::with_server(|url| async move {
         let db = sql(&url).await;
         let q = queue(&url, "delay", config()).await;
-        let id = q
-            .push_with(
-                b"later".to_vec(),
-                leaseq_async::Push::new().delay(Duration::from_secs(60)),
-            )
-            .await
-            .expect("push");
+        let id = leaseq_test_kit::steps::push_in_a_minute(&q, b"later").await;
         let wait = visible_in(&db, id).await;
         assert!((59.0..=60.0).contains(&wait), "visible in {wait} s");
         nothing_for(&q, Duration::from_millis(300)).await;
@@ -217,13 +211,7 @@ fn nacks_back_off_then_dead_letter_then_redrive() {
 fn cancel_hands_waiting_items_back_and_leaves_leased_ones() {
     common::with_server(|url| async move {
         let q = queue(&url, "cancel", config()).await;
-        let waiting = q
-            .push_with(
-                b"waiting".to_vec(),
-                leaseq_async::Push::new().delay(Duration::from_secs(60)),
-            )
-            .await
-            .expect("push");
+        let waiting = leaseq_test_kit::steps::push_in_a_minute(&q, b"waiting").await;
         assert_eq!(q.cancel(waiting).await, Ok(b"waiting".to_vec()));
         assert_eq!(
             q.cancel(waiting).await,

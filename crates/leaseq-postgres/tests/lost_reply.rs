@@ -143,13 +143,7 @@ fn a_push_the_server_cannot_take_in_time_is_unconfirmed_then_committed() {
 fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
     common::with_server(|url| async move {
         let (proxy, q) = proxied(&url, common::options()).await;
-        let id = q
-            .push_with(
-                b"later".to_vec(),
-                leaseq_async::Push::new().delay(Duration::from_secs(60)),
-            )
-            .await
-            .expect("push");
+        let id = leaseq_test_kit::steps::push_in_a_minute(&q, b"later").await;
         // The delete's reply is lost: its transaction never commits (the connection is
         // gone), and the cancel is tried again on another.
         proxy.lose_next_reply("DELETE FROM");

@@ -14,7 +14,7 @@ mod proxy;
 use std::time::Duration;
 
 use leaseq_async::{CheckpointError, Config, Page, ReceiptError, MAX_PROGRESS_BYTES};
-use leaseq_postgres::{migrate, schema_version, BytesCodec, Postgres, SCHEMA_VERSION};
+use leaseq_postgres::{schema_version, BytesCodec, Postgres, SCHEMA_VERSION};
 
 use common::{process, receive, sql, unique, PATIENCE, SCHEMA};
 
@@ -111,9 +111,7 @@ fn a_checkpoint_is_fenced_committed_and_kept_until_the_ack_across_processes() {
 #[test]
 fn a_version_4_schema_gets_the_progress_column_when_opened() {
     common::with_server(|url| async move {
-        let s = common::scratch_schema("v4");
-        let mut db = sql(&url).await;
-        migrate(&mut db, &s).await.expect("migrate");
+        let (s, db) = common::migrated_scratch(&url, "v4").await;
         db.batch_execute(&format!(
             "DROP VIEW \"{s}\".dead_letters;
              ALTER TABLE \"{s}\".items DROP COLUMN progress;

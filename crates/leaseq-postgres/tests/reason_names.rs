@@ -85,9 +85,7 @@ fn the_dead_letters_view_shows_the_reason_by_name() {
 #[test]
 fn a_version_3_database_gets_the_names_when_migrated() {
     common::with_server(|url| async move {
-        let s = common::scratch_schema("v2");
-        let mut db = sql(&url).await;
-        migrate(&mut db, &s).await.expect("migrate");
+        let (s, mut db) = common::migrated_scratch(&url, "v2").await;
         // Back to what version 3 had: no view, no table, version 3, and a dead letter.
         db.batch_execute(&format!(
             "DROP VIEW \"{s}\".dead_letters; DROP TABLE \"{s}\".reasons;

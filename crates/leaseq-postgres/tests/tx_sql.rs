@@ -237,9 +237,7 @@ fn a_trigger_enqueues_in_its_row_s_transaction() {
 #[test]
 fn a_version_5_schema_gets_the_functions_when_migrated() {
     common::with_server(|url| async move {
-        let s = common::scratch_schema("v5");
-        let mut db = sql(&url).await;
-        migrate(&mut db, &s).await.expect("migrate");
+        let (s, mut db) = common::migrated_scratch(&url, "v5").await;
         db.batch_execute(&format!(
             "DROP FUNCTION \"{s}\".push_job, \"{s}\".push_item, \"{s}\".push_rows;
              DROP TABLE \"{s}\".queue_settings; DROP SEQUENCE \"{s}\".tx_ids;

@@ -349,6 +349,17 @@ pub fn scratch_schema(tag: &str) -> String {
     )
 }
 
+/// A [`scratch_schema`] migrated to the current version, and a plain client on the server:
+/// for a test that sets a schema back to an older version by hand.
+pub async fn migrated_scratch(url: &str, tag: &str) -> (String, tokio_postgres::Client) {
+    let s = scratch_schema(tag);
+    let mut db = sql(url).await;
+    leaseq_postgres::migrate(&mut db, &s)
+        .await
+        .expect("migrate");
+    (s, db)
+}
+
 /// Waits (on tokio) for `child` to end by `until`, asserting it succeeded; kills it and
 /// fails the test if it is still running then. `what` names it in the failure.
 pub async fn wait_success(child: &mut std::process::Child, what: &str, until: std::time::Instant) {

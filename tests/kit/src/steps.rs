@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use leaseq_async::{DeadFilter, Failure, LeaseQueue, Page, Push, Reason, Runtime, Store};
+use leaseq_async::{
+    DeadFilter, Failure, LeaseQueue, MessageId, Page, Push, Reason, Runtime, Store,
+};
 
 use crate::envelope::envelope;
 
@@ -60,6 +62,17 @@ where
         .into_iter()
         .map(|l| l.item.expect("decoded"))
         .collect()
+}
+
+/// Pushes `item` to `q` a minute ahead (delayed 60 s); its id.
+pub async fn push_in_a_minute<R, S>(q: &LeaseQueue<Vec<u8>, R, S>, item: &[u8]) -> MessageId
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    q.push_with(item.to_vec(), Push::new().delay(Duration::from_secs(60)))
+        .await
+        .expect("push delayed")
 }
 
 /// What the CLI tests read in `q` (a queue of bytes with one attempt): three dead letters
@@ -124,13 +137,9 @@ where
     R: Runtime,
     S: Store<Vec<u8>, Runtime = R>,
 {
-    assert_eq!(
-        q.redrive_matching(DeadFilter::all().kind("raw")).await,
-        Ok(0)
-    );
-    assert_eq!(
-        q.redrive_matching(DeadFilter::all().reason(Reason::Rejected))
-            .await,
-        Ok(1)
-    );
+    let raw = DeadFilter::all().kind("raw");
+    let rejected = DeadFilter::all().reason(Reason::Rejected);
+    for (filter, taken) in [(raw, 0), (rejected, 1)] {
+        assert_eq!(q.redrive_matching(filter).await, Ok(taken));
+    }
 }
