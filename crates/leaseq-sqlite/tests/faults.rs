@@ -27,9 +27,7 @@ use leaseq_async::Failure;
 use leaseq_sqlite::{OpenError, Options};
 use support::log::{check, Fact, Log};
 use support::rng::Rng;
-use support::{
-    fill_disk, free_disk, kind, open_default, open_with, remove, run_child, temp, Queue,
-};
+use support::{fill_disk, free_disk, open_default, open_with, remove, run_child, temp, Queue};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
