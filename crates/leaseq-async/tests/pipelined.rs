@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leaseq_async::{
-    Acked, Config, LeaseQueue, Pool, ReceiptError, Runtime, SettleError, Timestamp,
+    Acked, Config, LeaseQueue, Pool, PoolReport, ReceiptError, Runtime, SettleError, Timestamp,
 };
 use leaseq_test_kit::sim;
 
@@ -22,6 +22,17 @@ const COMMIT: Duration = Duration::from_millis(5);
 /// A pool of 2 on a store whose every settle takes 5 ms to commit works through 100 items
 /// in about one commit's time, not 100 x 5 ms / 2 = 250 ms as workers waiting on their
 /// acks would; the shutdown waits for the last answers, and the report counts them all.
+/// Two workers (no watchdog) ack every item of `q` until it is empty, then stop; the
+/// pool's report.
+async fn drained(q: &support::faulty::Q) -> PoolReport {
+    let pool = Pool::builder(q.clone())
+        .workers(2)
+        .no_watchdog()
+        .spawn(|_job| async { Ok(()) });
+    q.wait_empty().await;
+    pool.shutdown(Duration::from_secs(1)).await
+}
+
 #[test]
 fn pool_workers_do_not_wait_for_their_commits() {
     sim::run(|rt| async move {
@@ -30,12 +41,7 @@ fn pool_workers_do_not_wait_for_their_commits() {
             q.try_push(n).unwrap();
         }
         let start = rt.now();
-        let pool = Pool::builder(q.clone())
-            .workers(2)
-            .no_watchdog()
-            .spawn(|_job| async { Ok(()) });
-        q.wait_empty().await;
-        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let report = drained(&q).await;
         let took = rt.now().saturating_duration_since(start);
         assert_eq!(store.answered.load(Ordering::SeqCst), 100);
         assert_eq!((report.stats.ok, report.stats.queue.acked), (100, 100));
@@ -59,12 +65,7 @@ fn a_settle_still_pending_after_its_one_poll_is_counted_failed() {
         for n in 0..10 {
             q.try_push(n).unwrap();
         }
-        let pool = Pool::builder(q.clone())
-            .workers(2)
-            .no_watchdog()
-            .spawn(|_job| async { Ok(()) });
-        q.wait_empty().await;
-        let report = pool.shutdown(Duration::from_secs(1)).await;
+        let report = drained(&q).await;
         let s = &report.stats;
         assert_eq!((s.ok, s.queue.acked), (10, 10), "{s:?}");
         assert_eq!(s.failed_settles, 10, "every pending settle counted: {s:?}");

@@ -30,6 +30,29 @@ fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
+/// Pushes an item to `q` and starts a pool on it whose handler checkpoints `mark`, then
+/// sleeps an hour (past any grace); returns after a second, the checkpoint made.
+async fn checkpoint_and_hang(
+    rt: &SimRuntime,
+    q: &LeaseQueue<u32, SimRuntime>,
+    mark: &'static [u8],
+) -> (MessageId, Pool<u32, SimRuntime>) {
+    let id = q.push(1).await.unwrap();
+    let pool = Pool::builder(q.clone()).spawn({
+        let rt = rt.clone();
+        move |mut job: Job<u32>| {
+            let rt = rt.clone();
+            async move {
+                job.checkpoint(mark.to_vec()).await?;
+                sleep(&rt, secs(3600)).await;
+                Ok(())
+            }
+        }
+    });
+    sleep(rt, secs(1)).await;
+    (id, pool)
+}
+
 /// The item is back, visible at once, on its first attempt, with `progress` as its
 /// checkpoint; nothing failed or died.
 async fn back_uncounted(q: &LeaseQueue<u32, SimRuntime>, id: MessageId, progress: &[u8]) {
@@ -178,19 +201,7 @@ fn stopped_returned_while_the_pool_runs_is_a_counted_failure() {
 fn a_job_that_ignores_the_stop_is_cut_off_and_put_back_with_its_checkpoint() {
     sim::run(|rt| async move {
         let q = queue(&rt);
-        let id = q.push(1).await.unwrap();
-        let pool = Pool::builder(q.clone()).spawn({
-            let rt = rt.clone();
-            move |mut job: Job<u32>| {
-                let rt = rt.clone();
-                async move {
-                    job.checkpoint(b"half".to_vec()).await?;
-                    sleep(&rt, secs(3600)).await;
-                    Ok(())
-                }
-            }
-        });
-        sleep(&rt, secs(1)).await;
+        let (id, pool) = checkpoint_and_hang(&rt, &q, b"half").await;
         let report = pool.shutdown(secs(5)).await;
         assert_eq!(report.put_back, vec![id]);
         assert_eq!(
@@ -302,19 +313,7 @@ fn wait_for(done: impl Fn() -> bool) {
 fn a_dropped_pool_puts_back_uncounted() {
     sim::run(|rt| async move {
         let q = queue(&rt);
-        let id = q.push(1).await.unwrap();
-        let pool = Pool::builder(q.clone()).spawn({
-            let rt = rt.clone();
-            move |mut job: Job<u32>| {
-                let rt = rt.clone();
-                async move {
-                    job.checkpoint(b"some".to_vec()).await?;
-                    sleep(&rt, secs(3600)).await;
-                    Ok(())
-                }
-            }
-        });
-        sleep(&rt, secs(1)).await;
+        let (id, pool) = checkpoint_and_hang(&rt, &q, b"some").await;
         drop(pool);
         // The aborted worker's future is dropped when the executor next runs.
         sleep(&rt, Duration::from_millis(1)).await;

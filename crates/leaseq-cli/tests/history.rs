@@ -3,30 +3,17 @@
 //! machine's Postgres server (skipping loudly without one, failing then with
 //! `LEASEQ_PG_REQUIRED=1`); a bad outcome is a usage error. Prints what it showed.
 
-use std::process::{Command, Output};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::Output;
+use std::time::Duration;
 
 use leaseq_async::Config;
 use leaseq_postgres::{BytesCodec, Options, Postgres};
+use leaseq_test_kit::output::{self, stdout};
+use leaseq_test_kit::pg::{drop_schema, runtime, scratch_schema, server};
 use serde_json::Value;
 
-const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
-
 fn leaseq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(args)
-        .output()
-        .expect("run leaseq")
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
+    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
 }
 
 /// A router job's stored bytes: the kind's length, the kind, the JSON args.
@@ -39,28 +26,9 @@ fn job(kind: &str) -> Vec<u8> {
 
 #[test]
 fn postgres_history_as_a_table_and_json() {
-    let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_string());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let reached = rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
-        tokio::spawn(conn);
-        client.simple_query("SELECT 1").await.map(drop)
-    });
-    if let Err(e) = reached {
-        if std::env::var("LEASEQ_PG_REQUIRED").as_deref() == Ok("1") {
-            panic!("LEASEQ_PG_REQUIRED=1 but PostgreSQL at {url:?} cannot be reached: {e}");
-        }
-        eprintln!("\n!!! SKIPPED: PostgreSQL at {url:?} cannot be reached ({e}).\n");
-        return;
-    }
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let schema = format!("leaseq_cli_history_{}_{nanos}", std::process::id());
+    let Some(url) = server() else { return };
+    let rt = runtime();
+    let schema = scratch_schema("cli_history");
     rt.block_on(async {
         let options = Options::new()
             .schema(&schema)
@@ -150,14 +118,5 @@ fn postgres_history_as_a_table_and_json() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("acked, dead, cancelled, expired"));
 
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-            .await
-            .unwrap();
-    });
+    rt.block_on(drop_schema(&url, &schema));
 }

@@ -6,11 +6,11 @@
 use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::{Config, Failure, Push};
+use leaseq_async::Config;
 use leaseq_postgres::{Options, PgQueue};
-use leaseq_test_kit::envelope::envelope;
 use leaseq_test_kit::output::{self, fails, json, stdout};
 use leaseq_test_kit::pg::{runtime, server, sql};
+use leaseq_test_kit::steps::cli_fixture;
 use serde_json::Value;
 
 /// A schema no other run uses.
@@ -32,28 +32,7 @@ async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
 fn fixture(url: &str, schema: &str) {
     runtime().block_on(async {
         let q = open(url, schema, "jobs").await;
-        for item in [
-            envelope("email", "{\"to\":17}"),
-            envelope("sms", "hi"),
-            vec![0xde, 0xad, 0xbe, 0xef],
-        ] {
-            q.push(item).await.unwrap();
-        }
-        for _ in 0..3 {
-            let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
-            if d.item().starts_with(b"\x03sms") {
-                d.dead_letter("no such number").await.unwrap();
-            } else {
-                d.nack_with(Failure::error("upstream 503")).await.unwrap();
-            }
-        }
-        q.push(b"invoice 981".to_vec()).await.unwrap();
-        q.push_with(
-            b"later".to_vec(),
-            Push::new().delay(Duration::from_secs(3600)),
-        )
-        .await
-        .unwrap();
+        cli_fixture(&q).await;
         q.close().await.unwrap();
         let other = open(url, schema, "other").await;
         other.push(b"elsewhere".to_vec()).await.unwrap();
@@ -61,6 +40,16 @@ fn fixture(url: &str, schema: &str) {
         // Opened (its limits recorded), never pushed to: known, with no rows.
         open(url, schema, "empty").await.close().await.unwrap();
     });
+}
+
+/// Runs `test` with the server and a schema of its own (named after `name`) holding the
+/// [`fixture`], then drops the schema; skips (after a loud note) without a server.
+fn on_fixture(name: &str, test: impl FnOnce(&str, &str)) {
+    let Some(url) = server() else { return };
+    let s = schema(name);
+    fixture(&url, &s);
+    test(&url, &s);
+    drop_schema(&url, &s);
 }
 
 /// Every row of every table of `schema`, as text, sorted.
@@ -97,13 +86,7 @@ fn snapshot(url: &str, schema: &str) -> Vec<(String, String)> {
 }
 
 fn drop_schema(url: &str, schema: &str) {
-    runtime().block_on(async {
-        let client = sql(url).await;
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .await
-            .unwrap();
-    });
+    runtime().block_on(leaseq_test_kit::pg::drop_schema(url, schema));
 }
 
 fn leaseq(args: &[&str]) -> Output {
@@ -116,292 +99,276 @@ fn pg(url: &str, schema: &str, args: &[&str]) -> Output {
 
 #[test]
 fn read_commands_show_the_schema_and_change_no_row() {
-    let Some(url) = server() else { return };
-    let s = schema("reads");
-    fixture(&url, &s);
-    let before = snapshot(&url, &s);
+    on_fixture("reads", |url, s| {
+        let before = snapshot(url, s);
 
-    let queues = json(&pg(&url, &s, &["queues", "--json"]));
-    let queues = queues.as_array().unwrap();
-    assert_eq!(queues.len(), 2);
-    assert_eq!(queues[0]["queue"], "jobs");
-    assert_eq!(
-        (
-            &queues[0]["ready"],
-            &queues[0]["delayed"],
-            &queues[0]["dead"]
-        ),
-        (&Value::from(1), &Value::from(1), &Value::from(3))
-    );
-    assert_eq!(
-        (&queues[1]["queue"], &queues[1]["ready"]),
-        (&Value::from("other"), &Value::from(1))
-    );
-    let table = stdout(&pg(&url, &s, &["queues"]));
-    assert!(table.contains("jobs") && table.contains("other"), "{table}");
+        let queues = json(&pg(url, s, &["queues", "--json"]));
+        let queues = queues.as_array().unwrap();
+        assert_eq!(queues.len(), 2);
+        assert_eq!(queues[0]["queue"], "jobs");
+        assert_eq!(
+            (
+                &queues[0]["ready"],
+                &queues[0]["delayed"],
+                &queues[0]["dead"]
+            ),
+            (&Value::from(1), &Value::from(1), &Value::from(3))
+        );
+        assert_eq!(
+            (&queues[1]["queue"], &queues[1]["ready"]),
+            (&Value::from("other"), &Value::from(1))
+        );
+        let table = stdout(&pg(url, s, &["queues"]));
+        assert!(table.contains("jobs") && table.contains("other"), "{table}");
 
-    let stats = json(&pg(&url, &s, &["stats", "jobs", "--json"]));
-    assert_eq!(
-        (&stats["live"], &stats["dead"]),
-        (&Value::from(2), &Value::from(3))
-    );
-    // A queue that was opened and has no rows counts zero; one the schema does not know
-    // (a mistyped name) is an error.
-    let stats = json(&pg(&url, &s, &["stats", "empty", "--json"]));
-    assert_eq!(stats["live"], 0, "a known queue with no rows counts zero");
-    for command in [
-        &["stats", "jobz"][..],
-        &["peek", "jobz", "--json"],
-        &["dead", "jobz"],
-        &["schedules", "jobz"],
-    ] {
-        fails(&pg(&url, &s, command), 1, "no queue \"jobz\" in schema");
-    }
-    fails(
-        &pg(&url, &s, &["stats", "jobz"]),
-        1,
-        "its queues: jobs, other",
-    );
+        let stats = json(&pg(url, s, &["stats", "jobs", "--json"]));
+        assert_eq!(
+            (&stats["live"], &stats["dead"]),
+            (&Value::from(2), &Value::from(3))
+        );
+        // A queue that was opened and has no rows counts zero; one the schema does not know
+        // (a mistyped name) is an error.
+        let stats = json(&pg(url, s, &["stats", "empty", "--json"]));
+        assert_eq!(stats["live"], 0, "a known queue with no rows counts zero");
+        for command in [
+            &["stats", "jobz"][..],
+            &["peek", "jobz", "--json"],
+            &["dead", "jobz"],
+            &["schedules", "jobz"],
+        ] {
+            fails(&pg(url, s, command), 1, "no queue \"jobz\" in schema");
+        }
+        fails(
+            &pg(url, s, &["stats", "jobz"]),
+            1,
+            "its queues: jobs, other",
+        );
 
-    let peek = json(&pg(&url, &s, &["peek", "jobs", "--json"]));
-    let peek = peek.as_array().unwrap();
-    assert_eq!(peek.len(), 2);
-    assert_eq!(
-        (&peek[0]["state"], &peek[0]["payload"]),
-        (&Value::from("ready"), &Value::from("invoice 981"))
-    );
-    assert_eq!(peek[1]["state"], "delayed");
-    // Postgres ids are above 2^32 (the instance in the high bits): printed whole.
-    let id = peek[0]["id"].as_u64().unwrap();
-    assert!(id > u64::from(u32::MAX), "{id}");
-    let table = stdout(&pg(&url, &s, &["peek", "jobs"]));
-    assert!(
-        table
-            .lines()
-            .nth(1)
-            .unwrap()
-            .trim_start()
-            .starts_with(&format!("{id}  ")),
-        "{table}"
-    );
-    assert!(
-        table.contains("\"invoice 981\"") && table.contains("in "),
-        "{table}"
-    );
+        let peek = json(&pg(url, s, &["peek", "jobs", "--json"]));
+        let peek = peek.as_array().unwrap();
+        assert_eq!(peek.len(), 2);
+        assert_eq!(
+            (&peek[0]["state"], &peek[0]["payload"]),
+            (&Value::from("ready"), &Value::from("invoice 981"))
+        );
+        assert_eq!(peek[1]["state"], "delayed");
+        // Postgres ids are above 2^32 (the instance in the high bits): printed whole.
+        let id = peek[0]["id"].as_u64().unwrap();
+        assert!(id > u64::from(u32::MAX), "{id}");
+        let table = stdout(&pg(url, s, &["peek", "jobs"]));
+        assert!(
+            table
+                .lines()
+                .nth(1)
+                .unwrap()
+                .trim_start()
+                .starts_with(&format!("{id}  ")),
+            "{table}"
+        );
+        assert!(
+            table.contains("\"invoice 981\"") && table.contains("in "),
+            "{table}"
+        );
 
-    let dead = json(&pg(&url, &s, &["dead", "jobs", "--json"]));
-    let dead = dead.as_array().unwrap();
-    assert_eq!(dead.len(), 3);
-    assert_eq!(
-        (&dead[0]["kind"], &dead[0]["reason"]),
-        (&Value::from("email"), &Value::from("nacked"))
-    );
-    assert_eq!(
-        (&dead[1]["kind"], &dead[1]["reason"]),
-        (&Value::from("sms"), &Value::from("rejected"))
-    );
-    assert_eq!(dead[1]["last_error"], "no such number");
-    assert_eq!(dead[0]["args"], serde_json::json!({"to": 17}), "an object");
-    assert_eq!(
-        (&dead[2]["kind"], &dead[2]["payload_hex"]),
-        (&Value::Null, &Value::from("deadbeef"))
-    );
-    let first = dead[0]["id"].as_u64().unwrap().to_string();
-    let page = json(&pg(
-        &url,
-        &s,
-        &["dead", "jobs", "--json", "--limit", "1", "--after", &first],
-    ));
-    assert_eq!(
-        (page.as_array().map(Vec::len), &page[0]["kind"]),
-        (Some(1), &Value::from("sms"))
-    );
-    let table = stdout(&pg(&url, &s, &["dead", "jobs"]));
-    for cell in ["email", "sms", "rejected", "upstream 503", "0xdeadbeef"] {
-        assert!(table.contains(cell), "{cell} not in {table}");
-    }
+        let dead = json(&pg(url, s, &["dead", "jobs", "--json"]));
+        let dead = dead.as_array().unwrap();
+        assert_eq!(dead.len(), 3);
+        assert_eq!(
+            (&dead[0]["kind"], &dead[0]["reason"]),
+            (&Value::from("email"), &Value::from("nacked"))
+        );
+        assert_eq!(
+            (&dead[1]["kind"], &dead[1]["reason"]),
+            (&Value::from("sms"), &Value::from("rejected"))
+        );
+        assert_eq!(dead[1]["last_error"], "no such number");
+        assert_eq!(dead[0]["args"], serde_json::json!({"to": 17}), "an object");
+        assert_eq!(
+            (&dead[2]["kind"], &dead[2]["payload_hex"]),
+            (&Value::Null, &Value::from("deadbeef"))
+        );
+        let first = dead[0]["id"].as_u64().unwrap().to_string();
+        let page = json(&pg(
+            url,
+            s,
+            &["dead", "jobs", "--json", "--limit", "1", "--after", &first],
+        ));
+        assert_eq!(
+            (page.as_array().map(Vec::len), &page[0]["kind"]),
+            (Some(1), &Value::from("sms"))
+        );
+        let table = stdout(&pg(url, s, &["dead", "jobs"]));
+        for cell in ["email", "sms", "rejected", "upstream 503", "0xdeadbeef"] {
+            assert!(table.contains(cell), "{cell} not in {table}");
+        }
 
-    // What a bulk call with a filter would take.
-    let emails = json(&pg(
-        &url,
-        &s,
-        &["dead", "jobs", "--json", "--kind", "email"],
-    ));
-    assert_eq!(
-        (emails.as_array().map(Vec::len), &emails[0]["kind"]),
-        (Some(1), &Value::from("email"))
-    );
-    let nacked = json(&pg(
-        &url,
-        &s,
-        &["dead", "jobs", "--json", "--reason", "nacked"],
-    ));
-    assert_eq!(
-        nacked.as_array().map(Vec::len),
-        Some(2),
-        "the email and the raw bytes"
-    );
-    let none = json(&pg(
-        &url,
-        &s,
-        &[
-            "dead", "jobs", "--json", "--reason", "rejected", "--kind", "email",
-        ],
-    ));
-    assert_eq!(none, Value::Array(Vec::new()));
+        // What a bulk call with a filter would take.
+        let emails = json(&pg(url, s, &["dead", "jobs", "--json", "--kind", "email"]));
+        assert_eq!(
+            (emails.as_array().map(Vec::len), &emails[0]["kind"]),
+            (Some(1), &Value::from("email"))
+        );
+        let nacked = json(&pg(
+            url,
+            s,
+            &["dead", "jobs", "--json", "--reason", "nacked"],
+        ));
+        assert_eq!(
+            nacked.as_array().map(Vec::len),
+            Some(2),
+            "the email and the raw bytes"
+        );
+        let none = json(&pg(
+            url,
+            s,
+            &[
+                "dead", "jobs", "--json", "--reason", "rejected", "--kind", "email",
+            ],
+        ));
+        assert_eq!(none, Value::Array(Vec::new()));
 
-    assert_eq!(snapshot(&url, &s), before, "a read changed a row");
-    drop_schema(&url, &s);
+        assert_eq!(snapshot(url, s), before, "a read changed a row");
+    });
 }
 
 #[test]
 fn writes_redrive_and_purge_through_the_store() {
-    let Some(url) = server() else { return };
-    let s = schema("writes");
-    fixture(&url, &s);
-    let dead = json(&pg(&url, &s, &["dead", "jobs", "--json"]));
-    let raw = dead[2]["id"].as_u64().unwrap().to_string();
+    on_fixture("writes", |url, s| {
+        let dead = json(&pg(url, s, &["dead", "jobs", "--json"]));
+        let raw = dead[2]["id"].as_u64().unwrap().to_string();
 
-    assert_eq!(
-        json(&pg(&url, &s, &["redrive", "jobs", "--id", &raw, "--json"]))["redriven"],
-        1
-    );
-    let n = json(&pg(
-        &url,
-        &s,
-        &["redrive", "jobs", "--all", "--kind", "email", "--json"],
-    ));
-    assert_eq!(n["redriven"], 1);
-    let n = json(&pg(
-        &url,
-        &s,
-        &[
-            "purge-dead",
-            "jobs",
-            "--reason",
-            "rejected",
-            "--yes",
-            "--json",
-        ],
-    ));
-    assert_eq!(n["purged"], 1);
-    let stats = json(&pg(&url, &s, &["stats", "jobs", "--json"]));
-    assert_eq!(
-        (&stats["ready"], &stats["dead"]),
-        (&Value::from(3), &Value::from(0))
-    );
-    let table = stdout(&pg(&url, &s, &["purge", "jobs", "--yes"]));
-    assert!(
-        table.contains("4 ready and delayed items deleted"),
-        "{table}"
-    );
-    assert_eq!(json(&pg(&url, &s, &["stats", "jobs", "--json"]))["live"], 0);
-    assert_eq!(
-        json(&pg(&url, &s, &["stats", "other", "--json"]))["live"],
-        1,
-        "another queue untouched"
-    );
-    fails(
-        &pg(&url, &s, &["redrive", "jobs", "--id", &raw]),
-        1,
-        "cannot redrive",
-    );
-    drop_schema(&url, &s);
+        assert_eq!(
+            json(&pg(url, s, &["redrive", "jobs", "--id", &raw, "--json"]))["redriven"],
+            1
+        );
+        let n = json(&pg(
+            url,
+            s,
+            &["redrive", "jobs", "--all", "--kind", "email", "--json"],
+        ));
+        assert_eq!(n["redriven"], 1);
+        let n = json(&pg(
+            url,
+            s,
+            &[
+                "purge-dead",
+                "jobs",
+                "--reason",
+                "rejected",
+                "--yes",
+                "--json",
+            ],
+        ));
+        assert_eq!(n["purged"], 1);
+        let stats = json(&pg(url, s, &["stats", "jobs", "--json"]));
+        assert_eq!(
+            (&stats["ready"], &stats["dead"]),
+            (&Value::from(3), &Value::from(0))
+        );
+        let table = stdout(&pg(url, s, &["purge", "jobs", "--yes"]));
+        assert!(
+            table.contains("4 ready and delayed items deleted"),
+            "{table}"
+        );
+        assert_eq!(json(&pg(url, s, &["stats", "jobs", "--json"]))["live"], 0);
+        assert_eq!(
+            json(&pg(url, s, &["stats", "other", "--json"]))["live"],
+            1,
+            "another queue untouched"
+        );
+        fails(
+            &pg(url, s, &["redrive", "jobs", "--id", &raw]),
+            1,
+            "cannot redrive",
+        );
+    });
 }
 
 /// `pause` and `resume` on one queue of the schema: shown by `stats` and `queues`, the other
 /// queue untouched, a queue opened afterwards paused.
 #[test]
 fn pause_and_resume_one_queue() {
-    let Some(url) = server() else { return };
-    let s = schema("pause");
-    fixture(&url, &s);
-    let paused = json(&pg(&url, &s, &["pause", "jobs", "--json"]));
-    assert_eq!(
-        (&paused["paused"], &paused["changed"]),
-        (&Value::from(true), &Value::from(true))
-    );
-    assert_eq!(
-        json(&pg(&url, &s, &["stats", "jobs", "--json"]))["paused"],
-        true
-    );
-    assert_eq!(
-        json(&pg(&url, &s, &["stats", "other", "--json"]))["paused"],
-        false
-    );
-    let queues = json(&pg(&url, &s, &["queues", "--json"]));
-    let flags: Vec<(&Value, &Value)> = queues
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|q| (&q["queue"], &q["paused"]))
-        .collect();
-    assert_eq!(
-        flags,
-        [
-            (&Value::from("jobs"), &Value::from(true)),
-            (&Value::from("other"), &Value::from(false))
-        ]
-    );
-    runtime().block_on(async {
-        let q = open(&url, &s, "jobs").await;
-        let st = q.refresh_stats().await.unwrap();
-        assert!(st.paused && st.ready > 0, "{st:?}");
-        assert!(q.try_receive().is_none(), "nothing claimed while paused");
-        q.close().await.unwrap();
+    on_fixture("pause", |url, s| {
+        let paused = json(&pg(url, s, &["pause", "jobs", "--json"]));
+        assert_eq!(
+            (&paused["paused"], &paused["changed"]),
+            (&Value::from(true), &Value::from(true))
+        );
+        assert_eq!(
+            json(&pg(url, s, &["stats", "jobs", "--json"]))["paused"],
+            true
+        );
+        assert_eq!(
+            json(&pg(url, s, &["stats", "other", "--json"]))["paused"],
+            false
+        );
+        let queues = json(&pg(url, s, &["queues", "--json"]));
+        let flags: Vec<(&Value, &Value)> = queues
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| (&q["queue"], &q["paused"]))
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                (&Value::from("jobs"), &Value::from(true)),
+                (&Value::from("other"), &Value::from(false))
+            ]
+        );
+        runtime().block_on(async {
+            let q = open(url, s, "jobs").await;
+            let st = q.refresh_stats().await.unwrap();
+            assert!(st.paused && st.ready > 0, "{st:?}");
+            assert!(q.try_receive().is_none(), "nothing claimed while paused");
+            q.close().await.unwrap();
+        });
+        let resumed = json(&pg(url, s, &["resume", "jobs", "--json"]));
+        assert_eq!(resumed["changed"], true);
+        assert_eq!(
+            json(&pg(url, s, &["stats", "jobs", "--json"]))["paused"],
+            false
+        );
     });
-    let resumed = json(&pg(&url, &s, &["resume", "jobs", "--json"]));
-    assert_eq!(resumed["changed"], true);
-    assert_eq!(
-        json(&pg(&url, &s, &["stats", "jobs", "--json"]))["paused"],
-        false
-    );
-    drop_schema(&url, &s);
 }
 
 #[test]
 fn bad_arguments_and_a_missing_schema_say_what_is_wrong() {
-    let Some(url) = server() else { return };
-    let s = schema("bad");
-    fixture(&url, &s);
-    let before = snapshot(&url, &s);
-    fails(&pg(&url, &s, &["purge", "jobs"]), 2, "add --yes");
-    fails(&pg(&url, &s, &["redrive", "jobs"]), 2, "--id");
-    fails(
-        &pg(&url, &s, &["redrive", "jobs", "--all", "--reason", "bored"]),
-        2,
-        "unknown reason",
-    );
-    fails(&pg(&url, &s, &["stats"]), 2, "<QUEUE>");
-    // Writes to a queue the schema does not know: refused before a store is opened.
-    fails(
-        &pg(&url, &s, &["redrive", "jobz", "--all"]),
-        1,
-        "no queue \"jobz\"",
-    );
-    fails(
-        &pg(&url, &s, &["purge", "jobz", "--yes"]),
-        1,
-        "no queue \"jobz\"",
-    );
-    assert_eq!(
-        snapshot(&url, &s),
-        before,
-        "refused commands changed nothing"
-    );
+    on_fixture("bad", |url, s| {
+        let before = snapshot(url, s);
+        fails(&pg(url, s, &["purge", "jobs"]), 2, "add --yes");
+        fails(&pg(url, s, &["redrive", "jobs"]), 2, "--id");
+        fails(
+            &pg(url, s, &["redrive", "jobs", "--all", "--reason", "bored"]),
+            2,
+            "unknown reason",
+        );
+        fails(&pg(url, s, &["stats"]), 2, "<QUEUE>");
+        // Writes to a queue the schema does not know: refused before a store is opened.
+        fails(
+            &pg(url, s, &["redrive", "jobz", "--all"]),
+            1,
+            "no queue \"jobz\"",
+        );
+        fails(
+            &pg(url, s, &["purge", "jobz", "--yes"]),
+            1,
+            "no queue \"jobz\"",
+        );
+        assert_eq!(snapshot(url, s), before, "refused commands changed nothing");
 
-    let missing = schema("missing");
-    fails(&pg(&url, &missing, &["queues"]), 1, "no leaseq schema");
-    fails(
-        &pg(&url, &missing, &["purge", "jobs", "--yes"]),
-        1,
-        "no leaseq schema",
-    );
-    fails(&pg(&url, "Not-A-Schema", &["queues"]), 1, "Not-A-Schema");
-    fails(
-        &leaseq(&["postgres", "host=127.0.0.1 bogus_key=1", "queues"]),
-        1,
-        "bad connection string: invalid connection string: unknown option `bogus_key`",
-    );
-    drop_schema(&url, &s);
+        let missing = schema("missing");
+        fails(&pg(url, &missing, &["queues"]), 1, "no leaseq schema");
+        fails(
+            &pg(url, &missing, &["purge", "jobs", "--yes"]),
+            1,
+            "no leaseq schema",
+        );
+        fails(&pg(url, "Not-A-Schema", &["queues"]), 1, "Not-A-Schema");
+        fails(
+            &leaseq(&["postgres", "host=127.0.0.1 bogus_key=1", "queues"]),
+            1,
+            "bad connection string: invalid connection string: unknown option `bogus_key`",
+        );
+    });
 }

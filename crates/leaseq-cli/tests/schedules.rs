@@ -11,10 +11,9 @@ use leaseq_postgres::{BytesCodec, Options, Postgres};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::Sqlite;
 use leaseq_test_kit::output::{self, stdout};
+use leaseq_test_kit::pg::{drop_schema, runtime, scratch_schema, server};
 use leaseq_test_kit::sqlite::remove;
 use serde_json::Value;
-
-const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 
 fn leaseq(args: &[&str]) -> Output {
     output::run(env!("CARGO_BIN_EXE_leaseq"), args)
@@ -109,25 +108,9 @@ fn sqlite_schedules_as_a_table_and_json() {
 
 #[test]
 fn postgres_schedules_as_a_table_and_json() {
-    let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_string());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let reached = rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
-        tokio::spawn(conn);
-        client.simple_query("SELECT 1").await.map(drop)
-    });
-    if let Err(e) = reached {
-        if std::env::var("LEASEQ_PG_REQUIRED").as_deref() == Ok("1") {
-            panic!("LEASEQ_PG_REQUIRED=1 but PostgreSQL at {url:?} cannot be reached: {e}");
-        }
-        eprintln!("\n!!! SKIPPED: PostgreSQL at {url:?} cannot be reached ({e}).\n");
-        return;
-    }
-    let schema = format!("leaseq_cli_schedules_{}_{}", std::process::id(), nanos());
+    let Some(url) = server() else { return };
+    let rt = runtime();
+    let schema = scratch_schema("cli_schedules");
     rt.block_on(async {
         let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
             .name("reports".to_string())
@@ -166,15 +149,6 @@ fn postgres_schedules_as_a_table_and_json() {
     assert_eq!(none.status.code(), Some(1));
     let err = String::from_utf8_lossy(&none.stderr);
     assert!(err.contains("no queue \"other\""), "{err}");
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-            .await
-            .unwrap();
-    });
+    rt.block_on(drop_schema(&url, &schema));
     check(&table, &json);
 }

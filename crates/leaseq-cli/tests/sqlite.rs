@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use leaseq_async::{Config, Failure, LeaseQueue, Push};
+use leaseq_async::{Config, LeaseQueue};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{BytesCodec, Sqlite, SqliteQueue};
-use leaseq_test_kit::envelope::envelope;
 use leaseq_test_kit::output::{self, fails, json, stdout};
 use leaseq_test_kit::sqlite::{remove, temp};
+use leaseq_test_kit::steps::cli_fixture;
 use serde_json::Value;
 
 type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
@@ -46,28 +46,7 @@ fn fixture(name: &str) -> PathBuf {
     let path = temp(name);
     let q = open(&path);
     smol::block_on(async {
-        for item in [
-            envelope("email", "{\"to\":17}"),
-            envelope("sms", "hi"),
-            vec![0xde, 0xad, 0xbe, 0xef],
-        ] {
-            q.push(item).await.unwrap();
-        }
-        for _ in 0..3 {
-            let d = q.receive().await.unwrap();
-            if d.item().starts_with(b"\x03sms") {
-                d.dead_letter("no such number").await.unwrap();
-            } else {
-                d.nack_with(Failure::error("upstream 503")).await.unwrap();
-            }
-        }
-        q.push(b"invoice 981".to_vec()).await.unwrap();
-        q.push_with(
-            b"later".to_vec(),
-            Push::new().delay(Duration::from_secs(3600)),
-        )
-        .await
-        .unwrap();
+        cli_fixture(&q).await;
     });
     shut(q);
     path

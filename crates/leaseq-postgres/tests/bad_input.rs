@@ -19,18 +19,6 @@ fn config() -> Config {
     Config::new(Duration::from_secs(30))
 }
 
-/// A schema name of this test alone (lower case, digits, `_`; dropped at the end).
-fn scratch(prefix: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        nanos % 1_000_000_000_000
-    )
-}
-
 async fn open_bytes(
     url: &str,
     queue: &str,
@@ -60,8 +48,7 @@ fn unreachable_server_is_typed_unreachable() {
 
 #[test]
 fn bad_url_bad_names_and_capacity_are_refused() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         for bad in ["host=127.0.0.1 port=notaport", "postgresql://[::1"] {
             let r = open_bytes(bad, "q", options()).await;
             assert!(matches!(r, Err(OpenError::BadUrl(_))), "{bad}: {r:?}");
@@ -100,9 +87,8 @@ fn bad_url_bad_names_and_capacity_are_refused() {
 
 #[test]
 fn schema_of_a_newer_leaseq_is_refused_untouched() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
-        let s = scratch("leaseq_too_new");
+    common::with_server(|url| async move {
+        let s = common::scratch_schema("too_new");
         let db = sql(&url).await;
         db.batch_execute(&format!(
             "CREATE SCHEMA {s};
@@ -135,17 +121,14 @@ fn schema_of_a_newer_leaseq_is_refused_untouched() {
             ["leaseq_meta", "leaseq_meta_pkey"],
             "nothing created or changed"
         );
-        db.batch_execute(&format!("DROP SCHEMA {s} CASCADE"))
-            .await
-            .expect("drop scratch schema");
+        common::drop_schema(&url, &s).await;
     });
 }
 
 #[test]
 fn migration_is_idempotent_and_concurrent_opens_all_succeed() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
-        let s = scratch("leaseq_fresh");
+    common::with_server(|url| async move {
+        let s = common::scratch_schema("fresh");
         let opens: Vec<_> = (0..8)
             .map(|i| {
                 let (url, s) = (url.clone(), s.clone());
@@ -183,9 +166,7 @@ fn migration_is_idempotent_and_concurrent_opens_all_succeed() {
             d.ack().await.expect("ack");
         }
         drop(queues);
-        db.batch_execute(&format!("DROP SCHEMA {s} CASCADE"))
-            .await
-            .expect("drop scratch schema");
+        common::drop_schema(&url, &s).await;
     });
 }
 
@@ -206,8 +187,7 @@ impl Codec<u32> for Exact4 {
 
 #[test]
 fn undecodable_row_becomes_a_dead_letter_and_the_rest_flows() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("undecodable");
         let q = common::open::<u32, _>(&url, name.to_string(), config(), Exact4, options()).await;
         let db = sql(&url).await;
@@ -261,8 +241,7 @@ fn undecodable_row_becomes_a_dead_letter_and_the_rest_flows() {
 
 #[test]
 fn pushes_asking_for_too_much_are_refused_with_the_item() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = open_bytes(&url, &common::unique("bad-push"), options())
             .await
             .expect("open");

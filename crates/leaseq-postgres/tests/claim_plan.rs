@@ -74,8 +74,7 @@ async fn check(q: &PgQueue<Vec<u8>>, state: &str) {
 
 #[test]
 fn the_claim_reads_only_the_rows_it_takes_whatever_the_statistics() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let options = options().vacuum_after_rows(0);
         let config = Config::new(Duration::from_secs(30));
         let q = common::open_bytes(&url, unique("plan").to_string(), config, options).await;

@@ -12,8 +12,7 @@ use leaseq_async::Config;
 
 #[test]
 fn close_wakes_receivers_with_claims_in_flight() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         for round in 0..3 {
             let n = 2_000;
             let q = common::process(

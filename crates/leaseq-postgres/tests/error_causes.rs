@@ -175,8 +175,7 @@ fn a_refused_login_or_database_never_shows_the_password() {
 
 #[test]
 fn an_oversized_push_names_the_option() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = open(&url, common::options().max_item_size(100))
             .await
             .expect("open");

@@ -6,7 +6,7 @@ use leaseq_test_kit::pg as common;
 
 use common::*;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leaseq_async::{
     Acked, AdminError, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError,
@@ -55,17 +55,10 @@ async fn make_visible(db: &tokio_postgres::Client, id: leaseq_async::MessageId) 
 
 #[test]
 fn delayed_items_become_visible_after_their_delay() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let db = sql(&url).await;
         let q = queue(&url, "delay", config()).await;
-        let id = q
-            .push_with(
-                b"later".to_vec(),
-                leaseq_async::Push::new().delay(Duration::from_secs(60)),
-            )
-            .await
-            .expect("push");
+        let id = leaseq_test_kit::steps::push_in_a_minute(&q, b"later").await;
         let wait = visible_in(&db, id).await;
         assert!((59.0..=60.0).contains(&wait), "visible in {wait} s");
         nothing_for(&q, Duration::from_millis(300)).await;
@@ -79,8 +72,7 @@ fn delayed_items_become_visible_after_their_delay() {
 
 #[test]
 fn higher_priorities_are_claimed_first() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = queue(&url, "priority", config()).await;
         let levels = [0u8, 3, 7, 1, 5, 7, 0];
         for (seq, level) in levels.iter().enumerate() {
@@ -110,8 +102,7 @@ fn higher_priorities_are_claimed_first() {
 
 #[test]
 fn items_past_their_ttl_become_dead_letters() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = queue(&url, "ttl", config()).await;
         let push = Push::new().ttl(Duration::from_millis(300));
         let id = q
@@ -119,18 +110,7 @@ fn items_past_their_ttl_become_dead_letters() {
             .await
             .expect("push");
         let keep = q.push(b"fresh".to_vec()).await.expect("push");
-        let start = Instant::now();
-        let dead = loop {
-            let dead = q
-                .dead_letters(leaseq_async::Page::first(10))
-                .await
-                .expect("dead letters");
-            if !dead.is_empty() {
-                break dead;
-            }
-            assert!(start.elapsed() < PATIENCE, "never expired");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let dead = common::dead_letters_reach(&q, 1, "never expired").await;
         assert_eq!(dead.len(), 1);
         assert_eq!((dead[0].id, dead[0].reason), (id, Reason::Expired));
         assert_eq!(dead[0].item.as_deref(), Ok(&b"stale soon"[..]));
@@ -151,17 +131,7 @@ fn items_past_their_ttl_become_dead_letters() {
             d.deadline() <= expires_at.saturating_add(Duration::from_millis(50)),
             "the lease ends after the item expires"
         );
-        let start = Instant::now();
-        while q
-            .dead_letters(leaseq_async::Page::first(10))
-            .await
-            .expect("dead")
-            .len()
-            < 2
-        {
-            assert!(start.elapsed() < PATIENCE, "the leased item never expired");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        common::dead_letters_reach(&q, 2, "the leased item never expired").await;
         let dead = q
             .dead_letters(leaseq_async::Page::first(10))
             .await
@@ -173,8 +143,7 @@ fn items_past_their_ttl_become_dead_letters() {
 
 #[test]
 fn nacks_back_off_then_dead_letter_then_redrive() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let db = sql(&url).await;
         // Without the default jitter: the test times the fixed backoff exactly.
         let config = config()
@@ -240,16 +209,9 @@ fn nacks_back_off_then_dead_letter_then_redrive() {
 
 #[test]
 fn cancel_hands_waiting_items_back_and_leaves_leased_ones() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = queue(&url, "cancel", config()).await;
-        let waiting = q
-            .push_with(
-                b"waiting".to_vec(),
-                leaseq_async::Push::new().delay(Duration::from_secs(60)),
-            )
-            .await
-            .expect("push");
+        let waiting = leaseq_test_kit::steps::push_in_a_minute(&q, b"waiting").await;
         assert_eq!(q.cancel(waiting).await, Ok(b"waiting".to_vec()));
         assert_eq!(
             q.cancel(waiting).await,
@@ -309,8 +271,7 @@ fn try_receive_works_on_a_current_thread_runtime() {
 
 #[test]
 fn receive_batch_takes_up_to_sixteen() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = queue(&url, "batch", config()).await;
         q.try_push_batch((0..39u8).map(|i| vec![i]))
             .expect("push batch");
@@ -339,8 +300,7 @@ fn receive_batch_takes_up_to_sixteen() {
 
 #[test]
 fn queues_in_one_schema_never_see_each_others_items() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let a = queue(&url, "iso-a", config()).await;
         let b = queue(&url, "iso b's \"ünïcode\" \\", config()).await; // any text
         let mut a_ids = Vec::new();
@@ -367,8 +327,7 @@ fn queues_in_one_schema_never_see_each_others_items() {
 
 #[test]
 fn wait_empty_completes_once_everything_is_acked() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = queue(&url, "wait-empty", config()).await;
         tokio::time::timeout(PATIENCE, q.wait_empty())
             .await
@@ -401,8 +360,7 @@ fn wait_empty_completes_once_everything_is_acked() {
 
 #[test]
 fn another_processs_push_wakes_a_waiting_receiver() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         // Polling once a minute: only the notification can wake the receiver in time.
         let name = common::unique("notify");
         let slow_poll = || options().poll_interval(PATIENCE * 4);

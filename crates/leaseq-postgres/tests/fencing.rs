@@ -34,8 +34,7 @@ fn fence(row: &[Option<String>]) -> (&str, &str, &str) {
 
 #[test]
 fn stale_holder_changes_nothing_after_takeover() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("fencing");
         // A: short leases and no heartbeat (a worker that hangs). B: long leases.
         let a = process(&url, &name, Config::new(Duration::from_millis(300))).await;
@@ -115,8 +114,7 @@ fn stale_holder_changes_nothing_after_takeover() {
 
 #[test]
 fn late_ack_nobody_claimed_is_accepted() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = process(
             &url,
             &common::unique("late-ack"),
@@ -154,8 +152,7 @@ fn late_ack_nobody_claimed_is_accepted() {
 
 #[test]
 fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         // One attempt only: the lease running out sends the item to the dead letters.
         let config = Config::new(Duration::from_millis(300)).with_max_attempts(1);
         let q = process(&url, &common::unique("redrive-fence"), config).await;
@@ -165,17 +162,7 @@ fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
             q.push(b"bury".to_vec()).await.expect("push"),
         ];
         let (acker, burier) = (receive(&q).await, receive(&q).await);
-        let start = Instant::now();
-        while q
-            .dead_letters(leaseq_async::Page::first(10))
-            .await
-            .expect("dead letters")
-            .len()
-            < 2
-        {
-            assert!(start.elapsed() < PATIENCE, "the leases never ran out");
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        common::dead_letters_reach(&q, 2, "the leases never ran out").await;
         for id in ids {
             assert_eq!(q.redrive(id).await, Ok(id));
         }
@@ -206,8 +193,7 @@ fn lease_that_ended_in_the_dead_letters_stays_stale_after_a_redrive() {
 
 #[test]
 fn heartbeat_keeps_a_slow_items_lease() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("heartbeat");
         let vis = Duration::from_millis(400);
         let q = process(&url, &name, Config::new(vis)).await;
@@ -248,8 +234,7 @@ fn heartbeat_keeps_a_slow_items_lease() {
 
 #[test]
 fn max_lease_takes_the_item_back_despite_the_heartbeat() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("max-lease");
         let vis = Duration::from_millis(300);
         let config = Config::new(vis).with_max_lease(Duration::from_millis(700));
@@ -273,8 +258,7 @@ fn max_lease_takes_the_item_back_despite_the_heartbeat() {
 
 #[test]
 fn a_stale_holders_settle_leaves_the_next_leases_heartbeat_alone() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("stale-beat");
         let vis = Duration::from_millis(300);
         let config = Config::new(vis).with_max_lease(Duration::from_millis(700));
@@ -323,8 +307,7 @@ async fn age_lease(db: &Client, id: leaseq_async::MessageId, minutes: i32) {
 
 #[test]
 fn a_heartbeat_kept_lease_ends_at_sixty_minutes_by_default() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("default-max-lease");
         let vis = Duration::from_millis(300);
         // No max lease in the config: the default (60 minutes) applies.

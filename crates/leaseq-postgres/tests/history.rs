@@ -63,8 +63,7 @@ async fn until_recorded(q: &PgQueue<Vec<u8>>, n: usize) -> Vec<Finished> {
 
 #[test]
 fn each_outcome_is_recorded_with_its_fields() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("history-outcomes");
         let q = open(
             &url,
@@ -184,8 +183,7 @@ fn each_outcome_is_recorded_with_its_fields() {
 
 #[test]
 fn a_lease_that_runs_out_on_its_last_attempt_is_recorded_by_the_rescuer() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("history-rescue");
         let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(
             Config::new(Duration::from_millis(300)).with_max_attempts(1),
@@ -221,8 +219,7 @@ fn a_lease_that_runs_out_on_its_last_attempt_is_recorded_by_the_rescuer() {
 
 #[test]
 fn the_record_is_paged_and_filtered_by_kind_and_outcome() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("history-pages");
         let q = open(
             &url,
@@ -306,8 +303,7 @@ fn the_record_is_paged_and_filtered_by_kind_and_outcome() {
 
 #[test]
 fn entries_past_the_window_are_removed_by_the_driver() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("history-window");
         let db = common::sql(&url).await;
         let window = Duration::from_secs(3);
@@ -356,8 +352,7 @@ fn entries_past_the_window_are_removed_by_the_driver() {
 
 #[test]
 fn an_ack_in_the_callers_transaction_is_recorded_only_if_it_commits() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("history-ack-in");
         let q = open(
             &url,

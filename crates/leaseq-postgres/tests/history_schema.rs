@@ -5,15 +5,14 @@
 
 use leaseq_test_kit::pg as common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leaseq_async::Config;
 use leaseq_postgres::{
-    migrate, schema_version, BytesCodec, FinishOutcome, HistoryQuery, PgInspector, PgQueue,
-    Postgres, SCHEMA_VERSION,
+    migrate, schema_version, FinishOutcome, HistoryQuery, PgInspector, SCHEMA_VERSION,
 };
 
-use common::{receive, PATIENCE};
+use common::receive;
 
 /// A router job's stored bytes: the kind's length, the kind, the JSON args.
 fn job(kind: &str) -> Vec<u8> {
@@ -25,13 +24,10 @@ fn job(kind: &str) -> Vec<u8> {
 
 #[test]
 fn a_version_7_schema_is_migrated_to_8_and_records() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let s = format!("{}{}_history_v7", common::RUN_PREFIX, std::process::id());
         let mut db = common::sql(&url).await;
-        db.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
-            .await
-            .expect("clean");
+        common::drop_schema(&url, &s).await;
         migrate(&mut db, &s).await.expect("migrate");
         // Set back to 7: no history table, no new columns, no later step's table.
         db.batch_execute(&format!(
@@ -53,32 +49,23 @@ fn a_version_7_schema_is_migrated_to_8_and_records() {
         let options = common::options()
             .schema(s.clone())
             .retention(Duration::from_secs(3600));
-        let q: PgQueue<Vec<u8>> =
-            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-                .name(queue.clone())
-                .codec(BytesCodec)
-                .open(Postgres::url(&url).options(options))
-                .await
-                .expect("open");
+        let q =
+            common::open_bytes(&url, &queue, Config::new(Duration::from_secs(30)), options).await;
         assert_eq!(
             schema_version(&db, &s).await.expect("version"),
             Some(SCHEMA_VERSION)
         );
         q.push(job("email")).await.expect("push");
         receive(&q).await.ack().await.expect("ack");
-        let start = Instant::now();
-        let got = loop {
+        let got = common::eventually("never recorded", || async {
             let got = q
                 .store()
                 .history(&HistoryQuery::first(10))
                 .await
                 .expect("history");
-            if !got.is_empty() {
-                break got;
-            }
-            assert!(start.elapsed() < PATIENCE, "never recorded");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+            (!got.is_empty()).then_some(got)
+        })
+        .await;
         assert_eq!(got.len(), 1);
         assert_eq!(
             (got[0].outcome, got[0].kind.as_deref()),
@@ -86,29 +73,21 @@ fn a_version_7_schema_is_migrated_to_8_and_records() {
         );
         assert!(got[0].pushed_at.is_some() && got[0].started_at.is_some());
         q.close().await.expect("close");
-        db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop");
+        common::drop_schema(&url, &s).await;
     });
 }
 
 #[test]
 fn without_retention_nothing_is_recorded() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("history-off");
         // Options of its own: off whatever `LEASEQ_PG_RETENTION` says.
         let options = leaseq_postgres::Options::new()
             .schema(common::SCHEMA)
             .pool_size(4)
             .rescue_every(Duration::from_millis(50));
-        let q: PgQueue<Vec<u8>> =
-            leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-                .name(queue.clone())
-                .codec(BytesCodec)
-                .open(Postgres::url(&url).options(options))
-                .await
-                .expect("open");
+        let q =
+            common::open_bytes(&url, &queue, Config::new(Duration::from_secs(30)), options).await;
         for _ in 0..3 {
             q.push(job("email")).await.expect("push");
             receive(&q).await.ack().await.expect("ack");

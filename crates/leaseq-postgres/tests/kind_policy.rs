@@ -14,8 +14,7 @@ use leaseq_async::{Backoff, Config, Failure, Page, Reason};
 
 #[test]
 fn a_kinds_verdict_is_the_stores() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let config = Config::new(Duration::from_secs(5))
             .with_max_attempts(10)
             .with_backoff(Backoff::Fixed(Duration::from_secs(60)));

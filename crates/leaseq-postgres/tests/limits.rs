@@ -29,8 +29,7 @@ fn the_default_is_256_kib() {
 
 #[test]
 fn an_item_over_the_limit_is_refused_with_the_item_and_nothing_stored() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = open_max(&url, &unique("too-large"), 100).await;
         let big = vec![7u8; 101];
         match q.try_push(big.clone()) {
@@ -57,8 +56,7 @@ fn an_item_over_the_limit_is_refused_with_the_item_and_nothing_stored() {
 
 #[test]
 fn an_oversized_row_read_back_is_dead_lettered_never_loaded() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("oversized-row");
         // A producer with a higher limit writes a 5,000-byte item between two small ones.
         let producer = open_max(&url, &name, 10_000).await;

@@ -63,8 +63,7 @@ async fn row(url: &str, id: leaseq_async::MessageId) -> Option<(i16, i32)> {
 
 #[test]
 fn an_ack_whose_reply_was_lost_is_outcome_unknown_not_already_acked() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let (proxy, _q, d) = delivered(&url).await;
         let id = d.id();
         proxy.lose_next_reply("USING unnest");
@@ -79,8 +78,7 @@ fn an_ack_whose_reply_was_lost_is_outcome_unknown_not_already_acked() {
 
 #[test]
 fn a_nack_whose_reply_was_lost_reports_the_retry_it_made() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let (proxy, _q, d) = delivered(&url).await;
         let id = d.id();
         proxy.lose_next_reply("reason = $4, last_error = COALESCE($5");
@@ -102,8 +100,7 @@ fn a_nack_whose_reply_was_lost_reports_the_retry_it_made() {
 
 #[test]
 fn a_dead_letter_whose_reply_was_lost_reports_the_dead_letter_it_made() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let (proxy, _q, d) = delivered(&url).await;
         let id = d.id();
         proxy.lose_next_reply("reason = $3, last_error = $4,");
@@ -118,8 +115,7 @@ fn a_dead_letter_whose_reply_was_lost_reports_the_dead_letter_it_made() {
 
 #[test]
 fn a_push_the_server_cannot_take_in_time_is_unconfirmed_then_committed() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let options = common::options().commit_timeout(Duration::from_millis(500));
         let (proxy, q) = proxied(&url, options).await;
         proxy
@@ -145,16 +141,9 @@ fn a_push_the_server_cannot_take_in_time_is_unconfirmed_then_committed() {
 
 #[test]
 fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let (proxy, q) = proxied(&url, common::options()).await;
-        let id = q
-            .push_with(
-                b"later".to_vec(),
-                leaseq_async::Push::new().delay(Duration::from_secs(60)),
-            )
-            .await
-            .expect("push");
+        let id = leaseq_test_kit::steps::push_in_a_minute(&q, b"later").await;
         // The delete's reply is lost: its transaction never commits (the connection is
         // gone), and the cancel is tried again on another.
         proxy.lose_next_reply("DELETE FROM");

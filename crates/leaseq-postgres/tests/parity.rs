@@ -10,7 +10,7 @@ use std::time::Duration;
 use leaseq_async::{AdminError, Config, ItemState, Page, Push, PushError, RedriveError};
 use leaseq_postgres::PgQueue;
 
-use common::{process, receive, server, unique, PATIENCE};
+use common::{process, receive, unique, PATIENCE};
 
 fn config() -> Config {
     Config::new(Duration::from_secs(30))
@@ -18,8 +18,7 @@ fn config() -> Config {
 
 #[test]
 fn held_key_is_refused_with_its_holder_and_free_again_after_the_ack() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: PgQueue<Vec<u8>> = process(&url, &unique("keys"), config()).await;
         let key = Push::new().key("invoice:1");
         let holder = q
@@ -51,8 +50,7 @@ fn held_key_is_refused_with_its_holder_and_free_again_after_the_ack() {
 
 #[test]
 fn replace_pending_replaces_a_waiting_item_but_never_a_leased_one() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: PgQueue<Vec<u8>> = process(&url, &unique("replace"), config()).await;
         let replace = Push::new().key("thumb:7").replace_pending();
         let old = q
@@ -94,8 +92,7 @@ fn replace_pending_replaces_a_waiting_item_but_never_a_leased_one() {
 
 #[test]
 fn full_queue_refuses_try_push_and_a_waiting_push_goes_after_an_ack() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("capacity");
         let q: PgQueue<Vec<u8>> = process(&url, &name, config().with_capacity(3)).await;
         for i in 0..3u8 {
@@ -130,8 +127,7 @@ fn full_queue_refuses_try_push_and_a_waiting_push_goes_after_an_ack() {
 
 #[test]
 fn dead_letters_page_redrive_and_purge() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: PgQueue<Vec<u8>> = process(&url, &unique("operator"), config()).await;
         let mut ids = Vec::new();
         for i in 0..3u8 {
@@ -166,8 +162,7 @@ fn dead_letters_page_redrive_and_purge() {
 
 #[test]
 fn a_cancel_the_server_keeps_refusing_is_a_store_error_not_not_found() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("cancel-refused");
         let q: PgQueue<Vec<u8>> = process(&url, &name, config()).await;
         let id = q
@@ -201,8 +196,7 @@ fn a_cancel_the_server_keeps_refusing_is_a_store_error_not_not_found() {
 
 #[test]
 fn a_dead_letters_key_is_free_and_its_redrive_refused_while_a_live_item_holds_it() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: PgQueue<Vec<u8>> = process(&url, &unique("key-redrive"), config()).await;
         let key = Push::new().key("report:3");
         let dead = q.push_with(b"a".to_vec(), key.clone()).await.expect("push");

@@ -73,23 +73,12 @@ async fn child(url: &str, queue: &str, action: &str) {
         .spawn()
         .expect("spawn a child");
     let until = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            assert!(status.success(), "child {action} ended with {status}");
-            return;
-        }
-        if std::time::Instant::now() > until {
-            let _ = child.kill();
-            panic!("child {action} did not finish within 60 s");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::wait_success(&mut child, &format!("child {action}"), until).await;
 }
 
 #[test]
 fn another_process_pauses_and_resumes_a_running_pool() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("pause-procs");
         let q = common::process(&url, &name, config()).await;
         let ran: Arc<Mutex<Vec<u64>>> = Arc::default();

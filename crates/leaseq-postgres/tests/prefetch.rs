@@ -16,8 +16,7 @@ async fn queue(url: &str, name: &str, visibility: Duration, prefetch: usize) -> 
 
 #[test]
 fn prefetched_leases_serve_receives_and_go_back_on_close() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("prefetch");
         let a = queue(&url, &name, Duration::from_secs(30), 8).await;
         for i in 0..20u8 {
@@ -54,8 +53,7 @@ fn prefetched_leases_serve_receives_and_go_back_on_close() {
 
 #[test]
 fn stale_prefetched_leases_are_put_back_not_handed_out() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let visibility = Duration::from_millis(600);
         let q = queue(&url, &unique("prefetch-stale"), visibility, 4).await;
         for i in 0..5u8 {
@@ -80,8 +78,7 @@ fn stale_prefetched_leases_are_put_back_not_handed_out() {
 
 #[test]
 fn a_put_back_lease_comes_back_with_the_same_attempt_at_once() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let q = queue(&url, &unique("put-back"), Duration::from_secs(30), 0).await;
         q.push(vec![7]).await.expect("push");
         let first = q.receive_timeout(PATIENCE).await.expect("delivery");

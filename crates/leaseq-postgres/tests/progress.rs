@@ -14,7 +14,7 @@ mod proxy;
 use std::time::Duration;
 
 use leaseq_async::{CheckpointError, Config, Page, ReceiptError, MAX_PROGRESS_BYTES};
-use leaseq_postgres::{migrate, schema_version, BytesCodec, Postgres, SCHEMA_VERSION};
+use leaseq_postgres::{schema_version, BytesCodec, Postgres, SCHEMA_VERSION};
 
 use common::{process, receive, sql, unique, PATIENCE, SCHEMA};
 
@@ -39,8 +39,7 @@ fn config(visibility: Duration) -> Config {
 
 #[test]
 fn a_checkpoint_is_fenced_committed_and_kept_until_the_ack_across_processes() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = unique("progress");
         let a = process(&url, &queue, config(Duration::from_secs(1))).await;
         let b = process(&url, &queue, config(Duration::from_secs(1))).await;
@@ -111,11 +110,8 @@ fn a_checkpoint_is_fenced_committed_and_kept_until_the_ack_across_processes() {
 /// its next open; its rows stay.
 #[test]
 fn a_version_4_schema_gets_the_progress_column_when_opened() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
-        let s = common::scratch_schema("v4");
-        let mut db = sql(&url).await;
-        migrate(&mut db, &s).await.expect("migrate");
+    common::with_server(|url| async move {
+        let (s, db) = common::migrated_scratch(&url, "v4").await;
         db.batch_execute(&format!(
             "DROP VIEW \"{s}\".dead_letters;
              ALTER TABLE \"{s}\".items DROP COLUMN progress;
@@ -156,9 +152,7 @@ fn a_version_4_schema_gets_the_progress_column_when_opened() {
             Some(&b"half"[..])
         );
         drop(q);
-        db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop");
+        common::drop_schema(&url, &s).await;
     });
 }
 
@@ -242,8 +236,7 @@ fn a_job_killed_with_sigkill_at_60_percent_resumes_from_its_checkpoint() {
 /// and the row keeps the checkpoint before.
 #[test]
 fn a_checkpoint_whose_reply_is_lost_or_whose_server_is_gone_is_never_a_wrong_ok() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let direct: tokio_postgres::Config = url.parse().expect("url");
         let proxy = proxy::Proxy::start(
             &proxy::Proxy::upstream(&direct),

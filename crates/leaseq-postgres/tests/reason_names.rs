@@ -15,8 +15,7 @@ use leaseq_postgres::{migrate, schema_version, SCHEMA_VERSION};
 /// to the core without a migration naming it fails here.
 #[test]
 fn the_reasons_table_names_every_reason() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let mut db = sql(&url).await;
         migrate(&mut db, SCHEMA.name()).await.expect("migrate");
         let rows = db
@@ -39,8 +38,7 @@ fn the_reasons_table_names_every_reason() {
 /// shows each with its reason's code and name, its error and its attempts.
 #[test]
 fn the_dead_letters_view_shows_the_reason_by_name() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = unique("reason-names");
         let config = Config::new(Duration::from_secs(30)).with_max_attempts(1);
         let q = process(&url, &queue, config).await;
@@ -86,11 +84,8 @@ fn the_dead_letters_view_shows_the_reason_by_name() {
 /// and the view at its next `migrate`; its rows stay.
 #[test]
 fn a_version_3_database_gets_the_names_when_migrated() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
-        let s = common::scratch_schema("v2");
-        let mut db = sql(&url).await;
-        migrate(&mut db, &s).await.expect("migrate");
+    common::with_server(|url| async move {
+        let (s, mut db) = common::migrated_scratch(&url, "v2").await;
         // Back to what version 3 had: no view, no table, version 3, and a dead letter.
         db.batch_execute(&format!(
             "DROP VIEW \"{s}\".dead_letters; DROP TABLE \"{s}\".reasons;
@@ -116,8 +111,6 @@ fn a_version_3_database_gets_the_names_when_migrated() {
             .expect("select the view");
         let got: (i64, String, i32) = (row.get(0), row.get(1), row.get(2));
         assert_eq!(got, (7, "timed out".to_string(), 3));
-        db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop");
+        common::drop_schema(&url, &s).await;
     });
 }

@@ -28,8 +28,7 @@ async fn queue(url: &str, name: &str) -> PgQueue<Envelope> {
 
 #[test]
 fn mixed_kinds_on_the_server_a_panicking_and_a_hanging_kind_starve_none() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("router");
         let q = queue(&url, &name).await;
         for n in 0..PER_KIND {

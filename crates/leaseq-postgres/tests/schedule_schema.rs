@@ -30,8 +30,7 @@ async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
 
 #[test]
 fn a_version_6_schema_gets_the_schedules_table_when_migrated() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() % 1_000_000_000);
@@ -86,8 +85,6 @@ fn a_version_6_schema_gets_the_schedules_table_when_migrated() {
         assert!(kept[0].cursor > start, "{kept:?}");
         assert_eq!(kept[0].calendar.as_deref(), Some("every 1s"));
 
-        db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop");
+        common::drop_schema(&url, &s).await;
     });
 }

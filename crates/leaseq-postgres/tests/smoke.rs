@@ -9,8 +9,7 @@ use leaseq_postgres::Options;
 
 #[test]
 fn push_receive_ack() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
             &url,
             common::unique("smoke").to_string(),

@@ -34,8 +34,7 @@ async fn counted_after(q: &PgQueue<Vec<u8>>, since: Instant) {
 
 #[test]
 fn the_driver_recounts_stale_stats_with_nobody_reading_them() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = common::unique("cli-stats-age");
         // Counts for a reader at most once an hour: only the age bound recounts here.
         let a = open(

@@ -63,17 +63,47 @@ async fn item(db: &Client, id: MessageId) -> Option<(i16, i64, i32)> {
     .map(|r| (r.get(0), r.get(1), r.get(2)))
 }
 
+/// One item of `queue` pushed and leased, and a results table beside it.
+struct Leased {
+    /// A client that watches (and made the table).
+    watcher: Client,
+    /// The client whose transaction settles the delivery.
+    db: Client,
+    /// The results table.
+    table: String,
+    /// The item's id.
+    id: MessageId,
+    /// Its delivery.
+    d: leaseq_postgres::PgDelivery<Vec<u8>>,
+}
+
+async fn leased(url: &str, q: &PgQueue<Vec<u8>>, queue: &str) -> Leased {
+    let watcher = sql(url).await;
+    let db = sql(url).await;
+    let table = results_table(&watcher, queue).await;
+    let id = q.push(b"work".to_vec()).await.expect("push");
+    let d = receive(q).await;
+    Leased {
+        watcher,
+        db,
+        table,
+        id,
+        d,
+    }
+}
+
 #[test]
 fn commit_removes_the_item_with_the_result_written() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("tx-commit");
         let q = process_with(&url, &name, Duration::from_secs(30)).await;
-        let watcher = sql(&url).await;
-        let mut db = sql(&url).await;
-        let table = results_table(&watcher, &name).await;
-        let id = q.push(b"work".to_vec()).await.expect("push");
-        let d = receive(&q).await;
+        let Leased {
+            watcher,
+            mut db,
+            table,
+            id,
+            d,
+        } = leased(&url, &q, &name).await;
 
         let tx = db.transaction().await.expect("begin");
         write_result(&tx, &table, id).await;
@@ -103,16 +133,17 @@ fn commit_removes_the_item_with_the_result_written() {
 
 #[test]
 fn rollback_leaves_the_item_leased_until_it_comes_back() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("tx-rollback");
         let vis = Duration::from_millis(400);
         let q = process_with(&url, &name, vis).await;
-        let watcher = sql(&url).await;
-        let mut db = sql(&url).await;
-        let table = results_table(&watcher, &name).await;
-        let id = q.push(b"work".to_vec()).await.expect("push");
-        let d = receive(&q).await;
+        let Leased {
+            watcher,
+            mut db,
+            table,
+            id,
+            d,
+        } = leased(&url, &q, &name).await;
 
         let tx = db.transaction().await.expect("begin");
         write_result(&tx, &table, id).await;
@@ -137,8 +168,7 @@ fn rollback_leaves_the_item_leased_until_it_comes_back() {
 
 #[test]
 fn stale_delivery_is_refused_and_changes_nothing() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = common::unique("tx-stale");
         let a = process_with(&url, &name, Duration::from_millis(300)).await;
         let b = process_with(&url, &name, Duration::from_secs(60)).await;

@@ -14,8 +14,7 @@ use leaseq_postgres::TxPushError;
 
 #[test]
 fn deadpool_transactions_and_clients_push_too() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-deadpool");
         let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let config: tokio_postgres::Config = plain(&url).parse().expect("config");
@@ -52,8 +51,7 @@ fn deadpool_transactions_and_clients_push_too() {
 fn sqlx_connections_and_transactions_push_too() {
     use sqlx::Connection;
 
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-sqlx");
         let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let pg: tokio_postgres::Config = plain(&url).parse().expect("config");

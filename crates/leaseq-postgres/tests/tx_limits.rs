@@ -15,8 +15,7 @@ use leaseq_postgres::TxPushError;
 
 #[test]
 fn a_held_key_is_refused_with_its_holder_and_the_transaction_goes_on() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-key");
         let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
@@ -105,7 +104,10 @@ fn a_held_key_is_refused_with_its_holder_and_the_transaction_goes_on() {
             })
         };
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!second.is_finished(), "waits on the first transaction's key");
+        assert!(
+            !second.is_finished(),
+            "waits on the first transaction's key"
+        );
         tx.commit().await.expect("commit");
         let r = second.await.expect("task");
         assert_eq!(
@@ -117,8 +119,7 @@ fn a_held_key_is_refused_with_its_holder_and_the_transaction_goes_on() {
 
 #[test]
 fn capacity_is_counted_under_the_queue_lock_with_the_transaction_rows() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-cap");
         let config = Config::new(Duration::from_secs(30)).with_capacity(3);
         let q = process(&url, &name, config).await;

@@ -28,8 +28,7 @@ async fn open_with(
 
 #[test]
 fn a_committed_push_is_seen_and_delivered_only_after_the_commit() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-commit");
         let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let watcher = sql(&url).await;
@@ -62,8 +61,7 @@ fn a_committed_push_is_seen_and_delivered_only_after_the_commit() {
 
 #[test]
 fn a_rolled_back_push_is_never_delivered() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-rollback");
         let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
@@ -96,8 +94,7 @@ fn a_rolled_back_push_is_never_delivered() {
 
 #[test]
 fn a_batch_goes_in_one_statement_in_order_with_its_options() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-batch");
         let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
@@ -167,8 +164,7 @@ fn a_batch_goes_in_one_statement_in_order_with_its_options() {
 
 #[test]
 fn refusals_hand_the_item_back_and_leave_the_transaction_usable() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-refuse");
         let options = common::options().max_item_size(16);
         let q = open_with(&url, &name, Config::new(Duration::from_secs(30)), options).await;
@@ -243,8 +239,7 @@ fn refusals_hand_the_item_back_and_leave_the_transaction_usable() {
 /// poll could have delivered it.
 #[test]
 fn an_idle_pool_in_another_process_is_woken_by_the_commit() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txp-wake");
         let long = common::options().poll_interval(Duration::from_secs(600));
         let config = Config::new(Duration::from_secs(30));

@@ -52,8 +52,7 @@ fn psql(url: &str, sql: &str) -> String {
 
 #[test]
 fn jobs_pushed_by_psql_feed_a_rust_router_pool_args_as_rust_pushes_them() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txsql-router");
         let q = common::open_envelopes(&url, &name, Config::new(Duration::from_secs(30))).await;
         let s = SCHEMA.name();
@@ -163,7 +162,9 @@ fn jobs_pushed_by_psql_feed_a_rust_router_pool_args_as_rust_pushes_them() {
         );
         let keyed: i64 = db
             .query_one(
-                &format!("SELECT count(*) FROM {SCHEMA}.items WHERE key = 'welcome:cy'::text::bytea"),
+                &format!(
+                    "SELECT count(*) FROM {SCHEMA}.items WHERE key = 'welcome:cy'::text::bytea"
+                ),
                 &[],
             )
             .await
@@ -175,8 +176,7 @@ fn jobs_pushed_by_psql_feed_a_rust_router_pool_args_as_rust_pushes_them() {
 
 #[test]
 fn a_trigger_enqueues_in_its_row_s_transaction() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txsql-trigger");
         let q = common::process(&url, &name, Config::new(Duration::from_secs(30))).await;
         let mut db = sql(&url).await;
@@ -236,11 +236,8 @@ fn a_trigger_enqueues_in_its_row_s_transaction() {
 
 #[test]
 fn a_version_5_schema_gets_the_functions_when_migrated() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
-        let s = common::scratch_schema("v5");
-        let mut db = sql(&url).await;
-        migrate(&mut db, &s).await.expect("migrate");
+    common::with_server(|url| async move {
+        let (s, mut db) = common::migrated_scratch(&url, "v5").await;
         db.batch_execute(&format!(
             "DROP FUNCTION \"{s}\".push_job, \"{s}\".push_item, \"{s}\".push_rows;
              DROP TABLE \"{s}\".queue_settings; DROP SEQUENCE \"{s}\".tx_ids;
@@ -283,8 +280,6 @@ fn a_version_5_schema_gets_the_functions_when_migrated() {
             .expect("instances")
             .get(0);
         assert_eq!(max, (1 << 30) - 1, "store instances below the range");
-        db.batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop");
+        common::drop_schema(&url, &s).await;
     });
 }

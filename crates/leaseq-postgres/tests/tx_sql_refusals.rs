@@ -32,8 +32,7 @@ async fn refused(db: &Client, sql: &str) -> (String, String, String, String) {
 
 #[test]
 fn every_refusal_is_an_error_with_its_sqlstate_and_what_to_do() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txsql-refuse");
         let options = options().max_item_size(20);
         let config = Config::new(Duration::from_secs(30)).with_capacity(2);
@@ -154,8 +153,7 @@ fn every_refusal_is_an_error_with_its_sqlstate_and_what_to_do() {
 
 #[test]
 fn each_open_records_its_limits_unless_told_not_to() {
-    let Some(url) = server() else { return };
-    runtime().block_on(async {
+    common::with_server(|url| async move {
         let name = unique("txsql-limits");
         let db = sql(&url).await;
         let limits = || async {
@@ -177,14 +175,21 @@ fn each_open_records_its_limits_unless_told_not_to() {
                 .open(Postgres::url(&url).options(options))
         };
         let vis = Duration::from_secs(30);
-        let a = open(options().max_item_size(100), Config::new(vis).with_capacity(5))
-            .await
-            .expect("open");
+        let a = open(
+            options().max_item_size(100),
+            Config::new(vis).with_capacity(5),
+        )
+        .await
+        .expect("open");
         assert_eq!(limits().await, (100, Some(5)));
         let tool = open(options().record_limits(false), Config::new(vis))
             .await
             .expect("open");
-        assert_eq!(limits().await, (100, Some(5)), "a tool's open changes nothing");
+        assert_eq!(
+            limits().await,
+            (100, Some(5)),
+            "a tool's open changes nothing"
+        );
         let b = open(options(), Config::new(vis)).await.expect("open");
         assert_eq!(limits().await, (256 * 1024, None), "the last open's");
         drop((a, tool, b));

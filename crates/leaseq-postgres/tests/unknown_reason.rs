@@ -10,12 +10,11 @@ use std::time::Duration;
 use leaseq_async::{Config, Page, Reason};
 use leaseq_postgres::{PgInspector, PgQueue};
 
-use common::{process, receive, server, sql, unique, SCHEMA};
+use common::{process, receive, sql, unique, SCHEMA};
 
 #[test]
 fn an_unknown_reason_code_reads_as_dropped() {
-    let Some(url) = server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let queue = unique("unknown-reason");
         let q: PgQueue<Vec<u8>> = process(&url, &queue, Config::new(Duration::from_secs(30))).await;
         let id = q.push(b"job".to_vec()).await.expect("push");

@@ -52,14 +52,11 @@ async fn queue(url: &str, name: &str, rebuild: bool) -> PgQueue<Vec<u8>> {
 
 #[test]
 fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         #[allow(non_snake_case)] // the schema as the SQL below names it
         let SCHEMA = schema();
         let db = common::sql(&url).await;
-        db.batch_execute(&format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
-            .await
-            .expect("drop schema");
+        common::drop_schema(&url, &SCHEMA.to_string()).await;
         let name = common::unique("upkeep");
         let q = queue(&url, &name, true).await;
         let vacuum_only = queue(&url, &name, false).await;
@@ -133,8 +130,6 @@ fn upkeep_rebuilds_bloated_indexes_and_drops_invalid_ones() {
         let s = q.refresh_stats().await.expect("stats");
         assert_eq!(s.ready as usize, LIVE, "the upkeep lost no item");
         drop((q, vacuum_only));
-        db.batch_execute(&format!("DROP SCHEMA {SCHEMA} CASCADE"))
-            .await
-            .expect("drop schema");
+        common::drop_schema(&url, &SCHEMA.to_string()).await;
     });
 }

@@ -22,8 +22,7 @@ async fn mark(db: &tokio_postgres::Client, instance: i64) -> Option<i64> {
 
 #[test]
 fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
             &url,
             common::unique("marks").to_string(),
@@ -58,8 +57,7 @@ fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
 
 #[test]
 fn a_batch_meeting_a_row_with_its_id_is_inserted_without_it_not_retried_for_ever() {
-    let Some(url) = common::server() else { return };
-    common::runtime().block_on(async {
+    common::with_server(|url| async move {
         let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
             &url,
             common::unique("marks-conflict").to_string(),

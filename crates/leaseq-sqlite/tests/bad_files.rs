@@ -12,15 +12,7 @@ use support::{open_default, open_with, remove, run_child, temp};
 
 /// A queue file holding `n` items of 1 KiB, closed cleanly.
 fn sample(name: &str, n: usize) -> std::path::PathBuf {
-    let path = temp(name);
-    let q = open_default(&path).unwrap();
-    smol::block_on(async {
-        for i in 0..n {
-            q.push(vec![i as u8; 1024]).await.unwrap();
-        }
-    });
-    drop(q);
-    path
+    leaseq_test_kit::sqlite::sample(temp(name), n)
 }
 
 /// Opens `path`, expecting a refusal; checks the file is byte-identical; returns the error.

@@ -27,9 +27,7 @@ use leaseq_async::Failure;
 use leaseq_sqlite::{OpenError, Options};
 use support::log::{check, Fact, Log};
 use support::rng::Rng;
-use support::{
-    fill_disk, free_disk, kind, open_default, open_with, remove, run_child, temp, Queue,
-};
+use support::{fill_disk, free_disk, open_default, open_with, remove, run_child, temp, Queue};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -112,13 +110,7 @@ fn consumer(q: Queue, log: Arc<Log>, stop: Arc<AtomicBool>, seed: u64) -> smol::
 /// it was told.
 #[test]
 fn faults_opener_child() {
-    let Ok(path) = std::env::var("LEASEQ_OPENER_CHILD") else {
-        return;
-    };
-    match open_default(Path::new(&path)) {
-        Ok(_) => println!("KIND opened"),
-        Err(e) => println!("KIND {}", kind(&e)),
-    }
+    support::open_and_print_kind("LEASEQ_OPENER_CHILD");
 }
 
 #[derive(Default, Debug)]
@@ -291,13 +283,7 @@ fn seeded_faults_lose_nothing_answered_ok() {
     // Reopen: drain the live items (each delivered once: the visibility is 30 s), read the
     // dead letters.
     let q = open_default(&path).unwrap();
-    let dead: BTreeMap<u64, u32> = q
-        .store()
-        .memory()
-        .dead_letters()
-        .iter()
-        .map(|d| (d.id.get(), d.attempts))
-        .collect();
+    let dead = leaseq_test_kit::sqlite::dead_attempts(&q);
     let mut present = BTreeMap::new();
     while let Some(d) = q.try_receive() {
         present.insert(d.id().get(), d.attempt());

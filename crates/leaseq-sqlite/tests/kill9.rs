@@ -239,13 +239,7 @@ fn kill9_loses_nothing() {
         }
         q.store().sync().await.unwrap();
     });
-    let dead: BTreeMap<u64, u32> = q
-        .store()
-        .memory()
-        .dead_letters()
-        .iter()
-        .map(|d| (d.id.get(), d.attempts))
-        .collect();
+    let dead = leaseq_test_kit::sqlite::dead_attempts(&q);
     let facts = read_log(&log_path);
 
     // 0 lost: every push that returned Ok was acked (confirmed, or begun and gone from the

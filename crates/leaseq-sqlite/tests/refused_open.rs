@@ -84,15 +84,7 @@ fn assert_same(
 
 /// A queue file of `n` items in `dir`, closed cleanly (only the file and its lock stay).
 fn sample(dir: &Dir, n: usize) -> PathBuf {
-    let path = dir.file("q.db");
-    let q = open_default(&path).unwrap();
-    smol::block_on(async {
-        for i in 0..n {
-            q.push(vec![i as u8; 1024]).await.unwrap();
-        }
-    });
-    drop(q);
-    path
+    leaseq_test_kit::sqlite::sample(dir.file("q.db"), n)
 }
 
 /// `sample` without its lock file, as a file copied from elsewhere is.

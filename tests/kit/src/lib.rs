@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod output;
 #[cfg(feature = "postgres")]
 pub mod pg;
+mod reexports;
 #[cfg(feature = "schedules")]
 pub mod schedule_check;
 #[cfg(feature = "schedules")]

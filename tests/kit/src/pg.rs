@@ -77,6 +77,18 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
+/// Runs `test` with the server's connection string on a [`runtime`]; skips it (as
+/// [`server`] says) when no server answers. A test's whole body: `with_server(|url| async
+/// move { … })`.
+pub fn with_server<F, Fut>(test: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some(url) = server() else { return };
+    runtime().block_on(test(url));
+}
+
 /// A multi-thread tokio runtime with two workers.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -163,6 +175,15 @@ pub async fn sql(url: &str) -> tokio_postgres::Client {
         .expect("connect");
     tokio::spawn(conn);
     client
+}
+
+/// Drops `schema` and all it holds, if it is there (a test's own schema, at its end).
+pub async fn drop_schema(url: &str, schema: &str) {
+    sql(url)
+        .await
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .expect("drop the schema");
 }
 
 /// Options for tests: schema [`SCHEMA`], a small pool, a fast rescuer and poll; with
@@ -261,6 +282,39 @@ pub async fn row_count(db: &tokio_postgres::Client, queue: &str) -> i64 {
     .get(0)
 }
 
+/// Asks `probe` every 25 ms until it answers `Some`, and returns that; fails the test,
+/// saying `what`, if it has not after [`PATIENCE`].
+pub async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(start.elapsed() < PATIENCE, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// Waits until `q` has `n` dead letters or more (failing, saying `what`, after
+/// [`PATIENCE`]); returns the first ten.
+pub async fn dead_letters_reach(
+    q: &leaseq_postgres::PgQueue<Vec<u8>>,
+    n: usize,
+    what: &str,
+) -> Vec<leaseq_async::DeadLetter<Result<Vec<u8>, leaseq_async::CodecError>>> {
+    eventually(what, || async {
+        let dead = q
+            .dead_letters(leaseq_async::Page::first(10))
+            .await
+            .expect("dead letters");
+        (dead.len() >= n).then_some(dead)
+    })
+    .await
+}
+
 /// Asserts that no delivery comes within 400 ms.
 pub async fn nothing_comes(q: &leaseq_postgres::PgQueue<Vec<u8>>) {
     assert!(matches!(
@@ -293,6 +347,17 @@ pub fn scratch_schema(tag: &str) -> String {
         std::process::id(),
         nanos % 1_000_000_000
     )
+}
+
+/// A [`scratch_schema`] migrated to the current version, and a plain client on the server:
+/// for a test that sets a schema back to an older version by hand.
+pub async fn migrated_scratch(url: &str, tag: &str) -> (String, tokio_postgres::Client) {
+    let s = scratch_schema(tag);
+    let mut db = sql(url).await;
+    leaseq_postgres::migrate(&mut db, &s)
+        .await
+        .expect("migrate");
+    (s, db)
 }
 
 /// Waits (on tokio) for `child` to end by `until`, asserting it succeeded; kills it and

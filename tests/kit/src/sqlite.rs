@@ -66,3 +66,28 @@ where
 {
     open_with(path, config, codec, Options::default()).expect("open the queue file")
 }
+
+/// The dead letters `q` holds, as `id -> attempts` (for a ledger that checks what was
+/// buried and after how many attempts).
+pub fn dead_attempts(q: &BytesQueue) -> std::collections::BTreeMap<u64, u32> {
+    q.store()
+        .memory()
+        .dead_letters()
+        .iter()
+        .map(|d| (d.id.get(), d.attempts))
+        .collect()
+}
+
+/// Writes `n` items of 1 KiB into a new queue file at `path` (default options, bytes)
+/// and closes it cleanly; returns `path`.
+pub fn sample(path: PathBuf, n: usize) -> PathBuf {
+    let config = Config::new(std::time::Duration::from_secs(30)).with_max_attempts(5);
+    let q = open(&path, config, BytesCodec);
+    smol::block_on(async {
+        for i in 0..n {
+            q.push(vec![i as u8; 1024]).await.expect("push");
+        }
+    });
+    drop(q);
+    path
+}

@@ -1,6 +1,10 @@
 //! Steps many queue tests take, on any store.
 
-use leaseq_async::{Failure, LeaseQueue, Page, Runtime, Store};
+use std::time::Duration;
+
+use leaseq_async::{
+    DeadFilter, Failure, LeaseQueue, MessageId, Page, Push, Reason, Runtime, Store,
+};
 
 use crate::envelope::envelope;
 
@@ -58,4 +62,84 @@ where
         .into_iter()
         .map(|l| l.item.expect("decoded"))
         .collect()
+}
+
+/// Pushes `item` to `q` a minute ahead (delayed 60 s); its id.
+pub async fn push_in_a_minute<R, S>(q: &LeaseQueue<Vec<u8>, R, S>, item: &[u8]) -> MessageId
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    q.push_with(item.to_vec(), Push::new().delay(Duration::from_secs(60)))
+        .await
+        .expect("push delayed")
+}
+
+/// What the CLI tests read in `q` (a queue of bytes with one attempt): three dead letters
+/// (`email` nacked out of its attempts, `sms` rejected with "no such number", raw bytes
+/// `de ad be ef` nacked with "upstream 503"), then `invoice 981` ready and `later` delayed
+/// an hour. Each receive waits 15 s at most.
+pub async fn cli_fixture<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    for item in [
+        envelope("email", "{\"to\":17}"),
+        envelope("sms", "hi"),
+        vec![0xde, 0xad, 0xbe, 0xef],
+    ] {
+        q.push(item).await.expect("push");
+    }
+    for _ in 0..3 {
+        let d = q
+            .receive_timeout(Duration::from_secs(15))
+            .await
+            .expect("a delivery");
+        if d.item().starts_with(b"\x03sms") {
+            d.dead_letter("no such number").await.expect("dead letter");
+        } else {
+            d.nack_with(Failure::error("upstream 503"))
+                .await
+                .expect("nack");
+        }
+    }
+    q.push(b"invoice 981".to_vec()).await.expect("push");
+    q.push_with(
+        b"later".to_vec(),
+        Push::new().delay(Duration::from_secs(3600)),
+    )
+    .await
+    .expect("push delayed");
+}
+
+/// After [`bury_four`] and the redrive of `email a`: asserts that purging kind `sms` takes
+/// one dead letter and leaves `email b` and the raw item.
+pub async fn purge_sms<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    assert_eq!(
+        q.purge_dead_matching(DeadFilter::all().kind("sms")).await,
+        Ok(1)
+    );
+    assert_eq!(
+        dead_items(q).await,
+        vec![envelope("email", "b"), b"raw".to_vec()]
+    );
+}
+
+/// After [`purge_sms`]: asserts that a kind never matches the raw item (redriving kind
+/// `raw` takes none) and that redriving the rejected ones takes `email b`.
+pub async fn redrive_rejected<R, S>(q: &LeaseQueue<Vec<u8>, R, S>)
+where
+    R: Runtime,
+    S: Store<Vec<u8>, Runtime = R>,
+{
+    let raw = DeadFilter::all().kind("raw");
+    let rejected = DeadFilter::all().reason(Reason::Rejected);
+    for (filter, taken) in [(raw, 0), (rejected, 1)] {
+        assert_eq!(q.redrive_matching(filter).await, Ok(taken));
+    }
 }
