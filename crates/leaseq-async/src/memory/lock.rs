@@ -94,6 +94,10 @@ impl<T, R> Drop for Locked<'_, T, R> {
         if st.flow {
             wake_freed(s, st);
         }
+        // With a record of finished jobs, the dead letters this section made.
+        if st.core.has_noted_dead() {
+            s.record_dead(st);
+        }
     }
 }
 

@@ -8,11 +8,13 @@
 mod drive;
 mod flow;
 mod heartbeat;
+mod history;
 mod inbox;
 mod lock;
 mod operator;
 mod progress;
 mod push;
+mod recorded;
 mod schedules;
 mod settle;
 mod settle_batch;
@@ -33,6 +35,7 @@ use crate::lease_lost::{LeaseSignal, Timing};
 use crate::runtime::Runtime;
 use crate::signal::Signal;
 
+pub(crate) use history::KindOf;
 use inbox::Inbox;
 pub(crate) use lock::Locked;
 pub use schedules::Withdrawn;
@@ -77,6 +80,8 @@ pub struct MemoryStore<T, R> {
     /// A batch ack's emptied vector of deliveries, kept for the next batch receive's (see
     /// `spare.rs`).
     spare: spare::Spare,
+    /// The record of finished jobs, when kept (see `history.rs`).
+    history: Option<Box<history::History<T>>>,
 }
 
 #[cfg(feature = "metrics")]
@@ -195,7 +200,21 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::QueueMetrics::new(name),
             spare: spare::Spare::default(),
+            history: None,
         }
+    }
+
+    /// Keeps a record of finished jobs for `window` after each finish, their kinds read
+    /// with `kind_of` (see `history.rs`).
+    pub(crate) fn with_history(
+        mut self,
+        window: Duration,
+        kind_of: Option<history::KindOf<T>>,
+    ) -> Self {
+        let now = self.rt.now();
+        self.state.get_mut().core.note_dead_letters();
+        self.history = Some(Box::new(history::History::new(window, kind_of, now)));
+        self
     }
 
     /// A store around `core` for another store to build on (a durable store keeps one
