@@ -215,3 +215,33 @@ fn retention_without_kinds_records_no_kind() {
         assert_eq!(record[0].kind, None);
     });
 }
+
+/// Router jobs (bytes in the envelope format) are recorded with their kind, read by the
+/// same `ItemKind` that `DeadFilter::kind` uses.
+#[test]
+fn router_jobs_are_recorded_with_their_kind() {
+    use leaseq_test_kit::envelope::envelope;
+    sim(|rt| async move {
+        let q: LeaseQueue<Vec<u8>, SimRuntime> =
+            LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
+                .runtime(rt.clone())
+                .retention_by_kind(WINDOW)
+                .build()
+                .unwrap();
+        q.push(envelope("email", "{}")).await.unwrap();
+        q.push(envelope("sms", "{}")).await.unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        q.receive().await.unwrap().nack("no").await.unwrap();
+        let dead = HistoryQuery::first(10)
+            .kind("sms")
+            .outcome(FinishOutcome::DeadLettered);
+        let record = q.history(dead).await.unwrap();
+        assert_eq!(record.len(), 1);
+        assert_eq!(record[0].last_error.as_deref(), Some("no"));
+        let email = q
+            .history(HistoryQuery::first(10).kind("email"))
+            .await
+            .unwrap();
+        assert_eq!(email[0].outcome, FinishOutcome::Acked);
+    });
+}
