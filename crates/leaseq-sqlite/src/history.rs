@@ -7,13 +7,11 @@
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use leaseq_async::{Codec, FinishOutcome, Finished, HistoryQuery, Runtime, StoreError};
+use leaseq_async::{FinishOutcome, Finished, HistoryQuery};
 use leaseq_core::{MessageId, Reason};
 use rusqlite::{params, Connection};
 
-use crate::inspect::FileView;
 use crate::open_error::OpenError;
-use crate::store::SqliteStore;
 
 /// The first format with the `history` table.
 pub(crate) const HISTORY_VERSION: i32 = 6;
@@ -136,17 +134,4 @@ pub(crate) fn read(
         out.push(f);
     }
     Ok(out)
-}
-
-impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
-    /// `Store::history`: the file's record read on a connection of its own (what the last
-    /// commit holds; every finish answered before this call is there), as
-    /// [`FileView::history`] reads it. None without [`Options::retention`](crate::Options::retention)
-    /// (the table is there, empty, or holding what an earlier open with it kept).
-    pub(crate) fn read_history(&self, query: &HistoryQuery) -> Result<Vec<Finished>, StoreError> {
-        let view = FileView::open(&self.path)
-            .map_err(|e| StoreError::not_done(format!("cannot read the record: {e}")))?;
-        view.history(query)
-            .map_err(|e| StoreError::not_done(format!("cannot read the record: {e}")))
-    }
 }
