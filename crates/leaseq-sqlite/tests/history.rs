@@ -222,3 +222,59 @@ fn a_format_5_file_is_migrated_to_6() {
     assert_eq!(FORMAT_VERSION, 6);
     support::remove(&path);
 }
+
+/// A crash while commits fail (the write lock held by another connection): an ack that never committed leaves no entry (the entry is an
+/// op of the ack's own commit), and its item is back after the reopen; what committed before
+/// is kept. (`halt` ends the writer as a dying process would.)
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_finish_that_did_not_commit_leaves_no_entry() {
+    let path = support::temp("history-crash");
+    let options = || {
+        Options::new()
+            .retention(WINDOW)
+            .commit_timeout(Duration::from_millis(200))
+            .busy_timeout(Duration::from_millis(20))
+    };
+    let q = support::open_with(&path, options()).unwrap();
+    smol::block_on(async {
+        let kept = q.push(envelope("a", "{}")).await.unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        let lost = q.push(envelope("b", "{}")).await.unwrap();
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.id(), lost);
+        // Another program holds the file's write lock: every commit fails from here on.
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        let before = q.store().commit_failures();
+        let r = d.ack().await;
+        assert!(
+            r.is_err_and(|e| e.is_outcome_unknown()),
+            "the ack is not committed"
+        );
+        assert!(q.store().commit_failures() > before);
+        q.store().halt();
+        drop(other);
+        let _ = kept;
+    });
+    drop(q);
+    let view = FileView::open(&path).unwrap();
+    let record = view.history(&HistoryQuery::first(10)).unwrap();
+    assert_eq!(record.len(), 1, "{record:?}");
+    assert_eq!(record[0].kind.as_deref(), Some("a"));
+    drop(view);
+    let q = support::open_with(&path, options()).unwrap();
+    smol::block_on(async {
+        // The item whose ack never landed is back, its entry still absent.
+        let d = q.receive().await.unwrap();
+        assert_eq!(d.item(), &envelope("b", "{}"));
+        assert_eq!(all(&q).await.len(), 1);
+        d.ack().await.unwrap();
+        let record = all(&q).await;
+        assert_eq!(record.len(), 2);
+        assert_eq!(record[1].kind.as_deref(), Some("b"));
+        q.close().await.unwrap();
+    });
+    drop(q);
+    support::remove(&path);
+}
