@@ -245,3 +245,25 @@ fn router_jobs_are_recorded_with_their_kind() {
         assert_eq!(email[0].outcome, FinishOutcome::Acked);
     });
 }
+
+/// A dead letter purged at once (before the driver's step records it) keeps its entry:
+/// removals of dead letters record what the driver has not yet.
+#[test]
+fn a_dead_letter_purged_at_once_keeps_its_entry() {
+    sim(|rt| async move {
+        let q: LeaseQueue<Job, SimRuntime> =
+            LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
+                .runtime(rt.clone())
+                .retention_by_kind(WINDOW)
+                .build()
+                .unwrap();
+        q.push(Job("pdf")).await.unwrap();
+        q.receive().await.unwrap().nack("broken").await.unwrap();
+        let purged = q.purge_dead_matching(leaseq_async::DeadFilter::all()).await;
+        assert_eq!(purged, Ok(1));
+        let record = all(&q).await;
+        assert_eq!(record.len(), 1);
+        assert_eq!(record[0].kind.as_deref(), Some("pdf"));
+        assert_eq!(record[0].outcome, FinishOutcome::DeadLettered);
+    });
+}

@@ -46,6 +46,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let st = &mut *guard;
         let now = self.rt.now();
         st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(st);
+        }
         let beat = st
             .beats
             .run_due(&mut st.core, now, self.heartbeat_every, self.visibility)

@@ -237,8 +237,11 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// not drop a delivery or call back into this store (see `operator.rs`).
     pub(crate) fn with_core<U>(&self, f: impl FnOnce(&mut Queue<T>, Timestamp) -> U) -> U {
         let now = self.rt.now();
-        let mut st = self.lock();
+        let mut st = self.lock_recorded();
         st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
         f(&mut st.core, now)
     }
 
@@ -268,6 +271,17 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             self.inbox.drain_into(&mut guard);
         }
         Locked::new(guard, self)
+    }
+
+    /// The lock, for an operator's read or removal of dead letters: the dead letters not
+    /// yet in the record of finished jobs are recorded first (the driver records them
+    /// otherwise, at its next step), so that none leaves before its entry is written.
+    pub(crate) fn lock_recorded(&self) -> Locked<'_, T, R> {
+        let mut st = self.lock();
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        st
     }
 
     #[inline]

@@ -59,15 +59,19 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         &self,
         query: &crate::history::HistoryQuery,
     ) -> Vec<crate::history::Finished> {
-        self.history
-            .as_ref()
-            .map_or_else(Vec::new, |h| h.read(query))
+        let Some(h) = &self.history else {
+            return Vec::new();
+        };
+        // The dead letters the driver has not recorded yet.
+        drop(self.lock_recorded());
+        h.read(query)
     }
 }
 
 impl<T, R> MemoryStore<T, R> {
-    /// Under the lock, at its release: records the dead letters the core noted (their
-    /// kinds read where the letters lie).
+    /// Under the lock (the driver's step, an operator's call): records the dead letters the
+    /// core noted, each finished when it was buried (their kinds read where the letters
+    /// lie).
     #[cold]
     #[inline(never)]
     pub(super) fn record_dead(&self, st: &mut State<T>) {
@@ -75,12 +79,12 @@ impl<T, R> MemoryStore<T, R> {
         let now = st.core.now();
         let mut woke = false;
         for id in st.core.take_noted_dead() {
-            let entry = match st.core.get_dead_letter(id) {
-                Some(letter) => h.buried(letter),
+            let (at, entry) = match st.core.get_dead_letter(id) {
+                Some(letter) => (letter.at, h.buried(letter)),
                 // Gone again in the same section (purged): what the id says.
-                None => Entry::plain(id, FinishOutcome::DeadLettered, 0, None),
+                None => (now, Entry::plain(id, FinishOutcome::DeadLettered, 0, None)),
             };
-            woke |= h.record(now, entry);
+            woke |= h.record(at, entry);
         }
         if woke {
             self.driver_wake.notify(1);
