@@ -1,13 +1,17 @@
 //! Building a queue: [`QueueBuilder`] for every store, and `LeaseQueue::new` /
 //! `with_runtime`, the in-memory shortcuts.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_core::{Config, EventMask};
 
+use crate::dead_filter::ItemKind;
 use crate::error::NewQueueError;
+use crate::memory::KindOf;
 use crate::open::{memory_queue, OpenStore, QueueSettings};
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
@@ -25,6 +29,8 @@ pub struct QueueBuilder<T, R, C = NoCodec> {
     events: Option<EventMask>,
     name: Cow<'static, str>,
     codec: C,
+    retention: Option<Duration>,
+    kind_of: Option<Arc<dyn Any + Send + Sync>>,
     _items: PhantomData<fn() -> T>,
 }
 
@@ -55,6 +61,8 @@ impl<T, R: Runtime> QueueBuilder<T, R> {
             events: None,
             name: Cow::Borrowed(DEFAULT_NAME),
             codec: NoCodec,
+            retention: None,
+            kind_of: None,
             _items: PhantomData,
         }
     }
@@ -82,6 +90,8 @@ impl<T, R: Runtime, C> QueueBuilder<T, R, C> {
             events: self.events,
             name: self.name,
             codec,
+            retention: self.retention,
+            kind_of: self.kind_of,
             _items: PhantomData,
         }
     }
@@ -107,6 +117,60 @@ impl<T, R: Runtime, C> QueueBuilder<T, R, C> {
     /// grew (you polled too slowly).
     pub fn events(mut self, events: EventMask) -> Self {
         self.events = Some(events);
+        self
+    }
+
+    /// The in-memory store keeps a record of finished jobs (acked, dead-lettered,
+    /// cancelled, expired) for `window` after each finish, read with
+    /// [`LeaseQueue::history`]; its driver removes each entry once its window has passed.
+    /// Entries name no kind (see [`retention_by_kind`](Self::retention_by_kind)).
+    ///
+    /// Off by default: the record holds every finish of the window in memory, a cost a
+    /// queue that does not look should not pay (and it is lost with the process). SQLite
+    /// and Postgres take theirs in their own options (`Options::retention`); they ignore
+    /// this one.
+    pub fn retention(mut self, window: Duration) -> Self {
+        self.retention = Some(window);
+        self.kind_of = None;
+        self
+    }
+
+    /// [`retention`](Self::retention) with each entry's job kind read by the item's
+    /// [`ItemKind`] (the router's envelope), so that the record can be read by kind.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::{Config, HistoryQuery, ItemKind, LeaseQueue, SimRuntime};
+    ///
+    /// #[derive(Clone)]
+    /// struct Job(&'static str);
+    /// impl ItemKind for Job {
+    ///     fn item_kind(&self) -> Option<&str> { Some(self.0) }
+    /// }
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let q = LeaseQueue::<Job, _>::builder(Config::new(Duration::from_secs(30)))
+    ///             .runtime(rt)
+    ///             .retention_by_kind(Duration::from_secs(3600))
+    ///             .build()
+    ///             .unwrap();
+    ///         q.push(Job("email")).await.unwrap();
+    ///         q.receive().await.unwrap().ack().await.unwrap();
+    ///         let record = q.history(HistoryQuery::first(10).kind("email")).await.unwrap();
+    ///         assert_eq!(record.len(), 1);
+    ///     }
+    /// });
+    /// ```
+    pub fn retention_by_kind(mut self, window: Duration) -> Self
+    where
+        T: ItemKind + 'static,
+    {
+        let kind_of: KindOf<T> = T::item_kind;
+        self.retention = Some(window);
+        self.kind_of = Some(Arc::new(kind_of));
         self
     }
 
@@ -143,6 +207,8 @@ impl<T, R: Runtime, C> QueueBuilder<T, R, C> {
             codec: self.codec,
             heartbeat_every: self.heartbeat_every,
             events: self.events,
+            retention: self.retention,
+            kind_of: self.kind_of,
         })
     }
 

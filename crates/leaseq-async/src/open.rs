@@ -9,7 +9,7 @@ use std::time::Duration;
 use leaseq_core::{Config, EventMask, Queue};
 
 use crate::error::NewQueueError;
-use crate::memory::MemoryStore;
+use crate::memory::{KindOf, MemoryStore};
 use crate::queue::LeaseQueue;
 use crate::runtime::Runtime;
 use crate::store::Store;
@@ -38,6 +38,11 @@ pub struct QueueSettings<R, C> {
     pub heartbeat_every: Option<Duration>,
     /// The core events recorded for the caller to poll (`None`: as the store decides).
     pub events: Option<EventMask>,
+    /// The in-memory store's record of finished jobs: how long an entry is kept (`None`:
+    /// no record). SQLite and Postgres take theirs in their own options.
+    pub retention: Option<Duration>,
+    /// How the memory store reads an item's kind for its record: a `KindOf<T>`, erased.
+    pub(crate) kind_of: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl<R, C> QueueSettings<R, C> {
@@ -125,12 +130,14 @@ pub(crate) fn memory_queue<T: Clone + Send + 'static, R: Runtime, C>(
         config = config.with_max_lease(lifetime);
     }
     let core = Queue::new(config).map_err(NewQueueError::Config)?;
-    let store = Arc::new(MemoryStore::new(
-        settings.runtime,
-        core,
-        every,
-        traces_events,
-        settings.name,
-    ));
+    let mut store = MemoryStore::new(settings.runtime, core, every, traces_events, settings.name);
+    if let Some(window) = settings.retention {
+        let kind_of = settings
+            .kind_of
+            .as_ref()
+            .and_then(|k| k.downcast_ref::<KindOf<T>>().copied());
+        store = store.with_history(window, kind_of);
+    }
+    let store = Arc::new(store);
     Ok(LeaseQueue::start(store))
 }

@@ -128,6 +128,9 @@ pub(crate) enum Command {
     Pause(Output),
     /// Resumes a paused queue.
     Resume(Output),
+    /// The record of finished jobs (kept by a queue opened with `Options::retention`):
+    /// oldest first, paged, all or those of a job kind and an outcome.
+    History(crate::history::History),
 }
 
 /// A Postgres command on one queue (the same as a SQLite file's, naming the queue).

@@ -43,5 +43,6 @@ pub(crate) fn wants_json(command: &Command) -> bool {
         Command::Redrive(r) => r.output.json,
         Command::Purge(c) => c.output.json,
         Command::PurgeDead(p) => p.confirm.output.json,
+        Command::History(h) => h.output.json,
     }
 }

@@ -13,7 +13,8 @@ use crate::history::History;
 use crate::output::{wants_json, Shown};
 use crate::show;
 
-/// The command and the queue it names (none: `queues`); `history` apart (Postgres only).
+/// The command and the queue it names (none: `queues`); `history` apart (read through the
+/// inspector, which names the queue).
 fn split(command: PgCommand) -> Result<(Option<String>, Command), OnQueue<History>> {
     Ok(match command {
         PgCommand::Queues(o) => (None, Command::Queues(o)),

@@ -72,6 +72,13 @@ fn read(file: &Path, command: &Command) -> Result<Shown, CliError> {
                 crate::schedules::schedules_json(&states),
             )
         }
+        Command::History(h) => {
+            let entries = view.history(&h.query()).map_err(bad)?;
+            Shown::new(
+                crate::history::history_table(&entries),
+                crate::history::history_json(&entries),
+            )
+        }
         _ => return Err(failed("not a read command")),
     })
 }

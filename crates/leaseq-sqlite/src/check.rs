@@ -11,10 +11,11 @@ use crate::open_error::{FileError, OpenError};
 
 /// `PRAGMA application_id` of a leaseq queue file ("LQ01" in ASCII).
 pub const APPLICATION_ID: i32 = 0x4c51_3031;
-/// The file format this version writes and reads (`PRAGMA user_version`): 5 (version 1,
+/// The file format this version writes and reads (`PRAGMA user_version`): 6 (version 1,
 /// without the `progress` column of handlers' checkpoints, version 2, without the
-/// `schedules` table, and version 3, without the pause flag, are migrated at open).
-pub const FORMAT_VERSION: i32 = 5;
+/// `schedules` table, version 3, without the pause flag, and version 5, without the
+/// `history` table of finished jobs, are migrated at open; 4 was never written).
+pub const FORMAT_VERSION: i32 = 6;
 /// The first format with the `items.progress` column.
 pub(crate) const PROGRESS_VERSION: i32 = 2;
 /// The magic in the file's `meta` table.

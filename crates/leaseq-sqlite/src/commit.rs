@@ -122,6 +122,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             .execute(params![*id as i64, progress])?,
         Op::Schedule(state) => return crate::schedule::write(tx, state),
         Op::Paused(paused) => return crate::pause::write(tx, *paused),
+        Op::Finished { id, outcome, at } => crate::history::write(tx, *id, *outcome, *at)?,
+        Op::Prune { before } => return crate::history::prune(tx, *before).map(drop),
     };
     if changed == 0 {
         early.entry(op.id()).or_default().push(op.clone());

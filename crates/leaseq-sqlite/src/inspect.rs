@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leaseq_async::{DeadFilter, Page, ScheduleState, StoredCounts, StoredItem, StoredState};
+use leaseq_async::{
+    DeadFilter, Finished, HistoryQuery, Page, ScheduleState, StoredCounts, StoredItem, StoredState,
+};
 use leaseq_core::{MessageId, Reason};
 use rusqlite::{Connection, OpenFlags};
 
@@ -200,6 +202,13 @@ impl FileView {
             out.push(stored(read_row(&self.path, row)?, now));
         }
         Ok(out)
+    }
+
+    /// The record of finished jobs that `query` asks for, oldest first: what a queue opened
+    /// with [`Options::retention`](crate::Options::retention) kept (none in a file of a
+    /// format before 6).
+    pub fn history(&self, query: &HistoryQuery) -> Result<Vec<Finished>, OpenError> {
+        crate::history::read(&self.path, &self.conn, self.version, query)
     }
 
     /// What SQLite said about this file, typed.

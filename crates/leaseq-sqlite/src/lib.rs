@@ -192,6 +192,7 @@ mod admin;
 mod check;
 mod commit;
 mod commit_error;
+mod history;
 mod inspect;
 mod journal;
 mod lock;

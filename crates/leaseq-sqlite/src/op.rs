@@ -44,6 +44,29 @@ pub(crate) enum Op {
     Schedule(ScheduleState),
     /// The queue paused (`true`) or resumed (`pause.rs`): not an item's fact.
     Paused(bool),
+    /// The record's entry of an item finished at `at` with `outcome` (a `FinishOutcome`
+    /// code), read from its row (`history.rs`): before the ack's or cancel's delete, after
+    /// the dead letter's update, in the same commit.
+    Finished { id: u64, outcome: u8, at: i64 },
+    /// The record's entries that finished before `before` removed (the store's upkeep).
+    Prune { before: i64 },
+}
+
+impl Op {
+    /// The entry of a dead letter buried for reason `reason` (a code) at `at`: expired or
+    /// dead-lettered.
+    pub(crate) fn finished_dead(id: u64, reason: u8, at: i64) -> Op {
+        let outcome = if reason == leaseq_core::Reason::Expired.code() {
+            leaseq_async::FinishOutcome::Expired
+        } else {
+            leaseq_async::FinishOutcome::DeadLettered
+        };
+        Op::Finished {
+            id,
+            outcome: outcome.code(),
+            at,
+        }
+    }
 }
 
 impl Op {
@@ -56,9 +79,10 @@ impl Op {
             | Op::Dead { id, .. }
             | Op::Delete { id }
             | Op::Revive { id, .. }
-            | Op::Progress { id, .. } => *id,
+            | Op::Progress { id, .. }
+            | Op::Finished { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
-            Op::Schedule(_) | Op::Paused(_) => u64::MAX,
+            Op::Schedule(_) | Op::Paused(_) | Op::Prune { .. } => u64::MAX,
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::check::{check, sidecar, APPLICATION_ID, FORMAT_VERSION, MAGIC, PROGRE
 use crate::commit::{commit, Early};
 use crate::journal::Journal;
 use crate::lock::OwnerLock;
+use crate::op::Op;
 use crate::open_error::OpenError;
 use crate::options::{Durability, Options};
 use crate::restore::{next_id, restore_rows};
@@ -112,6 +113,9 @@ where
         handles: AtomicUsize::new(1),
         max_item_size: options.max_item_size,
         schedule_lock: parking_lot::Mutex::new(()),
+        retention: options.retention,
+        last_prune: parking_lot::Mutex::new(None),
+        path: path.to_path_buf(),
     });
     Ok(LeaseQueue::start(store))
 }
@@ -205,9 +209,24 @@ fn prepare<T, C: Codec<T>>(
     if version.is_some_and(|v| v < crate::schedule::SCHEDULES_VERSION) {
         crate::schedule::migrate(&conn).map_err(sql)?;
     }
-    // (Format 4's migration, the history table, goes here, before the pause flag's.)
     if version.is_some_and(|v| v < crate::pause::PAUSE_VERSION) {
         crate::pause::migrate(&conn).map_err(sql)?;
+    }
+    if version.is_some_and(|v| v < crate::history::HISTORY_VERSION) {
+        crate::history::migrate(&conn).map_err(sql)?;
+    }
+    // With the record on, the dead letters this open made (leases cut by a dead process)
+    // are finishes too.
+    let mut fixes = fixes;
+    if options.retention.is_some() {
+        let entries: Vec<Op> = fixes
+            .iter()
+            .filter_map(|op| match *op {
+                Op::Dead { id, reason, at, .. } => Some(Op::finished_dead(id, reason, at)),
+                _ => None,
+            })
+            .collect();
+        fixes.extend(entries);
     }
     // The opener's name, for tools that read the file (`FileView::queue_name`).
     conn.execute(
@@ -261,10 +280,12 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
              progress BLOB
          );
          {schedules}
+         {history}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
          COMMIT;",
-        schedules = crate::schedule::SCHEDULES_TABLE
+        schedules = crate::schedule::SCHEDULES_TABLE,
+        history = crate::history::HISTORY_TABLE,
     ))
 }
 

@@ -32,6 +32,7 @@ pub struct Options {
     pub(crate) busy_timeout: Duration,
     pub(crate) max_item_size: usize,
     pub(crate) file_mode: u32,
+    pub(crate) retention: Option<Duration>,
 }
 
 impl Default for Options {
@@ -43,6 +44,7 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             max_item_size: DEFAULT_MAX_ITEM_SIZE,
             file_mode: 0o600,
+            retention: None,
         }
     }
 }
@@ -106,6 +108,18 @@ impl Options {
     /// owner's group read a copy, say. Ignored elsewhere than Unix.
     pub fn file_mode(mut self, mode: u32) -> Self {
         self.file_mode = mode;
+        self
+    }
+
+    /// Keeps a record of finished jobs (acked, dead-lettered, cancelled, expired) in the
+    /// file's `history` table for `window` after each finish: each entry is written in the
+    /// same commit as its finish, read with `LeaseQueue::history` or
+    /// [`FileView::history`](crate::FileView::history), and removed by the store's upkeep
+    /// once its window has passed. Default: off. A queue file holds only live items, so that
+    /// its restart time follows them; the record is read only by operators (never at open),
+    /// but each finish then costs an insert and the file grows with throughput x window.
+    pub fn retention(mut self, window: Duration) -> Self {
+        self.retention = Some(window);
         self
     }
 }

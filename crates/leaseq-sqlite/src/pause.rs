@@ -16,8 +16,8 @@ use crate::op::Op;
 use crate::open_error::OpenError;
 use crate::store::SqliteStore;
 
-/// The first format with the pause flag. (Format 4 is the history table's; a file of format
-/// 3 or 4 is migrated through them to this one at open.)
+/// The first format with the pause flag. (Format 4 was reserved and never written; a file
+/// of format 3 or 4 is migrated to this one at open, then to 6, the history table's.)
 pub(crate) const PAUSE_VERSION: i32 = 5;
 
 /// Whether the file says the queue is paused (a file without the row: running).

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, LeaseKey, LeaseLost, Page,
-    Progress, Push, PushError, Runtime, ScheduleCommit, ScheduleCommitError, ScheduleCommitted,
-    ScheduleState, SettleError, Store, StoreError, Taken,
+    AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, FinishOutcome, Finished,
+    HistoryQuery, LeaseKey, LeaseLost, Page, Progress, Push, PushError, Runtime, ScheduleCommit,
+    ScheduleCommitError, ScheduleCommitted, ScheduleState, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
@@ -218,7 +218,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
             ids.iter()
                 .zip(&results)
                 .filter(|(_, r)| r.is_ok())
-                .map(|(id, _)| Op::Delete { id: id.get() }),
+                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked)),
         );
         async move {
             match self.journal.committed(seq).await {
@@ -323,9 +323,12 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn drive(&self) -> impl Future<Output = Drive> + Send {
-        let drive = ready_now(self.inner.drive());
+        let mut drive = ready_now(self.inner.drive());
         // Dead letters the time step made (leases or items that ran out).
         self.journal_events();
+        // The record's entries past their window.
+        let now = self.inner.runtime().now();
+        drive.next = drive.next.min(self.prune_due(now));
         std::future::ready(drive)
     }
 
@@ -335,6 +338,18 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
 
     fn stats(&self) -> Stats {
         self.inner.stats()
+    }
+
+    fn history(
+        &self,
+        query: HistoryQuery,
+    ) -> impl Future<Output = Result<Vec<Finished>, StoreError>> + Send {
+        // On a connection of its own, as `FileView::history` reads it: what the last
+        // commit holds (every finish answered before this call is there).
+        let read = crate::inspect::FileView::open(&self.path).and_then(|v| v.history(&query));
+        std::future::ready(
+            read.map_err(|e| StoreError::not_done(format!("cannot read the record: {e}"))),
+        )
     }
 
     fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send {

@@ -5,7 +5,9 @@
 
 use std::future::Future;
 
-use leaseq_async::{AdminError, Checkpointing, Codec, LeaseKey, Progress, Runtime, SettleError};
+use leaseq_async::{
+    AdminError, Checkpointing, Codec, FinishOutcome, LeaseKey, Progress, Runtime, SettleError,
+};
 use leaseq_core::{Acked, CancelError, MessageId};
 
 use crate::op::Op;
@@ -34,9 +36,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         id: MessageId,
         r: Result<Acked, SettleError>,
     ) -> impl Future<Output = Result<Acked, SettleError>> + Send + '_ {
-        let seq = r
-            .is_ok()
-            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        let seq = r.is_ok().then(|| {
+            self.journal
+                .submit(self.finish_ops(id, FinishOutcome::Acked))
+        });
         self.settled(seq, r)
     }
 
@@ -48,9 +51,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         id: MessageId,
         r: Result<T, AdminError<CancelError>>,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send + '_ {
-        let seq = r
-            .is_ok()
-            .then(|| self.journal.submit([Op::Delete { id: id.get() }]));
+        let seq = r.is_ok().then(|| {
+            self.journal
+                .submit(self.finish_ops(id, FinishOutcome::Cancelled))
+        });
         async move {
             if let Some(seq) = seq {
                 self.journal.committed(seq).await?;

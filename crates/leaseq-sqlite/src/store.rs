@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leaseq_async::{Codec, MemoryStore, MemoryTicket, Runtime};
 use leaseq_core::{Event, MessageId, Nacked, Timestamp};
@@ -43,6 +43,12 @@ pub struct SqliteStore<T, R, C> {
     /// Held while a schedule step or a pause flag is made and journaled, so that steps and
     /// flags reach the file in the order they were made (`schedule.rs`, `pause.rs`).
     pub(crate) schedule_lock: parking_lot::Mutex<()>,
+    /// [`Options::retention`](crate::Options::retention).
+    pub(crate) retention: Option<Duration>,
+    /// When the upkeep last removed old entries of the record (`None`: not yet).
+    pub(crate) last_prune: parking_lot::Mutex<Option<Timestamp>>,
+    /// The queue file, for the record's reads.
+    pub(crate) path: std::path::PathBuf,
 }
 
 impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
@@ -106,10 +112,66 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                 _ => None,
             })
             .collect();
+        let ops = self.with_entries(ops);
         if ops.is_empty() {
             return self.journal.last();
         }
         self.journal.submit(ops)
+    }
+
+    /// `ops` with, when the record is kept, each dead letter's entry after its update.
+    pub(crate) fn with_entries(&self, mut ops: Vec<Op>) -> Vec<Op> {
+        if self.retention.is_some() {
+            let entries: Vec<Op> = ops
+                .iter()
+                .filter_map(|op| match *op {
+                    Op::Dead { id, reason, at, .. } => Some(Op::finished_dead(id, reason, at)),
+                    _ => None,
+                })
+                .collect();
+            ops.extend(entries);
+        }
+        ops
+    }
+
+    /// The ops of an ack (`Acked`) or cancel (`Cancelled`) of `id`: its entry, when the
+    /// record is kept, then the delete.
+    pub(crate) fn finish_ops(
+        &self,
+        id: MessageId,
+        outcome: leaseq_async::FinishOutcome,
+    ) -> Vec<Op> {
+        let delete = Op::Delete { id: id.get() };
+        if self.retention.is_none() {
+            return vec![delete];
+        }
+        let at = self.to_disk(leaseq_async::Store::runtime(&*self.inner).now());
+        vec![
+            Op::Finished {
+                id: id.get(),
+                outcome: outcome.code(),
+                at,
+            },
+            delete,
+        ]
+    }
+
+    /// The upkeep's removal by age, when the record is kept: at most once per tenth of the
+    /// window (and at least once a minute), the entries older than the window removed in
+    /// the next commit; when it is due next (`Timestamp::MAX`: no record).
+    pub(crate) fn prune_due(&self, now: Timestamp) -> Timestamp {
+        let Some(window) = self.retention else {
+            return Timestamp::MAX;
+        };
+        let every = (window / 10).clamp(Duration::from_millis(1), Duration::from_secs(60));
+        let mut last = self.last_prune.lock();
+        if last.is_some_and(|at| now < at.saturating_add(every)) {
+            return last.map_or(Timestamp::MAX, |at| at.saturating_add(every));
+        }
+        *last = Some(now);
+        let before = self.to_disk(now.saturating_sub(window));
+        self.journal.submit([Op::Prune { before }]);
+        now.saturating_add(every)
     }
 
     /// Journals a nack's result.

@@ -46,6 +46,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let st = &mut *guard;
         let now = self.rt.now();
         st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(st);
+        }
         let beat = st
             .beats
             .run_due(&mut st.core, now, self.heartbeat_every, self.visibility)
@@ -65,7 +68,11 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         // The metrics, when due (and a last time before the driver ends).
         #[cfg(feature = "metrics")]
         let snapshot = self.snapshot_due(st, now, done);
-        let next = st.core.poll_timeout().unwrap_or(Timestamp::MAX).min(beat);
+        let mut next = st.core.poll_timeout().unwrap_or(Timestamp::MAX).min(beat);
+        // The record's entries whose window has passed, and when the next one goes.
+        if let Some(history) = &self.history {
+            next = next.min(history.remove_old(now));
+        }
         #[cfg(feature = "metrics")]
         let next = next.min(st.publish.at);
         st.alarm = next;

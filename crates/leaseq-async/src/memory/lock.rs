@@ -11,6 +11,8 @@ use super::{MemoryStore, State};
 ///   or the next heartbeat is now earlier than its alarm (an extend or heartbeat that
 ///   shortened a lease, a delayed push, a nack with backoff, a receive, a new or
 ///   brought-forward beat), or, with events traced, if events wait to be drained;
+///   With a record of finished jobs, also when the section made dead letters (the driver
+///   records them);
 /// - **receivers**, one per item that became visible (a push, a nack without backoff, a
 ///   lease that ran out, a delay that ended, a redrive);
 /// - **pushers** waiting for room, when items left the queue;
@@ -74,7 +76,9 @@ impl<T, R> Drop for Locked<'_, T, R> {
             st.alarm = at;
             true
         } else {
-            s.traces_events && st.core.has_events()
+            // (With a record of finished jobs, the driver records the dead letters this
+            // section made: `record_dead`.)
+            (s.traces_events && st.core.has_events()) || st.core.has_noted_dead()
         };
         let more = stats.ready.saturating_sub(self.ready_before);
         // `Stats::live` without its saturation: the core's own counts are of fewer than

@@ -8,11 +8,13 @@
 mod drive;
 mod flow;
 mod heartbeat;
+mod history;
 mod inbox;
 mod lock;
 mod operator;
 mod progress;
 mod push;
+mod recorded;
 mod schedules;
 mod settle;
 mod settle_batch;
@@ -33,6 +35,7 @@ use crate::lease_lost::{LeaseSignal, Timing};
 use crate::runtime::Runtime;
 use crate::signal::Signal;
 
+pub(crate) use history::KindOf;
 use inbox::Inbox;
 pub(crate) use lock::Locked;
 pub use schedules::Withdrawn;
@@ -77,6 +80,8 @@ pub struct MemoryStore<T, R> {
     /// A batch ack's emptied vector of deliveries, kept for the next batch receive's (see
     /// `spare.rs`).
     spare: spare::Spare,
+    /// The record of finished jobs, when kept (see `history.rs`).
+    history: Option<Box<history::History<T>>>,
 }
 
 #[cfg(feature = "metrics")]
@@ -195,7 +200,21 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::QueueMetrics::new(name),
             spare: spare::Spare::default(),
+            history: None,
         }
+    }
+
+    /// Keeps a record of finished jobs for `window` after each finish, their kinds read
+    /// with `kind_of` (see `history.rs`).
+    pub(crate) fn with_history(
+        mut self,
+        window: Duration,
+        kind_of: Option<history::KindOf<T>>,
+    ) -> Self {
+        let now = self.rt.now();
+        self.state.get_mut().core.note_dead_letters();
+        self.history = Some(Box::new(history::History::new(window, kind_of, now)));
+        self
     }
 
     /// A store around `core` for another store to build on (a durable store keeps one
@@ -218,8 +237,11 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// not drop a delivery or call back into this store (see `operator.rs`).
     pub(crate) fn with_core<U>(&self, f: impl FnOnce(&mut Queue<T>, Timestamp) -> U) -> U {
         let now = self.rt.now();
-        let mut st = self.lock();
+        let mut st = self.lock_recorded();
         st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
         f(&mut st.core, now)
     }
 
@@ -249,6 +271,17 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             self.inbox.drain_into(&mut guard);
         }
         Locked::new(guard, self)
+    }
+
+    /// The lock, for an operator's read or removal of dead letters: the dead letters not
+    /// yet in the record of finished jobs are recorded first (the driver records them
+    /// otherwise, at its next step), so that none leaves before its entry is written.
+    pub(crate) fn lock_recorded(&self) -> Locked<'_, T, R> {
+        let mut st = self.lock();
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        st
     }
 
     #[inline]

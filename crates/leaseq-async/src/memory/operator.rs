@@ -86,7 +86,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             return self.take_dead_letters();
         }
         let ids = self.dead_ids(filter);
-        let mut st = self.lock();
+        let mut st = self.lock_recorded();
         let letters: Vec<_> = ids
             .into_iter()
             .filter_map(|id| st.core.take_dead_letter(id))
@@ -187,7 +187,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 
     /// Removes every dead letter and hands them over.
     pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
-        let mut st = self.lock();
+        let mut st = self.lock_recorded();
         let letters = st.core.take_dead_letters();
         forget_checkpoints(&mut st.progress, &letters);
         letters

@@ -17,6 +17,13 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         tickets: Vec<MemoryTicket>,
     ) -> Vec<Result<Acked, SettleError>> {
         let now = self.rt.now();
+        if self.records() {
+            return tickets
+                .into_iter()
+                .map(|t| self.ack_recorded(t, now).map(|(acked, _item)| acked))
+                .map(|r| r.map_err(SettleError::Stale))
+                .collect();
+        }
         let mut results = Vec::with_capacity(tickets.len());
         // The queue's copies of the acked items, dropped after the lock (not kept when
         // dropping them runs nothing: one allocation less per batch).

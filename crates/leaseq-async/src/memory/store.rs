@@ -17,6 +17,7 @@ use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
 use crate::error::PushError;
+use crate::history::{Finished, HistoryQuery};
 use crate::lease_lost::LeaseLost;
 use crate::page::Page;
 use crate::progress::{LeaseKey, Progress};
@@ -91,6 +92,11 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
         let now = self.rt.now();
         let mut st = self.lock();
+        let attempts = if self.records() {
+            st.core.attempts_of(id).unwrap_or(0)
+        } else {
+            0
+        };
         let r = if leased {
             st.core.cancel_leased(id, now)
         } else {
@@ -100,6 +106,9 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             st.progress.remove(id);
         }
         drop(st);
+        if let (Ok(item), true) = (&r, self.records()) {
+            self.record_cancel(id, attempts, item, now);
+        }
         ready(r.map_err(AdminError::Refused))
     }
 
@@ -218,7 +227,11 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         let now = self.rt.now();
         // The queue's copy of the item comes out of the core and is dropped here, after the
         // lock is released: an item's `Drop` never runs under it.
-        let r = self.ack_locked(ticket, now);
+        let r = if self.records() {
+            self.ack_recorded(ticket, now)
+        } else {
+            self.ack_locked(ticket, now)
+        };
         ready(r.map(|(acked, _item)| acked).map_err(SettleError::Stale))
     }
 
@@ -235,6 +248,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         foreign: &mut Vec<Delivery<T, R, Self>>,
         stale: &mut Vec<(MessageId, ReceiptError)>,
     ) -> Option<Vec<MessageId>> {
+        // With a record, each ack is recorded one by one (`ack_many`).
+        if self.records() {
+            return None;
+        }
         Some(self.ack_deliveries_locked(deliveries, foreign, stale))
     }
 
@@ -436,6 +453,13 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
             self.commit_schedule_now(step)
                 .map(|(committed, _)| committed),
         )
+    }
+
+    fn history(
+        &self,
+        query: HistoryQuery,
+    ) -> impl Future<Output = Result<Vec<Finished>, StoreError>> + Send {
+        ready(Ok(self.history_now(&query)))
     }
 
     fn schedules(&self) -> impl Future<Output = Result<Vec<ScheduleState>, StoreError>> + Send {

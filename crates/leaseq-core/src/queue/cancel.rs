@@ -58,6 +58,15 @@ impl<T> Queue<T> {
         Some(id)
     }
 
+    /// Deliveries the live item `id` has had (`None`: no live item has that id). A linear
+    /// scan, as a cancel's: for a store recording what a cancel finished.
+    pub fn attempts_of(&self, id: MessageId) -> Option<u32> {
+        self.slots
+            .iter()
+            .find(|s| s.state != State::Free && s.id == id.0)
+            .map(|s| s.attempts)
+    }
+
     fn cancel_slot(&mut self, id: MessageId, leased_too: bool) -> Result<T, CancelError> {
         let found = self
             .slots

@@ -33,6 +33,9 @@ impl<T> Queue<T> {
             reason,
         };
         self.free_slot(slot, Fate::DeadLettered);
+        if let Some(noted) = &mut self.noted_dead {
+            noted.push(letter.id);
+        }
         self.dead.insert(letter.id, letter);
         self.stats.dead += 1;
         self.stats.dead_lettered += 1;
@@ -41,6 +44,32 @@ impl<T> Queue<T> {
             self.stats.expired += 1;
         }
         self.record(event);
+    }
+
+    /// From now on, notes the id of every item sent to the dead letters (for any reason: a
+    /// last failed attempt, a lease that ran out, an expiry), for
+    /// [`take_noted_dead`](Self::take_noted_dead): how a store that records finished jobs
+    /// learns of the dead letters made inside any call. Off until asked (then one push per
+    /// dead letter).
+    pub fn note_dead_letters(&mut self) {
+        if self.noted_dead.is_none() {
+            self.noted_dead = Some(Vec::new());
+        }
+    }
+
+    /// The ids noted since the last call (see [`note_dead_letters`](Self::note_dead_letters)),
+    /// in the order they went; empty when nothing is noted.
+    pub fn take_noted_dead(&mut self) -> Vec<MessageId> {
+        self.noted_dead
+            .as_mut()
+            .map(core::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Whether ids wait to be taken by [`take_noted_dead`](Self::take_noted_dead).
+    #[inline]
+    pub fn has_noted_dead(&self) -> bool {
+        self.noted_dead.as_ref().is_some_and(|n| !n.is_empty())
     }
 
     /// Items sent to the dead letters for `reason` in the queue's life: over every

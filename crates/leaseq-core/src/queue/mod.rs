@@ -146,6 +146,9 @@ pub struct Queue<T> {
     retry: RetryPolicy,
     /// Concurrency limits and the flow keys of items (see `limits`), once used.
     flow: Option<Box<Flow>>,
+    /// The ids of items buried since the driver last took them, while asked for
+    /// (`note_dead_letters`): a store's record of finished jobs.
+    noted_dead: Option<Vec<MessageId>>,
 }
 
 impl<T> Queue<T> {
@@ -183,6 +186,7 @@ impl<T> Queue<T> {
             events: VecDeque::new(),
             stats: Stats::default(),
             dead_by_reason: [0; crate::event::Reason::ALL.len()],
+            noted_dead: None,
             flow: None,
         })
     }
