@@ -72,6 +72,10 @@ pub struct MemoryStore<T, R> {
     /// Whether the driver drains the core's events into `tracing` (rather than leaving them
     /// for `LeaseQueue::poll_event`).
     traces_events: bool,
+    /// Whether a lock's release looks at the core's events or noted dead letters at all:
+    /// `traces_events`, or a record of finished jobs kept (one flag, so that a queue with
+    /// neither tests one bool there, as before the record existed).
+    watches_core: bool,
     /// The queue's name, for its traces and metrics.
     name: &'static str,
     /// Its metric handles and what it last published.
@@ -196,6 +200,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             max_lease,
             heartbeat_every,
             traces_events,
+            watches_core: traces_events,
             name,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::QueueMetrics::new(name),
@@ -213,6 +218,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     ) -> Self {
         let now = self.rt.now();
         self.state.get_mut().core.note_dead_letters();
+        self.watches_core = true;
         self.history = Some(Box::new(history::History::new(window, kind_of, now)));
         self
     }
