@@ -205,7 +205,7 @@ pub use sim::{SimRuntime, SimTask, SimTimer};
 pub use stop::Stopping;
 pub use store::{Checkpointing, Delivery, Drive, Store, TakeHeartbeat, Taken};
 pub use store_error::{SettleError, StoreError};
-pub use stored::{StoredCounts, StoredItem, StoredState};
+pub use stored::{relative_time, StoredCounts, StoredItem, StoredState};
 pub use watchdog::{Holding, StuckWorker, Watchdog};
 
 /// The core state machine, re-exported.

@@ -143,3 +143,30 @@ impl StoredCounts {
         self.ready + self.delayed + self.in_flight
     }
 }
+
+/// A wall-clock time as tools show it, relative to `now`: "in 4.0s", "12.5s ago", in
+/// minutes past two minutes ("3.5m"), in hours past two hours ("2.1h"). The CLI's and the
+/// dashboard's one way of writing the times of [`StoredItem`]s, schedules and finished jobs.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+/// assert_eq!(leaseq_async::relative_time(now + Duration::from_secs(4), now), "in 4.0s");
+/// assert_eq!(leaseq_async::relative_time(now - Duration::from_secs(210), now), "3.5m ago");
+/// ```
+pub fn relative_time(t: SystemTime, now: SystemTime) -> String {
+    let show = |d: std::time::Duration| {
+        let s = d.as_secs_f64();
+        if s < 120.0 {
+            format!("{s:.1}s")
+        } else if s < 7200.0 {
+            format!("{:.1}m", s / 60.0)
+        } else {
+            format!("{:.1}h", s / 3600.0)
+        }
+    };
+    match t.duration_since(now) {
+        Ok(d) => format!("in {}", show(d)),
+        Err(e) => format!("{} ago", show(e.duration())),
+    }
+}

@@ -1,7 +1,7 @@
 //! How the CLI shows what it read: a payload as text when printable, else hex, with its job
 //! kind when it is a router envelope; tables for people and JSON (`--json`) for programs.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use leaseq_async::router::{args_of, kind_of, traceparent_of};
 use leaseq_async::{StoredCounts, StoredItem};
@@ -73,23 +73,8 @@ pub(crate) fn unix_ms(t: SystemTime) -> i64 {
     }
 }
 
-/// A time relative to now: "in 4.0s", "12.5s ago".
-pub(crate) fn relative(t: SystemTime, now: SystemTime) -> String {
-    let secs = |d: Duration| {
-        let s = d.as_secs_f64();
-        if s < 120.0 {
-            format!("{s:.1}s")
-        } else if s < 7200.0 {
-            format!("{:.1}m", s / 60.0)
-        } else {
-            format!("{:.1}h", s / 3600.0)
-        }
-    };
-    match t.duration_since(now) {
-        Ok(d) => format!("in {}", secs(d)),
-        Err(e) => format!("{} ago", secs(e.duration())),
-    }
-}
+/// A time relative to `now` (the one way tools write it: [`leaseq_async::relative_time`]).
+pub(crate) use leaseq_async::relative_time as relative;
 
 /// Counts as JSON.
 pub(crate) fn counts_json(c: &StoredCounts) -> Value {

@@ -2,7 +2,6 @@
 //! parameters and the way times are shown.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -157,20 +156,5 @@ pub(crate) fn pager(
     h.raw("</p>");
 }
 
-/// A time relative to `now`: "in 4.0s", "12.5s ago", minutes past two, hours past two.
-pub(crate) fn relative(t: SystemTime, now: SystemTime) -> String {
-    let secs = |d: Duration| {
-        let s = d.as_secs_f64();
-        if s < 120.0 {
-            format!("{s:.1}s")
-        } else if s < 7200.0 {
-            format!("{:.1}m", s / 60.0)
-        } else {
-            format!("{:.1}h", s / 3600.0)
-        }
-    };
-    match t.duration_since(now) {
-        Ok(d) => format!("in {}", secs(d)),
-        Err(e) => format!("{} ago", secs(e.duration())),
-    }
-}
+/// A time relative to `now` (the one way tools write it: [`leaseq_async::relative_time`]).
+pub(crate) use leaseq_async::relative_time as relative;

@@ -446,8 +446,9 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     }
 
     /// The record of finished jobs that `query` asks for, oldest first (see
-    /// [`Finished`]). Default: none (a store that keeps no record: the memory and SQLite
-    /// stores; Postgres keeps one with its `Options::retention`).
+    /// [`Finished`]). Default: none (a store that keeps no record). The memory store keeps
+    /// one with [`QueueBuilder::retention`](crate::QueueBuilder::retention), SQLite and
+    /// Postgres with their `Options::retention`.
     fn history(
         &self,
         query: HistoryQuery,
