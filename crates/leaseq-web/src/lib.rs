@@ -4,7 +4,8 @@
 //! record of them. Server-rendered HTML, charts drawn as SVG
 //! on the server, the stylesheet in the binary: no script, nothing fetched from elsewhere.
 //!
-//! It reads through the [`Operator`] trait, implemented for a SQLite queue file
+//! It reads through the [`Operator`] trait (`leaseq_async::operator`'s, which the `leaseq`
+//! command line is written over too), implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
 //! ([`PgOperator`], over `leaseq_postgres::PgInspector`). With
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
@@ -46,16 +47,14 @@ mod metrics;
 mod operator;
 mod pages;
 mod payload;
-mod postgres;
 mod query;
-mod sqlite;
 
 pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};
-pub use operator::{Capabilities, Operator, OperatorError};
-pub use postgres::PgOperator;
-pub use query::DeadQuery;
-pub use sqlite::{SqliteOperator, UNNAMED};
+pub use leaseq_postgres::PgOperator;
+pub use leaseq_sqlite::UNNAMED;
+pub use operator::{Capabilities, Operator, OperatorError, SqliteOperator};
+pub use query::{DeadQuery, LiveQuery};
 
 /// The dashboard of `op` as a router at the root path, without credentials of its own
 /// (the embedding app's middleware guards it): [`Dashboard::new`]`(op).router()`.
