@@ -155,6 +155,10 @@ impl<O: Operator> Dashboard<O> {
                 "/queues/{queue}/redrive-dead",
                 get(pages::bulk::redrive_confirm::<O>).post(pages::bulk::redrive::<O>),
             )
+            .route(
+                "/queues/{queue}/cancel",
+                get(pages::cancel::cancel_confirm::<O>).post(pages::cancel::cancel::<O>),
+            )
             .with_state(app)
             .route(
                 "/style.css",

@@ -152,6 +152,9 @@ async fn list<O: Operator>(
             h.raw("</p>");
         }
     }
+    if tab == Tab::Live && !items.is_empty() {
+        crate::pages::cancel::link(app, &mut h, queue);
+    }
     if items.is_empty() {
         h.raw("<p class=\"muted\" id=\"empty\">")
             .raw(if tab == Tab::Dead {
