@@ -34,7 +34,9 @@ impl Failed {
 
     /// A command the dispatcher was not meant to get (a bug, said so).
     pub(crate) fn not_this_command() -> Failed {
-        Failed::read(OperatorError::Refused("not a command for this store".into()))
+        Failed::read(OperatorError::Refused(
+            "not a command for this store".into(),
+        ))
     }
 
     /// In words, a read's prefixed with `read_prefix` ("postgres: ").
@@ -120,10 +122,7 @@ pub(crate) async fn run<O: Operator>(
             )
         }
         Command::History(h) => {
-            let entries = op
-                .history(queue, &h.query())
-                .await
-                .map_err(Failed::read)?;
+            let entries = op.history(queue, &h.query()).await.map_err(Failed::read)?;
             Shown::new(
                 crate::history::history_table(&entries),
                 crate::history::history_json(&entries),

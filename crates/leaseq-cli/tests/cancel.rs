@@ -52,17 +52,35 @@ fn item_and_cancel_on_a_file() {
     let email = dead[0]["id"].as_u64().unwrap().to_string();
 
     let one = json(&sqlite(&path, &["item", &invoice, "--json"]));
-    assert_eq!((&one["state"], &one["payload"]), (&"ready".into(), &"invoice 981".into()));
+    assert_eq!(
+        (&one["state"], &one["payload"]),
+        (&"ready".into(), &"invoice 981".into())
+    );
     let one = json(&sqlite(&path, &["item", &email, "--json"]));
-    assert_eq!((&one["state"], &one["kind"]), (&"dead".into(), &"email".into()));
+    assert_eq!(
+        (&one["state"], &one["kind"]),
+        (&"dead".into(), &"email".into())
+    );
     let table = stdout(&sqlite(&path, &["item", &email]));
-    assert!(table.contains("upstream 503"), "a dead letter's table: {table}");
+    assert!(
+        table.contains("upstream 503"),
+        "a dead letter's table: {table}"
+    );
 
-    fails(&sqlite(&path, &["cancel"]), 2, "cancel deletes items for good: add --yes");
+    fails(
+        &sqlite(&path, &["cancel"]),
+        2,
+        "cancel deletes items for good: add --yes",
+    );
     // A kind only dead letters have: nothing waiting taken.
-    let none = json(&sqlite(&path, &["cancel", "--kind", "sms", "--yes", "--json"]));
+    let none = json(&sqlite(
+        &path,
+        &["cancel", "--kind", "sms", "--yes", "--json"],
+    ));
     assert_eq!(none["cancelled"], 0);
-    let range = ["cancel", "--min-id", &invoice, "--max-id", &invoice, "--yes", "--json"];
+    let range = [
+        "cancel", "--min-id", &invoice, "--max-id", &invoice, "--yes", "--json",
+    ];
     assert_eq!(json(&sqlite(&path, &range))["cancelled"], 1);
     fails(
         &sqlite(&path, &["item", &invoice]),
@@ -79,9 +97,15 @@ fn item_and_cancel_on_a_file() {
     );
     shut(q);
     let table = stdout(&sqlite(&path, &["cancel", "--yes"]));
-    assert_eq!(table, "cancelled: 1 ready and delayed items\n", "the delayed one");
+    assert_eq!(
+        table, "cancelled: 1 ready and delayed items\n",
+        "the delayed one"
+    );
     let stats = json(&sqlite(&path, &["stats", "--json"]));
-    assert_eq!((&stats["live"], &stats["dead"]), (&Value::from(0), &Value::from(3)));
+    assert_eq!(
+        (&stats["live"], &stats["dead"]),
+        (&Value::from(0), &Value::from(3))
+    );
     remove(&path);
 }
 
@@ -98,7 +122,9 @@ fn a_cancel_on_postgres_leaves_an_item_in_flight_to_its_holder() {
     });
     let pg = |args: &[&str]| leaseq(&[&["postgres", &url, "--schema", &schema][..], args].concat());
     // The worker holds the ready invoice.
-    let held = rt.block_on(q.receive_timeout(Duration::from_secs(15))).unwrap();
+    let held = rt
+        .block_on(q.receive_timeout(Duration::from_secs(15)))
+        .unwrap();
     assert_eq!(held.item(), b"invoice 981");
 
     fails(&pg(&["cancel", "jobz", "--yes"]), 1, "no queue \"jobz\"");
@@ -106,11 +132,24 @@ fn a_cancel_on_postgres_leaves_an_item_in_flight_to_its_holder() {
     assert_eq!(done["cancelled"], 1, "the delayed item only");
     let stats = json(&pg(&["stats", "jobs", "--json"]));
     assert_eq!(
-        (&stats["ready"], &stats["delayed"], &stats["in_flight"], &stats["dead"]),
-        (&Value::from(0), &Value::from(0), &Value::from(1), &Value::from(3))
+        (
+            &stats["ready"],
+            &stats["delayed"],
+            &stats["in_flight"],
+            &stats["dead"]
+        ),
+        (
+            &Value::from(0),
+            &Value::from(0),
+            &Value::from(1),
+            &Value::from(3)
+        )
     );
     let id = held.id().get().to_string();
-    assert_eq!(json(&pg(&["item", "jobs", &id, "--json"]))["state"], "in flight");
+    assert_eq!(
+        json(&pg(&["item", "jobs", &id, "--json"]))["state"],
+        "in flight"
+    );
     rt.block_on(async {
         held.ack().await.unwrap();
         q.close().await.unwrap();

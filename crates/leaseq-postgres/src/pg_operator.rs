@@ -207,8 +207,10 @@ impl Operator for PgOperator {
 
     async fn redrive_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
         let filter = query.filter();
-        self.act(queue, async |q| q.redrive_matching(filter).await.map_err(failed))
-            .await
+        self.act(queue, async |q| {
+            q.redrive_matching(filter).await.map_err(failed)
+        })
+        .await
     }
 
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
@@ -237,7 +239,9 @@ impl Operator for PgOperator {
     }
 
     async fn cancel(&self, queue: &str, query: &LiveQuery) -> Result<u64, OperatorError> {
-        self.act(queue, async |q| cancel_matching(self, queue, query, q).await)
-            .await
+        self.act(queue, async |q| {
+            cancel_matching(self, queue, query, q).await
+        })
+        .await
     }
 }

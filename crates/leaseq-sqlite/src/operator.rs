@@ -255,8 +255,10 @@ impl<R: Runtime> Operator for SqliteOperator<R> {
 
     async fn redrive_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
         let filter = query.filter();
-        self.act(queue, async |q| q.redrive_matching(filter).await.map_err(failed))
-            .await
+        self.act(queue, async |q| {
+            q.redrive_matching(filter).await.map_err(failed)
+        })
+        .await
     }
 
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
@@ -285,7 +287,9 @@ impl<R: Runtime> Operator for SqliteOperator<R> {
     }
 
     async fn cancel(&self, queue: &str, query: &LiveQuery) -> Result<u64, OperatorError> {
-        self.act(queue, async |q| cancel_matching(self, queue, query, q).await)
-            .await
+        self.act(queue, async |q| {
+            cancel_matching(self, queue, query, q).await
+        })
+        .await
     }
 }

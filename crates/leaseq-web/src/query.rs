@@ -177,6 +177,8 @@ mod tests {
             LiveQuery::parse(&pairs(&[("min_id", "x")])),
             Err("min_id \"x\" is not an id".into())
         );
-        assert!(LiveQuery::parse(&pairs(&[("min_id", "")])).unwrap().is_all());
+        assert!(LiveQuery::parse(&pairs(&[("min_id", "")]))
+            .unwrap()
+            .is_all());
     }
 }

@@ -124,17 +124,16 @@ async fn a_cancel_on_postgres_leaves_an_item_in_flight_to_its_holder() {
     );
     let app = leaseq_web::router(op);
     // A worker holds one of web_mail's two emails.
-    let worker = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(
-        Duration::from_secs(300),
-    ))
-    .name("web_mail".to_string())
-    .codec(leaseq_postgres::BytesCodec)
-    .open(
-        leaseq_postgres::Postgres::url(&url)
-            .options(leaseq_postgres::Options::new().schema(&schema).pool_size(2)),
-    )
-    .await
-    .unwrap();
+    let worker =
+        leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(300)))
+            .name("web_mail".to_string())
+            .codec(leaseq_postgres::BytesCodec)
+            .open(
+                leaseq_postgres::Postgres::url(&url)
+                    .options(leaseq_postgres::Options::new().schema(&schema).pool_size(2)),
+            )
+            .await
+            .unwrap();
     let held = worker
         .receive_timeout(Duration::from_secs(15))
         .await

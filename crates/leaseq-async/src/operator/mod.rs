@@ -182,9 +182,7 @@ pub trait Operator: Send + Sync + 'static {
         queue: &str,
         query: &LiveQuery,
     ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
-        async move {
-            cancel::each_listed(self, queue, query, |_| async { Ok(true) }).await
-        }
+        async move { cancel::each_listed(self, queue, query, |_| async { Ok(true) }).await }
     }
 
     /// The item `id` of `queue`, live or dead (`None`: there is none). By default one

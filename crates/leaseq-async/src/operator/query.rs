@@ -125,9 +125,10 @@ impl LiveQuery {
         matches!(item.state, StoredState::Ready | StoredState::Delayed)
             && self.min_id.is_none_or(|min| item.id >= min)
             && self.max_id.is_none_or(|max| item.id <= max)
-            && self.kind.as_deref().is_none_or(|want| {
-                item.payload.as_deref().and_then(kind_of) == Some(want)
-            })
+            && self
+                .kind
+                .as_deref()
+                .is_none_or(|want| item.payload.as_deref().and_then(kind_of) == Some(want))
     }
 
     /// Whether an id above `id` can still be taken (the range has no end below it).
