@@ -112,7 +112,8 @@ impl<O: Operator> Dashboard<O> {
     /// the store keeps a record of finished jobs), `/queues/{queue}/items/{id}`,
     /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
-    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
+    /// `/queues/{queue}/redrive-dead`, `/queues/{queue}/purge-dead` and
+    /// `/queues/{queue}/cancel`, POST
     /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
     /// token.
     pub fn router(self) -> Router {

@@ -11,7 +11,9 @@
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
 //! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
 //! a POST carrying the dashboard's CSRF token, the purge after a confirmation
-//! that shows the count, and pauses and resumes queues, each logged through `tracing`;
+//! that shows the count; it cancels a queue's waiting items (all, or those of a job kind
+//! and an id range: [`LiveQuery`]) after a confirmation likewise, and pauses and resumes
+//! queues, each logged through `tracing`;
 //! [`Dashboard::read_only`] turns actions off.
 //!
 //! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`), its pause
