@@ -5,8 +5,10 @@
 //! `MemoryStore::lock`); its results are ready at once, so the
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
+mod cancel;
 mod drive;
 mod flow;
+mod handles;
 mod heartbeat;
 mod history;
 mod inbox;
@@ -21,12 +23,13 @@ mod settle_batch;
 mod spare;
 mod store;
 mod take;
+mod wait;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use event_listener::{Event, EventListener};
+use event_listener::Event;
 use leaseq_core::{Queue, Receipt, Timestamp};
 use parking_lot::Mutex;
 
@@ -39,6 +42,8 @@ pub(crate) use history::KindOf;
 use inbox::Inbox;
 pub(crate) use lock::Locked;
 pub use schedules::Withdrawn;
+pub use wait::MemoryWaiting;
+use wait::Wait;
 
 /// A queue's items in memory: [`leaseq_core::Queue`] behind one lock. The default store of
 /// [`LeaseQueue`](crate::LeaseQueue); build one with [`LeaseQueue::new`](crate::LeaseQueue::new)
@@ -143,18 +148,6 @@ pub(crate) struct State<T> {
 pub struct MemoryTicket {
     pub(crate) receipt: Receipt,
     pub(crate) beat: Option<(BeatKey, Arc<LeaseSignal>)>,
-}
-
-/// A wait on a [`MemoryStore`]: a counted listener of one of its signals.
-#[derive(Debug, Default)]
-pub struct MemoryWaiting(Option<(EventListener, Wait)>);
-
-/// Which signal a [`MemoryWaiting`] listens to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
-    Available,
-    Space,
-    Emptied,
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
@@ -293,70 +286,5 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     #[inline]
     pub(crate) fn closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
-    }
-
-    fn signal(&self, wait: Wait) -> &Signal {
-        match wait {
-            Wait::Available => &self.available,
-            Wait::Space => &self.space,
-            Wait::Emptied => &self.emptied,
-        }
-    }
-
-    /// Gives back `waiting`'s listener, if it holds one.
-    fn unlisten(&self, waiting: &mut MemoryWaiting) {
-        if let Some((listener, wait)) = waiting.0.take() {
-            self.signal(wait).unlisten(listener);
-        }
-    }
-
-    /// The wait loop of every `poll_*`: `ready` (checked under the lock) until it holds,
-    /// registering a counted listener on `wait`'s signal in between. Listen, then look
-    /// again, so that a change in between is not missed.
-    fn poll_wait<U>(
-        &self,
-        waiting: &mut MemoryWaiting,
-        wait: Wait,
-        cx: &mut std::task::Context<'_>,
-        mut ready: impl FnMut() -> Option<U>,
-    ) -> std::task::Poll<U> {
-        use std::task::Poll;
-        loop {
-            if let Some(out) = ready() {
-                self.unlisten(waiting);
-                return Poll::Ready(out);
-            }
-            if self.wait_on(waiting, wait, cx) {
-                return Poll::Pending;
-            }
-        }
-    }
-
-    /// The waiting half of [`poll_wait`](Self::poll_wait), after a look found nothing:
-    /// `true` when `waiting` listens on `wait`'s signal and has not been notified (the
-    /// poll is pending); `false` when the caller must look again (a new listener was just
-    /// registered, or the one held was notified and given back).
-    #[inline]
-    fn wait_on(
-        &self,
-        waiting: &mut MemoryWaiting,
-        wait: Wait,
-        cx: &mut std::task::Context<'_>,
-    ) -> bool {
-        use std::future::Future;
-        use std::pin::Pin;
-        match &mut waiting.0 {
-            Some((listener, w)) if *w == wait => {
-                if Pin::new(listener).poll(cx).is_pending() {
-                    return true;
-                }
-                self.unlisten(waiting);
-            }
-            _ => {
-                self.unlisten(waiting);
-                waiting.0 = Some((self.signal(wait).listen(), wait));
-            }
-        }
-        false
     }
 }

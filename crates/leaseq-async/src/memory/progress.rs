@@ -93,6 +93,19 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         Ok(())
     }
 
+    /// [`Store::checkpoint`](crate::Store::checkpoint): `checkpoint_lease` for a lease key
+    /// of this store (a receipt); any other key names no lease of it.
+    pub(super) fn checkpoint_key(
+        &self,
+        lease: crate::progress::LeaseKey,
+        progress: Progress,
+    ) -> Result<(), leaseq_core::ReceiptError> {
+        match lease.as_receipt() {
+            Some(receipt) => self.checkpoint_lease(receipt, progress),
+            None => Err(leaseq_core::ReceiptError::Unknown),
+        }
+    }
+
     /// Puts back the checkpoint of a live item or dead letter read from disk (a durable
     /// store's open).
     pub fn restore_progress(&self, id: MessageId, progress: Progress) {
