@@ -12,6 +12,7 @@ mod handles;
 mod heartbeat;
 mod history;
 mod inbox;
+mod lend;
 mod lock;
 mod operator;
 mod progress;
@@ -91,6 +92,9 @@ pub struct MemoryStore<T, R> {
     spare: spare::Spare,
     /// The record of finished jobs, when kept (see `history.rs`).
     history: Option<Box<history::History<T>>>,
+    /// Held by every operation on dead letters, around the lock, while letters may be lent
+    /// out of the core to be copied outside the lock (see `lend.rs`).
+    dead_gate: parking_lot::ReentrantMutex<()>,
 }
 
 #[cfg(feature = "metrics")]
@@ -199,6 +203,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             metrics: crate::metrics::QueueMetrics::new(name),
             spare: spare::Spare::default(),
             history: None,
+            dead_gate: parking_lot::ReentrantMutex::new(()),
         }
     }
 

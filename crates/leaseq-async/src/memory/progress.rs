@@ -62,7 +62,7 @@ impl ProgressMap {
     fn prune<T>(&mut self, core: &Queue<T>) {
         let live: std::collections::HashSet<MessageId> = core.items().map(|v| v.id).collect();
         self.map
-            .retain(|id, _| live.contains(id) || core.get_dead_letter(*id).is_some());
+            .retain(|id, _| live.contains(id) || core.is_dead_letter(*id));
         self.prune_at = 2 * self.map.len() + 64;
     }
 }
