@@ -1,8 +1,8 @@
 //! The in-memory store: the `no_std` core behind one lock, with the wake-ups around it.
 //!
 //! Every operation is one short critical section on a `parking_lot` mutex (never held
-//! across an await; of the caller's code, only the item's `Clone` runs under it: see
-//! `MemoryStore::lock`); its results are ready at once, so the
+//! across an await; of the caller's code, only a receive's copy of the item, its `Clone`,
+//! runs under it: see `MemoryStore::lock`); its results are ready at once, so the
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
 mod cancel;
@@ -252,13 +252,23 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// The one lock. No item's `Drop` runs under it: an item leaves the core by value (an
     /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over,
     /// a purge drops what it removed after the lock), and no caller's closure runs under
-    /// it. The item's `Clone` does: a receive copies the item for its holder (the core
-    /// keeps the original for a redelivery), and the dead-letter reads (`dead_letters`,
-    /// `dead_letter_page`, `take_events`, a kind filter's snapshot) copy each letter. So
-    /// an item whose `Clone` calls into its own queue (or drops a delivery of it)
-    /// deadlocks the queue: a known limit (RELIABILITY.md), which moving the copies out of
-    /// the lock without a cost on every item (no allocation, no second lock per receive)
-    /// has not lifted yet. A `parking_lot` mutex: it spins briefly before
+    /// it. No dead letter is copied under it: the reads (`dead_letters`,
+    /// `dead_letter_page`, `take_events`) and a kind filter lend the letters out of the
+    /// core and copy them, or read their kinds, after the lock (`lend.rs`).
+    ///
+    /// The item's `Clone` runs under it in one place: a receive, where the core copies
+    /// the item for its holder and keeps the original for a redelivery
+    /// (`Queue::receive`, `Queue::receive_many_as`). An item whose `Clone` calls into its
+    /// own queue (or drops a delivery of it) deadlocks that receive: a known limit
+    /// (RELIABILITY.md), kept because each way out measured costs every item more than
+    /// the 2 % the hot path may grow by: a copy after the lock by a second lock trip
+    /// (+70 instructions an item of the 748 of `benches/instructions.sh path`), items kept
+    /// in an `Arc` and copied from it after the lock (+170: an allocation at the push, its
+    /// free at the ack, two atomic counts; and a new `T: Sync` bound), or a tag on each
+    /// item saying whether it is shared (+18); a live item lent out for the copy, as a
+    /// dead letter is, would leave the core without it while its lease can run out. With
+    /// the record of finished jobs by kind, a new dead letter's `ItemKind` is read under
+    /// it too (`record_dead`). A `parking_lot` mutex: it spins briefly before
     /// parking, which suits a lock held for tens of nanoseconds and taken a few times per
     /// item from several threads, and it has no poisoning (the core's operations do not
     /// call back, so a panic elsewhere cannot leave it half-changed).
