@@ -214,6 +214,7 @@ mod dead_letter;
 mod error;
 mod event;
 mod flow;
+pub mod graph;
 mod histogram;
 mod id;
 mod key;
