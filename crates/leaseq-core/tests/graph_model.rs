@@ -153,7 +153,9 @@ fn queue_released(
     for (node, payload) in ready {
         assert_eq!(ids[payload], node, "payload handed out with another node");
         assert!(seen.insert(payload), "job {payload} released twice");
-        graph.queued(node, message(payload)).expect("released job queues");
+        graph
+            .queued(node, message(payload))
+            .expect("released job queues");
     }
 }
 
@@ -171,7 +173,9 @@ fn run(dag: Vec<(Vec<Index>, OnFailedParent)>, ops: Vec<Op>) {
         ps.sort_unstable();
         ps.dedup();
         let nodes: Vec<NodeId> = ps.iter().map(|&p| ids[p]).collect();
-        let added = graph.add(i, &nodes, policy).expect("parents known, none twice");
+        let added = graph
+            .add(i, &nodes, policy)
+            .expect("parents known, none twice");
         ids.push(added.node);
         model.nodes.push(MNode {
             parents: ps,
