@@ -182,10 +182,11 @@ impl<T> Graph<T> {
 
     /// Forgets a finished batch (every child and the callback acked, dead-lettered or
     /// cancelled): its nodes, their messages and results go. Refused with
-    /// [`GraphError::Unfinished`](super::GraphError::Unfinished) naming a job otherwise.
+    /// [`GraphError::Unfinished`](super::GraphError::Unfinished) naming a job otherwise,
+    /// [`GraphError::UnknownBatch`](super::GraphError::UnknownBatch) for no such batch.
     pub fn forget_batch(&mut self, batch: BatchId) -> Result<(), super::GraphError> {
         let Some(b) = self.batches.get(&batch) else {
-            return Ok(());
+            return Err(super::GraphError::UnknownBatch(batch));
         };
         let mut ids = b.children.clone();
         ids.push(b.callback);

@@ -15,6 +15,8 @@ pub enum GraphError {
     UnknownNode(NodeId),
     /// No workflow has this id.
     UnknownWorkflow(WorkflowId),
+    /// No batch has this id.
+    UnknownBatch(super::BatchId),
     /// The workflow has no step of this name.
     UnknownStep(String),
     /// A parent was named twice in one add.
@@ -57,6 +59,7 @@ impl fmt::Display for GraphError {
         match self {
             GraphError::UnknownNode(n) => write!(f, "no {n} in the graph"),
             GraphError::UnknownWorkflow(w) => write!(f, "no {w} in the graph"),
+            GraphError::UnknownBatch(b) => write!(f, "no {b} in the graph"),
             GraphError::UnknownStep(s) => write!(f, "the workflow has no step named {s:?}"),
             GraphError::DuplicateParent(n) => write!(f, "{n} is named twice as a parent"),
             GraphError::WrongState { node, state } => {

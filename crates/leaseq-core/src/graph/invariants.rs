@@ -16,7 +16,7 @@ impl<T> Graph<T> {
                 return fail(Some(id), "children not told the node's class");
             }
             if let State::Queued(m) | State::Acked(m) | State::DeadLettered(m) = n.state {
-                if self.by_message.get(&m) != Some(&id) {
+                if self.by_message.get(&m) != Some(&id) || n.message != Some(m) {
                     return fail(
                         Some(id),
                         "queued or finished job missing from the message index",
@@ -59,7 +59,7 @@ impl<T> Graph<T> {
             };
             match n.state {
                 State::Queued(x) | State::Acked(x) | State::DeadLettered(x) if x == *m => {}
-                State::Cancelled => {}
+                State::Cancelled if n.message == Some(*m) => {}
                 _ => return fail(Some(*id), "message index disagrees with the node's state"),
             }
         }

@@ -165,6 +165,8 @@ pub(super) struct Node<T> {
     pub(super) workflow: Option<WorkflowId>,
     /// The batch it is a child of (its outcome is counted there).
     pub(super) batch: Option<BatchId>,
+    /// The message it was pushed as (kept when it is cancelled in the queue).
+    pub(super) message: Option<MessageId>,
     /// What it recorded for its dependents.
     pub(super) result: Option<Vec<u8>>,
 }
@@ -183,6 +185,7 @@ impl<T> Node<T> {
             told: Class::Open,
             workflow: None,
             batch: None,
+            message: None,
             result: None,
         }
     }

@@ -40,6 +40,9 @@ impl<T> Graph<T> {
             });
         }
         self.by_message.insert(message, node);
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.message = Some(message);
+        }
         let mut out = Changes::none();
         self.set_state(node, State::Queued(message), &mut out);
         debug_assert!(out.is_empty(), "ready to queued stays open");
@@ -58,6 +61,7 @@ impl<T> Graph<T> {
         let id = self.next_id();
         let mut node = Node::new(None, OnFailedParent::Cancel);
         node.state = State::Queued(message);
+        node.message = Some(message);
         self.nodes.insert(id, node);
         self.by_message.insert(message, id);
         id

@@ -200,7 +200,7 @@ impl<T> Graph<T> {
             let Some(n) = self.nodes.remove(id) else {
                 continue;
             };
-            if let State::Queued(m) | State::Acked(m) | State::DeadLettered(m) = n.state {
+            if let Some(m) = n.message {
                 self.by_message.remove(&m);
             }
             for c in &n.children {
