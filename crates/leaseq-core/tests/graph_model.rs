@@ -309,3 +309,101 @@ fn random_dags_match_the_model() {
         })
         .unwrap();
 }
+
+/// A random DAG given as a workflow spec in a random order is accepted with every step's
+/// parents as named; the same DAG with an edge from a step back to one of its ancestors
+/// (itself included) is refused as a cycle that is one, and adds nothing.
+#[test]
+fn random_workflows_are_accepted_or_refused_as_a_whole() {
+    use leaseq_core::graph::{WorkflowError, WorkflowSpec};
+    let case = (
+        prop::collection::vec(prop::collection::vec(any::<Index>(), 0..=3), 1..14),
+        Just(()).prop_perturb(|_, mut rng| rng.next_u64()),
+        any::<Option<(Index, Index)>>(),
+    );
+    let mut runner = TestRunner::new(seed_config(1000, 0x00da_6003));
+    runner
+        .run(&case, |(dag, shuffle, back_edge)| {
+            let n = dag.len();
+            let mut parents: Vec<Vec<usize>> = dag
+                .iter()
+                .enumerate()
+                .map(|(i, ps)| {
+                    let mut ps: Vec<usize> = if i == 0 {
+                        Vec::new()
+                    } else {
+                        ps.iter().map(|p| p.index(i)).collect()
+                    };
+                    ps.sort_unstable();
+                    ps.dedup();
+                    ps
+                })
+                .collect();
+            // An edge from `from` to `to`, a step at or after it in index order that
+            // descends from it: a cycle through `from`.
+            let cycle = back_edge.and_then(|(a, b)| {
+                let from = a.index(n);
+                let mut below = vec![false; n];
+                below[from] = true;
+                for i in from + 1..n {
+                    below[i] = parents[i].iter().any(|&p| below[p]);
+                }
+                let descendants: Vec<usize> = (from..n).filter(|&i| below[i]).collect();
+                let to = descendants[b.index(descendants.len())];
+                (!parents[from].contains(&to)).then(|| {
+                    parents[from].push(to);
+                    from
+                })
+            });
+            let mut order: Vec<usize> = (0..n).collect();
+            let mut x = shuffle;
+            for i in (1..n).rev() {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                order.swap(i, (x >> 33) as usize % (i + 1));
+            }
+            let name = |i: usize| format!("s{i}");
+            let mut spec = WorkflowSpec::new();
+            for &i in &order {
+                let after: Vec<String> = parents[i].iter().map(|&p| name(p)).collect();
+                let after: Vec<&str> = after.iter().map(String::as_str).collect();
+                spec = spec.step(name(i), i, &after);
+            }
+            let mut graph: Graph<usize> = Graph::new();
+            match (graph.add_workflow(spec), cycle) {
+                (Ok(added), None) => {
+                    let wf = added.workflow;
+                    for i in 0..n {
+                        let node = graph.step(wf, &name(i)).unwrap();
+                        let want: Vec<NodeId> = parents[i]
+                            .iter()
+                            .map(|&p| graph.step(wf, &name(p)).unwrap())
+                            .collect();
+                        assert_eq!(graph.parents(node).unwrap(), want.as_slice());
+                    }
+                    let released: BTreeSet<usize> =
+                        added.changes.ready.iter().map(|r| r.1).collect();
+                    let roots: BTreeSet<usize> =
+                        (0..n).filter(|&i| parents[i].is_empty()).collect();
+                    assert_eq!(released, roots);
+                    graph.check_invariants().unwrap();
+                }
+                (Err(refused), Some(_)) => {
+                    assert!(graph.is_empty(), "a refused workflow adds nothing");
+                    assert_eq!(refused.spec.len(), n);
+                    let WorkflowError::Cycle(steps) = refused.error else {
+                        panic!("refused for {:?}, not the cycle", refused.error);
+                    };
+                    let idx: Vec<usize> = steps.iter().map(|s| s[1..].parse().unwrap()).collect();
+                    for (k, &s) in idx.iter().enumerate() {
+                        let next = idx[(k + 1) % idx.len()];
+                        assert!(parents[s].contains(&next), "{s} does not wait for {next}");
+                    }
+                }
+                (got, cycle) => panic!("cycle {cycle:?} but {:?}", got.map(|a| a.workflow)),
+            }
+            Ok(())
+        })
+        .unwrap();
+}
