@@ -421,3 +421,68 @@ fn a_finished_batch_is_forgotten_whole() {
     );
     g.check_invariants().unwrap();
 }
+
+#[test]
+fn restore_refuses_records_that_are_no_graph_and_heals_a_lost_release() {
+    use leaseq_core::graph::NodeRecord;
+    let mut g = Graph::new();
+    let a = job(&mut g, "a", &[], OnFailedParent::Cancel, 1);
+    let b = job(&mut g, "b", &[a], OnFailedParent::Cancel, 0);
+    let records: Vec<(NodeRecord, Option<&str>)> =
+        g.records().map(|(r, p)| (r, p.copied())).collect();
+    assert_eq!(records[1].0.waiting, 1, "b waits for a");
+
+    let with = |f: &dyn Fn(&mut Vec<(NodeRecord, Option<&'static str>)>)| {
+        let mut r = records.clone();
+        f(&mut r);
+        Graph::restore(r).map(|_| ()).unwrap_err()
+    };
+    assert_eq!(
+        with(&|r| r[1].0.parents = vec![NodeId::new(9)]),
+        GraphError::UnknownNode(NodeId::new(9))
+    );
+    assert_eq!(
+        with(&|r| r[1].0.parents = vec![a, a]),
+        GraphError::DuplicateParent(a)
+    );
+    assert_eq!(
+        with(&|r| r.push(r[0].clone())),
+        GraphError::DuplicateNode(a)
+    );
+    assert_eq!(with(&|r| r[0].0.parents = vec![b]), GraphError::Cycle(a));
+    assert!(matches!(
+        with(&|r| r[1].1 = None),
+        GraphError::WrongState { .. }
+    ));
+    assert!(matches!(
+        with(&|r| r[0].0.message = Some(m(2))),
+        GraphError::WrongState { .. }
+    ));
+
+    // The parent's ack kept, the release lost (a store that did not commit them as one):
+    // the restore releases b.
+    let mut lost = records.clone();
+    lost[0].0.state = StepState::Acked(m(1));
+    let restored = Graph::restore(lost).unwrap();
+    assert_eq!(names(&restored.changes.ready), ["b"]);
+    restored.graph.check_invariants().unwrap();
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn a_record_round_trips_through_serde() {
+    let mut g = Graph::new();
+    let wf = g
+        .add_workflow(WorkflowSpec::new().step("a", 1u8, &[]).step("b", 2, &["a"]))
+        .unwrap();
+    for (node, _) in wf.changes.ready {
+        g.queued(node, m(3)).unwrap();
+    }
+    for (record, _) in g.records() {
+        let json = serde_json::to_string(&record).unwrap();
+        assert_eq!(
+            serde_json::from_str::<leaseq_core::graph::NodeRecord>(&json).unwrap(),
+            record
+        );
+    }
+}

@@ -233,6 +233,19 @@ impl Store {
                 }
                 self.drain_dead();
             }
+            Op::Restart => {
+                // A durable store reopened: the graph rebuilt from its records alone.
+                let before: Vec<_> = self.graph.records().map(|(r, p)| (r, p.copied())).collect();
+                let restored =
+                    Graph::restore(before.iter().rev().cloned()).expect("records restore");
+                assert!(
+                    restored.changes.is_empty(),
+                    "nothing was due: releases were applied"
+                );
+                self.graph = restored.graph;
+                let after: Vec<_> = self.graph.records().map(|(r, p)| (r, p.copied())).collect();
+                assert_eq!(after, before, "the same records after a restore");
+            }
             Op::ReleaseHeld(i) => {
                 let job = i.index(self.nodes.len());
                 if let Ok(changes) = self.graph.release_held(self.nodes[job]) {
@@ -342,6 +355,7 @@ enum Op {
     Redrive(Index),
     Retry(Index),
     ReleaseHeld(Index),
+    Restart,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -355,6 +369,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<Index>().prop_map(Op::Redrive),
         1 => any::<Index>().prop_map(Op::Retry),
         1 => any::<Index>().prop_map(Op::ReleaseHeld),
+        1 => Just(Op::Restart),
     ]
 }
 

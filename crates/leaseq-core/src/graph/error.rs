@@ -49,6 +49,11 @@ pub enum GraphError {
     /// The job was cancelled in the queue, and its payload went with the queue's cancel:
     /// the graph has nothing to retry.
     PayloadGone(NodeId),
+    /// Records given to [`Graph::restore`](super::Graph::restore) name this node twice.
+    DuplicateNode(NodeId),
+    /// Records given to [`Graph::restore`](super::Graph::restore) put this node on (or
+    /// behind) a circle of parents.
+    Cycle(NodeId),
     /// A workflow or batch that still has open jobs cannot be forgotten, nor a node that
     /// jobs outside it still wait for.
     Unfinished(NodeId),
@@ -84,6 +89,8 @@ impl fmt::Display for GraphError {
                     "{n} was cancelled in the queue; its payload is gone, push it anew"
                 )
             }
+            GraphError::DuplicateNode(n) => write!(f, "the records name {n} twice"),
+            GraphError::Cycle(n) => write!(f, "the records put {n} on a circle of parents"),
             GraphError::Unfinished(n) => write!(f, "{n} or a job waiting for it is unfinished"),
         }
     }
