@@ -3,7 +3,8 @@
 use alloc::vec::Vec;
 
 use super::error::{AddError, GraphError};
-use super::node::{Node, NodeId, OnFailedParent, State};
+use super::ids::NodeId;
+use super::node::{Node, OnFailedParent, State};
 use super::{Changes, Graph};
 
 /// A job added ([`Graph::add`]): its node, and what followed (its payload in

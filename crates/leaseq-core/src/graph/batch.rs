@@ -14,29 +14,11 @@
 //! states change, O(1) per change, so reading them is O(1) however large the batch.
 
 use alloc::vec::Vec;
-use core::fmt;
 
-use super::node::{Node, NodeId, OnFailedParent, State, StepState};
+use super::error::GraphError;
+use super::ids::{BatchId, NodeId};
+use super::node::{Node, OnFailedParent, State, StepState};
 use super::{Changes, Graph};
-
-/// A batch in a [`Graph`], numbered in the order batches were added.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(transparent))]
-pub struct BatchId(pub(crate) u64);
-
-impl BatchId {
-    /// Its number.
-    pub const fn get(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for BatchId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "batch {}", self.0)
-    }
-}
 
 /// When a batch's callback runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -182,11 +164,11 @@ impl<T> Graph<T> {
 
     /// Forgets a finished batch (every child and the callback acked, dead-lettered or
     /// cancelled): its nodes, their messages and results go. Refused with
-    /// [`GraphError::Unfinished`](super::GraphError::Unfinished) naming a job otherwise,
-    /// [`GraphError::UnknownBatch`](super::GraphError::UnknownBatch) for no such batch.
-    pub fn forget_batch(&mut self, batch: BatchId) -> Result<(), super::GraphError> {
+    /// [`GraphError::Unfinished`] naming a job otherwise,
+    /// [`GraphError::UnknownBatch`] for no such batch.
+    pub fn forget_batch(&mut self, batch: BatchId) -> Result<(), GraphError> {
         let Some(b) = self.batches.get(&batch) else {
-            return Err(super::GraphError::UnknownBatch(batch));
+            return Err(GraphError::UnknownBatch(batch));
         };
         let mut ids = b.children.clone();
         ids.push(b.callback);

@@ -16,7 +16,8 @@
 
 use alloc::vec::Vec;
 
-use super::node::{Class, NodeId, OnFailedParent, State};
+use super::ids::NodeId;
+use super::node::{Class, OnFailedParent, State};
 use super::{Changes, Graph};
 
 impl<T> Graph<T> {

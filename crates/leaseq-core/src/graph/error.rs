@@ -3,8 +3,8 @@
 use alloc::string::String;
 use core::fmt;
 
-use super::node::{NodeId, StepState};
-use super::workflow::WorkflowId;
+use super::ids::{BatchId, NodeId, WorkflowId};
+use super::node::StepState;
 use crate::id::MessageId;
 
 /// A refused call on a node, a workflow or a batch (the graph is left as it was).
@@ -16,7 +16,7 @@ pub enum GraphError {
     /// No workflow has this id.
     UnknownWorkflow(WorkflowId),
     /// No batch has this id.
-    UnknownBatch(super::BatchId),
+    UnknownBatch(BatchId),
     /// The workflow has no step of this name.
     UnknownStep(String),
     /// A parent was named twice in one add.
@@ -114,99 +114,6 @@ impl<T> fmt::Display for AddError<T> {
 }
 
 impl<T: fmt::Debug> core::error::Error for AddError<T> {}
-
-/// Why a workflow was refused (nothing of it was added).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WorkflowError {
-    /// A workflow needs at least one step.
-    Empty,
-    /// A step's name is empty or longer than
-    /// [`WorkflowSpec::MAX_NAME_LEN`](super::WorkflowSpec::MAX_NAME_LEN) bytes.
-    BadName(String),
-    /// Two steps have this name.
-    DuplicateStep(String),
-    /// A step names a parent twice.
-    DuplicateParent {
-        /// The step.
-        step: String,
-        /// The parent named twice.
-        parent: String,
-    },
-    /// A step waits for a step the workflow does not have.
-    UnknownParent {
-        /// The step.
-        step: String,
-        /// The name it waits for.
-        parent: String,
-    },
-    /// The steps wait for each other in a circle (a step waiting for itself included):
-    /// the steps on one such circle, in order, each waiting for the next... the last for
-    /// the first.
-    Cycle(alloc::vec::Vec<String>),
-}
-
-impl fmt::Display for WorkflowError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WorkflowError::Empty => f.write_str("a workflow needs at least one step"),
-            WorkflowError::BadName(n) => write!(
-                f,
-                "step name {n:?} must be 1 to {} bytes",
-                super::WorkflowSpec::<()>::MAX_NAME_LEN
-            ),
-            WorkflowError::DuplicateStep(n) => write!(f, "two steps are named {n:?}"),
-            WorkflowError::DuplicateParent { step, parent } => {
-                write!(f, "step {step:?} names {parent:?} twice")
-            }
-            WorkflowError::UnknownParent { step, parent } => {
-                write!(f, "step {step:?} waits for {parent:?}, which is not a step")
-            }
-            WorkflowError::Cycle(steps) => {
-                write!(
-                    f,
-                    "the steps wait for each other in a circle: {}",
-                    steps.join(" -> ")
-                )
-            }
-        }
-    }
-}
-
-impl core::error::Error for WorkflowError {}
-
-/// A refused [`Graph::record_result`](super::Graph::record_result); nothing recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ResultError {
-    /// The graph does not track this message.
-    Untracked(MessageId),
-    /// The job is not in the queue any more (a result is recorded before the ack).
-    NotQueued(MessageId),
-    /// Longer than [`MAX_RESULT_LEN`](super::MAX_RESULT_LEN) bytes.
-    TooLong {
-        /// Its length.
-        len: usize,
-    },
-}
-
-impl fmt::Display for ResultError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResultError::Untracked(m) => write!(f, "message {m} is not a job of the graph"),
-            ResultError::NotQueued(m) => {
-                write!(f, "message {m} is finished; record a result before the ack")
-            }
-            ResultError::TooLong { len } => write!(
-                f,
-                "a result of {len} bytes is over the {} allowed: record where the output is",
-                super::MAX_RESULT_LEN
-            ),
-        }
-    }
-}
-
-impl core::error::Error for ResultError {}
 
 /// A broken invariant found by [`Graph::check_invariants`](super::Graph::check_invariants):
 /// a bug in the graph, never the caller's doing.

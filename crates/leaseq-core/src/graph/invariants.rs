@@ -1,7 +1,8 @@
 //! `check_invariants`: every count and link recomputed from the nodes themselves.
 
 use super::error::InvariantError;
-use super::node::{NodeId, OnFailedParent, State};
+use super::ids::NodeId;
+use super::node::{OnFailedParent, State};
 use super::Graph;
 
 impl<T> Graph<T> {

@@ -2,37 +2,9 @@
 //! counters that decide when it is released.
 
 use alloc::vec::Vec;
-use core::fmt;
 
-use super::batch::BatchId;
-use super::workflow::WorkflowId;
+use super::ids::{BatchId, NodeId, WorkflowId};
 use crate::id::MessageId;
-
-/// A job in a [`Graph`](super::Graph), numbered by the graph in the order it was added
-/// (its own numbers: a job waiting for its parents is not in the queue, so it has no
-/// [`MessageId`] yet).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(transparent))]
-pub struct NodeId(pub(crate) u64);
-
-impl NodeId {
-    /// The node numbered `n` (for a store that restores a graph it kept).
-    pub const fn new(n: u64) -> Self {
-        NodeId(n)
-    }
-
-    /// Its number.
-    pub const fn get(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "node {}", self.0)
-    }
-}
 
 /// What a job does when one of its parents fails (is dead-lettered or cancelled): chosen
 /// per job when it is added, or for every step of a workflow.

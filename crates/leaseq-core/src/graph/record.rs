@@ -14,10 +14,11 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::batch::{Batch, BatchCounts, BatchId, BatchOn};
+use super::batch::{Batch, BatchCounts, BatchOn};
 use super::error::GraphError;
-use super::node::{Node, NodeId, OnFailedParent, State, StepState};
-use super::workflow::{Workflow, WorkflowId};
+use super::ids::{BatchId, NodeId, WorkflowId};
+use super::node::{Node, OnFailedParent, State, StepState};
+use super::workflow::Workflow;
 use super::{Changes, Graph};
 use crate::id::MessageId;
 

@@ -2,8 +2,10 @@
 
 use alloc::vec::Vec;
 
-use super::error::ResultError;
-use super::node::{NodeId, State};
+use core::fmt;
+
+use super::ids::NodeId;
+use super::node::State;
 use super::Graph;
 use crate::id::MessageId;
 
@@ -57,3 +59,36 @@ impl<T> Graph<T> {
             .collect()
     }
 }
+
+/// A refused [`Graph::record_result`](super::Graph::record_result); nothing recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResultError {
+    /// The graph does not track this message.
+    Untracked(MessageId),
+    /// The job is not in the queue any more (a result is recorded before the ack).
+    NotQueued(MessageId),
+    /// Longer than [`MAX_RESULT_LEN`] bytes.
+    TooLong {
+        /// Its length.
+        len: usize,
+    },
+}
+
+impl fmt::Display for ResultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResultError::Untracked(m) => write!(f, "message {m} is not a job of the graph"),
+            ResultError::NotQueued(m) => {
+                write!(f, "message {m} is finished; record a result before the ack")
+            }
+            ResultError::TooLong { len } => write!(
+                f,
+                "a result of {len} bytes is over the {} allowed: record where the output is",
+                MAX_RESULT_LEN
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ResultError {}

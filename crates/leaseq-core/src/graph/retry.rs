@@ -4,8 +4,9 @@
 use alloc::vec::Vec;
 
 use super::error::GraphError;
-use super::node::{NodeId, OnFailedParent, State};
-use super::workflow::WorkflowId;
+use super::ids::NodeId;
+use super::ids::WorkflowId;
+use super::node::{OnFailedParent, State};
 use super::{Changes, Graph};
 use crate::id::MessageId;
 

@@ -1,7 +1,8 @@
 //! What the queue tells the graph: a released job's message, a job's fate, a redrive.
 
 use super::error::GraphError;
-use super::node::{Node, NodeId, OnFailedParent, State};
+use super::ids::NodeId;
+use super::node::{Node, OnFailedParent, State};
 use super::{Changes, Graph};
 use crate::id::MessageId;
 

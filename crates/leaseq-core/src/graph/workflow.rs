@@ -4,32 +4,13 @@
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt;
 
 use super::error::GraphError;
-use super::node::{Node, NodeId, State, StepState};
+use super::ids::{NodeId, WorkflowId};
+use super::node::{Node, State, StepState};
 use super::workflow_spec::{WorkflowRefused, WorkflowSpec};
 use super::{Changes, Graph};
 use crate::id::MessageId;
-
-/// A workflow in a [`Graph`], numbered in the order workflows were added.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(transparent))]
-pub struct WorkflowId(pub(crate) u64);
-
-impl WorkflowId {
-    /// Its number.
-    pub const fn get(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for WorkflowId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "workflow {}", self.0)
-    }
-}
 
 /// A workflow: its steps' names and nodes, in the order the spec gave them.
 #[derive(Debug)]

@@ -7,7 +7,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::error::WorkflowError;
 use super::node::OnFailedParent;
 
 /// A DAG of named steps to add as one unit ([`Graph::add_workflow`](super::Graph::add_workflow)).
@@ -205,3 +204,63 @@ impl<T> WorkflowSpec<T> {
         ))
     }
 }
+
+/// Why a workflow was refused (nothing of it was added).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkflowError {
+    /// A workflow needs at least one step.
+    Empty,
+    /// A step's name is empty or longer than
+    /// [`WorkflowSpec::MAX_NAME_LEN`] bytes.
+    BadName(String),
+    /// Two steps have this name.
+    DuplicateStep(String),
+    /// A step names a parent twice.
+    DuplicateParent {
+        /// The step.
+        step: String,
+        /// The parent named twice.
+        parent: String,
+    },
+    /// A step waits for a step the workflow does not have.
+    UnknownParent {
+        /// The step.
+        step: String,
+        /// The name it waits for.
+        parent: String,
+    },
+    /// The steps wait for each other in a circle (a step waiting for itself included):
+    /// the steps on one such circle, in order, each waiting for the next... the last for
+    /// the first.
+    Cycle(alloc::vec::Vec<String>),
+}
+
+impl fmt::Display for WorkflowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkflowError::Empty => f.write_str("a workflow needs at least one step"),
+            WorkflowError::BadName(n) => write!(
+                f,
+                "step name {n:?} must be 1 to {} bytes",
+                WorkflowSpec::<()>::MAX_NAME_LEN
+            ),
+            WorkflowError::DuplicateStep(n) => write!(f, "two steps are named {n:?}"),
+            WorkflowError::DuplicateParent { step, parent } => {
+                write!(f, "step {step:?} names {parent:?} twice")
+            }
+            WorkflowError::UnknownParent { step, parent } => {
+                write!(f, "step {step:?} waits for {parent:?}, which is not a step")
+            }
+            WorkflowError::Cycle(steps) => {
+                write!(
+                    f,
+                    "the steps wait for each other in a circle: {}",
+                    steps.join(" -> ")
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for WorkflowError {}
