@@ -5,7 +5,7 @@ use core::fmt;
 
 /// A job in a [`Graph`](super::Graph), numbered by the graph in the order it was added
 /// (its own numbers: a job waiting for its parents is not in the queue, so it has no
-/// [`MessageId`] yet).
+/// [`MessageId`](crate::MessageId) yet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(transparent))]
@@ -29,7 +29,7 @@ impl fmt::Display for NodeId {
     }
 }
 
-/// A workflow in a [`Graph`], numbered in the order workflows were added.
+/// A workflow in a [`Graph`](super::Graph), numbered in the order workflows were added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(transparent))]
@@ -48,7 +48,7 @@ impl fmt::Display for WorkflowId {
     }
 }
 
-/// A batch in a [`Graph`], numbered in the order batches were added.
+/// A batch in a [`Graph`](super::Graph), numbered in the order batches were added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(transparent))]
