@@ -65,7 +65,9 @@ fn main() {
             let mut last = first.node;
             push_ready(&mut q, &mut g, first.changes, now);
             for i in 1..n {
-                let added = g.add(i, &[last], OnFailedParent::Cancel).expect("known parent");
+                let added = g
+                    .add(i, &[last], OnFailedParent::Cancel)
+                    .expect("known parent");
                 last = added.node;
             }
             drain(&mut q, &mut g, true, now)

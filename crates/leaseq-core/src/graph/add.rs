@@ -67,21 +67,23 @@ impl<T> Graph<T> {
     ) {
         debug_assert_eq!(node.state, State::Pending);
         node.parents = parents.to_vec();
-        let batch = node.batch;
-        self.nodes.insert(id, node);
+        // Linked and counted in one pass: one lookup per parent.
+        let (mut waiting, mut failed) = (0, 0);
         for p in parents {
             if let Some(parent) = self.nodes.get_mut(p) {
                 parent.children.push(id);
+                let (w, f) = node.policy.weight(parent.told);
+                waiting += w;
+                failed += f;
             }
         }
-        let (waiting, failed) = self.recount(id);
-        if let Some(n) = self.nodes.get_mut(&id) {
-            n.waiting = waiting;
-            n.failed = failed;
-            if failed > 0 && n.policy == OnFailedParent::Hold {
-                out.held.push(id);
-            }
+        node.waiting = waiting;
+        node.failed = failed;
+        if failed > 0 && node.policy == OnFailedParent::Hold {
+            out.held.push(id);
         }
+        let batch = node.batch;
+        self.nodes.insert(id, node);
         if let Some(b) = batch {
             self.count_new_in_batch(b);
         }

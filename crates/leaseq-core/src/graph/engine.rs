@@ -41,9 +41,10 @@ impl<T> Graph<T> {
     /// Tells the children of `start` (and, in turn, of every node that changes class on
     /// the way) their parent's new class.
     pub(super) fn propagate(&mut self, start: NodeId, out: &mut Changes<T>) {
+        // The work list allocates only when a child changes class in turn.
         let mut work = Vec::new();
-        work.push(start);
-        while let Some(id) = work.pop() {
+        let mut next = Some(start);
+        while let Some(id) = next.take().or_else(|| work.pop()) {
             let Some(node) = self.nodes.get_mut(&id) else {
                 continue;
             };
@@ -52,9 +53,14 @@ impl<T> Graph<T> {
                 continue;
             }
             node.told = now;
-            for i in 0..self.nodes[&id].children.len() {
-                let child = self.nodes[&id].children[i];
+            // Telling a child reads the child and its parents' told classes, never this
+            // node's children list: lent out meanwhile, one lookup instead of one per child.
+            let children = core::mem::take(&mut node.children);
+            for &child in &children {
                 self.tell(child, was, now, &mut work, out);
+            }
+            if let Some(node) = self.nodes.get_mut(&id) {
+                node.children = children;
             }
         }
     }
@@ -76,8 +82,9 @@ impl<T> Graph<T> {
                 let (w0, f0) = child.policy.weight(was);
                 let (w1, f1) = child.policy.weight(now);
                 let held = child.failed > 0;
-                child.waiting = child.waiting - w0 + w1;
-                child.failed = child.failed - f0 + f1;
+                // Added first: the parent's old weight is in the counters.
+                child.waiting = child.waiting + w1 - w0;
+                child.failed = child.failed + f1 - f0;
                 if !held && child.failed > 0 && child.policy == OnFailedParent::Hold {
                     out.held.push(id);
                 }

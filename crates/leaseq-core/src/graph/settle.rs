@@ -1,5 +1,7 @@
 //! What the queue tells the graph: a released job's message, a job's fate, a redrive.
 
+use alloc::collections::btree_map::Entry;
+
 use super::error::GraphError;
 use super::ids::NodeId;
 use super::node::{Node, OnFailedParent, State};
@@ -27,27 +29,30 @@ impl<T> Graph<T> {
     /// ([`GraphError::WrongState`]) or the message is already a node's
     /// ([`GraphError::MessageTaken`]).
     pub fn queued(&mut self, node: NodeId, message: MessageId) -> Result<(), GraphError> {
-        let n = self.nodes.get(&node).ok_or(GraphError::UnknownNode(node))?;
+        let n = self
+            .nodes
+            .get_mut(&node)
+            .ok_or(GraphError::UnknownNode(node))?;
         if n.state != State::Ready {
             return Err(GraphError::WrongState {
                 node,
                 state: n.step_state(),
             });
         }
-        if let Some(&other) = self.by_message.get(&message) {
-            return Err(GraphError::MessageTaken {
+        match self.by_message.entry(message) {
+            Entry::Occupied(other) => Err(GraphError::MessageTaken {
                 message,
-                node: other,
-            });
+                node: *other.get(),
+            }),
+            Entry::Vacant(slot) => {
+                slot.insert(node);
+                // Ready and queued are both open: nothing to tell the children, and both
+                // count as open in a batch.
+                n.message = Some(message);
+                n.state = State::Queued(message);
+                Ok(())
+            }
         }
-        self.by_message.insert(message, node);
-        if let Some(n) = self.nodes.get_mut(&node) {
-            n.message = Some(message);
-        }
-        let mut out = Changes::none();
-        self.set_state(node, State::Queued(message), &mut out);
-        debug_assert!(out.is_empty(), "ready to queued stays open");
-        Ok(())
     }
 
     /// Adopts a job already in the queue as a node, so that jobs added after may wait for
