@@ -54,6 +54,14 @@ pub enum GraphError {
     /// Records given to [`Graph::restore`](super::Graph::restore) put this node on (or
     /// behind) a circle of parents.
     Cycle(NodeId),
+    /// Records given to [`Graph::restore`](super::Graph::restore) whose ids spread wider
+    /// than memory holds (a slot per id from the first to the last).
+    IdSpan {
+        /// The smallest id.
+        first: NodeId,
+        /// The largest id.
+        last: NodeId,
+    },
     /// A workflow or batch that still has open jobs cannot be forgotten, nor a node that
     /// jobs outside it still wait for.
     Unfinished(NodeId),
@@ -90,6 +98,12 @@ impl fmt::Display for GraphError {
                 )
             }
             GraphError::DuplicateNode(n) => write!(f, "the records name {n} twice"),
+            GraphError::IdSpan { first, last } => {
+                write!(
+                    f,
+                    "the records' ids, {first} to {last}, spread wider than memory holds"
+                )
+            }
             GraphError::Cycle(n) => write!(f, "the records put {n} on a circle of parents"),
             GraphError::Unfinished(n) => write!(f, "{n} or a job waiting for it is unfinished"),
         }

@@ -12,7 +12,7 @@ impl<T> Graph<T> {
     /// log n): for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), InvariantError> {
         let fail = |node: Option<NodeId>, law| Err(InvariantError { node, law });
-        for (&id, n) in &self.nodes {
+        for (id, n) in self.nodes.iter() {
             if n.told != n.state.class() {
                 return fail(Some(id), "children not told the node's class");
             }

@@ -55,9 +55,11 @@
 //!
 //! # Cost
 //!
-//! Adding a job costs O(parents · log n); a parent's outcome O(children · log n), plus what
-//! it releases or cancels in turn; a job added to a batch O(log n) and its outcome O(1) in
-//! the batch's counts. Nodes, workflows and batches are kept until forgotten
+//! Nodes are kept by id in a deque of boxed slots (a lookup is an index; a forgotten node
+//! leaves a pointer-sized hole until the nodes before it go too); messages, workflows and
+//! batches in `BTreeMap`s. Adding a job costs O(parents); a parent's outcome O(log n) to
+//! find its node and O(children), plus what it releases or cancels in turn; a batch
+//! child's outcome O(1) in the batch's counts. Nodes, workflows and batches are kept until forgotten
 //! ([`Graph::forget_workflow`], [`Graph::forget_batch`]; a job added on its own stays).
 //!
 //! ```
@@ -82,6 +84,7 @@ mod error;
 mod ids;
 mod invariants;
 mod node;
+mod nodes;
 mod record;
 mod result;
 mod retry;
@@ -106,13 +109,14 @@ pub use workflow_spec::{WorkflowError, WorkflowRefused, WorkflowSpec};
 
 use batch::Batch;
 use node::Node;
+use nodes::Nodes;
 use workflow::Workflow;
 
 /// The dependency graph: jobs waiting for their parents, workflows and batches. See the
 /// [module docs](self) for how a store drives it.
 #[derive(Debug)]
 pub struct Graph<T> {
-    nodes: BTreeMap<NodeId, Node<T>>,
+    nodes: Nodes<T>,
     /// The node of each message the graph tracks (queued or finished in the queue).
     by_message: BTreeMap<crate::MessageId, NodeId>,
     next_node: u64,
@@ -168,7 +172,7 @@ impl<T> Graph<T> {
     /// An empty graph.
     pub const fn new() -> Self {
         Graph {
-            nodes: BTreeMap::new(),
+            nodes: Nodes::new(),
             by_message: BTreeMap::new(),
             next_node: 0,
             workflows: BTreeMap::new(),
@@ -223,7 +227,7 @@ impl<T> Graph<T> {
 
     /// Every node and its state, in id order (for operators and checks).
     pub fn nodes(&self) -> impl Iterator<Item = (NodeId, StepState)> + '_ {
-        self.nodes.iter().map(|(&id, n)| (id, n.step_state()))
+        self.nodes.iter().map(|(id, n)| (id, n.step_state()))
     }
 
     /// A new node id.

@@ -75,7 +75,7 @@ impl<T> Graph<T> {
             .iter()
             .flat_map(|(&w, wf)| wf.steps.iter().map(move |(n, id)| (*id, (w, n.as_str()))))
             .collect();
-        self.nodes.iter().map(move |(&id, n)| {
+        self.nodes.iter().map(move |(id, n)| {
             let record = NodeRecord {
                 node: id,
                 parents: n.parents.clone(),
@@ -103,14 +103,24 @@ impl<T> Graph<T> {
     /// ([`GraphError::UnknownNode`], [`GraphError::DuplicateParent`]), a message twice
     /// ([`GraphError::MessageTaken`]), a waiting job without its payload or a queued one
     /// without its message ([`GraphError::WrongState`]), parents in a circle
-    /// ([`GraphError::Cycle`] names a node on or behind it).
+    /// ([`GraphError::Cycle`] names a node on or behind it), ids spread wider than memory
+    /// holds ([`GraphError::IdSpan`]: nodes are kept by id, a pointer per id between the
+    /// first and the last).
     ///
     /// Node ids continue after the largest restored (a store that must never see an id
     /// again after [`forget_workflow`](Self::forget_workflow) keeps its own sequence).
     pub fn restore(
         records: impl IntoIterator<Item = (NodeRecord, Option<T>)>,
     ) -> Result<RestoredGraph<T>, GraphError> {
+        let records: Vec<(NodeRecord, Option<T>)> = records.into_iter().collect();
         let mut g = Graph::new();
+        let first = records.iter().map(|r| r.0.node).min();
+        let last = records.iter().map(|r| r.0.node).max();
+        if let (Some(first), Some(last)) = (first, last) {
+            if g.nodes.reserve_span(first, last).is_err() {
+                return Err(GraphError::IdSpan { first, last });
+            }
+        }
         let mut steps: BTreeMap<WorkflowId, Vec<(NodeId, String)>> = BTreeMap::new();
         for (r, payload) in records {
             if g.nodes.contains_key(&r.node) {
@@ -185,7 +195,7 @@ impl<T> Graph<T> {
             .nodes
             .iter()
             .filter(|(_, n)| n.state == State::Pending)
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect();
         for &id in &pending {
             let (waiting, failed) = g.recount(id);
@@ -210,7 +220,7 @@ impl<T> Graph<T> {
     /// Children lists from the parents lists, batch members and counts; refuses unknown
     /// parents and circles.
     fn link(&mut self) -> Result<(), GraphError> {
-        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        let ids: Vec<NodeId> = self.nodes.keys().collect();
         for &id in &ids {
             self.check_parents(&self.nodes[&id].parents)?;
             for i in 0..self.nodes[&id].parents.len() {
@@ -234,7 +244,7 @@ impl<T> Graph<T> {
         let mut waiting: BTreeMap<NodeId, usize> = self
             .nodes
             .iter()
-            .map(|(&id, n)| (id, n.parents.len()))
+            .map(|(id, n)| (id, n.parents.len()))
             .collect();
         let mut ready: Vec<NodeId> = waiting.iter().filter(|e| *e.1 == 0).map(|e| *e.0).collect();
         let mut done = BTreeSet::new();
