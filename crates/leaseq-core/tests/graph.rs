@@ -292,6 +292,15 @@ fn restore_refuses_records_that_are_no_graph_and_heals_a_lost_release() {
         with(&|r| r[1].1 = None),
         GraphError::WrongState { .. }
     ));
+    let far = NodeId::new(u64::MAX);
+    assert_eq!(
+        with(&|r| r[1].0.node = far),
+        GraphError::IdSpan {
+            first: a,
+            last: far
+        },
+        "refused, not an allocation of 2^64 slots"
+    );
     assert!(matches!(
         with(&|r| r[0].0.message = Some(m(2))),
         GraphError::WrongState { .. }
