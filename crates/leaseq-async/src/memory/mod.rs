@@ -265,7 +265,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// (+70 instructions an item of the 748 of `benches/instructions.sh path`), items kept
     /// in an `Arc` and copied from it after the lock (+170: an allocation at the push, its
     /// free at the ack, two atomic counts; and a new `T: Sync` bound), or a tag on each
-    /// item saying whether it is shared (+18); a live item lent out for the copy, as a
+    /// item saying whether it is shared (+33; leaseq-core's example `item_copy_cost`
+    /// measures both); a live item lent out for the copy, as a
     /// dead letter is, would leave the core without it while its lease can run out. With
     /// the record of finished jobs by kind, a new dead letter's `ItemKind` is read under
     /// it too (`record_dead`). A `parking_lot` mutex: it spins briefly before
