@@ -38,6 +38,7 @@
 
 mod auth;
 mod chart;
+mod chart_time;
 mod csrf;
 mod dashboard;
 mod html;
@@ -46,9 +47,11 @@ mod metrics;
 mod operator;
 mod pages;
 mod payload;
+mod pools;
 mod postgres;
 mod query;
 mod sqlite;
+mod throughput;
 
 pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};

@@ -170,6 +170,12 @@ async fn list<O: Operator>(
     } else {
         live_table(app, &mut h, queue, &items);
     }
+    if tab == Tab::Live {
+        let queues = [queue.to_string()];
+        if let Err(e) = crate::pages::activity::section(app, &mut h, &queues).await {
+            return app.error(&e);
+        }
+    }
     let rest = if tab == Tab::Dead { "/dead" } else { "" };
     pager(
         &mut h,
