@@ -87,11 +87,24 @@ fn frame(h: &mut Html, id: &'static str, label: &'static str, m: &Minutes, top: 
 
 /// Finished jobs per minute, stacked by outcome, scaled to the busiest minute.
 pub(crate) fn throughput(h: &mut Html, m: &Minutes) {
-    let max = m.counts.iter().map(|c| c.iter().sum::<u64>()).max().unwrap_or(0);
-    frame(h, "throughput", "finished jobs per minute", m, &max.to_string());
+    let max = m
+        .counts
+        .iter()
+        .map(|c| c.iter().sum::<u64>())
+        .max()
+        .unwrap_or(0);
+    frame(
+        h,
+        "throughput",
+        "finished jobs per minute",
+        m,
+        &max.to_string(),
+    );
     for (i, c) in m.counts.iter().enumerate() {
         let minute = m.first + i as u64;
-        h.raw("<g class=\"minute\" data-minute=\"").show(minute).raw("\"");
+        h.raw("<g class=\"minute\" data-minute=\"")
+            .show(minute)
+            .raw("\"");
         for (o, _, attr) in STACK {
             h.raw(" ").raw(attr).raw("=\"").show(get(c, o)).raw("\"");
         }
@@ -131,7 +144,9 @@ pub(crate) fn failure_rate(h: &mut Html, m: &Minutes) {
     frame(h, "failure-rate", "failure rate per minute", m, "100%");
     for (i, c) in m.counts.iter().enumerate() {
         let minute = m.first + i as u64;
-        h.raw("<g class=\"minute\" data-minute=\"").show(minute).raw("\"");
+        h.raw("<g class=\"minute\" data-minute=\"")
+            .show(minute)
+            .raw("\"");
         let Some(ppm) = failure_ppm(c) else {
             h.raw("><title>")
                 .text(&clock(minute))

@@ -115,7 +115,11 @@ impl<O: Operator> Dashboard<O> {
     /// stuck, the timeout its advisor suggests per item type (read through
     /// [`Pool::watch`](leaseq_async::Pool::watch) at each page load; the pool's own shutdown
     /// stays the service's). Without a pool the page says it needs one.
-    pub fn with_pool<T, R, S>(mut self, name: impl Into<String>, pool: &Pool<T, R, S>) -> Dashboard<O>
+    pub fn with_pool<T, R, S>(
+        mut self,
+        name: impl Into<String>,
+        pool: &Pool<T, R, S>,
+    ) -> Dashboard<O>
     where
         T: Clone + Send + Sync + 'static,
         R: Runtime,

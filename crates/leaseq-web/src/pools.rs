@@ -58,12 +58,17 @@ impl Pools {
 
     /// A look at each pool, with its name.
     pub(crate) fn looks(&self) -> Vec<(&str, PoolLook)> {
-        self.0.iter().map(|(n, look)| (n.as_str(), look())).collect()
+        self.0
+            .iter()
+            .map(|(n, look)| (n.as_str(), look()))
+            .collect()
     }
 }
 
 impl fmt::Debug for Pools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.iter().map(|(n, _)| n)).finish()
+        f.debug_list()
+            .entries(self.0.iter().map(|(n, _)| n))
+            .finish()
     }
 }

@@ -19,7 +19,9 @@ impl Record {
     /// `n` entries, the last finished at `last`, one every `every` before it; every third
     /// dead-lettered, every fifth cancelled.
     fn new(n: u64, last: SystemTime, every: Duration) -> Record {
-        let entries = (0..n).map(|i| entry(i, last - every * (n - 1 - i) as u32)).collect();
+        let entries = (0..n)
+            .map(|i| entry(i, last - every * (n - 1 - i) as u32))
+            .collect();
         Record(std::sync::Mutex::new(entries))
     }
 
@@ -32,7 +34,13 @@ impl Record {
     /// What the chart must hold: counts by outcome of the entries from `since` on.
     fn totals(&self, since: SystemTime) -> [u64; 4] {
         let mut t = [0; 4];
-        for e in self.0.lock().unwrap().iter().filter(|e| e.finished_at >= since) {
+        for e in self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.finished_at >= since)
+        {
             t[usize::from(e.outcome.code())] += 1;
         }
         t
@@ -117,14 +125,20 @@ async fn the_hour_of_a_longer_record_is_counted_once() {
     }
     let again = t.minutes(&record, "q", later).await.unwrap();
     assert_eq!(totals(&again), record.totals(since(later)));
-    assert_eq!(again.counts.iter().flatten().sum::<u64>(), totals(&m).iter().sum::<u64>() + 4);
+    assert_eq!(
+        again.counts.iter().flatten().sum::<u64>(),
+        totals(&m).iter().sum::<u64>() + 4
+    );
 }
 
 #[tokio::test]
 async fn a_record_of_only_new_or_only_old_entries() {
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let fresh = Record::new(50, now, Duration::from_secs(1));
-    let m = Throughput::default().minutes(&fresh, "q", now).await.unwrap();
+    let m = Throughput::default()
+        .minutes(&fresh, "q", now)
+        .await
+        .unwrap();
     assert_eq!(totals(&m), fresh.totals(since(now)));
     assert_eq!(totals(&m).iter().sum::<u64>(), 50);
 
@@ -132,7 +146,10 @@ async fn a_record_of_only_new_or_only_old_entries() {
     let m = Throughput::default().minutes(&old, "q", now).await.unwrap();
     assert_eq!(totals(&m), [0; 4]);
     let empty = Record::new(0, now, Duration::from_secs(1));
-    let m = Throughput::default().minutes(&empty, "q", now).await.unwrap();
+    let m = Throughput::default()
+        .minutes(&empty, "q", now)
+        .await
+        .unwrap();
     assert_eq!((totals(&m), m.partial), ([0; 4], false));
 }
 
@@ -144,7 +161,10 @@ async fn a_load_reads_at_most_its_pages_and_the_next_one_reads_on() {
     let t = Throughput::default();
     let first = t.minutes(&record, "q", now).await.unwrap();
     assert!(first.partial);
-    assert_eq!(first.counts.iter().flatten().sum::<u64>(), (MAX_PAGES * PAGE) as u64);
+    assert_eq!(
+        first.counts.iter().flatten().sum::<u64>(),
+        (MAX_PAGES * PAGE) as u64
+    );
     let second = t.minutes(&record, "q", now).await.unwrap();
     assert!(!second.partial);
     assert_eq!(totals(&second), record.totals(since(now)));

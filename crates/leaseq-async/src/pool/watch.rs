@@ -65,7 +65,10 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// A read-only handle on this pool, for a dashboard or a status page of the same
     /// process (see [`PoolWatch`]).
     pub fn watch(&self) -> PoolWatch<T, R, S> {
-        let workers = self.tasks.lock().map_or_else(|e| e.into_inner().len(), |t| t.len());
+        let workers = self
+            .tasks
+            .lock()
+            .map_or_else(|e| e.into_inner().len(), |t| t.len());
         PoolWatch {
             queue: self.queue.clone(),
             shared: Arc::clone(&self.shared),

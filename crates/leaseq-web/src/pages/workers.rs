@@ -78,7 +78,12 @@ fn pool<O: Operator>(app: &App<O>, h: &mut Html, name: &str, p: &PoolLook) {
         "-".to_string()
     };
     card(h, "busy", "Busy", &busy);
-    card(h, "live", "Running", &format!("{} of {}", p.live, p.workers));
+    card(
+        h,
+        "live",
+        "Running",
+        &format!("{} of {}", p.live, p.workers),
+    );
     card(h, "stuck", "Stuck now", &stuck_now.to_string());
     let s = &p.stats;
     card(h, "ok", "Done", &s.ok.to_string());
