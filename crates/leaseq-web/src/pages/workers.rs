@@ -33,13 +33,15 @@ pub(crate) async fn workers<O: Operator>(State(app): State<Arc<App<O>>>) -> Resp
     app.page(StatusCode::OK, "Workers", &h)
 }
 
-/// A duration as `1.5s`, `2.0m`, `1.2h`, or `-`.
+/// A duration as `<1ms`, `15ms`, `1.5s`, `2.0m`, `1.2h`, or `-`.
 fn span(d: Option<Duration>) -> String {
     let Some(d) = d else {
         return "-".to_string();
     };
     let s = d.as_secs_f64();
-    if s < 1.0 {
+    if d < Duration::from_millis(1) {
+        "<1ms".to_string()
+    } else if s < 1.0 {
         format!("{}ms", d.as_millis())
     } else if s < 120.0 {
         format!("{s:.1}s")
@@ -142,7 +144,7 @@ fn running<O: Operator>(app: &App<O>, h: &mut Html, p: &PoolLook) {
             .raw("</td><td class=\"n\">")
             .text(&span(Some(r.running_for)))
             .raw(if r.stuck {
-                "</td><td class=\"error\">stuck</td></tr>"
+                "</td><td class=\"stuck\">stuck</td></tr>"
             } else {
                 "</td><td>-</td></tr>"
             });
