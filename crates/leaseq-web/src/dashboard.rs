@@ -150,7 +150,7 @@ impl<O: Operator> Dashboard<O> {
             base: self.base,
             csrf,
             pools: self.pools,
-            throughput: crate::throughput::Throughput::default(),
+            charts: crate::throughput_cache::Charts::default(),
         });
         let not_found = Arc::clone(&app);
         let router = Router::new()

@@ -23,7 +23,7 @@ pub(crate) struct App<O> {
     /// The pools of this process, if mounted in it with them.
     pub(crate) pools: crate::pools::Pools,
     /// The finished jobs per minute read so far, for the charts.
-    pub(crate) throughput: crate::throughput::Throughput,
+    pub(crate) charts: crate::throughput_cache::Charts,
 }
 
 impl<O: Operator> App<O> {

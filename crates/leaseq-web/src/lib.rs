@@ -54,6 +54,7 @@ mod postgres;
 mod query;
 mod sqlite;
 mod throughput;
+mod throughput_cache;
 
 pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};

@@ -57,6 +57,26 @@ impl Minutes {
         self.partial |= other.partial;
     }
 
+    /// These counts in the window that starts at minute `first` (minutes before it dropped,
+    /// minutes after these empty).
+    pub(crate) fn aligned(&self, first: u64) -> Minutes {
+        let mut out = Minutes {
+            first,
+            counts: vec![[0; 4]; WINDOW as usize],
+            partial: self.partial,
+        };
+        for (i, c) in self.counts.iter().enumerate() {
+            let m = self.first + i as u64;
+            if let Some(slot) = m
+                .checked_sub(first)
+                .and_then(|at| out.counts.get_mut(at as usize))
+            {
+                *slot = *c;
+            }
+        }
+        out
+    }
+
     /// Entries of every minute with `outcome`.
     pub(crate) fn total(&self, outcome: FinishOutcome) -> u64 {
         let i = usize::from(outcome.code());
@@ -101,12 +121,17 @@ impl Throughput {
         let since = SystemTime::UNIX_EPOCH + Duration::from_secs(out.first * 60);
         let mut tails = self.tails.lock().await;
         let tail = tails.entry(queue.to_string()).or_default();
+        // (A record found empty by the search is not read again in this load.)
+        let mut reads = 0..MAX_PAGES + 1;
         if !tail.placed {
-            tail.cursor = start(op, queue, since).await?;
+            match start(op, queue, since).await? {
+                Some(cursor) => tail.cursor = cursor,
+                None => reads = 0..0,
+            }
             tail.placed = true;
         }
         let mut newest = None;
-        for read in 0.. {
+        for read in reads {
             if read == MAX_PAGES {
                 out.partial = true;
                 break;
@@ -140,23 +165,25 @@ impl Throughput {
     }
 }
 
-/// The cursor before `queue`'s first entry that finished at `since` or later (`None`: from
-/// the oldest).
+/// The cursor before `queue`'s first entry that finished at `since` or later (`Some(None)`:
+/// from the oldest; `None`: the record has no entry).
 async fn start<O: Operator>(
     op: &O,
     queue: &str,
     since: SystemTime,
-) -> Result<Option<u64>, OperatorError> {
+) -> Result<Option<Option<u64>>, OperatorError> {
     // The first entry numbered above `after`.
     let probe = |after: Option<u64>| async move {
         let mut q = HistoryQuery::first(1);
         q.after = after;
         Ok::<Option<Finished>, OperatorError>(op.history(queue, &q).await?.into_iter().next())
     };
-    let first = probe(None).await?;
-    let Some(first) = first.filter(|e| e.finished_at < since) else {
+    let Some(first) = probe(None).await? else {
         return Ok(None);
     };
+    if first.finished_at >= since {
+        return Ok(Some(None));
+    }
     // Every entry up to `lo` is older than `since`; the first one after `hi` is not (or
     // there is none).
     let mut lo = first.seq;
@@ -179,7 +206,7 @@ async fn start<O: Operator>(
             _ => hi = mid,
         }
     }
-    Ok(Some(lo))
+    Ok(Some(Some(lo)))
 }
 
 #[cfg(test)]

@@ -170,3 +170,18 @@ async fn a_load_reads_at_most_its_pages_and_the_next_one_reads_on() {
     assert_eq!(totals(&second), record.totals(since(now)));
     assert_eq!(second.counts.iter().flatten().sum::<u64>(), n);
 }
+
+#[test]
+fn numbers_read_a_minute_ago_move_to_the_window_of_now() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let mut m = super::Minutes::empty(now);
+    m.counts[0] = [1, 0, 0, 0];
+    m.counts[59] = [0, 2, 0, 0];
+    let later = m.aligned(m.first + 1);
+    assert_eq!(later.first, m.first + 1);
+    assert_eq!(later.counts.len(), WINDOW as usize);
+    // The oldest minute left the window; the last one is one step further back.
+    assert_eq!(later.counts[58], [0, 2, 0, 0]);
+    assert_eq!(later.counts.iter().flatten().sum::<u64>(), 2);
+    assert_eq!(m.aligned(m.first), m);
+}

@@ -2,6 +2,7 @@
 //! page show them: read from the store's record of finished jobs, or a note saying why
 //! there is no chart.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use leaseq_async::FinishOutcome;
@@ -10,11 +11,10 @@ use crate::chart_time;
 use crate::html::Html;
 use crate::layout::App;
 use crate::operator::{Operator, OperatorError};
-use crate::throughput::Minutes;
 
 /// The section for `queues` (their counts added up), under a heading.
 pub(crate) async fn section<O: Operator>(
-    app: &App<O>,
+    app: &Arc<App<O>>,
     h: &mut Html,
     queues: &[String],
 ) -> Result<(), OperatorError> {
@@ -23,14 +23,7 @@ pub(crate) async fn section<O: Operator>(
         h.raw("<p class=\"muted\" id=\"no-activity\">No throughput chart: this store keeps no record of finished jobs.</p></section>");
         return Ok(());
     }
-    let now = SystemTime::now();
-    let mut all = Minutes::empty(now);
-    for q in queues {
-        let m = app.throughput.minutes(&app.op, q, now).await?;
-        if m.first == all.first {
-            all.add(&m);
-        }
-    }
+    let all = crate::throughput_cache::last_hour(app, queues, SystemTime::now()).await?;
     let finished: u64 = FinishOutcome::ALL.iter().map(|o| all.total(*o)).sum();
     if finished == 0 {
         h.raw("<p class=\"muted\" id=\"no-activity\">No job finished in the last hour (a store records finished jobs only when opened with a retention window).</p></section>");
@@ -55,6 +48,6 @@ pub(crate) async fn section<O: Operator>(
     if all.partial {
         h.raw("<p class=\"muted\" id=\"partial\">Some of the hour's entries are still to be read: reload for the rest.</p>");
     }
-    h.raw("<p class=\"muted\">From the store's record of finished jobs, minutes in UTC.</p></section>");
+    h.raw("<p class=\"muted\">From the store's record of finished jobs, read again at most every few seconds; minutes in UTC.</p></section>");
     Ok(())
 }

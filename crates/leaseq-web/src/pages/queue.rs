@@ -96,7 +96,7 @@ pub(crate) async fn dead<O: Operator>(
 }
 
 async fn list<O: Operator>(
-    app: &App<O>,
+    app: &Arc<App<O>>,
     queue: &str,
     q: &HashMap<String, String>,
     tab: Tab,
