@@ -115,6 +115,25 @@ impl<O: Operator> Dashboard<O> {
     /// stuck, the timeout its advisor suggests per item type (read through
     /// [`Pool::watch`](leaseq_async::Pool::watch) at each page load; the pool's own shutdown
     /// stays the service's). Without a pool the page says it needs one.
+    ///
+    /// ```no_run
+    /// # async fn run(op: leaseq_web::SqliteOperator, queue: leaseq_tokio::LeaseQueue<Vec<u8>>) {
+    /// use std::time::Duration;
+    /// let pool = leaseq_tokio::Pool::builder(queue)
+    ///     .workers(4)
+    ///     .watchdog(leaseq_async::Watchdog::default())
+    ///     .spawn(|_job| async { Ok(()) });
+    /// let app: axum::Router = axum::Router::new().nest(
+    ///     "/admin",
+    ///     leaseq_web::Dashboard::new(op)
+    ///         .base_path("/admin")
+    ///         .with_pool("mailer", &pool)
+    ///         .router(),
+    /// );
+    /// // ... serve `app`; at the end, the pool is the service's to shut down:
+    /// pool.shutdown(Duration::from_secs(10)).await;
+    /// # }
+    /// ```
     pub fn with_pool<T, R, S>(
         mut self,
         name: impl Into<String>,
