@@ -201,6 +201,7 @@ mod open;
 mod open_error;
 mod options;
 mod pause;
+mod push;
 mod receive;
 mod restore;
 mod schedule;
