@@ -26,6 +26,16 @@ pub(crate) struct App<O> {
     pub(crate) charts: crate::throughput_cache::Charts,
 }
 
+impl<O: Operator> crate::throughput_cache::ChartSource for App<O> {
+    type Op = O;
+    fn op(&self) -> &O {
+        &self.op
+    }
+    fn charts(&self) -> &crate::throughput_cache::Charts {
+        &self.charts
+    }
+}
+
 impl<O: Operator> App<O> {
     /// The link to `path` (which starts with `/`).
     pub(crate) fn link(&self, path: &str) -> String {

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::layout::App;
 use crate::operator::{Operator, OperatorError};
 use crate::throughput::{Minutes, Throughput};
 
@@ -26,23 +25,34 @@ pub(crate) struct Charts {
     refreshing: AtomicBool,
 }
 
-/// Clears [`Charts::refreshing`] when the refresh ends, however it ends.
-struct Refreshing<O: Operator>(Arc<App<O>>);
+/// What [`last_hour`] reads through: the dashboard's operator and its [`Charts`] (the
+/// dashboard's state implements it, so that this module does not depend on the layout).
+pub(crate) trait ChartSource: Send + Sync + 'static {
+    /// The operator the record is read through.
+    type Op: Operator;
+    /// The operator.
+    fn op(&self) -> &Self::Op;
+    /// The numbers read so far.
+    fn charts(&self) -> &Charts;
+}
 
-impl<O: Operator> Drop for Refreshing<O> {
+/// Clears [`Charts::refreshing`] when the refresh ends, however it ends.
+struct Refreshing<A: ChartSource>(Arc<A>);
+
+impl<A: ChartSource> Drop for Refreshing<A> {
     fn drop(&mut self) {
-        self.0.charts.refreshing.store(false, Ordering::Release);
+        self.0.charts().refreshing.store(false, Ordering::Release);
     }
 }
 
 /// The last hour of `queues` added up, as of `now`: numbers read before served as they are
 /// (a refresh of the stale ones started in the background), a queue never read read now.
-pub(crate) async fn last_hour<O: Operator>(
-    app: &Arc<App<O>>,
+pub(crate) async fn last_hour<A: ChartSource>(
+    app: &Arc<A>,
     queues: &[String],
     now: SystemTime,
 ) -> Result<Minutes, OperatorError> {
-    let charts = &app.charts;
+    let charts = app.charts();
     let mut all = Minutes::empty(now);
     let (mut unread, mut stale) = (Vec::new(), Vec::new());
     {
@@ -60,7 +70,7 @@ pub(crate) async fn last_hour<O: Operator>(
         }
     }
     for q in unread {
-        let m = charts.reader.minutes(&app.op, q, now).await?;
+        let m = charts.reader.minutes(app.op(), q, now).await?;
         all.add(&m.aligned(all.first));
         charts
             .last
@@ -74,13 +84,13 @@ pub(crate) async fn last_hour<O: Operator>(
             let app = &guard.0;
             for q in stale {
                 match app
-                    .charts
+                    .charts()
                     .reader
-                    .minutes(&app.op, &q, SystemTime::now())
+                    .minutes(app.op(), &q, SystemTime::now())
                     .await
                 {
                     Ok(m) => {
-                        let mut last = app.charts.last.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut last = app.charts().last.lock().unwrap_or_else(|p| p.into_inner());
                         last.insert(q, (Instant::now(), m));
                     }
                     Err(e) => {
