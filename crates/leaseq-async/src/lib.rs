@@ -125,6 +125,7 @@ mod closing;
 mod codec;
 mod consumer;
 mod dead_filter;
+pub mod dependencies;
 mod delivery;
 mod diagnosis;
 mod driver;

@@ -206,7 +206,17 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Puts a dead letter back, visible at once, attempts reset.
     pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
         // (Releasing the lock wakes a receiver for it.)
-        self.with_core(|core, now| core.redrive(id, now))
+        let now = self.rt.now();
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        let r = st.core.redrive(id, now);
+        if r.is_ok() && st.graph.graph.tracks(id) {
+            st.graph_redriven(id, &self.inbox);
+        }
+        r
     }
 
     /// Takes every core event not yet taken, oldest first, each with a copy of the dead

@@ -104,6 +104,9 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         };
         if r.is_ok() {
             st.progress.remove(id);
+            if st.graph.graph.tracks(id) {
+                st.graph_settle(id, leaseq_core::graph::Fate::Cancelled, &self.inbox);
+            }
         }
         drop(st);
         if let (Ok(item), true) = (&r, self.records()) {

@@ -1,0 +1,97 @@
+//! The dependency graph beside the memory store's core ([`leaseq_core::graph`]): the hooks
+//! that tell it each outcome under the lock that made it, and the pushes of what it
+//! releases in that same lock hold.
+//!
+//! Who tells the graph what:
+//! - an **ack** (`State::ack_ticket`, every ack path): one `tracks` check, an empty-map
+//!   check while no graph is in use; a tracked job's dependents are pushed before the
+//!   lock is released, so no receiver sees the ack without them;
+//! - a **cancel** (`Store::cancel`) and a **redrive** (`MemoryStore::redrive`), under
+//!   their locks;
+//! - a **dead letter** (a nack, a lease or item that ran out) through the core's noted
+//!   dead letters, drained by `record_dead` (the driver's step, or any operator's lock)
+//!   for the record of finished jobs and the graph both. Once the graph is in use the
+//!   queue watches the core, so a lock that makes a dead letter wakes the driver.
+//!
+//! Releasing a dependent changes no live count (an ack takes one item out, the push puts
+//! one in); the lock's guard wakes receivers by the *ready* count, which the push raised,
+//! so a waiting receiver is woken (tests/graph_chain.rs).
+
+use leaseq_core::graph::{Changes, Fate, Graph, NodeId};
+use leaseq_core::{MessageId, PushOptions};
+
+use super::inbox::Inbox;
+use super::State;
+
+/// The graph and what belongs with it, in [`State`].
+#[derive(Debug)]
+pub(crate) struct GraphState<T> {
+    pub(crate) graph: Graph<T>,
+    /// Whether the graph was ever used (the core then notes dead letters for it).
+    pub(crate) on: bool,
+    /// Released jobs the core refused (it cannot on the unbounded queues the graph is
+    /// allowed on; kept rather than lost, and pushed again at the next drain).
+    pub(crate) stranded: Vec<(NodeId, T)>,
+}
+
+impl<T> GraphState<T> {
+    pub(crate) const fn new() -> Self {
+        GraphState {
+            graph: Graph::new(),
+            on: false,
+            stranded: Vec::new(),
+        }
+    }
+}
+
+impl<T> State<T> {
+    /// Tells the graph `fate` of the tracked message `id` and pushes what it releases.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn graph_settle(&mut self, id: MessageId, fate: Fate, inbox: &Inbox<T>) {
+        let changes = self.graph.graph.settle(id, fate);
+        self.push_released(changes, inbox);
+    }
+
+    /// Tells the graph that the tracked dead letter `id` was redriven.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn graph_redriven(&mut self, id: MessageId, inbox: &Inbox<T>) {
+        let changes = self.graph.graph.redriven(id);
+        self.push_released(changes, inbox);
+    }
+
+    /// Tells the graph of the dead letters the core noted (see `record_dead`).
+    pub(super) fn graph_dead(&mut self, ids: &[MessageId], inbox: &Inbox<T>) {
+        let stranded = std::mem::take(&mut self.graph.stranded);
+        self.push_each(stranded, inbox);
+        for &id in ids {
+            if self.graph.graph.tracks(id) {
+                self.graph_settle(id, Fate::DeadLettered, inbox);
+            }
+        }
+    }
+
+    /// Pushes each job `changes` released, plain and visible now, and tells the graph its
+    /// message. (Cancelled, held and revived jobs stay in the graph: nothing to push.)
+    pub(super) fn push_released(&mut self, changes: Changes<T>, inbox: &Inbox<T>) {
+        self.push_each(changes.ready, inbox);
+    }
+
+    fn push_each(&mut self, ready: Vec<(NodeId, T)>, inbox: &Inbox<T>) {
+        let now = self.core.now();
+        for (node, payload) in ready {
+            let pushed = inbox.push_direct(&mut self.core, |core, id| {
+                core.push_with_id(id, payload, now, PushOptions::new())
+            });
+            match pushed {
+                Ok(message) => {
+                    // The node was released just now and the id is fresh: accepted.
+                    let told = self.graph.graph.queued(node, message);
+                    debug_assert!(told.is_ok(), "{told:?}");
+                }
+                Err(e) => self.graph.stranded.push((node, e.into_item())),
+            }
+        }
+    }
+}
