@@ -44,11 +44,11 @@
 
 use std::fmt;
 
-use leaseq_core::graph::{GraphError, ResultError, WorkflowError};
 pub use leaseq_core::graph::{
     BatchCounts, BatchId, BatchOn, NodeId, OnFailedParent, StepState, WorkflowId, WorkflowSpec,
     MAX_RESULT_LEN,
 };
+use leaseq_core::graph::{GraphError, ResultError, WorkflowError};
 use leaseq_core::{MessageId, RedriveError};
 
 use crate::store::Store;

@@ -50,7 +50,11 @@ fn a_three_step_workflow_runs_in_order_through_a_pool() {
         let seen = seen.lock().unwrap().clone();
         let names: Vec<&str> = seen.iter().map(|s| s.0).collect();
         assert_eq!(names, ["resize", "upload", "notify"]);
-        assert_eq!(seen[1].1.as_deref(), Some(&b"resize"[..]), "upload reads resize's result");
+        assert_eq!(
+            seen[1].1.as_deref(),
+            Some(&b"resize"[..]),
+            "upload reads resize's result"
+        );
         assert_eq!(seen[2].1.as_deref(), Some(&b"upload"[..]));
         for (name, _, parents) in &seen {
             assert!(
@@ -60,7 +64,10 @@ fn a_three_step_workflow_runs_in_order_through_a_pool() {
         }
         let steps = q.store().workflow_steps(wf).unwrap();
         assert_eq!(steps.len(), 3);
-        assert!(steps.iter().all(|s| matches!(s.state, StepState::Acked(_))), "{steps:?}");
+        assert!(
+            steps.iter().all(|s| matches!(s.state, StepState::Acked(_))),
+            "{steps:?}"
+        );
         assert_eq!(q.stats().acked, 3);
     });
 }
@@ -94,7 +101,10 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
                                 .filter(|p| matches!(p.state, StepState::DeadLettered(_)))
                                 .count();
                             let results = parents.iter().filter(|p| p.result.is_some()).count();
-                            callbacks.lock().unwrap().push((parents.len(), acked, dead, results));
+                            callbacks
+                                .lock()
+                                .unwrap()
+                                .push((parents.len(), acked, dead, results));
                             Ok(())
                         }
                         n if n % 10 == 0 => Err(JobError::permanent("bad input")),
@@ -117,7 +127,11 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
         sleep(&rt, Duration::from_secs(1)).await;
         q.wait_empty().await;
         pool.shutdown(Duration::from_secs(1)).await;
-        assert_eq!(*callbacks.lock().unwrap(), [(1000, 900, 100, 900)], "run once");
+        assert_eq!(
+            *callbacks.lock().unwrap(),
+            [(1000, 900, 100, 900)],
+            "run once"
+        );
         let counts = q.store().batch_counts(batch).unwrap();
         let mut expected = BatchCounts::default();
         (expected.total, expected.acked, expected.dead_lettered) = (1000, 900, 100);
@@ -130,7 +144,11 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
 /// releases it, `Hold` holds it until the parent is redriven and acked.
 #[test]
 fn a_failed_parent_does_what_each_policy_says() {
-    for policy in [OnFailedParent::Cancel, OnFailedParent::Run, OnFailedParent::Hold] {
+    for policy in [
+        OnFailedParent::Cancel,
+        OnFailedParent::Run,
+        OnFailedParent::Hold,
+    ] {
         sim::run(|rt| async move {
             let q: LeaseQueue<&'static str, SimRuntime> = sim::queue(&rt, config());
             let parent = q.try_push("parent").unwrap();
@@ -176,15 +194,26 @@ fn a_retried_step_brings_back_what_its_failure_cancelled() {
             .step("a", "a", &[])
             .step("b", "b", &["a"]);
         let wf = q.store().push_workflow(spec).unwrap();
-        q.receive().await.unwrap().dead_letter("down").await.unwrap();
+        q.receive()
+            .await
+            .unwrap()
+            .dead_letter("down")
+            .await
+            .unwrap();
         sleep(&rt, Duration::from_millis(1)).await;
         let states = |q: &LeaseQueue<&'static str, SimRuntime>| -> Vec<StepState> {
             let steps = q.store().workflow_steps(wf).unwrap();
             steps.into_iter().map(|s| s.state).collect()
         };
-        assert!(matches!(states(&q)[..], [StepState::DeadLettered(_), StepState::Cancelled]));
+        assert!(matches!(
+            states(&q)[..],
+            [StepState::DeadLettered(_), StepState::Cancelled]
+        ));
         q.store().retry_step(wf, "a").unwrap();
-        assert!(matches!(states(&q)[..], [StepState::Queued(_), StepState::Pending]));
+        assert!(matches!(
+            states(&q)[..],
+            [StepState::Queued(_), StepState::Pending]
+        ));
         let a = q.receive().await.unwrap();
         assert_eq!(*a.item(), "a");
         a.ack().await.unwrap();
@@ -207,12 +236,18 @@ fn a_dependent_is_never_receivable_before_its_parents_ack() {
             .push_after(2, &[parent.into()], OnFailedParent::Cancel)
             .unwrap();
         let d = q.receive().await.unwrap();
-        assert!(q.try_receive().is_none(), "child hidden while the parent runs");
+        assert!(
+            q.try_receive().is_none(),
+            "child hidden while the parent runs"
+        );
         d.nack("again").await.unwrap();
         let d = q.receive().await.unwrap();
         assert_eq!(*d.item(), 1);
         sleep(&rt, Duration::from_secs(11)).await; // its lease runs out
-        assert!(q.store().job_state(q.store().job_of(parent).unwrap()).is_some());
+        assert!(q
+            .store()
+            .job_state(q.store().job_of(parent).unwrap())
+            .is_some());
         let d = q.receive().await.unwrap();
         assert_eq!(*d.item(), 1, "the child is still not receivable");
         let got = Arc::new(Mutex::new(None));
@@ -227,7 +262,11 @@ fn a_dependent_is_never_receivable_before_its_parents_ack() {
         assert_eq!(*got.lock().unwrap(), None);
         d.ack().await.unwrap();
         sleep(&rt, Duration::from_millis(1)).await;
-        assert_eq!(*got.lock().unwrap(), Some(2), "the ack woke the waiting receiver");
+        assert_eq!(
+            *got.lock().unwrap(),
+            Some(2),
+            "the ack woke the waiting receiver"
+        );
     });
 }
 
@@ -237,8 +276,14 @@ fn a_dependent_is_never_receivable_before_its_parents_ack() {
 fn refused_pushes_hand_the_item_back() {
     sim::run(|rt| async move {
         let q: LeaseQueue<u8, SimRuntime> = sim::queue(&rt, config().with_capacity(4));
-        let refused = q.store().push_after(7, &[], OnFailedParent::Cancel).unwrap_err();
-        assert_eq!((refused.error, refused.payload), (DependencyError::Bounded, 7));
+        let refused = q
+            .store()
+            .push_after(7, &[], OnFailedParent::Cancel)
+            .unwrap_err();
+        assert_eq!(
+            (refused.error, refused.payload),
+            (DependencyError::Bounded, 7)
+        );
         let q: LeaseQueue<u8, SimRuntime> = sim::queue(&rt, config());
         let never = q.try_push(1).unwrap().get() + 5;
         let never = leaseq_async::MessageId::new(never);

@@ -90,7 +90,10 @@ fn check_received(q: &Q, jobs: &[Job], messages: &mut HashMap<u32, MessageId>, d
     if job.policy != OnFailedParent::Run {
         for &p in &job.parents {
             let state = q.store().job_state(jobs[p].node).unwrap();
-            assert!(matches!(state, StepState::Acked(_)), "job {item} received; parent {p} {state:?}");
+            assert!(
+                matches!(state, StepState::Acked(_)),
+                "job {item} received; parent {p} {state:?}"
+            );
         }
     }
 }

@@ -8,8 +8,8 @@ use leaseq_core::graph::{StepState, WorkflowId, WorkflowSpec};
 use leaseq_core::MessageId;
 
 use super::{Locked, MemoryStore, State};
-use crate::dependencies::{DependencyError, DependencyStore, Parent, ParentOutcome, Refused};
 use crate::dependencies::WorkflowStep;
+use crate::dependencies::{DependencyError, DependencyStore, Parent, ParentOutcome, Refused};
 use crate::runtime::Runtime;
 
 impl<T, R: Runtime> MemoryStore<T, R> {
@@ -89,10 +89,18 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
     ) -> Result<NodeId, Refused<T>> {
         let mut st = match self.graph_lock() {
             Ok(st) => st,
-            Err(error) => return Err(Refused { error, payload: item }),
+            Err(error) => {
+                return Err(Refused {
+                    error,
+                    payload: item,
+                })
+            }
         };
         if let Err(error) = st.check_messages(parents) {
-            return Err(Refused { error, payload: item });
+            return Err(Refused {
+                error,
+                payload: item,
+            });
         }
         let nodes = st.parent_nodes(parents);
         match st.graph.graph.add(item, &nodes, policy) {
@@ -110,7 +118,12 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
     fn push_workflow(&self, spec: WorkflowSpec<T>) -> Result<WorkflowId, Refused<WorkflowSpec<T>>> {
         let mut st = match self.graph_lock() {
             Ok(st) => st,
-            Err(error) => return Err(Refused { error, payload: spec }),
+            Err(error) => {
+                return Err(Refused {
+                    error,
+                    payload: spec,
+                })
+            }
         };
         match st.graph.graph.add_workflow(spec) {
             Ok(added) => {
