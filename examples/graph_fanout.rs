@@ -37,7 +37,12 @@ async fn independent(rt: &TokioRuntime) -> Duration {
         q.try_push(i).expect("open, unbounded");
     }
     for _ in 0..JOBS {
-        q.receive().await.expect("an item").ack().await.expect("fresh lease");
+        q.receive()
+            .await
+            .expect("an item")
+            .ack()
+            .await
+            .expect("fresh lease");
     }
     start.elapsed()
 }
@@ -51,7 +56,12 @@ async fn fanout(rt: &TokioRuntime) -> Duration {
         .push_batch((0..JOBS).collect(), u64::MAX, BatchOn::Complete)
         .expect("open, unbounded");
     for _ in 0..=JOBS {
-        q.receive().await.expect("an item").ack().await.expect("fresh lease");
+        q.receive()
+            .await
+            .expect("an item")
+            .ack()
+            .await
+            .expect("fresh lease");
     }
     let elapsed = start.elapsed();
     let counts = q.store().batch_counts(batch).expect("the batch");

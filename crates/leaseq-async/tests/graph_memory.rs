@@ -295,3 +295,42 @@ fn refused_pushes_hand_the_item_back() {
         assert_eq!(refused.payload, 8);
     });
 }
+
+/// An operator's redrive of every dead letter and a purge reach the graph: a dependent
+/// cancelled by its dead-lettered parent waits again once the parent is redriven and runs
+/// after its ack; a purged parent cancels its dependent.
+#[test]
+fn redrive_all_and_purge_reach_the_graph() {
+    sim::run(|rt| async move {
+        let q: LeaseQueue<u32, SimRuntime> = sim::queue(&rt, config());
+        let graph = q.store();
+        let parent = q.try_push(1).unwrap();
+        let child = graph
+            .push_after(2, &[parent.into()], OnFailedParent::Cancel)
+            .unwrap();
+        q.receive()
+            .await
+            .unwrap()
+            .dead_letter("down")
+            .await
+            .unwrap();
+        sleep(&rt, Duration::from_millis(1)).await;
+        assert_eq!(graph.job_state(child), Some(StepState::Cancelled));
+        assert_eq!(graph.redrive_all(), [parent]);
+        assert_eq!(graph.job_state(child), Some(StepState::Pending));
+        let d = q.receive().await.unwrap();
+        assert_eq!(*d.item(), 1);
+        d.ack().await.unwrap();
+        let d = q.try_receive().unwrap();
+        assert_eq!(*d.item(), 2);
+        d.ack().await.unwrap();
+
+        let parent = q.try_push(3).unwrap();
+        let child = graph
+            .push_after(4, &[parent.into()], OnFailedParent::Cancel)
+            .unwrap();
+        assert_eq!(graph.purge(), [parent]);
+        assert_eq!(graph.job_state(child), Some(StepState::Cancelled));
+        assert!(q.try_receive().is_none());
+    });
+}

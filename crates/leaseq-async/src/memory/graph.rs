@@ -95,3 +95,44 @@ impl<T> State<T> {
         }
     }
 }
+
+/// What an operator's call did to the messages it names, for the graph.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Told {
+    /// Dead letters back in the queue.
+    Redriven,
+    /// Items cancelled (a purge).
+    Cancelled,
+}
+
+impl<T, R: crate::runtime::Runtime> super::MemoryStore<T, R> {
+    /// [`with_core`](Self::with_core) for an operator's call that redrives or cancels
+    /// many messages: the ids `ids` reads from its output told to the graph, in the same
+    /// lock hold, as `told` says.
+    pub(super) fn with_core_told<U>(
+        &self,
+        f: impl FnOnce(&mut leaseq_core::Queue<T>, leaseq_core::Timestamp) -> U,
+        ids: fn(&U) -> &[MessageId],
+        told: Told,
+    ) -> U {
+        let now = self.rt.now();
+        let mut st = self.lock_recorded();
+        st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        let out = f(&mut st.core, now);
+        if st.graph.on {
+            for &id in ids(&out) {
+                if !st.graph.graph.tracks(id) {
+                    continue;
+                }
+                match told {
+                    Told::Redriven => st.graph_redriven(id, &self.inbox),
+                    Told::Cancelled => st.graph_settle(id, Fate::Cancelled, &self.inbox),
+                }
+            }
+        }
+        out
+    }
+}

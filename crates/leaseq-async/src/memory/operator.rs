@@ -9,6 +9,7 @@ use leaseq_core::{
     ConservationError, DeadLetter, Event, ItemState, ItemView, MessageId, RedriveError,
 };
 
+use super::graph::Told;
 use super::MemoryStore;
 use crate::dead_filter::DeadFilter;
 use crate::page::Page;
@@ -50,7 +51,11 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Redrives every dead letter that can go back (see the core's `Queue::redrive_all`);
     /// the ids that went, in id order.
     pub fn redrive_all(&self) -> Vec<MessageId> {
-        self.with_core(|core, now| core.redrive_all_ids(now))
+        self.with_core_told(
+            |core, now| core.redrive_all_ids(now),
+            Vec::as_slice,
+            Told::Redriven,
+        )
     }
 
     /// Redrives every dead letter `filter` takes that can go back, in id order, as
@@ -64,7 +69,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             return self.redrive_all();
         }
         let ids = self.dead_ids(filter);
-        self.with_core(|core, now| {
+        let redrive = |core: &mut leaseq_core::Queue<T>, now| {
             let mut went = Vec::new();
             for id in ids {
                 match core.redrive(id, now) {
@@ -74,7 +79,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 }
             }
             went
-        })
+        };
+        self.with_core_told(redrive, Vec::as_slice, Told::Redriven)
     }
 
     /// Removes every dead letter `filter` takes and hands them over, in id order.
@@ -128,7 +134,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Items in flight stay with their holders. The items removed are dropped after the
     /// lock is released (an item's `Drop` may use the queue).
     pub fn purge(&self) -> Vec<MessageId> {
-        let (ids, items) = self.with_core(|core, now| {
+        let purge = |core: &mut leaseq_core::Queue<T>, now| {
             let mut ids: Vec<MessageId> = core
                 .items()
                 .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
@@ -144,7 +150,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 Err(_) => false,
             });
             (ids, items)
-        });
+        };
+        let (ids, items) = self.with_core_told(purge, |(ids, _)| ids.as_slice(), Told::Cancelled);
         drop(items);
         self.forget_progress(&ids);
         ids
