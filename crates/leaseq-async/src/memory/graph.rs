@@ -6,16 +6,21 @@
 //! - an **ack** (`State::ack_ticket`, every ack path): one `tracks` check, an empty-map
 //!   check while no graph is in use; a tracked job's dependents are pushed before the
 //!   lock is released, so no receiver sees the ack without them;
-//! - a **cancel** (`Store::cancel`) and a **redrive** (`MemoryStore::redrive`), under
-//!   their locks;
-//! - a **dead letter** (a nack, a lease or item that ran out) through the core's noted
-//!   dead letters, drained by `record_dead` (the driver's step, or any operator's lock)
-//!   for the record of finished jobs and the graph both. Once the graph is in use the
-//!   queue watches the core, so a lock that makes a dead letter wakes the driver.
+//! - a **cancel** (`Store::cancel`, a purge) and a **redrive** (one, all, or those a filter
+//!   takes), under their locks (`with_core_told` for the operator's bulk calls);
+//! - a **dead letter** through the core's noted dead letters, drained by `record_dead` for
+//!   the record of finished jobs and the graph both: in the same lock hold for a nack or a
+//!   handler's dead letter (`MemoryStore::settle`) and for what the driver's step buries;
+//!   a dead letter another call buries on the way (a lease or item that ran out as the
+//!   time was applied) at the driver's next step, or first thing in the next graph call
+//!   or operator's lock. Once the graph is in use the queue watches the core, so a lock
+//!   that leaves dead letters noted wakes the driver.
 //!
 //! Releasing a dependent changes no live count (an ack takes one item out, the push puts
-//! one in); the lock's guard wakes receivers by the *ready* count, which the push raised,
-//! so a waiting receiver is woken (tests/graph_chain.rs).
+//! one in), so `wait_empty` never sees a chain's gap; the lock's guard wakes receivers by
+//! the *ready* count, which the push raised, so a waiting receiver is woken with no new
+//! rule in `lock.rs` (tests/graph_memory.rs,
+//! `a_dependent_is_never_receivable_before_its_parents_ack`).
 
 use leaseq_core::graph::{Changes, Fate, Graph, NodeId};
 use leaseq_core::{MessageId, PushOptions};

@@ -38,6 +38,9 @@ impl<T> State<T> {
 
 impl<T, R: Runtime> MemoryStore<T, R> {
     /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
+    /// With the dependency graph in use, a dead letter `op` made is told to it (and the
+    /// dependents it releases pushed) before the lock is released, not at the driver's
+    /// next step.
     pub(super) fn settle<U>(
         &self,
         ticket: MemoryTicket,
@@ -47,7 +50,11 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         if let Some((key, signal)) = ticket.beat {
             st.beats.release(key, signal);
         }
-        op(&mut st.core, ticket.receipt)
+        let r = op(&mut st.core, ticket.receipt);
+        if st.graph.on && st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        r
     }
 
     /// Acks under the lock ([`State::ack_ticket`]); hands the queue's copy of the item out,
