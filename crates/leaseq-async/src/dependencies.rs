@@ -219,6 +219,14 @@ pub trait DependencyStore<T>: Store<T> {
     /// A batch's counts, exact through redeliveries (`None`: no such batch).
     fn batch_counts(&self, batch: BatchId) -> Option<BatchCounts>;
 
+    /// Forgets a finished workflow (every step acked, dead-lettered or cancelled): its
+    /// jobs, their messages and results go. The graph keeps a workflow until then.
+    fn forget_workflow(&self, workflow: WorkflowId) -> Result<(), DependencyError>;
+
+    /// Forgets a finished batch (every child and the callback finished), as
+    /// [`forget_workflow`](Self::forget_workflow) does.
+    fn forget_batch(&self, batch: BatchId) -> Result<(), DependencyError>;
+
     /// Records a small result (at most [`MAX_RESULT_LEN`] bytes) for the job that is
     /// `message`, while it is in the queue (before its ack), for the jobs that wait for it.
     fn record_result(&self, message: MessageId, result: &[u8]) -> Result<(), DependencyError>;

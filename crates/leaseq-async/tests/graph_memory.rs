@@ -334,3 +334,34 @@ fn redrive_all_and_purge_reach_the_graph() {
         assert!(q.try_receive().is_none());
     });
 }
+
+/// A finished workflow and a finished batch can be forgotten; an unfinished one is
+/// refused and stays readable.
+#[test]
+fn finished_workflows_and_batches_are_forgotten() {
+    sim::run(|rt| async move {
+        let q: LeaseQueue<u32, SimRuntime> = sim::queue(&rt, config());
+        let graph = q.store();
+        let wf = graph
+            .push_workflow(WorkflowSpec::new().step("a", 1, &[]).step("b", 2, &["a"]))
+            .unwrap();
+        let batch = graph.push_batch(vec![3], 4, BatchOn::Success).unwrap();
+        assert!(matches!(
+            graph.forget_workflow(wf),
+            Err(DependencyError::Graph(_))
+        ));
+        assert!(matches!(
+            graph.forget_batch(batch),
+            Err(DependencyError::Graph(_))
+        ));
+        assert!(graph.workflow_steps(wf).is_some());
+        while let Some(d) = q.try_receive() {
+            d.ack().await.unwrap();
+        }
+        graph.forget_workflow(wf).unwrap();
+        graph.forget_batch(batch).unwrap();
+        assert!(graph.workflow_steps(wf).is_none());
+        assert!(graph.batch_counts(batch).is_none());
+        assert_eq!(q.stats().acked, 4);
+    });
+}

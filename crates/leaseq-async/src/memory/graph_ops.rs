@@ -225,6 +225,18 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         self.graph_read().graph.graph.batch_counts(batch)
     }
 
+    fn forget_workflow(&self, workflow: WorkflowId) -> Result<(), DependencyError> {
+        let mut st = self.graph_read();
+        let r = st.graph.graph.forget_workflow(workflow);
+        r.map_err(DependencyError::Graph)
+    }
+
+    fn forget_batch(&self, batch: BatchId) -> Result<(), DependencyError> {
+        let mut st = self.graph_read();
+        let r = st.graph.graph.forget_batch(batch);
+        r.map_err(DependencyError::Graph)
+    }
+
     fn record_result(&self, message: MessageId, result: &[u8]) -> Result<(), DependencyError> {
         self.graph_read()
             .graph
