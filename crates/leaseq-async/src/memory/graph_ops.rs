@@ -87,6 +87,8 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         parents: &[Parent],
         policy: OnFailedParent,
     ) -> Result<NodeId, Refused<T>> {
+        // A dead letter lent out (`lend.rs`) is no finished parent: wait for its return.
+        let _gate = self.dead_gate();
         let mut st = match self.graph_lock() {
             Ok(st) => st,
             Err(error) => {
@@ -183,6 +185,7 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
 
     fn retry_step(&self, workflow: WorkflowId, step: &str) -> Result<(), DependencyError> {
         let now = self.rt.now();
+        let _gate = self.dead_gate(); // (a lent dead letter cannot be redriven)
         let mut st = self.graph_lock()?;
         let retried = st
             .graph
