@@ -130,6 +130,7 @@ mod codec;
 mod consumer;
 mod dead_filter;
 mod delivery;
+pub mod dependencies;
 mod diagnosis;
 mod driver;
 mod error;

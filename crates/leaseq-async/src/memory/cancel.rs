@@ -25,6 +25,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         };
         if r.is_ok() {
             st.progress.remove(id);
+            if st.graph.graph.tracks(id) {
+                st.graph_settle(id, leaseq_core::graph::Fate::Cancelled, &self.inbox);
+            }
         }
         drop(st);
         if let (Ok(item), true) = (&r, self.records()) {

@@ -8,6 +8,8 @@
 mod cancel;
 mod drive;
 mod flow;
+mod graph;
+mod graph_ops;
 mod handles;
 mod heartbeat;
 mod history;
@@ -81,7 +83,9 @@ pub struct MemoryStore<T, R> {
     /// Whether a lock's release looks at the core's events or noted dead letters at all:
     /// `traces_events`, or a record of finished jobs kept (one flag, so that a queue with
     /// neither tests one bool there, as before the record existed).
-    watches_core: bool,
+    /// (Atomic only because the graph turns it on when first used: read `Relaxed`, the
+    /// same load as a plain `bool`.)
+    watches_core: AtomicBool,
     /// The queue's name, for its traces and metrics.
     name: &'static str,
     /// Its metric handles and what it last published.
@@ -138,6 +142,8 @@ pub(crate) struct State<T> {
     pub(crate) spare: Vec<T>,
     /// The schedules kept in this queue, by name (see `schedules.rs`).
     pub(crate) schedules: schedules::Schedules,
+    /// Jobs that wait for other jobs (see `graph.rs`).
+    pub(crate) graph: graph::GraphState<T>,
     /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
     #[cfg(feature = "tracing")]
     pub(crate) events_dropped_seen: u64,
@@ -181,6 +187,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 progress: progress::ProgressMap::default(),
                 spare: Vec::new(),
                 schedules: schedules::Schedules::new(),
+                graph: graph::GraphState::new(),
                 #[cfg(feature = "tracing")]
                 events_dropped_seen: 0,
                 #[cfg(feature = "metrics")]
@@ -197,7 +204,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             max_lease,
             heartbeat_every,
             traces_events,
-            watches_core: traces_events,
+            watches_core: AtomicBool::new(traces_events),
             name,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::QueueMetrics::new(name),
@@ -216,7 +223,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     ) -> Self {
         let now = self.rt.now();
         self.state.get_mut().core.note_dead_letters();
-        self.watches_core = true;
+        self.watches_core.store(true, Ordering::Relaxed);
         self.history = Some(Box::new(history::History::new(window, kind_of, now)));
         self
     }

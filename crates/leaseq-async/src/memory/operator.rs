@@ -10,6 +10,7 @@ use leaseq_core::{
     ConservationError, DeadLetter, Event, ItemState, ItemView, MessageId, RedriveError,
 };
 
+use super::graph::Told;
 use super::MemoryStore;
 use crate::dead_filter::DeadFilter;
 use crate::page::Page;
@@ -58,7 +59,11 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// the ids that went, in id order.
     pub fn redrive_all(&self) -> Vec<MessageId> {
         let _gate = self.dead_gate();
-        self.with_core(|core, now| core.redrive_all_ids(now))
+        self.with_core_told(
+            |core, now| core.redrive_all_ids(now),
+            Vec::as_slice,
+            Told::Redriven,
+        )
     }
 
     /// Redrives every dead letter `filter` takes that can go back, in id order, as
@@ -73,7 +78,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         }
         let _gate = self.dead_gate();
         let ids = self.dead_ids(filter);
-        self.with_core(|core, now| {
+        let redrive = |core: &mut leaseq_core::Queue<T>, now| {
             let mut went = Vec::new();
             for id in ids {
                 match core.redrive(id, now) {
@@ -83,7 +88,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 }
             }
             went
-        })
+        };
+        self.with_core_told(redrive, Vec::as_slice, Told::Redriven)
     }
 
     /// Removes every dead letter `filter` takes and hands them over, in id order.
@@ -135,7 +141,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// Items in flight stay with their holders. The items removed are dropped after the
     /// lock is released (an item's `Drop` may use the queue).
     pub fn purge(&self) -> Vec<MessageId> {
-        let (ids, items) = self.with_core(|core, now| {
+        let purge = |core: &mut leaseq_core::Queue<T>, now| {
             let mut ids: Vec<MessageId> = core
                 .items()
                 .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
@@ -151,7 +157,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 Err(_) => false,
             });
             (ids, items)
-        });
+        };
+        let (ids, items) = self.with_core_told(purge, |(ids, _)| ids.as_slice(), Told::Cancelled);
         drop(items);
         self.forget_progress(&ids);
         ids
@@ -219,7 +226,17 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
         let _gate = self.dead_gate();
         // (Releasing the lock wakes a receiver for it.)
-        self.with_core(|core, now| core.redrive(id, now))
+        let now = self.rt.now();
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        let r = st.core.redrive(id, now);
+        if r.is_ok() && st.graph.graph.tracks(id) {
+            st.graph_redriven(id, &self.inbox);
+        }
+        r
     }
 
     /// Takes every core event not yet taken, oldest first, each with a copy of the dead
