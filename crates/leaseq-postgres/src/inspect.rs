@@ -31,6 +31,8 @@ pub struct PgInspector {
     /// The schema's name and version (none: no leaseq schema there).
     schema: String,
     version: Option<i64>,
+    /// The pause flag over a queue name `i.queue` (`false` before pausing was kept).
+    paused_list: String,
 }
 
 impl PgInspector {
@@ -59,6 +61,8 @@ impl PgInspector {
             });
         }
         let mut sql = Sql::new(schema, 1, MAX_ITEM);
+        let mut paused_list =
+            crate::pause_sql::PAUSED_LIST.replace("{s}", &format!("\"{schema}\""));
         if version.is_some_and(|v| v < crate::pause_sql::PAUSE_VERSION) {
             // Before the pause flag: read as `false`, not from a table that is not there.
             let s = format!("\"{schema}\"");
@@ -67,6 +71,7 @@ impl PgInspector {
             sql.counts = sql.counts.replace(&count, "false");
             let list = flag(crate::pause_sql::PAUSED_LIST);
             sql.op.queues = sql.op.queues.replace(&list, "false");
+            paused_list = "false".into();
         }
         Ok(PgInspector {
             client,
@@ -74,6 +79,7 @@ impl PgInspector {
             exists: version.is_some(),
             schema: schema.to_string(),
             version,
+            paused_list,
         })
     }
 
@@ -135,6 +141,32 @@ impl PgInspector {
                     .with_paused(r.get(5))
             })
             .collect())
+    }
+
+    /// Every queue of the schema that has rows, by name, with its rows counted by state,
+    /// each count exact up to `cap` and estimated above it
+    /// ([`StoredCounts::estimated_above`]): what [`queues`](Self::queues) tells, without its
+    /// pass over every row once the table is larger than 3.2 MiB (below that, every count is
+    /// exact). The names come from index probes (one per queue and state), each count stops
+    /// at `cap` plus one on its partial index, and the counts past `cap` are scaled from a
+    /// sample of about 400 of the table's pages; so a read costs at most queues x 4 x
+    /// `cap` index entries and the sample, however many rows the queues hold (1,000,000
+    /// rows in 100 queues: BENCHMARKS.md). For pages redrawn every few seconds.
+    pub async fn queue_overview(&mut self, cap: u64) -> Result<Vec<StoredCounts>, DbError> {
+        if !self.exists {
+            return Ok(Vec::new());
+        }
+        let tx = self
+            .client
+            .build_transaction()
+            .read_only(true)
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .await?;
+        let (schema, paused, exact) = (&self.schema, &self.paused_list, &self.sql.op.queues);
+        let counts = crate::overview::read(&tx, schema, paused, exact, cap).await?;
+        tx.commit().await?;
+        Ok(counts)
     }
 
     /// How long the oldest ready item of each of `queues` has waited since it became ready

@@ -23,8 +23,15 @@ fn chain(e: &dyn std::error::Error) -> String {
     }
 }
 
+/// Each state's count on the overview and in `/metrics` is exact up to this, estimated
+/// above it ([`PgInspector::queue_overview`]: no pass over the table).
+const EXACT_UP_TO: u64 = 100;
+
 /// A PostgreSQL schema as an [`Operator`]: its queues (those with rows, or opened, or
-/// keeping a schedule), read one call at a time over the inspector's connection. Made
+/// keeping a schedule), read one call at a time over the inspector's connection. The
+/// list of queues counts each state exactly up to 100 items and estimates above that
+/// (shown as `~`) once the schema's table passes 3.2 MiB, so that the overview of a large
+/// table costs no scan of it. Made
 /// with [`with_actions`](Self::with_actions), it also redrives and deletes dead letters and
 /// pauses and resumes queues, each through a store opened for the action (as `leaseq`'s
 /// commands do).
@@ -174,7 +181,8 @@ impl Operator for PgOperator {
     }
 
     async fn queues(&self) -> Result<Vec<StoredCounts>, OperatorError> {
-        self.inspector.lock().await.queues().await.map_err(bad)
+        let mut inspector = self.inspector.lock().await;
+        inspector.queue_overview(EXACT_UP_TO).await.map_err(bad)
     }
 
     async fn counts(&self, queue: &str) -> Result<StoredCounts, OperatorError> {
