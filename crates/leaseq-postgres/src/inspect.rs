@@ -11,6 +11,8 @@ use tokio_postgres::{Client, Row};
 use crate::error::{DbError, OpenError};
 use crate::sql::Sql;
 
+mod overview;
+
 /// The largest payload an inspector loads (a larger one shows its size only).
 const MAX_ITEM: usize = crate::options::DEFAULT_MAX_ITEM_SIZE;
 
@@ -141,32 +143,6 @@ impl PgInspector {
                     .with_paused(r.get(5))
             })
             .collect())
-    }
-
-    /// Every queue of the schema that has rows, by name, with its rows counted by state,
-    /// each count exact up to `cap` and estimated above it
-    /// ([`StoredCounts::estimated_above`]): what [`queues`](Self::queues) tells, without its
-    /// pass over every row once the table is larger than 3.2 MiB (below that, every count is
-    /// exact). The names come from index probes (one per queue and state), each count stops
-    /// at `cap` plus one on its partial index, and the counts past `cap` are scaled from a
-    /// sample of about 400 of the table's pages; so a read costs at most queues x 4 x
-    /// `cap` index entries and the sample, however many rows the queues hold (1,000,000
-    /// rows in 100 queues: BENCHMARKS.md). For pages redrawn every few seconds.
-    pub async fn queue_overview(&mut self, cap: u64) -> Result<Vec<StoredCounts>, DbError> {
-        if !self.exists {
-            return Ok(Vec::new());
-        }
-        let tx = self
-            .client
-            .build_transaction()
-            .read_only(true)
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .start()
-            .await?;
-        let (schema, paused, exact) = (&self.schema, &self.paused_list, &self.sql.op.queues);
-        let counts = crate::overview::read(&tx, schema, paused, exact, cap).await?;
-        tx.commit().await?;
-        Ok(counts)
     }
 
     /// How long the oldest ready item of each of `queues` has waited since it became ready

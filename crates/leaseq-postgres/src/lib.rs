@@ -273,7 +273,6 @@ mod open;
 mod operator;
 mod options;
 mod outcome;
-mod overview;
 mod pause;
 mod pause_sql;
 mod plan;

@@ -2,7 +2,7 @@
 //! small table; on a large one (past the sample's 400 pages) every count at or below the
 //! cap still exact, each count past it flagged as an estimate, never below the cap plus
 //! one, and near the truth; queues holding only leased rows or only dead letters listed;
-//! the pause flag read.
+//! the pause flag read. `queue_counts` reads one queue the same way.
 
 use leaseq_test_kit::pg as common;
 
@@ -82,6 +82,10 @@ fn small_tables_are_counted_exactly_and_large_ones_past_the_cap_estimated() {
         assert_eq!(overview, exact);
         assert_eq!(find(&overview, "mid").dead, CAP + 50);
         assert!(find(&overview, "a").paused);
+        for queue in ["a", "b", "mid", "none"] {
+            let one = inspector.queue_counts(queue, CAP).await.expect("counts");
+            assert_eq!(one, inspector.counts(queue).await.expect("counts"));
+        }
 
         // A large one: 40,000 ready rows in `big`, past the sample's 400 pages.
         rows(&db, &s, "big", Kind::Ready, 40_000, 100_000).await;
@@ -120,6 +124,18 @@ fn small_tables_are_counted_exactly_and_large_ones_past_the_cap_estimated() {
             }
         }
         assert_eq!(find(&overview, "edge").dead, CAP);
+        // One queue's counts, read the same way.
+        for queue in ["a", "b", "c", "edge", "mid", "big"] {
+            let mut one = inspector.queue_counts(queue, CAP).await.expect("counts");
+            let listed = find(&overview, queue);
+            if queue == "big" {
+                assert!(one.is_estimate(one.ready) && one.ready > CAP, "{one:?}");
+                one.ready = listed.ready;
+            }
+            assert_eq!(&one, listed);
+        }
+        let none = inspector.queue_counts("none", CAP).await.expect("counts");
+        assert_eq!((none.live(), none.dead, none.paused), (0, 0, false));
         assert!(find(&overview, "a").paused && !find(&overview, "big").paused);
         // The sample reads about 400 of the pages: its estimate of 40,000 is near.
         let big = find(&overview, "big").ready;

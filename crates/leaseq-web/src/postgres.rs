@@ -23,13 +23,14 @@ fn chain(e: &dyn std::error::Error) -> String {
     }
 }
 
-/// Each state's count on the overview and in `/metrics` is exact up to this, estimated
-/// above it ([`PgInspector::queue_overview`]: no pass over the table).
+/// Each state's count on the overview, the queue pages and in `/metrics` is exact up to
+/// this, estimated above it ([`PgInspector::queue_overview`],
+/// [`PgInspector::queue_counts`]: no pass over the table).
 const EXACT_UP_TO: u64 = 100;
 
 /// A PostgreSQL schema as an [`Operator`]: its queues (those with rows, or opened, or
 /// keeping a schedule), read one call at a time over the inspector's connection. The
-/// list of queues counts each state exactly up to 100 items and estimates above that
+/// queues' counts are exact up to 100 items a state and estimates above that
 /// (shown as `~`) once the schema's table passes 3.2 MiB, so that the overview of a large
 /// table costs no scan of it. Made
 /// with [`with_actions`](Self::with_actions), it also redrives and deletes dead letters and
@@ -188,7 +189,10 @@ impl Operator for PgOperator {
     async fn counts(&self, queue: &str) -> Result<StoredCounts, OperatorError> {
         let mut inspector = self.inspector.lock().await;
         self.check(&mut inspector, queue).await?;
-        inspector.counts(queue).await.map_err(bad)
+        inspector
+            .queue_counts(queue, EXACT_UP_TO)
+            .await
+            .map_err(bad)
     }
 
     async fn items(&self, queue: &str, page: Page) -> Result<Vec<StoredItem>, OperatorError> {

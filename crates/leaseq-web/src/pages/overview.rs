@@ -103,15 +103,30 @@ fn counts_cells(h: &mut Html, c: &StoredCounts, estimated_total: bool) {
     ] {
         h.raw("<td class=\"n\" data-count=\"").raw(name);
         if estimate {
-            h.raw("\" data-estimate=\"")
-                .show(n)
-                .raw("\" title=\"estimated\">")
-                .text(&approximately(n));
+            estimate_text(h, n);
         } else {
             h.raw("\">").show(n);
         }
         h.raw("</td>");
     }
+}
+
+/// The end of an element's opening tag whose `data-count` was written, then count `n` of
+/// `c`: `~1.2M` if an estimate (its value in `data-estimate`), else the number.
+pub(crate) fn count_text(h: &mut Html, c: &StoredCounts, n: u64) {
+    if c.is_estimate(n) {
+        estimate_text(h, n);
+    } else {
+        h.raw("\">").show(n);
+    }
+}
+
+/// `" data-estimate="n" title="estimated">~n` (rounded).
+fn estimate_text(h: &mut Html, n: u64) {
+    h.raw("\" data-estimate=\"")
+        .show(n)
+        .raw("\" title=\"estimated\">")
+        .text(&approximately(n));
 }
 
 /// An estimate in words: `~850`, `~12.3k`, `~1.2M`.
