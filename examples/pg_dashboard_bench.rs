@@ -11,7 +11,8 @@
 //! page, the overview, `/metrics`: a browser left open there and a scraper) and polled
 //! ten times a second, in an order that rotates, after a discarded warm-up of each. Prints
 //! each round's items/s and the ratios to the run without, then the medians, against the
-//! goal (with >= 0.95 x without). Uses the schema `leaseq_bench_dashboard` (dropped first).
+//! goal (with >= 0.95 x without), and the CPU time per item of this process and of the
+//! server's processes (a measure the machine's other load disturbs less than items/s). Uses the schema `leaseq_bench_dashboard` (dropped first).
 
 use std::process::ExitCode;
 
@@ -74,6 +75,19 @@ async fn run(url: &str, rounds: usize, items: u64) -> Result<(), BenchError> {
         ratio(1),
         m(2),
         ratio(2)
+    );
+    let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+    let cpu = |k: usize| {
+        (
+            median(rows.iter().map(|r| us(r.process_cpu_per_item[k])).collect()),
+            median(rows.iter().map(|r| us(r.server_cpu_per_item[k])).collect()),
+        )
+    };
+    let (off, slow, fast) = (cpu(0), cpu(1), cpu(2));
+    println!(
+        "CPU per item, median (this process / every postgres process): without {:.1} / {:.1} us, \
+         polled 1/s {:.1} / {:.1} us, polled 10/s {:.1} / {:.1} us",
+        off.0, off.1, slow.0, slow.1, fast.0, fast.1
     );
     let verdict = |r: f64| if r >= GOAL { "met" } else { "NOT met" };
     println!(

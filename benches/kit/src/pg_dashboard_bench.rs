@@ -17,7 +17,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::pg_store_bench::{run_pool_with, BenchError};
+use crate::cpu::process_cpu_time;
+use crate::pg_store_bench::{run_pool_with, server_cpu_time, BenchError};
 
 /// The settings of a round: no dashboard, then the poll intervals.
 pub const SETTINGS: [Option<Duration>; 3] = [
@@ -39,6 +40,11 @@ pub struct DashboardRound {
     pub polls: [u64; 3],
     /// The slowest poll of the run, per setting.
     pub slowest_poll: [Duration; 3],
+    /// CPU time of this process (pool, dashboard and poller) per item, per setting.
+    pub process_cpu_per_item: [Duration; 3],
+    /// CPU time of every PostgreSQL process of the machine per item, per setting (other
+    /// clients of the server included).
+    pub server_cpu_per_item: [Duration; 3],
 }
 
 /// Runs `rounds` rounds of `items` through a pool of 4 workers on one queue of `schema`,
@@ -58,14 +64,23 @@ pub async fn run_dashboard_rounds(
     let server = tokio::spawn(Dashboard::new(PgOperator::new(inspector)).serve(listener));
     let run = |setting: usize, n: u64| async move {
         let (stop, stopped) = watch::channel(false);
+        let cpu = (process_cpu_time(), server_cpu_time());
         let poller = SETTINGS[setting].map(|every| tokio::spawn(poll(addr, QUEUE, every, stopped)));
         let pool = run_pool_with(url, schema, QUEUE, n, 4, Options::new(), None).await;
         let _ = stop.send(true);
+        let per_item = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
+            (Some(b), Some(a)) => a.saturating_sub(b) / n.max(1) as u32,
+            _ => Duration::ZERO,
+        };
+        let cpu = (
+            per_item(cpu.0, process_cpu_time()),
+            per_item(cpu.1, server_cpu_time()),
+        );
         let (polls, slowest) = match poller {
             Some(p) => p.await??,
             None => (0, Duration::ZERO),
         };
-        Ok::<_, BenchError>((pool?.items_per_sec, polls, slowest))
+        Ok::<_, BenchError>((pool?.items_per_sec, polls, slowest, cpu))
     };
     for setting in 0..SETTINGS.len() {
         run(setting, items / 10).await?;
@@ -75,8 +90,12 @@ pub async fn run_dashboard_rounds(
         let mut r = DashboardRound::default();
         for k in 0..SETTINGS.len() {
             let setting = (round + k) % SETTINGS.len();
-            let (rate, polls, slowest) = run(setting, items).await?;
+            let (rate, polls, slowest, cpu) = run(setting, items).await?;
             r.items_per_sec[setting] = rate;
+            (
+                r.process_cpu_per_item[setting],
+                r.server_cpu_per_item[setting],
+            ) = cpu;
             r.polls[setting] = polls;
             r.slowest_poll[setting] = slowest;
         }
