@@ -122,12 +122,18 @@ async fn read(
     }
     // The share of pages read, in percent, as `TABLESAMPLE SYSTEM` takes it.
     let percent = (100.0 * SAMPLE_PAGES as f64 / pages as f64) as f32;
-    let sampled: Vec<StoredCounts> = tx
-        .query(&sample(&s), &[&percent])
-        .await?
-        .iter()
-        .map(counts)
-        .collect();
+    let sample = sample(&s);
+    // Every queue's read samples first (its many counts past the cap are skipped); one
+    // queue's counts first (four capped counts), and samples only if one passed the cap.
+    let mut sampled: Vec<StoredCounts> = Vec::new();
+    if let Which::All = which {
+        sampled = tx
+            .query(&sample, &[&percent])
+            .await?
+            .iter()
+            .map(counts)
+            .collect();
+    }
     // Per state, the queues the sample saw more than `cap` rows of: not counted again.
     let over = |state: fn(&StoredCounts) -> u64| -> Vec<&str> {
         sampled
@@ -154,6 +160,20 @@ async fn read(
     };
     let sql = capped_counts(&s, &names).replace("{paused}", paused);
     let rows = tx.query(&sql, &params).await?;
+    let capped: Vec<StoredCounts> = rows
+        .iter()
+        .map(|r| counts(r).with_paused(r.get(5)).with_estimated_above(cap))
+        .collect();
+    if let Which::One(_) = which {
+        if capped.iter().any(StoredCounts::has_estimate) {
+            sampled = tx
+                .query(&sample, &[&percent])
+                .await?
+                .iter()
+                .map(counts)
+                .collect();
+        }
+    }
     let scale = 100.0 / f64::from(percent);
     let estimate = |capped: u64, seen: u64| {
         if capped <= cap {
@@ -163,9 +183,9 @@ async fn read(
         }
     };
     Ok(Some(
-        rows.iter()
-            .map(|r| {
-                let mut c = counts(r).with_paused(r.get(5)).with_estimated_above(cap);
+        capped
+            .into_iter()
+            .map(|mut c| {
                 let seen = sampled.iter().find(|x| x.queue == c.queue);
                 let seen = seen.cloned().unwrap_or_default();
                 c.ready = estimate(c.ready, seen.ready);
