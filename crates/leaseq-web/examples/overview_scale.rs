@@ -72,6 +72,8 @@ async fn reads_before(inspector: &mut PgInspector) {
 
 /// `runs` alternations of the page and the reads before it, on the table as it is.
 async fn compare(app: &axum::Router, before: &mut PgInspector, runs: usize, state: &str) {
+    // The first load also reads each queue's record of finished jobs for the charts; the
+    // later ones serve what it read (and refresh it in the background): not timed.
     page(app).await;
     reads_before(before).await;
     let (mut after_t, mut before_t) = (Vec::new(), Vec::new());

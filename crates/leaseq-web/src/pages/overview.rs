@@ -86,6 +86,9 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
     if estimated {
         h.raw("<p class=\"muted\" id=\"estimated\">~: an estimate, from a sample of the store's pages (a state holding more items than the store counts one by one for this page).</p>");
     }
+    if let Err(e) = crate::pages::activity::section(&app, &mut h, &names).await {
+        return app.error(&e);
+    }
     app.page(StatusCode::OK, "Queues", &h)
 }
 
