@@ -18,6 +18,8 @@ pub mod demo;
 pub mod latency;
 #[cfg(feature = "postgres")]
 pub mod pg_bare;
+#[cfg(feature = "web")]
+pub mod pg_dashboard_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_history_bench;
 #[cfg(feature = "postgres")]

@@ -111,6 +111,10 @@ pub struct StoredCounts {
     pub dead: u64,
     /// Whether the queue is paused (no lease handed out; pushes accepted).
     pub paused: bool,
+    /// `Some(cap)`: each count above `cap` is an estimate (a reader that stops counting at
+    /// `cap`, as the Postgres overview does on large tables), each at or below it exact.
+    /// `None`: every count is exact.
+    pub estimated_above: Option<u64>,
 }
 
 impl StoredCounts {
@@ -129,7 +133,32 @@ impl StoredCounts {
             in_flight,
             dead,
             paused: false,
+            estimated_above: None,
         }
+    }
+
+    /// These counts, each exact up to `cap` and an estimate above it.
+    pub fn with_estimated_above(mut self, cap: u64) -> Self {
+        self.estimated_above = Some(cap);
+        self
+    }
+
+    /// Whether `n`, one of these counts, is an estimate.
+    ///
+    /// ```
+    /// let c = leaseq_async::StoredCounts::new("q", 5, 0, 0, 1_200).with_estimated_above(1_000);
+    /// assert!(!c.is_estimate(c.ready));
+    /// assert!(c.is_estimate(c.dead));
+    /// ```
+    pub fn is_estimate(&self, n: u64) -> bool {
+        self.estimated_above.is_some_and(|cap| n > cap)
+    }
+
+    /// Whether any of these counts is an estimate (so is their total).
+    pub fn has_estimate(&self) -> bool {
+        [self.ready, self.delayed, self.in_flight, self.dead]
+            .iter()
+            .any(|&n| self.is_estimate(n))
     }
 
     /// These counts with the queue's pause flag.

@@ -11,6 +11,8 @@ use tokio_postgres::{Client, Row};
 use crate::error::{DbError, OpenError};
 use crate::sql::Sql;
 
+mod overview;
+
 /// The largest payload an inspector loads (a larger one shows its size only).
 const MAX_ITEM: usize = crate::options::DEFAULT_MAX_ITEM_SIZE;
 
@@ -31,6 +33,8 @@ pub struct PgInspector {
     /// The schema's name and version (none: no leaseq schema there).
     schema: String,
     version: Option<i64>,
+    /// The pause flag over a queue name `i.queue` (`false` before pausing was kept).
+    paused_list: String,
 }
 
 impl PgInspector {
@@ -59,6 +63,8 @@ impl PgInspector {
             });
         }
         let mut sql = Sql::new(schema, 1, MAX_ITEM);
+        let mut paused_list =
+            crate::pause_sql::PAUSED_LIST.replace("{s}", &format!("\"{schema}\""));
         if version.is_some_and(|v| v < crate::pause_sql::PAUSE_VERSION) {
             // Before the pause flag: read as `false`, not from a table that is not there.
             let s = format!("\"{schema}\"");
@@ -67,6 +73,7 @@ impl PgInspector {
             sql.counts = sql.counts.replace(&count, "false");
             let list = flag(crate::pause_sql::PAUSED_LIST);
             sql.op.queues = sql.op.queues.replace(&list, "false");
+            paused_list = "false".into();
         }
         Ok(PgInspector {
             client,
@@ -74,6 +81,7 @@ impl PgInspector {
             exists: version.is_some(),
             schema: schema.to_string(),
             version,
+            paused_list,
         })
     }
 

@@ -21,10 +21,17 @@ use tokio::sync::Mutex;
 
 use crate::{BytesCodec, DbError, Options, PgInspector, PgQueue, Postgres};
 
+/// Each state's count on the overview, the queue pages and in `/metrics` is exact up to
+/// this, estimated above it ([`PgInspector::queue_overview`],
+/// [`PgInspector::queue_counts`]: no pass over the table).
+const EXACT_UP_TO: u64 = 100;
+
 /// A PostgreSQL schema as an [`Operator`]: its queues (those with rows, or opened, or
-/// keeping a schedule), read one call at a time over the inspector's connection. Made with
-/// [`with_actions`](Self::with_actions), it also acts (redrive, purge, pause and resume,
-/// cancel), each action through a store opened for it.
+/// keeping a schedule), read one call at a time over the inspector's connection. The
+/// queues' counts are exact up to 100 items a state and estimates above that (shown as
+/// `~`) once the schema's table passes 3.2 MiB, so that the overview of a large table
+/// costs no scan of it. Made with [`with_actions`](Self::with_actions), it also acts
+/// (redrive, purge, pause and resume, cancel), each action through a store opened for it.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), leaseq_postgres::OpenError> {
@@ -141,13 +148,17 @@ impl Operator for PgOperator {
     }
 
     async fn queues(&self) -> Result<Vec<StoredCounts>, OperatorError> {
-        self.inspector.lock().await.queues().await.map_err(bad)
+        let mut inspector = self.inspector.lock().await;
+        inspector.queue_overview(EXACT_UP_TO).await.map_err(bad)
     }
 
     async fn counts(&self, queue: &str) -> Result<StoredCounts, OperatorError> {
         let mut inspector = self.inspector.lock().await;
         check(&mut inspector, queue).await?;
-        inspector.counts(queue).await.map_err(bad)
+        inspector
+            .queue_counts(queue, EXACT_UP_TO)
+            .await
+            .map_err(bad)
     }
 
     async fn items(&self, queue: &str, page: Page) -> Result<Vec<StoredItem>, OperatorError> {

@@ -38,6 +38,7 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
     }
     h.raw("<th>Status</th><th>Share</th></tr></thead><tbody>");
     let mut total = StoredCounts::new("", 0, 0, 0, 0);
+    let mut estimated = false;
     for c in &queues {
         h.raw("<tr data-queue=\"")
             .text(&c.queue)
@@ -46,7 +47,8 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
             .raw("\">")
             .text(&c.queue)
             .raw("</a></td>");
-        counts_cells(&mut h, c);
+        counts_cells(&mut h, c, c.has_estimate());
+        estimated |= c.has_estimate();
         if let Some(ages) = &ages {
             let age = ages.iter().find(|(q, _)| *q == c.queue).map(|(_, d)| *d);
             h.raw("<td class=\"n\" data-oldest-ready=\"")
@@ -72,7 +74,7 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
     h.raw("</tbody><tfoot><tr><th>All ")
         .show(queues.len())
         .raw("</th>");
-    counts_cells(&mut h, &total);
+    counts_cells(&mut h, &total, estimated);
     if ages.is_some() {
         h.raw("<td></td>");
     }
@@ -81,25 +83,72 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
         .show(paused)
         .raw(" paused</td><td></td></tr></tfoot></table>");
     h.raw("<p class=\"muted\">Counts as of this page's load; reload for newer ones.</p>");
+    if estimated {
+        h.raw("<p class=\"muted\" id=\"estimated\">~: an estimate, from a sample of the store's pages (a state holding more items than the store counts one by one for this page).</p>");
+    }
     if let Err(e) = crate::pages::activity::section(&app, &mut h, &names).await {
         return app.error(&e);
     }
     app.page(StatusCode::OK, "Queues", &h)
 }
 
-/// The ready, delayed, in-flight, dead and total cells of a row.
-fn counts_cells(h: &mut Html, c: &StoredCounts) {
-    for (name, n) in [
-        ("ready", c.ready),
-        ("delayed", c.delayed),
-        ("in-flight", c.in_flight),
-        ("dead", c.dead),
-        ("total", c.ready + c.delayed + c.in_flight + c.dead),
+/// The ready, delayed, in-flight, dead and total cells of a row (the total an estimate
+/// when `estimated_total`); an estimated count written `~1.2M`, its value in
+/// `data-estimate`.
+fn counts_cells(h: &mut Html, c: &StoredCounts, estimated_total: bool) {
+    let total = c.ready + c.delayed + c.in_flight + c.dead;
+    for (name, n, estimate) in [
+        ("ready", c.ready, c.is_estimate(c.ready)),
+        ("delayed", c.delayed, c.is_estimate(c.delayed)),
+        ("in-flight", c.in_flight, c.is_estimate(c.in_flight)),
+        ("dead", c.dead, c.is_estimate(c.dead)),
+        ("total", total, estimated_total),
     ] {
-        h.raw("<td class=\"n\" data-count=\"")
-            .raw(name)
-            .raw("\">")
-            .show(n)
-            .raw("</td>");
+        h.raw("<td class=\"n\" data-count=\"").raw(name);
+        if estimate {
+            estimate_text(h, n);
+        } else {
+            h.raw("\">").show(n);
+        }
+        h.raw("</td>");
+    }
+}
+
+/// The end of an element's opening tag whose `data-count` was written, then count `n` of
+/// `c`: `~1.2M` if an estimate (its value in `data-estimate`), else the number.
+pub(crate) fn count_text(h: &mut Html, c: &StoredCounts, n: u64) {
+    if c.is_estimate(n) {
+        estimate_text(h, n);
+    } else {
+        h.raw("\">").show(n);
+    }
+}
+
+/// `" data-estimate="n" title="estimated">~n` (rounded).
+fn estimate_text(h: &mut Html, n: u64) {
+    h.raw("\" data-estimate=\"")
+        .show(n)
+        .raw("\" title=\"estimated\">")
+        .text(&approximately(n));
+}
+
+/// An estimate in words: `~850`, `~12.3k`, `~1.2M`.
+fn approximately(n: u64) -> String {
+    match n {
+        0..1_000 => format!("~{n}"),
+        1_000..1_000_000 => format!("~{:.1}k", n as f64 / 1e3),
+        _ => format!("~{:.1}M", n as f64 / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::approximately;
+
+    #[test]
+    fn estimates_are_written_rounded_with_a_tilde() {
+        assert_eq!(approximately(850), "~850");
+        assert_eq!(approximately(12_345), "~12.3k");
+        assert_eq!(approximately(1_234_567), "~1.2M");
     }
 }

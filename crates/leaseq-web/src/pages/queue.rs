@@ -45,10 +45,9 @@ pub(crate) fn head<O: Operator>(app: &App<O>, h: &mut Html, c: &StoredCounts, ta
         h.raw("<div class=\"card\"><div class=\"k\">")
             .raw(label)
             .raw("</div><div class=\"v\" data-count=\"")
-            .raw(key)
-            .raw("\">")
-            .show(n)
-            .raw("</div></div>");
+            .raw(key);
+        crate::pages::overview::count_text(h, c, n);
+        h.raw("</div></div>");
     }
     crate::pages::pause::status(app, h, c);
     h.raw("</div>");
