@@ -300,11 +300,7 @@ async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
         .click()
         .await
         .unwrap();
-    let rows = c
-        .find_all(Locator::Css("table#finished tbody tr"))
-        .await
-        .unwrap();
-    assert_eq!(rows.len(), 5);
+    assert_eq!(count_when(&c, "table#finished tbody tr", 5).await, 5);
     no_script(&c).await;
     screenshot(&c, "finished").await;
     // The outcome filter, chosen as a person would.
@@ -322,17 +318,10 @@ async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
         .click()
         .await
         .unwrap();
-    let rows = c
-        .find_all(Locator::Css(
-            "table#finished tbody tr[data-outcome=\"dead\"]",
-        ))
-        .await
-        .unwrap();
-    let all = c
-        .find_all(Locator::Css("table#finished tbody tr"))
-        .await
-        .unwrap();
-    assert_eq!((rows.len(), all.len()), (2, 2));
+    // Every row shown once the filtered page is there, and each of them a dead letter.
+    let all = count_when(&c, "table#finished tbody tr", 2).await;
+    let dead = count_when(&c, "table#finished tbody tr[data-outcome=\"dead\"]", 2).await;
+    assert_eq!((dead, all), (2, 2));
     c.close().await.unwrap();
     pg_drop(&url, &schema).await;
 }

@@ -126,6 +126,19 @@ pub async fn text(c: &Client, css: &str) -> String {
         .unwrap()
 }
 
+/// How many elements `css` finds once it finds `want` (a page a click loads may not be
+/// there yet: waited for up to 30 s, then the count found, for the caller's assertion).
+pub async fn count_when(c: &Client, css: &str, want: usize) -> usize {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = c.find_all(Locator::Css(css)).await.unwrap().len();
+        if n == want || std::time::Instant::now() >= until {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The ready, delayed, in-flight and dead cells of `queue`'s overview row, as shown.
 pub async fn row(c: &Client, queue: &str) -> [u64; 4] {
     let mut out = [0; 4];
