@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leaseq_bench_kit::rng::Rng;
+use leaseq_test_kit::runtime::multi_thread;
 use leaseq_tokio::{
     Backoff, Config, Delivery, Jitter, LeaseQueue, MessageId, PushError, Reason, ReceiptError,
     SettleError,
@@ -533,15 +534,4 @@ async fn first_deliveries_keep_each_producers_order_on_tokio() {
             assert!(refused > 0, "no push found the queue full ({at})");
         }
     }
-}
-
-/// A tokio runtime of two worker threads, as `#[tokio::test(flavor = "multi_thread",
-/// worker_threads = 2)]` builds (written out: the suite's tokio has no `macros` feature, which
-/// would put syn into every example's build).
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("build a tokio runtime")
 }

@@ -18,6 +18,8 @@ pub mod output;
 #[cfg(feature = "postgres")]
 pub mod pg;
 mod reexports;
+#[cfg(feature = "tokio")]
+pub mod runtime;
 #[cfg(feature = "schedules")]
 pub mod schedule_check;
 #[cfg(feature = "schedules")]

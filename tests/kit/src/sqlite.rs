@@ -67,6 +67,18 @@ where
     open_with(path, config, codec, Options::default()).expect("open the queue file")
 }
 
+/// Closes `q` and waits until its store is gone (the driver task lets go of it on its own
+/// thread), so that the file is unlocked and its writer's connection closed on return.
+pub fn shut(q: BytesQueue) {
+    smol::block_on(async { q.close().await }).expect("close the queue");
+    let store = q.store().clone();
+    drop(q);
+    while std::sync::Arc::strong_count(&store) > 1 {
+        std::thread::yield_now();
+    }
+    drop(store);
+}
+
 /// The dead letters `q` holds, as `id -> attempts` (for a ledger that checks what was
 /// buried and after how many attempts).
 pub fn dead_attempts(q: &BytesQueue) -> std::collections::BTreeMap<u64, u32> {
