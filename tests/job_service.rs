@@ -15,19 +15,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use leaseq_test_kit::core_queue::quick_retries as config;
 use leaseq_test_kit::runtime::spawned;
 use leaseq_tokio::{
-    shutdown_signal, Backoff, CatchUp, Config, CronCalendar, DeadFilter, Envelope, ErrorChain,
-    InMemory, Job, JobError, JobKind, KindPolicy, LeaseQueue, Page, Pool, PoolReport, Reason,
-    Router, Schedule, Scheduler, SchedulerStep, Store, Timestamp, TokioRuntime,
+    shutdown_signal, CatchUp, CronCalendar, DeadFilter, Envelope, ErrorChain, InMemory, Job,
+    JobError, JobKind, KindPolicy, LeaseQueue, Page, Pool, PoolReport, Reason, Router, Schedule,
+    Scheduler, SchedulerStep, Store, Timestamp, TokioRuntime,
 };
 use serde::{Deserialize, Serialize};
 
 // The rest of what a service may name, reachable from the adapter too.
 #[allow(unused_imports)]
 use leaseq_tokio::{
-    router, schedule, system_clock, BytesCodec, Closing, Codec, CodecError, EnvelopeCodec,
-    Interval, ItemKind, PostcardCodec, Push, Stopping, WallClock,
+    router, schedule, system_clock, Backoff, BytesCodec, Closing, Codec, CodecError, Config,
+    EnvelopeCodec, Interval, ItemKind, PostcardCodec, Push, Stopping, WallClock,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -180,15 +181,6 @@ async fn until_sigterm<S: Store<Envelope, Runtime = TokioRuntime>>(
 #[allow(dead_code)]
 fn explain(e: &(dyn std::error::Error + 'static)) -> String {
     ErrorChain(e).to_string()
-}
-
-fn config() -> Config {
-    Config::new(Duration::from_secs(20))
-        .with_max_attempts(3)
-        .with_backoff(Backoff::exponential(
-            Duration::from_millis(5),
-            Duration::from_millis(20),
-        ))
 }
 
 fn expected() -> Seen {

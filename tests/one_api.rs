@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_async::{
-    AdminError, Backoff, Codec, CodecError, Config, InMemory, ItemState, JobError, Page, Push,
-    RedriveError, Store,
+    AdminError, Codec, CodecError, InMemory, ItemState, JobError, Page, Push, RedriveError, Store,
 };
 use leaseq_sqlite::Sqlite;
+use leaseq_test_kit::core_queue::quick_retries as config;
 use leaseq_test_kit::runtime::spawned;
 use leaseq_tokio::{LeaseQueue, Pool, QueueBuilder, TokioRuntime};
 
@@ -47,15 +47,6 @@ impl Codec<Thumb> for ThumbCodec {
             .map_err(|_| CodecError(format!("{} bytes, not 4", bytes.len())))?;
         Ok(Thumb(u32::from_le_bytes(b)))
     }
-}
-
-fn config() -> Config {
-    Config::new(Duration::from_secs(20))
-        .with_max_attempts(3)
-        .with_backoff(Backoff::exponential(
-            Duration::from_millis(5),
-            Duration::from_millis(20),
-        ))
 }
 
 /// What the job saw, for the caller to compare across stores.
@@ -205,10 +196,10 @@ fn the_same_job_on_a_sqlite_file() {
 #[cfg(feature = "postgres")]
 #[test]
 fn the_same_job_on_postgres() {
-    let Some(url) = leaseq_test_kit::pg::server() else {
+    let server = leaseq_test_kit::pg::server();
+    let Some(store) = server.map(leaseq_postgres::Postgres::url) else {
         return;
     };
-    let store = leaseq_postgres::Postgres::url(&url);
     let named = builder().name(leaseq_test_kit::pg::unique("one-api"));
     let report =
         spawned(async { thumbnails(named.codec(ThumbCodec).open(store).await.unwrap()).await });

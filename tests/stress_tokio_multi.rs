@@ -59,6 +59,20 @@ fn seq_of(item: u32) -> u32 {
     item % PER_PRODUCER
 }
 
+/// The sequence numbers of producer `p`'s items among `seen` (`(id, item)` pairs, in the
+/// order they were seen).
+fn seqs_of<I>(seen: &[(I, u32)], p: u32) -> Vec<u32> {
+    seen.iter()
+        .filter(|&&(_, x)| producer_of(x) == p)
+        .map(|&(_, x)| seq_of(x))
+        .collect()
+}
+
+/// Whether `seen` (`(id, item)` pairs) is in increasing id order.
+fn in_id_order<I: Ord>(seen: &[(I, u32)]) -> bool {
+    seen.windows(2).all(|w| w[0].0 < w[1].0)
+}
+
 /// How a producer pushes.
 #[derive(Clone, Copy, Debug)]
 enum PushMode {
@@ -402,15 +416,11 @@ async fn round(seed: u64, bounded: bool) {
             assert_eq!(Some(id), pushed_id[x as usize], "item {x} ({at})");
         }
         assert!(
-            seen.windows(2).all(|p| p[0].0 < p[1].0),
+            in_id_order(seen),
             "worker {w}: first deliveries out of id order ({at})"
         );
         for p in 0..PRODUCERS {
-            let seqs: Vec<u32> = seen
-                .iter()
-                .filter(|&&(_, x)| producer_of(x) == p)
-                .map(|&(_, x)| seq_of(x))
-                .collect();
+            let seqs = seqs_of(seen, p);
             assert!(
                 seqs.windows(2).all(|s| s[0] < s[1]),
                 "worker {w}: producer {p}'s items out of order: {seqs:?} ({at})"
@@ -503,15 +513,11 @@ async fn first_deliveries_keep_each_producers_order_on_tokio() {
         let at = format!("bounded: {bounded}: {:#?}", q.stats());
         assert_eq!(firsts.len(), ITEMS, "{at}");
         assert!(
-            firsts.windows(2).all(|w| w[0].0 < w[1].0),
+            in_id_order(&firsts),
             "first deliveries out of id order ({at})"
         );
         for p in 0..PRODUCERS {
-            let seqs: Vec<u32> = firsts
-                .iter()
-                .filter(|&&(_, x)| producer_of(x) == p)
-                .map(|&(_, x)| seq_of(x))
-                .collect();
+            let seqs = seqs_of(&firsts, p);
             assert!(
                 seqs.iter().copied().eq(0..PER_PRODUCER),
                 "producer {p}'s items out of order: {seqs:?} ({at})"

@@ -40,16 +40,8 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
         return;
     };
     let schema = pg_schema("browser_pause");
-    let q: leaseq_postgres::PgQueue<Vec<u8>> =
-        leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-            .name("web_pause")
-            .codec(leaseq_postgres::BytesCodec)
-            .open(
-                leaseq_postgres::Postgres::url(&url)
-                    .options(leaseq_postgres::Options::new().schema(&schema).pool_size(4)),
-            )
-            .await
-            .unwrap();
+    let options = leaseq_postgres::Options::new().schema(&schema).pool_size(4);
+    let q = pg_queue(&url, "web_pause", options).await;
     let ran: Arc<Mutex<Vec<u64>>> = Arc::default();
     // After the first 10 items the handlers wait for this gate, so that the pool is still
     // running when the button is clicked, however long the browser takes.
@@ -89,12 +81,7 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
         .await
         .unwrap();
     assert_eq!(text(&c, "#status").await, "Running");
-    c.find(Locator::Css("form.action[action$=\"/pause\"] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.action[action$=\"/pause\"] button")).await;
     assert!(text(&c, "#done").await.contains("is paused"));
     // Committed: from here on only the claims already running hand out leases.
     assert!(
@@ -130,18 +117,10 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
         .await
         .unwrap();
     assert_eq!(text(&c, "#status").await, "Paused");
-    assert_eq!(
-        text(&c, ".card [data-count=\"ready\"]").await,
-        (TOTAL - handled).to_string()
-    );
+    assert_eq!(card(&c, "ready").await, (TOTAL - handled).to_string());
     no_script(&c).await;
     screenshot(&c, "queue-paused").await;
-    c.find(Locator::Css("form.action[action$=\"/resume\"] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.action[action$=\"/resume\"] button")).await;
     assert!(text(&c, "#done").await.contains("is running again"));
 
     // Resumed: the pool handles the rest, each item once.
@@ -173,29 +152,14 @@ async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
         return;
     };
     let schema = pg_schema("browser_finished");
-    let q: leaseq_postgres::PgQueue<Vec<u8>> =
-        leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-            .name("web_hist")
-            .codec(leaseq_postgres::BytesCodec)
-            .open(
-                leaseq_postgres::Postgres::url(&url).options(
-                    leaseq_postgres::Options::new()
-                        .schema(&schema)
-                        .pool_size(2)
-                        .retention(Duration::from_secs(3600)),
-                ),
-            )
-            .await
-            .unwrap();
-    for kind in ["email", "report", "sms", "email", "sms"] {
-        q.push(envelope(kind, "{}")).await.unwrap();
-        let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
-        if kind == "sms" {
-            d.dead_letter("no such number").await.unwrap();
-        } else {
-            d.ack().await.unwrap();
-        }
-    }
+    let kept = Duration::from_secs(3600);
+    let options = leaseq_postgres::Options::new()
+        .schema(&schema)
+        .pool_size(2)
+        .retention(kept);
+    let q = pg_queue(&url, "web_hist", options).await;
+    let kinds = ["email", "report", "sms", "email", "sms"];
+    finish_jobs(&q, &kinds, "no such number").await;
     q.close().await.unwrap();
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
     // The record is written with the acks' batch: waited for (not a measured time).
@@ -215,12 +179,7 @@ async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
     c.goto(&format!("http://{addr}/queues/web_hist"))
         .await
         .unwrap();
-    c.find(Locator::LinkText("Finished jobs"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Finished jobs")).await;
     let rows = c
         .find_all(Locator::Css("table#finished tbody tr"))
         .await
@@ -229,20 +188,12 @@ async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
     no_script(&c).await;
     screenshot(&c, "finished").await;
     // The outcome filter, chosen as a person would.
-    c.find(Locator::Css(
-        "select[name=\"outcome\"] option[value=\"dead\"]",
-    ))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
-    c.find(Locator::Css("form.filter button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(
+        &c,
+        Locator::Css("select[name=\"outcome\"] option[value=\"dead\"]"),
+    )
+    .await;
+    click(&c, Locator::Css("form.filter button")).await;
     let rows = c
         .find_all(Locator::Css(
             "table#finished tbody tr[data-outcome=\"dead\"]",

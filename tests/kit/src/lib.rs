@@ -11,12 +11,16 @@
 pub mod calendar;
 pub mod child;
 pub mod core_queue;
+#[cfg(feature = "async")]
+pub mod deploy;
 pub mod envelope;
 #[cfg(feature = "jobs")]
 pub mod jobs;
 pub mod output;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres")]
+mod pg_checks;
 mod reexports;
 #[cfg(feature = "tokio")]
 pub mod runtime;
@@ -33,3 +37,5 @@ pub mod sqlite;
 #[cfg(feature = "async")]
 pub mod steps;
 pub mod time;
+#[cfg(feature = "otel")]
+pub mod trace;

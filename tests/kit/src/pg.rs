@@ -89,6 +89,7 @@ where
     runtime().block_on(test(url));
 }
 
+pub use crate::pg_checks::{nothing_comes, one_undecodable_dead_letter};
 pub use crate::runtime::multi_thread as runtime;
 
 /// The schema the tests' queues live in: one per test process, `leaseq_test_<pid>_<nanos>`,
@@ -306,15 +307,6 @@ pub async fn dead_letters_reach(
         (dead.len() >= n).then_some(dead)
     })
     .await
-}
-
-/// Asserts that no delivery comes within 400 ms.
-pub async fn nothing_comes(q: &leaseq_postgres::PgQueue<Vec<u8>>) {
-    assert!(matches!(
-        q.receive_timeout(std::time::Duration::from_millis(400))
-            .await,
-        Err(leaseq_async::ReceiveError::Timeout)
-    ));
 }
 
 /// A queue of job envelopes (the router's items) with the tests' [`options`]: [`open`] with

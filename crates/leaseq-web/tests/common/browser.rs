@@ -126,6 +126,16 @@ pub async fn text(c: &Client, css: &str) -> String {
         .unwrap()
 }
 
+/// Clicks the first element `locator` finds, as a person would.
+pub async fn click(c: &Client, locator: Locator<'_>) {
+    c.find(locator).await.unwrap().click().await.unwrap();
+}
+
+/// The text of the queue page's count card `name` (`ready`, `dead`, ...).
+pub async fn card(c: &Client, name: &str) -> String {
+    text(c, &format!(".card [data-count=\"{name}\"]")).await
+}
+
 /// The ready, delayed, in-flight and dead cells of `queue`'s overview row, as shown.
 pub async fn row(c: &Client, queue: &str) -> [u64; 4] {
     let mut out = [0; 4];

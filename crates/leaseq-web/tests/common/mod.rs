@@ -205,6 +205,46 @@ pub fn pg_schema(name: &str) -> String {
     format!("leaseq_web_{name}_{}_{nanos}", std::process::id())
 }
 
+/// Queue `name` of bytes on `url`'s server with `options` (its schema among them); 30 s
+/// visibility.
+pub async fn pg_queue(
+    url: &str,
+    name: &str,
+    options: leaseq_postgres::Options,
+) -> leaseq_postgres::PgQueue<Vec<u8>> {
+    leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+        .name(name.to_string())
+        .codec(leaseq_postgres::BytesCodec)
+        .open(leaseq_postgres::Postgres::url(url).options(options))
+        .await
+        .unwrap()
+}
+
+/// One job of each kind of `kinds` pushed, received and finished in turn: the `sms` ones
+/// dead-lettered with `error`, the others acked.
+pub async fn finish_jobs(q: &leaseq_postgres::PgQueue<Vec<u8>>, kinds: &[&str], error: &str) {
+    for kind in kinds {
+        q.push(envelope(kind, "{}")).await.unwrap();
+        let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
+        if *kind == "sms" {
+            d.dead_letter(error).await.unwrap();
+        } else {
+            d.ack().await.unwrap();
+        }
+    }
+}
+
+/// The first of `dead` whose payload is an `email` envelope.
+pub fn first_email(dead: &[leaseq_async::StoredItem]) -> &leaseq_async::StoredItem {
+    dead.iter()
+        .find(|i| {
+            i.payload
+                .as_deref()
+                .is_some_and(|p| p.starts_with(b"\x05email"))
+        })
+        .expect("an email among the dead letters")
+}
+
 /// The odd queue name of the Postgres fixture: markup and a slash in it.
 pub const ODD_QUEUE: &str = "a b/<i>c</i>";
 
