@@ -11,6 +11,8 @@
 pub mod calendar;
 pub mod child;
 pub mod core_queue;
+#[cfg(feature = "proptest")]
+pub mod dag;
 #[cfg(feature = "async")]
 pub mod deploy;
 pub mod envelope;
