@@ -141,9 +141,7 @@ fn a_crashed_owners_file_is_read_as_it_is() {
     let q = open(&path);
     let d = smol::block_on(q.receive()).unwrap();
     assert_eq!(d.item(), b"invoice 981");
-    std::mem::forget(d);
-    q.store().halt();
-    std::mem::forget(q);
+    leaseq_test_kit::sqlite::crash(q, d);
     let before = snapshot(&path);
 
     let stats = json(&sqlite(&path, &["stats", "--json"]));
