@@ -21,6 +21,7 @@ use common::*;
 use fantoccini::Locator;
 use leaseq_async::{Config, Job};
 use leaseq_postgres::PgInspector;
+use leaseq_test_kit::gated::{gated_pool, open_after_the_pause, until_ran, Gated};
 use leaseq_web::PgOperator;
 
 const WORKERS: u64 = 2;
@@ -42,33 +43,13 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
     let schema = pg_schema("browser_pause");
     let options = leaseq_postgres::Options::new().schema(&schema).pool_size(4);
     let q = pg_queue(&url, "web_pause", options).await;
-    let ran: Arc<Mutex<Vec<u64>>> = Arc::default();
     // After the first 10 items the handlers wait for this gate, so that the pool is still
     // running when the button is clicked, however long the browser takes.
-    let (gate, gated) = tokio::sync::watch::channel(false);
-    let pool = leaseq_tokio::Pool::builder(q.clone())
-        .workers(WORKERS as usize)
-        .spawn({
-            let ran = ran.clone();
-            move |job: Job<Vec<u8>>| {
-                let (ran, mut gated) = (ran.clone(), gated.clone());
-                async move {
-                    if ran.lock().unwrap().len() >= 10 {
-                        let _ = gated.wait_for(|open| *open).await;
-                    }
-                    ran.lock().unwrap().push(job.id.get());
-                    Ok(())
-                }
-            }
-        });
+    let Gated { pool, ran, gate } = gated_pool(&q, WORKERS as usize, 10);
     for n in 0..TOTAL {
         q.push(format!("item {n}").into_bytes()).await.unwrap();
     }
-    let until = Instant::now() + PATIENCE;
-    while ran.lock().unwrap().len() < 10 {
-        assert!(Instant::now() < until, "the pool runs");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until_ran(&ran, 10, PATIENCE).await;
 
     let addr = serve(PgOperator::with_actions(
         PgInspector::connect(&url, &schema).await.unwrap(),
@@ -88,21 +69,8 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
         q.refresh_stats().await.unwrap().paused,
         "paused, as the pool's store reads it"
     );
-    gate.send_replace(true);
-    let delivered = q.stats().delivered;
     // Several of the claimer's poll intervals (200 ms).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = q.stats().delivered;
-    assert!(
-        after <= delivered + CLAIM_ROUND,
-        "leased {delivered} at the pause, {after} after"
-    );
-    let until = Instant::now() + PATIENCE;
-    while (ran.lock().unwrap().len() as u64) < q.stats().delivered {
-        assert!(Instant::now() < until, "the leases out are handled");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let handled = ran.lock().unwrap().len() as u64;
+    let (_, handled) = open_after_the_pause((&gate, &ran), &q, CLAIM_ROUND, PATIENCE).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(q.stats().delivered, handled, "nothing claimed while paused");
     assert!(

@@ -16,6 +16,8 @@ pub mod dag;
 #[cfg(feature = "async")]
 pub mod deploy;
 pub mod envelope;
+#[cfg(feature = "postgres")]
+pub mod gated;
 #[cfg(feature = "jobs")]
 pub mod jobs;
 pub mod output;
