@@ -10,10 +10,9 @@ use leaseq_test_kit::gated::{gated_pool, open_after_the_pause, until_ran, Gated}
 
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_async::{Config, Job};
+use leaseq_async::Config;
 
 const WORKERS: u64 = 2;
 /// The most leases one round of the pool's claims takes: one per worker and the pool's

@@ -13,13 +13,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::browser::*;
 use common::*;
 use fantoccini::Locator;
-use leaseq_async::{Config, Job};
 use leaseq_postgres::PgInspector;
 use leaseq_test_kit::gated::{gated_pool, open_after_the_pause, until_ran, Gated};
 use leaseq_web::PgOperator;
