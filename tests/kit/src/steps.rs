@@ -192,11 +192,18 @@ pub fn assert_too_large_101_of_100<T: std::fmt::Debug>(e: &leaseq_async::PushErr
     );
 }
 
+/// What a test of the record compares of an entry: `(id, kind, outcome, attempts, reason)`.
+pub type Outcome<'a> = (
+    MessageId,
+    Option<&'a str>,
+    FinishOutcome,
+    u32,
+    Option<Reason>,
+);
+
 /// What a test of the record of finished jobs compares of each entry: `(id, kind,
 /// outcome, attempts, reason)`.
-pub fn outcomes(
-    record: &[Finished],
-) -> Vec<(MessageId, Option<&str>, FinishOutcome, u32, Option<Reason>)> {
+pub fn outcomes(record: &[Finished]) -> Vec<Outcome<'_>> {
     record
         .iter()
         .map(|f| (f.id, f.kind.as_deref(), f.outcome, f.attempts, f.reason))
