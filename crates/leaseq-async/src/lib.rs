@@ -14,10 +14,11 @@
 //! # How the pieces fit
 //!
 //! - One lock per queue guards the core; no lock is held across an await, and of the
-//!   caller's code only the item's `Clone` runs under it (a receive's copy, a dead-letter
-//!   read's): an item whose `Clone` uses its own queue deadlocks it (RELIABILITY.md's known
-//!   limits). Batch receive and batch ack take many items per lock acquisition
-//!   and read the clock once.
+//!   caller's code only the item's `Clone` runs under it, for a receive's copy (a
+//!   dead-letter read copies after the lock), and with a record of finished jobs by kind a
+//!   new dead letter's `ItemKind`: an item whose `Clone` uses its own queue
+//!   deadlocks a receive (RELIABILITY.md's known limits say why it stays). Batch receive
+//!   and batch ack take many items per lock acquisition and read the clock once.
 //! - One **driver** task per queue, with one timer reset (not rebuilt) to the store's next
 //!   alarm, applies what is due: leases and delays running out, and heartbeats (every
 //!   registered lease due, extended in one lock acquisition: 10,000 held deliveries cost one

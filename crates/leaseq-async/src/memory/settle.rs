@@ -43,6 +43,29 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         op(&mut st.core, ticket.receipt)
     }
 
+    /// [`Store::dead_letter`](crate::Store::dead_letter): the item to the dead letters at
+    /// once with `error`; the attempts it had.
+    pub(super) fn dead_letter_now(
+        &self,
+        ticket: MemoryTicket,
+        error: String,
+    ) -> Result<u32, ReceiptError> {
+        let now = self.rt.now();
+        let error = Some(error);
+        self.settle(ticket, |core, r| core.dead_letter(r, now, error))
+    }
+
+    /// [`Store::snooze`](crate::Store::snooze): the item back, visible after `delay`, its
+    /// attempt not counted.
+    pub(super) fn snooze_now(
+        &self,
+        ticket: MemoryTicket,
+        delay: std::time::Duration,
+    ) -> Result<leaseq_core::Snoozed, ReceiptError> {
+        let now = self.rt.now();
+        self.settle(ticket, |core, r| core.snooze(r, now, delay))
+    }
+
     /// Acks under the lock ([`State::ack_ticket`]); hands the queue's copy of the item out,
     /// to be dropped after the lock.
     #[inline]
