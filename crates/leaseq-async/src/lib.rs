@@ -187,7 +187,7 @@ pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, Withdrawn};
 pub use open::{InMemory, OpenStore, QueueSettings, DEFAULT_MAX_LEASE};
 pub use page::Page;
-pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
+pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolWatch, Running};
 pub use pool_stats::PoolStats;
 pub use progress::{CheckpointError, LeaseKey, Progress, MAX_PROGRESS_BYTES};
 pub use push::Push;

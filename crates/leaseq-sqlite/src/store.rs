@@ -169,7 +169,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             return last.map_or(Timestamp::MAX, |at| at.saturating_add(every));
         }
         *last = Some(now);
-        let before = self.to_disk(now.saturating_sub(window));
+        // On the wall clock (a runtime's clock starts near zero: `now - window` would stop
+        // at its start and take the entries of a run before this one that are younger than
+        // the window).
+        let window_ns = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
+        let before = self.to_disk(now).saturating_sub(window_ns);
         self.journal.submit([Op::Prune { before }]);
         now.saturating_add(every)
     }

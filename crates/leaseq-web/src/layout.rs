@@ -20,6 +20,10 @@ pub(crate) struct App<O> {
     /// The token every action's form carries (`None`: read-only mode, no action shown or
     /// taken).
     pub(crate) csrf: Option<String>,
+    /// The pools of this process, if mounted in it with them.
+    pub(crate) pools: crate::pools::Pools,
+    /// The finished jobs per minute read so far, for the charts.
+    pub(crate) charts: crate::throughput_cache::Charts,
 }
 
 impl<O: Operator> App<O> {
@@ -58,7 +62,9 @@ impl<O: Operator> App<O> {
             } else {
                 " &middot; read-only</span>"
             })
-            .raw("</header><main>")
+            .raw("<a class=\"nav\" href=\"")
+            .text(&self.link("/workers"))
+            .raw("\">Workers</a></header><main>")
             .append(body)
             .raw("</main></body></html>");
         let mut response = (status, h.into_string()).into_response();

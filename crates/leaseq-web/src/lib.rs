@@ -1,8 +1,10 @@
 //! A web dashboard for leaseq queues: every queue's counts, its live items and dead letters
 //! a page at a time, one item's payload (a router job's args as formatted JSON, other bytes
 //! as text and hex), the schedules a queue keeps, its finished jobs where the store keeps a
-//! record of them. Server-rendered HTML, charts drawn as SVG
-//! on the server, the stylesheet in the binary: no script, nothing fetched from elsewhere.
+//! record of them, and from that record the last hour's throughput and failure rate as charts;
+//! mounted in a service with its pools ([`Dashboard::with_pool`]), a workers page. Server-rendered
+//! HTML, charts drawn as SVG on the server, the stylesheet in the binary: no script, nothing
+//! fetched from elsewhere.
 //!
 //! It reads through the [`Operator`] trait, implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
@@ -38,6 +40,7 @@
 
 mod auth;
 mod chart;
+mod chart_time;
 mod csrf;
 mod dashboard;
 mod html;
@@ -46,9 +49,12 @@ mod metrics;
 mod operator;
 mod pages;
 mod payload;
+mod pools;
 mod postgres;
 mod query;
 mod sqlite;
+mod throughput;
+mod throughput_cache;
 
 pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_async::{AdminError, Config, LeaseQueue, Page, ScheduleState, StoredCounts, StoredItem};
+use leaseq_async::{
+    AdminError, Config, Finished, HistoryQuery, LeaseQueue, Page, ScheduleState, StoredCounts,
+    StoredItem,
+};
 use leaseq_core::MessageId;
 use leaseq_sqlite::{BytesCodec, FileView, OpenError, Sqlite, SqliteQueue};
 use leaseq_tokio::TokioRuntime;
@@ -159,7 +162,7 @@ impl Operator for SqliteOperator {
             redrive: acts,
             purge: acts,
             pause: acts,
-            history: false,
+            history: true,
         }
     }
 
@@ -236,5 +239,15 @@ impl Operator for SqliteOperator {
     async fn schedules(&self, queue: &str) -> Result<Vec<ScheduleState>, OperatorError> {
         self.check(queue).await?;
         self.with(|v| v.schedules()).await
+    }
+
+    async fn history(
+        &self,
+        queue: &str,
+        query: &HistoryQuery,
+    ) -> Result<Vec<Finished>, OperatorError> {
+        self.check(queue).await?;
+        let query = query.clone();
+        self.with(move |v| v.history(&query)).await
     }
 }

@@ -16,6 +16,7 @@ mod settle;
 mod shards;
 pub(crate) mod stats;
 mod timeout;
+mod watch;
 mod worker;
 
 use std::future::Future;
@@ -41,6 +42,7 @@ pub use builder::PoolBuilder;
 pub use job::Job;
 pub use report::PoolReport;
 pub use timeout::ItemTimeout;
+pub use watch::{PoolWatch, Running};
 
 use completer::Completer;
 #[cfg(feature = "router")]

@@ -1,6 +1,7 @@
 //! The pages, one module each (the queue page holds its live and dead lists).
 
 pub(crate) mod actions;
+pub(crate) mod activity;
 pub(crate) mod bulk;
 pub(crate) mod finished;
 pub(crate) mod item;
@@ -8,3 +9,4 @@ pub(crate) mod overview;
 pub(crate) mod pause;
 pub(crate) mod queue;
 pub(crate) mod schedules;
+pub(crate) mod workers;

@@ -96,7 +96,7 @@ pub(crate) async fn dead<O: Operator>(
 }
 
 async fn list<O: Operator>(
-    app: &App<O>,
+    app: &Arc<App<O>>,
     queue: &str,
     q: &HashMap<String, String>,
     tab: Tab,
@@ -169,6 +169,12 @@ async fn list<O: Operator>(
         dead_table(app, &mut h, queue, &items);
     } else {
         live_table(app, &mut h, queue, &items);
+    }
+    if tab == Tab::Live {
+        let queues = [queue.to_string()];
+        if let Err(e) = crate::pages::activity::section(app, &mut h, &queues).await {
+            return app.error(&e);
+        }
     }
     let rest = if tab == Tab::Dead { "/dead" } else { "" };
     pager(
