@@ -74,13 +74,9 @@ async fn store_when(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
-    let Some((chromium, driver)) = browser() else {
+    let Some((chromium, driver, url, schema)) = browser_on_pg("browser_pause").await else {
         return;
     };
-    let Some(url) = pg_server().await else {
-        return;
-    };
-    let schema = pg_schema("browser_pause");
     let q = open(&url, &schema).await;
     for n in 0..TOTAL {
         q.push(format!("item {n}").into_bytes()).await.unwrap();
@@ -225,13 +221,9 @@ async fn pause_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
-    let Some((chromium, driver)) = browser() else {
+    let Some((chromium, driver, url, schema)) = browser_on_pg("browser_finished").await else {
         return;
     };
-    let Some(url) = pg_server().await else {
-        return;
-    };
-    let schema = pg_schema("browser_finished");
     let kept = Duration::from_secs(3600);
     let options = leaseq_postgres::Options::new()
         .schema(&schema)

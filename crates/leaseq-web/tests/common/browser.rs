@@ -113,6 +113,14 @@ pub async fn screenshot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
 }
 
+/// Chromium and chromedriver, the Postgres server, and a fresh schema name after `name`;
+/// `None` (the test skipped, as [`browser`] and [`super::pg_server`] say) without either.
+pub async fn browser_on_pg(name: &str) -> Option<(String, String, String, String)> {
+    let (chromium, driver) = browser()?;
+    let url = super::pg_server().await?;
+    Some((chromium, driver, url, super::pg_schema(name)))
+}
+
 /// The text of the first element `css` finds, waited for (up to 30 s: a page a click
 /// loads may not be there yet; a bound for a hang, not a measured time).
 pub async fn text(c: &Client, css: &str) -> String {
