@@ -18,10 +18,9 @@ use std::time::{Duration, Instant};
 use common::browser::*;
 use common::*;
 use fantoccini::{Client, Locator};
-use leaseq_async::{Config, HistoryQuery, Job, Watchdog};
+use leaseq_async::{HistoryQuery, Job, Watchdog};
 use leaseq_postgres::PgInspector;
-use leaseq_sqlite::FileView;
-use leaseq_web::{Dashboard, PgOperator, SqliteOperator};
+use leaseq_web::PgOperator;
 
 /// Counts of one minute: acked, dead-lettered, expired, cancelled.
 type Row = [u64; 4];

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::browser::*;
 use common::*;
 use fantoccini::Locator;
-use leaseq_async::{Config, Job, Stats};
+use leaseq_async::{Job, Stats};
 use leaseq_postgres::PgInspector;
 use leaseq_test_kit::child;
 use leaseq_web::PgOperator;

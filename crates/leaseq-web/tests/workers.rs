@@ -9,9 +9,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use leaseq_async::{Config, Job, Watchdog};
+use leaseq_async::{Job, Watchdog};
 use leaseq_sqlite::FileView;
-use leaseq_web::{Dashboard, SqliteOperator};
+use leaseq_web::SqliteOperator;
 
 /// How long a wait for the pool may take before the test fails (not a measured time).
 const PATIENCE: Duration = Duration::from_secs(60);
