@@ -1,7 +1,8 @@
 //! [`SqliteStore`]: the in-memory store, journaled into SQLite: the struct, its ticket, and
-//! how results of the core become journal ops. The `Store` impl is in `seam.rs`, receiving
-//! (attempts committed before deliveries are handed out) in `receive.rs`, the operator's
-//! methods in `admin.rs`.
+//! how results of the core become journal ops. The `Store` impl is in `seam.rs`, pushing
+//! (encoded and size-checked, then journaled) in `push.rs`, receiving (attempts committed
+//! before deliveries are handed out) in `receive.rs`, settles' durable answers in
+//! `settled.rs`, the operator's methods in `admin.rs`.
 
 use std::future::Future;
 use std::sync::atomic::AtomicUsize;
