@@ -52,6 +52,9 @@
 //!   kind and its JSON args), each kind ([`JobKind`]) with its own handler and
 //!   [`KindPolicy`], dispatched by a pool ([`PoolBuilder::spawn_router`]); an unknown kind
 //!   is dead-lettered at once. Implies `serde`; pulls in `serde_json`.
+//! - `operator`: the `operator` module, the operator interface (`Operator`) the `leaseq`
+//!   command line and the `leaseq-web` dashboard are written over, one trait each store
+//!   implements. Implies `router`.
 //! - `opentelemetry`: trace context through a router's queue (see the [`router`] module's
 //!   "Trace context"): an envelope records the pushing span's W3C `traceparent`, and the
 //!   handler's `leaseq.job` span is that span's child, across processes. Implies `router`
@@ -141,6 +144,8 @@ mod memory;
 mod memory_admin;
 pub mod metrics;
 mod open;
+#[cfg(feature = "operator")]
+pub mod operator;
 mod page;
 mod pool;
 mod pool_stats;

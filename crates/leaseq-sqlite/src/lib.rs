@@ -203,6 +203,8 @@ mod lock;
 mod op;
 mod open;
 mod open_error;
+#[cfg(feature = "operator")]
+mod operator;
 mod options;
 mod pause;
 mod push;
@@ -223,6 +225,8 @@ pub use inspect::FileView;
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
 pub use open_error::{FileError, OpenError};
+#[cfg(feature = "operator")]
+pub use operator::{SqliteOperator, UNNAMED};
 pub use options::{Durability, Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::SqliteWaiting;
 pub use sqlite::Sqlite;

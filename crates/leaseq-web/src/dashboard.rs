@@ -155,7 +155,8 @@ impl<O: Operator> Dashboard<O> {
     /// pools given with [`with_pool`](Self::with_pool)),
     /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
-    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
+    /// `/queues/{queue}/redrive-dead`, `/queues/{queue}/purge-dead` and
+    /// `/queues/{queue}/cancel`, POST
     /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
     /// token.
     pub fn router(self) -> Router {
@@ -200,6 +201,10 @@ impl<O: Operator> Dashboard<O> {
             .route(
                 "/queues/{queue}/redrive-dead",
                 get(pages::bulk::redrive_confirm::<O>).post(pages::bulk::redrive::<O>),
+            )
+            .route(
+                "/queues/{queue}/cancel",
+                get(pages::cancel::cancel_confirm::<O>).post(pages::cancel::cancel::<O>),
             )
             .with_state(app)
             .route(

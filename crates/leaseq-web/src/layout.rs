@@ -75,14 +75,15 @@ impl<O: Operator> App<O> {
         response
     }
 
-    /// The page for a failed read: 404 for an unknown queue, 503 for a store that could
-    /// not be read (logged).
+    /// The page for a failed call: 404 for an unknown queue, 403 for an action this
+    /// operator cannot take, 409 for one the store refused (or another process must take),
+    /// 503 for a store that could not be read or written (logged).
     pub(crate) fn error(&self, e: &OperatorError) -> Response {
         let status = match e {
             OperatorError::NoSuchQueue(_) => StatusCode::NOT_FOUND,
             OperatorError::ReadOnly => StatusCode::FORBIDDEN,
-            OperatorError::Refused(_) => StatusCode::CONFLICT,
-            OperatorError::Store(_) => {
+            OperatorError::Refused(_) | OperatorError::InUse => StatusCode::CONFLICT,
+            _ => {
                 tracing::warn!(error = %e, "leaseq-web: a store call failed");
                 StatusCode::SERVICE_UNAVAILABLE
             }

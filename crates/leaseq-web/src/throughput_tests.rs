@@ -61,10 +61,9 @@ impl Operator for Record {
         "test"
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            history: true,
-            ..Capabilities::default()
-        }
+        let mut c = Capabilities::default();
+        c.history = true;
+        c
     }
     async fn queues(&self) -> Result<Vec<StoredCounts>, OperatorError> {
         Ok(vec![StoredCounts::new("q", 0, 0, 0, 0)])

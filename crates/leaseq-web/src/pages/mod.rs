@@ -3,6 +3,7 @@
 pub(crate) mod actions;
 pub(crate) mod activity;
 pub(crate) mod bulk;
+pub(crate) mod cancel;
 pub(crate) mod finished;
 pub(crate) mod item;
 pub(crate) mod overview;

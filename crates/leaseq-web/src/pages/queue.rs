@@ -16,7 +16,7 @@ use crate::layout::{pager, paging, relative, App};
 use crate::operator::Operator;
 use crate::pages::bulk::Bulk;
 use crate::payload::{preview, split_kind};
-use crate::query::DeadQuery;
+use crate::query::{DeadQuery, QueryForm};
 use leaseq_core::Reason;
 
 /// The most characters a table's payload cell shows.
@@ -151,6 +151,9 @@ async fn list<O: Operator>(
             }
             h.raw("</p>");
         }
+    }
+    if tab == Tab::Live && !items.is_empty() {
+        crate::pages::cancel::link(app, &mut h, queue);
     }
     if items.is_empty() {
         h.raw("<p class=\"muted\" id=\"empty\">")
