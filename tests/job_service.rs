@@ -15,18 +15,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use leaseq_test_kit::core_queue::quick_retries as config;
+use leaseq_test_kit::runtime::spawned;
 use leaseq_tokio::{
-    shutdown_signal, Backoff, CatchUp, Config, CronCalendar, DeadFilter, Envelope, ErrorChain,
-    InMemory, Job, JobError, JobKind, KindPolicy, LeaseQueue, Page, Pool, PoolReport, Reason,
-    Router, Schedule, Scheduler, SchedulerStep, Store, Timestamp, TokioRuntime,
+    shutdown_signal, CatchUp, CronCalendar, DeadFilter, Envelope, ErrorChain, InMemory, Job,
+    JobError, JobKind, KindPolicy, LeaseQueue, Page, Pool, PoolReport, Reason, Router, Schedule,
+    Scheduler, SchedulerStep, Store, Timestamp, TokioRuntime,
 };
 use serde::{Deserialize, Serialize};
 
 // The rest of what a service may name, reachable from the adapter too.
 #[allow(unused_imports)]
 use leaseq_tokio::{
-    router, schedule, system_clock, BytesCodec, Closing, Codec, CodecError, EnvelopeCodec,
-    Interval, ItemKind, PostcardCodec, Push, Stopping, WallClock,
+    router, schedule, system_clock, Backoff, BytesCodec, Closing, Codec, CodecError, Config,
+    EnvelopeCodec, Interval, ItemKind, PostcardCodec, Push, Stopping, WallClock,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -181,15 +183,6 @@ fn explain(e: &(dyn std::error::Error + 'static)) -> String {
     ErrorChain(e).to_string()
 }
 
-fn config() -> Config {
-    Config::new(Duration::from_secs(20))
-        .with_max_attempts(3)
-        .with_backoff(Backoff::exponential(
-            Duration::from_millis(5),
-            Duration::from_millis(20),
-        ))
-}
-
 fn expected() -> Seen {
     Seen {
         first: (2, 0),
@@ -206,43 +199,24 @@ fn expected() -> Seen {
     }
 }
 
-/// A multi-thread tokio runtime.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
-
 #[test]
 fn a_job_service_on_the_memory_store() {
-    runtime().block_on(async {
-        let queue = LeaseQueue::builder(config())
-            .name("jobs")
-            .open(InMemory)
-            .await
-            .unwrap();
-        let seen = tokio::spawn(service(queue)).await.unwrap();
-        assert_eq!(seen, expected());
-    });
+    let queue = LeaseQueue::builder(config()).name("jobs");
+    let seen = spawned(async { service(queue.open(InMemory).await.unwrap()).await });
+    assert_eq!(seen, expected());
 }
 
 #[cfg(feature = "sqlite")]
 #[test]
 fn a_job_service_on_a_sqlite_file() {
-    runtime().block_on(async {
-        let path = leaseq_test_kit::sqlite::temp("job-service");
-        let queue = LeaseQueue::builder(config())
-            .name("jobs")
-            .codec(EnvelopeCodec)
-            .open(leaseq_sqlite::Sqlite::file(&path))
-            .await
-            .unwrap();
-        let seen = tokio::spawn(service(queue)).await.unwrap();
-        assert_eq!(seen, expected());
-        leaseq_test_kit::sqlite::remove(&path);
-    });
+    let path = leaseq_test_kit::sqlite::temp("job-service");
+    let queue = LeaseQueue::builder(config())
+        .name("jobs")
+        .codec(EnvelopeCodec);
+    let file = leaseq_sqlite::Sqlite::file(&path);
+    let seen = spawned(async { service(queue.open(file).await.unwrap()).await });
+    assert_eq!(seen, expected());
+    leaseq_test_kit::sqlite::remove(&path);
 }
 
 #[cfg(feature = "postgres")]
@@ -254,14 +228,10 @@ fn a_job_service_on_postgres() {
         return;
     };
     let name = leaseq_test_kit::pg::unique("job-service");
-    runtime().block_on(async {
-        let queue = LeaseQueue::builder(config())
-            .name(name)
-            .codec(EnvelopeCodec)
-            .open(leaseq_postgres::Postgres::url(&url))
-            .await
-            .unwrap();
-        let seen = tokio::spawn(service(queue)).await.unwrap();
-        assert_eq!(seen, expected());
-    });
+    let queue = LeaseQueue::builder(config())
+        .name(name)
+        .codec(EnvelopeCodec);
+    let server = leaseq_postgres::Postgres::url(&url);
+    let seen = spawned(async { service(queue.open(server).await.unwrap()).await });
+    assert_eq!(seen, expected());
 }

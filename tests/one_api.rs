@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_async::{
-    AdminError, Backoff, Codec, CodecError, Config, InMemory, ItemState, JobError, Page, Push,
-    RedriveError, Store,
+    AdminError, Codec, CodecError, InMemory, ItemState, JobError, Page, Push, RedriveError, Store,
 };
 use leaseq_sqlite::Sqlite;
-use leaseq_tokio::{LeaseQueue, Pool, TokioRuntime};
+use leaseq_test_kit::core_queue::quick_retries as config;
+use leaseq_test_kit::runtime::spawned;
+use leaseq_tokio::{LeaseQueue, Pool, QueueBuilder, TokioRuntime};
 
 const JOBS: u32 = 60;
 
@@ -46,15 +47,6 @@ impl Codec<Thumb> for ThumbCodec {
             .map_err(|_| CodecError(format!("{} bytes, not 4", bytes.len())))?;
         Ok(Thumb(u32::from_le_bytes(b)))
     }
-}
-
-fn config() -> Config {
-    Config::new(Duration::from_secs(20))
-        .with_max_attempts(3)
-        .with_backoff(Backoff::exponential(
-            Duration::from_millis(5),
-            Duration::from_millis(20),
-        ))
 }
 
 /// What the job saw, for the caller to compare across stores.
@@ -180,59 +172,36 @@ fn expected() -> Report {
     }
 }
 
-/// A multi-thread tokio runtime (the suite's tokio has no macros: see Cargo.toml).
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+/// The queue's builder: the config above, named `thumbnails`.
+fn builder() -> QueueBuilder<Thumb, TokioRuntime> {
+    LeaseQueue::builder(config()).name("thumbnails")
 }
 
 #[test]
 fn the_same_job_on_the_memory_store() {
-    runtime().block_on(async {
-        let queue = LeaseQueue::builder(config())
-            .name("thumbnails")
-            .open(InMemory)
-            .await
-            .unwrap();
-        let report = tokio::spawn(thumbnails(queue)).await.unwrap();
-        assert_eq!(report, expected());
-    });
+    let report = spawned(async { thumbnails(builder().open(InMemory).await.unwrap()).await });
+    assert_eq!(report, expected());
 }
 
 #[test]
 fn the_same_job_on_a_sqlite_file() {
-    runtime().block_on(async {
-        let path = leaseq_test_kit::sqlite::temp("one-api");
-        let queue = LeaseQueue::builder(config())
-            .name("thumbnails")
-            .codec(ThumbCodec)
-            .open(Sqlite::file(&path))
-            .await
-            .unwrap();
-        let report = tokio::spawn(thumbnails(queue)).await.unwrap();
-        assert_eq!(report, expected());
-        leaseq_test_kit::sqlite::remove(&path);
-    });
+    let path = leaseq_test_kit::sqlite::temp("one-api");
+    let file = Sqlite::file(&path);
+    let report =
+        spawned(async { thumbnails(builder().codec(ThumbCodec).open(file).await.unwrap()).await });
+    assert_eq!(report, expected());
+    leaseq_test_kit::sqlite::remove(&path);
 }
 
 #[cfg(feature = "postgres")]
 #[test]
 fn the_same_job_on_postgres() {
-    let Some(url) = leaseq_test_kit::pg::server() else {
+    let server = leaseq_test_kit::pg::server();
+    let Some(store) = server.map(leaseq_postgres::Postgres::url) else {
         return;
     };
-    let name = leaseq_test_kit::pg::unique("one-api");
-    runtime().block_on(async {
-        let queue = LeaseQueue::builder(config())
-            .name(name)
-            .codec(ThumbCodec)
-            .open(leaseq_postgres::Postgres::url(&url))
-            .await
-            .unwrap();
-        let report = tokio::spawn(thumbnails(queue)).await.unwrap();
-        assert_eq!(report, expected());
-    });
+    let named = builder().name(leaseq_test_kit::pg::unique("one-api"));
+    let report =
+        spawned(async { thumbnails(named.codec(ThumbCodec).open(store).await.unwrap()).await });
+    assert_eq!(report, expected());
 }

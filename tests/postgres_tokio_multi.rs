@@ -20,6 +20,7 @@ mod scenarios;
 use std::future::Future;
 use std::time::Duration;
 
+use leaseq_test_kit::runtime::multi_thread;
 use leaseq_tokio::TokioRuntime;
 use postgres_store::Postgres;
 use scenarios::Env;
@@ -31,11 +32,7 @@ fn run<Fut: Future<Output = ()>>(scenario: impl FnOnce(Env<TokioRuntime, Postgre
     let Some(url) = postgres_store::server_url() else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = multi_thread();
     // One scenario at a time, as for SQLite: several real-time scenarios at once on a small
     // machine stretch their waits past what they allow.
     let _turn = postgres_store::one_at_a_time();

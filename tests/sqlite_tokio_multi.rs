@@ -7,16 +7,13 @@ mod sqlite_store;
 use std::future::Future;
 use std::time::Duration;
 
+use leaseq_test_kit::runtime::multi_thread;
 use leaseq_tokio::TokioRuntime;
 use scenarios::Env;
 use sqlite_store::Sqlite;
 
 fn run<Fut: Future<Output = ()>>(scenario: impl FnOnce(Env<TokioRuntime, Sqlite>) -> Fut) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
+    let rt = multi_thread();
     let _turn = sqlite_store::one_at_a_time();
     let store = Sqlite::default();
     rt.block_on(async {

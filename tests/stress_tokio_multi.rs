@@ -26,10 +26,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leaseq_bench_kit::rng::Rng;
+use leaseq_test_kit::runtime::multi_thread;
 use leaseq_tokio::{Backoff, Config, Jitter, LeaseQueue, MessageId, Reason};
 use stress_world::{
-    item, produce, producer_of, seq_of, worker, Tally, CAPACITY, INJECTED, ITEMS, MAX_ATTEMPTS,
-    MODES, PER_PRODUCER, PRODUCERS, SEEDS, VISIBILITY, WORKERS,
+    in_id_order, item, produce, producer_of, seqs_of, worker, Tally, CAPACITY, INJECTED, ITEMS,
+    MAX_ATTEMPTS, MODES, PER_PRODUCER, PRODUCERS, SEEDS, VISIBILITY, WORKERS,
 };
 
 #[test]
@@ -207,15 +208,11 @@ async fn round(seed: u64, bounded: bool) {
             assert_eq!(Some(id), pushed_id[x as usize], "item {x} ({at})");
         }
         assert!(
-            seen.windows(2).all(|p| p[0].0 < p[1].0),
+            in_id_order(seen),
             "worker {w}: first deliveries out of id order ({at})"
         );
         for p in 0..PRODUCERS {
-            let seqs: Vec<u32> = seen
-                .iter()
-                .filter(|&&(_, x)| producer_of(x) == p)
-                .map(|&(_, x)| seq_of(x))
-                .collect();
+            let seqs = seqs_of(seen, p);
             assert!(
                 seqs.windows(2).all(|s| s[0] < s[1]),
                 "worker {w}: producer {p}'s items out of order: {seqs:?} ({at})"
@@ -308,15 +305,11 @@ async fn first_deliveries_keep_each_producers_order_on_tokio() {
         let at = format!("bounded: {bounded}: {:#?}", q.stats());
         assert_eq!(firsts.len(), ITEMS, "{at}");
         assert!(
-            firsts.windows(2).all(|w| w[0].0 < w[1].0),
+            in_id_order(&firsts),
             "first deliveries out of id order ({at})"
         );
         for p in 0..PRODUCERS {
-            let seqs: Vec<u32> = firsts
-                .iter()
-                .filter(|&&(_, x)| producer_of(x) == p)
-                .map(|&(_, x)| seq_of(x))
-                .collect();
+            let seqs = seqs_of(&firsts, p);
             assert!(
                 seqs.iter().copied().eq(0..PER_PRODUCER),
                 "producer {p}'s items out of order: {seqs:?} ({at})"
@@ -339,15 +332,4 @@ async fn first_deliveries_keep_each_producers_order_on_tokio() {
             assert!(refused > 0, "no push found the queue full ({at})");
         }
     }
-}
-
-/// A tokio runtime of two worker threads, as `#[tokio::test(flavor = "multi_thread",
-/// worker_threads = 2)]` builds (written out: the suite's tokio has no `macros` feature, which
-/// would put syn into every example's build).
-fn multi_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("build a tokio runtime")
 }

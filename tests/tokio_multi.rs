@@ -8,15 +8,12 @@ mod scenarios;
 use std::future::Future;
 use std::time::Duration;
 
+use leaseq_test_kit::runtime::multi_thread;
 use leaseq_tokio::TokioRuntime;
 use scenarios::Env;
 
 fn run<Fut: Future<Output = ()>>(scenario: impl FnOnce(Env<TokioRuntime>) -> Fut) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("tokio runtime");
+    let rt = multi_thread();
     rt.block_on(async {
         let rt = TokioRuntime::new(tokio::runtime::Handle::current());
         scenario(Env::new(rt, Duration::from_millis(100), false)).await;

@@ -38,6 +38,20 @@ pub(crate) fn seq_of(item: u32) -> u32 {
     item % PER_PRODUCER
 }
 
+/// The sequence numbers of producer `p`'s items among `seen` (`(id, item)` pairs, in the
+/// order they were seen).
+pub(crate) fn seqs_of<I>(seen: &[(I, u32)], p: u32) -> Vec<u32> {
+    seen.iter()
+        .filter(|&&(_, x)| producer_of(x) == p)
+        .map(|&(_, x)| seq_of(x))
+        .collect()
+}
+
+/// Whether `seen` (`(id, item)` pairs) is in increasing id order.
+pub(crate) fn in_id_order<I: Ord>(seen: &[(I, u32)]) -> bool {
+    seen.windows(2).all(|w| w[0].0 < w[1].0)
+}
+
 /// How a producer pushes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PushMode {

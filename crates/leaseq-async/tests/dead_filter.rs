@@ -7,13 +7,15 @@ use leaseq_async::{Config, DeadFilter, Page, Reason};
 use leaseq_test_kit::envelope::envelope;
 use leaseq_test_kit::{sim, steps};
 
+/// Visibility 5 s, one attempt: a nack buries the item.
+fn one_attempt() -> Config {
+    Config::new(Duration::from_secs(5)).with_max_attempts(1)
+}
+
 #[test]
 fn bulk_calls_take_only_the_dead_letters_their_filter_names() {
     sim::run(|rt| async move {
-        let q = sim::queue(
-            &rt,
-            Config::new(Duration::from_secs(5)).with_max_attempts(1),
-        );
+        let q = sim::queue(&rt, one_attempt());
         // Four dead letters: two kinds and a raw item; nacked (out of attempts) or rejected.
         steps::bury_four(&q).await;
         assert_eq!(q.stats().dead, 4);
@@ -56,10 +58,7 @@ fn a_queue_of_envelopes_is_filtered_by_the_envelopes_kind() {
     use leaseq_async::router::Envelope;
 
     sim::run(|rt| async move {
-        let q = sim::queue(
-            &rt,
-            Config::new(Duration::from_secs(5)).with_max_attempts(1),
-        );
+        let q = sim::queue(&rt, one_attempt());
         for kind in ["email", "sms", "email"] {
             q.push(Envelope::from_parts(kind, b"{}").unwrap())
                 .await

@@ -124,58 +124,60 @@ fn release(shared: &Shared) {
     shared.queue.lock().unwrap().take();
 }
 
-#[test]
-fn a_dead_letter_page_copies_the_items_after_the_lock() {
+/// Runs `test` within a minute on a fresh `SimRuntime`, on the queue of [`dead_three`] with
+/// its items' `Clone` armed; lets the queue go after.
+fn with_armed_clones<F>(test: impl FnOnce(Queue, Arc<Shared>) -> F + Send + 'static)
+where
+    F: std::future::Future<Output = ()>,
+{
     within_a_minute(|| {
         let rt = SimRuntime::new();
         rt.block_on(async {
             let shared = Arc::new(Shared::default());
             let q = dead_three(&rt, &shared).await;
             shared.armed.store(true, Ordering::SeqCst);
-
-            let page = q.dead_letters(Page::ALL).await.unwrap();
-            let kinds: Vec<_> = page.iter().map(|l| l.item.as_ref().unwrap().kind).collect();
-            assert_eq!(kinds, ["a", "b", "a"]);
-            assert!(shared.touched.load(Ordering::SeqCst) >= 3);
-            // The parked delivery was dropped by a `Clone`: its item is back (after the
-            // backoff of a failed attempt).
-            let stats = q.stats();
-            assert_eq!((stats.dead, stats.in_flight, stats.live()), (3, 0, 1));
-            // The letters are back where they were: a second read sees them all.
-            assert_eq!(q.dead_letters(Page::first(2)).await.unwrap().len(), 2);
+            test(q, shared.clone()).await;
             release(&shared);
         });
     });
 }
 
 #[test]
-fn a_kind_filter_reads_the_kinds_after_the_lock() {
-    within_a_minute(|| {
-        let rt = SimRuntime::new();
-        rt.block_on(async {
-            let shared = Arc::new(Shared::default());
-            let q = dead_three(&rt, &shared).await;
-            shared.armed.store(true, Ordering::SeqCst);
+fn a_dead_letter_page_copies_the_items_after_the_lock() {
+    with_armed_clones(|q, shared| async move {
+        let page = q.dead_letters(Page::ALL).await.unwrap();
+        let kinds: Vec<_> = page.iter().map(|l| l.item.as_ref().unwrap().kind).collect();
+        assert_eq!(kinds, ["a", "b", "a"]);
+        assert!(shared.touched.load(Ordering::SeqCst) >= 3);
+        // The parked delivery was dropped by a `Clone`: its item is back (after the
+        // backoff of a failed attempt).
+        let stats = q.stats();
+        assert_eq!((stats.dead, stats.in_flight, stats.live()), (3, 0, 1));
+        // The letters are back where they were: a second read sees them all.
+        assert_eq!(q.dead_letters(Page::first(2)).await.unwrap().len(), 2);
+    });
+}
 
-            assert_eq!(
-                q.purge_dead_matching(DeadFilter::all().kind("a"))
-                    .await
-                    .unwrap(),
-                2
-            );
-            assert!(shared.touched.load(Ordering::SeqCst) >= 3);
-            let stats = q.stats();
-            assert_eq!((stats.dead, stats.in_flight, stats.live()), (1, 0, 1));
-            assert_eq!(
-                q.redrive_matching(DeadFilter::all().kind("b"))
-                    .await
-                    .unwrap(),
-                1
-            );
-            let stats = q.stats();
-            assert_eq!((stats.dead, stats.live()), (0, 2));
-            release(&shared);
-        });
+#[test]
+fn a_kind_filter_reads_the_kinds_after_the_lock() {
+    with_armed_clones(|q, shared| async move {
+        assert_eq!(
+            q.purge_dead_matching(DeadFilter::all().kind("a"))
+                .await
+                .unwrap(),
+            2
+        );
+        assert!(shared.touched.load(Ordering::SeqCst) >= 3);
+        let stats = q.stats();
+        assert_eq!((stats.dead, stats.in_flight, stats.live()), (1, 0, 1));
+        assert_eq!(
+            q.redrive_matching(DeadFilter::all().kind("b"))
+                .await
+                .unwrap(),
+            1
+        );
+        let stats = q.stats();
+        assert_eq!((stats.dead, stats.live()), (0, 2));
     });
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use leaseq_async::{
     Config, FinishOutcome, HistoryQuery, ItemKind, LeaseQueue, Push, Reason, Runtime, SimRuntime,
 };
+use leaseq_test_kit::steps::{assert_history_pages, outcomes};
 
 #[derive(Clone, Debug)]
 struct Job(&'static str);
@@ -77,10 +78,7 @@ fn every_finish_is_recorded_with_its_fields() {
         assert!(q.ack_batch(vec![a, b]).await.all_accepted());
 
         let record = all(&q).await;
-        let seen: Vec<_> = record
-            .iter()
-            .map(|f| (f.id, f.kind.as_deref(), f.outcome, f.attempts, f.reason))
-            .collect();
+        let seen = outcomes(&record);
         assert_eq!(
             &seen[..5],
             &[
@@ -152,19 +150,8 @@ fn reads_are_paged_and_filtered_by_kind_and_outcome() {
             .unwrap()
             .is_empty());
 
-        // Pages of two, each after the last entry of the one before.
-        let mut ids = Vec::new();
-        let mut page = HistoryQuery::first(2);
-        loop {
-            let got = q.history(page.clone()).await.unwrap();
-            assert!(got.len() <= 2);
-            let Some(last) = got.last() else { break };
-            page = page.next(last.seq);
-            ids.extend(got.iter().map(|f| f.id));
-        }
-        let whole: Vec<_> = all(&q).await.iter().map(|f| f.id).collect();
-        assert_eq!(ids, whole);
-        assert_eq!(ids.len(), 6);
+        // Pages of two.
+        assert_history_pages(&q, 2, 6).await;
     });
 }
 

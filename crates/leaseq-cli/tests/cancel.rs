@@ -5,39 +5,22 @@
 //! and is refused on a file another process owns. The Postgres case skips loudly without a
 //! server; fails then with `LEASEQ_PG_REQUIRED=1`.
 
-use std::path::Path;
-use std::process::Output;
+mod common;
+
 use std::time::Duration;
 
+use common::{postgres, shut, sqlite};
 use leaseq_async::Config;
 use leaseq_postgres::Options;
-use leaseq_sqlite::{BytesCodec, SqliteQueue};
-use leaseq_test_kit::output::{self, fails, json, stdout};
+use leaseq_sqlite::BytesCodec;
+use leaseq_test_kit::output::{fails, json, stdout};
 use leaseq_test_kit::pg::{drop_schema, open_bytes, runtime, server, unique};
 use leaseq_test_kit::sqlite::{open, remove, temp};
 use leaseq_test_kit::steps::cli_fixture;
 use serde_json::Value;
 
-fn leaseq(args: &[&str]) -> Output {
-    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
-}
-
-fn sqlite(path: &Path, args: &[&str]) -> Output {
-    leaseq(&[&["sqlite", path.to_str().unwrap()][..], args].concat())
-}
-
 fn config() -> Config {
     Config::new(Duration::from_secs(30)).with_max_attempts(1)
-}
-
-/// Closes `q` and waits until its store is gone, so that the file is unlocked on return.
-fn shut(q: SqliteQueue<Vec<u8>, leaseq_smol::SmolRuntime, BytesCodec>) {
-    smol::block_on(async { q.close().await }).unwrap();
-    let store = q.store().clone();
-    drop(q);
-    while std::sync::Arc::strong_count(&store) > 1 {
-        std::thread::yield_now();
-    }
 }
 
 #[test]
@@ -120,7 +103,7 @@ fn a_cancel_on_postgres_leaves_an_item_in_flight_to_its_holder() {
         cli_fixture(&q).await;
         q
     });
-    let pg = |args: &[&str]| leaseq(&[&["postgres", &url, "--schema", &schema][..], args].concat());
+    let pg = |args: &[&str]| postgres(&url, &schema, args);
     // The worker holds the ready invoice.
     let held = rt
         .block_on(q.receive_timeout(Duration::from_secs(15)))

@@ -3,23 +3,17 @@
 //! the schema row-identical before and after). Skips loudly without a server, fails then
 //! with `LEASEQ_PG_REQUIRED=1`.
 
-use std::process::Output;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod common;
 
+use std::time::Duration;
+
+use common::{leaseq, postgres as pg};
 use leaseq_async::Config;
 use leaseq_postgres::{Options, PgQueue};
-use leaseq_test_kit::output::{self, fails, json, stdout};
-use leaseq_test_kit::pg::{runtime, server, sql};
+use leaseq_test_kit::output::{fails, json, json_rows, stdout};
+use leaseq_test_kit::pg::{runtime, sql, with_scratch_schema};
 use leaseq_test_kit::steps::cli_fixture;
 use serde_json::Value;
-
-/// A schema no other run uses.
-fn schema(name: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("leaseq_cli_{name}_{}_{nanos}", std::process::id())
-}
 
 async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(1);
@@ -45,11 +39,10 @@ fn fixture(url: &str, schema: &str) {
 /// Runs `test` with the server and a schema of its own (named after `name`) holding the
 /// [`fixture`], then drops the schema; skips (after a loud note) without a server.
 fn on_fixture(name: &str, test: impl FnOnce(&str, &str)) {
-    let Some(url) = server() else { return };
-    let s = schema(name);
-    fixture(&url, &s);
-    test(&url, &s);
-    drop_schema(&url, &s);
+    with_scratch_schema(&format!("cli_{name}"), |url, s| {
+        fixture(url, s);
+        test(url, s);
+    });
 }
 
 /// Every row of every table of `schema`, as text, sorted.
@@ -85,25 +78,12 @@ fn snapshot(url: &str, schema: &str) -> Vec<(String, String)> {
     })
 }
 
-fn drop_schema(url: &str, schema: &str) {
-    runtime().block_on(leaseq_test_kit::pg::drop_schema(url, schema));
-}
-
-fn leaseq(args: &[&str]) -> Output {
-    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
-}
-
-fn pg(url: &str, schema: &str, args: &[&str]) -> Output {
-    leaseq(&[&["postgres", url, "--schema", schema][..], args].concat())
-}
-
 #[test]
 fn read_commands_show_the_schema_and_change_no_row() {
     on_fixture("reads", |url, s| {
         let before = snapshot(url, s);
 
-        let queues = json(&pg(url, s, &["queues", "--json"]));
-        let queues = queues.as_array().unwrap();
+        let queues = json_rows(&pg(url, s, &["queues", "--json"]));
         assert_eq!(queues.len(), 2);
         assert_eq!(queues[0]["queue"], "jobs");
         assert_eq!(
@@ -144,8 +124,7 @@ fn read_commands_show_the_schema_and_change_no_row() {
             "its queues: jobs, other",
         );
 
-        let peek = json(&pg(url, s, &["peek", "jobs", "--json"]));
-        let peek = peek.as_array().unwrap();
+        let peek = json_rows(&pg(url, s, &["peek", "jobs", "--json"]));
         assert_eq!(peek.len(), 2);
         assert_eq!(
             (&peek[0]["state"], &peek[0]["payload"]),
@@ -170,8 +149,7 @@ fn read_commands_show_the_schema_and_change_no_row() {
             "{table}"
         );
 
-        let dead = json(&pg(url, s, &["dead", "jobs", "--json"]));
-        let dead = dead.as_array().unwrap();
+        let dead = json_rows(&pg(url, s, &["dead", "jobs", "--json"]));
         assert_eq!(dead.len(), 3);
         assert_eq!(
             (&dead[0]["kind"], &dead[0]["reason"]),
@@ -357,7 +335,7 @@ fn bad_arguments_and_a_missing_schema_say_what_is_wrong() {
         );
         assert_eq!(snapshot(url, s), before, "refused commands changed nothing");
 
-        let missing = schema("missing");
+        let missing = leaseq_test_kit::pg::scratch_schema("cli_missing");
         fails(&pg(url, &missing, &["queues"]), 1, "no leaseq schema");
         fails(
             &pg(url, &missing, &["purge", "jobs", "--yes"]),

@@ -2,28 +2,18 @@
 //! file and on the machine's Postgres server (skipping loudly without one, failing then
 //! with `LEASEQ_PG_REQUIRED=1`). Each test prints what the command showed.
 
-use std::process::Output;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod common;
 
+use std::time::Duration;
+
+use common::{postgres, shut, sqlite};
 use leaseq_async::core::schedule::{CatchUp, Interval, Schedule};
 use leaseq_async::{Config, LeaseQueue, Runtime, Scheduler, Store, Timestamp};
 use leaseq_postgres::{BytesCodec, Options, Postgres};
-use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::Sqlite;
-use leaseq_test_kit::output::{self, stdout};
-use leaseq_test_kit::pg::{drop_schema, runtime, scratch_schema, server};
-use leaseq_test_kit::sqlite::remove;
+use leaseq_test_kit::output::stdout;
+use leaseq_test_kit::pg::{runtime, with_scratch_schema};
+use leaseq_test_kit::sqlite::{open, remove, temp};
 use serde_json::Value;
-
-fn leaseq(args: &[&str]) -> Output {
-    output::run(env!("CARGO_BIN_EXE_leaseq"), args)
-}
-
-fn nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
 
 /// Two schedules, every minute (no lead: nothing pushed at its first step) and every 5 s
 /// (10 s ahead): a step each, on the wall clock.
@@ -77,78 +67,40 @@ fn check(table: &str, json: &str) {
 
 #[test]
 fn sqlite_schedules_as_a_table_and_json() {
-    let path = std::env::temp_dir().join(format!(
-        "leaseq-cli-schedules-{}-{}.db",
-        std::process::id(),
-        nanos()
-    ));
-    let q = smol::block_on(
-        LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-            .runtime(SmolRuntime::global())
-            .codec(leaseq_sqlite::BytesCodec)
-            .open(Sqlite::file(&path)),
-    )
-    .unwrap();
+    let path = temp("cli-schedules");
+    let q = open(&path, Config::new(Duration::from_secs(30)), BytesCodec);
     smol::block_on(async {
         step_both(&q).await;
         q.close().await.unwrap();
     });
-    let store = q.store().clone();
-    drop(q);
-    while std::sync::Arc::strong_count(&store) > 1 {
-        std::thread::yield_now();
-    }
-    drop(store);
-    let file = path.to_str().unwrap();
-    let table = stdout(&leaseq(&["sqlite", file, "schedules"]));
-    let json = stdout(&leaseq(&["sqlite", file, "schedules", "--json"]));
+    shut(q);
+    let table = stdout(&sqlite(&path, &["schedules"]));
+    let json = stdout(&sqlite(&path, &["schedules", "--json"]));
     check(&table, &json);
     remove(&path);
 }
 
 #[test]
 fn postgres_schedules_as_a_table_and_json() {
-    let Some(url) = server() else { return };
-    let rt = runtime();
-    let schema = scratch_schema("cli_schedules");
-    rt.block_on(async {
-        let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
-            .name("reports".to_string())
-            .codec(BytesCodec)
-            .open(Postgres::url(&url).options(Options::new().schema(&schema).pool_size(2)))
-            .await
-            .unwrap();
-        step_both(&q).await;
-        q.close().await.unwrap();
+    with_scratch_schema("cli_schedules", |url, schema| {
+        runtime().block_on(async {
+            let q =
+                leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
+                    .name("reports".to_string())
+                    .codec(BytesCodec)
+                    .open(Postgres::url(url).options(Options::new().schema(schema).pool_size(2)))
+                    .await
+                    .unwrap();
+            step_both(&q).await;
+            q.close().await.unwrap();
+        });
+        let table = stdout(&postgres(url, schema, &["schedules", "reports"]));
+        let json = stdout(&postgres(url, schema, &["schedules", "reports", "--json"]));
+        // A queue the schema does not know (no rows, never opened, no schedule): an error.
+        let none = postgres(url, schema, &["schedules", "other"]);
+        assert_eq!(none.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&none.stderr);
+        assert!(err.contains("no queue \"other\""), "{err}");
+        check(&table, &json);
     });
-    let args = |json: bool| {
-        let mut a = vec![
-            "postgres",
-            url.as_str(),
-            "--schema",
-            schema.as_str(),
-            "schedules",
-            "reports",
-        ];
-        if json {
-            a.push("--json");
-        }
-        leaseq(&a)
-    };
-    let table = stdout(&args(false));
-    let json = stdout(&args(true));
-    // A queue the schema does not know (no rows, never opened, no schedule): an error.
-    let none = leaseq(&[
-        "postgres",
-        url.as_str(),
-        "--schema",
-        schema.as_str(),
-        "schedules",
-        "other",
-    ]);
-    assert_eq!(none.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&none.stderr);
-    assert!(err.contains("no queue \"other\""), "{err}");
-    rt.block_on(drop_schema(&url, &schema));
-    check(&table, &json);
 }

@@ -3,48 +3,16 @@
 //! paged; a file without a record shows none; a bad outcome is a usage error. The read
 //! changes nothing in the file.
 
-use std::path::Path;
-use std::process::Output;
+mod common;
+
 use std::time::Duration;
 
-use leaseq_async::{Config, LeaseQueue};
-use leaseq_smol::SmolRuntime;
-use leaseq_sqlite::{BytesCodec, Options, Sqlite, SqliteQueue};
+use common::{open_with as open, shut, sqlite};
+use leaseq_sqlite::Options;
 use leaseq_test_kit::envelope::envelope;
-use leaseq_test_kit::output::{self, json, stdout};
+use leaseq_test_kit::output::{json, stdout};
 use leaseq_test_kit::sqlite::{remove, temp};
 use serde_json::Value;
-
-type Queue = SqliteQueue<Vec<u8>, SmolRuntime, BytesCodec>;
-
-fn shut(q: Queue) {
-    smol::block_on(async { q.close().await }).unwrap();
-    let store = q.store().clone();
-    drop(q);
-    while std::sync::Arc::strong_count(&store) > 1 {
-        std::thread::yield_now();
-    }
-    drop(store);
-}
-
-fn open(path: &Path, options: Options) -> Queue {
-    smol::block_on(
-        LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
-            .runtime(SmolRuntime::global())
-            .name("billing")
-            .codec(BytesCodec)
-            .open(Sqlite::file(path).options(options)),
-    )
-    .unwrap()
-}
-
-fn sqlite(path: &Path, args: &[&str]) -> Output {
-    let file = path.to_str().unwrap();
-    output::run(
-        env!("CARGO_BIN_EXE_leaseq"),
-        &[&["sqlite", file][..], args].concat(),
-    )
-}
 
 #[test]
 fn history_shows_the_record_filtered_and_paged() {

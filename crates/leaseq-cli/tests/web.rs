@@ -103,6 +103,20 @@ fn get(port: u16, path: &str, auth: Option<&str>) -> (String, String) {
     (status, response)
 }
 
+/// Runs `leaseq <args>` with no credentials in the environment; asserts it is refused as a
+/// usage error (exit 2) and returns what it said.
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_leaseq"))
+        .args(args)
+        .env_remove("LEASEQ_WEB_TOKEN")
+        .env_remove("LEASEQ_WEB_PASSWORD")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
 #[test]
 fn a_files_dashboard_is_served_on_loopback() {
     let path = fixture("loopback");
@@ -127,14 +141,7 @@ fn a_files_dashboard_is_served_on_loopback() {
 fn off_loopback_credentials_come_from_the_environment() {
     let path = fixture("auth");
     let file = path.to_str().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(["web", "sqlite", file, "--addr", "0.0.0.0:0"])
-        .env_remove("LEASEQ_WEB_TOKEN")
-        .env_remove("LEASEQ_WEB_PASSWORD")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["web", "sqlite", file, "--addr", "0.0.0.0:0"]);
     assert!(
         err.contains("0.0.0.0:0 is not a loopback address: set LEASEQ_WEB_TOKEN"),
         "{err}"
@@ -186,14 +193,7 @@ fn a_missing_file_or_password_is_refused() {
     );
     assert!(!missing.exists(), "no file made");
     let path = fixture("nopassword");
-    let out = Command::new(env!("CARGO_BIN_EXE_leaseq"))
-        .args(["web", "sqlite", path.to_str().unwrap(), "--user", "ops"])
-        .env_remove("LEASEQ_WEB_PASSWORD")
-        .env_remove("LEASEQ_WEB_TOKEN")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["web", "sqlite", path.to_str().unwrap(), "--user", "ops"]);
     assert!(err.contains("LEASEQ_WEB_PASSWORD"), "{err}");
     remove(&path);
 }

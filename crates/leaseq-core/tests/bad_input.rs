@@ -9,7 +9,7 @@ use leaseq_core::{
     ReceiptError, RedriveError, Timestamp, UniqueKey, MAX_PRIORITY,
 };
 
-use leaseq_test_kit::core_queue::{config, ok};
+use leaseq_test_kit::core_queue::{config, leased, ok};
 use leaseq_test_kit::time::{ns, ts};
 
 fn queue() -> Queue<&'static str> {
@@ -153,8 +153,7 @@ fn latency_advisor_multiplier_must_be_finite_and_at_least_one() {
 #[test]
 fn double_ack_is_already_acked() {
     let mut q = queue();
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     assert_eq!(q.ack(l.receipt, ts(1)), Ok(Acked::OnTime));
     while q.poll_event().is_some() {}
     assert_eq!(q.ack(l.receipt, ts(2)), Err(ReceiptError::AlreadyAcked(id)));
@@ -191,8 +190,7 @@ fn a_receipt_from_another_queue_is_unknown() {
     let foreign = other.receive(ts(0)).unwrap().receipt;
     let mut q = queue();
     // Same slot, id and lease number as the foreign one: only the queue differs.
-    let id = q.push("mine", ts(0)).unwrap();
-    let mine = q.receive(ts(0)).unwrap();
+    let (id, mine) = leased(&mut q, "mine");
     assert_eq!(
         (mine.receipt.id(), mine.receipt.lease_number()),
         (foreign.id(), foreign.lease_number())
@@ -226,8 +224,7 @@ fn a_receipt_from_another_queue_is_unknown() {
 #[test]
 fn ack_after_dead_letter_is_dead_lettered() {
     let mut q = queue();
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     assert_eq!(
         q.dead_letter(l.receipt, ts(1), Some("poison".into())),
         Ok(1)
@@ -246,8 +243,7 @@ fn ack_after_dead_letter_is_dead_lettered() {
 #[test]
 fn nack_after_nack_is_released() {
     let mut q = queue();
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     assert!(matches!(
         q.nack(l.receipt, ts(1), Failure::error("x")),
         Ok(Nacked::Retrying { .. })
@@ -270,8 +266,7 @@ fn nack_after_nack_is_released() {
 #[test]
 fn nack_after_lease_expiry_is_lease_expired() {
     let mut q = queue();
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     // At the deadline the attempt has already been counted as expired.
     assert_eq!(
         q.nack(l.receipt, ts(10), Failure::error("x")),
@@ -339,8 +334,7 @@ fn duration_max_saturates_to_never() {
 
     // As an extension, uncapped and capped.
     let mut q = queue();
-    let id = q.push("c", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "c");
     assert_eq!(
         q.extend(l.receipt, ts(1), Duration::MAX),
         Ok(Extended::Until {
@@ -377,8 +371,7 @@ fn duration_max_saturates_to_never() {
         (huge_factor, ts(1)),
     ] {
         let mut q: Queue<&str> = Queue::new(config().with_backoff(backoff)).unwrap();
-        let id = q.push("e", ts(0)).unwrap();
-        let l = q.receive(ts(0)).unwrap();
+        let (id, l) = leased(&mut q, "e");
         assert_eq!(
             q.nack(l.receipt, ts(0), Failure::error("x")),
             Ok(Nacked::Retrying {
@@ -403,8 +396,7 @@ fn duration_max_saturates_to_never() {
     );
     ok(&q);
     let mut q = queue();
-    let id = q.push("f", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "f");
     assert_eq!(
         q.nack(
             l.receipt,

@@ -31,6 +31,14 @@ fn names<T: Copy>(ready: &[(NodeId, T)]) -> Vec<T> {
     ready.iter().map(|r| r.1).collect()
 }
 
+/// Two jobs with no parents, `a` (message 1) and `b` (message 2).
+fn roots(g: &mut Graph<&'static str>) -> [NodeId; 2] {
+    [
+        job(g, "a", &[], OnFailedParent::Cancel, 1),
+        job(g, "b", &[], OnFailedParent::Cancel, 2),
+    ]
+}
+
 #[test]
 fn a_chain_releases_each_step_once_after_its_parents_ack() {
     let mut g = Graph::new();
@@ -58,8 +66,7 @@ fn a_chain_releases_each_step_once_after_its_parents_ack() {
 #[test]
 fn run_policy_runs_after_every_parent_finished_in_any_way() {
     let mut g = Graph::new();
-    let a = job(&mut g, "a", &[], OnFailedParent::Cancel, 1);
-    let b = job(&mut g, "b", &[], OnFailedParent::Cancel, 2);
+    let [a, b] = roots(&mut g);
     let report = job(&mut g, "report", &[a, b], OnFailedParent::Run, 0);
     assert!(
         g.settle(m(1), Fate::Cancelled).ready.is_empty(),
@@ -100,8 +107,7 @@ fn hold_policy_waits_for_an_operator_or_the_parent_brought_back() {
 #[test]
 fn results_are_bounded_and_read_by_dependents() {
     let mut g = Graph::new();
-    let a = job(&mut g, "a", &[], OnFailedParent::Cancel, 1);
-    let b = job(&mut g, "b", &[], OnFailedParent::Cancel, 2);
+    let [a, b] = roots(&mut g);
     let c = job(&mut g, "c", &[b, a], OnFailedParent::Cancel, 0);
     let big = vec![0u8; MAX_RESULT_LEN + 1];
     assert_eq!(

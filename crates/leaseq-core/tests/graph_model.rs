@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 
 use leaseq_core::graph::{Fate, Graph, GraphError, NodeId, OnFailedParent, StepState};
 use leaseq_core::MessageId;
+use leaseq_test_kit::dag::parents_of;
 use leaseq_test_kit::seeded::seed_config;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -165,13 +166,7 @@ fn run(dag: Vec<(Vec<Index>, OnFailedParent)>, ops: Vec<Op>) {
     let mut ids = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, (parents, policy)) in dag.into_iter().enumerate() {
-        let mut ps: Vec<usize> = if i == 0 {
-            Vec::new()
-        } else {
-            parents.iter().map(|p| p.index(i)).collect()
-        };
-        ps.sort_unstable();
-        ps.dedup();
+        let ps = parents_of(i, &parents);
         let nodes: Vec<NodeId> = ps.iter().map(|&p| ids[p]).collect();
         let added = graph
             .add(i, &nodes, policy)

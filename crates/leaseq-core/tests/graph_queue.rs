@@ -15,10 +15,16 @@ use std::time::Duration;
 use leaseq_core::graph::StepState;
 use leaseq_core::graph::{BatchCounts, BatchOn, Changes, Fate, Graph, NodeId, OnFailedParent};
 use leaseq_core::{Backoff, Config, Failure, Lease, MessageId, Queue, Timestamp};
+use leaseq_test_kit::dag::parents_of;
 use leaseq_test_kit::seeded::seed_config;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestRunner;
+
+/// The id of `ids` that `i` picks, if there is any.
+fn pick(ids: &[MessageId], i: Index) -> Option<MessageId> {
+    (!ids.is_empty()).then(|| ids[i.index(ids.len())])
+}
 
 /// Where a job stands, as the test (the "store") saw the queue's answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,23 +81,26 @@ impl Store {
 
     /// Pushes what was released, checking each release against the queue's outcomes.
     fn apply(&mut self, changes: Changes<usize>) {
-        for node in &changes.cancelled {
-            let job = self.job_of(*node);
-            assert_eq!(
-                self.status[job],
+        let turns = [
+            (
+                &changes.cancelled,
                 Status::Waiting,
-                "only a waiting job is cancelled"
-            );
-            self.status[job] = Status::Cancelled;
-        }
-        for node in &changes.revived {
-            let job = self.job_of(*node);
-            assert_eq!(
-                self.status[job],
                 Status::Cancelled,
-                "only a cancelled job revives"
-            );
-            self.status[job] = Status::Waiting;
+                "only a waiting job is cancelled",
+            ),
+            (
+                &changes.revived,
+                Status::Cancelled,
+                Status::Waiting,
+                "only a cancelled job revives",
+            ),
+        ];
+        for (nodes, from, to, rule) in turns {
+            for node in nodes {
+                let job = self.job_of(*node);
+                assert_eq!(self.status[job], from, "{rule}");
+                self.status[job] = to;
+            }
         }
         for (node, job) in changes.ready {
             assert_eq!(self.nodes[job], node);
@@ -200,8 +209,7 @@ impl Store {
             }
             Op::Cancel(i) => {
                 let live: Vec<MessageId> = self.queue.items().map(|v| v.id).collect();
-                if !live.is_empty() {
-                    let id = live[i.index(live.len())];
+                if let Some(id) = pick(&live, i) {
                     if self.queue.cancel_leased(id, self.now()).is_ok() {
                         self.settle(id, Fate::Cancelled);
                     }
@@ -210,8 +218,7 @@ impl Store {
             }
             Op::Redrive(i) => {
                 let dead: Vec<MessageId> = self.queue.dead_letters().map(|d| d.id).collect();
-                if !dead.is_empty() {
-                    let id = dead[i.index(dead.len())];
+                if let Some(id) = pick(&dead, i) {
                     if self.queue.redrive(id, self.now()).is_ok() {
                         self.status[self.message[&id]] = Status::InQueue;
                         let changes = self.graph.redriven(id);
@@ -392,13 +399,7 @@ fn random_dags_beside_a_queue() {
         .run(&(dag, prop::collection::vec(op(), 0..120)), |(dag, ops)| {
             let mut s = Store::new();
             for (i, (ps, policy)) in dag.into_iter().enumerate() {
-                let mut ps: Vec<usize> = if i == 0 {
-                    Vec::new()
-                } else {
-                    ps.iter().map(|p| p.index(i)).collect()
-                };
-                ps.sort_unstable();
-                ps.dedup();
+                let ps = parents_of(i, &ps);
                 s.add(ps, policy);
             }
             for op in &ops {

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use leaseq_core::graph::{Fate, Graph, GraphError, NodeId, StepState, WorkflowError, WorkflowSpec};
 use leaseq_core::MessageId;
+use leaseq_test_kit::dag::parents_of;
 use leaseq_test_kit::seeded::seed_config;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -199,16 +200,7 @@ fn random_workflows_are_accepted_or_refused_as_a_whole() {
             let mut parents: Vec<Vec<usize>> = dag
                 .iter()
                 .enumerate()
-                .map(|(i, ps)| {
-                    let mut ps: Vec<usize> = if i == 0 {
-                        Vec::new()
-                    } else {
-                        ps.iter().map(|p| p.index(i)).collect()
-                    };
-                    ps.sort_unstable();
-                    ps.dedup();
-                    ps
-                })
+                .map(|(i, ps)| parents_of(i, ps))
                 .collect();
             // An edge from `from` to `to`, a step at or after it in index order that
             // descends from it: a cycle through `from`.

@@ -9,7 +9,7 @@ use leaseq_core::{
     Timestamp, UniqueKey, MAX_PRIORITY, PRIORITY_LEVELS,
 };
 
-use leaseq_test_kit::core_queue::{config, events, ok, queue};
+use leaseq_test_kit::core_queue::{config, events, leased, ok, queue};
 use leaseq_test_kit::time::{ns, ts};
 
 fn at(level: u8) -> PushOptions {
@@ -528,8 +528,7 @@ fn cancel_removes_a_delayed_item_and_its_timers() {
 #[test]
 fn cancel_of_an_item_in_flight_is_refused_and_the_lease_runs_on() {
     let mut q = queue(config());
-    let a = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (a, l) = leased(&mut q, "a");
     assert_eq!(q.cancel(a, ts(1)), Err(CancelError::InFlight(a)));
     assert!(!CancelError::InFlight(a).to_string().is_empty());
     assert_eq!(q.stats().cancelled, 0);
@@ -613,11 +612,9 @@ fn cancel_leased_also_cancels_ready_and_delayed_items() {
 #[test]
 fn cancel_of_an_unknown_acked_or_dead_lettered_id_is_typed() {
     let mut q = queue(config().with_max_attempts(1));
-    let acked = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (acked, l) = leased(&mut q, "a");
     q.ack(l.receipt, ts(0)).unwrap();
-    let dead = q.push("d", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (dead, l) = leased(&mut q, "d");
     q.nack(l.receipt, ts(0), Failure::error("e")).unwrap();
     let never = MessageId::new(99);
     assert_eq!(q.cancel(acked, ts(1)), Err(CancelError::NotFound(acked)));
@@ -641,8 +638,7 @@ fn cancel_of_an_unknown_acked_or_dead_lettered_id_is_typed() {
 #[test]
 fn cancel_applies_what_is_due_at_its_time_first() {
     let mut q = queue(config().with_max_attempts(2));
-    let a = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (a, l) = leased(&mut q, "a");
     // At 9 the lease runs; at 10 it has run out and the item is ready again.
     assert_eq!(q.cancel(a, ts(9)), Err(CancelError::InFlight(a)));
     assert_eq!(q.cancel(a, ts(10)), Ok("a"));

@@ -15,29 +15,27 @@ fn a_full_refusal_counts_unless_the_caller_waits_for_room() {
     q.push("a", ts(0)).unwrap();
     assert!(matches!(q.push("b", ts(0)), Err(PushError::Full("b"))));
     let plain = PushOptions::new();
-    assert!(matches!(
-        q.push_with("c", ts(0), plain.priority(3)),
-        Err(PushError::Full("c"))
-    ));
-    assert!(matches!(
-        q.push_with("d", ts(0), plain.key("k")),
-        Err(PushError::Full("d"))
-    ));
+    for (item, options) in [("c", plain.priority(3)), ("d", plain.key("k"))] {
+        let refused = q.push_with(item, ts(0), options);
+        assert!(
+            matches!(refused, Err(PushError::Full(i)) if i == item),
+            "{item}"
+        );
+    }
     assert_eq!(q.stats().rejected, 3);
 
     let waits = PushOptions::new().waits_for_room();
-    assert!(matches!(
-        q.push_with("e", ts(0), waits),
-        Err(PushError::Full("e"))
-    ));
-    assert!(matches!(
-        q.push_with("f", ts(0), waits.priority(3)),
-        Err(PushError::Full("f"))
-    ));
-    assert!(matches!(
-        q.push_with("g", ts(0), waits.key("k")),
-        Err(PushError::Full("g"))
-    ));
+    for (item, options) in [
+        ("e", waits),
+        ("f", waits.priority(3)),
+        ("g", waits.key("k")),
+    ] {
+        let refused = q.push_with(item, ts(0), options);
+        assert!(
+            matches!(refused, Err(PushError::Full(i)) if i == item),
+            "{item}"
+        );
+    }
     assert!(matches!(
         q.push_with_id(q.next_id(), "h", ts(0), waits),
         Err(PushError::Full("h"))

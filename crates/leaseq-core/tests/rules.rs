@@ -8,7 +8,7 @@ use leaseq_core::{
     PushOptions, Queue, Reason, ReceiptError, RedriveError, Timestamp,
 };
 
-use leaseq_test_kit::core_queue::{config, events, ok, queue};
+use leaseq_test_kit::core_queue::{config, events, leased, ok, queue};
 use leaseq_test_kit::time::{ns, ts};
 
 // ----- ack around the deadline -----------------------------------------------------------
@@ -29,8 +29,7 @@ fn ack_one_nanosecond_before_the_deadline_is_on_time() {
 #[test]
 fn ack_at_the_deadline_is_late_but_accepted_while_unclaimed() {
     let mut q = queue(config());
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     events(&mut q);
     // At the deadline the lease has run out (the item is visible again), but nobody took it.
     assert_eq!(
@@ -71,8 +70,7 @@ fn ack_at_the_deadline_is_late_but_accepted_while_unclaimed() {
 #[test]
 fn ack_after_the_item_was_leased_again_is_refused_as_redelivered() {
     let mut q = queue(config());
-    let id = q.push("a", ts(0)).unwrap();
-    let first = q.receive(ts(0)).unwrap();
+    let (id, first) = leased(&mut q, "a");
     let second = q.receive(ts(10)).unwrap();
     assert_eq!(
         (second.id, second.attempt, second.deadline),
@@ -188,8 +186,7 @@ fn extend_is_capped_by_item_expiry_and_the_lease_ends_with_it() {
 #[test]
 fn extend_to_zero_releases_the_item() {
     let mut q = queue(config().with_backoff(Backoff::Fixed(ns(50))));
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     assert_eq!(
         q.extend(l.receipt, ts(3), Duration::ZERO),
         Ok(Extended::Released(Nacked::Retrying {
@@ -210,8 +207,7 @@ fn extend_to_zero_releases_the_item() {
 #[test]
 fn nack_counts_an_attempt_and_waits_out_a_fixed_backoff() {
     let mut q = queue(config().with_backoff(Backoff::Fixed(ns(10))));
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     assert_eq!(
         q.nack(l.receipt, ts(4), Failure::error("boom")),
         Ok(Nacked::Retrying {
@@ -231,8 +227,7 @@ fn nack_counts_an_attempt_and_waits_out_a_fixed_backoff() {
 #[test]
 fn a_lease_put_back_unstarted_keeps_its_attempt_and_is_ready_at_once() {
     let mut q = queue(config().with_max_attempts(1));
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     assert_eq!(l.attempt, 1);
     // With one attempt allowed, a counted hand-back would dead-letter it.
     assert_eq!(q.put_back(l.receipt, ts(3)), Ok(()));
@@ -311,8 +306,7 @@ fn nack_retry_after_replaces_the_backoff() {
 #[test]
 fn the_last_attempt_dead_letters_with_reason_and_last_error() {
     let mut q = queue(config().with_max_attempts(2));
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     q.nack(l.receipt, ts(1), Failure::error("boom")).unwrap();
     let l = q.receive(ts(1)).unwrap();
     events(&mut q);
@@ -519,8 +513,7 @@ fn redrive_resets_attempts_and_keeps_the_id() {
 fn take_dead_letter_hands_it_over_once() {
     let mut q = queue(config().with_max_attempts(1));
     let a = q.push("a", ts(0)).unwrap();
-    let b = q.push("b", ts(0)).unwrap();
-    let la = q.receive(ts(0)).unwrap();
+    let (b, la) = leased(&mut q, "b");
     let lb = q.receive(ts(0)).unwrap();
     q.dead_letter(la.receipt, ts(1), Some("poison".into()))
         .unwrap();
@@ -752,8 +745,7 @@ fn ack_many_takes_its_time_step_even_when_empty() {
 #[test]
 fn no_expiry_means_never_even_at_timestamp_max() {
     let mut q = queue(config().with_backoff(Backoff::Fixed(Duration::MAX)));
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     q.nack(l.receipt, ts(1), Failure::error("e")).unwrap();
     // A driver that jumps to the next timeout lands on "never".
     assert_eq!(q.poll_timeout(), Some(Timestamp::MAX));
@@ -774,8 +766,7 @@ fn no_expiry_means_never_even_at_timestamp_max() {
 #[test]
 fn the_receipt_of_a_redriven_item_reports_dead_lettered() {
     let mut q = queue(config().with_max_attempts(1));
-    let id = q.push("a", ts(0)).unwrap();
-    let l = q.receive(ts(0)).unwrap();
+    let (id, l) = leased(&mut q, "a");
     q.handle_timeout(ts(10));
     q.redrive(id, ts(10)).unwrap();
     // The lease ran out; the holder never handed it back.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use leaseq_core::schedule::{Calendar, CatchUp, Interval, Plan, Schedule, ScheduleError, Skipped};
 use leaseq_core::{Config, PushError, PushOptions, Queue, Timestamp};
-use leaseq_test_kit::calendar::{all, catch_up, table, Table};
+use leaseq_test_kit::calendar::{all, calendar, Table};
 use leaseq_test_kit::seeded::seed_config;
 use leaseq_test_kit::time::{secs, ts};
 use proptest::prelude::*;
@@ -72,8 +72,7 @@ proptest! {
     /// included: a clock that stepped back).
     #[test]
     fn plan_matches_the_model(
-        ticks in table(),
-        catch_up in catch_up(),
+        (ticks, catch_up) in calendar(),
         lead in prop_oneof![Just(0u64), 0u64..60, Just(u64::MAX)],
         cursor in 0u64..1500,
         now in 0u64..1500,
@@ -99,8 +98,7 @@ proptest! {
     /// `now + lead`, and only due ticks are skipped.
     #[test]
     fn a_driver_never_reruns_and_accounts_for_every_tick(
-        ticks in table(),
-        catch_up in catch_up(),
+        (ticks, catch_up) in calendar(),
         lead in 0u64..30,
         start in 0u64..100,
         steps in prop::collection::vec(-200i64..300, 1..40),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use leaseq_core::schedule::{CatchUp, Schedule};
 use leaseq_core::{Config, EventMask, PushOptions, Queue, Reason, Timestamp, UniqueKey};
-use leaseq_test_kit::calendar::{all, catch_up, table, Table};
+use leaseq_test_kit::calendar::{all, calendar, Table};
 use leaseq_test_kit::seeded::seed_config;
 use leaseq_test_kit::time::{secs, ts};
 use proptest::prelude::*;
@@ -45,8 +45,7 @@ proptest! {
 
     #[test]
     fn stale_matches_the_model(
-        ticks in table(),
-        catch_up in catch_up(),
+        (ticks, catch_up) in calendar(),
         since in 0u64..1500,
         cursor in 0u64..1500,
         now in 0u64..1500,
@@ -63,8 +62,7 @@ proptest! {
     /// from the start to the final cursor is pushed or skipped exactly once.
     #[test]
     fn processes_sharing_a_cursor_push_each_tick_once(
-        ticks in table(),
-        catch_up in catch_up(),
+        (ticks, catch_up) in calendar(),
         lead in 0u64..30,
         start in 0u64..100,
         steps in prop::collection::vec((0usize..3, -100i64..250, any::<bool>()), 1..60),

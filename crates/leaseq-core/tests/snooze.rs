@@ -8,6 +8,7 @@ use std::time::Duration;
 use leaseq_core::{
     Backoff, Config, Failure, Nacked, Queue, Reason, ReceiptError, Snoozed, Timestamp,
 };
+use leaseq_test_kit::core_queue::leased;
 use proptest::prelude::*;
 
 fn ts(ms: u64) -> Timestamp {
@@ -25,8 +26,7 @@ fn queue(max_snoozes: u32, max_attempts: u32) -> Queue<u32> {
 #[test]
 fn a_snooze_hides_the_item_for_its_delay_and_keeps_the_attempt() {
     let mut q = queue(3, 2);
-    let id = q.push(7, ts(0)).unwrap();
-    let lease = q.receive(ts(0)).unwrap();
+    let (id, lease) = leased(&mut q, 7);
     let snoozed = q
         .snooze(lease.receipt, ts(1), Duration::from_millis(5))
         .unwrap();
@@ -104,16 +104,14 @@ fn past_the_bound_a_snooze_counts_and_ends_in_the_dead_letters() {
 #[test]
 fn a_bound_of_zero_counts_every_snooze_and_the_count_is_per_item_life() {
     let mut q = queue(0, 1);
-    let id = q.push(7, ts(0)).unwrap();
-    let lease = q.receive(ts(0)).unwrap();
+    let (id, lease) = leased(&mut q, 7);
     let r = q
         .snooze(lease.receipt, ts(0), Duration::from_millis(1))
         .unwrap();
     assert_eq!(r, Snoozed::Counted(Nacked::DeadLettered { attempts: 1 }));
     // Redriven: a new life, its snoozes counted afresh.
     let mut q = queue(1, 1);
-    let id2 = q.push(8, ts(0)).unwrap();
-    let lease = q.receive(ts(0)).unwrap();
+    let (id2, lease) = leased(&mut q, 8);
     q.snooze(lease.receipt, ts(0), Duration::ZERO).unwrap();
     let lease = q.receive(ts(0)).unwrap();
     q.nack(lease.receipt, ts(0), Failure::error("x")).unwrap();

@@ -15,18 +15,14 @@ use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
-use leaseq_async::{Config, Job};
+use leaseq_async::Config;
 use leaseq_postgres::PgQueue;
 
 use common::{sql, unique, SCHEMA};
 use leaseq_test_kit::child;
-
-/// The job: 100 steps of 100 ms, 10 s in all.
-const STEPS: u8 = 100;
-const STEP: Duration = Duration::from_millis(100);
-/// The grace a stop gives: shorter than the work left at every stop.
-const GRACE: Duration = Duration::from_millis(300);
-const STOPS: u8 = 5;
+use leaseq_test_kit::deploy::{
+    assert_checkpoint, assert_done, assert_stopped, checkpointed_job, GRACE, STOPS,
+};
 
 async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
@@ -52,39 +48,6 @@ async fn rows(url: &str, queue: &str) -> Vec<(i16, i32, Option<Vec<u8>>)> {
         .collect()
 }
 
-/// The handler: resumes at the checkpoint's step; on the stop counts it in the checkpoint
-/// at once, then works on (the grace ends first); at the end says how it went.
-async fn long_job(mut job: Job<Vec<u8>>) -> Result<(), leaseq_async::JobError> {
-    let (mut step, mut stops) = job
-        .progress()
-        .map_or((0, 0), |p| (p.as_bytes()[0], p.as_bytes()[1]));
-    let mut stopping = job.stopping();
-    let mut told = false;
-    while step < STEPS {
-        let stopped = if told {
-            tokio::time::sleep(STEP).await;
-            false
-        } else {
-            tokio::select! {
-                _ = tokio::time::sleep(STEP) => false,
-                _ = &mut stopping => true,
-            }
-        };
-        if stopped {
-            told = true;
-            stops += 1;
-            job.checkpoint(vec![step, stops]).await?;
-            println!("TOLD {stops}");
-            continue;
-        }
-        step += 1;
-        job.checkpoint(vec![step, stops]).await?;
-        println!("STEP {step}");
-    }
-    println!("DONE attempt={} stops={stops}", job.attempt);
-    Ok(())
-}
-
 /// A child: the pool on the queue until SIGTERM.
 #[test]
 fn deploy_child() {
@@ -97,7 +60,7 @@ fn deploy_child() {
         let q = open(&url, &schema, &queue).await;
         let pool = leaseq_tokio::Pool::builder(q.clone())
             .workers(1)
-            .spawn(long_job);
+            .spawn(|job| checkpointed_job(job, tokio::time::sleep));
         println!("READY");
         let report = pool.shutdown_on(signal, GRACE).await;
         println!("PUTBACK {}", report.put_back.len());
@@ -128,14 +91,7 @@ fn five_deploys_cost_a_long_job_no_attempt() {
     });
     for stop in 1..=STOPS {
         let out = run(&url, &queue, Some(2));
-        assert!(
-            out.contains(&format!("TOLD {stop}")),
-            "stop {stop}: {out:?}"
-        );
-        assert!(
-            out.contains(&"PUTBACK 1".to_string()),
-            "stop {stop}: {out:?}"
-        );
+        assert_stopped(&out, stop);
         let rows = rt.block_on(rows(&url, &queue));
         assert_eq!(rows.len(), 1, "stop {stop}: the item is kept");
         let (state, attempts, progress) = &rows[0];
@@ -145,15 +101,10 @@ fn five_deploys_cost_a_long_job_no_attempt() {
             "stop {stop}: put back uncounted"
         );
         let progress = progress.as_ref().expect("its checkpoint is kept");
-        assert_eq!(progress[1], stop, "the checkpoint counts the stops");
-        assert!(
-            progress[0] < STEPS,
-            "stop {stop}: the grace was shorter than the work"
-        );
+        assert_checkpoint(progress, stop);
     }
     let out = run(&url, &queue, None);
-    let done = format!("DONE attempt=1 stops={STOPS}");
-    assert!(out.contains(&done), "{out:?}");
+    assert_done(&out);
     assert!(
         rt.block_on(rows(&url, &queue)).is_empty(),
         "acked: no row, no dead letter"

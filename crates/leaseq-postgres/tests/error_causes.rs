@@ -10,7 +10,7 @@ use leaseq_test_kit::pg as common;
 use std::error::Error;
 use std::time::Duration;
 
-use leaseq_async::{Config, PushError};
+use leaseq_async::Config;
 use leaseq_postgres::{BytesCodec, OpenError, Options, PgInspector, PgQueue};
 use tokio_postgres::error::SqlState;
 
@@ -180,22 +180,7 @@ fn an_oversized_push_names_the_option() {
             .await
             .expect("open");
         let e = q.push(vec![0u8; 101]).await.unwrap_err();
-        assert!(
-            matches!(
-                e,
-                PushError::TooLarge {
-                    size: 101,
-                    max: 100,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        assert_eq!(
-            e.to_string(),
-            "the item encodes to 101 bytes, over the store's Options::max_item_size of 100: \
-             raise it or push a smaller item; item handed back"
-        );
+        leaseq_test_kit::steps::assert_too_large_101_of_100(&e);
         q.close().await.expect("close");
     });
 }

@@ -12,7 +12,7 @@ use leaseq_async::{
     Acked, AdminError, Backoff, CancelError, Config, Nacked, Push, Reason, ReceiptError,
     ReceiveError, SettleError,
 };
-use leaseq_postgres::{BytesCodec, PgQueue};
+use leaseq_postgres::PgQueue;
 
 async fn queue(url: &str, prefix: &str, config: Config) -> PgQueue<Vec<u8>> {
     common::open_bytes(url, common::unique(prefix).to_string(), config, options()).await
@@ -364,23 +364,8 @@ fn another_processs_push_wakes_a_waiting_receiver() {
         // Polling once a minute: only the notification can wake the receiver in time.
         let name = common::unique("notify");
         let slow_poll = || options().poll_interval(PATIENCE * 4);
-        let a = common::try_open::<Vec<u8>, _>(
-            &url,
-            name.to_string(),
-            config(),
-            BytesCodec,
-            slow_poll(),
-        )
-        .await;
-        let b = common::try_open::<Vec<u8>, _>(
-            &url,
-            name.to_string(),
-            config(),
-            BytesCodec,
-            slow_poll(),
-        )
-        .await;
-        let (a, b): (PgQueue<Vec<u8>>, PgQueue<Vec<u8>>) = (a.expect("open"), b.expect("open"));
+        let process = || common::open_bytes(&url, name.to_string(), config(), slow_poll());
+        let (a, b): (PgQueue<Vec<u8>>, PgQueue<Vec<u8>>) = (process().await, process().await);
         let waiter = tokio::spawn(async move { b.receive_timeout(PATIENCE).await });
         // Let B look, find nothing and go to sleep (and its LISTEN start).
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -27,6 +27,39 @@ async fn row(c: &Client, id: leaseq_async::MessageId) -> Option<Vec<Option<Strin
 }
 
 /// `(state, lease, attempts)` of a row.
+/// Visibility 300 ms, the max lease 700 ms.
+fn short_max_lease() -> Config {
+    Config::new(Duration::from_millis(300)).with_max_lease(Duration::from_millis(700))
+}
+
+/// The next delivery of `q`, its lease kept by the heartbeat (within [`PATIENCE`]).
+async fn with_heartbeat(
+    q: &leaseq_postgres::PgQueue<Vec<u8>>,
+) -> leaseq_postgres::PgDelivery<Vec<u8>> {
+    match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
+        Ok(Some(d)) => d,
+        other => panic!("no delivery: {other:?}"),
+    }
+}
+
+/// Pushes `item` to `q` (a [`short_max_lease`] queue) and takes it with the heartbeat on;
+/// returns its id and the delivery once its lease is lost at the max lease, heartbeat or
+/// not.
+async fn lost_at_the_max_lease(
+    q: &leaseq_postgres::PgQueue<Vec<u8>>,
+    item: &[u8],
+) -> (
+    leaseq_async::MessageId,
+    leaseq_postgres::PgDelivery<Vec<u8>>,
+) {
+    let id = q.push(item.to_vec()).await.expect("push");
+    let d = with_heartbeat(q).await;
+    tokio::time::timeout(PATIENCE, d.lease_lost())
+        .await
+        .expect("the lease is lost at the max lease, heartbeat or not");
+    (id, d)
+}
+
 fn fence(row: &[Option<String>]) -> (&str, &str, &str) {
     let s = |i: usize| row[i].as_deref().unwrap_or("NULL");
     (s(0), s(1), s(2))
@@ -199,10 +232,7 @@ fn heartbeat_keeps_a_slow_items_lease() {
         let q = process(&url, &name, Config::new(vis)).await;
         let other = process(&url, &name, Config::new(vis)).await;
         let id = q.push(b"slow".to_vec()).await.expect("push");
-        let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
-            Ok(Some(d)) => d,
-            other => panic!("no delivery: {other:?}"),
-        };
+        let d = with_heartbeat(&q).await;
         assert!(d.has_heartbeat());
         assert_eq!(q.store().heartbeats(), 1, "kept alive by this process");
         // The handler runs three times the visibility; another process keeps looking.
@@ -235,19 +265,9 @@ fn heartbeat_keeps_a_slow_items_lease() {
 #[test]
 fn max_lease_takes_the_item_back_despite_the_heartbeat() {
     common::with_server(|url| async move {
-        let name = common::unique("max-lease");
-        let vis = Duration::from_millis(300);
-        let config = Config::new(vis).with_max_lease(Duration::from_millis(700));
-        let q = process(&url, &name, config).await;
-        let id = q.push(b"hung".to_vec()).await.expect("push");
-        let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
-            Ok(Some(d)) => d,
-            other => panic!("no delivery: {other:?}"),
-        };
+        let q = process(&url, &common::unique("max-lease"), short_max_lease()).await;
         // The handler would run far longer than the max lease: the lease is lost anyway.
-        tokio::time::timeout(PATIENCE, d.lease_lost())
-            .await
-            .expect("the lease is lost at the max lease, heartbeat or not");
+        let (id, d) = lost_at_the_max_lease(&q, b"hung").await;
         assert!(d.is_lease_lost());
         let again = receive(&q).await;
         assert_eq!((again.id(), again.attempt()), (id, 2));
@@ -259,23 +279,10 @@ fn max_lease_takes_the_item_back_despite_the_heartbeat() {
 #[test]
 fn a_stale_holders_settle_leaves_the_next_leases_heartbeat_alone() {
     common::with_server(|url| async move {
-        let name = common::unique("stale-beat");
-        let vis = Duration::from_millis(300);
-        let config = Config::new(vis).with_max_lease(Duration::from_millis(700));
-        let q = process(&url, &name, config).await;
-        let id = q.push(b"slow".to_vec()).await.expect("push");
-        let first = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
-            Ok(Some(d)) => d,
-            other => panic!("no delivery: {other:?}"),
-        };
-        tokio::time::timeout(PATIENCE, first.lease_lost())
-            .await
-            .expect("the lease is lost at the max lease");
+        let q = process(&url, &common::unique("stale-beat"), short_max_lease()).await;
+        let (id, first) = lost_at_the_max_lease(&q, b"slow").await;
         // The same process takes the item again, with a heartbeat of its own.
-        let again = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
-            Ok(Some(d)) => d,
-            other => panic!("no delivery: {other:?}"),
-        };
+        let again = with_heartbeat(&q).await;
         assert_eq!((again.id(), again.attempt()), (id, 2));
         assert_eq!(q.store().heartbeats(), 1);
         // The first holder settles late: refused, and the new lease keeps its heartbeat.
@@ -314,10 +321,7 @@ fn a_heartbeat_kept_lease_ends_at_sixty_minutes_by_default() {
         let q = process(&url, &name, Config::new(vis)).await;
         let other = process(&url, &name, Config::new(vis)).await;
         let id = q.push(b"hung".to_vec()).await.expect("push");
-        let d = match tokio::time::timeout(PATIENCE, q.receive_with_heartbeat()).await {
-            Ok(Some(d)) => d,
-            other => panic!("no delivery: {other:?}"),
-        };
+        let d = with_heartbeat(&q).await;
         let db = sql(&url).await;
         // 59 minutes in: the heartbeat still keeps it.
         age_lease(&db, id, 59).await;

@@ -5,6 +5,7 @@
 //! the driver removes entries past the window (a short one: the table returns to its size).
 //! The schema step, and nothing written without retention: `history_schema.rs`.
 
+use leaseq_test_kit::envelope::envelope;
 use leaseq_test_kit::pg as common;
 
 use std::time::{Duration, Instant, SystemTime};
@@ -28,12 +29,14 @@ async fn open(url: &str, queue: &str, options: Options) -> PgQueue<Vec<u8>> {
     .expect("open")
 }
 
-/// A router job's stored bytes: the kind's length, the kind, the JSON args.
-fn job(kind: &str, args: &str) -> Vec<u8> {
-    let mut b = vec![kind.len() as u8];
-    b.extend_from_slice(kind.as_bytes());
-    b.extend_from_slice(args.as_bytes());
-    b
+/// [`open`] with the record kept for an hour.
+async fn open_kept(url: &str, queue: &str) -> PgQueue<Vec<u8>> {
+    open(
+        url,
+        queue,
+        common::options().retention(Duration::from_secs(3600)),
+    )
+    .await
 }
 
 /// Every entry of the queue's record.
@@ -65,21 +68,16 @@ async fn until_recorded(q: &PgQueue<Vec<u8>>, n: usize) -> Vec<Finished> {
 fn each_outcome_is_recorded_with_its_fields() {
     common::with_server(|url| async move {
         let queue = common::unique("history-outcomes");
-        let q = open(
-            &url,
-            &queue,
-            common::options().retention(Duration::from_secs(3600)),
-        )
-        .await;
+        let q = open_kept(&url, &queue).await;
         let before = SystemTime::now() - Duration::from_secs(5);
 
         // Acked on its first attempt.
-        let acked = q.push(job("email", "{}")).await.expect("push");
+        let acked = q.push(envelope("email", "{}")).await.expect("push");
         let d = receive(&q).await;
         assert_eq!(d.id(), acked);
         d.ack().await.expect("ack");
         // Nacked twice: dead-lettered with the last error.
-        let nacked = q.push(job("fax", "{\"n\":1}")).await.expect("push");
+        let nacked = q.push(envelope("fax", "{\"n\":1}")).await.expect("push");
         let d = receive(&q).await;
         assert!(matches!(
             d.nack_with(leaseq_async::Failure::error("busy").retry_after(Duration::ZERO))
@@ -101,7 +99,7 @@ fn each_outcome_is_recorded_with_its_fields() {
         // Cancelled while it waited.
         let cancelled = q
             .push_with(
-                job("email", "{}"),
+                envelope("email", "{}"),
                 Push::new().delay(Duration::from_secs(600)),
             )
             .await
@@ -110,7 +108,7 @@ fn each_outcome_is_recorded_with_its_fields() {
         // Expired while it waited (nobody receives from here on).
         let expired = q
             .push_with(
-                job("report", "{}"),
+                envelope("report", "{}"),
                 Push::new().ttl(Duration::from_millis(300)),
             )
             .await
@@ -199,7 +197,7 @@ fn a_lease_that_runs_out_on_its_last_attempt_is_recorded_by_the_rescuer() {
         )
         .await
         .expect("open");
-        let id = q.push(job("slow", "{}")).await.expect("push");
+        let id = q.push(envelope("slow", "{}")).await.expect("push");
         // Held past its visibility (the heartbeat hardly ever beats): the rescuer takes the
         // lease back, on its last attempt to the dead letters.
         let d = receive(&q).await;
@@ -221,15 +219,10 @@ fn a_lease_that_runs_out_on_its_last_attempt_is_recorded_by_the_rescuer() {
 fn the_record_is_paged_and_filtered_by_kind_and_outcome() {
     common::with_server(|url| async move {
         let queue = common::unique("history-pages");
-        let q = open(
-            &url,
-            &queue,
-            common::options().retention(Duration::from_secs(3600)),
-        )
-        .await;
+        let q = open_kept(&url, &queue).await;
         for i in 0..7 {
             let kind = if i % 2 == 0 { "email" } else { "fax" };
-            q.push(job(kind, "{}")).await.expect("push");
+            q.push(envelope(kind, "{}")).await.expect("push");
             let d = receive(&q).await;
             if i % 3 == 0 {
                 d.dead_letter("no").await.expect("dead letter");
@@ -320,7 +313,7 @@ fn entries_past_the_window_are_removed_by_the_driver() {
         assert_eq!(count().await, 0, "the table's size before");
         for round in 0..2 {
             for _ in 0..20 {
-                q.push(job("email", "{}")).await.expect("push");
+                q.push(envelope("email", "{}")).await.expect("push");
             }
             let batch = q.receive_batch(20).await;
             let mut left = 20 - batch.len();
@@ -354,15 +347,10 @@ fn entries_past_the_window_are_removed_by_the_driver() {
 fn an_ack_in_the_callers_transaction_is_recorded_only_if_it_commits() {
     common::with_server(|url| async move {
         let queue = common::unique("history-ack-in");
-        let q = open(
-            &url,
-            &queue,
-            common::options().retention(Duration::from_secs(3600)),
-        )
-        .await;
+        let q = open_kept(&url, &queue).await;
         let mut db = common::sql(&url).await;
-        q.push(job("email", "{}")).await.expect("push");
-        q.push(job("fax", "{}")).await.expect("push");
+        q.push(envelope("email", "{}")).await.expect("push");
+        q.push(envelope("fax", "{}")).await.expect("push");
         let first = receive(&q).await;
         let tx = db.transaction().await.expect("begin");
         q.store().ack_in(&tx, first).await.expect("ack in");

@@ -13,14 +13,7 @@ use leaseq_postgres::{
 };
 
 use common::receive;
-
-/// A router job's stored bytes: the kind's length, the kind, the JSON args.
-fn job(kind: &str) -> Vec<u8> {
-    let mut b = vec![kind.len() as u8];
-    b.extend_from_slice(kind.as_bytes());
-    b.extend_from_slice(b"{}");
-    b
-}
+use leaseq_test_kit::envelope::envelope;
 
 #[test]
 fn a_version_7_schema_is_migrated_to_8_and_records() {
@@ -55,7 +48,7 @@ fn a_version_7_schema_is_migrated_to_8_and_records() {
             schema_version(&db, &s).await.expect("version"),
             Some(SCHEMA_VERSION)
         );
-        q.push(job("email")).await.expect("push");
+        q.push(envelope("email", "{}")).await.expect("push");
         receive(&q).await.ack().await.expect("ack");
         let got = common::eventually("never recorded", || async {
             let got = q
@@ -89,7 +82,7 @@ fn without_retention_nothing_is_recorded() {
         let q =
             common::open_bytes(&url, &queue, Config::new(Duration::from_secs(30)), options).await;
         for _ in 0..3 {
-            q.push(job("email")).await.expect("push");
+            q.push(envelope("email", "{}")).await.expect("push");
             receive(&q).await.ack().await.expect("ack");
         }
         let id = q.push(b"x".to_vec()).await.expect("push");

@@ -10,10 +10,11 @@ use leaseq_test_kit::pg as common;
 #[path = "faults/proxy.rs"]
 mod proxy;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leaseq_async::{Config, Nacked, PushError};
+use leaseq_async::{Config, MessageId, Nacked, PushError};
 use leaseq_postgres::{BytesCodec, PgDelivery, PgQueue, Postgres};
 
 use common::{PATIENCE, SCHEMA};
@@ -41,13 +42,39 @@ async fn proxied(
     (proxy, q)
 }
 
-/// [`proxied`], and one item delivered from it.
-async fn delivered(url: &str) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>, PgDelivery<Vec<u8>>) {
+/// [`proxied`], and one item delivered from it: the delivery and its id.
+async fn delivered(
+    url: &str,
+) -> (
+    Arc<proxy::Proxy>,
+    PgQueue<Vec<u8>>,
+    PgDelivery<Vec<u8>>,
+    MessageId,
+) {
     let (proxy, q) = proxied(url, common::options()).await;
     q.push(b"job".to_vec()).await.expect("push");
     let d = common::receive(&q).await;
-    (proxy, q, d)
+    let id = d.id();
+    (proxy, q, d, id)
 }
+
+/// Runs `op` with the reply to the next statement that contains `statement` lost (the
+/// connection cut once the server has run it): its answer, within [`PATIENCE`]. Asserts
+/// that the statement did reach the server (its reply was the one lost).
+async fn reply_lost<F: Future>(proxy: &proxy::Proxy, statement: &str, op: F) -> F::Output {
+    proxy.lose_next_reply(statement);
+    let r = tokio::time::timeout(PATIENCE, op).await.expect("answered");
+    assert!(
+        !proxy.target_pending(),
+        "the reply to {statement:?} was lost"
+    );
+    r
+}
+
+/// The statement of a nack (its reply lost in a test).
+const NACK: &str = "reason = $4, last_error = COALESCE($5";
+/// The statement of a dead letter.
+const DEAD_LETTER: &str = "reason = $3, last_error = $4,";
 
 /// `(state, attempts)` of the row, `None` once it is gone.
 async fn row(url: &str, id: leaseq_async::MessageId) -> Option<(i16, i32)> {
@@ -64,13 +91,8 @@ async fn row(url: &str, id: leaseq_async::MessageId) -> Option<(i16, i32)> {
 #[test]
 fn an_ack_whose_reply_was_lost_is_outcome_unknown_not_already_acked() {
     common::with_server(|url| async move {
-        let (proxy, _q, d) = delivered(&url).await;
-        let id = d.id();
-        proxy.lose_next_reply("USING unnest");
-        let r = tokio::time::timeout(PATIENCE, d.ack())
-            .await
-            .expect("answered");
-        assert!(!proxy.target_pending(), "the ack's reply was lost");
+        let (proxy, _q, d, id) = delivered(&url).await;
+        let r = reply_lost(&proxy, "USING unnest", d.ack()).await;
         assert!(r.as_ref().is_err_and(|e| e.is_outcome_unknown()), "{r:?}");
         assert_eq!(row(&url, id).await, None, "the lost try deleted the row");
     });
@@ -79,13 +101,8 @@ fn an_ack_whose_reply_was_lost_is_outcome_unknown_not_already_acked() {
 #[test]
 fn a_nack_whose_reply_was_lost_reports_the_retry_it_made() {
     common::with_server(|url| async move {
-        let (proxy, _q, d) = delivered(&url).await;
-        let id = d.id();
-        proxy.lose_next_reply("reason = $4, last_error = COALESCE($5");
-        let r = tokio::time::timeout(PATIENCE, d.nack("failed"))
-            .await
-            .expect("answered");
-        assert!(!proxy.target_pending(), "the nack's reply was lost");
+        let (proxy, _q, d, id) = delivered(&url).await;
+        let r = reply_lost(&proxy, NACK, d.nack("failed")).await;
         assert!(
             matches!(r, Ok(Nacked::Retrying { attempts: 1, .. })),
             "{r:?}"
@@ -101,13 +118,8 @@ fn a_nack_whose_reply_was_lost_reports_the_retry_it_made() {
 #[test]
 fn a_dead_letter_whose_reply_was_lost_reports_the_dead_letter_it_made() {
     common::with_server(|url| async move {
-        let (proxy, _q, d) = delivered(&url).await;
-        let id = d.id();
-        proxy.lose_next_reply("reason = $3, last_error = $4,");
-        let r = tokio::time::timeout(PATIENCE, d.dead_letter("poison"))
-            .await
-            .expect("answered");
-        assert!(!proxy.target_pending(), "the dead letter's reply was lost");
+        let (proxy, _q, d, id) = delivered(&url).await;
+        let r = reply_lost(&proxy, DEAD_LETTER, d.dead_letter("poison")).await;
         assert_eq!(r, Ok(1));
         assert_eq!(row(&url, id).await, Some((2, 1)), "a dead letter");
     });
@@ -146,11 +158,7 @@ fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
         let id = leaseq_test_kit::steps::push_in_a_minute(&q, b"later").await;
         // The delete's reply is lost: its transaction never commits (the connection is
         // gone), and the cancel is tried again on another.
-        proxy.lose_next_reply("DELETE FROM");
-        let r = tokio::time::timeout(PATIENCE, q.cancel(id))
-            .await
-            .expect("answered");
-        assert!(!proxy.target_pending(), "the delete's reply was lost");
+        let r = reply_lost(&proxy, "DELETE FROM", q.cancel(id)).await;
         assert_eq!(r.as_deref(), Ok(b"later".as_slice()));
         assert_eq!(row(&url, id).await, None, "cancelled");
     });

@@ -6,12 +6,13 @@
 
 use leaseq_test_kit::pg as common;
 
+use leaseq_test_kit::gated::{gated_pool, open_after_the_pause, until_ran, Gated};
+
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use leaseq_async::{Config, Job};
+use leaseq_async::Config;
 
 const WORKERS: u64 = 2;
 /// The most leases one round of the pool's claims takes: one per worker and the pool's
@@ -81,57 +82,22 @@ fn another_process_pauses_and_resumes_a_running_pool() {
     common::with_server(|url| async move {
         let name = common::unique("pause-procs");
         let q = common::process(&url, &name, config()).await;
-        let ran: Arc<Mutex<Vec<u64>>> = Arc::default();
         // After the first 10 items the handlers wait for this gate, so that the pool is
         // still running when the other process pauses the queue, however long it takes
         // to start.
-        let (gate, gated) = tokio::sync::watch::channel(false);
-        let pool = leaseq_tokio::Pool::builder(q.clone())
-            .workers(WORKERS as usize)
-            .spawn({
-                let ran = ran.clone();
-                move |job: Job<Vec<u8>>| {
-                    let (ran, mut gated) = (ran.clone(), gated.clone());
-                    async move {
-                        if ran.lock().unwrap().len() >= 10 {
-                            let _ = gated.wait_for(|open| *open).await;
-                        }
-                        ran.lock().unwrap().push(job.id.get());
-                        Ok(())
-                    }
-                }
-            });
+        let Gated { pool, ran, gate } = gated_pool(&q, WORKERS as usize, 10);
         for n in 0..FIRST {
             q.push(format!("item {n}").into_bytes()).await.unwrap();
         }
-        let until = std::time::Instant::now() + common::PATIENCE;
-        while ran.lock().unwrap().len() < 10 {
-            assert!(std::time::Instant::now() < until, "the pool runs");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until_ran(&ran, 10, common::PATIENCE).await;
 
         child(&url, &name, "pause").await;
         // The pause is committed: from here on, only the claims already running hand out
         // leases (the workers' and the pool's prefetch, taken ahead), then none.
-        gate.send_replace(true);
-        let delivered = q.stats().delivered;
-        // Several of the claimer's poll intervals (200 ms) and rescues.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        let after = q.stats().delivered;
-        assert!(
-            after <= delivered + CLAIM_ROUND,
-            "leased {delivered} at the pause, {after} after"
-        );
-        // The leases out are all handled, and nothing more is claimed.
-        let until = std::time::Instant::now() + common::PATIENCE;
-        while (ran.lock().unwrap().len() as u64) < q.stats().delivered {
-            assert!(
-                std::time::Instant::now() < until,
-                "the leases out are handled"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let handled = ran.lock().unwrap().len() as u64;
+        // Several of the claimer's poll intervals (200 ms) and rescues; the leases out
+        // are all handled, and nothing more is claimed.
+        let (after, handled) =
+            open_after_the_pause((&gate, &ran), &q, CLAIM_ROUND, common::PATIENCE).await;
         assert_eq!(handled, after, "nothing claimed since");
         assert!(
             handled < FIRST,

@@ -188,7 +188,6 @@ fn progress_kill9_child() {
 /// in another process once the killed one's lease ran out (its heartbeat stopped).
 #[test]
 fn a_job_killed_with_sigkill_at_60_percent_resumes_from_its_checkpoint() {
-    use std::io::BufRead;
     let Some(url) = common::server() else { return };
     let queue = unique("progress-kill9");
     let rt = common::runtime();
@@ -197,36 +196,17 @@ fn a_job_killed_with_sigkill_at_60_percent_resumes_from_its_checkpoint() {
         let id = q.push(b"job".to_vec()).await.expect("push");
         (q, id)
     });
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "progress_kill9_child",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("LEASEQ_PROGRESS_URL", &url)
-        .env("LEASEQ_PROGRESS_SCHEMA", SCHEMA.name())
-        .env("LEASEQ_PROGRESS_QUEUE", &queue)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut lines = out.lines();
-    assert!(
-        lines.any(|l| l.unwrap().contains("AT60")),
-        "the child reached step 6"
-    );
-    child.kill().expect("SIGKILL the child");
-    child.wait().unwrap();
+    let env = [
+        ("LEASEQ_PROGRESS_URL", url.as_str()),
+        ("LEASEQ_PROGRESS_SCHEMA", SCHEMA.name()),
+        ("LEASEQ_PROGRESS_QUEUE", &queue),
+    ];
+    // Killed once it checkpointed step 6.
+    leaseq_test_kit::child::kill_at("progress_kill9_child", &env, "AT60");
     rt.block_on(async {
         let d = receive(&q).await;
-        assert_eq!(d.id(), id);
-        assert_eq!(d.attempt(), 2);
-        assert_eq!(
-            d.progress().map(|p| p.as_bytes().to_vec()),
-            Some(vec![6]),
-            "resumes at 60 %"
-        );
+        // At 60 %.
+        leaseq_test_kit::steps::assert_resumes(&d, id, 2, &[6]);
         d.ack().await.expect("ack");
     });
 }

@@ -15,14 +15,13 @@
 use leaseq_test_kit::pg as common;
 
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
 use leaseq_postgres::{Options, PgInspector, PgQueue};
 use leaseq_test_kit::child;
 use leaseq_test_kit::schedule_check::{self as check, log_line, Record, Run, Seen, ALL, ONCE};
-use leaseq_test_kit::schedule_run::{now_ns, schedule, through_outages, EVERY, PROCESSES, TICKS};
+use leaseq_test_kit::schedule_run::{now_ns, schedule, through_outages, EVERY, TICKS};
 
 async fn open(url: &str, schema: &str, queue: &str) -> PgQueue<Vec<u8>> {
     let options = Options::new()
@@ -107,25 +106,16 @@ fn three_processes_through_two_outages_push_each_tick_once() {
     // Time for the children to start (and migrate the schema); then 100 ticks.
     let start = system_clock().saturating_add(Duration::from_secs(2));
     let end = start.saturating_add(EVERY * TICKS);
-    let spawn = |_generation: u64| -> Vec<Child> {
-        (0..PROCESSES)
-            .map(|_| {
-                let env = [
-                    ("LEASEQ_SCHEDULE_URL", url.clone()),
-                    ("LEASEQ_SCHEDULE_SCHEMA", schema.to_string()),
-                    ("LEASEQ_SCHEDULE_QUEUE", queue.clone()),
-                    ("LEASEQ_SCHEDULE_LOG", log.display().to_string()),
-                    ("LEASEQ_SCHEDULE_START", start.as_nanos().to_string()),
-                    ("LEASEQ_SCHEDULE_END", end.as_nanos().to_string()),
-                ];
-                child::command("schedule_child", &env)
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .expect("spawn a child")
-            })
-            .collect()
-    };
-    let kills = through_outages(start, spawn);
+    let kills = through_outages(start, |_, _| {
+        vec![
+            ("LEASEQ_SCHEDULE_URL", url.clone().into()),
+            ("LEASEQ_SCHEDULE_SCHEMA", schema.into()),
+            ("LEASEQ_SCHEDULE_QUEUE", queue.clone().into()),
+            ("LEASEQ_SCHEDULE_LOG", log.clone().into_os_string()),
+            ("LEASEQ_SCHEDULE_START", start.as_nanos().to_string().into()),
+            ("LEASEQ_SCHEDULE_END", end.as_nanos().to_string().into()),
+        ]
+    });
 
     // What the children recorded, and what the queue's rows hold.
     let check::Log {

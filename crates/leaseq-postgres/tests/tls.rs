@@ -11,6 +11,7 @@
 
 use leaseq_test_kit::pg as common;
 
+use std::future::Future;
 use std::time::Duration;
 
 use leaseq_async::Config;
@@ -50,6 +51,13 @@ fn env(var: &str) -> Option<(String, String)> {
     }
     let url = common::server()?;
     Some((common::plain(&url), value))
+}
+
+/// Runs `test` on a runtime with what [`env`] gives for `var`; skips as it says.
+fn with_env<F: Future<Output = ()>>(var: &str, test: impl FnOnce(String, String) -> F) {
+    if let Some((plain, value)) = env(var) {
+        common::runtime().block_on(test(plain, value));
+    }
 }
 
 /// `url` connecting to the same address under the host name `name` (the name TLS checks).
@@ -98,10 +106,7 @@ async fn encrypted(plain: &str, app: &str) -> (bool, i64) {
 
 #[test]
 fn verify_full_push_receive_ack_every_connection_encrypted() {
-    let Some((plain, ca)) = env(CA_VAR) else {
-        return;
-    };
-    common::runtime().block_on(async {
+    with_env(CA_VAR, |plain, ca| async move {
         let app = common::unique("tls_app").replace('-', "_");
         let url = format!("{plain} application_name={app} sslmode=verify-full sslrootcert={ca}");
         let q = try_open(&url).await.expect("open over verify-full");
@@ -131,10 +136,7 @@ fn verify_full_push_receive_ack_every_connection_encrypted() {
 
 #[test]
 fn disable_is_plain_text() {
-    let Some((plain, _)) = env(CA_VAR) else {
-        return;
-    };
-    common::runtime().block_on(async {
+    with_env(CA_VAR, |plain, _| async move {
         let app = common::unique("tls_plain").replace('-', "_");
         let q = try_open(&format!("{plain} application_name={app} sslmode=disable"))
             .await
@@ -148,10 +150,7 @@ fn disable_is_plain_text() {
 
 #[test]
 fn another_ca_is_an_untrusted_certificate() {
-    let Some((plain, wrong)) = env(WRONG_CA_VAR) else {
-        return;
-    };
-    common::runtime().block_on(async {
+    with_env(WRONG_CA_VAR, |plain, wrong| async move {
         for mode in ["verify-full", "verify-ca", "require"] {
             // `require` with a root certificate checks the chain, as libpq does.
             let url = format!("{plain} sslmode={mode} sslrootcert={wrong}");
@@ -168,10 +167,7 @@ fn another_ca_is_an_untrusted_certificate() {
 
 #[test]
 fn another_host_name_is_a_mismatch_under_verify_full_only() {
-    let Some((plain, ca)) = env(CA_VAR) else {
-        return;
-    };
-    common::runtime().block_on(async {
+    with_env(CA_VAR, |plain, ca| async move {
         let other = named(&plain, "not-the-server.invalid");
         match try_open(&format!("{other} sslmode=verify-full sslrootcert={ca}")).await {
             Err(OpenError::NameMismatch(why)) => assert!(!why.is_empty()),
@@ -201,10 +197,7 @@ fn another_host_name_is_a_mismatch_under_verify_full_only() {
 
 #[test]
 fn require_against_a_server_without_tls() {
-    let Some((plain, _)) = env(OFF_VAR) else {
-        return;
-    };
-    common::runtime().block_on(async {
+    with_env(OFF_VAR, |plain, _| async move {
         // The CA too, if given: the refusal must come from the server, not from missing roots.
         let roots = std::env::var(CA_VAR).map_or(String::new(), |ca| format!("sslrootcert={ca}"));
         for mode in ["require", "verify-ca", "verify-full"] {

@@ -10,10 +10,8 @@ use std::time::Duration;
 use common::*;
 use leaseq_async::router::{Envelope, JobKind, Router};
 use leaseq_async::{Config, Job};
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use leaseq_test_kit::trace::{assert_job_is_child_of_push, export_spans};
 use serde::{Deserialize, Serialize};
-use tracing_subscriber::layer::SubscriberExt;
 
 #[derive(Serialize, Deserialize)]
 struct Invoice {
@@ -28,15 +26,7 @@ impl JobKind for Invoice {
 #[test]
 fn the_handler_in_another_store_joins_the_trace_of_the_push() {
     let Some(url) = server() else { return };
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::registry()
-            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("leaseq-test"))),
-    )
-    .unwrap();
+    let exporter = export_spans();
 
     runtime().block_on(async {
         let name = unique("trace");
@@ -78,16 +68,5 @@ fn the_handler_in_another_store_joins_the_trace_of_the_push() {
         assert_eq!(report.stats.ok, 1);
     });
 
-    let spans = exporter.get_finished_spans().unwrap();
-    let push = spans
-        .iter()
-        .find(|s| s.name == "push")
-        .expect("the push span");
-    let job = spans
-        .iter()
-        .find(|s| s.name == "leaseq.job")
-        .expect("the handler's span");
-    assert_eq!(job.span_context.trace_id(), push.span_context.trace_id());
-    assert_eq!(job.parent_span_id, push.span_context.span_id());
-    assert!(job.parent_span_is_remote);
+    assert_job_is_child_of_push(&exporter);
 }

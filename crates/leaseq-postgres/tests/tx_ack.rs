@@ -8,7 +8,7 @@ use common::*;
 use std::time::Duration;
 
 use leaseq_async::{Acked, Config, MessageId, ReceiptError, ReceiveError};
-use leaseq_postgres::{PgQueue, TxAckError};
+use leaseq_postgres::{PgDelivery, PgQueue, TxAckError};
 use tokio_postgres::Client;
 
 async fn process_with(url: &str, queue: &str, visibility: Duration) -> PgQueue<Vec<u8>> {
@@ -63,33 +63,20 @@ async fn item(db: &Client, id: MessageId) -> Option<(i16, i64, i32)> {
     .map(|r| (r.get(0), r.get(1), r.get(2)))
 }
 
-/// One item of `queue` pushed and leased, and a results table beside it.
-struct Leased {
-    /// A client that watches (and made the table).
-    watcher: Client,
-    /// The client whose transaction settles the delivery.
-    db: Client,
-    /// The results table.
-    table: String,
-    /// The item's id.
-    id: MessageId,
-    /// Its delivery.
-    d: leaseq_postgres::PgDelivery<Vec<u8>>,
-}
-
-async fn leased(url: &str, q: &PgQueue<Vec<u8>>, queue: &str) -> Leased {
+/// One item of `queue` pushed and leased, and a results table beside it: a client that
+/// watches (and made the table), the client whose transaction settles the delivery, the
+/// table's name, the item's id and its delivery.
+async fn leased(
+    url: &str,
+    q: &PgQueue<Vec<u8>>,
+    queue: &str,
+) -> (Client, Client, String, MessageId, PgDelivery<Vec<u8>>) {
     let watcher = sql(url).await;
     let db = sql(url).await;
     let table = results_table(&watcher, queue).await;
     let id = q.push(b"work".to_vec()).await.expect("push");
     let d = receive(q).await;
-    Leased {
-        watcher,
-        db,
-        table,
-        id,
-        d,
-    }
+    (watcher, db, table, id, d)
 }
 
 #[test]
@@ -97,13 +84,7 @@ fn commit_removes_the_item_with_the_result_written() {
     common::with_server(|url| async move {
         let name = common::unique("tx-commit");
         let q = process_with(&url, &name, Duration::from_secs(30)).await;
-        let Leased {
-            watcher,
-            mut db,
-            table,
-            id,
-            d,
-        } = leased(&url, &q, &name).await;
+        let (watcher, mut db, table, id, d) = leased(&url, &q, &name).await;
 
         let tx = db.transaction().await.expect("begin");
         write_result(&tx, &table, id).await;
@@ -137,13 +118,7 @@ fn rollback_leaves_the_item_leased_until_it_comes_back() {
         let name = common::unique("tx-rollback");
         let vis = Duration::from_millis(400);
         let q = process_with(&url, &name, vis).await;
-        let Leased {
-            watcher,
-            mut db,
-            table,
-            id,
-            d,
-        } = leased(&url, &q, &name).await;
+        let (watcher, mut db, table, id, d) = leased(&url, &q, &name).await;
 
         let tx = db.transaction().await.expect("begin");
         write_result(&tx, &table, id).await;

@@ -11,6 +11,13 @@ use leaseq_async::Config;
 
 use common::SCHEMA;
 
+/// A queue of bytes named after `prefix`, its upkeep's vacuum off.
+async fn open(url: &str, prefix: &str) -> leaseq_postgres::PgQueue<Vec<u8>> {
+    let config = Config::new(Duration::from_secs(30));
+    let options = common::options().vacuum_after_rows(0);
+    common::open_bytes(url, common::unique(prefix), config, options).await
+}
+
 /// The mark of writer `instance`, if it has one.
 async fn mark(db: &tokio_postgres::Client, instance: i64) -> Option<i64> {
     let q = format!("SELECT top FROM {SCHEMA}.writer_marks WHERE instance = $1");
@@ -23,13 +30,7 @@ async fn mark(db: &tokio_postgres::Client, instance: i64) -> Option<i64> {
 #[test]
 fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
     common::with_server(|url| async move {
-        let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
-            &url,
-            common::unique("marks").to_string(),
-            Config::new(Duration::from_secs(30)),
-            common::options().vacuum_after_rows(0),
-        )
-        .await;
+        let q = open(&url, "marks").await;
         let first = q.push(b"a".to_vec()).await.expect("push");
         let last = q.push(b"b".to_vec()).await.expect("push");
         let db = common::sql(&url).await;
@@ -58,13 +59,7 @@ fn pushes_raise_their_writers_mark_and_the_upkeep_forgets_only_old_ones() {
 #[test]
 fn a_batch_meeting_a_row_with_its_id_is_inserted_without_it_not_retried_for_ever() {
     common::with_server(|url| async move {
-        let q: leaseq_postgres::PgQueue<Vec<u8>> = common::open_bytes(
-            &url,
-            common::unique("marks-conflict").to_string(),
-            Config::new(Duration::from_secs(30)),
-            common::options().vacuum_after_rows(0),
-        )
-        .await;
+        let q = open(&url, "marks-conflict").await;
         let first = q.push(b"a".to_vec()).await.expect("push");
         // A row already holding the id the writer gives next, behind the watermark's back
         // (the fast insert has no ON CONFLICT: it is refused, and the batch goes again

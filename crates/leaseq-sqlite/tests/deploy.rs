@@ -15,18 +15,13 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use leaseq_async::{Config, Job};
+use leaseq_async::Config;
 use leaseq_sqlite::BytesCodec;
 use leaseq_test_kit::child;
-use smol::future;
+use leaseq_test_kit::deploy::{
+    assert_checkpoint, assert_done, assert_stopped, checkpointed_job, GRACE, STOPS,
+};
 use support::{remove, temp, Queue};
-
-/// The job: 100 steps of 100 ms, 10 s in all.
-const STEPS: u8 = 100;
-const STEP: Duration = Duration::from_millis(100);
-/// The grace a stop gives: shorter than the work left at every stop.
-const GRACE: Duration = Duration::from_millis(300);
-const STOPS: u8 = 5;
 
 fn open(path: &Path) -> Queue {
     let config = Config::new(Duration::from_secs(30)).with_max_attempts(3);
@@ -47,43 +42,6 @@ fn row(path: &Path) -> Option<(i64, i64, i64, Option<Vec<u8>>)> {
     first
 }
 
-/// The handler: resumes at the checkpoint's step; on the stop counts it in the checkpoint
-/// at once, then works on (the grace ends first); at the end says how it went.
-async fn long_job(mut job: Job<Vec<u8>>) -> Result<(), leaseq_async::JobError> {
-    let (mut step, mut stops) = job
-        .progress()
-        .map_or((0, 0), |p| (p.as_bytes()[0], p.as_bytes()[1]));
-    let mut stopping = job.stopping();
-    let mut told = false;
-    while step < STEPS {
-        let work = async {
-            smol::Timer::after(STEP).await;
-            false
-        };
-        let stopped = if told {
-            work.await
-        } else {
-            future::or(work, async {
-                (&mut stopping).await;
-                true
-            })
-            .await
-        };
-        if stopped {
-            told = true;
-            stops += 1;
-            job.checkpoint(vec![step, stops]).await?;
-            println!("TOLD {stops}");
-            continue;
-        }
-        step += 1;
-        job.checkpoint(vec![step, stops]).await?;
-        println!("STEP {step}");
-    }
-    println!("DONE attempt={} stops={stops}", job.attempt);
-    Ok(())
-}
-
 /// A child: the pool on the file until SIGTERM.
 #[test]
 fn deploy_child() {
@@ -95,7 +53,11 @@ fn deploy_child() {
     smol::block_on(async {
         let pool = leaseq_async::Pool::builder(q.clone())
             .workers(1)
-            .spawn(long_job);
+            .spawn(|job| {
+                checkpointed_job(job, |d| async move {
+                    smol::Timer::after(d).await;
+                })
+            });
         println!("READY");
         let report = pool.shutdown_on(signal, GRACE).await;
         println!("PUTBACK {}", report.put_back.len());
@@ -118,14 +80,7 @@ fn five_deploys_cost_a_long_job_no_attempt() {
     drop(q);
     for stop in 1..=STOPS {
         let out = run(&path, Some(2));
-        assert!(
-            out.contains(&format!("TOLD {stop}")),
-            "stop {stop}: {out:?}"
-        );
-        assert!(
-            out.contains(&"PUTBACK 1".to_string()),
-            "stop {stop}: {out:?}"
-        );
+        assert_stopped(&out, stop);
         let (attempts, leased, dead, progress) = row(&path).expect("the item is kept");
         assert_eq!(
             (attempts, leased, dead),
@@ -133,15 +88,10 @@ fn five_deploys_cost_a_long_job_no_attempt() {
             "stop {stop}: put back uncounted"
         );
         let progress = progress.expect("its checkpoint is kept");
-        assert_eq!(progress[1], stop, "the checkpoint counts the stops");
-        assert!(
-            progress[0] < STEPS,
-            "stop {stop}: the grace was shorter than the work"
-        );
+        assert_checkpoint(&progress, stop);
     }
     let out = run(&path, None);
-    let done = format!("DONE attempt=1 stops={STOPS}");
-    assert!(out.contains(&done), "{out:?}");
+    assert_done(&out);
     assert_eq!(row(&path), None, "acked: no row, no dead letter");
     remove(&path);
 }

@@ -22,6 +22,14 @@ fn queue(path: &std::path::Path) -> SqliteQueue<String, SmolRuntime, PostcardCod
     sqlite::open(path, config(), PostcardCodec)
 }
 
+/// Nacks `d` ("boom") to come back at once, no backoff.
+async fn nack_at_once<T, S: Store<T, Runtime = SmolRuntime>>(
+    d: leaseq_async::Delivery<T, SmolRuntime, S>,
+) {
+    let failure = leaseq_async::Failure::error("boom").retry_after(Duration::ZERO);
+    d.nack_with(failure).await.unwrap();
+}
+
 #[test]
 fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
     let path = temp("round");
@@ -34,9 +42,7 @@ fn round_trip_push_receive_ack_nack_dead_letter_redrive() {
         d.ack().await.unwrap();
         let d = q.receive().await.unwrap();
         assert_eq!(d.id(), b);
-        d.nack_with(leaseq_async::Failure::error("boom").retry_after(Duration::ZERO))
-            .await
-            .unwrap();
+        nack_at_once(d).await;
         let d = q.receive().await.unwrap();
         assert_eq!((d.id(), d.attempt()), (b, 2));
         assert_eq!(d.dead_letter("poison").await.unwrap(), 2);
@@ -75,9 +81,7 @@ fn restart_keeps_items_attempts_dead_letters_and_delays() {
             let poison = q.push("poison".to_string()).await.unwrap();
             let d = q.receive().await.unwrap();
             assert_eq!(d.id(), a);
-            d.nack_with(leaseq_async::Failure::error("boom").retry_after(Duration::ZERO))
-                .await
-                .unwrap();
+            nack_at_once(d).await;
             let d = q.receive().await.unwrap();
             assert_eq!(d.id(), poison);
             d.dead_letter("bad input").await.unwrap();
@@ -122,9 +126,7 @@ fn leases_held_at_a_crash_come_back_with_their_attempt_counted() {
         assert_eq!(d.attempt(), 1);
         // The process "dies": nothing is settled, nothing is dropped, the writer stops as
         // a crash would (releasing the file's lock, as the OS does for a dead process).
-        q.store().halt();
-        std::mem::forget(d);
-        std::mem::forget(q);
+        sqlite::crash(q, d);
         id
     });
     smol::block_on(async {
@@ -134,17 +136,13 @@ fn leases_held_at_a_crash_come_back_with_their_attempt_counted() {
             .await
             .expect("the lease came back at once");
         assert_eq!((d.id(), d.attempt()), (id, 2));
-        q.store().halt();
-        std::mem::forget(d);
-        std::mem::forget(q);
+        sqlite::crash(q, d);
     });
     smol::block_on(async {
         let q = queue(&path);
         let d = q.receive().await.unwrap();
         assert_eq!(d.attempt(), 3);
-        q.store().halt();
-        std::mem::forget(d);
-        std::mem::forget(q);
+        sqlite::crash(q, d);
     });
     // Its last attempt was cut by a crash: a dead letter, "process restart".
     smol::block_on(async {

@@ -10,7 +10,6 @@ mod support;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-use leaseq_async::PushError;
 use leaseq_sqlite::{FileView, OpenError, Options};
 use support::{open_default, open_with, remove, run_child, temp};
 
@@ -210,22 +209,7 @@ fn an_oversized_push_names_the_option() {
     let path = temp("too-large-causes");
     let q = open_with(&path, Options::new().max_item_size(100)).unwrap();
     let e = smol::block_on(q.push(vec![0u8; 101])).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            PushError::TooLarge {
-                size: 101,
-                max: 100,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    assert_eq!(
-        e.to_string(),
-        "the item encodes to 101 bytes, over the store's Options::max_item_size of 100: raise \
-         it or push a smaller item; item handed back"
-    );
+    leaseq_test_kit::steps::assert_too_large_101_of_100(&e);
     drop(q);
     remove(&path);
 }

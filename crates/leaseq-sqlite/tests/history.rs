@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use leaseq_async::{Config, FinishOutcome, Finished, HistoryQuery, Push, Reason};
 use leaseq_sqlite::{BytesCodec, FileView, Options, FORMAT_VERSION};
 use leaseq_test_kit::envelope::envelope;
+use leaseq_test_kit::steps::{assert_history_pages, outcomes};
 
 const WINDOW: Duration = Duration::from_secs(3600);
 
@@ -76,10 +77,7 @@ fn every_finish_is_recorded_in_the_file() {
         assert!(q.ack_batch(vec![a, b]).await.all_accepted());
 
         let record = all(&q).await;
-        let seen: Vec<_> = record
-            .iter()
-            .map(|f| (f.id, f.kind.as_deref(), f.outcome, f.attempts, f.reason))
-            .collect();
+        let seen = outcomes(&record);
         let dead = FinishOutcome::DeadLettered;
         assert_eq!(
             &seen[..5],
@@ -136,18 +134,7 @@ fn reads_are_paged_and_filtered() {
         assert_eq!(q.history(even_acked).await.unwrap().len(), 3);
         let cancels = HistoryQuery::first(10).outcome(FinishOutcome::Cancelled);
         assert_eq!(q.history(cancels).await.unwrap()[0].id, cancelled);
-        let mut ids = Vec::new();
-        let mut page = HistoryQuery::first(2);
-        loop {
-            let got = q.history(page.clone()).await.unwrap();
-            assert!(got.len() <= 2);
-            let Some(last) = got.last() else { break };
-            page = page.next(last.seq);
-            ids.extend(got.iter().map(|f| f.id));
-        }
-        let whole: Vec<_> = all(&q).await.iter().map(|f| f.id).collect();
-        assert_eq!(ids.len(), 6);
-        assert_eq!(ids, whole);
+        assert_history_pages(&q, 2, 6).await;
         q.close().await.unwrap();
     });
     drop(q);

@@ -169,41 +169,19 @@ fn progress_kill9_child() {
 /// Issue 19: "a job killed with -9 at 60 % resumes from its checkpoint on redelivery".
 #[test]
 fn a_job_killed_with_sigkill_at_60_percent_resumes_from_its_checkpoint() {
-    use std::io::BufRead;
     let path = temp("progress-kill9");
     let q = open_default(&path).unwrap();
     let id = smol::block_on(q.push(b"job".to_vec())).unwrap();
     drop(q);
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "progress_kill9_child",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("LEASEQ_PROGRESS_CHILD", &path)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut lines = out.lines();
-    assert!(
-        lines.any(|l| l.unwrap().contains("AT60")),
-        "the child reached step 6"
-    );
-    child.kill().expect("SIGKILL the child");
-    child.wait().unwrap();
+    // Killed once it checkpointed step 6.
+    let env = [("LEASEQ_PROGRESS_CHILD", &path)];
+    leaseq_test_kit::child::kill_at("progress_kill9_child", &env, "AT60");
 
     let q = open_default(&path).unwrap();
     smol::block_on(async {
         let d = q.receive().await.unwrap();
-        assert_eq!(d.id(), id);
-        assert_eq!(d.attempt(), 2);
-        assert_eq!(
-            d.progress().map(|p| p.as_bytes().to_vec()),
-            Some(vec![6]),
-            "resumes at 60 %"
-        );
+        // At 60 %.
+        leaseq_test_kit::steps::assert_resumes(&d, id, 2, &[6]);
         d.ack().await.unwrap();
     });
     drop(q);

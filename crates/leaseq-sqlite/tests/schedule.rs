@@ -16,7 +16,6 @@
 mod rng;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
@@ -105,27 +104,18 @@ fn three_processes_through_two_outages_push_each_tick_once() {
     // Time for the children to start; then 100 ticks.
     let start = system_clock().saturating_add(Duration::from_millis(1500));
     let end = start.saturating_add(EVERY * TICKS);
-    let spawn = |generation: u64| -> Vec<Child> {
-        (0..PROCESSES)
-            .map(|k| {
-                let env = [
-                    ("LEASEQ_SCHEDULE_CHILD", path.clone().into_os_string()),
-                    ("LEASEQ_SCHEDULE_LOG", log.clone().into_os_string()),
-                    ("LEASEQ_SCHEDULE_START", start.as_nanos().to_string().into()),
-                    ("LEASEQ_SCHEDULE_END", end.as_nanos().to_string().into()),
-                    (
-                        "LEASEQ_SCHEDULE_SEED",
-                        (generation * 10 + k + 1).to_string().into(),
-                    ),
-                ];
-                child::command("schedule_child", &env)
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .expect("spawn a child")
-            })
-            .collect()
-    };
-    let kills = through_outages(start, spawn);
+    let kills = through_outages(start, |generation, k| {
+        vec![
+            ("LEASEQ_SCHEDULE_CHILD", path.clone().into_os_string()),
+            ("LEASEQ_SCHEDULE_LOG", log.clone().into_os_string()),
+            ("LEASEQ_SCHEDULE_START", start.as_nanos().to_string().into()),
+            ("LEASEQ_SCHEDULE_END", end.as_nanos().to_string().into()),
+            (
+                "LEASEQ_SCHEDULE_SEED",
+                (generation * 10 + k + 1).to_string().into(),
+            ),
+        ]
+    });
 
     // What the children recorded, and what the file holds.
     let check::Log {

@@ -10,10 +10,8 @@ use leaseq_async::{Config, Job, Pool};
 use leaseq_smol::SmolRuntime;
 use leaseq_sqlite::{Options, SqliteQueue};
 use leaseq_test_kit::sqlite::{self, remove, temp};
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use leaseq_test_kit::trace::{assert_job_is_child_of_push, export_spans};
 use serde::{Deserialize, Serialize};
-use tracing_subscriber::layer::SubscriberExt;
 
 #[derive(Serialize, Deserialize)]
 struct Thumbnail {
@@ -34,15 +32,7 @@ async fn open(path: &Path) -> SqliteQueue<Envelope, SmolRuntime, EnvelopeCodec> 
 // the pool's workers run on the executor's threads.
 #[test]
 fn the_handler_on_a_reopened_file_joins_the_trace_of_the_push() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::registry()
-            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("leaseq-test"))),
-    )
-    .unwrap();
+    let exporter = export_spans();
 
     let path = temp("trace-context");
     smol::block_on(async {
@@ -74,16 +64,5 @@ fn the_handler_on_a_reopened_file_joins_the_trace_of_the_push() {
     });
     remove(&path);
 
-    let spans = exporter.get_finished_spans().unwrap();
-    let push = spans
-        .iter()
-        .find(|s| s.name == "push")
-        .expect("the push span");
-    let job = spans
-        .iter()
-        .find(|s| s.name == "leaseq.job")
-        .expect("the handler's span");
-    assert_eq!(job.span_context.trace_id(), push.span_context.trace_id());
-    assert_eq!(job.parent_span_id, push.span_context.span_id());
-    assert!(job.parent_span_is_remote);
+    assert_job_is_child_of_push(&exporter);
 }

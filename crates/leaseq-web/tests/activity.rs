@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use common::*;
@@ -61,12 +61,7 @@ fn record(path: &Path) -> BTreeMap<u64, Row> {
     let view = FileView::open(path).unwrap();
     let mut out: BTreeMap<u64, Row> = BTreeMap::new();
     for f in view.history(&HistoryQuery::first(10_000)).unwrap() {
-        let minute = f
-            .finished_at
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            / 60;
+        let minute = minute_of(&f);
         let slot = match f.outcome.as_str() {
             "acked" => 0,
             "dead" => 1,

@@ -41,30 +41,14 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
     screenshot(&c, "overview").await;
 
     // The queue's link, followed as a person would.
-    c.find(Locator::LinkText("billing"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("billing")).await;
     assert_eq!(text(&c, "#queue-name").await, "billing");
-    assert_eq!(
-        text(&c, ".card [data-count=\"ready\"]").await,
-        counts.ready.to_string()
-    );
-    assert_eq!(
-        text(&c, ".card [data-count=\"dead\"]").await,
-        counts.dead.to_string()
-    );
+    assert_eq!(card(&c, "ready").await, counts.ready.to_string());
+    assert_eq!(card(&c, "dead").await, counts.dead.to_string());
     no_script(&c).await;
     screenshot(&c, "queue").await;
 
-    c.find(Locator::LinkText("Dead letters"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Dead letters")).await;
     let rows = c
         .find_all(Locator::Css("table#dead tbody tr"))
         .await
@@ -88,14 +72,7 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
     screenshot(&c, "item-text").await;
 
     // A dead router job: its kind and args as formatted JSON.
-    let email = dead
-        .iter()
-        .find(|i| {
-            i.payload
-                .as_deref()
-                .is_some_and(|p| p.starts_with(b"\x05email"))
-        })
-        .unwrap();
+    let email = first_email(&dead);
     c.goto(&format!("{base}/queues/billing/items/{}", email.id.get()))
         .await
         .unwrap();
@@ -143,12 +120,7 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
             .await
             .unwrap();
         screenshot(&c, "item-dead").await;
-        c.find(Locator::Css("form.action button"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&c, Locator::Css("form.action button")).await;
         assert!(text(&c, "#done").await.contains("is ready again"));
         let live = check.items("web_jobs", Page::ALL).await.unwrap();
         assert!(live.iter().any(|i| i.id.get() == id));
@@ -159,20 +131,10 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
         c.goto(&format!("http://{addr}/queues/web_jobs/dead"))
             .await
             .unwrap();
-        c.find(Locator::Id("purge-dead"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&c, Locator::Id("purge-dead")).await;
         assert_eq!(text(&c, "#purge-count").await, before.to_string());
         screenshot(&c, "purge-confirm").await;
-        c.find(Locator::Css("form.action button"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&c, Locator::Css("form.action button")).await;
         assert_eq!(text(&c, "#deleted").await, before.to_string());
         assert_eq!(check.counts("web_jobs").await.unwrap().dead, 0);
         no_script(&c).await;

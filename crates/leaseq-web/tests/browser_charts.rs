@@ -13,15 +13,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use common::browser::*;
 use common::*;
 use fantoccini::{Client, Locator};
-use leaseq_async::{Config, HistoryQuery, Job, Watchdog};
+use leaseq_async::{HistoryQuery, Job, Watchdog};
 use leaseq_postgres::PgInspector;
-use leaseq_sqlite::FileView;
-use leaseq_web::{Dashboard, PgOperator, SqliteOperator};
+use leaseq_web::PgOperator;
 
 /// Counts of one minute: acked, dead-lettered, expired, cancelled.
 type Row = [u64; 4];
@@ -63,12 +62,7 @@ async fn record(inspector: &mut PgInspector, queues: &[&str]) -> BTreeMap<u64, R
                 break;
             };
             for f in &page {
-                let m = f
-                    .finished_at
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .unwrap()
-                    .as_secs()
-                    / 60;
+                let m = minute_of(f);
                 let slot = ["acked", "dead", "expired", "cancelled"]
                     .iter()
                     .position(|o| *o == f.outcome.as_str())
@@ -83,18 +77,11 @@ async fn record(inspector: &mut PgInspector, queues: &[&str]) -> BTreeMap<u64, R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_overview_charts_the_record_of_the_last_hour() {
-    let Some((chromium, driver)) = browser() else {
+    let Some((chromium, driver, url, schema)) = browser_on_pg("browser_charts").await else {
         return;
     };
-    let Some(url) = pg_server().await else {
-        return;
-    };
-    let schema = pg_schema("browser_charts");
     pg_fixture(&url, &schema).await;
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = pg_client(&url).await;
     // Per queue and minute ago (1 to 57), 20 to 42 entries; every 17th dead-lettered, every
     // 41st expired, every 53rd cancelled.
     client
@@ -145,12 +132,7 @@ async fn the_workers_page_shows_a_pool_of_this_process() {
         return;
     };
     let path = temp("browser-workers");
-    let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(300)))
-        .name("mail")
-        .codec(leaseq_sqlite::BytesCodec)
-        .open(leaseq_sqlite::Sqlite::file(&path))
-        .await
-        .unwrap();
+    let q = sqlite_mail(&path, Duration::from_secs(300)).await;
     let (gate, gated) = tokio::sync::watch::channel(false);
     let pool = leaseq_tokio::Pool::builder(q.clone())
         .workers(3)
@@ -182,9 +164,7 @@ async fn the_workers_page_shows_a_pool_of_this_process() {
         q.push(b"report hold".to_vec()).await.unwrap(),
         q.push(b"email hold".to_vec()).await.unwrap(),
     ];
-    let app = Dashboard::new(SqliteOperator::new(FileView::open(&path).unwrap()))
-        .with_pool("mailer", &pool)
-        .router();
+    let app = file_dashboard(&path, "mailer", &pool);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::browser::*;
 use common::*;
 use fantoccini::Locator;
-use leaseq_async::{Config, Job, Stats};
+use leaseq_async::{Job, Stats};
 use leaseq_postgres::PgInspector;
 use leaseq_test_kit::child;
 use leaseq_web::PgOperator;
@@ -39,15 +39,8 @@ const QUEUE: &str = "web_pause";
 const ENV: &str = "LEASEQ_WEB_PAUSE_";
 
 async fn open(url: &str, schema: &str) -> leaseq_postgres::PgQueue<Vec<u8>> {
-    leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-        .name(QUEUE)
-        .codec(leaseq_postgres::BytesCodec)
-        .open(
-            leaseq_postgres::Postgres::url(url)
-                .options(leaseq_postgres::Options::new().schema(schema).pool_size(4)),
-        )
-        .await
-        .unwrap()
+    let options = leaseq_postgres::Options::new().schema(schema).pool_size(4);
+    pg_queue(url, QUEUE, options).await
 }
 
 /// The child process, killed if the test ends before it does.
@@ -81,13 +74,9 @@ async fn store_when(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
-    let Some((chromium, driver)) = browser() else {
+    let Some((chromium, driver, url, schema)) = browser_on_pg("browser_pause").await else {
         return;
     };
-    let Some(url) = pg_server().await else {
-        return;
-    };
-    let schema = pg_schema("browser_pause");
     let q = open(&url, &schema).await;
     for n in 0..TOTAL {
         q.push(format!("item {n}").into_bytes()).await.unwrap();
@@ -128,12 +117,7 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
         .await
         .unwrap();
     assert_eq!(text(&c, "#status").await, "Running");
-    c.find(Locator::Css("form.action[action$=\"/pause\"] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.action[action$=\"/pause\"] button")).await;
     assert!(text(&c, "#done").await.contains("is paused"));
     // Committed: from here on only the claims already running hand out leases.
     let at_pause = q.refresh_stats().await.unwrap();
@@ -166,18 +150,10 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
         .await
         .unwrap();
     assert_eq!(text(&c, "#status").await, "Paused");
-    assert_eq!(
-        text(&c, ".card [data-count=\"ready\"]").await,
-        after.ready.to_string()
-    );
+    assert_eq!(card(&c, "ready").await, after.ready.to_string());
     no_script(&c).await;
     screenshot(&c, "queue-paused").await;
-    c.find(Locator::Css("form.action[action$=\"/resume\"] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.action[action$=\"/resume\"] button")).await;
     assert!(text(&c, "#done").await.contains("is running again"));
 
     // Resumed: the other process handles the rest, each item once (it says so and ends).
@@ -245,36 +221,17 @@ async fn pause_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
-    let Some((chromium, driver)) = browser() else {
+    let Some((chromium, driver, url, schema)) = browser_on_pg("browser_finished").await else {
         return;
     };
-    let Some(url) = pg_server().await else {
-        return;
-    };
-    let schema = pg_schema("browser_finished");
-    let q: leaseq_postgres::PgQueue<Vec<u8>> =
-        leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
-            .name("web_hist")
-            .codec(leaseq_postgres::BytesCodec)
-            .open(
-                leaseq_postgres::Postgres::url(&url).options(
-                    leaseq_postgres::Options::new()
-                        .schema(&schema)
-                        .pool_size(2)
-                        .retention(Duration::from_secs(3600)),
-                ),
-            )
-            .await
-            .unwrap();
-    for kind in ["email", "report", "sms", "email", "sms"] {
-        q.push(envelope(kind, "{}")).await.unwrap();
-        let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
-        if kind == "sms" {
-            d.dead_letter("no such number").await.unwrap();
-        } else {
-            d.ack().await.unwrap();
-        }
-    }
+    let kept = Duration::from_secs(3600);
+    let options = leaseq_postgres::Options::new()
+        .schema(&schema)
+        .pool_size(2)
+        .retention(kept);
+    let q = pg_queue(&url, "web_hist", options).await;
+    let kinds = ["email", "report", "sms", "email", "sms"];
+    finish_jobs(&q, &kinds, "no such number").await;
     q.close().await.unwrap();
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
     // The record is written with the acks' batch: waited for (not a measured time).
@@ -294,30 +251,17 @@ async fn a_person_reads_the_finished_jobs_filtered_by_outcome() {
     c.goto(&format!("http://{addr}/queues/web_hist"))
         .await
         .unwrap();
-    c.find(Locator::LinkText("Finished jobs"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Finished jobs")).await;
     assert_eq!(count_when(&c, "table#finished tbody tr", 5).await, 5);
     no_script(&c).await;
     screenshot(&c, "finished").await;
     // The outcome filter, chosen as a person would.
-    c.find(Locator::Css(
-        "select[name=\"outcome\"] option[value=\"dead\"]",
-    ))
-    .await
-    .unwrap()
-    .click()
-    .await
-    .unwrap();
-    c.find(Locator::Css("form.filter button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(
+        &c,
+        Locator::Css("select[name=\"outcome\"] option[value=\"dead\"]"),
+    )
+    .await;
+    click(&c, Locator::Css("form.filter button")).await;
     // Every row shown once the filtered page is there, and each of them a dead letter.
     let all = count_when(&c, "table#finished tbody tr", 2).await;
     let dead = count_when(&c, "table#finished tbody tr[data-outcome=\"dead\"]", 2).await;

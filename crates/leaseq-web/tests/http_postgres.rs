@@ -92,14 +92,7 @@ async fn every_page_shows_the_schemas_queues_as_stored() {
         page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;</pre>"),
         "{page}"
     );
-    let email = dead
-        .iter()
-        .find(|i| {
-            i.payload
-                .as_deref()
-                .is_some_and(|p| p.starts_with(b"\x05email"))
-        })
-        .unwrap();
+    let email = first_email(&dead);
     let (_, _, page) = get(
         &app,
         &format!("/queues/web_jobs/items/{}", email.id.get()),

@@ -127,10 +127,7 @@ async fn postgres_oldest_ready_age_over_every_priority_and_no_delayed_item() {
     // Rows written as a store would keep them, their times set by the database: in
     // `web_jobs` a ready item at priority 3 ready 100 s ago, one at priority 7 ready 10 s
     // ago, a delayed one at priority 0; `web_late` holds a delayed item only.
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = pg_client(&url).await;
     client
         .batch_execute(&format!(
             "DELETE FROM \"{schema}\".items WHERE queue = 'web_jobs' AND state = 0;

@@ -9,9 +9,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use leaseq_async::{Config, Job, Watchdog};
+use leaseq_async::{Job, Watchdog};
 use leaseq_sqlite::FileView;
-use leaseq_web::{Dashboard, SqliteOperator};
+use leaseq_web::SqliteOperator;
 
 /// How long a wait for the pool may take before the test fails (not a measured time).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -29,23 +29,13 @@ fn values(html: &str, key: &str) -> Vec<String> {
 
 /// The card `key`'s text.
 fn card(html: &str, key: &str) -> String {
-    let k = format!("data-k=\"{key}\">");
-    let at = html
-        .find(&k)
-        .unwrap_or_else(|| panic!("no card {key}: {html}"))
-        + k.len();
-    html[at..at + html[at..].find('<').unwrap()].to_string()
+    text_after(html, &format!("data-k=\"{key}\"")).to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workers_page_shows_what_the_pool_holds_and_the_watchdog_said() {
     let path = temp("workers");
-    let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(60)))
-        .name("mail")
-        .codec(leaseq_sqlite::BytesCodec)
-        .open(leaseq_sqlite::Sqlite::file(&path))
-        .await
-        .unwrap();
+    let q = sqlite_mail(&path, Duration::from_secs(60)).await;
     // Items saying "hold" wait for the gate: the workers hold them until the test opens it.
     let (gate, gated) = tokio::sync::watch::channel(false);
     let pool = leaseq_tokio::Pool::builder(q.clone())
@@ -70,9 +60,7 @@ async fn the_workers_page_shows_what_the_pool_holds_and_the_watchdog_said() {
         q.push(b"hold".to_vec()).await.unwrap(),
         q.push(b"hold".to_vec()).await.unwrap(),
     ];
-    let app = Dashboard::new(SqliteOperator::new(FileView::open(&path).unwrap()))
-        .with_pool("mailer <b>", &pool)
-        .router();
+    let app = file_dashboard(&path, "mailer <b>", &pool);
 
     // Both workers on a held item, each reported stuck by the watchdog.
     let until = Instant::now() + PATIENCE;

@@ -58,3 +58,10 @@ pub fn table() -> impl proptest::strategy::Strategy<Value = Vec<u64>> {
             .collect()
     })
 }
+
+/// A [`table`] and a [`catch_up`] policy, drawn in that order: a calendar's ticks and what
+/// a driver does about the ones it missed.
+#[cfg(feature = "proptest")]
+pub fn calendar() -> impl proptest::strategy::Strategy<Value = (Vec<u64>, CatchUp)> {
+    (table(), catch_up())
+}

@@ -97,6 +97,23 @@ pub fn run_until_term<S: AsRef<OsStr>>(
     seen
 }
 
+/// Runs this test binary's test `name` alone as a child process with `env` and kills it
+/// with SIGKILL as soon as it prints a line that contains `marker` (kill -9 mid-job);
+/// panics if it ends before printing one.
+pub fn kill_at<S: AsRef<OsStr>>(name: &str, env: &[(&str, S)], marker: &str) {
+    let mut child = command(name, env)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the child");
+    let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+    assert!(
+        lines.any(|l| l.expect("a line of the child's").contains(marker)),
+        "the child ended before printing {marker:?}"
+    );
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("the child's status");
+}
+
 /// Sends `signal` (`TERM`, `INT`, ...) to this process with `kill(1)`.
 #[cfg(unix)]
 pub fn raise(signal: &str) {

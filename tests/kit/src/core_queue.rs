@@ -1,6 +1,8 @@
 //! The core queue's test helpers: a queue of string items, its events, its invariants.
 
-use leaseq_core::{Backoff, Config, Event, EventMask, Queue};
+use leaseq_core::{Backoff, Config, Event, EventMask, Lease, MessageId, Queue};
+
+use crate::time::ts;
 
 use crate::time::ns;
 
@@ -12,6 +14,17 @@ pub fn config() -> Config {
         .with_backoff(Backoff::None)
         .without_jitter()
         .with_events(EventMask::ALL)
+}
+
+/// Visibility 20 s, 3 attempts, exponential backoff from 5 ms to 20 ms: the root suites'
+/// jobs on every store, retried in real time but quickly.
+pub fn quick_retries() -> Config {
+    Config::new(std::time::Duration::from_secs(20))
+        .with_max_attempts(3)
+        .with_backoff(Backoff::exponential(
+            std::time::Duration::from_millis(5),
+            std::time::Duration::from_millis(20),
+        ))
 }
 
 /// A queue of string items with `config` (panics if the config is refused).
@@ -29,4 +42,12 @@ pub fn ok<T>(q: &Queue<T>) {
     if let Err(e) = q.check_invariants() {
         panic!("{e}");
     }
+}
+
+/// Pushes `item` at 0, then receives at 0 (the next ready item: `item` when nothing else
+/// was ready); the pushed id and the lease. Panics if either is refused.
+pub fn leased<T: Clone>(q: &mut Queue<T>, item: T) -> (MessageId, Lease<T>) {
+    let id = q.push(item, ts(0)).expect("push");
+    let lease = q.receive(ts(0)).expect("a ready item");
+    (id, lease)
 }

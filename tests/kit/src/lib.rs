@@ -11,13 +11,23 @@
 pub mod calendar;
 pub mod child;
 pub mod core_queue;
+#[cfg(feature = "proptest")]
+pub mod dag;
+#[cfg(feature = "async")]
+pub mod deploy;
 pub mod envelope;
+#[cfg(feature = "postgres")]
+pub mod gated;
 #[cfg(feature = "jobs")]
 pub mod jobs;
 pub mod output;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "postgres")]
+mod pg_checks;
 mod reexports;
+#[cfg(feature = "tokio")]
+pub mod runtime;
 #[cfg(feature = "schedules")]
 pub mod schedule_check;
 #[cfg(feature = "schedules")]
@@ -31,3 +41,5 @@ pub mod sqlite;
 #[cfg(feature = "async")]
 pub mod steps;
 pub mod time;
+#[cfg(feature = "otel")]
+pub mod trace;

@@ -27,6 +27,15 @@ pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(o)).expect("JSON")
 }
 
+/// The standard output of a run that succeeded, as the elements of a JSON array.
+#[cfg(feature = "cli")]
+pub fn json_rows(o: &Output) -> Vec<serde_json::Value> {
+    match json(o) {
+        serde_json::Value::Array(rows) => rows,
+        other => panic!("not a JSON array: {other}"),
+    }
+}
+
 /// Asserts that the run exited with `code` and that its stderr says `says`.
 pub fn fails(o: &Output, code: i32, says: &str) {
     let err = String::from_utf8_lossy(&o.stderr);

@@ -89,14 +89,8 @@ where
     runtime().block_on(test(url));
 }
 
-/// A multi-thread tokio runtime with two workers.
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+pub use crate::pg_checks::{nothing_comes, one_undecodable_dead_letter};
+pub use crate::runtime::multi_thread as runtime;
 
 /// The schema the tests' queues live in: one per test process, `leaseq_test_<pid>_<nanos>`,
 /// so that two runs against one database never share tables (they deadlocked in the
@@ -315,15 +309,6 @@ pub async fn dead_letters_reach(
     .await
 }
 
-/// Asserts that no delivery comes within 400 ms.
-pub async fn nothing_comes(q: &leaseq_postgres::PgQueue<Vec<u8>>) {
-    assert!(matches!(
-        q.receive_timeout(std::time::Duration::from_millis(400))
-            .await,
-        Err(leaseq_async::ReceiveError::Timeout)
-    ));
-}
-
 /// A queue of job envelopes (the router's items) with the tests' [`options`]: [`open`] with
 /// `EnvelopeCodec`.
 #[cfg(feature = "jobs")]
@@ -347,6 +332,15 @@ pub fn scratch_schema(tag: &str) -> String {
         std::process::id(),
         nanos % 1_000_000_000
     )
+}
+
+/// Runs `test` with the server's connection string and a fresh [`scratch_schema`] named
+/// after `tag`, then drops the schema; skips (as [`server`] says) when no server answers.
+pub fn with_scratch_schema(tag: &str, test: impl FnOnce(&str, &str)) {
+    let Some(url) = server() else { return };
+    let schema = scratch_schema(tag);
+    test(&url, &schema);
+    runtime().block_on(drop_schema(&url, &schema));
 }
 
 /// A [`scratch_schema`] migrated to the current version, and a plain client on the server:

@@ -1,8 +1,9 @@
 //! The run of the multi-process schedule tests: the two schedules, the timing, the
 //! outages (every process killed, new ones started) and the checked run they make.
 
+use std::ffi::OsString;
 use std::num::NonZeroU32;
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use leaseq_async::core::schedule::{Calendar, CatchUp, Interval, Schedule};
@@ -52,11 +53,25 @@ pub fn sleep_until(t: Timestamp) {
     std::thread::sleep(t.saturating_duration_since(system_clock()));
 }
 
-/// Runs the processes of generation 0 (`spawn(0)`), kills them all at each of [`KILLS`]
-/// after `start` (SIGKILL), waits [`OUTAGE`] and spawns the next generation; then waits for
-/// the last one, each of which must succeed. Returns when each kill was done (every process
-/// gone), ns on the wall clock.
-pub fn through_outages(start: Timestamp, mut spawn: impl FnMut(u64) -> Vec<Child>) -> Vec<u64> {
+/// The outages: [`PROCESSES`] children running this test binary's `schedule_child` (the
+/// `k`-th of generation `g` with the environment `env(g, k)`, their output discarded);
+/// each of them killed at each of [`KILLS`] after `start` (SIGKILL), then [`OUTAGE`] later
+/// the next generation spawned; then waits for the last one, each of which must succeed.
+/// Returns when each kill was done (every process gone), ns on the wall clock.
+pub fn through_outages(
+    start: Timestamp,
+    env: impl Fn(u64, u64) -> Vec<(&'static str, OsString)>,
+) -> Vec<u64> {
+    let spawn = |generation: u64| -> Vec<Child> {
+        (0..PROCESSES)
+            .map(|k| {
+                crate::child::command("schedule_child", &env(generation, k))
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("spawn a child")
+            })
+            .collect()
+    };
     let mut children = spawn(0);
     let mut kills = Vec::new();
     for (i, at) in KILLS.into_iter().enumerate() {

@@ -67,6 +67,31 @@ where
     open_with(path, config, codec, Options::default()).expect("open the queue file")
 }
 
+/// Closes `q` and waits until its store is gone (the driver task lets go of it on its own
+/// thread), so that the file is unlocked and its writer's connection closed on return.
+pub fn shut(q: BytesQueue) {
+    smol::block_on(async { q.close().await }).expect("close the queue");
+    let store = q.store().clone();
+    drop(q);
+    while std::sync::Arc::strong_count(&store) > 1 {
+        std::thread::yield_now();
+    }
+    drop(store);
+}
+
+/// The process "dies": `q`'s writer stops as a crash would stop it (the file's lock
+/// released, as the OS does for a dead process), and `q` and what it handed out (`held`:
+/// a delivery, say) are forgotten: nothing settled, nothing dropped, nothing flushed.
+pub fn crash<T, C>(q: SqliteQueue<T, SmolRuntime, C>, held: impl Sized)
+where
+    T: Clone + Send + 'static,
+    C: Codec<T>,
+{
+    q.store().halt();
+    std::mem::forget(held);
+    std::mem::forget(q);
+}
+
 /// The dead letters `q` holds, as `id -> attempts` (for a ledger that checks what was
 /// buried and after how many attempts).
 pub fn dead_attempts(q: &BytesQueue) -> std::collections::BTreeMap<u64, u32> {

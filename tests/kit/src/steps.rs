@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use leaseq_async::{
-    DeadFilter, Failure, LeaseQueue, MessageId, Page, Push, Reason, Runtime, Store,
+    DeadFilter, Delivery, Failure, FinishOutcome, Finished, HistoryQuery, LeaseQueue, MessageId,
+    Page, Push, Reason, Runtime, Store,
 };
 
 use crate::envelope::envelope;
@@ -142,4 +143,88 @@ where
     for (filter, taken) in [(raw, 0), (rejected, 1)] {
         assert_eq!(q.redrive_matching(filter).await, Ok(taken));
     }
+}
+
+/// Reads `q`'s record of finished jobs in pages of `per_page`, each after the last entry
+/// of the one before, and asserts that the pages hold the whole record (as one read of
+/// up to 100 returns it), in its order, `total` entries.
+pub async fn assert_history_pages<T, R, S>(q: &LeaseQueue<T, R, S>, per_page: usize, total: usize)
+where
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+{
+    let mut ids = Vec::new();
+    let mut page = HistoryQuery::first(per_page);
+    loop {
+        let got = q.history(page.clone()).await.expect("a page of the record");
+        assert!(got.len() <= per_page);
+        let Some(last) = got.last() else { break };
+        page = page.next(last.seq);
+        ids.extend(got.iter().map(|f| f.id));
+    }
+    let whole = q
+        .history(HistoryQuery::first(100))
+        .await
+        .expect("the record");
+    let whole: Vec<MessageId> = whole.iter().map(|f| f.id).collect();
+    assert_eq!(ids.len(), total);
+    assert_eq!(ids, whole);
+}
+
+/// Asserts that `e` refused a push of 101 bytes to a store whose `max_item_size` is 100,
+/// typed, and that it says so naming the option, the item handed back.
+pub fn assert_too_large_101_of_100<T: std::fmt::Debug>(e: &leaseq_async::PushError<T>) {
+    assert!(
+        matches!(
+            e,
+            leaseq_async::PushError::TooLarge {
+                size: 101,
+                max: 100,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "the item encodes to 101 bytes, over the store's Options::max_item_size of 100: raise \
+         it or push a smaller item; item handed back"
+    );
+}
+
+/// What a test of the record compares of an entry: `(id, kind, outcome, attempts, reason)`.
+pub type Outcome<'a> = (
+    MessageId,
+    Option<&'a str>,
+    FinishOutcome,
+    u32,
+    Option<Reason>,
+);
+
+/// What a test of the record of finished jobs compares of each entry: `(id, kind,
+/// outcome, attempts, reason)`.
+pub fn outcomes(record: &[Finished]) -> Vec<Outcome<'_>> {
+    record
+        .iter()
+        .map(|f| (f.id, f.kind.as_deref(), f.outcome, f.attempts, f.reason))
+        .collect()
+}
+
+/// Asserts that `d` is item `id`'s delivery number `attempt`, resuming from the checkpoint
+/// `checkpoint` (a job killed mid-way, redelivered).
+pub fn assert_resumes<T, R, S>(
+    d: &Delivery<T, R, S>,
+    id: MessageId,
+    attempt: u32,
+    checkpoint: &[u8],
+) where
+    R: Runtime,
+    S: Store<T, Runtime = R>,
+{
+    assert_eq!((d.id(), d.attempt()), (id, attempt));
+    assert_eq!(
+        d.progress().map(|p| p.as_bytes().to_vec()),
+        Some(checkpoint.to_vec()),
+        "resumes from its checkpoint"
+    );
 }

@@ -113,6 +113,14 @@ pub async fn screenshot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
 }
 
+/// Chromium and chromedriver, the Postgres server, and a fresh schema name after `name`;
+/// `None` (the test skipped, as [`browser`] and [`super::pg_server`] say) without either.
+pub async fn browser_on_pg(name: &str) -> Option<(String, String, String, String)> {
+    let (chromium, driver) = browser()?;
+    let url = super::pg_server().await?;
+    Some((chromium, driver, url, super::pg_schema(name)))
+}
+
 /// The text of the first element `css` finds, waited for (up to 30 s: a page a click
 /// loads may not be there yet; a bound for a hang, not a measured time).
 pub async fn text(c: &Client, css: &str) -> String {
@@ -137,6 +145,16 @@ pub async fn count_when(c: &Client, css: &str, want: usize) -> usize {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Clicks the first element `locator` finds, as a person would.
+pub async fn click(c: &Client, locator: Locator<'_>) {
+    c.find(locator).await.unwrap().click().await.unwrap();
+}
+
+/// The text of the queue page's count card `name` (`ready`, `dead`, ...).
+pub async fn card(c: &Client, name: &str) -> String {
+    text(c, &format!(".card [data-count=\"{name}\"]")).await
 }
 
 /// The ready, delayed, in-flight and dead cells of `queue`'s overview row, as shown.

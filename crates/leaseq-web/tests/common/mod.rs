@@ -75,15 +75,31 @@ pub fn csrf_of(html: &str) -> Option<String> {
     Some(html[at..at + html[at..].find('"')?].to_string())
 }
 
-/// The number in the element after `data-count="name">` from `from` on.
-fn count_after(html: &str, name: &str) -> u64 {
-    let key = format!("data-count=\"{name}\">");
+/// The text of the first element whose opening tag ends with `attr`
+/// (`data-count="ready"`, say).
+pub fn text_after<'h>(html: &'h str, attr: &str) -> &'h str {
+    let key = format!("{attr}>");
     let at = html
         .find(&key)
         .unwrap_or_else(|| panic!("no {key} in {html}"))
         + key.len();
     let rest = &html[at..];
-    rest[..rest.find('<').unwrap()].parse().unwrap()
+    &rest[..rest.find('<').unwrap()]
+}
+
+/// The number in the element after `data-count="name">`.
+fn count_after(html: &str, name: &str) -> u64 {
+    text_after(html, &format!("data-count=\"{name}\""))
+        .parse()
+        .unwrap()
+}
+
+/// The minute of the epoch `f` finished in.
+pub fn minute_of(f: &leaseq_async::Finished) -> u64 {
+    let since = f
+        .finished_at
+        .duration_since(std::time::SystemTime::UNIX_EPOCH);
+    since.unwrap().as_secs() / 60
 }
 
 /// The ready, delayed, in-flight and dead counts of `queue`'s row of the overview (the
@@ -205,6 +221,46 @@ pub fn pg_schema(name: &str) -> String {
     format!("leaseq_web_{name}_{}_{nanos}", std::process::id())
 }
 
+/// Queue `name` of bytes on `url`'s server with `options` (its schema among them); 30 s
+/// visibility.
+pub async fn pg_queue(
+    url: &str,
+    name: &str,
+    options: leaseq_postgres::Options,
+) -> leaseq_postgres::PgQueue<Vec<u8>> {
+    leaseq_tokio::LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+        .name(name.to_string())
+        .codec(leaseq_postgres::BytesCodec)
+        .open(leaseq_postgres::Postgres::url(url).options(options))
+        .await
+        .unwrap()
+}
+
+/// One job of each kind of `kinds` pushed, received and finished in turn: the `sms` ones
+/// dead-lettered with `error`, the others acked.
+pub async fn finish_jobs(q: &leaseq_postgres::PgQueue<Vec<u8>>, kinds: &[&str], error: &str) {
+    for kind in kinds {
+        q.push(envelope(kind, "{}")).await.unwrap();
+        let d = q.receive_timeout(Duration::from_secs(15)).await.unwrap();
+        if *kind == "sms" {
+            d.dead_letter(error).await.unwrap();
+        } else {
+            d.ack().await.unwrap();
+        }
+    }
+}
+
+/// The first of `dead` whose payload is an `email` envelope.
+pub fn first_email(dead: &[leaseq_async::StoredItem]) -> &leaseq_async::StoredItem {
+    dead.iter()
+        .find(|i| {
+            i.payload
+                .as_deref()
+                .is_some_and(|p| p.starts_with(b"\x05email"))
+        })
+        .expect("an email among the dead letters")
+}
+
 /// The odd queue name of the Postgres fixture: markup and a slash in it.
 pub const ODD_QUEUE: &str = "a b/<i>c</i>";
 
@@ -236,13 +292,44 @@ pub async fn pg_fixture(url: &str, schema: &str) {
     q.close().await.unwrap();
 }
 
-/// Drops `schema` and all in it.
-pub async fn pg_drop(url: &str, schema: &str) {
+/// The bytes queue `mail` on tokio in the SQLite file at `path`, with `visibility`.
+pub async fn sqlite_mail(
+    path: &Path,
+    visibility: Duration,
+) -> leaseq_sqlite::SqliteQueue<Vec<u8>, leaseq_tokio::TokioRuntime, leaseq_sqlite::BytesCodec> {
+    leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(visibility))
+        .name("mail")
+        .codec(leaseq_sqlite::BytesCodec)
+        .open(leaseq_sqlite::Sqlite::file(path))
+        .await
+        .unwrap()
+}
+
+/// The dashboard's router on the file at `path`, with `pool` shown as `name`.
+pub fn file_dashboard<S>(path: &Path, name: &str, pool: &leaseq_tokio::Pool<Vec<u8>, S>) -> Router
+where
+    S: leaseq_async::Store<Vec<u8>, Runtime = leaseq_tokio::TokioRuntime>,
+    leaseq_async::PoolWatch<Vec<u8>, leaseq_tokio::TokioRuntime, S>: Send + Sync + 'static,
+{
+    let view = leaseq_sqlite::FileView::open(path).unwrap();
+    leaseq_web::Dashboard::new(leaseq_web::SqliteOperator::new(view))
+        .with_pool(name, pool)
+        .router()
+}
+
+/// A plain client on `url`'s server, its connection driven by a task.
+pub async fn pg_client(url: &str) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(conn);
     client
+}
+
+/// Drops `schema` and all in it.
+pub async fn pg_drop(url: &str, schema: &str) {
+    pg_client(url)
+        .await
         .simple_query(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
         .await
         .unwrap();
