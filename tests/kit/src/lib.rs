@@ -1,5 +1,5 @@
 //! What leaseq's tests share (dev-only, never published): time helpers, seeded
-//! property-test configs, a calendar from a tick table, child processes, a command's output
+//! property-test configs, seeded random numbers, a calendar from a tick table, child processes, a command's output
 //! checked, and behind features virtual-time runs (`sim`), steps on any store (`async`), the
 //! router tests' job kinds (`jobs`), the SQLite and Postgres fixtures (`sqlite`,
 //! `postgres`) and the multi-process schedule tests' ledger (`schedules`).
@@ -26,6 +26,7 @@ pub mod pg;
 #[cfg(feature = "postgres")]
 mod pg_checks;
 mod reexports;
+pub mod rng;
 #[cfg(feature = "tokio")]
 pub mod runtime;
 #[cfg(feature = "schedules")]
