@@ -32,8 +32,7 @@ async fn queue_and_client(
     url: &str,
     prefix: &str,
 ) -> (String, PgQueue<Vec<u8>>, tokio_postgres::Client) {
-    let name = unique(prefix);
-    let q = process(url, &name, Config::new(Duration::from_secs(30))).await;
+    let (name, q) = fresh_process(url, prefix).await;
     (name, q, sql(url).await)
 }
 
