@@ -223,6 +223,7 @@ mod lease;
 mod outcome;
 mod policy;
 mod queue;
+mod rate;
 pub mod schedule;
 mod stats;
 mod time;
@@ -246,6 +247,7 @@ pub use outcome::{
 };
 pub use policy::{RetryPolicy, Verdict};
 pub use queue::{IndexSizes, Queue, RestoreError, Restored, RestoredDeadLetter, Snoozed};
+pub use rate::Rate;
 pub use stats::{ConservationError, Stats};
 pub use time::Timestamp;
 pub use view::{ItemState, ItemView};

@@ -33,6 +33,7 @@ mod pause;
 mod push;
 mod push_each;
 mod push_flow;
+mod rates;
 mod receipts;
 mod receive;
 mod receive_run;
