@@ -218,6 +218,7 @@ mod histogram;
 mod id;
 mod key;
 mod key_table;
+mod key_window;
 mod kind_policy;
 mod lease;
 mod outcome;
@@ -240,6 +241,7 @@ pub use flow::{FlowKey, FlowKeys, LimitScope};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};
 pub use key::UniqueKey;
+pub use key_window::KeyWindow;
 pub use kind_policy::KindPolicy;
 pub use lease::Lease;
 pub use outcome::{

@@ -6,6 +6,7 @@ use core::time::Duration;
 use crate::event::Reason;
 use crate::id::MessageId;
 use crate::key::UniqueKey;
+use crate::key_window::KeyWindow;
 use crate::time::Timestamp;
 
 /// The number of priority levels: `0..PRIORITY_LEVELS`.
@@ -49,6 +50,7 @@ pub struct PushOptions {
     /// [`Stats::rejected`](crate::Stats::rejected) (see [`waits_for_room`](Self::waits_for_room)).
     pub waits_for_room: bool,
     key: KeyOption,
+    window: KeyWindow,
 }
 
 /// The key of a push, as given.
@@ -71,6 +73,7 @@ impl PushOptions {
             replace_pending: false,
             waits_for_room: false,
             key: KeyOption::None,
+            window: KeyWindow::Live,
         }
     }
     /// Invisible for `delay`.
@@ -121,6 +124,16 @@ impl PushOptions {
     pub const fn waits_for_room(mut self) -> Self {
         self.waits_for_room = true;
         self
+    }
+    /// With a [`key`](Self::key): how long the key is held (see [`KeyWindow`]; by default
+    /// while the item is live). Without a key it does nothing.
+    pub const fn key_window(mut self, window: KeyWindow) -> Self {
+        self.window = window;
+        self
+    }
+    /// The key's window ([`key_window`](Self::key_window)).
+    pub const fn window(&self) -> KeyWindow {
+        self.window
     }
     /// The key's bytes, if a key of at most [`UniqueKey::MAX_LEN`] bytes was given.
     pub fn key_bytes(&self) -> Option<&[u8]> {

@@ -173,7 +173,20 @@ impl<T> Queue<T> {
     ) -> Result<Pushed<T>, PushError<T>> {
         let hash = key.hash64();
         let mut replacing = None;
-        if let Some(holder) = self.keys.find(key, hash) {
+        let mut holder = self.keys.find(key, hash);
+        if let Some(lapsed) = holder.filter(|&h| self.key_lapsed(h as usize, now)) {
+            // Its window has passed (see `key_windows`): the key goes to this push.
+            self.drop_key(lapsed as usize);
+            holder = None;
+        }
+        if holder.is_none() {
+            if let Some(existing) = self.gone_holder(key, now) {
+                self.stats.rejected += 1;
+                self.stats.duplicates += 1;
+                return Err(PushError::DuplicateKey { item, existing });
+            }
+        }
+        if let Some(holder) = holder {
             let s = &self.slots[holder as usize];
             if options.replace_pending && s.state != State::InFlight {
                 replacing = Some(holder as usize);
@@ -194,6 +207,7 @@ impl<T> Queue<T> {
             let old = MessageId(self.slots[slot].id);
             self.leave_waiting(slot);
             let item = self.release_slot(slot, Fate::Cancelled);
+            self.forget_gone(key);
             self.stats.cancelled += 1;
             self.stats.replaced += 1;
             (old, item)
@@ -202,6 +216,7 @@ impl<T> Queue<T> {
         self.next_id += 1;
         let slot = self.occupy(item, id, expires_at, 0, 0, level | KEYED);
         self.keys.insert(slot as u32, key, hash);
+        self.set_window(slot, options.window(), now);
         self.stats.pushed += 1;
         self.make_visible_at(slot, level as usize, visible_at, now);
         if let Some((old, _)) = &replaced {
