@@ -22,6 +22,7 @@ use leaseq_core::{
 
 use crate::op::Op;
 use crate::receive::SqliteWaiting;
+use crate::schedule::KEY_WINDOWS;
 use crate::store::{ready_now, SqliteStore, SqliteTicket};
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStore<T, R, C> {
@@ -80,6 +81,13 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         if self.journal.failing() {
             let error = self.journal.refusal();
             return Err(PushError::Store { item, error });
+        }
+        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
+        if push.has_key_window() {
+            return Err(PushError::Unsupported {
+                item,
+                what: KEY_WINDOWS,
+            });
         }
         // Encoded before any lock is taken.
         let payload = match self.codec.encode(&item) {
