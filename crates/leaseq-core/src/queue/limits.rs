@@ -19,15 +19,9 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
 use super::rates::Rates;
+use super::tags::{Scoped, Tags, GROUP, KIND, PARTITION};
 use super::{Queue, State, COUNTED, SLOW, TAGGED};
 use crate::flow::{FlowKey, FlowKeys, LimitScope};
-
-/// A limit's key: `LimitScope` without `Queue` (counted by the in-flight gauge): `KIND`,
-/// `PARTITION`, or `GROUP` (an ordered group, one at a time: counted, never limited).
-pub(super) type Scoped = (u8, FlowKey);
-pub(super) const KIND: u8 = 0;
-pub(super) const PARTITION: u8 = 1;
-const GROUP: u8 = 2;
 
 /// The flow control state of a queue that uses it.
 #[derive(Debug, Default)]
@@ -47,26 +41,6 @@ pub(super) struct Flow {
     pub(super) groups: BTreeMap<FlowKey, BTreeSet<u64>>,
     /// The rate limits (see `rates`).
     pub(super) rates: Rates,
-}
-
-/// The flow keys of one item, and its slot while it is live (for its group's turn).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Tags {
-    kind: Option<FlowKey>,
-    partition: Option<FlowKey>,
-    pub(super) group: Option<FlowKey>,
-    /// The item's slot while it is live.
-    pub(super) slot: u32,
-}
-
-impl Tags {
-    pub(super) fn scoped(self) -> impl Iterator<Item = Scoped> {
-        let kind = self.kind.map(|k| (KIND, k));
-        let group = self.group.map(|g| (GROUP, g));
-        kind.into_iter()
-            .chain(self.partition.map(|p| (PARTITION, p)))
-            .chain(group)
-    }
 }
 
 impl Flow {

@@ -44,6 +44,7 @@ mod side;
 mod slot;
 mod slots;
 mod snooze;
+mod tags;
 mod timers;
 
 use limits::Flow;

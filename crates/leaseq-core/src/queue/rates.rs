@@ -31,7 +31,7 @@
 
 use alloc::collections::BTreeMap;
 
-use super::limits::{Scoped, Tags, KIND, PARTITION};
+use super::tags::{Scoped, Tags, KIND, PARTITION};
 use super::{Queue, SLOW, TAGGED};
 use crate::flow::LimitScope;
 use crate::rate::Rate;
