@@ -233,3 +233,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_window_given_before_or_after_the_key_is_the_same() {
+    let d = KeyWindow::Period(Duration::from_secs(1));
+    let before = PushOptions::new().key_window(d).key("k");
+    let after = PushOptions::new().key("k").key_window(d);
+    assert_eq!(before, after);
+    assert_eq!(before.window(), d);
+    // Without a key a window does nothing, and the push is as plain as any.
+    assert!(!PushOptions::new().key_window(d).has_key());
+    assert_eq!(PushOptions::new().window(), KeyWindow::Live);
+}

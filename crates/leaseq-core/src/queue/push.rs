@@ -125,8 +125,8 @@ impl<T> Queue<T> {
         }
         // By reference: the key is copied once, into the key table.
         let key = match options.key_option() {
-            KeyOption::None => None,
-            KeyOption::Key(k) => Some(k),
+            KeyOption::None | KeyOption::Window(_) => None,
+            KeyOption::Key(k, _) => Some(k),
             &KeyOption::TooLong(len) => {
                 self.stats.rejected += 1;
                 return Err(PushError::KeyTooLong { item, len });
@@ -242,7 +242,8 @@ impl<T> Queue<T> {
     }
 
     /// Push after the time step and the expiry check: visible at `visible_at`, level 0.
-    #[inline]
+    /// (Always inlined: `push_at_level`'s body, into the plain pushes' loops.)
+    #[inline(always)]
     pub(super) fn push_at(
         &mut self,
         item: T,
