@@ -27,6 +27,9 @@ pub struct Push {
     pub(crate) options: PushOptions,
     /// Whether a key was given (valid or not: a too-long one must reach the core's check).
     keyed: bool,
+    /// Whether a key window other than `Live` was given (a flag beside `keyed`, so that a
+    /// push's checks test plain flags).
+    windowed: bool,
 }
 
 impl Default for Push {
@@ -43,6 +46,7 @@ impl Push {
             ttl: None,
             options: PushOptions::new(),
             keyed: false,
+            windowed: false,
         }
     }
 
@@ -107,6 +111,7 @@ impl Push {
     /// ```
     pub const fn key_window(mut self, window: KeyWindow) -> Self {
         self.options = self.options.key_window(window);
+        self.windowed = !matches!(window, KeyWindow::Live);
         self
     }
 
@@ -114,7 +119,7 @@ impl Push {
     /// [`KeyWindow::Live`] was given: what a store that keeps keys only while items are
     /// live refuses.
     pub fn has_key_window(&self) -> bool {
-        self.options.window() != KeyWindow::Live
+        self.windowed
     }
 
     /// With a [`key`](Self::key): a ready or delayed item holding the key is replaced by
