@@ -28,8 +28,9 @@ pub struct Push {
     /// Whether a key was given (valid or not: a too-long one must reach the core's check).
     keyed: bool,
     /// Whether a key window other than `Live` was given (a flag beside `keyed`, so that a
-    /// push's checks test plain flags).
+    /// push's checks test plain flags), and the window.
     windowed: bool,
+    window: KeyWindow,
 }
 
 impl Default for Push {
@@ -47,6 +48,7 @@ impl Push {
             options: PushOptions::new(),
             keyed: false,
             windowed: false,
+            window: KeyWindow::Live,
         }
     }
 
@@ -110,7 +112,7 @@ impl Push {
     /// });
     /// ```
     pub const fn key_window(mut self, window: KeyWindow) -> Self {
-        self.options = self.options.key_window(window);
+        self.window = window;
         self.windowed = !matches!(window, KeyWindow::Live);
         self
     }
@@ -149,6 +151,25 @@ impl Push {
     /// key's window (a plain push becomes visible at the queue's latest time, whatever it).
     pub(crate) fn needs_clock(&self) -> bool {
         !self.delay.is_zero() || self.ttl.is_some() || self.has_key_window()
+    }
+
+    /// Pushes `item` into `core` under `id` at `now` with `options` (this push's, at
+    /// `now`), its key held for this push's window: the one way the memory store's pushes
+    /// reach the core.
+    #[inline]
+    pub(crate) fn push_into<T>(
+        &self,
+        core: &mut leaseq_core::Queue<T>,
+        id: leaseq_core::MessageId,
+        item: T,
+        now: Timestamp,
+        options: PushOptions,
+    ) -> Result<leaseq_core::Pushed<T>, leaseq_core::PushError<T>> {
+        if self.windowed {
+            core.push_windowed_with_id_take(id, item, now, options, self.window)
+        } else {
+            core.push_with_id_take(id, item, now, options)
+        }
     }
 
     pub(crate) fn waiting_for_room(mut self) -> Self {

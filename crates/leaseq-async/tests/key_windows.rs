@@ -54,3 +54,18 @@ fn a_debounce_delivers_the_last_push_of_a_burst_one_delay_after_it() {
         assert!(q.try_receive().is_none());
     });
 }
+
+/// Flow keys and a key window in one push are not offered: refused, typed, the item back.
+#[test]
+fn a_key_window_with_flow_keys_is_refused_typed() {
+    sim::run(|rt| async move {
+        let q = sim::queue(&rt, Config::new(60 * SEC));
+        let push = Push::new().key("k").key_window(KeyWindow::Queued);
+        let keys = leaseq_async::core::FlowKeys::new().kind(leaseq_async::core::FlowKey::new(1));
+        match q.store().try_push_flow(7u32, &push, keys) {
+            Err(PushError::Unsupported { item, .. }) => assert_eq!(item, 7),
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+        assert_eq!(q.stats().pushed, 0);
+    });
+}

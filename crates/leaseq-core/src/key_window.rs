@@ -1,9 +1,11 @@
 //! How long a unique key stays held: the windows of
-//! [`PushOptions::key_window`](crate::PushOptions::key_window).
+//! [`Queue::push_windowed`](crate::Queue::push_windowed).
 
 use core::time::Duration;
 
-/// How long a push's unique key ([`PushOptions::key`](crate::PushOptions::key)) is held:
+/// How long a push's unique key ([`PushOptions::key`](crate::PushOptions::key)) is held
+/// ([`Queue::push_windowed`](crate::Queue::push_windowed); a plain keyed push holds it
+/// [`Live`](Self::Live)):
 /// while a push with the same key is refused with
 /// [`PushError::DuplicateKey`](crate::PushError::DuplicateKey) (or, with
 /// [`replace_pending`](crate::PushOptions::replace_pending), replaces the holder if it is
@@ -38,14 +40,15 @@ use core::time::Duration;
 /// let mut q = Queue::new(Config::new(Duration::from_secs(30))).unwrap();
 /// let t0 = Timestamp::ZERO;
 /// let minute = Duration::from_secs(60);
-/// let throttle = PushOptions::new().key("report:7").key_window(KeyWindow::Period(minute));
-/// let first = q.push_with("a", t0, throttle).unwrap();
+/// let throttle = KeyWindow::Period(minute);
+/// let key = PushOptions::new().key("report:7");
+/// let first = q.push_windowed("a", t0, key, throttle).unwrap();
 /// let lease = q.receive(t0).unwrap();
 /// q.ack(lease.receipt, t0).unwrap();
 /// // Done, but the key is held for the minute after the push.
-/// let again = q.push_with("b", t0.saturating_add(Duration::from_secs(59)), throttle);
+/// let again = q.push_windowed("b", t0.saturating_add(Duration::from_secs(59)), key, throttle);
 /// assert!(matches!(again, Err(PushError::DuplicateKey { existing, .. }) if existing == first));
-/// assert!(q.push_with("c", t0.saturating_add(minute), throttle).is_ok());
+/// assert!(q.push_windowed("c", t0.saturating_add(minute), key, throttle).is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -6,7 +6,6 @@ use core::time::Duration;
 use crate::event::Reason;
 use crate::id::MessageId;
 use crate::key::UniqueKey;
-use crate::key_window::KeyWindow;
 use crate::time::Timestamp;
 
 /// The number of priority levels: `0..PRIORITY_LEVELS`.
@@ -52,17 +51,14 @@ pub struct PushOptions {
     key: KeyOption,
 }
 
-/// The key of a push, as given, with its window. The window lives in the variants, so that
-/// a push without a key writes nothing for it (only the discriminant).
+/// The key of a push, as given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum KeyOption {
     #[default]
     None,
-    Key(UniqueKey, KeyWindow),
+    Key(UniqueKey),
     /// Longer than [`UniqueKey::MAX_LEN`]: the push is refused. The length given.
     TooLong(usize),
-    /// No key (yet): a window given before the key, taken by [`PushOptions::key`].
-    Window(KeyWindow),
 }
 
 impl PushOptions {
@@ -101,9 +97,8 @@ impl PushOptions {
     /// refused at push with [`PushError::KeyTooLong`](crate::PushError::KeyTooLong).
     pub fn key(mut self, key: impl AsRef<[u8]>) -> Self {
         let bytes = key.as_ref();
-        let window = self.window();
         self.key = match UniqueKey::new(bytes) {
-            Some(k) => KeyOption::Key(k, window),
+            Some(k) => KeyOption::Key(k),
             None => KeyOption::TooLong(bytes.len()),
         };
         self
@@ -127,34 +122,17 @@ impl PushOptions {
         self.waits_for_room = true;
         self
     }
-    /// With a [`key`](Self::key): how long the key is held (see [`KeyWindow`]; by default
-    /// while the item is live). Without a key it does nothing.
-    pub const fn key_window(mut self, window: KeyWindow) -> Self {
-        self.key = match self.key {
-            KeyOption::Key(k, _) => KeyOption::Key(k, window),
-            KeyOption::TooLong(len) => KeyOption::TooLong(len),
-            KeyOption::None | KeyOption::Window(_) => KeyOption::Window(window),
-        };
-        self
-    }
-    /// The key's window ([`key_window`](Self::key_window)).
-    pub const fn window(&self) -> KeyWindow {
-        match self.key {
-            KeyOption::Key(_, w) | KeyOption::Window(w) => w,
-            KeyOption::None | KeyOption::TooLong(_) => KeyWindow::Live,
-        }
-    }
     /// The key's bytes, if a key of at most [`UniqueKey::MAX_LEN`] bytes was given.
     pub fn key_bytes(&self) -> Option<&[u8]> {
         match &self.key {
-            KeyOption::Key(k, _) => Some(k.as_bytes()),
+            KeyOption::Key(k) => Some(k.as_bytes()),
             _ => None,
         }
     }
     /// Whether a unique key was given, of any length (a key too long for
     /// [`key_bytes`](Self::key_bytes) included: the push will be refused, not made keyless).
     pub const fn has_key(&self) -> bool {
-        !matches!(self.key, KeyOption::None | KeyOption::Window(_))
+        !matches!(self.key, KeyOption::None)
     }
     pub(crate) const fn key_option(&self) -> &KeyOption {
         &self.key
@@ -168,7 +146,7 @@ impl PushOptions {
         self.delay.is_zero()
             && self.expires_at.is_none()
             && self.priority == 0
-            && matches!(self.key, KeyOption::None | KeyOption::Window(_))
+            && matches!(self.key, KeyOption::None)
     }
 }
 

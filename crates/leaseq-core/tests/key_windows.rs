@@ -1,4 +1,4 @@
-//! Unique keys' windows (`PushOptions::key_window`): each window's unit case (simple,
+//! Unique keys' windows (`Queue::push_windowed`): each window's unit case (simple,
 //! queued, throttle, held after finishing, debounce), then a seeded property test against
 //! a model over random pushes, leases, acks, put-backs and a clock that steps back: a push
 //! goes in exactly when the last accepted push of its key no longer holds it in the
@@ -24,8 +24,8 @@ fn queue() -> Queue<u32> {
     Queue::new(config).unwrap()
 }
 
-fn keyed(window: KeyWindow) -> PushOptions {
-    PushOptions::new().key("k").key_window(window)
+fn key() -> PushOptions {
+    PushOptions::new().key("k")
 }
 
 fn refused_by(r: Result<MessageId, PushError<u32>>) -> Option<MessageId> {
@@ -38,18 +38,18 @@ fn refused_by(r: Result<MessageId, PushError<u32>>) -> Option<MessageId> {
 #[test]
 fn queued_frees_the_key_once_the_holder_runs() {
     let mut q = queue();
-    let a = q.push_with(1, ts(0), keyed(KeyWindow::Queued)).unwrap();
+    let a = q.push_windowed(1, ts(0), key(), KeyWindow::Queued).unwrap();
     assert_eq!(
-        refused_by(q.push_with(2, ts(0), keyed(KeyWindow::Queued))),
+        refused_by(q.push_windowed(2, ts(0), key(), KeyWindow::Queued)),
         Some(a)
     );
     let lease = q.receive(ts(1)).unwrap();
-    let b = q.push_with(3, ts(2), keyed(KeyWindow::Queued)).unwrap();
+    let b = q.push_windowed(3, ts(2), key(), KeyWindow::Queued).unwrap();
     assert_eq!(q.key_holder("k"), Some(b));
     // The first comes back: it no longer holds the key.
     q.put_back(lease.receipt, ts(3)).unwrap();
     assert_eq!(
-        refused_by(q.push_with(4, ts(3), keyed(KeyWindow::Queued))),
+        refused_by(q.push_windowed(4, ts(3), key(), KeyWindow::Queued)),
         Some(b)
     );
     q.check_invariants().unwrap();
@@ -58,11 +58,11 @@ fn queued_frees_the_key_once_the_holder_runs() {
 #[test]
 fn period_throttles_from_the_push_whatever_the_item_does() {
     let mut q = queue();
-    let w = keyed(KeyWindow::Period(Duration::from_millis(100)));
-    let a = q.push_with(1, ts(0), w).unwrap();
+    let w = KeyWindow::Period(Duration::from_millis(100));
+    let a = q.push_windowed(1, ts(0), key(), w).unwrap();
     // Still queued past the period: the next push goes in, and the first lets the key go.
-    assert_eq!(refused_by(q.push_with(2, ts(99), w)), Some(a));
-    let b = q.push_with(3, ts(100), w).unwrap();
+    assert_eq!(refused_by(q.push_windowed(2, ts(99), key(), w)), Some(a));
+    let b = q.push_windowed(3, ts(100), key(), w).unwrap();
     assert_eq!(q.len(), 2);
     // Finished early: the key is held to the end of its period.
     let lease = q.receive(ts(100)).unwrap();
@@ -71,51 +71,51 @@ fn period_throttles_from_the_push_whatever_the_item_does() {
     let lease = q.receive(ts(101)).unwrap();
     q.ack(lease.receipt, ts(101)).unwrap();
     assert_eq!(q.key_holder("k"), Some(b));
-    assert_eq!(refused_by(q.push_with(4, ts(199), w)), Some(b));
-    assert!(q.push_with(5, ts(200), w).is_ok());
+    assert_eq!(refused_by(q.push_windowed(4, ts(199), key(), w)), Some(b));
+    assert!(q.push_windowed(5, ts(200), key(), w).is_ok());
     q.check_invariants().unwrap();
 }
 
 #[test]
 fn live_then_holds_the_key_after_the_item_leaves() {
     let mut q = queue();
-    let w = keyed(KeyWindow::LiveThen(Duration::from_millis(50)));
-    let a = q.push_with(1, ts(0), w).unwrap();
+    let w = KeyWindow::LiveThen(Duration::from_millis(50));
+    let a = q.push_windowed(1, ts(0), key(), w).unwrap();
     let lease = q.receive(ts(1_000)).unwrap();
-    assert_eq!(refused_by(q.push_with(2, ts(1_000), w)), Some(a));
+    assert_eq!(refused_by(q.push_windowed(2, ts(1_000), key(), w)), Some(a));
     q.ack(lease.receipt, ts(1_010)).unwrap();
-    assert_eq!(refused_by(q.push_with(3, ts(1_059), w)), Some(a));
-    assert!(q.push_with(4, ts(1_060), w).is_ok());
+    assert_eq!(refused_by(q.push_windowed(3, ts(1_059), key(), w)), Some(a));
+    assert!(q.push_windowed(4, ts(1_060), key(), w).is_ok());
     // The default window frees the key at once.
     let mut q = queue();
-    q.push_with(1, ts(0), keyed(KeyWindow::Live)).unwrap();
+    q.push_windowed(1, ts(0), key(), KeyWindow::Live).unwrap();
     let lease = q.receive(ts(0)).unwrap();
     q.ack(lease.receipt, ts(0)).unwrap();
-    assert!(q.push_with(2, ts(0), keyed(KeyWindow::Live)).is_ok());
+    assert!(q.push_windowed(2, ts(0), key(), KeyWindow::Live).is_ok());
 }
 
 #[test]
 fn period_with_replace_pending_debounces() {
     let mut q = queue();
+    let d = KeyWindow::Period(Duration::from_millis(200));
     let w = PushOptions::new()
         .key("k")
-        .key_window(KeyWindow::Period(Duration::from_millis(200)))
         .replace_pending()
         .delay(Duration::from_millis(100));
     // Each push within the window replaces the waiting one and restarts the delay.
-    q.push_with(1, ts(0), w).unwrap();
-    q.push_with(2, ts(50), w).unwrap();
-    let last = q.push_with(3, ts(90), w).unwrap();
+    q.push_windowed(1, ts(0), w, d).unwrap();
+    q.push_windowed(2, ts(50), w, d).unwrap();
+    let last = q.push_windowed(3, ts(90), w, d).unwrap();
     assert_eq!((q.len(), q.stats().replaced), (1, 2));
     assert!(q.receive(ts(189)).is_none());
     let lease = q.receive(ts(190)).unwrap();
     assert_eq!((lease.id, lease.item), (last, 3));
     // Running: nothing waits to be replaced, so the push is refused, naming the holder.
-    assert_eq!(refused_by(q.push_with(4, ts(190), w)), Some(last));
+    assert_eq!(refused_by(q.push_windowed(4, ts(190), w, d)), Some(last));
     q.ack(lease.receipt, ts(191)).unwrap();
     // Finished within its window (to 290): refused too, as a throttle.
-    assert_eq!(refused_by(q.push_with(5, ts(289), w)), Some(last));
-    assert!(q.push_with(6, ts(290), w).is_ok());
+    assert_eq!(refused_by(q.push_windowed(5, ts(289), w, d)), Some(last));
+    assert!(q.push_windowed(6, ts(290), w, d).is_ok());
 }
 
 #[derive(Clone, Debug)]
@@ -183,8 +183,8 @@ proptest! {
         for op in ops {
             match op {
                 Op::Push(k, w) => {
-                    let options = PushOptions::new().key([k]).key_window(window(w));
-                    let got = q.push_with(0, ts(t), options);
+                    let options = PushOptions::new().key([k]);
+                    let got = q.push_windowed(0, ts(t), options, window(w));
                     let now = q.now();
                     let holder = last.get(&k).filter(|h| h.holds(now));
                     match (got, holder) {
@@ -235,13 +235,17 @@ proptest! {
 }
 
 #[test]
-fn a_window_given_before_or_after_the_key_is_the_same() {
-    let d = KeyWindow::Period(Duration::from_secs(1));
-    let before = PushOptions::new().key_window(d).key("k");
-    let after = PushOptions::new().key("k").key_window(d);
-    assert_eq!(before, after);
-    assert_eq!(before.window(), d);
-    // Without a key a window does nothing, and the push is as plain as any.
-    assert!(!PushOptions::new().key_window(d).has_key());
-    assert_eq!(PushOptions::new().window(), KeyWindow::Live);
+fn a_plain_keyed_push_holds_its_key_while_live_and_a_window_without_key_does_nothing() {
+    let mut q = queue();
+    let a = q.push_with(1, ts(0), key()).unwrap();
+    let lease = q.receive(ts(0)).unwrap();
+    assert_eq!(refused_by(q.push_with(2, ts(0), key())), Some(a));
+    q.ack(lease.receipt, ts(0)).unwrap();
+    assert!(q.push_with(3, ts(0), key()).is_ok());
+    let period = KeyWindow::Period(Duration::from_secs(1));
+    q.push_windowed(4, ts(0), PushOptions::new(), period)
+        .unwrap();
+    q.push_windowed(5, ts(0), PushOptions::new(), period)
+        .unwrap();
+    assert_eq!(q.len(), 3);
 }

@@ -32,7 +32,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         let options = push.options_at(now);
         let mut replaced = None;
         let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-            core.push_with_id_take(id, item, now, options).map(|p| {
+            push.push_into(core, id, item, now, options).map(|p| {
                 replaced = p.replaced;
                 p.id
             })
@@ -73,7 +73,11 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         let options = push.options_at(now);
         for item in items {
             let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-                core.push_with_id(id, item, now, options)
+                if push.has_key_window() {
+                    push.push_into(core, id, item, now, options).map(|p| p.id)
+                } else {
+                    core.push_with_id(id, item, now, options)
+                }
             });
             match pushed {
                 Ok(id) => ids.push(id),

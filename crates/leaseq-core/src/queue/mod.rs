@@ -34,6 +34,7 @@ mod pause;
 mod push;
 mod push_each;
 mod push_flow;
+mod push_window;
 mod rates;
 mod receipts;
 mod receive;

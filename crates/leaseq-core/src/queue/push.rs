@@ -7,6 +7,7 @@ use crate::error::PushError;
 use crate::event::Event;
 use crate::id::MessageId;
 use crate::key::UniqueKey;
+use crate::key_window::KeyWindow;
 use crate::outcome::{KeyOption, PushOptions, Pushed, MAX_PRIORITY};
 use crate::time::Timestamp;
 
@@ -62,7 +63,7 @@ impl<T> Queue<T> {
         options: PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
-        self.push_options(item, now, &options)
+        self.push_options(item, now, &options, KeyWindow::Live)
     }
 
     /// [`push_with`](Self::push_with) under an id the caller chose: for a driver that hands
@@ -111,12 +112,13 @@ impl<T> Queue<T> {
         MessageId(self.next_id)
     }
 
-    /// Push with options, after the time step.
-    fn push_options(
+    /// Push with options, after the time step; a key held for `window`.
+    pub(super) fn push_options(
         &mut self,
         item: T,
         now: Timestamp,
         options: &PushOptions,
+        window: KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let level = options.priority;
         if level > MAX_PRIORITY {
@@ -125,8 +127,8 @@ impl<T> Queue<T> {
         }
         // By reference: the key is copied once, into the key table.
         let key = match options.key_option() {
-            KeyOption::None | KeyOption::Window(_) => None,
-            KeyOption::Key(k, _) => Some(k),
+            KeyOption::None => None,
+            KeyOption::Key(k) => Some(k),
             &KeyOption::TooLong(len) => {
                 self.stats.rejected += 1;
                 return Err(PushError::KeyTooLong { item, len });
@@ -145,7 +147,9 @@ impl<T> Queue<T> {
                 Err(full) => Err(self.refused_full(full, options.waits_for_room)),
             };
         };
-        self.push_keyed(item, now, visible_at, expires_at, level, key, options)
+        self.push_keyed(
+            item, now, visible_at, expires_at, level, key, options, window,
+        )
     }
 
     /// Counts a push refused as full in `rejected`, unless its caller `waits` for room and
@@ -170,6 +174,7 @@ impl<T> Queue<T> {
         level: u8,
         key: &UniqueKey,
         options: &PushOptions,
+        window: KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let hash = key.hash64();
         let mut replacing = None;
@@ -216,7 +221,7 @@ impl<T> Queue<T> {
         self.next_id += 1;
         let slot = self.occupy(item, id, expires_at, 0, 0, level | KEYED);
         self.keys.insert(slot as u32, key, hash);
-        self.set_window(slot, options.window(), now);
+        self.set_window(slot, window, now);
         self.stats.pushed += 1;
         self.make_visible_at(slot, level as usize, visible_at, now);
         if let Some((old, _)) = &replaced {

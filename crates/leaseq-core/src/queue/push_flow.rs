@@ -76,7 +76,7 @@ impl<T> Queue<T> {
                 .is_some_and(|s| s.id == id.0 && s.state != State::Free)
         };
         let keyed = match options.key_option() {
-            KeyOption::Key(k, _) => self.keys.find(k, k.hash64()).map(|s| s as usize),
+            KeyOption::Key(k) => self.keys.find(k, k.hash64()).map(|s| s as usize),
             _ => None,
         };
         [
