@@ -96,7 +96,17 @@ impl<T> Queue<T> {
 
     /// With no live holder of `key`: the item that left holding it within its window, if
     /// any (forgetting those whose window has ended).
+    #[inline]
     pub(super) fn gone_holder(&mut self, key: &UniqueKey, now: Timestamp) -> Option<MessageId> {
+        if self.gone_keys.is_none() {
+            return None;
+        }
+        self.gone_holder_cold(key, now)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn gone_holder_cold(&mut self, key: &UniqueKey, now: Timestamp) -> Option<MessageId> {
         let gone = self.gone_keys.as_deref_mut()?;
         gone.prune(now);
         gone.holder(key, now)
@@ -110,7 +120,16 @@ impl<T> Queue<T> {
     }
 
     /// Records the window of the item just pushed into `slot` with a key at `now`.
-    pub(super) fn set_window(&mut self, slot: usize, window: KeyWindow, now: Timestamp) {
+    #[inline]
+    pub(super) fn set_window(&mut self, slot: usize, window: &KeyWindow, now: Timestamp) {
+        if *window != KeyWindow::Live {
+            self.set_window_cold(slot, *window, now);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_window_cold(&mut self, slot: usize, window: KeyWindow, now: Timestamp) {
         let held = match window {
             KeyWindow::Live => return,
             KeyWindow::Queued => Held::Queued,
@@ -120,10 +139,14 @@ impl<T> Queue<T> {
         self.side.entry(slot as u32).or_default().window = Some(held);
     }
 
-    /// The keyed item in `slot` is leaving (its key still in the table): its key is kept
-    /// for the rest of its window, if any is left.
+    /// The item in `slot` (with a unique key or flow keys) is leaving, its key still in the
+    /// table: its key is kept for the rest of its window, if any is left.
     #[cold]
+    #[inline(never)]
     pub(super) fn keep_window(&mut self, slot: usize) {
+        if self.slots[slot].meta & KEYED == 0 {
+            return;
+        }
         let Some(held) = self.side.get(&(slot as u32)).and_then(|s| s.window) else {
             return;
         };

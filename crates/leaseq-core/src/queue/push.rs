@@ -63,7 +63,7 @@ impl<T> Queue<T> {
         options: PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
-        self.push_options(item, now, &options, KeyWindow::Live)
+        self.push_options(item, now, &options, &KeyWindow::Live)
     }
 
     /// [`push_with`](Self::push_with) under an id the caller chose: for a driver that hands
@@ -118,7 +118,7 @@ impl<T> Queue<T> {
         item: T,
         now: Timestamp,
         options: &PushOptions,
-        window: KeyWindow,
+        window: &KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let level = options.priority;
         if level > MAX_PRIORITY {
@@ -174,7 +174,7 @@ impl<T> Queue<T> {
         level: u8,
         key: &UniqueKey,
         options: &PushOptions,
-        window: KeyWindow,
+        window: &KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let hash = key.hash64();
         let mut replacing = None;

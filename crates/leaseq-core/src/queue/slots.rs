@@ -55,12 +55,15 @@ impl<T> Queue<T> {
         if expiring {
             self.expiring -= 1;
         }
-        if keyed {
-            // (Before the side record goes: it may hold the key's window.)
-            self.unkey(slot);
-        }
         if !self.side.is_empty() {
+            if keyed {
+                // (Before the side record goes: it may hold the key's window.)
+                self.keep_window(slot);
+            }
             self.side.remove(&(slot as u32));
+        }
+        if keyed {
+            self.unkey(slot);
         }
     }
 
@@ -99,9 +102,6 @@ impl<T> Queue<T> {
     #[inline(never)]
     fn unkey(&mut self, slot: usize) {
         let meta = self.slots[slot].meta;
-        if meta & KEYED != 0 && !self.side.is_empty() {
-            self.keep_window(slot);
-        }
         if meta & TAGGED != 0 {
             return self.unkey_tagged(slot, meta);
         }
