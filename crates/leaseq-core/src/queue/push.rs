@@ -112,9 +112,7 @@ impl<T> Queue<T> {
         MessageId(self.next_id)
     }
 
-    /// Push with options, after the time step; a key held for `window`. Always inlined:
-    /// into `push_take` with the window a constant (`Live`), as when it had one caller.
-    #[inline(always)]
+    /// Push with options, after the time step; a key held for `window`.
     pub(super) fn push_options(
         &mut self,
         item: T,
