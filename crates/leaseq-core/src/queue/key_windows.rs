@@ -98,9 +98,7 @@ impl<T> Queue<T> {
     /// any (forgetting those whose window has ended).
     #[inline]
     pub(super) fn gone_holder(&mut self, key: &UniqueKey, now: Timestamp) -> Option<MessageId> {
-        if self.gone_keys.is_none() {
-            return None;
-        }
+        self.gone_keys.as_ref()?;
         self.gone_holder_cold(key, now)
     }
 
