@@ -14,10 +14,11 @@
 //! # How the pieces fit
 //!
 //! - One lock per queue guards the core; no lock is held across an await, and of the
-//!   caller's code only the item's `Clone` runs under it (a receive's copy, a dead-letter
-//!   read's): an item whose `Clone` uses its own queue deadlocks it (RELIABILITY.md's known
-//!   limits). Batch receive and batch ack take many items per lock acquisition
-//!   and read the clock once.
+//!   caller's code only the item's `Clone` runs under it, for a receive's copy (a
+//!   dead-letter read copies after the lock), and with a record of finished jobs by kind a
+//!   new dead letter's `ItemKind`: an item whose `Clone` uses its own queue
+//!   deadlocks a receive (RELIABILITY.md's known limits say why it stays). Batch receive
+//!   and batch ack take many items per lock acquisition and read the clock once.
 //! - One **driver** task per queue, with one timer reset (not rebuilt) to the store's next
 //!   alarm, applies what is due: leases and delays running out, and heartbeats (every
 //!   registered lease due, extended in one lock acquisition: 10,000 held deliveries cost one
@@ -51,6 +52,9 @@
 //!   kind and its JSON args), each kind ([`JobKind`]) with its own handler and
 //!   [`KindPolicy`], dispatched by a pool ([`PoolBuilder::spawn_router`]); an unknown kind
 //!   is dead-lettered at once. Implies `serde`; pulls in `serde_json`.
+//! - `operator`: the `operator` module, the operator interface (`Operator`) the `leaseq`
+//!   command line and the `leaseq-web` dashboard are written over, one trait each store
+//!   implements. Implies `router`.
 //! - `opentelemetry`: trace context through a router's queue (see the [`router`] module's
 //!   "Trace context"): an envelope records the pushing span's W3C `traceparent`, and the
 //!   handler's `leaseq.job` span is that span's child, across processes. Implies `router`
@@ -126,6 +130,7 @@ mod codec;
 mod consumer;
 mod dead_filter;
 mod delivery;
+pub mod dependencies;
 mod diagnosis;
 mod driver;
 mod error;
@@ -140,6 +145,8 @@ mod memory;
 mod memory_admin;
 pub mod metrics;
 mod open;
+#[cfg(feature = "operator")]
+pub mod operator;
 mod page;
 mod pool;
 mod pool_stats;
@@ -186,7 +193,7 @@ pub use lease_lost::{LeaseLost, LeaseSignal};
 pub use memory::{MemoryStore, MemoryTicket, MemoryWaiting, Withdrawn};
 pub use open::{InMemory, OpenStore, QueueSettings, DEFAULT_MAX_LEASE};
 pub use page::Page;
-pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport};
+pub use pool::{ItemTimeout, Job, Pool, PoolBuilder, PoolReport, PoolWatch, Running};
 pub use pool_stats::PoolStats;
 pub use progress::{CheckpointError, LeaseKey, Progress, MAX_PROGRESS_BYTES};
 pub use push::Push;

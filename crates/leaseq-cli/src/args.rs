@@ -113,6 +113,8 @@ pub(crate) enum Command {
     Peek(Paged),
     /// The dead letters (all, or those of a reason or job kind), in id order.
     Dead(Dead),
+    /// One item, live or dead, by its id.
+    Item(ItemId),
     /// The schedules kept in the queue: each one's last and next tick, when its cursor last
     /// moved, its calendar.
     Schedules(Output),
@@ -122,6 +124,9 @@ pub(crate) enum Command {
     Purge(Confirm),
     /// Deletes dead letters: all, or those of a reason or job kind.
     PurgeDead(PurgeDead),
+    /// Cancels the waiting (ready and delayed) items: all, or those of a job kind and an id
+    /// range (items in flight stay with their holders).
+    Cancel(Cancel),
     /// Pauses the queue: no lease is handed out until `resume` (pushes are still accepted;
     /// leases already out run on). The file is opened as its owner: refused while a
     /// process holds it.
@@ -142,6 +147,8 @@ pub(crate) enum QueueCommand {
     Peek(OnQueue<Paged>),
     /// The dead letters (all, or those of a reason or job kind), in id order.
     Dead(OnQueue<Dead>),
+    /// One item, live or dead, by its id.
+    Item(OnQueue<ItemId>),
     /// The schedules kept in the queue: each one's last and next tick, when its cursor last
     /// moved, its calendar.
     Schedules(OnQueue<Output>),
@@ -151,6 +158,9 @@ pub(crate) enum QueueCommand {
     Purge(OnQueue<Confirm>),
     /// Deletes dead letters: all, or those of a reason or job kind.
     PurgeDead(OnQueue<PurgeDead>),
+    /// Cancels the waiting (ready and delayed) items: all, or those of a job kind and an id
+    /// range (items in flight stay with their holders).
+    Cancel(OnQueue<Cancel>),
     /// Pauses the queue in every process: no claim hands out a lease until `resume`
     /// (pushes are still accepted; leases already out run on).
     Pause(OnQueue<Output>),
@@ -244,6 +254,31 @@ pub(crate) struct Confirm {
 pub(crate) struct PurgeDead {
     #[command(flatten)]
     pub(crate) filter: Filter,
+    #[command(flatten)]
+    pub(crate) confirm: Confirm,
+}
+
+/// `item`: one item by its id.
+#[derive(Debug, Args)]
+pub(crate) struct ItemId {
+    /// The item's id.
+    pub(crate) id: u64,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+/// `cancel`: the waiting items a job kind and an id range take.
+#[derive(Debug, Args)]
+pub(crate) struct Cancel {
+    /// Only those whose item is a job router envelope of this kind.
+    #[arg(long)]
+    pub(crate) kind: Option<String>,
+    /// Only ids from this one on.
+    #[arg(long)]
+    pub(crate) min_id: Option<u64>,
+    /// Only ids up to this one.
+    #[arg(long)]
+    pub(crate) max_id: Option<u64>,
     #[command(flatten)]
     pub(crate) confirm: Confirm,
 }

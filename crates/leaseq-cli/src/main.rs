@@ -6,6 +6,7 @@
 mod args;
 mod error;
 mod history;
+mod operate;
 mod output;
 mod postgres;
 mod schedules;

@@ -17,6 +17,11 @@ impl Shown {
         Shown { table, json }
     }
 
+    /// The JSON, for a store to add what only it knows.
+    pub(crate) fn json_mut(&mut self) -> &mut Value {
+        &mut self.json
+    }
+
     /// Prints it on stdout, as JSON when `json`.
     pub(crate) fn print(&self, json: bool) {
         if json {
@@ -39,6 +44,8 @@ pub(crate) fn wants_json(command: &Command) -> bool {
         | Command::Pause(o)
         | Command::Resume(o) => o.json,
         Command::Peek(p) => p.output.json,
+        Command::Item(i) => i.output.json,
+        Command::Cancel(c) => c.confirm.output.json,
         Command::Dead(d) => d.paged.output.json,
         Command::Redrive(r) => r.output.json,
         Command::Purge(c) => c.output.json,

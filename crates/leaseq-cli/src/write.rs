@@ -1,13 +1,14 @@
-//! The commands that change a queue, through its store's operator API (the same on every
-//! store): redrive one or many, purge, purge dead letters. Each checks its arguments before
-//! anything is opened.
+//! The commands that change a queue, once for every store, through its
+//! [`Operator`]: redrive one or many, purge, purge dead letters, pause and resume, cancel.
+//! Each checks its arguments ([`is_write`]) before anything is opened.
 
-use leaseq_async::{AdminError, DeadFilter, LeaseQueue, MessageId, Store};
-use leaseq_tokio::TokioRuntime;
+use leaseq_async::operator::{DeadQuery, LiveQuery, Operator};
+use leaseq_async::MessageId;
 use serde_json::json;
 
-use crate::args::{Command, Filter};
-use crate::error::{chain, failed, CliError};
+use crate::args::{Cancel, Command, Filter};
+use crate::error::CliError;
+use crate::operate::Failed;
 use crate::output::Shown;
 
 /// Whether `command` changes the queue; refused (usage) when it is destructive without
@@ -21,55 +22,61 @@ pub(crate) fn is_write(command: &Command) -> Result<bool, CliError> {
     match command {
         Command::Purge(c) if !c.yes => unconfirmed("purge"),
         Command::PurgeDead(p) if !p.confirm.yes => unconfirmed("purge-dead"),
+        Command::Cancel(c) if !c.confirm.yes => unconfirmed("cancel"),
         Command::Redrive(_)
         | Command::Purge(_)
         | Command::PurgeDead(_)
+        | Command::Cancel(_)
         | Command::Pause(_)
         | Command::Resume(_) => Ok(true),
         _ => Ok(false),
     }
 }
 
-/// The filter the arguments name.
-pub(crate) fn filter(f: &Filter) -> DeadFilter<Vec<u8>> {
-    let mut filter = DeadFilter::all();
-    if let Some(reason) = f.reason {
-        filter = filter.reason(reason);
-    }
-    if let Some(kind) = &f.kind {
-        filter = filter.kind(kind);
-    }
-    filter
+/// The dead letters the arguments name.
+pub(crate) fn dead_query(f: &Filter) -> DeadQuery {
+    let mut query = DeadQuery::all();
+    query.reason = f.reason;
+    query.kind = f.kind.clone();
+    query
 }
 
-/// Runs a write `command` on `q`.
-pub(crate) async fn run<S>(
-    q: &LeaseQueue<Vec<u8>, TokioRuntime, S>,
+/// The waiting items `cancel`'s arguments name.
+fn live_query(c: &Cancel) -> LiveQuery {
+    let mut query = LiveQuery::all();
+    query.kind = c.kind.clone();
+    query.min_id = c.min_id.map(MessageId::new);
+    query.max_id = c.max_id.map(MessageId::new);
+    query
+}
+
+/// Runs a write `command` on `queue` through `op`.
+pub(crate) async fn run<O: Operator>(
+    op: &O,
+    queue: &str,
     command: &Command,
-) -> Result<Shown, CliError>
-where
-    S: Store<Vec<u8>, Runtime = TokioRuntime>,
-{
+) -> Result<Shown, Failed> {
     match command {
         Command::Redrive(r) => match r.id {
-            Some(id) => match q.redrive(MessageId::new(id)).await {
-                Ok(id) => Ok(Shown::new(
-                    format!(
-                        "redriven: {} is ready again, its attempts reset\n",
-                        id.get()
-                    ),
-                    json!({ "redriven": 1, "id": id.get() }),
-                )),
-                Err(AdminError::Refused(e)) => {
-                    Err(failed(format!("cannot redrive {id}: {}", chain(&e))))
-                }
-                Err(e) => Err(failed(format!("redrive {id}: {}", chain(&e)))),
-            },
-            None => {
-                let n = q
-                    .redrive_matching(filter(&r.filter))
+            Some(id) => {
+                op.redrive(queue, MessageId::new(id))
                     .await
-                    .map_err(|e| failed(format!("redrive: {}", chain(&e))))?;
+                    .map_err(|e| match e {
+                        leaseq_async::operator::OperatorError::Refused(_) => {
+                            Failed::doing(format!("cannot redrive {id}"), e)
+                        }
+                        e => Failed::doing(format!("redrive {id}"), e),
+                    })?;
+                Ok(Shown::new(
+                    format!("redriven: {id} is ready again, its attempts reset\n"),
+                    json!({ "redriven": 1, "id": id }),
+                ))
+            }
+            None => {
+                let n = op
+                    .redrive_dead(queue, &dead_query(&r.filter))
+                    .await
+                    .map_err(|e| Failed::doing("redrive", e))?;
                 Ok(Shown::new(
                     format!("redriven: {n} dead letters are ready again\n"),
                     json!({ "redriven": n }),
@@ -77,23 +84,33 @@ where
             }
         },
         Command::Purge(_) => {
-            let n = q
-                .purge()
+            let n = op
+                .purge(queue)
                 .await
-                .map_err(|e| failed(format!("purge: {}", chain(&e))))?;
+                .map_err(|e| Failed::doing("purge", e))?;
             Ok(Shown::new(
                 format!("purged: {n} ready and delayed items deleted\n"),
                 json!({ "purged": n }),
             ))
         }
         Command::PurgeDead(p) => {
-            let n = q
-                .purge_dead_matching(filter(&p.filter))
+            let n = op
+                .purge_dead(queue, &dead_query(&p.filter))
                 .await
-                .map_err(|e| failed(format!("purge-dead: {}", chain(&e))))?;
+                .map_err(|e| Failed::doing("purge-dead", e))?;
             Ok(Shown::new(
                 format!("purged: {n} dead letters deleted\n"),
                 json!({ "purged": n }),
+            ))
+        }
+        Command::Cancel(c) => {
+            let n = op
+                .cancel(queue, &live_query(c))
+                .await
+                .map_err(|e| Failed::doing("cancel", e))?;
+            Ok(Shown::new(
+                format!("cancelled: {n} ready and delayed items\n"),
+                json!({ "cancelled": n }),
             ))
         }
         Command::Pause(_) | Command::Resume(_) => {
@@ -103,18 +120,16 @@ where
             } else {
                 ("resume", "running")
             };
-            let result = if pause {
-                q.pause().await
-            } else {
-                q.resume().await
-            };
-            let changed = result.map_err(|e| failed(format!("{what}: {}", chain(&e))))?;
+            let changed = op
+                .set_paused(queue, pause)
+                .await
+                .map_err(|e| Failed::doing(what, e))?;
             let was = if changed { "" } else { " (it already was)" };
             Ok(Shown::new(
                 format!("{done}: the queue is {done}{was}\n"),
                 json!({ "paused": pause, "changed": changed }),
             ))
         }
-        _ => Err(failed("not a command that changes the queue")),
+        _ => Err(Failed::not_this_command()),
     }
 }

@@ -167,6 +167,14 @@
 //! to push after a gap ([`schedule::CatchUp`]), and each tick's unique key, so that several
 //! processes pushing one schedule land each tick once. Its times are wall-clock.
 //!
+//! # Jobs that wait for jobs
+//!
+//! The [`graph`] module holds jobs that wait for other jobs (dependencies, workflows of
+//! named steps, batches with a completion callback) beside the queue: a [`graph::Graph`]
+//! keeps a waiting job's payload and hands it back exactly once, when its parents are
+//! acked (or, by its policy, have failed), for the driver to push in the same step as the
+//! parent's ack. Jobs without dependencies never touch it.
+//!
 //! # Latency advisor
 //!
 //! [`LatencyAdvisor`] records handling times per item type in bounded [`Histogram`]s and
@@ -214,6 +222,7 @@ mod dead_letter;
 mod error;
 mod event;
 mod flow;
+pub mod graph;
 mod histogram;
 mod id;
 mod key;

@@ -275,6 +275,8 @@ mod options;
 mod outcome;
 mod pause;
 mod pause_sql;
+#[cfg(feature = "operator")]
+mod pg_operator;
 mod plan;
 mod postgres;
 mod progress;
@@ -304,6 +306,8 @@ pub use error::{DbError, OpenError, TxAckError};
 pub use inspect::PgInspector;
 pub use open::MAX_QUEUE_NAME;
 pub use options::{Options, DEFAULT_MAX_ITEM_SIZE};
+#[cfg(feature = "operator")]
+pub use pg_operator::PgOperator;
 pub use postgres::Postgres;
 pub use receive::PgWaiting;
 pub use schema::{migrate, schema_version, SCHEMA_VERSION, WORKER_GRANTS};

@@ -1,5 +1,6 @@
 //! The check of a queue file before anything is written to it: SQLite's header, then a
-//! read-only connection for the application id, the format version and the magic row.
+//! read-only connection for the application id, the format version and the magic row; the
+//! open reads every row on that connection ([`Reader`]) before its own writes anything.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -31,15 +32,25 @@ const HEADER_LEN: u64 = 100;
 /// SQLite, zero bytes, another application's database), corrupt or truncated, locked by
 /// another connection (after SQLite's default busy timeout of 5 s), a newer version.
 pub fn check_file(path: &Path) -> Result<bool, OpenError> {
-    check(path, Duration::from_secs(5)).map(|version| version.is_some())
+    check(path, Duration::from_secs(5)).map(|checked| checked.is_some())
 }
 
-/// [`check_file`], with the file's format version (`None`: no file). Nothing is made
-/// beside the file: a WAL-mode file without a `-wal` is read `immutable` (SQLite then
-/// makes no `-wal` or `-shm`, which a read-only connection would leave behind: the file is
-/// all there is to read); with a `-wal` (a running owner's, or one a crash left), SQLite
-/// reads through it as usual.
-pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<Option<i32>, OpenError> {
+/// [`check_file`], with the file's format version and the read-only connection that read
+/// it (`None`: no file). Nothing is left beside the file that was not there, and nothing
+/// there is written (on Unix; elsewhere the file is opened read-only as it is):
+///
+/// - without a `-wal`, the file is read `immutable`: SQLite then makes no `-wal` or `-shm`,
+///   which a read-only connection would leave behind (the file is all there is to read);
+/// - with a `-wal` and a `-shm` (a running owner's, or what a crash left), SQLite reads
+///   through the `-wal` with the `-shm` mapped read-only (`readonly_shm`): a `-shm` no live
+///   process maps is not rebuilt, the `-wal` is read into memory instead;
+/// - with a `-wal` and no `-shm` (a copy, or a `-shm` removed), SQLite must make a `-shm`
+///   to read through the `-wal`: the [`Reader`] removes it when dropped (unless another
+///   process has mapped it since).
+pub(crate) fn check(
+    path: &Path,
+    busy_timeout: Duration,
+) -> Result<Option<(i32, Reader)>, OpenError> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -70,14 +81,7 @@ pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<Option<i32>, 
         )));
     }
     let sql = |e| OpenError::from_sqlite(path, e);
-    let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = match immutable_uri(path) {
-        Some(uri) if !sidecar(path, "-wal").exists() => {
-            Connection::open_with_flags(uri, read_only | OpenFlags::SQLITE_OPEN_URI)
-        }
-        _ => Connection::open_with_flags(path, read_only),
-    }
-    .map_err(sql)?;
+    let conn = Reader::open(path).map_err(sql)?;
     conn.busy_timeout(busy_timeout).map_err(sql)?;
     let app: i32 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
@@ -110,8 +114,87 @@ pub(crate) fn check(path: &Path, busy_timeout: Duration) -> Result<Option<i32>, 
     if magic.as_deref() != Some(MAGIC) {
         return Err(not_a_queue(path, "it has no leaseq magic"));
     }
-    Ok(Some(version))
+    Ok(Some((version, conn)))
 }
+
+/// A read-only connection to a queue file, as [`check`] opened it: the open reads every row
+/// on it before anything is written. Dropped, it removes the `-shm` SQLite made for it.
+pub(crate) struct Reader {
+    conn: Connection,
+    /// Dropped after `conn` (fields drop in order), once SQLite has let go of the file.
+    _made_shm: MadeShm,
+}
+
+/// The `-shm` SQLite makes to read through a `-wal` found without one, removed when dropped
+/// (keep it beside the connection, after it: fields drop in order).
+#[derive(Debug)]
+pub(crate) struct MadeShm(Option<PathBuf>);
+
+impl MadeShm {
+    /// Taken before a connection to `path` is opened: the `-shm` it will make, if the file
+    /// has a `-wal` and no `-shm`.
+    pub(crate) fn before_open(path: &Path) -> MadeShm {
+        let shm = sidecar(path, "-shm");
+        MadeShm((sidecar(path, "-wal").exists() && !shm.exists()).then_some(shm))
+    }
+}
+
+impl Reader {
+    /// Opens `path` read-only as [`check`] says.
+    fn open(path: &Path) -> rusqlite::Result<Reader> {
+        let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let uri = read_only | OpenFlags::SQLITE_OPEN_URI;
+        let made_shm = MadeShm::before_open(path);
+        let (wal, shm) = (
+            sidecar(path, "-wal").exists(),
+            sidecar(path, "-shm").exists(),
+        );
+        let conn = match (wal, shm, cfg!(unix)) {
+            (_, _, false) | (true, false, true) => Connection::open_with_flags(path, read_only)?,
+            (false, _, true) => Connection::open_with_flags(uri_of(path, "immutable=1"), uri)?,
+            (true, true, true) => Connection::open_with_flags(uri_of(path, "readonly_shm=1"), uri)?,
+        };
+        Ok(Reader {
+            conn,
+            _made_shm: made_shm,
+        })
+    }
+}
+
+impl std::ops::Deref for Reader {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Drop for MadeShm {
+    fn drop(&mut self) {
+        if let Some(shm) = &self.0 {
+            remove_if_unmapped(shm);
+        }
+    }
+}
+
+/// Removes the `-shm` at `shm` unless a process maps it: SQLite holds a read lock on it
+/// while it does (its "dead man switch" byte), so a write lock on the whole file, not
+/// waited for, is taken first. Our own connection is closed by then; closing the file
+/// here would release the locks of another connection of this process on it, but one that
+/// maps a `-shm` made a moment ago by a check is not expected.
+#[cfg(unix)]
+fn remove_if_unmapped(shm: &Path) {
+    use rustix::fs::{fcntl_lock, FlockOperation};
+    let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).open(shm) else {
+        return;
+    };
+    if fcntl_lock(&file, FlockOperation::NonBlockingLockExclusive).is_ok() {
+        let _ = std::fs::remove_file(shm);
+    }
+}
+
+#[cfg(not(unix))]
+fn remove_if_unmapped(_shm: &Path) {}
 
 fn not_a_queue(path: &Path, why: impl Into<String>) -> OpenError {
     OpenError::NotAQueue(FileError::new(path, why, None))
@@ -124,13 +207,9 @@ pub(crate) fn sidecar(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// `file:<path>?immutable=1`, the path's bytes percent-encoded but for unreserved ones and
-/// `/` (SQLite's URI filenames); Unix only (elsewhere the file is opened read-only as it
-/// is).
-fn immutable_uri(path: &Path) -> Option<String> {
-    if cfg!(not(unix)) {
-        return None;
-    }
+/// `file:<path>?<query>`, the path's bytes percent-encoded but for unreserved ones and `/`
+/// (SQLite's URI filenames, as Unix paths are written).
+fn uri_of(path: &Path, query: &str) -> String {
     let mut uri = String::from("file:");
     for &b in path.as_os_str().as_encoded_bytes() {
         if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
@@ -139,6 +218,7 @@ fn immutable_uri(path: &Path) -> Option<String> {
             uri.push_str(&format!("%{b:02X}"));
         }
     }
-    uri.push_str("?immutable=1");
-    Some(uri)
+    uri.push('?');
+    uri.push_str(query);
+    uri
 }

@@ -12,6 +12,7 @@ use leaseq_async::{
 use leaseq_core::{MessageId, Reason};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::check::MadeShm;
 use crate::open_error::{FileError, OpenError};
 use crate::restore::{read_row, row_columns, Row};
 
@@ -26,6 +27,8 @@ use crate::restore::{read_row, row_columns, Row};
 #[derive(Debug)]
 pub struct FileView {
     conn: Connection,
+    /// Dropped after `conn`: the `-shm` it made beside a `-wal` found without one.
+    _made_shm: MadeShm,
     path: PathBuf,
     /// The file has the `progress` column (format 2 on; an older file is read as it is).
     with_progress: bool,
@@ -40,9 +43,12 @@ impl FileView {
         let path = path.as_ref();
         // Before the check, whose read-only connection makes a missing WAL.
         let had_wal = Path::new(&format!("{}-wal", path.display())).exists();
-        let Some(version) = crate::check::check(path, Duration::from_secs(5))? else {
+        let Some((version, checked)) = crate::check::check(path, Duration::from_secs(5))? else {
             return Err(not_found(path));
         };
+        // The view reads on a connection of its own (below), kept as long as the view.
+        drop(checked);
+        let made_shm = MadeShm::before_open(path);
         let sql = |e| OpenError::from_sqlite(path, e);
         // A connection on a WAL file makes its `-wal` and `-shm` if they are missing, and a
         // read-only one leaves them behind. A writable one with `query_only` set writes no
@@ -50,8 +56,9 @@ impl FileView {
         // close, under its own locks (as it does for the queue's owner), after a checkpoint
         // of their nothing: the directory is left as it was. A WAL there before (a running
         // owner's, or one a crash left with commits in it) is neither checkpointed nor
-        // removed at close: the file and its WAL stay byte for byte. Read-only when the
-        // file may not be written.
+        // removed at close: the file and its WAL stay byte for byte (a `-shm` SQLite made
+        // beside a WAL found without one is removed when the view is dropped: `MadeShm`).
+        // Read-only when the file may not be written.
         let conn = match Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -76,6 +83,7 @@ impl FileView {
         conn.busy_timeout(Duration::from_secs(5)).map_err(sql)?;
         Ok(FileView {
             conn,
+            _made_shm: made_shm,
             path: path.to_path_buf(),
             with_progress: version >= crate::check::PROGRESS_VERSION,
             version,

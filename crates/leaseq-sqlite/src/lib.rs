@@ -58,9 +58,13 @@
 //! file, or one with a row this version does not write, gives a typed [`OpenError`] naming
 //! the file, with the system's or SQLite's error as its `source()`, and the directory is
 //! left as it was found: the file byte-identical, no `-wal`, `-shm` or `-lock` file it did
-//! not have (a file without a `-wal` is checked `immutable`, and a lock file the refused
-//! open made is removed). A dead letter whose reason code this version does not know (a
-//! newer version's) is not refused: it reads as `Reason::Dropped`. Times are stored as wall-clock nanoseconds, so a delayed item keeps
+//! not have, a `-wal` found there neither checkpointed nor removed (the check and every read
+//! run on a read-only connection: a file without a `-wal` read `immutable`, one with a
+//! `-wal` through it, its `-shm` mapped read-only or, if it had none, the one SQLite made
+//! removed; a lock file the refused open made is removed). A dead letter whose reason code
+//! this version does not know (a newer version's) is not refused: it reads as
+//! `Reason::Dropped`, on purpose: a newer version's reason must not make a file
+//! unopenable. Times are stored as wall-clock nanoseconds, so a delayed item keeps
 //! its schedule across restarts. Ids are never reused (the file keeps their high-water
 //! mark). A file of format 1 (before handlers' checkpoints) is migrated to format 2 (the
 //! `progress` column), and one of format 2 to format 3 (the `schedules` table), once every
@@ -199,8 +203,11 @@ mod lock;
 mod op;
 mod open;
 mod open_error;
+#[cfg(feature = "operator")]
+mod operator;
 mod options;
 mod pause;
+mod push;
 mod receive;
 mod restore;
 mod schedule;
@@ -218,6 +225,8 @@ pub use inspect::FileView;
 pub use leaseq_async::PostcardCodec;
 pub use leaseq_async::{BytesCodec, Codec, CodecError};
 pub use open_error::{FileError, OpenError};
+#[cfg(feature = "operator")]
+pub use operator::{SqliteOperator, UNNAMED};
 pub use options::{Durability, Options, DEFAULT_MAX_ITEM_SIZE};
 pub use receive::SqliteWaiting;
 pub use sqlite::Sqlite;

@@ -133,8 +133,11 @@ struct Ready<T> {
 }
 
 /// Under the owner lock: checks the file (or creates it: `created` is then set), reads
-/// every row into `core` before anything is written, then sets the file up (WAL, the
-/// schema or its migration, the fixes for the previous process's leases).
+/// every row into `core` on the check's read-only connection before anything is written
+/// (so that a refusal leaves the file, its `-wal` and `-shm` as they were: the writable
+/// connection has not read the file yet, so it neither recovers nor checkpoints the WAL
+/// when it is dropped), then sets the file up (WAL, the schema or its migration, the fixes
+/// for the previous process's leases).
 fn prepare<T, C: Codec<T>>(
     path: &Path,
     options: &Options,
@@ -144,7 +147,7 @@ fn prepare<T, C: Codec<T>>(
     created: &mut bool,
 ) -> Result<Ready<T>, OpenError> {
     let sql = |e| OpenError::from_sqlite(path, e);
-    let version = check(path, options.busy_timeout)?;
+    let (version, reader) = check(path, options.busy_timeout)?.unzip();
     let existed = version.is_some();
     if !existed {
         // Created here with its mode: SQLite gives the WAL and shared-memory files the
@@ -166,31 +169,30 @@ fn prepare<T, C: Codec<T>>(
     }
     let offset = wall_now() - now.as_nanos() as i128;
 
-    // Everything is read before anything is written.
+    // Everything is read before anything is written, on the check's connection.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
-    let schedules = match version {
-        Some(v) => crate::schedule::read_all(path, &conn, v)?,
-        None => Vec::new(),
+    let (schedules, fixes, progress) = match (version, &reader) {
+        (Some(v), Some(read)) => {
+            let schedules = crate::schedule::read_all(path, read, v)?;
+            if crate::pause::read(path, read)? {
+                core.pause(now);
+            }
+            let (fixes, progress) = restore_rows(
+                path,
+                read,
+                &mut core,
+                codec,
+                now,
+                offset,
+                options.max_item_size,
+                with_progress,
+            )?;
+            core.reserve_ids_below(MessageId::new(next_id(path, read)?));
+            (schedules, fixes, progress)
+        }
+        _ => (Vec::new(), Vec::new(), Vec::new()),
     };
-    if existed && crate::pause::read(path, &conn)? {
-        core.pause(now);
-    }
-    let (fixes, progress) = if existed {
-        let restored = restore_rows(
-            path,
-            &conn,
-            &mut core,
-            codec,
-            now,
-            offset,
-            options.max_item_size,
-            with_progress,
-        )?;
-        core.reserve_ids_below(MessageId::new(next_id(path, &conn)?));
-        restored
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    drop(reader);
     let sync = match options.durability {
         Durability::ProcessCrash => "NORMAL",
         Durability::PowerLoss => "FULL",

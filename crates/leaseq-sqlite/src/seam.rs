@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use event_listener::EventListener;
 use leaseq_async::{
-    AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, FinishOutcome, Finished,
-    HistoryQuery, LeaseKey, LeaseLost, Page, Progress, Push, PushError, Runtime, ScheduleCommit,
+    AdminError, Checkpointing, Codec, CodecError, DeadFilter, Drive, Finished, HistoryQuery,
+    LeaseKey, LeaseLost, Page, Progress, Push, PushError, Runtime, ScheduleCommit,
     ScheduleCommitError, ScheduleCommitted, ScheduleState, SettleError, Store, StoreError, Taken,
 };
 use leaseq_core::{
@@ -22,7 +22,6 @@ use leaseq_core::{
 
 use crate::op::Op;
 use crate::receive::SqliteWaiting;
-use crate::schedule::KEY_WINDOWS;
 use crate::store::{ready_now, SqliteStore, SqliteTicket};
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStore<T, R, C> {
@@ -77,58 +76,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn try_push(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
-        // Nothing is accepted while commits fail: it could not be made durable.
-        if self.journal.failing() {
-            let error = self.journal.refusal();
-            return Err(PushError::Store { item, error });
-        }
-        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
-        if push.has_key_window() {
-            return Err(PushError::Unsupported {
-                item,
-                what: KEY_WINDOWS,
-            });
-        }
-        // Encoded before any lock is taken.
-        let payload = match self.codec.encode(&item) {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(PushError::Encode {
-                    item,
-                    error: e.to_string(),
-                })
-            }
-        };
-        if payload.len() > self.max_item_size {
-            let (size, max) = (payload.len(), self.max_item_size);
-            return Err(PushError::TooLarge { item, size, max });
-        }
-        let (delay, ttl, options) = push.parts();
-        let timed = !delay.is_zero() || ttl.is_some();
-        let now = if timed {
-            self.inner.runtime().now()
-        } else {
-            Timestamp::ZERO
-        };
-        let key = options.key_bytes().map(<[u8]>::to_vec);
-        let (priority, replace) = (options.priority, options.replace_pending);
-        let id = self.inner.try_push(item, push)?;
-        self.journal.submit([Op::Insert {
-            id: id.get(),
-            payload,
-            visible_at: if delay.is_zero() {
-                0
-            } else {
-                self.to_disk(now.saturating_add(delay))
-            },
-            expires_at: ttl.map(|ttl| self.to_disk(now.saturating_add(ttl))),
-            priority,
-            key,
-        }]);
-        if replace {
-            self.journal_events();
-        }
-        Ok(id)
+        self.push_journaled(item, push)
     }
 
     fn cancel(
@@ -145,15 +93,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         items: &mut dyn Iterator<Item = T>,
         push: &Push,
     ) -> Result<Vec<MessageId>, (Vec<MessageId>, PushError<T>)> {
-        // One by one: each item is encoded, then pushed (a plain push: the inbox).
-        let mut ids = Vec::new();
-        for item in items {
-            match self.try_push(item, push) {
-                Ok(id) => ids.push(id),
-                Err(e) => return Err((ids, e)),
-            }
-        }
-        Ok(ids)
+        self.push_each(items, push)
     }
 
     fn poll_space(&self, waiting: &mut SqliteWaiting<T>, cx: &mut Context<'_>) -> Poll<()> {
@@ -207,6 +147,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     fn stop_waiting(&self, waiting: &mut SqliteWaiting<T>) {
         self.stop(waiting)
     }
+
     fn ack(&self, ticket: SqliteTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
         let id = ticket.id;
         let r = ready_now(self.inner.ack(ticket.inner));
@@ -217,27 +158,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         &self,
         tickets: Vec<SqliteTicket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send {
-        let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
-        let results = ready_now(
-            self.inner
-                .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
-        );
-        let seq = self.journal.submit(
-            ids.iter()
-                .zip(&results)
-                .filter(|(_, r)| r.is_ok())
-                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked)),
-        );
-        async move {
-            match self.journal.committed(seq).await {
-                Ok(()) => results,
-                // The acks stay queued: their outcome is unknown.
-                Err(e) => results
-                    .into_iter()
-                    .map(|r| r.and_then(|_| Err(SettleError::Store(e.clone()))))
-                    .collect(),
-            }
-        }
+        self.delete_acked_many(tickets)
     }
 
     fn nack(

@@ -1,17 +1,18 @@
-//! The durable answers of the seam's settles: a settle (ack, cancel, checkpoint) made on
-//! the memory store answers once the journal has committed its change, a refusal at once,
-//! and a commit failing for the commit timeout as a store error, outcome unknown (the change
-//! stays queued).
+//! The durable answers of the seam's settles: a settle (ack, a batch of acks, cancel,
+//! checkpoint) made on the memory store answers once the journal has committed its change,
+//! a refusal at once, and a commit failing for the commit timeout as a store error, outcome
+//! unknown (the change stays queued).
 
 use std::future::Future;
 
 use leaseq_async::{
     AdminError, Checkpointing, Codec, FinishOutcome, LeaseKey, Progress, Runtime, SettleError,
+    Store,
 };
 use leaseq_core::{Acked, CancelError, MessageId};
 
 use crate::op::Op;
-use crate::store::SqliteStore;
+use crate::store::{ready_now, SqliteStore, SqliteTicket};
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// A settle's answer: refused at once, or given once its change (`seq`) is committed;
@@ -41,6 +42,37 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                 .submit(self.finish_ops(id, FinishOutcome::Acked))
         });
         self.settled(seq, r)
+    }
+
+    /// Several acks in one step: the rows of those the memory store accepted go in one
+    /// submit, and every answer waits for that commit (refused ones answer as refused;
+    /// accepted ones turn into a store error, outcome unknown, if commits fail for the
+    /// commit timeout: the deletes stay queued).
+    pub(crate) fn delete_acked_many(
+        &self,
+        tickets: Vec<SqliteTicket>,
+    ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send + '_ {
+        let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
+        let results = ready_now(
+            self.inner
+                .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
+        );
+        let seq = self.journal.submit(
+            ids.iter()
+                .zip(&results)
+                .filter(|(_, r)| r.is_ok())
+                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked)),
+        );
+        async move {
+            match self.journal.committed(seq).await {
+                Ok(()) => results,
+                // The acks stay queued: their outcome is unknown.
+                Err(e) => results
+                    .into_iter()
+                    .map(|r| r.and_then(|_| Err(SettleError::Store(e.clone()))))
+                    .collect(),
+            }
+        }
     }
 
     /// After a cancel the memory store accepted: the row goes, and the cancel answers once

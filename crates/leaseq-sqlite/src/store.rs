@@ -1,7 +1,8 @@
 //! [`SqliteStore`]: the in-memory store, journaled into SQLite: the struct, its ticket, and
-//! how results of the core become journal ops. The `Store` impl is in `seam.rs`, receiving
-//! (attempts committed before deliveries are handed out) in `receive.rs`, the operator's
-//! methods in `admin.rs`.
+//! how results of the core become journal ops. The `Store` impl is in `seam.rs`, pushing
+//! (encoded and size-checked, then journaled) in `push.rs`, receiving (attempts committed
+//! before deliveries are handed out) in `receive.rs`, settles' durable answers in
+//! `settled.rs`, the operator's methods in `admin.rs`.
 
 use std::future::Future;
 use std::sync::atomic::AtomicUsize;
@@ -169,7 +170,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             return last.map_or(Timestamp::MAX, |at| at.saturating_add(every));
         }
         *last = Some(now);
-        let before = self.to_disk(now.saturating_sub(window));
+        // On the wall clock (a runtime's clock starts near zero: `now - window` would stop
+        // at its start and take the entries of a run before this one that are younger than
+        // the window).
+        let window_ns = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
+        let before = self.to_disk(now).saturating_sub(window_ns);
         self.journal.submit([Op::Prune { before }]);
         now.saturating_add(every)
     }

@@ -178,6 +178,51 @@ fn the_upkeep_removes_entries_once_their_window_has_passed() {
 }
 
 #[test]
+fn a_reopen_within_the_window_keeps_the_last_run_s_record() {
+    let path = support::temp("history-reopen");
+    let q = open(&path, Options::new().retention(WINDOW));
+    smol::block_on(async {
+        q.push(envelope("a", "{}")).await.unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        q.close().await.unwrap();
+    });
+    drop(q);
+    // The next run on a clock whose epoch is after the first run's finish (as a restarted
+    // process's is): the upkeep's removal by age keeps what is younger than the window.
+    let ex = std::sync::Arc::new(smol::Executor::new());
+    let rt = leaseq_smol::SmolRuntime::with_executor(ex.clone());
+    smol::block_on(ex.run(async {
+        let q = leaseq_async::LeaseQueue::<Vec<u8>, _, _>::builder(Config::new(
+            Duration::from_secs(30),
+        ))
+        .runtime(rt)
+        .codec(BytesCodec)
+        .open(leaseq_sqlite::Sqlite::file(&path).options(Options::new().retention(WINDOW)))
+        .await
+        .unwrap();
+        q.push(envelope("b", "{}")).await.unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        // The upkeep's first removal has run once a later finish is recorded after it.
+        sleep(Duration::from_millis(100)).await;
+        q.push(envelope("c", "{}")).await.unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        let kinds: Vec<_> = q
+            .history(HistoryQuery::first(10))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [Some("a".to_string()), Some("b".into()), Some("c".into())]
+        );
+        q.close().await.unwrap();
+    }));
+    support::remove(&path);
+}
+
+#[test]
 fn without_retention_nothing_is_kept() {
     let path = support::temp("history-off");
     let q = support::open_default(&path).unwrap();

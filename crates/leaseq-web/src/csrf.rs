@@ -38,7 +38,7 @@ impl<O: Operator> App<O> {
     /// Whether any action is shown (not read-only, and the operator can do one).
     pub(crate) fn acts_at_all(&self) -> bool {
         let c = self.op.capabilities();
-        self.acts(c.redrive || c.purge || c.pause)
+        self.acts(c.redrive || c.purge || c.pause || c.cancel)
     }
 
     /// Refuses a POST in read-only mode, for an action the operator cannot do, or whose

@@ -9,6 +9,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
+use leaseq_async::{Pool, PoolWatch, Runtime, Store};
 use tokio::net::TcpListener;
 
 use crate::auth::{loopback_host, require, secure_headers, Auth};
@@ -73,6 +74,7 @@ pub struct Dashboard<O> {
     base: String,
     auth: Option<Auth>,
     read_only: bool,
+    pools: crate::pools::Pools,
 }
 
 impl<O: Operator> Dashboard<O> {
@@ -83,6 +85,7 @@ impl<O: Operator> Dashboard<O> {
             base: String::new(),
             auth: None,
             read_only: false,
+            pools: crate::pools::Pools::default(),
         }
     }
 
@@ -107,12 +110,53 @@ impl<O: Operator> Dashboard<O> {
         self
     }
 
+    /// Shows `pool` (a pool of this process) on the workers page, under `name`: its busy
+    /// workers, the items they hold and for how long, the workers its watchdog reported
+    /// stuck, the timeout its advisor suggests per item type (read through
+    /// [`Pool::watch`](leaseq_async::Pool::watch) at each page load; the pool's own shutdown
+    /// stays the service's). Without a pool the page says it needs one.
+    ///
+    /// ```no_run
+    /// # async fn run(op: leaseq_web::SqliteOperator, queue: leaseq_tokio::LeaseQueue<Vec<u8>>) {
+    /// use std::time::Duration;
+    /// let pool = leaseq_tokio::Pool::builder(queue)
+    ///     .workers(4)
+    ///     .watchdog(leaseq_async::Watchdog::default())
+    ///     .spawn(|_job| async { Ok(()) });
+    /// let app: axum::Router = axum::Router::new().nest(
+    ///     "/admin",
+    ///     leaseq_web::Dashboard::new(op)
+    ///         .base_path("/admin")
+    ///         .with_pool("mailer", &pool)
+    ///         .router(),
+    /// );
+    /// // ... serve `app`; at the end, the pool is the service's to shut down:
+    /// pool.shutdown(Duration::from_secs(10)).await;
+    /// # }
+    /// ```
+    pub fn with_pool<T, R, S>(
+        mut self,
+        name: impl Into<String>,
+        pool: &Pool<T, R, S>,
+    ) -> Dashboard<O>
+    where
+        T: Clone + Send + Sync + 'static,
+        R: Runtime,
+        S: Store<T, Runtime = R>,
+        PoolWatch<T, R, S>: Send + Sync + 'static,
+    {
+        self.pools.add(name.into(), pool.watch());
+        self
+    }
+
     /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
     /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/finished` (where
-    /// the store keeps a record of finished jobs), `/queues/{queue}/items/{id}`,
+    /// the store keeps a record of finished jobs), `/queues/{queue}/items/{id}`, `/workers` (the
+    /// pools given with [`with_pool`](Self::with_pool)),
     /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
-    /// `/queues/{queue}/redrive-dead` and `/queues/{queue}/purge-dead`, POST
+    /// `/queues/{queue}/redrive-dead`, `/queues/{queue}/purge-dead` and
+    /// `/queues/{queue}/cancel`, POST
     /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
     /// token.
     pub fn router(self) -> Router {
@@ -125,10 +169,13 @@ impl<O: Operator> Dashboard<O> {
             op: self.op,
             base: self.base,
             csrf,
+            pools: self.pools,
+            charts: crate::throughput_cache::Charts::default(),
         });
         let not_found = Arc::clone(&app);
         let router = Router::new()
             .route("/", get(pages::overview::overview::<O>))
+            .route("/workers", get(pages::workers::workers::<O>))
             .route("/metrics", get(crate::metrics::metrics::<O>))
             .route("/queues/{queue}", get(pages::queue::queue::<O>))
             .route("/queues/{queue}/dead", get(pages::queue::dead::<O>))
@@ -154,6 +201,10 @@ impl<O: Operator> Dashboard<O> {
             .route(
                 "/queues/{queue}/redrive-dead",
                 get(pages::bulk::redrive_confirm::<O>).post(pages::bulk::redrive::<O>),
+            )
+            .route(
+                "/queues/{queue}/cancel",
+                get(pages::cancel::cancel_confirm::<O>).post(pages::cancel::cancel::<O>),
             )
             .with_state(app)
             .route(

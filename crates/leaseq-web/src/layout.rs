@@ -20,6 +20,20 @@ pub(crate) struct App<O> {
     /// The token every action's form carries (`None`: read-only mode, no action shown or
     /// taken).
     pub(crate) csrf: Option<String>,
+    /// The pools of this process, if mounted in it with them.
+    pub(crate) pools: crate::pools::Pools,
+    /// The finished jobs per minute read so far, for the charts.
+    pub(crate) charts: crate::throughput_cache::Charts,
+}
+
+impl<O: Operator> crate::throughput_cache::ChartSource for App<O> {
+    type Op = O;
+    fn op(&self) -> &O {
+        &self.op
+    }
+    fn charts(&self) -> &crate::throughput_cache::Charts {
+        &self.charts
+    }
 }
 
 impl<O: Operator> App<O> {
@@ -58,7 +72,9 @@ impl<O: Operator> App<O> {
             } else {
                 " &middot; read-only</span>"
             })
-            .raw("</header><main>")
+            .raw("<a class=\"nav\" href=\"")
+            .text(&self.link("/workers"))
+            .raw("\">Workers</a></header><main>")
             .append(body)
             .raw("</main></body></html>");
         let mut response = (status, h.into_string()).into_response();
@@ -69,14 +85,15 @@ impl<O: Operator> App<O> {
         response
     }
 
-    /// The page for a failed read: 404 for an unknown queue, 503 for a store that could
-    /// not be read (logged).
+    /// The page for a failed call: 404 for an unknown queue, 403 for an action this
+    /// operator cannot take, 409 for one the store refused (or another process must take),
+    /// 503 for a store that could not be read or written (logged).
     pub(crate) fn error(&self, e: &OperatorError) -> Response {
         let status = match e {
             OperatorError::NoSuchQueue(_) => StatusCode::NOT_FOUND,
             OperatorError::ReadOnly => StatusCode::FORBIDDEN,
-            OperatorError::Refused(_) => StatusCode::CONFLICT,
-            OperatorError::Store(_) => {
+            OperatorError::Refused(_) | OperatorError::InUse => StatusCode::CONFLICT,
+            _ => {
                 tracing::warn!(error = %e, "leaseq-web: a store call failed");
                 StatusCode::SERVICE_UNAVAILABLE
             }

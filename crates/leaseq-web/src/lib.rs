@@ -1,16 +1,21 @@
 //! A web dashboard for leaseq queues: every queue's counts, its live items and dead letters
 //! a page at a time, one item's payload (a router job's args as formatted JSON, other bytes
 //! as text and hex), the schedules a queue keeps, its finished jobs where the store keeps a
-//! record of them. Server-rendered HTML, charts drawn as SVG
-//! on the server, the stylesheet in the binary: no script, nothing fetched from elsewhere.
+//! record of them, and from that record the last hour's throughput and failure rate as charts;
+//! mounted in a service with its pools ([`Dashboard::with_pool`]), a workers page. Server-rendered
+//! HTML, charts drawn as SVG on the server, the stylesheet in the binary: no script, nothing
+//! fetched from elsewhere.
 //!
-//! It reads through the [`Operator`] trait, implemented for a SQLite queue file
+//! It reads through the [`Operator`] trait (`leaseq_async::operator`'s, which the `leaseq`
+//! command line is written over too), implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
 //! ([`PgOperator`], over `leaseq_postgres::PgInspector`). With
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
 //! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
 //! a POST carrying the dashboard's CSRF token, the purge after a confirmation
-//! that shows the count, and pauses and resumes queues, each logged through `tracing`;
+//! that shows the count; it cancels a queue's waiting items (all, or those of a job kind
+//! and an id range: [`LiveQuery`]) after a confirmation likewise, and pauses and resumes
+//! queues, each logged through `tracing`;
 //! [`Dashboard::read_only`] turns actions off.
 //!
 //! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`), its pause
@@ -38,6 +43,7 @@
 
 mod auth;
 mod chart;
+mod chart_time;
 mod csrf;
 mod dashboard;
 mod html;
@@ -46,16 +52,17 @@ mod metrics;
 mod operator;
 mod pages;
 mod payload;
-mod postgres;
+mod pools;
 mod query;
-mod sqlite;
+mod throughput;
+mod throughput_cache;
 
 pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};
-pub use operator::{Capabilities, Operator, OperatorError};
-pub use postgres::PgOperator;
-pub use query::DeadQuery;
-pub use sqlite::{SqliteOperator, UNNAMED};
+pub use leaseq_postgres::PgOperator;
+pub use leaseq_sqlite::UNNAMED;
+pub use operator::{Capabilities, Operator, OperatorError, SqliteOperator};
+pub use query::{DeadQuery, LiveQuery};
 
 /// The dashboard of `op` as a router at the root path, without credentials of its own
 /// (the embedding app's middleware guards it): [`Dashboard::new`]`(op).router()`.

@@ -1,66 +1,49 @@
-//! [`DeadQuery`]: which dead letters a list or a bulk action takes (a reason, a job kind),
-//! and how it is read from and written into a page's query string.
+//! How the operator's queries ([`DeadQuery`]: which dead letters; [`LiveQuery`]: which
+//! waiting items) are read from and written into a page's query string or form
+//! ([`QueryForm`]).
 
 use std::collections::HashMap;
 
-use leaseq_async::DeadFilter;
-use leaseq_core::Reason;
+pub use leaseq_async::operator::{DeadQuery, LiveQuery};
+use leaseq_core::{MessageId, Reason};
 
 use crate::html::segment;
 
-/// Which dead letters a list or a bulk action takes: all by default, or those of one
-/// [`Reason`], or one job kind (a router envelope's), or both.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DeadQuery {
-    /// Only those dead-lettered for this reason.
-    pub reason: Option<Reason>,
-    /// Only those whose item is a job of this kind.
-    pub kind: Option<String>,
+/// A query as a page's parameters.
+pub(crate) trait QueryForm: Sized {
+    /// The query of a page's parameters (empty ones: none); a bad value is refused with
+    /// its name.
+    fn parse(q: &HashMap<String, String>) -> Result<Self, String>;
+
+    /// The query string's pairs for it (each percent-encoded; empty when it takes all), to
+    /// append after `?` or `&`.
+    fn to_query(&self) -> String;
+
+    /// In words: "" for all, else " (reason nacked, kind email)".
+    fn words(&self) -> String;
+
+    /// The pairs of the hidden fields of a form that acts on it.
+    fn fields(&self) -> Vec<(&'static str, String)>;
 }
 
-impl DeadQuery {
-    /// Every dead letter.
-    pub fn all() -> DeadQuery {
-        DeadQuery::default()
-    }
+/// A parameter, unless empty.
+fn param<'a>(q: &'a HashMap<String, String>, name: &str) -> Option<&'a String> {
+    q.get(name).filter(|s| !s.is_empty())
+}
 
-    /// Only those dead-lettered for `reason`.
-    #[must_use]
-    pub fn reason(mut self, reason: Reason) -> DeadQuery {
-        self.reason = Some(reason);
-        self
+/// `parts` in words: "" for none, else " (a, b)".
+fn in_words(parts: Vec<String>) -> String {
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
     }
+}
 
-    /// Only those whose item is a job of kind `kind`.
-    #[must_use]
-    pub fn kind(mut self, kind: impl Into<String>) -> DeadQuery {
-        self.kind = Some(kind.into());
-        self
-    }
-
-    /// Whether it takes every dead letter.
-    pub fn is_all(&self) -> bool {
-        self.reason.is_none() && self.kind.is_none()
-    }
-
-    /// The stores' filter for it.
-    pub fn filter(&self) -> DeadFilter<Vec<u8>> {
-        let mut f = DeadFilter::all();
-        if let Some(r) = self.reason {
-            f = f.reason(r);
-        }
-        if let Some(k) = &self.kind {
-            f = f.kind(k);
-        }
-        f
-    }
-
-    /// The query of a page's `reason` and `kind` parameters (empty ones: none); an unknown
-    /// reason is refused with its name.
-    pub(crate) fn parse(q: &HashMap<String, String>) -> Result<DeadQuery, String> {
+impl QueryForm for DeadQuery {
+    fn parse(q: &HashMap<String, String>) -> Result<DeadQuery, String> {
         let mut query = DeadQuery::all();
-        if let Some(r) = q.get("reason").filter(|s| !s.is_empty()) {
+        if let Some(r) = param(q, "reason") {
             let want = r.replace('-', " ");
             query.reason = Some(
                 Reason::ALL
@@ -70,25 +53,19 @@ impl DeadQuery {
                     .ok_or_else(|| format!("no reason {r:?}"))?,
             );
         }
-        query.kind = q.get("kind").filter(|s| !s.is_empty()).cloned();
+        query.kind = param(q, "kind").cloned();
         Ok(query)
     }
 
-    /// The query string's pairs for it (`reason=..&kind=..`, each percent-encoded; empty
-    /// for every dead letter), to append after `?` or `&`.
-    pub(crate) fn to_query(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(r) = self.reason {
-            parts.push(format!("reason={}", r.as_str().replace(' ', "-")));
-        }
-        if let Some(k) = &self.kind {
-            parts.push(format!("kind={}", segment(k)));
-        }
-        parts.join("&")
+    fn to_query(&self) -> String {
+        self.fields()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", segment(&v)))
+            .collect::<Vec<_>>()
+            .join("&")
     }
 
-    /// In words: "" for all, else " (reason nacked, kind email)".
-    pub(crate) fn words(&self) -> String {
+    fn words(&self) -> String {
         let mut parts = Vec::new();
         if let Some(r) = self.reason {
             parts.push(format!("reason {}", r.as_str()));
@@ -96,11 +73,74 @@ impl DeadQuery {
         if let Some(k) = &self.kind {
             parts.push(format!("kind {k}"));
         }
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", parts.join(", "))
+        in_words(parts)
+    }
+
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut fields = Vec::new();
+        if let Some(r) = self.reason {
+            fields.push(("reason", r.as_str().replace(' ', "-")));
         }
+        if let Some(k) = &self.kind {
+            fields.push(("kind", k.clone()));
+        }
+        fields
+    }
+}
+
+impl QueryForm for LiveQuery {
+    fn parse(q: &HashMap<String, String>) -> Result<LiveQuery, String> {
+        let id = |name: &str| -> Result<Option<MessageId>, String> {
+            param(q, name)
+                .map(|s| {
+                    s.trim()
+                        .parse::<u64>()
+                        .map(MessageId::new)
+                        .map_err(|_| format!("{name} {s:?} is not an id"))
+                })
+                .transpose()
+        };
+        let mut query = LiveQuery::all();
+        query.kind = param(q, "kind").cloned();
+        query.min_id = id("min_id")?;
+        query.max_id = id("max_id")?;
+        Ok(query)
+    }
+
+    fn to_query(&self) -> String {
+        self.fields()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", segment(&v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    fn words(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(k) = &self.kind {
+            parts.push(format!("kind {k}"));
+        }
+        match (self.min_id, self.max_id) {
+            (Some(a), Some(b)) => parts.push(format!("ids {} to {}", a.get(), b.get())),
+            (Some(a), None) => parts.push(format!("ids from {}", a.get())),
+            (None, Some(b)) => parts.push(format!("ids up to {}", b.get())),
+            (None, None) => {}
+        }
+        in_words(parts)
+    }
+
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut fields = Vec::new();
+        if let Some(k) = &self.kind {
+            fields.push(("kind", k.clone()));
+        }
+        if let Some(a) = self.min_id {
+            fields.push(("min_id", a.get().to_string()));
+        }
+        if let Some(b) = self.max_id {
+            fields.push(("max_id", b.get().to_string()));
+        }
+        fields
     }
 }
 
@@ -108,18 +148,37 @@ impl DeadQuery {
 mod tests {
     use super::*;
 
+    fn pairs(p: &[(&str, &str)]) -> HashMap<String, String> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     #[test]
     fn a_query_goes_to_a_query_string_and_back() {
         let q = DeadQuery::all().reason(Reason::LeaseExpired).kind("a b&c");
         assert_eq!(q.to_query(), "reason=lease-expired&kind=a%20b%26c");
-        let pairs: HashMap<String, String> = [
-            ("reason".to_string(), "lease-expired".to_string()),
-            ("kind".to_string(), "a b&c".to_string()),
-        ]
-        .into();
-        assert_eq!(DeadQuery::parse(&pairs), Ok(q));
-        let bad: HashMap<String, String> = [("reason".to_string(), "nope".to_string())].into();
-        assert!(DeadQuery::parse(&bad).is_err());
+        let back = pairs(&[("reason", "lease-expired"), ("kind", "a b&c")]);
+        assert_eq!(DeadQuery::parse(&back), Ok(q));
+        assert!(DeadQuery::parse(&pairs(&[("reason", "nope")])).is_err());
         assert!(DeadQuery::parse(&HashMap::new()).unwrap().is_all());
+    }
+
+    #[test]
+    fn a_live_query_goes_to_a_query_string_and_back() {
+        let q = LiveQuery::all()
+            .kind("email")
+            .ids(MessageId::new(3), MessageId::new(9));
+        assert_eq!(q.to_query(), "kind=email&min_id=3&max_id=9");
+        assert_eq!(q.words(), " (kind email, ids 3 to 9)");
+        let back = pairs(&[("kind", "email"), ("min_id", "3"), ("max_id", "9")]);
+        assert_eq!(LiveQuery::parse(&back), Ok(q));
+        assert_eq!(
+            LiveQuery::parse(&pairs(&[("min_id", "x")])),
+            Err("min_id \"x\" is not an id".into())
+        );
+        assert!(LiveQuery::parse(&pairs(&[("min_id", "")]))
+            .unwrap()
+            .is_all());
     }
 }

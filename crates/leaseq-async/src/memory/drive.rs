@@ -36,6 +36,23 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         snapshot
     }
 
+    /// [`Store::stats`](crate::Store::stats): the core's counts, the time applied first. A
+    /// read publishes the metrics at once (after the lock): right after it, they agree.
+    pub(super) fn stats_now(&self) -> leaseq_core::Stats {
+        let now = self.rt.now();
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        let stats = st.core.stats();
+        #[cfg(feature = "metrics")]
+        let snapshot = self.snapshot_due(&mut st, now, true);
+        drop(st);
+        #[cfg(feature = "metrics")]
+        if let Some(snapshot) = snapshot {
+            self.metrics.publish(snapshot);
+        }
+        stats
+    }
+
     /// One driver step: deadlines, then heartbeats, then events; when to wake next.
     ///
     /// With the `tracing` feature, the core's events (when the queue traces them) and any

@@ -10,6 +10,29 @@ use crate::beats::BeatKey;
 use crate::runtime::Runtime;
 
 impl<T, R: Runtime> MemoryStore<T, R> {
+    /// [`Store::stop_heartbeat`](crate::Store::stop_heartbeat): the lease's beat, if it
+    /// has one, is released (the lease then runs to its deadline unless extended).
+    #[inline]
+    pub(super) fn stop_beat(&self, ticket: &mut MemoryTicket) {
+        if let Some((key, signal)) = ticket.beat.take() {
+            self.lock().beats.release(key, signal);
+        }
+    }
+
+    /// [`Store::lease_lost`](crate::Store::lease_lost): the beat's signal when the lease
+    /// has a heartbeat, else the deadline on the runtime's clock.
+    pub(super) fn lease_lost_of(
+        &self,
+        ticket: &MemoryTicket,
+        deadline: Timestamp,
+    ) -> crate::lease_lost::LeaseLost {
+        use crate::lease_lost::LeaseLost;
+        match &ticket.beat {
+            Some((_, signal)) => LeaseLost::from_signal(signal.clone()),
+            None => LeaseLost::deadline_on(deadline, self.timing.clone()),
+        }
+    }
+
     /// [`Store::extend`](crate::Store::extend), answered at once.
     pub(super) fn extend_now(
         &self,

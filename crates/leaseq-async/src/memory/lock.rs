@@ -80,7 +80,7 @@ impl<T, R> Drop for Locked<'_, T, R> {
         } else {
             // (With a record of finished jobs, the driver records the dead letters this
             // section made: `record_dead`.)
-            s.watches_core
+            s.watches_core.load(std::sync::atomic::Ordering::Relaxed)
                 && ((s.traces_events && st.core.has_events()) || st.core.has_noted_dead())
         };
         let more = stats.ready.saturating_sub(self.ready_before);

@@ -1,15 +1,20 @@
 //! The in-memory store: the `no_std` core behind one lock, with the wake-ups around it.
 //!
 //! Every operation is one short critical section on a `parking_lot` mutex (never held
-//! across an await; of the caller's code, only the item's `Clone` runs under it: see
-//! `MemoryStore::lock`); its results are ready at once, so the
+//! across an await; of the caller's code, only a receive's copy of the item, its `Clone`,
+//! runs under it: see `MemoryStore::lock`); its results are ready at once, so the
 //! [`Store`](crate::Store) futures it returns complete on their first poll.
 
+mod cancel;
 mod drive;
 mod flow;
+mod graph;
+mod graph_ops;
+mod handles;
 mod heartbeat;
 mod history;
 mod inbox;
+mod lend;
 mod lock;
 mod operator;
 mod progress;
@@ -22,12 +27,13 @@ mod settle_batch;
 mod spare;
 mod store;
 mod take;
+mod wait;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use event_listener::{Event, EventListener};
+use event_listener::Event;
 use leaseq_core::{Queue, Receipt, Timestamp};
 use parking_lot::Mutex;
 
@@ -40,6 +46,8 @@ pub(crate) use history::KindOf;
 use inbox::Inbox;
 pub(crate) use lock::Locked;
 pub use schedules::Withdrawn;
+pub use wait::MemoryWaiting;
+use wait::Wait;
 
 /// A queue's items in memory: [`leaseq_core::Queue`] behind one lock. The default store of
 /// [`LeaseQueue`](crate::LeaseQueue); build one with [`LeaseQueue::new`](crate::LeaseQueue::new)
@@ -76,7 +84,9 @@ pub struct MemoryStore<T, R> {
     /// Whether a lock's release looks at the core's events or noted dead letters at all:
     /// `traces_events`, or a record of finished jobs kept (one flag, so that a queue with
     /// neither tests one bool there, as before the record existed).
-    watches_core: bool,
+    /// (Atomic only because the graph turns it on when first used: read `Relaxed`, the
+    /// same load as a plain `bool`.)
+    watches_core: AtomicBool,
     /// The queue's name, for its traces and metrics.
     name: &'static str,
     /// Its metric handles and what it last published.
@@ -87,6 +97,9 @@ pub struct MemoryStore<T, R> {
     spare: spare::Spare,
     /// The record of finished jobs, when kept (see `history.rs`).
     history: Option<Box<history::History<T>>>,
+    /// Held by every operation on dead letters, around the lock, while letters may be lent
+    /// out of the core to be copied outside the lock (see `lend.rs`).
+    dead_gate: parking_lot::ReentrantMutex<()>,
 }
 
 #[cfg(feature = "metrics")]
@@ -132,6 +145,8 @@ pub(crate) struct State<T> {
     pub(crate) spare: Vec<T>,
     /// The schedules kept in this queue, by name (see `schedules.rs`).
     pub(crate) schedules: schedules::Schedules,
+    /// Jobs that wait for other jobs (see `graph.rs`).
+    pub(crate) graph: graph::GraphState<T>,
     /// `Stats::events_dropped` when the driver last looked, to report drops as they grow.
     #[cfg(feature = "tracing")]
     pub(crate) events_dropped_seen: u64,
@@ -146,18 +161,6 @@ pub(crate) struct State<T> {
 pub struct MemoryTicket {
     pub(crate) receipt: Receipt,
     pub(crate) beat: Option<(BeatKey, Arc<LeaseSignal>)>,
-}
-
-/// A wait on a [`MemoryStore`]: a counted listener of one of its signals.
-#[derive(Debug, Default)]
-pub struct MemoryWaiting(Option<(EventListener, Wait)>);
-
-/// Which signal a [`MemoryWaiting`] listens to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
-    Available,
-    Space,
-    Emptied,
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
@@ -188,6 +191,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 progress: progress::ProgressMap::default(),
                 spare: Vec::new(),
                 schedules: schedules::Schedules::new(),
+                graph: graph::GraphState::new(),
                 #[cfg(feature = "tracing")]
                 events_dropped_seen: 0,
                 #[cfg(feature = "metrics")]
@@ -204,12 +208,13 @@ impl<T, R: Runtime> MemoryStore<T, R> {
             max_lease,
             heartbeat_every,
             traces_events,
-            watches_core: traces_events,
+            watches_core: AtomicBool::new(traces_events),
             name,
             #[cfg(feature = "metrics")]
             metrics: crate::metrics::QueueMetrics::new(name),
             spare: spare::Spare::default(),
             history: None,
+            dead_gate: parking_lot::ReentrantMutex::new(()),
         }
     }
 
@@ -222,7 +227,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     ) -> Self {
         let now = self.rt.now();
         self.state.get_mut().core.note_dead_letters();
-        self.watches_core = true;
+        self.watches_core.store(true, Ordering::Relaxed);
         self.history = Some(Box::new(history::History::new(window, kind_of, now)));
         self
     }
@@ -258,13 +263,24 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     /// The one lock. No item's `Drop` runs under it: an item leaves the core by value (an
     /// ack takes the queue's copy out with `ack_take`, a taken dead letter hands it over,
     /// a purge drops what it removed after the lock), and no caller's closure runs under
-    /// it. The item's `Clone` does: a receive copies the item for its holder (the core
-    /// keeps the original for a redelivery), and the dead-letter reads (`dead_letters`,
-    /// `dead_letter_page`, `take_events`, a kind filter's snapshot) copy each letter. So
-    /// an item whose `Clone` calls into its own queue (or drops a delivery of it)
-    /// deadlocks the queue: a known limit (RELIABILITY.md), which moving the copies out of
-    /// the lock without a cost on every item (no allocation, no second lock per receive)
-    /// has not lifted yet. A `parking_lot` mutex: it spins briefly before
+    /// it. No dead letter is copied under it: the reads (`dead_letters`,
+    /// `dead_letter_page`, `take_events`) and a kind filter lend the letters out of the
+    /// core and copy them, or read their kinds, after the lock (`lend.rs`).
+    ///
+    /// The item's `Clone` runs under it in one place: a receive, where the core copies
+    /// the item for its holder and keeps the original for a redelivery
+    /// (`Queue::receive`, `Queue::receive_many_as`). An item whose `Clone` calls into its
+    /// own queue (or drops a delivery of it) deadlocks that receive: a known limit
+    /// (RELIABILITY.md), kept because each way out measured costs every item more than
+    /// the 2 % the hot path may grow by: a copy after the lock by a second lock trip
+    /// (+70 instructions an item of the 748 of `benches/instructions.sh path`), items kept
+    /// in an `Arc` and copied from it after the lock (+170: an allocation at the push, its
+    /// free at the ack, two atomic counts; and a new `T: Sync` bound), or a tag on each
+    /// item saying whether it is shared (+33; leaseq-core's example `item_copy_cost`
+    /// measures both); a live item lent out for the copy, as a
+    /// dead letter is, would leave the core without it while its lease can run out. With
+    /// the record of finished jobs by kind, a new dead letter's `ItemKind` is read under
+    /// it too (`record_dead`). A `parking_lot` mutex: it spins briefly before
     /// parking, which suits a lock held for tens of nanoseconds and taken a few times per
     /// item from several threads, and it has no poisoning (the core's operations do not
     /// call back, so a panic elsewhere cannot leave it half-changed).
@@ -297,70 +313,5 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     #[inline]
     pub(crate) fn closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
-    }
-
-    fn signal(&self, wait: Wait) -> &Signal {
-        match wait {
-            Wait::Available => &self.available,
-            Wait::Space => &self.space,
-            Wait::Emptied => &self.emptied,
-        }
-    }
-
-    /// Gives back `waiting`'s listener, if it holds one.
-    fn unlisten(&self, waiting: &mut MemoryWaiting) {
-        if let Some((listener, wait)) = waiting.0.take() {
-            self.signal(wait).unlisten(listener);
-        }
-    }
-
-    /// The wait loop of every `poll_*`: `ready` (checked under the lock) until it holds,
-    /// registering a counted listener on `wait`'s signal in between. Listen, then look
-    /// again, so that a change in between is not missed.
-    fn poll_wait<U>(
-        &self,
-        waiting: &mut MemoryWaiting,
-        wait: Wait,
-        cx: &mut std::task::Context<'_>,
-        mut ready: impl FnMut() -> Option<U>,
-    ) -> std::task::Poll<U> {
-        use std::task::Poll;
-        loop {
-            if let Some(out) = ready() {
-                self.unlisten(waiting);
-                return Poll::Ready(out);
-            }
-            if self.wait_on(waiting, wait, cx) {
-                return Poll::Pending;
-            }
-        }
-    }
-
-    /// The waiting half of [`poll_wait`](Self::poll_wait), after a look found nothing:
-    /// `true` when `waiting` listens on `wait`'s signal and has not been notified (the
-    /// poll is pending); `false` when the caller must look again (a new listener was just
-    /// registered, or the one held was notified and given back).
-    #[inline]
-    fn wait_on(
-        &self,
-        waiting: &mut MemoryWaiting,
-        wait: Wait,
-        cx: &mut std::task::Context<'_>,
-    ) -> bool {
-        use std::future::Future;
-        use std::pin::Pin;
-        match &mut waiting.0 {
-            Some((listener, w)) if *w == wait => {
-                if Pin::new(listener).poll(cx).is_pending() {
-                    return true;
-                }
-                self.unlisten(waiting);
-            }
-            _ => {
-                self.unlisten(waiting);
-                waiting.0 = Some((self.signal(wait).listen(), wait));
-            }
-        }
-        false
     }
 }

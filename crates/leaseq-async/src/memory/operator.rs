@@ -1,14 +1,16 @@
 //! What an operator (or a store built on this one) reads and changes on a [`MemoryStore`]:
-//! its items, dead letters, events and invariants. Each call is one short critical section;
-//! no caller's closure runs under the lock (there is no public way to run a closure on the
-//! core: a closure that dropped a delivery or called back into the store under the lock
-//! would deadlock it), and no item is dropped under it; the reads that copy dead letters
-//! run the item's `Clone` under it (see `MemoryStore::lock`).
+//! its items, dead letters, events and invariants. Each call is one short critical section
+//! (two for a read that copies dead letters: lent, copied outside, returned; see
+//! `lend.rs`); no caller's closure runs under the lock (there is no public way to run a
+//! closure on the core: a closure that dropped a delivery or called back into the store
+//! under the lock would deadlock it), no item is dropped under it, and no item is copied
+//! under it. Every operation on dead letters holds the dead-letter gate (`lend.rs`).
 
 use leaseq_core::{
     ConservationError, DeadLetter, Event, ItemState, ItemView, MessageId, RedriveError,
 };
 
+use super::graph::Told;
 use super::MemoryStore;
 use crate::dead_filter::DeadFilter;
 use crate::page::Page;
@@ -33,24 +35,35 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         items
     }
 
-    /// The dead letters of `page`, in id order, each item cloned.
+    /// The dead letters of `page`, in id order, each item cloned (after the lock is
+    /// released: see `lend.rs`).
     pub fn dead_letter_page(&self, page: Page) -> Vec<DeadLetter<T>>
     where
         T: Clone,
     {
-        let st = self.lock();
-        st.core
-            .dead_letters()
-            .filter(|l| page.admits(l.id))
-            .take(page.limit)
-            .cloned()
-            .collect()
+        self.with_lent(
+            |core| {
+                let ids = core
+                    .dead_letters()
+                    .filter(|l| page.admits(l.id))
+                    .take(page.limit)
+                    .map(|l| l.id)
+                    .collect();
+                (ids, ())
+            },
+            |(), letters| letters.to_vec(),
+        )
     }
 
     /// Redrives every dead letter that can go back (see the core's `Queue::redrive_all`);
     /// the ids that went, in id order.
     pub fn redrive_all(&self) -> Vec<MessageId> {
-        self.with_core(|core, now| core.redrive_all_ids(now))
+        let _gate = self.dead_gate();
+        self.with_core_told(
+            |core, now| core.redrive_all_ids(now),
+            Vec::as_slice,
+            Told::Redriven,
+        )
     }
 
     /// Redrives every dead letter `filter` takes that can go back, in id order, as
@@ -63,8 +76,9 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         if filter.is_all() {
             return self.redrive_all();
         }
+        let _gate = self.dead_gate();
         let ids = self.dead_ids(filter);
-        self.with_core(|core, now| {
+        let redrive = |core: &mut leaseq_core::Queue<T>, now| {
             let mut went = Vec::new();
             for id in ids {
                 match core.redrive(id, now) {
@@ -74,7 +88,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 }
             }
             went
-        })
+        };
+        self.with_core_told(redrive, Vec::as_slice, Told::Redriven)
     }
 
     /// Removes every dead letter `filter` takes and hands them over, in id order.
@@ -85,6 +100,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         if filter.is_all() {
             return self.take_dead_letters();
         }
+        let _gate = self.dead_gate();
         let ids = self.dead_ids(filter);
         let mut st = self.lock_recorded();
         let letters: Vec<_> = ids
@@ -97,38 +113,35 @@ impl<T, R: Runtime> MemoryStore<T, R> {
     }
 
     /// The ids of the dead letters `filter` takes, in id order, the time applied first:
-    /// by reason under the lock, by kind on a snapshot of those outside it (no caller's
-    /// code under the lock).
-    fn dead_ids(&self, filter: &DeadFilter<T>) -> Vec<MessageId>
-    where
-        T: Clone,
-    {
-        if filter.wanted_kind().is_none() {
-            return self.with_core(|core, _| {
-                core.dead_letters()
-                    .filter(|l| filter.admits_reason(l.reason))
-                    .map(|l| l.id)
-                    .collect()
-            });
-        }
-        let letters: Vec<(MessageId, T)> = self.with_core(|core, _| {
+    /// by reason under the lock, by kind on the letters lent out of it (no caller's code
+    /// under the lock, no copy: see `lend.rs`).
+    fn dead_ids(&self, filter: &DeadFilter<T>) -> Vec<MessageId> {
+        let by_reason = |core: &mut leaseq_core::Queue<T>| -> Vec<MessageId> {
             core.dead_letters()
                 .filter(|l| filter.admits_reason(l.reason))
-                .map(|l| (l.id, l.item.clone()))
+                .map(|l| l.id)
                 .collect()
-        });
-        letters
-            .into_iter()
-            .filter(|(_, item)| filter.admits_item(item))
-            .map(|(id, _)| id)
-            .collect()
+        };
+        if filter.wanted_kind().is_none() {
+            return self.with_core(|core, _| by_reason(core));
+        }
+        self.with_lent(
+            |core| (by_reason(core), ()),
+            |(), letters| {
+                letters
+                    .iter()
+                    .filter(|l| filter.admits_item(&l.item))
+                    .map(|l| l.id)
+                    .collect()
+            },
+        )
     }
 
     /// Removes every ready and delayed item (one lock); the ids removed, in id order.
     /// Items in flight stay with their holders. The items removed are dropped after the
     /// lock is released (an item's `Drop` may use the queue).
     pub fn purge(&self) -> Vec<MessageId> {
-        let (ids, items) = self.with_core(|core, now| {
+        let purge = |core: &mut leaseq_core::Queue<T>, now| {
             let mut ids: Vec<MessageId> = core
                 .items()
                 .filter(|v| matches!(v.state, ItemState::Ready | ItemState::Delayed))
@@ -144,7 +157,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 Err(_) => false,
             });
             (ids, items)
-        });
+        };
+        let (ids, items) = self.with_core_told(purge, |(ids, _)| ids.as_slice(), Told::Cancelled);
         drop(items);
         self.forget_progress(&ids);
         ids
@@ -177,16 +191,21 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         self.lock().beats.len()
     }
 
-    /// The dead letters, oldest first: a snapshot (each item cloned).
+    /// The dead letters, oldest first: a snapshot (each item cloned after the lock is
+    /// released: see `lend.rs`).
     pub fn dead_letters(&self) -> Vec<DeadLetter<T>>
     where
         T: Clone,
     {
-        self.lock().core.dead_letters().cloned().collect()
+        self.with_lent(
+            |core| (core.dead_letters().map(|l| l.id).collect(), ()),
+            |(), letters| letters.to_vec(),
+        )
     }
 
     /// Removes every dead letter and hands them over.
     pub fn take_dead_letters(&self) -> Vec<DeadLetter<T>> {
+        let _gate = self.dead_gate();
         let mut st = self.lock_recorded();
         let letters = st.core.take_dead_letters();
         forget_checkpoints(&mut st.progress, &letters);
@@ -205,27 +224,59 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 
     /// Puts a dead letter back, visible at once, attempts reset.
     pub fn redrive(&self, id: MessageId) -> Result<MessageId, RedriveError> {
+        let _gate = self.dead_gate();
         // (Releasing the lock wakes a receiver for it.)
-        self.with_core(|core, now| core.redrive(id, now))
+        let now = self.rt.now();
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        if st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        let r = st.core.redrive(id, now);
+        if r.is_ok() && st.graph.graph.tracks(id) {
+            st.graph_redriven(id, &self.inbox);
+        }
+        r
     }
 
     /// Takes every core event not yet taken, oldest first, each with a copy of the dead
     /// letter it made when it made one that is still there: for stores that journal what
-    /// the queue did by itself (leases and items that ran out, items replaced).
+    /// the queue did by itself (leases and items that ran out, items replaced). The copies
+    /// are made after the lock is released (see `lend.rs`).
     pub fn take_events(&self) -> Vec<(Event, Option<DeadLetter<T>>)>
     where
         T: Clone,
     {
-        let mut st = self.lock();
-        let mut out = Vec::new();
-        while let Some(event) = st.core.poll_event() {
-            let letter = match event {
-                Event::DeadLettered { id, .. } => st.core.get_dead_letter(id).cloned(),
-                _ => None,
-            };
-            out.push((event, letter));
-        }
-        out
+        self.with_lent(
+            |core| {
+                let mut events = Vec::new();
+                let mut ids = Vec::new();
+                while let Some(event) = core.poll_event() {
+                    if let Event::DeadLettered { id, .. } = event {
+                        ids.push(id);
+                    }
+                    events.push(event);
+                }
+                // Lent in id order, once each (an item buried, redriven and buried again
+                // has two events and one letter), to be found by id.
+                ids.sort_unstable();
+                ids.dedup();
+                (ids, events)
+            },
+            |events, letters| {
+                let copy = |id| {
+                    let at = letters.binary_search_by_key(&id, |l| l.id).ok()?;
+                    Some(letters[at].clone())
+                };
+                events
+                    .into_iter()
+                    .map(|event| match event {
+                        Event::DeadLettered { id, .. } => (event, copy(id)),
+                        _ => (event, None),
+                    })
+                    .collect()
+            },
+        )
     }
 
     /// Recounts every item and checks the core's invariants (the conservation law among

@@ -62,7 +62,7 @@ impl ProgressMap {
     fn prune<T>(&mut self, core: &Queue<T>) {
         let live: std::collections::HashSet<MessageId> = core.items().map(|v| v.id).collect();
         self.map
-            .retain(|id, _| live.contains(id) || core.get_dead_letter(*id).is_some());
+            .retain(|id, _| live.contains(id) || core.is_dead_letter(*id));
         self.prune_at = 2 * self.map.len() + 64;
     }
 }
@@ -91,6 +91,19 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let st = &mut *guard;
         st.progress.insert(receipt.id(), progress, &st.core);
         Ok(())
+    }
+
+    /// [`Store::checkpoint`](crate::Store::checkpoint): `checkpoint_lease` for a lease key
+    /// of this store (a receipt); any other key names no lease of it.
+    pub(super) fn checkpoint_key(
+        &self,
+        lease: crate::progress::LeaseKey,
+        progress: Progress,
+    ) -> Result<(), leaseq_core::ReceiptError> {
+        match lease.as_receipt() {
+            Some(receipt) => self.checkpoint_lease(receipt, progress),
+            None => Err(leaseq_core::ReceiptError::Unknown),
+        }
     }
 
     /// Puts back the checkpoint of a live item or dead letter read from disk (a durable

@@ -4,7 +4,7 @@
 
 use leaseq_core::{Acked, ReceiptError, Timestamp};
 
-use super::history::Entry;
+use super::history::{Entry, History};
 use super::{MemoryStore, MemoryTicket, State};
 use crate::history::FinishOutcome;
 use crate::runtime::Runtime;
@@ -23,7 +23,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         // `ack_ticket` itself, not `ack_locked`: that one keeps one caller, the plain ack,
         // which inlines it (with a second caller it was left out of line: about 20
         // instructions an ack on `benches/instructions.sh path`).
-        let r = self.lock().ack_ticket(ticket, now);
+        let r = self.lock().ack_ticket(ticket, now, &self.inbox);
         if let (Ok((_, item)), Some(h)) = (&r, &self.history) {
             let entry = Entry::plain(id, FinishOutcome::Acked, attempts, h.kind(item));
             if h.record(now, entry) {
@@ -72,16 +72,27 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 }
 
 impl<T, R> MemoryStore<T, R> {
-    /// Under the lock (the driver's step, an operator's call): records the dead letters the
-    /// core noted, each finished when it was buried (their kinds read where the letters
+    /// Under the lock (the driver's step, an operator's call): tells the dependency graph
+    /// of the dead letters the core noted (see `graph.rs`) and records them, each finished when it was buried (their kinds read where the letters
     /// lie).
     #[cold]
     #[inline(never)]
     pub(super) fn record_dead(&self, st: &mut State<T>) {
-        let Some(h) = &self.history else { return };
+        let ids = st.core.take_noted_dead();
+        if let Some(h) = &self.history {
+            self.record_dead_in(h, st, &ids);
+        }
+        // The noted ids' other reader: the dependency graph, when in use.
+        if st.graph.on {
+            st.graph_dead(&ids, &self.inbox);
+        }
+    }
+
+    /// [`record_dead`](Self::record_dead)'s record of finished jobs.
+    fn record_dead_in(&self, h: &History<T>, st: &State<T>, ids: &[leaseq_core::MessageId]) {
         let now = st.core.now();
         let mut woke = false;
-        for id in st.core.take_noted_dead() {
+        for &id in ids {
             let (at, entry) = match st.core.get_dead_letter(id) {
                 Some(letter) => (letter.at, h.buried(letter)),
                 // Gone again in the same section (purged): what the id says.

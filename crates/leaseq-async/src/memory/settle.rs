@@ -8,7 +8,9 @@ use crate::runtime::Runtime;
 
 impl<T> State<T> {
     /// Acks `ticket` under the lock this state is behind: its heartbeat released first, the
-    /// item's checkpoint forgotten (one emptiness check when nobody checkpoints); hands the
+    /// item's checkpoint forgotten (one emptiness check when nobody checkpoints), a job of
+    /// the dependency graph's dependents pushed (one emptiness check while no graph is in
+    /// use; `inbox` gives their ids); hands the
     /// queue's copy of the item out, to be dropped after the lock. Every ack of the memory
     /// store comes here, one at a time or in a batch. Always inlined: out of line, its
     /// call costs the single ack about 24 instructions.
@@ -17,6 +19,7 @@ impl<T> State<T> {
         &mut self,
         ticket: MemoryTicket,
         now: leaseq_core::Timestamp,
+        inbox: &super::inbox::Inbox<T>,
     ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
         // Taken apart first: the receipt is then read where it is passed, not copied.
         let MemoryTicket { receipt, beat } = ticket;
@@ -25,12 +28,19 @@ impl<T> State<T> {
         }
         let done = self.core.ack_take(receipt, now)?;
         self.progress.remove(receipt.id());
+        // A job of the dependency graph: its dependents pushed under this same lock.
+        if self.graph.graph.tracks(receipt.id()) {
+            self.graph_settle(receipt.id(), leaseq_core::graph::Fate::Acked, inbox);
+        }
         Ok(done)
     }
 }
 
 impl<T, R: Runtime> MemoryStore<T, R> {
     /// Settles `ticket` with `op` under the lock, its heartbeat registration dropped first.
+    /// With the dependency graph in use, a dead letter `op` made is told to it (and the
+    /// dependents it releases pushed) before the lock is released, not at the driver's
+    /// next step.
     pub(super) fn settle<U>(
         &self,
         ticket: MemoryTicket,
@@ -40,7 +50,34 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         if let Some((key, signal)) = ticket.beat {
             st.beats.release(key, signal);
         }
-        op(&mut st.core, ticket.receipt)
+        let r = op(&mut st.core, ticket.receipt);
+        if st.graph.on && st.core.has_noted_dead() {
+            self.record_dead(&mut st);
+        }
+        r
+    }
+
+    /// [`Store::dead_letter`](crate::Store::dead_letter): the item to the dead letters at
+    /// once with `error`; the attempts it had.
+    pub(super) fn dead_letter_now(
+        &self,
+        ticket: MemoryTicket,
+        error: String,
+    ) -> Result<u32, ReceiptError> {
+        let now = self.rt.now();
+        let error = Some(error);
+        self.settle(ticket, |core, r| core.dead_letter(r, now, error))
+    }
+
+    /// [`Store::snooze`](crate::Store::snooze): the item back, visible after `delay`, its
+    /// attempt not counted.
+    pub(super) fn snooze_now(
+        &self,
+        ticket: MemoryTicket,
+        delay: std::time::Duration,
+    ) -> Result<leaseq_core::Snoozed, ReceiptError> {
+        let now = self.rt.now();
+        self.settle(ticket, |core, r| core.snooze(r, now, delay))
     }
 
     /// Acks under the lock ([`State::ack_ticket`]); hands the queue's copy of the item out,
@@ -51,7 +88,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         ticket: MemoryTicket,
         now: leaseq_core::Timestamp,
     ) -> Result<(leaseq_core::Acked, T), ReceiptError> {
-        self.lock().ack_ticket(ticket, now)
+        self.lock().ack_ticket(ticket, now, &self.inbox)
     }
 
     /// Nacks under the lock (releasing it wakes a receiver, or the driver for a later

@@ -31,7 +31,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         let mut items = Vec::with_capacity(if keep_items { tickets.len() } else { 0 });
         let mut st = self.lock();
         for ticket in tickets {
-            match st.ack_ticket(ticket, now) {
+            match st.ack_ticket(ticket, now, &self.inbox) {
                 Ok((acked, item)) => {
                     if keep_items {
                         items.push(item);
@@ -83,7 +83,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
                     continue;
                 }
             };
-            match st.ack_ticket(ticket, now) {
+            match st.ack_ticket(ticket, now, &self.inbox) {
                 Ok((_, item)) => {
                     if keep_items {
                         items.push(item);

@@ -60,23 +60,15 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn close(&self) {
-        if !self.closed.swap(true, Ordering::AcqRel) {
-            self.available.notify_always(usize::MAX);
-            self.space.notify_always(usize::MAX);
-            self.driver_wake.notify(usize::MAX);
-        }
+        self.close_now();
     }
 
     fn handle_added(&self) {
-        self.handles.fetch_add(1, Ordering::Relaxed);
+        self.add_handle();
     }
 
     fn handle_dropped(&self) {
-        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // The last handle: let the driver see it and end, and waiting receivers look.
-            self.driver_wake.notify(usize::MAX);
-            self.available.notify_always(usize::MAX);
-        }
+        self.drop_handle();
     }
 
     // Inlined: a caller's `Push::new()` is then known plain at compile time.
@@ -90,26 +82,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         id: MessageId,
         leased: bool,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
-        let now = self.rt.now();
-        let mut st = self.lock();
-        let attempts = if self.records() {
-            st.core.attempts_of(id).unwrap_or(0)
-        } else {
-            0
-        };
-        let r = if leased {
-            st.core.cancel_leased(id, now)
-        } else {
-            st.core.cancel(id, now)
-        };
-        if r.is_ok() {
-            st.progress.remove(id);
-        }
-        drop(st);
-        if let (Ok(item), true) = (&r, self.records()) {
-            self.record_cancel(id, attempts, item, now);
-        }
-        ready(r.map_err(AdminError::Refused))
+        ready(self.cancel_now(id, leased).map_err(AdminError::Refused))
     }
 
     fn try_push_batch(
@@ -121,13 +94,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn poll_space(&self, waiting: &mut MemoryWaiting, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(capacity) = self.lock().core.config().capacity() else {
-            return Poll::Ready(());
-        };
-        self.poll_wait(waiting, Wait::Space, cx, || {
-            let room = self.lock().core.stats().live() < capacity as u64;
-            (room || self.closed()).then_some(())
-        })
+        self.poll_space_now(waiting, cx)
     }
 
     fn poll_take(
@@ -211,12 +178,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn poll_empty(&self, waiting: &mut MemoryWaiting, cx: &mut Context<'_>) -> Poll<()> {
-        self.poll_wait(waiting, Wait::Emptied, cx, || {
-            let now = self.rt.now();
-            let mut st = self.lock();
-            st.core.handle_timeout(now);
-            st.core.is_empty().then_some(())
-        })
+        self.poll_empty_now(waiting, cx)
     }
 
     fn stop_waiting(&self, waiting: &mut MemoryWaiting) {
@@ -271,10 +233,8 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ticket: MemoryTicket,
         error: String,
     ) -> impl Future<Output = Result<u32, SettleError>> + Send {
-        let now = self.rt.now();
-        let error = Some(error);
         ready(
-            self.settle(ticket, |core, r| core.dead_letter(r, now, error))
+            self.dead_letter_now(ticket, error)
                 .map_err(SettleError::Stale),
         )
     }
@@ -306,12 +266,10 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
-        Box::pin(ready(match lease.as_receipt() {
-            Some(receipt) => self
-                .checkpoint_lease(receipt, progress)
+        Box::pin(ready(
+            self.checkpoint_key(lease, progress)
                 .map_err(SettleError::Stale),
-            None => Err(SettleError::Stale(leaseq_core::ReceiptError::Unknown)),
-        }))
+        ))
     }
 
     fn hand_back(&self, ticket: MemoryTicket) {
@@ -337,17 +295,11 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
         ticket: MemoryTicket,
         delay: Duration,
     ) -> impl Future<Output = Result<Snoozed, SettleError>> + Send {
-        let now = self.rt.now();
-        ready(
-            self.settle(ticket, |core, r| core.snooze(r, now, delay))
-                .map_err(SettleError::Stale),
-        )
+        ready(self.snooze_now(ticket, delay).map_err(SettleError::Stale))
     }
 
     fn stop_heartbeat(&self, ticket: &mut MemoryTicket) {
-        if let Some((key, signal)) = ticket.beat.take() {
-            self.lock().beats.release(key, signal);
-        }
+        self.stop_beat(ticket);
     }
 
     fn has_heartbeat(&self, ticket: &MemoryTicket) -> bool {
@@ -359,10 +311,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn lease_lost(&self, ticket: &MemoryTicket, deadline: Timestamp) -> LeaseLost {
-        match &ticket.beat {
-            Some((_, signal)) => LeaseLost::from_signal(signal.clone()),
-            None => LeaseLost::deadline_on(deadline, self.timing.clone()),
-        }
+        self.lease_lost_of(ticket, deadline)
     }
 
     fn drive(&self) -> impl Future<Output = Drive> + Send {
@@ -374,19 +323,7 @@ impl<T: Clone + Send + 'static, R: Runtime> Store<T> for MemoryStore<T, R> {
     }
 
     fn stats(&self) -> Stats {
-        let now = self.rt.now();
-        let mut st = self.lock();
-        st.core.handle_timeout(now);
-        let stats = st.core.stats();
-        // A stats read publishes the metrics at once: right after it, they agree.
-        #[cfg(feature = "metrics")]
-        let snapshot = self.snapshot_due(&mut st, now, true);
-        drop(st);
-        #[cfg(feature = "metrics")]
-        if let Some(snapshot) = snapshot {
-            self.metrics.publish(snapshot);
-        }
-        stats
+        self.stats_now()
     }
 
     fn peek(&self, page: Page) -> impl Future<Output = Result<Vec<ItemView>, StoreError>> + Send {

@@ -1,5 +1,9 @@
 //! Taking leases out of the core: one item, or a batch, under one lock and one clock read;
 //! and giving one back untaken (a put-back).
+//!
+//! The one place an item's `Clone` runs under the lock: the core copies each leased item (its
+//! `Clone`) for the holder while it keeps the original for a redelivery. Kept on purpose,
+//! for the hot path's cost: see `MemoryStore::lock` and RELIABILITY.md.
 
 use std::sync::Arc;
 

@@ -161,6 +161,7 @@ let router = Router::new().route::<SendEmail, _>(|job: Job<SendEmail>| async mov
 
 mod codec;
 mod envelope;
+mod envelope_error;
 mod routes;
 mod spawn;
 #[cfg(feature = "tracing")]
@@ -168,7 +169,8 @@ mod trace;
 mod traceparent;
 
 pub use codec::EnvelopeCodec;
-pub use envelope::{args_of, kind_of, traceparent_of, Envelope, EnvelopeError};
+pub use envelope::{args_of, kind_of, traceparent_of, Envelope};
+pub use envelope_error::EnvelopeError;
 pub use routes::{RouteError, Router};
 
 /// A kind of job: its name on the queue and, as the type's `serde` form, its args.

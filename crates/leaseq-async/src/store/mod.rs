@@ -10,72 +10,25 @@ use leaseq_core::{
     RedriveError, Snoozed, Stats, Timestamp,
 };
 
-use crate::admin_error::AdminError;
-use crate::codec::CodecError;
-use crate::dead_filter::DeadFilter;
-use crate::error::PushError;
-use crate::history::{Finished, HistoryQuery};
-use crate::lease_lost::LeaseLost;
-use crate::page::Page;
-use crate::progress::{LeaseKey, Progress};
-use crate::push::Push;
-use crate::runtime::Runtime;
-use crate::schedule_store::{
-    ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState,
+use crate::{
+    AdminError, CodecError, DeadFilter, Finished, HistoryQuery, LeaseKey, LeaseLost, Page,
+    Progress, Push, PushError, Runtime, ScheduleCommit, ScheduleCommitError, ScheduleCommitted,
+    ScheduleState, SettleError, StoreError,
 };
-use crate::store_error::{SettleError, StoreError};
 
 pub use crate::taken::{Checkpointing, Drive, TakeHeartbeat, Taken};
 pub use delivery::Delivery;
+pub(crate) use stop_waiting::StopWaiting;
 
+mod defaults;
 mod delivery;
+mod stop_waiting;
 
 /// A queue's name unless [`QueueBuilder::name`](crate::QueueBuilder::name) sets another:
 /// what [`Store::name`] answers by default.
 pub(crate) const DEFAULT_NAME: &str = "leaseq";
 
-/// The store seam: where a queue's items live, and the operations the shared layer needs
-/// of it.
-///
-/// [`LeaseQueue`](crate::LeaseQueue), [`Delivery`](crate::Delivery), the heartbeat, the
-/// driver, [`Pool`](crate::Pool) and the watchdog are written once against this trait. A store
-/// keeps the items and their leases and answers for them; everything above it (cancel-safe
-/// receives, deliveries that go back when dropped, item timeouts, panics caught, stats for the
-/// diagnosis) is shared.
-///
-/// Three stores implement it: [`MemoryStore`](crate::MemoryStore) (the `no_std` core behind
-/// one lock: this crate), `SqliteStore` (leaseq-sqlite: a durable store on one machine) and
-/// `PgStore` (leaseq-postgres: one queue for many processes). The trait is shaped by what the
-/// durable ones need:
-///
-/// - **Settling is async** ([`ack`](Store::ack), [`nack`](Store::nack), ...): a durable store
-///   answers once the change is committed, and a shared one needs a round trip to check the
-///   lease's fencing token. The memory store answers at once: its futures are ready on
-///   their first poll, so the seam costs it nothing (static dispatch, no allocation).
-/// - **Failure is typed** ([`SettleError`], [`StoreError`]): `Ok` means durable; a store that
-///   failed says "not done" or "outcome unknown", never a wrong definite answer.
-/// - **Receiving is a poll** ([`poll_take`](Store::poll_take)) so the receive future stays
-///   cancel-safe whatever the store: the memory store takes items only in the poll that
-///   returns them; a database store keeps its claim in [`Store::Waiting`] and hands back what
-///   a dropped receive had claimed.
-/// - **A held lease is a [`Store::Ticket`]**: the core's receipt for the memory store, a row
-///   and a fencing token for a database.
-/// - **Dropping a delivery is synchronous** ([`hand_back`](Store::hand_back)): a durable store
-///   queues the change and commits it with its next batch.
-/// - **Introspection is a snapshot** ([`stats`](Store::stats)): exact for the memory store, as
-///   of the last refresh for a shared one.
-/// - **Schedules** ([`schedule`](Store::schedule), [`commit_schedule`](Store::commit_schedule)):
-///   a schedule's state is kept with the items, and a scheduler step (its ticks' pushes,
-///   the stale ticks taken back, the cursor's move) is one commit, refused if the cursor
-///   moved since it was read: a compare-and-set every process sharing the store sees.
-/// - **The driver** ([`drive`](Store::drive)) applies what is due (leases running out,
-///   delays ending, heartbeats) and says when to wake next; a database store also rescues
-///   leases of dead processes there.
-///
-/// Every method is called without any
-/// lock of the caller held; none calls back into user code while it holds a lock of its own,
-/// but for the item's `Clone` in the in-memory store (and the stores built on it): see
-/// `MemoryStore::lock`.
+#[doc = include_str!("seam.md")]
 pub trait Store<T>: Send + Sync + Sized + 'static {
     /// The runtime the queue runs on.
     type Runtime: Runtime;
@@ -94,18 +47,12 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// How long a lease lasts unless extended.
     fn visibility(&self) -> Duration;
     /// The longest a lease lives from its receive, extensions and heartbeats included
-    /// (`Config::max_lease`), if the store caps it. Default: `None` (no cap known). A pool
-    /// built without an item timeout uses it as its default limit (see
-    /// [`PoolBuilder::item_timeout`](crate::PoolBuilder::item_timeout)).
+    /// (`Config::max_lease`), if the store caps it (see [Pools](Store#pools)). Default: `None`.
     fn max_lease(&self) -> Option<Duration> {
         None
     }
     /// The queue's retry rules (its `Config`'s max attempts, backoff and jitter), as the
-    /// store applies them on every nack, fresh (its jitter's PRNG from the seed). A pool
-    /// with retry rules per job kind applies them through it (see
-    /// [`PoolBuilder::kind_policy`](crate::PoolBuilder::kind_policy)); called once, when the
-    /// pool starts. Default: `None` (no rules known: such a pool then applies only the
-    /// kinds' item timeouts).
+    /// store applies them on every nack, fresh (see [Pools](Store#pools)). Default: `None`.
     fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
         None
     }
@@ -170,21 +117,17 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         out: &mut Vec<D>,
         shape: impl FnMut(Taken<T, Self::Ticket>) -> D,
     ) -> Poll<bool> {
-        let mut taken = Vec::new();
-        let r = self.poll_take(waiting, cx, max, heartbeat, &mut taken);
-        out.extend(taken.into_iter().map(shape));
-        r
+        defaults::take_then_shape(self, waiting, cx, max, heartbeat, out, shape)
     }
 
-    /// An empty vector for a batch receive's deliveries, with the room of one that
-    /// [`keep_deliveries`](Store::keep_deliveries) gave back if the store keeps one.
+    /// An empty vector for a batch receive's deliveries (see [Batches](Store#batches)).
     /// Default: a new vector.
     fn spare_deliveries(&self) -> Vec<Delivery<T, Self::Runtime, Self>> {
         Vec::new()
     }
 
-    /// A batch ack's vector of deliveries, emptied, for a later batch receive to fill
-    /// ([`spare_deliveries`](Store::spare_deliveries)). Default: freed.
+    /// A batch ack's vector of deliveries, emptied, for a later batch receive to fill (see
+    /// [Batches](Store#batches)). Default: freed.
     fn keep_deliveries(&self, emptied: Vec<Delivery<T, Self::Runtime, Self>>) {
         drop(emptied);
     }
@@ -240,13 +183,7 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     fn stop_waiting(&self, waiting: &mut Self::Waiting);
 
     /// Done: the item leaves the queue for good (judged on a clock reading at this call).
-    ///
-    /// Every settle ([`ack`](Store::ack), [`ack_many`](Store::ack_many),
-    /// [`nack`](Store::nack), [`dead_letter`](Store::dead_letter), [`extend`](Store::extend))
-    /// answers `Ok` only once its change is durable, [`SettleError::Stale`] when the receipt
-    /// is refused, and [`SettleError::Store`] when the store failed: not done, or an outcome
-    /// it cannot know (a lost reply; a commit still failing when the store's commit timeout
-    /// ran out). Never a wrong definite answer.
+    /// Answers as every settle does (see [Settling](Store#settling)).
     fn ack(&self, ticket: Self::Ticket) -> impl Future<Output = Result<Acked, SettleError>> + Send;
 
     /// Acks several leases in one step; one result per ticket, in order.
@@ -255,12 +192,8 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         tickets: Vec<Self::Ticket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send;
 
-    /// A whole batch ack done at once, for a store whose settles are ready at once:
-    /// every delivery taken out of `deliveries` (left empty), in order: those of another
-    /// store onto `foreign`, untouched; the others acked with one clock reading at this
-    /// call, the refused ones onto `stale` (those released already first). Returns the
-    /// acked ids in order. Default: `None`, `deliveries` untouched (the caller takes them
-    /// apart and calls [`ack_many`](Store::ack_many)).
+    /// A whole batch ack done at once, for a store whose settles are ready at once (see
+    /// [Batches](Store#batches)). Default: `None`, `deliveries` untouched.
     fn ack_deliveries_now(
         self: &Arc<Self>,
         deliveries: &mut Vec<Delivery<T, Self::Runtime, Self>>,
@@ -301,28 +234,14 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     }
 
     /// Records `progress` as the item's checkpoint while the lease of `lease`
-    /// ([`lease_key`](Store::lease_key)) runs: handed out
-    /// to every later delivery of the item ([`progress`](Store::progress)) until it leaves for good
-    /// (see the [`progress`](crate::progress) module for what keeps and drops it). `Ok`
-    /// once durable; [`SettleError::Stale`] when the lease is no longer held (nothing
-    /// recorded); [`SettleError::Store`] when the store failed (not recorded, or outcome
-    /// unknown). The size was checked by the caller ([`Progress::new`]).
-    ///
-    /// The future borrows nothing (`'static`, boxed: checkpoints are not on the per-item
-    /// path), and the key is a copy: a pool's job records a checkpoint while the pool keeps
-    /// the ticket. Default: refused, not done ("this store keeps no
-    /// checkpoints"); every store of this workspace keeps them.
+    /// ([`lease_key`](Store::lease_key)) runs, answered as a settle (see
+    /// [Checkpoints](Store#checkpoints)). Default: refused, not done.
     fn checkpoint(&self, lease: LeaseKey, progress: Progress) -> Checkpointing {
-        let _ = (lease, progress);
-        Box::pin(std::future::ready(Err(SettleError::Store(
-            StoreError::not_done("this store keeps no checkpoints"),
-        ))))
+        defaults::no_checkpoints(lease, progress)
     }
 
-    /// The item's last checkpoint as the store knows it for `ticket`'s lease, read when a
-    /// handler asks ([`Delivery::progress`](crate::Delivery::progress)), never on the
-    /// per-item path: the memory store's (and SQLite's) current one, Postgres's as the
-    /// claim read it. Default: none.
+    /// The item's last checkpoint as the store knows it for `ticket`'s lease (see
+    /// [Checkpoints](Store#checkpoints)). Default: none.
     fn progress(&self, ticket: &Self::Ticket) -> Option<Progress> {
         let _ = ticket;
         None
@@ -346,35 +265,23 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         self.hand_back(ticket)
     }
 
-    /// Whether this store snoozes ([`snooze`](Store::snooze) puts the item back uncounted).
-    /// Default `false`: [`Delivery::snooze`] is then refused with
-    /// [`SettleError::Unsupported`], the lease kept, and a pool's
-    /// [`JobError::snooze`](crate::JobError::snooze) is a counted retry after the delay.
+    /// Whether this store snoozes (see [Snoozing](Store#snoozing)). Default `false`.
     fn snoozes(&self) -> bool {
         false
     }
 
-    /// Puts the item back for `delay` without counting the attempt, within the queue's
-    /// bound per item ([`Config::with_max_snoozes`](leaseq_core::Config::with_max_snoozes);
-    /// past it the snooze counts, see [`Queue::snooze`](leaseq_core::Queue::snooze)). Called
-    /// only when [`snoozes`](Store::snoozes) says so. Default (a store without snooze): a
-    /// counted retry after `delay` ([`Snoozed::Counted`]).
+    /// Puts the item back for `delay` without counting the attempt (see
+    /// [Snoozing](Store#snoozing)). Default: a counted retry after `delay`.
     fn snooze(
         &self,
         ticket: Self::Ticket,
         delay: Duration,
     ) -> impl Future<Output = Result<Snoozed, SettleError>> + Send {
-        let failure = Failure::with_reason(leaseq_core::Reason::Released)
-            .and_error("snoozed on a store without snooze")
-            .retry_after(delay);
-        let nack = self.nack(ticket, failure);
-        async move { nack.await.map(Snoozed::Counted) }
+        defaults::snooze_as_retry(self, ticket, delay)
     }
 
-    /// Whether every settle's future is ready on its first poll (the memory store): then
-    /// a pool settles in the worker, polling the settle once, as nothing is gained by
-    /// handing it over to finish in the background (a settle still pending after that poll
-    /// is dropped and counted as failed). Default `false`.
+    /// Whether every settle's future is ready on its first poll (see
+    /// [Settling](Store#settling)). Default `false`.
     fn settles_at_once(&self) -> bool {
         false
     }
@@ -484,12 +391,7 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     ) -> impl Future<Output = Result<Option<ScheduleState>, StoreError>> + Send;
 
     /// Commits one scheduler step as one change, if the stored cursor of schedule
-    /// `step.state.name` is `step.expected` (compare-and-set): pushes every tick's job (one
-    /// refused as a duplicate key is counted, not an error), takes back the waiting holders
-    /// of `step.withdraw` (dead letters of reason `Expired`), and stores `step.state`.
-    /// Otherwise nothing changes: [`ScheduleCommitError::Moved`] when the cursor is not the
-    /// one read (another scheduler moved it), [`ScheduleCommitError::Push`] when a push is
-    /// refused (none of the step's is made). `Ok` once durable, as a push's `Ok`.
+    /// `step.state.name` is `step.expected` (see [Schedules](Store#schedules)).
     fn commit_schedule(
         &self,
         step: ScheduleCommit<T>,
@@ -498,24 +400,9 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
     /// Every schedule kept for this queue, by name.
     fn schedules(&self) -> impl Future<Output = Result<Vec<ScheduleState>, StoreError>> + Send;
 
-    /// Completes once every change made so far (pushes included) is durable; an error when
-    /// the store could not make them durable before its commit timeout (their outcome is
-    /// then unknown: they stay queued and land if the store recovers). Ready at once with
-    /// `Ok` for the memory store (the default). [`LeaseQueue::push`](crate::LeaseQueue::push)
-    /// and its variants await it after the item was accepted, so that a push that returned
-    /// `Ok` is on disk ([`PushError::Unconfirmed`] otherwise); `try_push` does not (fire and
-    /// forget).
+    /// Completes once every change made so far (pushes included) is durable (see
+    /// [Durable pushes](Store#durable-pushes)). Default: ready at once with `Ok`.
     fn synced(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
         std::future::ready(Ok(()))
-    }
-}
-
-/// Gives a wait's registration back to its store when the waiting future ends or is
-/// dropped.
-pub(crate) struct StopWaiting<'a, T, S: Store<T>>(pub(crate) &'a S, pub(crate) &'a mut S::Waiting);
-
-impl<T, S: Store<T>> Drop for StopWaiting<'_, T, S> {
-    fn drop(&mut self) {
-        self.0.stop_waiting(self.1);
     }
 }

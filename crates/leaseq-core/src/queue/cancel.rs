@@ -73,7 +73,7 @@ impl<T> Queue<T> {
             .iter()
             .position(|s| s.state != State::Free && s.id == id.0);
         let Some(slot) = found else {
-            return Err(if self.dead.contains_key(&id) {
+            return Err(if self.is_dead_letter(id) {
                 CancelError::DeadLettered(id)
             } else {
                 CancelError::NotFound(id)

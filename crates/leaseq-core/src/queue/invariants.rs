@@ -22,7 +22,7 @@ impl<T> Queue<T> {
         {
             return fail("gauges match the items' states");
         }
-        if self.dead.len() as u64 != self.stats.dead {
+        if (self.dead.len() + self.lent.len()) as u64 != self.stats.dead {
             return fail("dead gauge matches the dead letters");
         }
         if self.ready_count[0] != 0 {

@@ -4,7 +4,7 @@
 //! split by concept into the child modules, which see the private fields as descendants.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 use core::num::NonZeroU32;
 
@@ -23,6 +23,7 @@ use crate::timer_index::{Timer, TimerIndex};
 use crate::view::{ItemState, ItemView};
 
 mod cancel;
+mod dead_lend;
 mod dead_letters;
 mod flight;
 mod groups;
@@ -139,6 +140,9 @@ pub struct Queue<T> {
     /// `config.max_lease` in nanoseconds; `u64::MAX` for none.
     max_lease_ns: u64,
     dead: BTreeMap<MessageId, DeadLetter<T>>,
+    /// Dead letters lent out (`lend_dead_letter`) and not returned yet: still dead letters
+    /// for the gauges and a cancel, out of `dead` meanwhile.
+    lent: BTreeSet<MessageId>,
     /// What few live items have, by slot: a last error, snoozes (see `side`). Kept out of
     /// the slots, which would otherwise each carry it.
     side: BTreeMap<u32, Side>,
@@ -189,6 +193,7 @@ impl<T> Queue<T> {
             expiring: 0,
             due: Timestamp::MAX,
             dead: BTreeMap::new(),
+            lent: BTreeSet::new(),
             side: BTreeMap::new(),
             events: VecDeque::new(),
             stats: Stats::default(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use leaseq_async::Config;
 use leaseq_sqlite::{BytesCodec, OpenError, Options};
 
+pub(crate) mod dir;
 pub(crate) mod log;
 pub(crate) mod rng;
 

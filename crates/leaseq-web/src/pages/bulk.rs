@@ -18,7 +18,7 @@ use crate::html::Html;
 use crate::layout::App;
 use crate::operator::{Capabilities, Operator, OperatorError};
 use crate::pages::actions::who;
-use crate::query::DeadQuery;
+use crate::query::{DeadQuery, QueryForm};
 
 /// A bulk action on dead letters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -81,6 +81,9 @@ pub(crate) async fn overview<O: Operator>(State(app): State<Arc<App<O>>>) -> Res
         .show(paused)
         .raw(" paused</td><td></td></tr></tfoot></table>");
     h.raw("<p class=\"muted\">Counts as of this page's load; reload for newer ones.</p>");
+    if let Err(e) = crate::pages::activity::section(&app, &mut h, &names).await {
+        return app.error(&e);
+    }
     app.page(StatusCode::OK, "Queues", &h)
 }
 

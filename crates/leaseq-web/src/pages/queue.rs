@@ -16,7 +16,7 @@ use crate::layout::{pager, paging, relative, App};
 use crate::operator::Operator;
 use crate::pages::bulk::Bulk;
 use crate::payload::{preview, split_kind};
-use crate::query::DeadQuery;
+use crate::query::{DeadQuery, QueryForm};
 use leaseq_core::Reason;
 
 /// The most characters a table's payload cell shows.
@@ -96,7 +96,7 @@ pub(crate) async fn dead<O: Operator>(
 }
 
 async fn list<O: Operator>(
-    app: &App<O>,
+    app: &Arc<App<O>>,
     queue: &str,
     q: &HashMap<String, String>,
     tab: Tab,
@@ -152,6 +152,9 @@ async fn list<O: Operator>(
             h.raw("</p>");
         }
     }
+    if tab == Tab::Live && !items.is_empty() {
+        crate::pages::cancel::link(app, &mut h, queue);
+    }
     if items.is_empty() {
         h.raw("<p class=\"muted\" id=\"empty\">")
             .raw(if tab == Tab::Dead {
@@ -169,6 +172,12 @@ async fn list<O: Operator>(
         dead_table(app, &mut h, queue, &items);
     } else {
         live_table(app, &mut h, queue, &items);
+    }
+    if tab == Tab::Live {
+        let queues = [queue.to_string()];
+        if let Err(e) = crate::pages::activity::section(app, &mut h, &queues).await {
+            return app.error(&e);
+        }
     }
     let rest = if tab == Tab::Dead { "/dead" } else { "" };
     pager(
