@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leaseq_core::{PushOptions, Timestamp};
+use leaseq_core::{KeyWindow, PushOptions, Timestamp};
 
 /// How an item is pushed (see [`LeaseQueue::try_push_with`](crate::LeaseQueue::try_push_with)):
 /// a delay before it becomes visible, a time to live, a priority level and a unique key.
@@ -27,6 +27,10 @@ pub struct Push {
     pub(crate) options: PushOptions,
     /// Whether a key was given (valid or not: a too-long one must reach the core's check).
     keyed: bool,
+    /// Whether a key window other than `Live` was given (a flag beside `keyed`, so that a
+    /// push's checks test plain flags), and the window.
+    windowed: bool,
+    window: KeyWindow,
 }
 
 impl Default for Push {
@@ -43,6 +47,8 @@ impl Push {
             ttl: None,
             options: PushOptions::new(),
             keyed: false,
+            windowed: false,
+            window: KeyWindow::Live,
         }
     }
 
@@ -77,6 +83,47 @@ impl Push {
         self
     }
 
+    /// With a [`key`](Self::key): how long the key is held ([`KeyWindow`]: while live, the
+    /// default; while queued; for a period after the push, a throttle; while live and a
+    /// period after; with [`replace_pending`](Self::replace_pending), a debounce). The
+    /// memory store honours every window; a store that keeps keys only while items are
+    /// live (SQLite, Postgres) refuses any other with
+    /// [`PushError::Unsupported`](crate::PushError::Unsupported), the item handed back.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::core::KeyWindow;
+    /// use leaseq_async::{Config, LeaseQueue, PushError, SimRuntime};
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let q = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(30))).unwrap();
+    ///         // At most one report a minute, whatever becomes of the first.
+    ///         let throttle = leaseq_async::Push::new()
+    ///             .key("report")
+    ///             .key_window(KeyWindow::Period(Duration::from_secs(60)));
+    ///         let first = q.try_push_with("a", throttle.clone()).unwrap();
+    ///         q.receive().await.unwrap().ack().await.unwrap();
+    ///         let again = q.try_push_with("b", throttle);
+    ///         assert!(matches!(again, Err(PushError::DuplicateKey { existing, .. }) if existing == first));
+    ///     }
+    /// });
+    /// ```
+    pub const fn key_window(mut self, window: KeyWindow) -> Self {
+        self.window = window;
+        self.windowed = !matches!(window, KeyWindow::Live);
+        self
+    }
+
+    /// Whether a [`key_window`](Self::key_window) other than
+    /// [`KeyWindow::Live`] was given: what a store that keeps keys only while items are
+    /// live refuses.
+    pub fn has_key_window(&self) -> bool {
+        self.windowed
+    }
+
     /// With a [`key`](Self::key): a ready or delayed item holding the key is replaced by
     /// this one (an item in flight never is; the push is then refused as without it).
     pub const fn replace_pending(mut self) -> Self {
@@ -100,6 +147,31 @@ impl Push {
     /// again: a full queue's refusal is not counted as rejected (see
     /// [`PushOptions::waits_for_room`]). Not part of [`is_plain`](Self::is_plain): an
     /// unbounded in-memory queue still takes it through its inbox.
+    /// Whether the push is measured from the clock's time: a delay, a time to live or a
+    /// key's window (a plain push becomes visible at the queue's latest time, whatever it).
+    pub(crate) fn needs_clock(&self) -> bool {
+        !self.delay.is_zero() || self.ttl.is_some() || self.has_key_window()
+    }
+
+    /// Pushes `item` into `core` under `id` at `now` with `options` (this push's, at
+    /// `now`), its key held for this push's window: the one way the memory store's pushes
+    /// reach the core.
+    #[inline]
+    pub(crate) fn push_into<T>(
+        &self,
+        core: &mut leaseq_core::Queue<T>,
+        id: leaseq_core::MessageId,
+        item: T,
+        now: Timestamp,
+        options: PushOptions,
+    ) -> Result<leaseq_core::Pushed<T>, leaseq_core::PushError<T>> {
+        if self.windowed {
+            core.push_windowed_with_id_take(id, item, now, options, self.window)
+        } else {
+            core.push_with_id_take(id, item, now, options)
+        }
+    }
+
     pub(crate) fn waiting_for_room(mut self) -> Self {
         self.options = self.options.waits_for_room();
         self

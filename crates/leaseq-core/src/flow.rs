@@ -39,8 +39,9 @@ impl FlowKey {
     }
 }
 
-/// What a concurrency limit counts ([`Queue::set_limit`](crate::Queue::set_limit)): the
-/// queue's items in flight, or those pushed with a kind or a partition key.
+/// What a concurrency limit counts ([`Queue::set_limit`](crate::Queue::set_limit)), or a
+/// rate limit paces ([`Queue::set_rate`](crate::Queue::set_rate)): the queue's items, or
+/// those pushed with a kind or a partition key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum LimitScope {

@@ -28,6 +28,7 @@ use tokio_postgres::Row;
 use crate::counters::Counters;
 use crate::db::{micros, Db};
 use crate::operator::store_error;
+use crate::push::KEY_WINDOWS;
 use crate::store::PgStore;
 
 /// The schema version that added the table.
@@ -172,6 +173,14 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
+            if push.has_key_window() {
+                let (item, _) = step.ticks.swap_remove(i);
+                let what = KEY_WINDOWS;
+                return Err(ScheduleCommitError::Push(PushError::Unsupported {
+                    item,
+                    what,
+                }));
+            }
             let refusal = match db.codec.encode(job) {
                 Err(e) => Err(e.to_string()),
                 Ok(p) if p.len() > db.options.max_item_size => Ok(Err(p.len())),

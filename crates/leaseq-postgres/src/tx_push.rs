@@ -14,6 +14,7 @@ use leaseq_core::{MessageId, UniqueKey, MAX_PRIORITY};
 
 use crate::counters::Counters;
 use crate::db::micros;
+use crate::push::KEY_WINDOWS;
 use crate::store::PgStore;
 use crate::tx_client::sealed::{Call, Reply};
 use crate::tx_client::TxClient;
@@ -182,6 +183,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         }
         if options.priority > MAX_PRIORITY {
             return (Vec::new(), Some(Refused::Priority(options.priority)));
+        }
+        if push.has_key_window() {
+            return (Vec::new(), Some(Refused::Unsupported(KEY_WINDOWS)));
         }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return (Vec::new(), Some(Refused::Expired));

@@ -6,6 +6,7 @@ use leaseq_async::{Codec, Push, PushError, Runtime, Store};
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::op::Op;
+use crate::schedule::KEY_WINDOWS;
 use crate::store::SqliteStore;
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
@@ -15,6 +16,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         if self.journal.failing() {
             let error = self.journal.refusal();
             return Err(PushError::Store { item, error });
+        }
+        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
+        if push.has_key_window() {
+            let what = KEY_WINDOWS;
+            return Err(PushError::Unsupported { item, what });
         }
         // Encoded before any lock is taken.
         let payload = match self.codec.encode(&item) {

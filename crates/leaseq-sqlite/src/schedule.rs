@@ -20,6 +20,10 @@ use leaseq_core::{Reason, Timestamp};
 use rusqlite::{params, Connection};
 
 use crate::op::Op;
+
+/// What a push with a key window (`Push::key_window`) is refused as: the journal keeps a
+/// unique key while its item is live, no longer.
+pub(crate) const KEY_WINDOWS: &str = "unique key windows (Push::key_window) on the SQLite store";
 use crate::open_error::OpenError;
 use crate::store::SqliteStore;
 
@@ -136,6 +140,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
+            if push.has_key_window() {
+                let (item, _) = step.ticks.swap_remove(i);
+                let what = KEY_WINDOWS;
+                return Err(ScheduleCommitError::Push(PushError::Unsupported {
+                    item,
+                    what,
+                }));
+            }
             let payload = match self.codec.encode(job) {
                 Ok(p) => p,
                 Err(e) => {

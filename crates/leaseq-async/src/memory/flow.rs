@@ -45,7 +45,9 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
     /// [`try_push`](crate::Store::try_push) with flow keys: the item counts against the
     /// limits of its kind and partition, and goes in its ordered group's turn, for life
     /// ([`Queue::push_flow`](leaseq_core::Queue::push_flow)). For a queue whose store is
-    /// this memory store: a durable store's memory store inside would not journal it.
+    /// this memory store: a durable store's memory store inside would not journal it. A key
+    /// window ([`Push::key_window`]) is not offered with flow keys: refused with
+    /// [`PushError::Unsupported`], the item handed back.
     pub fn try_push_flow(
         &self,
         item: T,
@@ -54,6 +56,10 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
     ) -> Result<MessageId, PushError<T>> {
         if self.closed() {
             return Err(PushError::Closed(item));
+        }
+        if push.has_key_window() {
+            let what = "a key window with flow keys (Push::key_window in try_push_flow)";
+            return Err(PushError::Unsupported { item, what });
         }
         let now = self.rt.now();
         let mut st = self.lock();

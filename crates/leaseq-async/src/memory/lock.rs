@@ -15,6 +15,8 @@ use super::{MemoryStore, State};
 ///   records them);
 /// - **receivers**, one per item that became visible (a push, a nack without backoff, a
 ///   lease that ran out, a delay that ended, a redrive);
+///   with flow control (`flow.rs`, `rate.rs`), one more when a place frees or an item a rate
+///   held back becomes eligible;
 /// - **pushers** waiting for room, when items left the queue;
 /// - **`wait_empty`**, when nothing is ready, delayed or in flight;
 /// - with the `metrics` feature, the **driver** again when the stats changed and no
@@ -103,14 +105,18 @@ impl<T, R> Drop for Locked<'_, T, R> {
 }
 
 /// With flow control: wakes a receiver if fewer items are in flight than at the last
-/// release while items are ready (it passes the baton on if it takes one).
+/// release, or an item a rate held back became eligible (`rate.rs`), while items are ready
+/// (it passes the baton on if it takes one).
 #[cold]
 #[inline(never)]
 fn wake_freed<T, R>(s: &MemoryStore<T, R>, st: &mut State<T>) {
     let stats = st.core.stats();
     let fewer = stats.in_flight < st.in_flight_at_release;
     st.in_flight_at_release = stats.in_flight;
-    if fewer && stats.ready > 0 {
+    let rate_wakes = st.core.rate_wakes();
+    let eligible = rate_wakes != st.rate_wakes_at_release;
+    st.rate_wakes_at_release = rate_wakes;
+    if (fewer || eligible) && stats.ready > 0 {
         s.available.notify(1);
     }
 }

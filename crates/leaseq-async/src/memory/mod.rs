@@ -19,6 +19,7 @@ mod lock;
 mod operator;
 mod progress;
 mod push;
+mod rate;
 mod recorded;
 mod schedules;
 mod settle;
@@ -136,6 +137,8 @@ pub(crate) struct State<T> {
     /// `flow.rs`), and its items in flight when the lock was last released then.
     pub(crate) flow: bool,
     pub(crate) in_flight_at_release: u64,
+    /// The core's `rate_wakes` when the lock was last released (see `rate.rs`).
+    pub(crate) rate_wakes_at_release: u64,
     /// Handlers' checkpoints, beside the core (see `progress.rs`).
     pub(crate) progress: progress::ProgressMap,
     /// The inbox's last batch, kept for its allocation.
@@ -184,6 +187,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 live_at_release: 0,
                 flow: false,
                 in_flight_at_release: 0,
+                rate_wakes_at_release: 0,
                 progress: progress::ProgressMap::default(),
                 spare: Vec::new(),
                 schedules: schedules::Schedules::new(),

@@ -26,14 +26,13 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         }
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
         // time, so the queue's own latest time serves (one clock read saved per item).
-        let timed = !push.delay.is_zero() || push.ttl.is_some();
-        let clock = timed.then(|| self.rt.now());
+        let clock = push.needs_clock().then(|| self.rt.now());
         let mut st = self.lock();
         let now = clock.unwrap_or_else(|| st.core.now());
         let options = push.options_at(now);
         let mut replaced = None;
         let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-            core.push_with_id_take(id, item, now, options).map(|p| {
+            push.push_into(core, id, item, now, options).map(|p| {
                 replaced = p.replaced;
                 p.id
             })
@@ -67,12 +66,18 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             self.metrics.poke(&self.driver_wake);
             return Ok(ids);
         }
+        // (A delay, an expiry or a key's window is measured from the clock's time.)
+        let clock = push.needs_clock().then(|| self.rt.now());
         let mut st = self.lock();
-        let now = st.core.now();
+        let now = clock.unwrap_or_else(|| st.core.now());
         let options = push.options_at(now);
         for item in items {
             let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-                core.push_with_id(id, item, now, options)
+                if push.has_key_window() {
+                    push.push_into(core, id, item, now, options).map(|p| p.id)
+                } else {
+                    core.push_with_id(id, item, now, options)
+                }
             });
             match pushed {
                 Ok(id) => ids.push(id),

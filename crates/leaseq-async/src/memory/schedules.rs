@@ -97,7 +97,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
                     let options = push.options_at(now);
                     let mut replaced = None;
                     let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-                        core.push_with_id_take(id, job, now, options).map(|p| {
+                        push.push_into(core, id, job, now, options).map(|p| {
                             replaced = p.replaced;
                             p.id
                         })

@@ -20,7 +20,11 @@ impl<T> Queue<T> {
             id: MessageId(s.id),
             attempts: s.attempts,
             reason,
-            last_error: self.side.remove(&(slot as u32)).and_then(|s| s.error),
+            // (The side record itself goes with the slot: it may hold the key's window.)
+            last_error: self
+                .side
+                .get_mut(&(slot as u32))
+                .and_then(|s| s.error.take()),
             at,
             expires_at: (s.expires_at != Timestamp::MAX).then_some(s.expires_at),
             leases: s.leases,

@@ -18,15 +18,10 @@
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
+use super::rates::Rates;
+use super::tags::{Scoped, Tags, GROUP, KIND, PARTITION};
 use super::{Queue, State, COUNTED, SLOW, TAGGED};
 use crate::flow::{FlowKey, FlowKeys, LimitScope};
-
-/// A limit's key: `LimitScope` without `Queue` (counted by the in-flight gauge): `KIND`,
-/// `PARTITION`, or `GROUP` (an ordered group, one at a time: counted, never limited).
-type Scoped = (u8, FlowKey);
-const KIND: u8 = 0;
-const PARTITION: u8 = 1;
-const GROUP: u8 = 2;
 
 /// The flow control state of a queue that uses it.
 #[derive(Debug, Default)]
@@ -44,26 +39,8 @@ pub(super) struct Flow {
     /// The live items of each ordered group, by id: the first is the group's head, the
     /// only one that may be leased (see `groups`). No empty sets.
     pub(super) groups: BTreeMap<FlowKey, BTreeSet<u64>>,
-}
-
-/// The flow keys of one item, and its slot while it is live (for its group's turn).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Tags {
-    kind: Option<FlowKey>,
-    partition: Option<FlowKey>,
-    pub(super) group: Option<FlowKey>,
-    /// The item's slot while it is live.
-    pub(super) slot: u32,
-}
-
-impl Tags {
-    fn scoped(self) -> impl Iterator<Item = Scoped> {
-        let kind = self.kind.map(|k| (KIND, k));
-        let group = self.group.map(|g| (GROUP, g));
-        kind.into_iter()
-            .chain(self.partition.map(|p| (PARTITION, p)))
-            .chain(group)
-    }
+    /// The rate limits (see `rates`).
+    pub(super) rates: Rates,
 }
 
 impl Flow {
@@ -144,7 +121,7 @@ impl<T> Queue<T> {
 
     /// The flow state, made on first use (and the receive path switched to `take_allowed`).
     #[cold]
-    fn flow_mut(&mut self) -> &mut Flow {
+    pub(super) fn flow_mut(&mut self) -> &mut Flow {
         self.ready_mask |= SLOW;
         self.flow.get_or_insert_with(Default::default)
     }
@@ -240,8 +217,10 @@ impl<T> Queue<T> {
     }
 
     /// A receive of a queue with flow control: takes the first ready item, highest level
-    /// first and in delivery order within a level, that no full limit holds back, off its
-    /// ready list (still `Ready`), counted in its keys; `None` if there is none.
+    /// first and in delivery order within a level, that no full limit and no rate holds
+    /// back, off its ready list (still `Ready`), counted in its keys and rates; `None` if
+    /// there is none. Notes when the first item a rate held back becomes eligible (see
+    /// `rates`).
     #[inline(never)]
     pub(super) fn take_allowed(&mut self) -> Option<usize> {
         let flow = self.flow.as_deref()?;
@@ -251,24 +230,63 @@ impl<T> Queue<T> {
         {
             return None;
         }
-        let slot = self.first_allowed(flow)?;
+        let now = self.now.as_nanos();
+        let floor = flow.rates.queue_hold(now);
+        let (slot, wake) = self.first_allowed(flow, now, floor);
+        if !flow.rates.is_empty() {
+            // A walk that found nothing saw every held item: its instant is exact.
+            self.note_rate_wake(wake, slot.is_none());
+        }
+        let slot = slot?;
         self.leave_waiting(slot);
         let s = &mut self.slots[slot];
-        if s.meta & TAGGED != 0 {
+        let tagged = s.meta & TAGGED != 0;
+        let id = s.id;
+        if tagged {
             s.meta |= COUNTED;
-            let id = s.id;
-            let flow = self.flow.as_deref_mut()?;
-            let tags = flow.tags.get(&id).copied().unwrap_or_default();
+        }
+        let flow = self.flow.as_deref_mut()?;
+        let tags = flow.tags.get(&id).copied().filter(|_| tagged);
+        if let Some(tags) = tags {
             for k in tags.scoped() {
                 *flow.running.entry(k).or_default() += 1;
             }
         }
+        flow.rates.take(tags.as_ref(), now);
         Some(slot)
     }
 
-    /// The first ready item no limit holds back (the queue-wide one not checked).
-    fn first_allowed(&self, flow: &Flow) -> Option<usize> {
-        self.ready_in_order().find(|&slot| self.allowed(flow, slot))
+    /// The first ready item no limit or rate holds back at `now` (the queue-wide
+    /// concurrency limit not checked; the queue-wide rate holds every item until `floor`,
+    /// if it does), and the earliest instant one of the items a rate held back before it
+    /// becomes eligible. The walk stops at an item eligible at `floor`: none can be
+    /// earlier.
+    fn first_allowed(
+        &self,
+        flow: &Flow,
+        now: u64,
+        floor: Option<u64>,
+    ) -> (Option<usize>, Option<u64>) {
+        let mut wake: Option<u64> = None;
+        let floor = floor.unwrap_or(0);
+        for slot in self.ready_in_order() {
+            if !self.allowed(flow, slot) {
+                continue;
+            }
+            let s = &self.slots[slot];
+            let own = (s.meta & TAGGED != 0)
+                .then(|| flow.rates.hold(flow.tags.get(&s.id), now))
+                .flatten();
+            let at = own.map_or(floor, |o| o.max(floor));
+            if at <= now {
+                return (Some(slot), wake);
+            }
+            wake = Some(wake.map_or(at, |w| w.min(at)));
+            if at == floor {
+                break;
+            }
+        }
+        (None, wake)
     }
 
     /// Whether the item in `slot` is held back by no kind or partition limit.

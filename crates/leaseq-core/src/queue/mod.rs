@@ -28,12 +28,15 @@ mod dead_letters;
 mod flight;
 mod groups;
 mod invariants;
+mod key_windows;
 mod limits;
 mod links;
 mod pause;
 mod push;
 mod push_each;
 mod push_flow;
+mod push_window;
+mod rates;
 mod receipts;
 mod receive;
 mod receive_run;
@@ -43,6 +46,7 @@ mod side;
 mod slot;
 mod slots;
 mod snooze;
+mod tags;
 mod timers;
 
 use limits::Flow;
@@ -153,6 +157,9 @@ pub struct Queue<T> {
     /// The ids of items buried since the driver last took them, while asked for
     /// (`note_dead_letters`): a store's record of finished jobs.
     noted_dead: Option<Vec<MessageId>>,
+    /// The keys of items that left within their key's window (see `key_windows`), once
+    /// used.
+    gone_keys: Option<Box<key_windows::GoneKeys>>,
 }
 
 impl<T> Queue<T> {
@@ -193,6 +200,7 @@ impl<T> Queue<T> {
             dead_by_reason: [0; crate::event::Reason::ALL.len()],
             noted_dead: None,
             flow: None,
+            gone_keys: None,
         })
     }
 
@@ -242,12 +250,13 @@ impl<T> Queue<T> {
         (self.stats.ready).wrapping_sub(self.ready_count[1..].iter().sum::<u64>())
     }
 
-    /// The live item (ready, delayed or in flight) that holds unique key `key`, if any.
-    /// O(1); a key longer than [`UniqueKey::MAX_LEN`] is never held.
+    /// The item that holds unique key `key` at the queue's time, if any: the live item
+    /// (ready, delayed or in flight) that holds it, or the one that left within its key's
+    /// window ([`KeyWindow`](crate::KeyWindow)). O(1) without windows; a key longer than
+    /// [`UniqueKey::MAX_LEN`] is never held.
     pub fn key_holder(&self, key: impl AsRef<[u8]>) -> Option<MessageId> {
         let key = UniqueKey::new(key)?;
-        let slot = self.keys.find(&key, key.hash64())?;
-        Some(MessageId(self.slots[slot as usize].id))
+        self.holder_of(&key)
     }
 
     /// Items ready, delayed or in flight.

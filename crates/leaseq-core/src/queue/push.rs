@@ -7,6 +7,7 @@ use crate::error::PushError;
 use crate::event::Event;
 use crate::id::MessageId;
 use crate::key::UniqueKey;
+use crate::key_window::KeyWindow;
 use crate::outcome::{KeyOption, PushOptions, Pushed, MAX_PRIORITY};
 use crate::time::Timestamp;
 
@@ -62,7 +63,7 @@ impl<T> Queue<T> {
         options: PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
-        self.push_options(item, now, &options)
+        self.push_options(item, now, &options, &KeyWindow::Live)
     }
 
     /// [`push_with`](Self::push_with) under an id the caller chose: for a driver that hands
@@ -111,12 +112,13 @@ impl<T> Queue<T> {
         MessageId(self.next_id)
     }
 
-    /// Push with options, after the time step.
-    fn push_options(
+    /// Push with options, after the time step; a key held for `window`.
+    pub(super) fn push_options(
         &mut self,
         item: T,
         now: Timestamp,
         options: &PushOptions,
+        window: &KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let level = options.priority;
         if level > MAX_PRIORITY {
@@ -145,7 +147,9 @@ impl<T> Queue<T> {
                 Err(full) => Err(self.refused_full(full, options.waits_for_room)),
             };
         };
-        self.push_keyed(item, now, visible_at, expires_at, level, key, options)
+        self.push_keyed(
+            item, now, visible_at, expires_at, level, key, options, window,
+        )
     }
 
     /// Counts a push refused as full in `rejected`, unless its caller `waits` for room and
@@ -170,10 +174,24 @@ impl<T> Queue<T> {
         level: u8,
         key: &UniqueKey,
         options: &PushOptions,
+        window: &KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let hash = key.hash64();
         let mut replacing = None;
-        if let Some(holder) = self.keys.find(key, hash) {
+        let mut holder = self.keys.find(key, hash);
+        if let Some(lapsed) = holder.filter(|&h| self.key_lapsed(h as usize, now)) {
+            // Its window has passed (see `key_windows`): the key goes to this push.
+            self.drop_key(lapsed as usize);
+            holder = None;
+        }
+        if holder.is_none() {
+            if let Some(existing) = self.gone_holder(key, now) {
+                self.stats.rejected += 1;
+                self.stats.duplicates += 1;
+                return Err(PushError::DuplicateKey { item, existing });
+            }
+        }
+        if let Some(holder) = holder {
             let s = &self.slots[holder as usize];
             if options.replace_pending && s.state != State::InFlight {
                 replacing = Some(holder as usize);
@@ -194,6 +212,7 @@ impl<T> Queue<T> {
             let old = MessageId(self.slots[slot].id);
             self.leave_waiting(slot);
             let item = self.release_slot(slot, Fate::Cancelled);
+            self.forget_gone(key);
             self.stats.cancelled += 1;
             self.stats.replaced += 1;
             (old, item)
@@ -202,6 +221,7 @@ impl<T> Queue<T> {
         self.next_id += 1;
         let slot = self.occupy(item, id, expires_at, 0, 0, level | KEYED);
         self.keys.insert(slot as u32, key, hash);
+        self.set_window(slot, window, now);
         self.stats.pushed += 1;
         self.make_visible_at(slot, level as usize, visible_at, now);
         if let Some((old, _)) = &replaced {
@@ -227,7 +247,8 @@ impl<T> Queue<T> {
     }
 
     /// Push after the time step and the expiry check: visible at `visible_at`, level 0.
-    #[inline]
+    /// (Always inlined: `push_at_level`'s body, into the plain pushes' loops.)
+    #[inline(always)]
     pub(super) fn push_at(
         &mut self,
         item: T,

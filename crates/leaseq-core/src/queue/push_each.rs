@@ -31,8 +31,9 @@ impl<T> Queue<T> {
 
     /// `push_with_id` with plain options (see `PushOptions::is_plain`): `push`'s steps
     /// under the caller's id, without building a `Pushed` (a plain push replaces nothing).
-    /// The same checks in the same order as the general path: the id, then room.
-    #[inline]
+    /// The same checks in the same order as the general path: the id, then room. Always
+    /// inlined, as `push_at` is: into `push_with_id`'s callers' loops.
+    #[inline(always)]
     pub(super) fn push_plain_with_id(
         &mut self,
         id: MessageId,

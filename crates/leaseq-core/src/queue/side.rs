@@ -1,9 +1,11 @@
-//! What few live items carry beside their slot: a last error and a snooze count, kept in
+//! What few live items carry beside their slot: a last error, a snooze count and a key's
+//! window, kept in
 //! one map by slot (`Queue::side`) so that the slots stay small and an item leaving costs
 //! one emptiness check for both.
 
 use alloc::string::String;
 
+use super::key_windows::Held;
 use super::Queue;
 
 /// The side record of one live item.
@@ -13,6 +15,8 @@ pub(super) struct Side {
     pub(super) error: Option<String>,
     /// Snoozes so far (not counted as attempts; see `snooze`).
     pub(super) snoozes: u32,
+    /// The window of its unique key, if not "while live" (see `key_windows`).
+    pub(super) window: Option<Held>,
 }
 
 impl<T> Queue<T> {

@@ -56,6 +56,10 @@ impl<T> Queue<T> {
             self.expiring -= 1;
         }
         if !self.side.is_empty() {
+            if keyed {
+                // (Before the side record goes: it may hold the key's window.)
+                self.keep_window(slot);
+            }
             self.side.remove(&(slot as u32));
         }
         if keyed {

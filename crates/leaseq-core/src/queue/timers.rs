@@ -1,7 +1,7 @@
 //! Time: the time step, the due timers (lease deadlines, ends of delays, expiries) and
 //! what a failed attempt becomes.
 
-use super::{expiry_live, timer_live, LeaseEnd, Queue, State};
+use super::{expiry_live, timer_live, LeaseEnd, Queue, State, SLOW};
 use crate::event::{Event, Reason};
 use crate::id::MessageId;
 use crate::outcome::{Nacked, Retry};
@@ -28,7 +28,9 @@ impl<T> Queue<T> {
     }
 
     /// The earliest moment at which anything changes by itself: a lease deadline, the end of
-    /// a delay or backoff, or an item's expiry. `None` when nothing is scheduled.
+    /// a delay or backoff, an item's expiry, or the instant an item a rate limit held back
+    /// becomes eligible (see [`set_rate`](Self::set_rate)). `None` when nothing is
+    /// scheduled.
     ///
     /// Push (with delay or expiry), receive, extend, nack, release, redrive and
     /// `handle_timeout` can move it earlier or later; ack and dead-letter can only move it
@@ -60,7 +62,7 @@ impl<T> Queue<T> {
         let a = self.lease_front().map(|(t, _)| t.at);
         let b = self.delays.peek().map(|t| t.at);
         let c = self.expiries.peek().map(|t| t.at);
-        [a, b, c].into_iter().flatten().min()
+        [a, b, c, self.rate_due()].into_iter().flatten().min()
     }
 
     /// Moves time forward to `now` (never back) and applies what is due. Returns the
@@ -80,6 +82,9 @@ impl<T> Queue<T> {
     /// then makes `due` exact.
     #[inline(never)]
     fn run_due(&mut self) {
+        if self.ready_mask & SLOW != 0 {
+            self.run_rate_due();
+        }
         loop {
             let mut best: Option<(Timer, TimerKind)> = None;
             let (lease, listed) = match self.lease_front() {
