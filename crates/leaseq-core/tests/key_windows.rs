@@ -11,11 +11,8 @@ use leaseq_core::{
     Backoff, Config, KeyWindow, MessageId, PushError, PushOptions, Queue, Receipt, Timestamp,
 };
 use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
-
-fn ts(ms: u64) -> Timestamp {
-    Timestamp::from_nanos(ms * 1_000_000)
-}
 
 fn queue() -> Queue<u32> {
     let config = Config::new(Duration::from_secs(600))
