@@ -61,7 +61,7 @@ pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};
 pub use leaseq_postgres::PgOperator;
 pub use leaseq_sqlite::UNNAMED;
-pub use operator::{Capabilities, Operator, OperatorError, SqliteOperator};
+pub use operator::{Capabilities, LocalOperator, Operator, OperatorError, SqliteOperator};
 pub use query::{DeadQuery, LiveQuery};
 
 /// The dashboard of `op` as a router at the root path, without credentials of its own
