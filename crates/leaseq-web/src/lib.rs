@@ -9,7 +9,9 @@
 //! It reads through the [`Operator`] trait (`leaseq_async::operator`'s, which the `leaseq`
 //! command line is written over too), implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
-//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). With
+//! ([`PgOperator`], over `leaseq_postgres::PgInspector`), and for the queues of the process
+//! it is mounted in, on any store ([`LocalOperator`]: the service adds its queue handles;
+//! every action on). With
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
 //! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
 //! a POST carrying the dashboard's CSRF token, the purge after a confirmation
@@ -38,6 +40,22 @@
 //! let app = leaseq_web::router(leaseq_web::SqliteOperator::new(view));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Mounted in a service, over its own queues (here a memory queue):
+//!
+//! ```no_run
+//! # use std::time::Duration;
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let jobs = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(leaseq_tokio::Config::new(
+//!     Duration::from_secs(30),
+//! ))
+//! .name("jobs")
+//! .build()?;
+//! let op = leaseq_web::LocalOperator::new().with(jobs.clone());
+//! let app = axum::Router::new().nest("/ops", leaseq_web::Dashboard::new(op).base_path("/ops").router());
+//! # let _ = app;
 //! # Ok(()) }
 //! ```
 
