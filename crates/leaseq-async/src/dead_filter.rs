@@ -74,6 +74,16 @@ impl<T> DeadFilter<T> {
         self
     }
 
+    /// Only the dead letters whose item `of` says is of job kind `kind`: for a holder of
+    /// items whose kind is not their [`ItemKind`] (the operator of this process's queues,
+    /// which names a kind from an item's bytes).
+    #[cfg(feature = "operator")]
+    #[must_use]
+    pub(crate) fn kind_by(mut self, kind: &str, of: KindOf<T>) -> Self {
+        self.kind = Some((kind.into(), of));
+        self
+    }
+
     /// The reason asked for, if any.
     pub fn wanted_reason(&self) -> Option<Reason> {
         self.reason

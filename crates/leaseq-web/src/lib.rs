@@ -9,7 +9,9 @@
 //! It reads through the [`Operator`] trait (`leaseq_async::operator`'s, which the `leaseq`
 //! command line is written over too), implemented for a SQLite queue file
 //! ([`SqliteOperator`], over `leaseq_sqlite::FileView`) and a PostgreSQL schema
-//! ([`PgOperator`], over `leaseq_postgres::PgInspector`). With
+//! ([`PgOperator`], over `leaseq_postgres::PgInspector`), and for the queues of the process
+//! it is mounted in, on any store ([`LocalOperator`]: the service adds its queue handles;
+//! every action on). With
 //! [`PgOperator::with_actions`] it also redrives a dead letter and deletes a queue's dead
 //! letters (as [`SqliteOperator::with_actions`] does on a file no other process owns): each
 //! a POST carrying the dashboard's CSRF token, the purge after a confirmation
@@ -40,6 +42,22 @@
 //! axum::serve(listener, app).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! Mounted in a service, over its own queues (here a memory queue):
+//!
+//! ```no_run
+//! # use std::time::Duration;
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let jobs = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(leaseq_tokio::Config::new(
+//!     Duration::from_secs(30),
+//! ))
+//! .name("jobs")
+//! .build()?;
+//! let op = leaseq_web::LocalOperator::new().with(jobs.clone());
+//! let app = axum::Router::new().nest("/ops", leaseq_web::Dashboard::new(op).base_path("/ops").router());
+//! # let _ = app;
+//! # Ok(()) }
+//! ```
 
 mod auth;
 mod chart;
@@ -61,7 +79,7 @@ pub use auth::Auth;
 pub use dashboard::{Dashboard, ServeError};
 pub use leaseq_postgres::PgOperator;
 pub use leaseq_sqlite::UNNAMED;
-pub use operator::{Capabilities, Operator, OperatorError, SqliteOperator};
+pub use operator::{Capabilities, LocalOperator, Operator, OperatorError, SqliteOperator};
 pub use query::{DeadQuery, LiveQuery};
 
 /// The dashboard of `op` as a router at the root path, without credentials of its own

@@ -2,7 +2,7 @@
 //! trait each store implements, so that a store implementing it gets the dashboard and the
 //! `leaseq` command line at once), and the stores' operators under this crate's names.
 
-pub use leaseq_async::operator::{Capabilities, Operator, OperatorError};
+pub use leaseq_async::operator::{Capabilities, LocalOperator, Operator, OperatorError};
 
 /// A SQLite queue file as an [`Operator`] on tokio (`leaseq_sqlite::SqliteOperator`): its
 /// reads on tokio's blocking pool, its actions through the file opened as its owner.

@@ -3,7 +3,8 @@
 //! `leaseq` command line and the `leaseq-web` dashboard are written once over it, so a
 //! store that implements it gets both at once: `leaseq-sqlite` implements it for a queue
 //! file (`SqliteOperator`, over its `FileView`), `leaseq-postgres` for a schema's queues
-//! (`PgOperator`, over its `PgInspector`).
+//! (`PgOperator`, over its `PgInspector`), and [`LocalOperator`] for the queues of this
+//! process, on any store (the dashboard mounted in a service's own app).
 //!
 //! Feature `operator` (implies `router`: lists and bulk calls filter by job kind, a router
 //! envelope's).
@@ -13,12 +14,14 @@
 //! - `capabilities.rs`: [`Capabilities`], the actions an operator offers.
 //! - `query.rs`: [`DeadQuery`] and [`LiveQuery`], which items a list or bulk call takes.
 //! - `cancel.rs`: [`cancel_matching`], the bulk cancel every store's operator runs.
+//! - `local/`: [`LocalOperator`], this process's queues.
 //! - `blocking.rs`: [`on_blocking_thread`], for a store whose reads block.
 
 mod blocking;
 mod cancel;
 mod capabilities;
 mod error;
+mod local;
 mod query;
 
 use std::future::Future;
@@ -35,6 +38,7 @@ pub use blocking::on_blocking_thread;
 pub use cancel::cancel_matching;
 pub use capabilities::Capabilities;
 pub use error::OperatorError;
+pub use local::LocalOperator;
 pub use query::{DeadQuery, LiveQuery};
 
 /// A store's queues, for operator tools: read (counts, items, dead letters, schedules, the
