@@ -166,6 +166,24 @@ type Ledger = BTreeMap<LimitScope, Vec<u64>>;
 
 /// GCRA's bound for the start just appended to `starts`: any `k` of them span at least
 /// `(k - burst) * interval`.
+/// Records a start at `at` for an item pushed with `tags` in the ledger of each scope it
+/// counts in that has a rate, and checks that each stays within its rate.
+fn started(
+    q: &Queue<u32>,
+    ledger: &mut Ledger,
+    tags: (Option<u64>, Option<u64>),
+    at: Timestamp,
+) -> Result<(), TestCaseError> {
+    for sc in scopes(tags) {
+        if let Some(rate) = q.rate(sc) {
+            let starts = ledger.entry(sc).or_default();
+            starts.push(at.as_nanos());
+            within_rate(starts, rate)?;
+        }
+    }
+    Ok(())
+}
+
 fn within_rate(starts: &[u64], rate: Rate) -> Result<(), TestCaseError> {
     let interval = rate.interval().as_nanos() as u64;
     let j = starts.len() - 1;
@@ -262,13 +280,7 @@ proptest! {
             let now = q.now();
             match q.receive(now) {
                 Some(lease) => {
-                    for sc in scopes(tags[&lease.id.get()]) {
-                        if let Some(rate) = q.rate(sc) {
-                            let starts = ledger.entry(sc).or_default();
-                            starts.push(now.as_nanos());
-                            within_rate(starts, rate)?;
-                        }
-                    }
+                    started(&q, &mut ledger, tags[&lease.id.get()], now)?;
                     q.ack(lease.receipt, now).unwrap();
                 }
                 None => {
@@ -293,13 +305,7 @@ proptest! {
                     let got = q.receive(at);
                     prop_assert!(got.is_some(), "nothing at the wake {:?}", at);
                     let lease = got.unwrap();
-                    for sc in scopes(tags[&lease.id.get()]) {
-                        if let Some(rate) = q.rate(sc) {
-                            let starts = ledger.entry(sc).or_default();
-                            starts.push(at.as_nanos());
-                            within_rate(starts, rate)?;
-                        }
-                    }
+                    started(&q, &mut ledger, tags[&lease.id.get()], at)?;
                     q.ack(lease.receipt, at).unwrap();
                 }
             }
