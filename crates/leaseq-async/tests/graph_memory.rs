@@ -18,6 +18,21 @@ fn config() -> Config {
 
 /// A 3-step workflow through a Pool of two workers: each step runs after the one before it
 /// is acked, reads the result its parent recorded, and the handle reads every step acked.
+/// Receives the next item and dead-letters it ("down"), then lets the graph settle (1 ms of
+/// virtual time).
+async fn dead_letter_next<T: Clone + Send + 'static>(
+    rt: &SimRuntime,
+    q: &LeaseQueue<T, SimRuntime>,
+) {
+    q.receive()
+        .await
+        .unwrap()
+        .dead_letter("down")
+        .await
+        .unwrap();
+    sleep(rt, Duration::from_millis(1)).await;
+}
+
 #[test]
 fn a_three_step_workflow_runs_in_order_through_a_pool() {
     sim::run(|rt| async move {
@@ -194,13 +209,7 @@ fn a_retried_step_brings_back_what_its_failure_cancelled() {
             .step("a", "a", &[])
             .step("b", "b", &["a"]);
         let wf = q.store().push_workflow(spec).unwrap();
-        q.receive()
-            .await
-            .unwrap()
-            .dead_letter("down")
-            .await
-            .unwrap();
-        sleep(&rt, Duration::from_millis(1)).await;
+        dead_letter_next(&rt, &q).await;
         let states = |q: &LeaseQueue<&'static str, SimRuntime>| -> Vec<StepState> {
             let steps = q.store().workflow_steps(wf).unwrap();
             steps.into_iter().map(|s| s.state).collect()
@@ -308,13 +317,7 @@ fn redrive_all_and_purge_reach_the_graph() {
         let child = graph
             .push_after(2, &[parent.into()], OnFailedParent::Cancel)
             .unwrap();
-        q.receive()
-            .await
-            .unwrap()
-            .dead_letter("down")
-            .await
-            .unwrap();
-        sleep(&rt, Duration::from_millis(1)).await;
+        dead_letter_next(&rt, &q).await;
         assert_eq!(graph.job_state(child), Some(StepState::Cancelled));
         assert_eq!(graph.redrive_all(), [parent]);
         assert_eq!(graph.job_state(child), Some(StepState::Pending));

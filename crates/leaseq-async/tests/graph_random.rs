@@ -9,23 +9,8 @@ use std::time::Duration;
 
 use leaseq_async::dependencies::{DependencyStore, NodeId, OnFailedParent, Parent, StepState};
 use leaseq_async::{Backoff, Config, Delivery, LeaseQueue, MemoryStore, MessageId, SimRuntime};
+use leaseq_test_kit::rng::Rng;
 use leaseq_test_kit::sim::{self, sleep};
-
-/// SplitMix64: a tiny seeded generator, so that a failing seed replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 type Q = LeaseQueue<u32, SimRuntime>;
 type D = Delivery<u32, SimRuntime, MemoryStore<u32, SimRuntime>>;

@@ -11,13 +11,16 @@ use leaseq_test_kit::sim;
 
 const SEC: Duration = Duration::from_secs(1);
 
+/// A push of `key` that holds it for `period` from the push (`KeyWindow::Period`).
+fn held_for(key: &str, period: Duration) -> Push {
+    Push::new().key(key).key_window(KeyWindow::Period(period))
+}
+
 #[test]
 fn a_throttle_holds_the_key_for_its_period_after_the_push() {
     sim::run(|rt| async move {
         let q = sim::queue(&rt, Config::new(60 * SEC));
-        let throttle = Push::new()
-            .key("digest")
-            .key_window(KeyWindow::Period(60 * SEC));
+        let throttle = held_for("digest", 60 * SEC);
         let t0 = rt.now();
         let first = q.try_push_with(1u32, throttle.clone()).unwrap();
         q.receive().await.unwrap().ack().await.unwrap();
@@ -36,9 +39,7 @@ fn a_throttle_holds_the_key_for_its_period_after_the_push() {
 fn a_debounce_delivers_the_last_push_of_a_burst_one_delay_after_it() {
     sim::run(|rt| async move {
         let q = sim::queue(&rt, Config::new(60 * SEC));
-        let debounce = Push::new()
-            .key("reindex")
-            .key_window(KeyWindow::Period(10 * SEC))
+        let debounce = held_for("reindex", 10 * SEC)
             .replace_pending()
             .delay(5 * SEC);
         let t0 = rt.now();

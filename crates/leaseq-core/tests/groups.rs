@@ -5,14 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leaseq_core::{
-    Backoff, Config, Failure, FlowKey, FlowKeys, ItemState, PushOptions, Queue, Timestamp,
-};
+use leaseq_core::{Backoff, Config, Failure, FlowKey, FlowKeys, ItemState, PushOptions, Queue};
+use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
-
-fn ts(ms: u64) -> Timestamp {
-    Timestamp::from_nanos(ms * 1_000_000)
-}
 
 fn queue(max_attempts: u32) -> Queue<u32> {
     let config = Config::new(Duration::from_millis(10))

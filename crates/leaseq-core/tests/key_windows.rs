@@ -11,11 +11,8 @@ use leaseq_core::{
     Backoff, Config, KeyWindow, MessageId, PushError, PushOptions, Queue, Receipt, Timestamp,
 };
 use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
-
-fn ts(ms: u64) -> Timestamp {
-    Timestamp::from_nanos(ms * 1_000_000)
-}
 
 fn queue() -> Queue<u32> {
     let config = Config::new(Duration::from_secs(600))
@@ -35,10 +32,17 @@ fn refused_by(r: Result<MessageId, PushError<u32>>) -> Option<MessageId> {
     }
 }
 
+/// A new queue holding item 1, pushed at 0 with key `k` under window `w`: the queue and
+/// the item's id.
+fn holding(w: KeyWindow) -> (Queue<u32>, MessageId) {
+    let mut q = queue();
+    let id = q.push_windowed(1, ts(0), key(), w).unwrap();
+    (q, id)
+}
+
 #[test]
 fn queued_frees_the_key_once_the_holder_runs() {
-    let mut q = queue();
-    let a = q.push_windowed(1, ts(0), key(), KeyWindow::Queued).unwrap();
+    let (mut q, a) = holding(KeyWindow::Queued);
     assert_eq!(
         refused_by(q.push_windowed(2, ts(0), key(), KeyWindow::Queued)),
         Some(a)
@@ -57,9 +61,8 @@ fn queued_frees_the_key_once_the_holder_runs() {
 
 #[test]
 fn period_throttles_from_the_push_whatever_the_item_does() {
-    let mut q = queue();
     let w = KeyWindow::Period(Duration::from_millis(100));
-    let a = q.push_windowed(1, ts(0), key(), w).unwrap();
+    let (mut q, a) = holding(w);
     // Still queued past the period: the next push goes in, and the first lets the key go.
     assert_eq!(refused_by(q.push_windowed(2, ts(99), key(), w)), Some(a));
     let b = q.push_windowed(3, ts(100), key(), w).unwrap();
@@ -78,9 +81,8 @@ fn period_throttles_from_the_push_whatever_the_item_does() {
 
 #[test]
 fn live_then_holds_the_key_after_the_item_leaves() {
-    let mut q = queue();
     let w = KeyWindow::LiveThen(Duration::from_millis(50));
-    let a = q.push_windowed(1, ts(0), key(), w).unwrap();
+    let (mut q, a) = holding(w);
     let lease = q.receive(ts(1_000)).unwrap();
     assert_eq!(refused_by(q.push_windowed(2, ts(1_000), key(), w)), Some(a));
     q.ack(lease.receipt, ts(1_010)).unwrap();

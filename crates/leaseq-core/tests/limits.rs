@@ -8,13 +8,11 @@ use std::time::Duration;
 
 use leaseq_core::{
     Backoff, Config, Failure, FlowKey, FlowKeys, LimitScope, MessageId, PushOptions, Queue,
-    Timestamp,
 };
+use leaseq_test_kit::core_queue::settle_by;
+use leaseq_test_kit::scopes::{scope, scopes};
+use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
-
-fn ts(ms: u64) -> Timestamp {
-    Timestamp::from_nanos(ms * 1_000_000)
-}
 
 fn queue() -> Queue<u32> {
     let config = Config::new(Duration::from_millis(10)).with_backoff(Backoff::None);
@@ -156,22 +154,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn scope(s: u8, k: u64) -> LimitScope {
-    match s {
-        0 => LimitScope::Queue,
-        1 => LimitScope::Kind(FlowKey::new(k)),
-        _ => LimitScope::Partition(FlowKey::new(k)),
-    }
-}
-
-/// The scopes an item pushed with these keys counts in.
-fn scopes(tags: (Option<u64>, Option<u64>)) -> Vec<LimitScope> {
-    let mut v = vec![LimitScope::Queue];
-    v.extend(tags.0.map(|k| scope(1, k)));
-    v.extend(tags.1.map(|k| scope(2, k)));
-    v
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -221,13 +203,7 @@ proptest! {
                 Op::Settle(i, how) if !held.is_empty() => {
                     let lease: leaseq_core::Lease<u32> = held.swap_remove(i % held.len());
                     let (r, now) = (lease.receipt, ts(t));
-                    let _ = match how {
-                        0 => q.ack(r, now).map(|_| ()),
-                        1 => q.nack(r, now, Failure::error("e")).map(|_| ()),
-                        2 => q.put_back(r, now),
-                        3 => q.snooze(r, now, Duration::from_millis(2)).map(|_| ()),
-                        _ => q.dead_letter(r, now, None).map(|_| ()),
-                    };
+                    settle_by(&mut q, r, now, how);
                 }
                 Op::Limit(s, k, max) => q.set_limit(scope(s, k), max),
                 Op::Wait(ms) => {

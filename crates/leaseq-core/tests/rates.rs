@@ -10,14 +10,13 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use leaseq_core::{
-    Backoff, Config, Failure, FlowKey, FlowKeys, LimitScope, PushOptions, Queue, Rate, Timestamp,
+    Backoff, Config, FlowKey, FlowKeys, LimitScope, PushOptions, Queue, Rate, Timestamp,
 };
+use leaseq_test_kit::core_queue::settle_by;
+use leaseq_test_kit::scopes::{scope, scopes};
 use leaseq_test_kit::seeded::seed_config;
+use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
-
-fn ts(ms: u64) -> Timestamp {
-    Timestamp::from_nanos(ms * 1_000_000)
-}
 
 fn queue() -> Queue<u32> {
     let config = Config::new(Duration::from_secs(60)).with_backoff(Backoff::None);
@@ -162,27 +161,29 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn scope(s: u8, k: u64) -> LimitScope {
-    match s {
-        0 => LimitScope::Queue,
-        1 => LimitScope::Kind(FlowKey::new(k)),
-        _ => LimitScope::Partition(FlowKey::new(k)),
-    }
-}
-
-/// The scopes an item pushed with these keys counts in.
-fn scopes(tags: (Option<u64>, Option<u64>)) -> Vec<LimitScope> {
-    let mut v = vec![LimitScope::Queue];
-    v.extend(tags.0.map(|k| scope(1, k)));
-    v.extend(tags.1.map(|k| scope(2, k)));
-    v
-}
-
 /// Lease starts (queue time, ns) of each limited scope since its rate was last set.
 type Ledger = BTreeMap<LimitScope, Vec<u64>>;
 
 /// GCRA's bound for the start just appended to `starts`: any `k` of them span at least
 /// `(k - burst) * interval`.
+/// Records a start at `at` for an item pushed with `tags` in the ledger of each scope it
+/// counts in that has a rate, and checks that each stays within its rate.
+fn started(
+    q: &Queue<u32>,
+    ledger: &mut Ledger,
+    tags: (Option<u64>, Option<u64>),
+    at: Timestamp,
+) -> Result<(), TestCaseError> {
+    for sc in scopes(tags) {
+        if let Some(rate) = q.rate(sc) {
+            let starts = ledger.entry(sc).or_default();
+            starts.push(at.as_nanos());
+            within_rate(starts, rate)?;
+        }
+    }
+    Ok(())
+}
+
 fn within_rate(starts: &[u64], rate: Rate) -> Result<(), TestCaseError> {
     let interval = rate.interval().as_nanos() as u64;
     let j = starts.len() - 1;
@@ -227,12 +228,8 @@ proptest! {
                 Op::Settle(i, how) if !held.is_empty() => {
                     let lease: leaseq_core::Lease<u32> = held.swap_remove(i % held.len());
                     let (r, now) = (lease.receipt, ts(t));
-                    let _ = match how {
-                        0 => q.ack(r, now).map(|_| ()),
-                        1 => q.nack(r, now, Failure::error("e")).map(|_| ()),
-                        2 => q.put_back(r, now),
-                        _ => q.snooze(r, now, Duration::from_millis(2)).map(|_| ()),
-                    };
+                    // `how` is below 4: ack, nack, put back or snooze.
+                    settle_by(&mut q, r, now, how);
                 }
                 Op::Rate(s, k, r) => {
                     let rate = r.map(|(max, ms, burst)| {
@@ -283,13 +280,7 @@ proptest! {
             let now = q.now();
             match q.receive(now) {
                 Some(lease) => {
-                    for sc in scopes(tags[&lease.id.get()]) {
-                        if let Some(rate) = q.rate(sc) {
-                            let starts = ledger.entry(sc).or_default();
-                            starts.push(now.as_nanos());
-                            within_rate(starts, rate)?;
-                        }
-                    }
+                    started(&q, &mut ledger, tags[&lease.id.get()], now)?;
                     q.ack(lease.receipt, now).unwrap();
                 }
                 None => {
@@ -314,13 +305,7 @@ proptest! {
                     let got = q.receive(at);
                     prop_assert!(got.is_some(), "nothing at the wake {:?}", at);
                     let lease = got.unwrap();
-                    for sc in scopes(tags[&lease.id.get()]) {
-                        if let Some(rate) = q.rate(sc) {
-                            let starts = ledger.entry(sc).or_default();
-                            starts.push(at.as_nanos());
-                            within_rate(starts, rate)?;
-                        }
-                    }
+                    started(&q, &mut ledger, tags[&lease.id.get()], at)?;
                     q.ack(lease.receipt, at).unwrap();
                 }
             }

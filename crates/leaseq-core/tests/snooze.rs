@@ -5,15 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leaseq_core::{
-    Backoff, Config, Failure, Nacked, Queue, Reason, ReceiptError, Snoozed, Timestamp,
-};
+use leaseq_core::{Backoff, Config, Failure, Nacked, Queue, Reason, ReceiptError, Snoozed};
 use leaseq_test_kit::core_queue::leased;
+use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
-
-fn ts(ms: u64) -> Timestamp {
-    Timestamp::from_nanos(ms * 1_000_000)
-}
 
 fn queue(max_snoozes: u32, max_attempts: u32) -> Queue<u32> {
     let config = Config::new(Duration::from_secs(10))

@@ -97,22 +97,14 @@ fn each_outcome_is_recorded_with_its_fields() {
             .await
             .expect("dead letter");
         // Cancelled while it waited.
-        let cancelled = q
-            .push_with(
-                envelope("email", "{}"),
-                Push::new().delay(Duration::from_secs(600)),
-            )
-            .await
-            .expect("push");
+        let waiting = Push::new().delay(Duration::from_secs(600));
+        let cancelled = q.push_with(envelope("email", "{}"), waiting).await;
+        let cancelled = cancelled.expect("push");
         q.cancel(cancelled).await.expect("cancel");
         // Expired while it waited (nobody receives from here on).
-        let expired = q
-            .push_with(
-                envelope("report", "{}"),
-                Push::new().ttl(Duration::from_millis(300)),
-            )
-            .await
-            .expect("push");
+        let short_lived = Push::new().ttl(Duration::from_millis(300));
+        let expired = q.push_with(envelope("report", "{}"), short_lived).await;
+        let expired = expired.expect("push");
 
         let got = until_recorded(&q, 5).await;
         let after = SystemTime::now() + Duration::from_secs(5);

@@ -20,6 +20,7 @@
 mod check;
 use leaseq_test_kit::child;
 use leaseq_test_kit::pg as common;
+use leaseq_test_kit::rng::Rng;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -91,21 +92,6 @@ async fn connect(url: &str) -> Client {
         let _ = conn.await;
     });
     client
-}
-
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Sets the flag once the parent closes this process's stdin (its way to say "stop").

@@ -51,43 +51,25 @@ fn no_open_error_shows_the_password() {
     type Case = (String, fn(&OpenError) -> bool);
     let cases: Vec<Case> = vec![
         // Syntax (our reader): a quote left open right after the password.
-        (format!("{kv} application_name='x"), |e| {
-            matches!(e, OpenError::BadConnectionString(_))
-        }),
-        (format!("password='{SECRET}"), |e| {
-            matches!(e, OpenError::BadConnectionString(_))
-        }),
-        (format!("{kv} sslmode=verify-{SECRET}"), |e| {
-            matches!(e, OpenError::BadConnectionString(_))
-        }),
-        (format!("{url}?sslmode={SECRET}"), |e| {
-            matches!(e, OpenError::BadConnectionString(_))
-        }),
+        (format!("{kv} application_name='x"), bad_string),
+        (format!("password='{SECRET}"), bad_string),
+        (format!("{kv} sslmode=verify-{SECRET}"), bad_string),
+        (format!("{url}?sslmode={SECRET}"), bad_string),
         // tokio-postgres's parser: an unknown key (named in the error, to show a misspelt
         // one: keys are never secret), a bad value, a bad URL.
-        (format!("{kv} sslmdoe=1"), |e| {
-            matches!(e, OpenError::BadUrl(_))
-        }),
-        (format!("{url}?sslmdoe=1"), |e| {
-            matches!(e, OpenError::BadUrl(_))
-        }),
-        (format!("{kv} port={SECRET}"), |e| {
-            matches!(e, OpenError::BadUrl(_))
-        }),
-        (format!("postgresql://u:{SECRET}@[::1/d"), |e| {
-            matches!(e, OpenError::BadUrl(_))
-        }),
+        (format!("{kv} sslmdoe=1"), bad_url),
+        (format!("{url}?sslmdoe=1"), bad_url),
+        (format!("{kv} port={SECRET}"), bad_url),
+        (format!("postgresql://u:{SECRET}@[::1/d"), bad_url),
         // TLS settings that cannot be used.
         (
             format!("{kv} sslmode=verify-full sslrootcert=/nonexistent/ca.pem"),
-            |e| matches!(e, OpenError::Tls(_)),
+            tls,
         ),
-        (format!("{kv} sslmode=require sslcert=/tmp/c.pem"), |e| {
-            matches!(e, OpenError::Tls(_))
-        }),
+        (format!("{kv} sslmode=require sslcert=/tmp/c.pem"), tls),
         // Nobody listens on port 1.
-        (kv.clone(), |e| matches!(e, OpenError::Unreachable { .. })),
-        (url.clone(), |e| matches!(e, OpenError::Unreachable { .. })),
+        (kv.clone(), no_server),
+        (url.clone(), no_server),
     ];
     rt.block_on(async {
         for (s, expected) in &cases {
@@ -134,6 +116,20 @@ fn debug_of_options_store_and_queue_hides_the_password() {
         }
         q.close().await.expect("close");
     });
+}
+
+/// The refusals the cases expect, each a kind of [`OpenError`].
+fn bad_string(e: &OpenError) -> bool {
+    matches!(e, OpenError::BadConnectionString(_))
+}
+fn bad_url(e: &OpenError) -> bool {
+    matches!(e, OpenError::BadUrl(_))
+}
+fn tls(e: &OpenError) -> bool {
+    matches!(e, OpenError::Tls(_))
+}
+fn no_server(e: &OpenError) -> bool {
+    matches!(e, OpenError::Unreachable { .. })
 }
 
 /// Runs `f` to completion on this thread, outside any tokio runtime.

@@ -6,23 +6,44 @@ use leaseq_test_kit::pg as common;
 
 use common::*;
 
-use std::time::Duration;
-
-use leaseq_async::{Config, Push};
+use leaseq_async::Push;
 #[cfg(feature = "sqlx")]
 use leaseq_postgres::TxPushError;
+
+/// A deadpool of two connections on `url`'s server.
+fn deadpool(url: &str) -> deadpool_postgres::Pool {
+    let config: tokio_postgres::Config = plain(url).parse().expect("config");
+    let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+    deadpool_postgres::Pool::builder(manager)
+        .max_size(2)
+        .build()
+        .expect("pool")
+}
+
+/// sqlx's options for `url`'s server (host, port, user, database and password as it says).
+#[cfg(feature = "sqlx")]
+fn sqlx_options(url: &str) -> sqlx::postgres::PgConnectOptions {
+    let pg: tokio_postgres::Config = plain(url).parse().expect("config");
+    let host = match pg.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".to_string(),
+    };
+    let mut options = sqlx::postgres::PgConnectOptions::new()
+        .host(&host)
+        .port(pg.get_ports().first().copied().unwrap_or(5432))
+        .username(pg.get_user().unwrap_or("postgres"))
+        .database(pg.get_dbname().unwrap_or("postgres"));
+    if let Some(password) = pg.get_password() {
+        options = options.password(&String::from_utf8_lossy(password));
+    }
+    options
+}
 
 #[test]
 fn deadpool_transactions_and_clients_push_too() {
     common::with_server(|url| async move {
-        let name = unique("txp-deadpool");
-        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
-        let config: tokio_postgres::Config = plain(&url).parse().expect("config");
-        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
-        let pool = deadpool_postgres::Pool::builder(manager)
-            .max_size(2)
-            .build()
-            .expect("pool");
+        let (_, q) = fresh_process(&url, "txp-deadpool").await;
+        let pool = deadpool(&url);
         let mut object = pool.get().await.expect("connection");
         let tx = object.transaction().await.expect("begin");
         let in_tx = q
@@ -52,21 +73,8 @@ fn sqlx_connections_and_transactions_push_too() {
     use sqlx::Connection;
 
     common::with_server(|url| async move {
-        let name = unique("txp-sqlx");
-        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
-        let pg: tokio_postgres::Config = plain(&url).parse().expect("config");
-        let host = match pg.get_hosts().first() {
-            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-            _ => "127.0.0.1".to_string(),
-        };
-        let mut options = sqlx::postgres::PgConnectOptions::new()
-            .host(&host)
-            .port(pg.get_ports().first().copied().unwrap_or(5432))
-            .username(pg.get_user().unwrap_or("postgres"))
-            .database(pg.get_dbname().unwrap_or("postgres"));
-        if let Some(password) = pg.get_password() {
-            options = options.password(&String::from_utf8_lossy(password));
-        }
+        let (_, q) = fresh_process(&url, "txp-sqlx").await;
+        let options = sqlx_options(&url);
         let mut conn = sqlx::PgConnection::connect_with(&options)
             .await
             .expect("sqlx connect");

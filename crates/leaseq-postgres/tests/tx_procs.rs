@@ -16,22 +16,10 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::{Config, Push};
 use leaseq_postgres::PgQueue;
+use leaseq_test_kit::rng::Rng;
 
 const CHILDREN: u64 = 3;
 const TRANSACTIONS: u64 = 40;
-
-/// A small seeded generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
-    }
-}
 
 /// An item the pool ran: its id and payload.
 type Run = (u64, Vec<u8>);

@@ -26,12 +26,20 @@ async fn open_with(
     common::open_bytes(url, name.to_string(), config, options).await
 }
 
+/// A fresh queue named after `prefix` (30 s visibility, the tests' options), its name, and
+/// a plain client to open transactions on.
+async fn queue_and_client(
+    url: &str,
+    prefix: &str,
+) -> (String, PgQueue<Vec<u8>>, tokio_postgres::Client) {
+    let (name, q) = fresh_process(url, prefix).await;
+    (name, q, sql(url).await)
+}
+
 #[test]
 fn a_committed_push_is_seen_and_delivered_only_after_the_commit() {
     common::with_server(|url| async move {
-        let name = unique("txp-commit");
-        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
-        let watcher = sql(&url).await;
+        let (name, q, watcher) = queue_and_client(&url, "txp-commit").await;
         let mut db = sql(&url).await;
 
         let tx = db.transaction().await.expect("begin");
@@ -62,9 +70,7 @@ fn a_committed_push_is_seen_and_delivered_only_after_the_commit() {
 #[test]
 fn a_rolled_back_push_is_never_delivered() {
     common::with_server(|url| async move {
-        let name = unique("txp-rollback");
-        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
-        let mut db = sql(&url).await;
+        let (name, q, mut db) = queue_and_client(&url, "txp-rollback").await;
 
         let tx = db.transaction().await.expect("begin");
         q.store()
@@ -95,9 +101,7 @@ fn a_rolled_back_push_is_never_delivered() {
 #[test]
 fn a_batch_goes_in_one_statement_in_order_with_its_options() {
     common::with_server(|url| async move {
-        let name = unique("txp-batch");
-        let q = process(&url, &name, Config::new(Duration::from_secs(30))).await;
-        let mut db = sql(&url).await;
+        let (_, q, mut db) = queue_and_client(&url, "txp-batch").await;
 
         let tx = db.transaction().await.expect("begin");
         let items: Vec<Vec<u8>> = (0..50_u8).map(|i| vec![i]).collect();
@@ -108,29 +112,17 @@ fn a_batch_goes_in_one_statement_in_order_with_its_options() {
             .expect("batch");
         assert_eq!(ids.len(), 50);
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in order");
-        let urgent = q
-            .store()
-            .push_in(&tx, b"urgent".to_vec(), Push::new().priority(7))
+        let (store, in_tx) = (q.store(), &tx);
+        let push_in =
+            move |payload: &[u8], push: Push| store.push_in(in_tx, payload.to_vec(), push);
+        let hour = Duration::from_secs(3600);
+        let urgent = push_in(b"urgent", Push::new().priority(7))
             .await
             .expect("priority");
-        let later = q
-            .store()
-            .push_in(
-                &tx,
-                b"later".to_vec(),
-                Push::new().delay(Duration::from_secs(3600)),
-            )
+        let later = push_in(b"later", Push::new().delay(hour))
             .await
             .expect("delayed");
-        let ttl = q
-            .store()
-            .push_in(
-                &tx,
-                b"ttl".to_vec(),
-                Push::new().ttl(Duration::from_secs(3600)),
-            )
-            .await
-            .expect("ttl");
+        let ttl = push_in(b"ttl", Push::new().ttl(hour)).await.expect("ttl");
         tx.commit().await.expect("commit");
 
         let first = receive(&q).await;

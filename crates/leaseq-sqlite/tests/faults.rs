@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use leaseq_async::Failure;
 use leaseq_sqlite::{OpenError, Options};
+use leaseq_test_kit::rng::Rng;
 use support::log::{check, Fact, Log};
-use support::rng::Rng;
 use support::{fill_disk, free_disk, open_default, open_with, remove, run_child, temp, Queue};
 
 fn env_or(name: &str, default: u64) -> u64 {

@@ -12,10 +12,7 @@
 //! (no fsync: a SIGKILL does not lose what the kernel has). A line cut by the kill (no
 //! trailing newline) is ignored. The parent writes a `K` line after each kill.
 
-#[path = "support/rng.rs"]
-mod rng;
-
-use rng::Rng;
+use leaseq_test_kit::rng::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
 use std::io::Write;

@@ -236,7 +236,7 @@ fn a_checkpoint_whose_commit_fails_is_outcome_unknown_then_lands() {
 #[cfg(feature = "fault-injection")]
 #[test]
 fn seeded_disk_full_and_crash_never_lose_a_checkpoint_answered_ok() {
-    use support::rng::Rng;
+    use leaseq_test_kit::rng::Rng;
     use support::{fill_disk, free_disk};
     let seeds: u64 = std::env::var("LEASEQ_PROGRESS_SEEDS")
         .ok()

@@ -12,19 +12,16 @@
 //! and takes back the ticks pushed ahead that came due meanwhile (dead letters, expired);
 //! `All` pushes every missed tick. The check is the test kit's `schedule_check`.
 
-#[path = "support/rng.rs"]
-mod rng;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leaseq_async::{system_clock, Config, Reason, Scheduler, Timestamp};
 use leaseq_sqlite::{BytesCodec, OpenError, Options};
+use leaseq_test_kit::rng::Rng;
 use leaseq_test_kit::schedule_check::{self as check, log_line, Record, Run, Seen, ALL, ONCE};
 use leaseq_test_kit::schedule_run::{now_ns, schedule, through_outages, EVERY, PROCESSES, TICKS};
 use leaseq_test_kit::sqlite::BytesQueue as Queue;
 use leaseq_test_kit::{child, sqlite};
-use rng::Rng;
 
 /// The file, or `None` while another process owns it.
 fn try_open(path: &Path) -> Option<Queue> {

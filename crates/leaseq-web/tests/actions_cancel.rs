@@ -112,16 +112,10 @@ async fn a_filtered_cancel_on_a_file_takes_exactly_what_it_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_on_postgres_leaves_an_item_in_flight_to_its_holder() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("cancel").await else {
         return;
     };
-    let schema = pg_schema("cancel");
-    pg_fixture(&url, &schema).await;
-    let op = PgOperator::with_actions(
-        PgInspector::connect(&url, &schema).await.unwrap(),
-        url.as_str(),
-        schema.as_str(),
-    );
+    let op = pg_acting(&url, &schema).await;
     let app = leaseq_web::router(op);
     // A worker holds one of web_mail's two emails.
     let worker =

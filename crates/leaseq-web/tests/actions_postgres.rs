@@ -13,25 +13,15 @@ use leaseq_async::Page;
 use leaseq_postgres::PgInspector;
 use leaseq_web::{Dashboard, PgOperator};
 
-async fn acting(url: &str, schema: &str) -> PgOperator {
-    PgOperator::with_actions(
-        PgInspector::connect(url, schema).await.unwrap(),
-        url,
-        schema,
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redrive_and_purge_with_the_csrf_token_only() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("actions").await else {
         return;
     };
-    let schema = pg_schema("actions");
-    pg_fixture(&url, &schema).await;
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
     let dead = inspector.dead_letters("web_jobs", Page::ALL).await.unwrap();
     assert_eq!(dead.len(), 3);
-    let app = leaseq_web::router(acting(&url, &schema).await);
+    let app = leaseq_web::router(pg_acting(&url, &schema).await);
 
     // The dead letter's page has the form, with the token.
     let id = dead[0].id.get();
@@ -122,17 +112,15 @@ async fn redrive_and_purge_with_the_csrf_token_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_shows_no_action_and_refuses_every_post() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("readonly").await else {
         return;
     };
-    let schema = pg_schema("readonly");
-    pg_fixture(&url, &schema).await;
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
     let id = inspector.dead_letters("web_jobs", Page::ALL).await.unwrap()[0]
         .id
         .get();
     let item = format!("/queues/web_jobs/items/{id}");
-    let read_only = Dashboard::new(acting(&url, &schema).await)
+    let read_only = Dashboard::new(pg_acting(&url, &schema).await)
         .read_only()
         .router();
     let without = leaseq_web::router(PgOperator::new(
@@ -179,13 +167,11 @@ async fn read_only_shows_no_action_and_refuses_every_post() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_filtered_purge_deletes_what_its_filter_takes() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("filtered").await else {
         return;
     };
-    let schema = pg_schema("filtered");
-    pg_fixture(&url, &schema).await;
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
-    let app = leaseq_web::router(acting(&url, &schema).await);
+    let app = leaseq_web::router(pg_acting(&url, &schema).await);
     let (_, _, dead) = get(&app, "/queues/web_jobs/dead?reason=nacked", &[]).await;
     assert!(
         dead.contains("href=\"/queues/web_jobs/purge-dead?reason=nacked\""),

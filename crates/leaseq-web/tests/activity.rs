@@ -9,10 +9,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
+use axum::Router;
 use common::*;
 use leaseq_async::{Config, HistoryQuery, Page, ScheduleState, StoredCounts, StoredItem};
 use leaseq_sqlite::FileView;
@@ -97,11 +98,23 @@ async fn finish(path: &Path, name: &'static str, acked: usize, dead: usize) {
     q.close().await.unwrap();
 }
 
+/// A file at a fresh path named after `file` in which queue `name` finished `acked` and
+/// `dead` jobs (as [`finish`] does), and the dashboard's router on it.
+async fn finished_file(
+    file: &str,
+    name: &'static str,
+    acked: usize,
+    dead: usize,
+) -> (PathBuf, Router) {
+    let path = temp(file);
+    finish(&path, name, acked, dead).await;
+    let app = leaseq_web::router(SqliteOperator::new(FileView::open(&path).unwrap()));
+    (path, app)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_charts_hold_the_record_of_finished_jobs() {
-    let path = temp("activity");
-    finish(&path, "mail", 5, 2).await;
-    let app = leaseq_web::router(SqliteOperator::new(FileView::open(&path).unwrap()));
+    let (path, app) = finished_file("activity", "mail", 5, 2).await;
     let (status, _, overview) = get(&app, "/", &[]).await;
     assert_eq!(status, StatusCode::OK, "{overview}");
     let want = record(&path);
@@ -148,9 +161,7 @@ async fn the_charts_hold_the_record_of_finished_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_name_with_markup_shows_as_text_beside_its_charts() {
-    let path = temp("activity-markup");
-    finish(&path, "<b>mail</b>", 1, 1).await;
-    let app = leaseq_web::router(SqliteOperator::new(FileView::open(&path).unwrap()));
+    let (path, app) = finished_file("activity-markup", "<b>mail</b>", 1, 1).await;
     let (status, _, overview) = get(&app, "/", &[]).await;
     assert_eq!(status, StatusCode::OK, "{overview}");
     assert!(overview.contains("&lt;b&gt;mail&lt;/b&gt;"), "{overview}");

@@ -83,9 +83,7 @@ async fn a_person_sees_the_stores_counts_and_payloads_as_text() {
     screenshot(&c, "item-job").await;
 
     // Postgres: several queues on one overview.
-    if let Some(url) = pg_server().await {
-        let schema = pg_schema("browser");
-        pg_fixture(&url, &schema).await;
+    if let Some((url, schema)) = pg_fixture_schema("browser").await {
         let mut inspector = leaseq_postgres::PgInspector::connect(&url, &schema)
             .await
             .unwrap();

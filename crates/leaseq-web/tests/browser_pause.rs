@@ -106,12 +106,7 @@ async fn the_pause_button_stops_a_running_pool_and_resume_restarts_it() {
     })
     .await;
 
-    let addr = serve(PgOperator::with_actions(
-        PgInspector::connect(&url, &schema).await.unwrap(),
-        url.as_str(),
-        schema.as_str(),
-    ))
-    .await;
+    let addr = serve(pg_acting(&url, &schema).await).await;
     let (_driver, c) = session(&chromium, &driver).await;
     c.goto(&format!("http://{addr}/queues/{QUEUE}"))
         .await

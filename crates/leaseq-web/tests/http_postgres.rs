@@ -13,11 +13,9 @@ use leaseq_web::PgOperator;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_shows_the_schemas_queues_as_stored() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("pages").await else {
         return;
     };
-    let schema = pg_schema("pages");
-    pg_fixture(&url, &schema).await;
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
     let queues = inspector.queues().await.unwrap();
     let names: Vec<&str> = queues.iter().map(|c| c.queue.as_str()).collect();

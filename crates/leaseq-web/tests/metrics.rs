@@ -66,16 +66,10 @@ async fn sqlite_metrics_equal_the_files_counts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_metrics_equal_the_schemas_counts_paused_included() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("metrics").await else {
         return;
     };
-    let schema = pg_schema("metrics");
-    pg_fixture(&url, &schema).await;
-    let op = PgOperator::with_actions(
-        PgInspector::connect(&url, &schema).await.unwrap(),
-        url.as_str(),
-        schema.as_str(),
-    );
+    let op = pg_acting(&url, &schema).await;
     leaseq_web::Operator::set_paused(&op, "web_mail", true)
         .await
         .unwrap();
@@ -119,11 +113,9 @@ async fn postgres_metrics_equal_the_schemas_counts_paused_included() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_oldest_ready_age_over_every_priority_and_no_delayed_item() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("ages").await else {
         return;
     };
-    let schema = pg_schema("ages");
-    pg_fixture(&url, &schema).await;
     // Rows written as a store would keep them, their times set by the database: in
     // `web_jobs` a ready item at priority 3 ready 100 s ago, one at priority 7 ready 10 s
     // ago, a delayed one at priority 0; `web_late` holds a delayed item only.

@@ -13,21 +13,15 @@ use axum::http::StatusCode;
 use common::*;
 use leaseq_postgres::PgInspector;
 use leaseq_sqlite::FileView;
-use leaseq_web::{Dashboard, PgOperator, SqliteOperator};
+use leaseq_web::{Dashboard, SqliteOperator};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_pause_and_resume_with_the_csrf_token_only() {
-    let Some(url) = pg_server().await else {
+    let Some((url, schema)) = pg_fixture_schema("pause").await else {
         return;
     };
-    let schema = pg_schema("pause");
-    pg_fixture(&url, &schema).await;
     let mut inspector = PgInspector::connect(&url, &schema).await.unwrap();
-    let app = leaseq_web::router(PgOperator::with_actions(
-        PgInspector::connect(&url, &schema).await.unwrap(),
-        url.as_str(),
-        schema.as_str(),
-    ));
+    let app = leaseq_web::router(pg_acting(&url, &schema).await);
 
     let (_, _, page) = get(&app, "/queues/web_jobs", &[]).await;
     assert!(
@@ -87,13 +81,9 @@ async fn postgres_pause_and_resume_with_the_csrf_token_only() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // Read-only: no button, every POST refused.
-    let read_only = Dashboard::new(PgOperator::with_actions(
-        PgInspector::connect(&url, &schema).await.unwrap(),
-        url.as_str(),
-        schema.as_str(),
-    ))
-    .read_only()
-    .router();
+    let read_only = Dashboard::new(pg_acting(&url, &schema).await)
+        .read_only()
+        .router();
     let (_, _, page) = get(&read_only, "/queues/web_jobs", &[]).await;
     assert!(page.contains("data-paused=\"false\">Running"), "{page}");
     assert!(!page.contains("<form"), "{page}");

@@ -51,3 +51,25 @@ pub fn leased<T: Clone>(q: &mut Queue<T>, item: T) -> (MessageId, Lease<T>) {
     let lease = q.receive(ts(0)).expect("a ready item");
     (id, lease)
 }
+
+/// Settles the lease of `receipt` the way a generated `how` says: `0` ack, `1` nack, `2`
+/// put back, `3` snooze 2 ms, else dead-letter; its refusal, if any, is the model's to
+/// ignore (a stale receipt is a case the model tests draw).
+pub fn settle_by<T: Clone>(
+    q: &mut Queue<T>,
+    receipt: leaseq_core::Receipt,
+    now: leaseq_core::Timestamp,
+    how: u8,
+) {
+    let _ = match how {
+        0 => q.ack(receipt, now).map(|_| ()),
+        1 => q
+            .nack(receipt, now, leaseq_core::Failure::error("e"))
+            .map(|_| ()),
+        2 => q.put_back(receipt, now),
+        3 => q
+            .snooze(receipt, now, std::time::Duration::from_millis(2))
+            .map(|_| ()),
+        _ => q.dead_letter(receipt, now, None).map(|_| ()),
+    };
+}

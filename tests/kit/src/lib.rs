@@ -1,8 +1,9 @@
 //! What leaseq's tests share (dev-only, never published): time helpers, seeded
-//! property-test configs, a calendar from a tick table, child processes, a command's output
-//! checked, and behind features virtual-time runs (`sim`), steps on any store (`async`), the
-//! router tests' job kinds (`jobs`), the SQLite and Postgres fixtures (`sqlite`,
-//! `postgres`) and the multi-process schedule tests' ledger (`schedules`).
+//! property-test configs, seeded random numbers, the core's limit scopes, a calendar from a
+//! tick table, child processes, a command's output checked, and behind features
+//! virtual-time runs (`sim`), steps on any store (`async`), the router tests' job kinds
+//! (`jobs`), the SQLite and Postgres fixtures (`sqlite`, `postgres`) and the multi-process
+//! schedule tests' ledger (`schedules`).
 //!
 //! Used by the integration tests (`tests/*.rs`) of the workspace's crates and of the root
 //! suite, never by unit tests in `src/` (the kit depends on the crates it serves: a crate's
@@ -26,12 +27,14 @@ pub mod pg;
 #[cfg(feature = "postgres")]
 mod pg_checks;
 mod reexports;
+pub mod rng;
 #[cfg(feature = "tokio")]
 pub mod runtime;
 #[cfg(feature = "schedules")]
 pub mod schedule_check;
 #[cfg(feature = "schedules")]
 pub mod schedule_run;
+pub mod scopes;
 #[cfg(feature = "proptest")]
 pub mod seeded;
 #[cfg(feature = "sim")]

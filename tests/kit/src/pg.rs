@@ -205,6 +205,19 @@ pub async fn process(
     open_bytes(url, queue, config, options()).await
 }
 
+/// A [`process`] on a fresh queue named after `prefix` ([`unique`]) with a 30 s
+/// visibility: its name and the queue.
+pub async fn fresh_process(url: &str, prefix: &str) -> (String, leaseq_postgres::PgQueue<Vec<u8>>) {
+    let name = unique(prefix);
+    let q = process(
+        url,
+        &name,
+        leaseq_async::Config::new(std::time::Duration::from_secs(30)),
+    )
+    .await;
+    (name, q)
+}
+
 /// Receives one item, failing loudly (with the store's last error) if none comes in time.
 pub async fn receive(
     q: &leaseq_postgres::PgQueue<Vec<u8>>,

@@ -18,3 +18,8 @@ pub fn ns(n: u64) -> Duration {
 pub fn secs(n: u64) -> Timestamp {
     Timestamp::from_duration(Duration::from_secs(n))
 }
+
+/// `n` milliseconds after the epoch.
+pub fn at_ms(n: u64) -> Timestamp {
+    Timestamp::from_nanos(n * 1_000_000)
+}

@@ -18,30 +18,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use leaseq_test_kit::rng::Rng;
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The kinds of fault, in the order of [`Proxy::counts`].
 pub(crate) const KINDS: [&str; 3] = ["lost reply", "reset", "stall"];
-
-/// The seeded generator of the fault decisions (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// True one time in `n`.
-    fn one_in(&mut self, n: u64) -> bool {
-        self.next() % n.max(1) == 0
-    }
-}
 
 /// What the proxy does to one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,7 +174,7 @@ impl Proxy {
         if left.is_empty() {
             return Fault::None;
         }
-        let kind = left[(rng.next() % left.len() as u64) as usize];
+        let kind = left[(rng.next_u64() % left.len() as u64) as usize];
         self.counts[kind].fetch_add(1, Ordering::Relaxed);
         match kind {
             0 => Fault::LostReply,
@@ -200,7 +183,7 @@ impl Proxy {
             },
             _ => {
                 let ms = self.max_stall.as_millis().max(1) as u64;
-                Fault::Stall(Duration::from_millis(rng.next() % ms + 1))
+                Fault::Stall(Duration::from_millis(rng.next_u64() % ms + 1))
             }
         }
     }

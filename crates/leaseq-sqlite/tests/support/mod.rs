@@ -11,7 +11,6 @@ use leaseq_sqlite::{BytesCodec, OpenError, Options};
 
 pub(crate) mod dir;
 pub(crate) mod log;
-pub(crate) mod rng;
 
 #[allow(unused_imports)] // each test binary uses a part
 pub(crate) use leaseq_test_kit::sqlite::{remove, temp, BytesQueue as Queue};

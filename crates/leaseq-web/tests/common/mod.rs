@@ -334,3 +334,24 @@ pub async fn pg_drop(url: &str, schema: &str) {
         .await
         .unwrap();
 }
+
+/// [`pg_fixture`] in a fresh schema named after `name` on the test server: its connection
+/// string and the schema, or `None` (the test skips, as [`pg_server`] says) without one.
+pub async fn pg_fixture_schema(name: &str) -> Option<(String, String)> {
+    let url = pg_server().await?;
+    let schema = pg_schema(name);
+    pg_fixture(&url, &schema).await;
+    Some((url, schema))
+}
+
+/// An operator over `schema` on `url`'s server with its actions on (redrive, purge, cancel,
+/// pause).
+pub async fn pg_acting(url: &str, schema: &str) -> leaseq_web::PgOperator {
+    leaseq_web::PgOperator::with_actions(
+        leaseq_postgres::PgInspector::connect(url, schema)
+            .await
+            .unwrap(),
+        url,
+        schema,
+    )
+}
