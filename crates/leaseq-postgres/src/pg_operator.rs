@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_async::operator::{
-    cancel_matching, Capabilities, DeadQuery, LiveQuery, Operator, OperatorError,
+    cancel_matching, queue_calls, Capabilities, DeadQuery, LiveQuery, Operator, OperatorError,
 };
 use leaseq_async::{
-    AdminError, Config, ErrorChain, Finished, HistoryQuery, LeaseQueue, Page, ScheduleState,
-    StoredCounts, StoredItem,
+    Config, Finished, HistoryQuery, LeaseQueue, Page, ScheduleState, StoredCounts, StoredItem,
 };
 use leaseq_core::MessageId;
 use tokio::sync::Mutex;
@@ -127,11 +126,6 @@ fn bad(e: DbError) -> OperatorError {
     OperatorError::store(&e)
 }
 
-/// A store error of an action.
-fn failed(e: impl std::error::Error) -> OperatorError {
-    OperatorError::store(&e)
-}
-
 impl Operator for PgOperator {
     fn store_kind(&self) -> &'static str {
         "PostgreSQL"
@@ -208,45 +202,29 @@ impl Operator for PgOperator {
     }
 
     async fn redrive(&self, queue: &str, id: MessageId) -> Result<(), OperatorError> {
-        self.act(queue, async |q| match q.redrive(id).await {
-            Ok(_) => Ok(()),
-            Err(AdminError::Refused(e)) => Err(OperatorError::Refused(ErrorChain(&e).to_string())),
-            Err(e) => Err(failed(e)),
-        })
-        .await
+        self.act(queue, async |q| queue_calls::redrive(q, id).await)
+            .await
     }
 
     async fn redrive_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
         let filter = query.filter();
-        self.act(queue, async |q| {
-            q.redrive_matching(filter).await.map_err(failed)
-        })
-        .await
+        self.act(queue, async |q| queue_calls::redrive_dead(q, filter).await)
+            .await
     }
 
     async fn purge_dead(&self, queue: &str, query: &DeadQuery) -> Result<u64, OperatorError> {
         let filter = query.filter();
-        self.act(queue, async |q| {
-            q.purge_dead_matching(filter).await.map_err(failed)
-        })
-        .await
-    }
-
-    async fn purge(&self, queue: &str) -> Result<u64, OperatorError> {
-        self.act(queue, async |q| q.purge().await.map_err(failed))
+        self.act(queue, async |q| queue_calls::purge_dead(q, filter).await)
             .await
     }
 
+    async fn purge(&self, queue: &str) -> Result<u64, OperatorError> {
+        self.act(queue, async |q| queue_calls::purge(q).await).await
+    }
+
     async fn set_paused(&self, queue: &str, paused: bool) -> Result<bool, OperatorError> {
-        self.act(queue, async |q| {
-            let done = if paused {
-                q.pause().await
-            } else {
-                q.resume().await
-            };
-            done.map_err(failed)
-        })
-        .await
+        self.act(queue, async |q| queue_calls::set_paused(q, paused).await)
+            .await
     }
 
     async fn cancel(&self, queue: &str, query: &LiveQuery) -> Result<u64, OperatorError> {

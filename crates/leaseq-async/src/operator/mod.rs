@@ -15,6 +15,7 @@
 //! - `query.rs`: [`DeadQuery`] and [`LiveQuery`], which items a list or bulk call takes.
 //! - `cancel.rs`: [`cancel_matching`], the bulk cancel every store's operator runs.
 //! - `local/`: [`LocalOperator`], this process's queues.
+//! - `queue_calls.rs`: an operator's actions on a queue handle, for the stores' operators.
 //! - `blocking.rs`: [`on_blocking_thread`], for a store whose reads block.
 
 mod blocking;
@@ -23,6 +24,7 @@ mod capabilities;
 mod error;
 mod local;
 mod query;
+pub mod queue_calls;
 
 use std::future::Future;
 use std::time::Duration;

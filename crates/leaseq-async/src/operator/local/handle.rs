@@ -13,7 +13,6 @@ use leaseq_core::{DeadLetter, ItemState, ItemView, MessageId, Timestamp};
 use crate::admin_error::AdminError;
 use crate::codec::CodecError;
 use crate::dead_filter::DeadFilter;
-use crate::error_chain::ErrorChain;
 use crate::history::{Finished, HistoryQuery};
 use crate::page::Page;
 use crate::queue::LeaseQueue;
@@ -22,6 +21,7 @@ use crate::schedule_store::ScheduleState;
 use crate::store::Store;
 use crate::stored::{StoredCounts, StoredItem, StoredState};
 
+use super::super::queue_calls::{self, failed};
 use super::super::{DeadQuery, OperatorError};
 
 /// A boxed future of an operator answer.
@@ -65,11 +65,6 @@ pub(super) struct Held<T, R, S> {
     pub(super) queue: LeaseQueue<T, R, S>,
     pub(super) render: Render<T>,
     pub(super) kind: Option<KindOf<T>>,
-}
-
-/// A store error as an operator's.
-fn failed(e: impl std::error::Error) -> OperatorError {
-    OperatorError::store(&e)
 }
 
 /// Reads runtime timestamps as wall-clock times, from one reading of both clocks.
@@ -217,44 +212,23 @@ where
     }
 
     fn redrive(&self, id: MessageId) -> Answer<'_, ()> {
-        Box::pin(async move {
-            match self.queue.redrive(id).await {
-                Ok(_) => Ok(()),
-                Err(AdminError::Refused(e)) => {
-                    Err(OperatorError::Refused(ErrorChain(&e).to_string()))
-                }
-                Err(e) => Err(failed(e)),
-            }
-        })
+        Box::pin(queue_calls::redrive(&self.queue, id))
     }
 
     fn redrive_dead<'a>(&'a self, query: &'a DeadQuery) -> Answer<'a, u64> {
-        Box::pin(async move {
-            let filter = self.filter(query);
-            self.queue.redrive_matching(filter).await.map_err(failed)
-        })
+        Box::pin(queue_calls::redrive_dead(&self.queue, self.filter(query)))
     }
 
     fn purge_dead<'a>(&'a self, query: &'a DeadQuery) -> Answer<'a, u64> {
-        Box::pin(async move {
-            let filter = self.filter(query);
-            self.queue.purge_dead_matching(filter).await.map_err(failed)
-        })
+        Box::pin(queue_calls::purge_dead(&self.queue, self.filter(query)))
     }
 
     fn purge(&self) -> Answer<'_, u64> {
-        Box::pin(async move { self.queue.purge().await.map_err(failed) })
+        Box::pin(queue_calls::purge(&self.queue))
     }
 
     fn set_paused(&self, paused: bool) -> Answer<'_, bool> {
-        Box::pin(async move {
-            let done = if paused {
-                self.queue.pause().await
-            } else {
-                self.queue.resume().await
-            };
-            done.map_err(failed)
-        })
+        Box::pin(queue_calls::set_paused(&self.queue, paused))
     }
 
     fn cancel(&self, id: MessageId) -> Answer<'_, bool> {
