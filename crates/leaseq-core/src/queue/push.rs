@@ -94,17 +94,7 @@ impl<T> Queue<T> {
         now: Timestamp,
         options: PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
-        if id.0 < self.next_id {
-            self.stats.rejected += 1;
-            return Err(PushError::IdOutOfOrder(item));
-        }
-        let next = self.next_id;
-        self.next_id = id.0;
-        let pushed = self.push_take(item, now, options);
-        if pushed.is_err() {
-            self.next_id = next;
-        }
-        pushed
+        self.under_id(id, item, |q, item| q.push_take(item, now, options))
     }
 
     /// The id the next push will get.

@@ -1,9 +1,11 @@
-//! Plain pushes under ids the caller chose: one (`push_with_id`'s plain case), or a run of
-//! them in one call.
+//! Pushes under ids the caller chose: plain ones, one (`push_with_id`'s plain case) or a run
+//! of them in one call, and `under_id`, the id check and hand-back every other kind of push
+//! under a chosen id runs through.
 
 use super::Queue;
 use crate::error::PushError;
 use crate::id::MessageId;
+use crate::outcome::Pushed;
 use crate::time::Timestamp;
 
 impl<T> Queue<T> {
@@ -71,5 +73,28 @@ impl<T> Queue<T> {
     fn refused_with_id(&mut self, full: PushError<T>, next: u64, waits: bool) -> PushError<T> {
         self.next_id = next;
         self.refused_full(full, waits)
+    }
+
+    /// `push` run as if `id` were the next id: the plain, flow and windowed pushes under an
+    /// id the caller chose (refused with [`PushError::IdOutOfOrder`] below `next_id`; a
+    /// refused push gives `id` back).
+    #[inline]
+    pub(super) fn under_id(
+        &mut self,
+        id: MessageId,
+        item: T,
+        push: impl FnOnce(&mut Self, T) -> Result<Pushed<T>, PushError<T>>,
+    ) -> Result<Pushed<T>, PushError<T>> {
+        if id.0 < self.next_id {
+            self.stats.rejected += 1;
+            return Err(PushError::IdOutOfOrder(item));
+        }
+        let next = self.next_id;
+        self.next_id = id.0;
+        let pushed = push(self, item);
+        if pushed.is_err() {
+            self.next_id = next;
+        }
+        pushed
     }
 }

@@ -54,17 +54,9 @@ impl<T> Queue<T> {
         options: PushOptions,
         keys: FlowKeys,
     ) -> Result<Pushed<T>, PushError<T>> {
-        if id.0 < self.next_id {
-            self.stats.rejected += 1;
-            return Err(PushError::IdOutOfOrder(item));
-        }
-        let next = self.next_id;
-        self.next_id = id.0;
-        let pushed = self.push_flow_take(item, now, options, keys);
-        if pushed.is_err() {
-            self.next_id = next;
-        }
-        pushed
+        self.under_id(id, item, |q, item| {
+            q.push_flow_take(item, now, options, keys)
+        })
     }
 
     /// The slot of the item just pushed as `id` (the free list's head was `free`): that

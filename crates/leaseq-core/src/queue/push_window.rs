@@ -66,16 +66,8 @@ impl<T> Queue<T> {
         options: PushOptions,
         window: KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
-        if id.0 < self.next_id {
-            self.stats.rejected += 1;
-            return Err(PushError::IdOutOfOrder(item));
-        }
-        let next = self.next_id;
-        self.next_id = id.0;
-        let pushed = self.push_windowed_take(item, now, options, window);
-        if pushed.is_err() {
-            self.next_id = next;
-        }
-        pushed
+        self.under_id(id, item, |q, item| {
+            q.push_windowed_take(item, now, options, window)
+        })
     }
 }
