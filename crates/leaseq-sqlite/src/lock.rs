@@ -15,6 +15,13 @@
 //! other holder is refused at once. The owners of this process are in `OWNERS`, by the
 //! lock file's canonical path.
 //!
+//! And one more: a lock this process let go of in the last [`RELEASED_GRACE`] may still be
+//! held for a moment by a child process this process is spawning (the child has a copy of
+//! every descriptor, the lock file's included, from its fork until its exec closes them:
+//! a `flock` is released only when every copy is closed). An open that finds such a lock
+//! held waits for it too (bounded as above), so that closing a queue and opening its file
+//! again works while another thread spawns processes.
+//!
 //! Chosen over SQLite's `locking_mode = EXCLUSIVE`: that mode takes its lock only at the
 //! first read or write, after the opener has already touched the file (a WAL recovery, a
 //! schema write), and a second opener then meets a busy timeout rather than a clear answer.
@@ -32,6 +39,14 @@ use crate::open_error::{FileError, OpenError};
 /// The queue files this process owns, by canonical lock path: whether each owner is
 /// closing. Written by `take` and `OwnerLock::drop`.
 static OWNERS: Mutex<BTreeMap<PathBuf, Arc<AtomicBool>>> = Mutex::new(BTreeMap::new());
+
+/// The queue files whose lock this process let go of in the last [`RELEASED_GRACE`], by
+/// canonical lock path, with when. Written by `OwnerLock::drop`, pruned by it.
+static RELEASED: Mutex<BTreeMap<PathBuf, Instant>> = Mutex::new(BTreeMap::new());
+
+/// How long after this process let go of a lock an open still waits for it (a spawning
+/// child's copy of the descriptor lives from its fork to its exec: far less than this).
+const RELEASED_GRACE: Duration = Duration::from_secs(1);
 
 /// The held lock; released when dropped (its file is closed).
 #[derive(Debug)]
@@ -53,6 +68,20 @@ pub(crate) fn lock_path(path: &Path) -> PathBuf {
 
 fn owners() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, Arc<AtomicBool>>> {
     OWNERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn released() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, Instant>> {
+    RELEASED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(unix)]
+/// Whether the lock at `key` is held by an owner of this process that is closing, or was
+/// let go of by this process within [`RELEASED_GRACE`]: worth waiting for.
+fn held_by_this_process(key: &Path) -> bool {
+    owners().get(key).is_some_and(|c| c.load(Ordering::Acquire))
+        || released()
+            .get(key)
+            .is_some_and(|at| at.elapsed() < RELEASED_GRACE)
 }
 
 impl OwnerLock {
@@ -82,10 +111,7 @@ impl OwnerLock {
                 match flock(&file, FlockOperation::NonBlockingLockExclusive) {
                     Ok(()) => break,
                     Err(rustix::io::Errno::WOULDBLOCK) => {
-                        let closing = owners()
-                            .get(&key)
-                            .is_some_and(|c| c.load(Ordering::Acquire));
-                        if !closing || Instant::now() >= deadline {
+                        if !held_by_this_process(&key) || Instant::now() >= deadline {
                             return Err(OpenError::Locked(FileError::new(
                                 path,
                                 format!(
@@ -216,5 +242,41 @@ impl Drop for OwnerLock {
         {
             owners.remove(&self.key);
         }
+        drop(owners);
+        let mut released = released();
+        released.retain(|_, at| at.elapsed() < RELEASED_GRACE);
+        released.insert(self.key.clone(), Instant::now());
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A lock this process let go of while a copy of its descriptor lives on (as in a
+    /// child between its fork and its exec) is waited for, not refused: the copy is closed
+    /// by another thread a moment later, and the open then holds the lock. A lock held by
+    /// an owner that is not closing is still refused at once.
+    #[test]
+    fn a_lock_just_let_go_of_is_waited_for_while_a_copy_lives() {
+        let dir = std::env::temp_dir().join(format!("leaseq-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("q.db");
+        let first = OwnerLock::take(&path, Duration::ZERO, 0o600).unwrap();
+        assert!(matches!(
+            OwnerLock::take(&path, Duration::from_secs(5), 0o600),
+            Err(OpenError::Locked(_))
+        ));
+        let copy = first.file.as_ref().unwrap().try_clone().unwrap();
+        drop(first);
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(copy);
+        });
+        let second = OwnerLock::take(&path, Duration::from_secs(30), 0o600);
+        closer.join().unwrap();
+        assert!(second.is_ok(), "{second:?}");
+        drop(second);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
