@@ -16,8 +16,14 @@ pub(crate) trait QueryForm: Sized {
     fn parse(q: &HashMap<String, String>) -> Result<Self, String>;
 
     /// The query string's pairs for it (each percent-encoded; empty when it takes all), to
-    /// append after `?` or `&`.
-    fn to_query(&self) -> String;
+    /// append after `?` or `&`: its [`fields`](Self::fields).
+    fn to_query(&self) -> String {
+        self.fields()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", segment(&v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
 
     /// In words: "" for all, else " (reason nacked, kind email)".
     fn words(&self) -> String;
@@ -55,14 +61,6 @@ impl QueryForm for DeadQuery {
         }
         query.kind = param(q, "kind").cloned();
         Ok(query)
-    }
-
-    fn to_query(&self) -> String {
-        self.fields()
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", segment(&v)))
-            .collect::<Vec<_>>()
-            .join("&")
     }
 
     fn words(&self) -> String {
@@ -105,14 +103,6 @@ impl QueryForm for LiveQuery {
         query.min_id = id("min_id")?;
         query.max_id = id("max_id")?;
         Ok(query)
-    }
-
-    fn to_query(&self) -> String {
-        self.fields()
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", segment(&v)))
-            .collect::<Vec<_>>()
-            .join("&")
     }
 
     fn words(&self) -> String {
