@@ -51,5 +51,9 @@ pub(crate) fn wants_json(command: &Command) -> bool {
         Command::Purge(c) => c.output.json,
         Command::PurgeDead(p) => p.confirm.output.json,
         Command::History(h) => h.output.json,
+        Command::Workflows(p) | Command::Batches(p) => p.output.json,
+        Command::Workflow(i) | Command::Batch(i) => i.output.json,
+        Command::CancelWorkflow(c) => c.output.json,
+        Command::RetryStep(r) => r.output.json,
     }
 }
