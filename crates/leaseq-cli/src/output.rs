@@ -17,6 +17,18 @@ impl Shown {
         Shown { table, json }
     }
 
+    /// The table (for tests).
+    #[cfg(test)]
+    pub(crate) fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The JSON (for tests).
+    #[cfg(test)]
+    pub(crate) fn json(&self) -> &Value {
+        &self.json
+    }
+
     /// The JSON, for a store to add what only it knows.
     pub(crate) fn json_mut(&mut self) -> &mut Value {
         &mut self.json

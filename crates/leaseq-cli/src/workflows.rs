@@ -155,3 +155,126 @@ fn no_such(what: &str, id: u64) -> Failed {
         OperatorError::Refused(format!("no {what} has this id")),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    //! The commands over an operator that offers workflows (a `LocalOperator` on a memory
+    //! queue of this process): what the tables and JSON show.
+
+    use std::time::Duration;
+
+    use leaseq_async::dependencies::{BatchOn, DependencyStore, WorkflowSpec};
+    use leaseq_async::operator::LocalOperator;
+    use leaseq_tokio::{Config, Failure, LeaseQueue};
+
+    use super::*;
+
+    fn output() -> Output {
+        Output { json: false }
+    }
+
+    /// Runs `command` on `media` through `op`, the table shown.
+    async fn table(op: &LocalOperator, command: Command) -> (String, serde_json::Value) {
+        let shown = run(op, "media", &command).await.unwrap();
+        (shown.table().to_string(), shown.json().clone())
+    }
+
+    #[test]
+    fn the_tables_show_each_steps_state_attempts_error_and_a_batchs_counts() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let q: LeaseQueue<Vec<u8>> =
+                LeaseQueue::builder(Config::new(Duration::from_secs(30)).with_max_attempts(1))
+                    .name("media")
+                    .build()
+                    .unwrap();
+            let op = LocalOperator::new().with_graph(q.clone());
+            let spec = WorkflowSpec::new()
+                .step("resize", b"resize".to_vec(), &[])
+                .step("upload", b"upload".to_vec(), &["resize"]);
+            q.store().push_workflow(spec).await.unwrap();
+            let d = q.receive().await.unwrap();
+            d.nack_with(Failure::error("disk full")).await.unwrap();
+            let children = vec![b"a".to_vec(), b"b".to_vec()];
+            q.store()
+                .push_batch(children, b"report".to_vec(), BatchOn::Complete)
+                .await
+                .unwrap();
+
+            let paged = || GraphPaged {
+                limit: 50,
+                after: None,
+                output: output(),
+            };
+            let (t, json) = table(&op, Command::Workflows(paged())).await;
+            println!("{t}");
+            assert_eq!(
+                t.lines().collect::<Vec<_>>(),
+                [
+                    "workflow  status  done  steps",
+                    "0         failed  0/2   resize: dead-lettered, upload: cancelled",
+                ]
+            );
+            assert_eq!(json[0]["steps"][0]["last_error"], "disk full");
+
+            let one = GraphId {
+                id: 0,
+                output: output(),
+            };
+            let (t, _) = table(&op, Command::Workflow(one)).await;
+            println!("{t}");
+            let lines: Vec<&str> = t.lines().collect();
+            assert_eq!(lines[0], "workflow 0: failed, 0 of 2 steps done");
+            assert!(lines[1].starts_with("step    status         after   attempts"));
+            assert!(
+                lines[2].starts_with("resize  dead-lettered  -       1 ")
+                    && lines[2].ends_with("disk full"),
+                "{t}"
+            );
+            assert!(
+                lines[3].starts_with("upload  cancelled      resize  -"),
+                "{t}"
+            );
+
+            let (t, json) = table(&op, Command::Batches(paged())).await;
+            println!("{t}");
+            assert!(t.starts_with("batch  callback runs  children  open"), "{t}");
+            assert!(t
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("0      on complete    2         2"));
+            assert_eq!(json[0]["callback"]["status"], "waiting");
+
+            let missing = GraphId {
+                id: 9,
+                output: output(),
+            };
+            let f = run(&op, "media", &Command::Workflow(missing))
+                .await
+                .unwrap_err();
+            assert_eq!(f.message(""), "workflow 9: no workflow has this id");
+
+            let retry = RetryStep {
+                id: 0,
+                step: "resize".into(),
+                output: output(),
+            };
+            let (t, _) = table(&op, Command::RetryStep(retry)).await;
+            assert_eq!(t, "retried: step \"resize\" of workflow 0 runs again\n");
+            let cancel = CancelWorkflow {
+                id: 0,
+                yes: true,
+                output: output(),
+            };
+            let (t, _) = table(&op, Command::CancelWorkflow(cancel)).await;
+            assert!(
+                t.starts_with("cancelled: ") && t.ends_with(" steps of workflow 0\n"),
+                "{t}"
+            );
+        });
+    }
+}
