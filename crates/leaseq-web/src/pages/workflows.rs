@@ -37,7 +37,8 @@ async fn start<O: Operator>(
     Ok(())
 }
 
-/// A step's status as a chip (its name, coloured by its status).
+/// A step's status as a chip (its name, coloured by its status), a space after it (read
+/// as text, the names stay apart).
 fn chip(h: &mut Html, s: &StepView) {
     h.raw("<span class=\"step\" data-status=\"")
         .text(s.status.as_str())
@@ -45,7 +46,7 @@ fn chip(h: &mut Html, s: &StepView) {
         .text(s.status.as_str())
         .raw("\">")
         .text(&s.name)
-        .raw("</span>");
+        .raw("</span> ");
 }
 
 /// The workflows page.
