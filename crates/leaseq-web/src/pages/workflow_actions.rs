@@ -66,14 +66,17 @@ pub(crate) fn retry_button<O: Operator>(
     }
 }
 
-/// The workflow id in a path, or the 400 page.
-fn id_of<O: Operator>(app: &App<O>, id: &str) -> Result<WorkflowId, Response> {
-    id.parse::<u64>().map(WorkflowId::new).map_err(|_| {
-        app.message(
-            StatusCode::BAD_REQUEST,
-            &format!("{id:?} is not a workflow id"),
-        )
-    })
+/// The workflow id in a path (`None`: not a number).
+fn id_of(id: &str) -> Option<WorkflowId> {
+    id.parse::<u64>().ok().map(WorkflowId::new)
+}
+
+/// The 400 page for a path's id that is not one.
+fn bad_id<O: Operator>(app: &App<O>, id: &str) -> Response {
+    app.message(
+        StatusCode::BAD_REQUEST,
+        &format!("{id:?} is not a workflow id"),
+    )
 }
 
 /// The page after an action: `text` and a link back to the workflow.
@@ -107,9 +110,8 @@ pub(crate) async fn cancel<O: Operator>(
     if let Some(refused) = app.refuse(&form, cancels(&app)) {
         return refused;
     }
-    let id = match id_of(&app, &id) {
-        Ok(id) => id,
-        Err(page) => return page,
+    let Some(id) = id_of(&id) else {
+        return bad_id(&app, &id);
     };
     let (by, n) = (who(by), id.get());
     match app.op.cancel_workflow(&queue, id).await {
@@ -135,9 +137,8 @@ pub(crate) async fn retry<O: Operator>(
     if let Some(refused) = app.refuse(&form, retries(&app)) {
         return refused;
     }
-    let id = match id_of(&app, &id) {
-        Ok(id) => id,
-        Err(page) => return page,
+    let Some(id) = id_of(&id) else {
+        return bad_id(&app, &id);
     };
     let Some(step) = form.get("step").filter(|s| !s.is_empty()) else {
         return app.message(StatusCode::BAD_REQUEST, "no step named to retry");

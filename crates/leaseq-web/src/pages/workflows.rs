@@ -21,20 +21,19 @@ use crate::layout::{pager, paging, App};
 use crate::operator::Operator;
 use crate::pages::queue::{head, Tab};
 
-/// The queue's head, or the page saying this store offers no workflows (`None`: go on).
-async fn start<O: Operator>(
-    app: &App<O>,
-    h: &mut Html,
-    queue: &str,
-    tab: Tab,
-) -> Result<(), Response> {
-    let counts = app.op.counts(queue).await.map_err(|e| app.error(&e))?;
+/// The queue's head; or the page to answer instead (an error, or this store offers no
+/// workflows). `None`: go on.
+async fn start<O: Operator>(app: &App<O>, h: &mut Html, queue: &str, tab: Tab) -> Option<Response> {
+    let counts = match app.op.counts(queue).await {
+        Ok(c) => c,
+        Err(e) => return Some(app.error(&e)),
+    };
     head(app, h, &counts, tab);
     if !app.op.capabilities().workflows {
         h.raw("<p class=\"muted\" id=\"not-offered\">This store does not offer workflows and batches.</p>");
-        return Err(app.page(StatusCode::OK, &format!("{queue} workflows"), h));
+        return Some(app.page(StatusCode::OK, &format!("{queue} workflows"), h));
     }
-    Ok(())
+    None
 }
 
 /// A step's status as a chip (its name, coloured by its status), a space after it (read
@@ -60,7 +59,7 @@ pub(crate) async fn workflows<O: Operator>(
         Err(e) => return app.message(StatusCode::BAD_REQUEST, &e),
     };
     let mut h = Html::new();
-    if let Err(page) = start(&app, &mut h, &queue, Tab::Workflows).await {
+    if let Some(page) = start(&app, &mut h, &queue, Tab::Workflows).await {
         return page;
     }
     let after = page.after.map(|m| WorkflowId::new(m.get()));
@@ -140,7 +139,7 @@ pub(crate) async fn workflow<O: Operator>(
         );
     };
     let mut h = Html::new();
-    if let Err(page) = start(&app, &mut h, &queue, Tab::Workflows).await {
+    if let Some(page) = start(&app, &mut h, &queue, Tab::Workflows).await {
         return page;
     }
     let w = match app.op.workflow(&queue, WorkflowId::new(n)).await {
@@ -229,7 +228,7 @@ pub(crate) async fn batches<O: Operator>(
         Err(e) => return app.message(StatusCode::BAD_REQUEST, &e),
     };
     let mut h = Html::new();
-    if let Err(page) = start(&app, &mut h, &queue, Tab::Batches).await {
+    if let Some(page) = start(&app, &mut h, &queue, Tab::Batches).await {
         return page;
     }
     let after = page.after.map(|m| BatchId::new(m.get()));
