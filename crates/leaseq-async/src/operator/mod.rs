@@ -16,6 +16,8 @@
 //! - `cancel.rs`: [`cancel_matching`], the bulk cancel every store's operator runs.
 //! - `graph_views.rs`: [`WorkflowView`], [`BatchView`], [`StepView`], [`StepStatus`]: what
 //!   an operator shows of workflows and batches.
+//! - `graph_reads.rs`: [`workflow_view`], [`batch_view`] and their lists: those views read
+//!   from any `DependencyStore`, for every store's operator.
 //! - `local/`: [`LocalOperator`], this process's queues.
 //! - `queue_calls.rs`: an operator's actions on a queue handle, for the stores' operators.
 //! - `blocking.rs`: [`on_blocking_thread`], for a store whose reads block.
@@ -24,6 +26,7 @@ mod blocking;
 mod cancel;
 mod capabilities;
 mod error;
+mod graph_reads;
 mod graph_views;
 mod local;
 mod query;
@@ -44,6 +47,7 @@ pub use blocking::on_blocking_thread;
 pub use cancel::cancel_matching;
 pub use capabilities::Capabilities;
 pub use error::OperatorError;
+pub use graph_reads::{batch_view, batch_views, graph_error, workflow_view, workflow_views};
 pub use graph_views::{BatchView, StepStatus, StepView, WorkflowView};
 pub use local::LocalOperator;
 pub use query::{DeadQuery, LiveQuery};

@@ -1,19 +1,20 @@
 //! [`GraphHandle`]: a queue's dependency graph (workflows, batches) behind an object-safe
 //! adapter, for [`LocalOperator`](super::LocalOperator)'s queues whose store is a
-//! [`DependencyStore`]. Each step's view joins the graph's state with the queue's own
-//! record of its message (live: its state and attempts; dead letter: attempts and last
-//! error), read through the queue's handle.
+//! [`DependencyStore`]: the views read as `graph_reads.rs` reads them for every store, each
+//! step's message looked up through the queue's handle (live: its state and attempts; dead
+//! letter: attempts and last error).
 
-use leaseq_core::graph::{BatchId, NodeId, StepState, WorkflowId};
+use leaseq_core::graph::{BatchId, WorkflowId};
 use leaseq_core::MessageId;
 
-use crate::dependencies::{DependencyError, DependencyStore};
+use crate::dependencies::DependencyStore;
 use crate::page::Page;
 use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::stored::StoredItem;
 
-use super::super::graph_views::{BatchView, StepStatus, StepView, WorkflowView};
+use super::super::graph_reads::{batch_views, graph_error, workflow_views};
+use super::super::graph_views::{BatchView, WorkflowView};
 use super::super::{DeadQuery, OperatorError};
 use super::handle::{Answer, Held, QueueHandle};
 
@@ -28,14 +29,6 @@ pub(super) trait GraphHandle: Send + Sync {
     fn cancel_workflow(&self, id: WorkflowId) -> Answer<'_, u64>;
     /// Retries a failed step.
     fn retry_step<'a>(&'a self, id: WorkflowId, step: &'a str) -> Answer<'a, ()>;
-}
-
-/// A graph's refusal as an operator's: a store failure, or refused in words.
-fn refused(e: DependencyError) -> OperatorError {
-    match e {
-        DependencyError::Store(e) => OperatorError::store(&e),
-        e => OperatorError::Refused(e.to_string()),
-    }
 }
 
 /// The page of one entry: `m`.
@@ -62,64 +55,6 @@ where
         let dead = QueueHandle::dead_letters(self, only(m), &DeadQuery::all()).await?;
         Ok(dead.into_iter().find(|i| i.id == m))
     }
-
-    /// A step's view: its graph state with its message's record.
-    async fn step(
-        &self,
-        name: &str,
-        node: NodeId,
-        state: StepState,
-    ) -> Result<StepView, OperatorError> {
-        let message = match state {
-            StepState::Queued(m) | StepState::Acked(m) | StepState::DeadLettered(m) => Some(m),
-            _ => None,
-        };
-        let record = match (state, message) {
-            (StepState::Queued(m) | StepState::DeadLettered(m), _) => self.message(m).await?,
-            _ => None,
-        };
-        let mut view = StepView::new(
-            name,
-            node,
-            StepStatus::of(state, record.as_ref().map(|r| r.state)),
-        );
-        view.message = message;
-        if let Some(r) = record {
-            view.attempts = Some(r.attempts);
-            view.last_error = r.last_error;
-        }
-        Ok(view)
-    }
-
-    async fn workflow(&self, id: WorkflowId) -> Result<Option<WorkflowView>, OperatorError> {
-        let store = self.queue.store();
-        let Some(steps) = store.workflow_steps(id).await.map_err(refused)? else {
-            return Ok(None);
-        };
-        let mut views = Vec::with_capacity(steps.len());
-        for s in steps {
-            let mut view = self.step(&s.name, s.node, s.state).await?;
-            view.after = s.after;
-            view.result_size = s.result_len.map(|n| n as u64);
-            views.push(view);
-        }
-        Ok(Some(WorkflowView::new(id, views)))
-    }
-
-    async fn batch(&self, id: BatchId) -> Result<Option<BatchView>, OperatorError> {
-        let store = self.queue.store();
-        let (Some(counts), Some((callback, on))) = (
-            store.batch_counts(id).await.map_err(refused)?,
-            store.batch_callback(id).await.map_err(refused)?,
-        ) else {
-            return Ok(None);
-        };
-        let Some(state) = store.job_state(callback).await.map_err(refused)? else {
-            return Ok(None);
-        };
-        let callback = self.step("callback", callback, state).await?;
-        Ok(Some(BatchView::new(id, on, counts, callback)))
-    }
 }
 
 impl<T, R, S> GraphHandle for Held<T, R, S>
@@ -130,41 +65,22 @@ where
 {
     fn workflows(&self, after: Option<WorkflowId>, limit: usize) -> Answer<'_, Vec<WorkflowView>> {
         Box::pin(async move {
-            let ids = self
-                .queue
-                .store()
-                .workflows(after, limit)
-                .await
-                .map_err(refused)?;
-            let mut all = Vec::with_capacity(ids.len());
-            for id in ids {
-                // (One forgotten since it was listed is left out.)
-                all.extend(self.workflow(id).await?);
-            }
-            Ok(all)
+            let record = |m| self.message(m);
+            workflow_views(&**self.queue.store(), after, limit, &record).await
         })
     }
 
     fn batches(&self, after: Option<BatchId>, limit: usize) -> Answer<'_, Vec<BatchView>> {
         Box::pin(async move {
-            let ids = self
-                .queue
-                .store()
-                .batches(after, limit)
-                .await
-                .map_err(refused)?;
-            let mut all = Vec::with_capacity(ids.len());
-            for id in ids {
-                all.extend(self.batch(id).await?);
-            }
-            Ok(all)
+            let record = |m| self.message(m);
+            batch_views(&**self.queue.store(), after, limit, &record).await
         })
     }
 
     fn cancel_workflow(&self, id: WorkflowId) -> Answer<'_, u64> {
         Box::pin(async move {
             let store = self.queue.store();
-            let cancelled = store.cancel_workflow(id).await.map_err(refused)?;
+            let cancelled = store.cancel_workflow(id).await.map_err(graph_error)?;
             Ok(cancelled.len() as u64)
         })
     }
@@ -172,7 +88,7 @@ where
     fn retry_step<'a>(&'a self, id: WorkflowId, step: &'a str) -> Answer<'a, ()> {
         Box::pin(async move {
             let store = self.queue.store();
-            store.retry_step(id, step).await.map_err(refused)
+            store.retry_step(id, step).await.map_err(graph_error)
         })
     }
 }
