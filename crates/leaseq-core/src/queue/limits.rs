@@ -27,9 +27,9 @@ use crate::flow::{FlowKey, FlowKeys, LimitScope};
 #[derive(Debug, Default)]
 pub(super) struct Flow {
     /// The queue-wide limit.
-    queue_max: Option<u32>,
+    pub(super) queue_max: Option<u32>,
     /// The limits by kind and partition.
-    limits: BTreeMap<Scoped, u32>,
+    pub(super) limits: BTreeMap<Scoped, u32>,
     /// Tagged items in flight, by kind, partition and group (whether limited or not, so
     /// that a limit set later counts right at once). No zero entries.
     running: BTreeMap<Scoped, u32>,
@@ -46,15 +46,22 @@ pub(super) struct Flow {
 impl Flow {
     /// Whether an item with `tags` may be leased now (the queue-wide limit checked apart).
     fn allows(&self, id: u64, tags: Option<&Tags>) -> bool {
-        tags.is_none_or(|t| {
-            t.scoped().all(|k| {
-                self.limits
-                    .get(&k)
-                    .is_none_or(|&max| self.running.get(&k).copied().unwrap_or(0) < max)
-            }) && t
-                .group
-                .is_none_or(|g| self.is_head(g, id) && !self.running.contains_key(&(GROUP, g)))
+        tags.is_none_or(|t| self.limits_allow(t) && self.group_allows(id, t))
+    }
+
+    /// Whether no full kind or partition limit holds back an item with `t`.
+    pub(super) fn limits_allow(&self, t: &Tags) -> bool {
+        t.scoped().all(|k| {
+            self.limits
+                .get(&k)
+                .is_none_or(|&max| self.running.get(&k).copied().unwrap_or(0) < max)
         })
+    }
+
+    /// Whether its group's turn lets the item `id` with `t` go (no group: yes).
+    pub(super) fn group_allows(&self, id: u64, t: &Tags) -> bool {
+        t.group
+            .is_none_or(|g| self.is_head(g, id) && !self.running.contains_key(&(GROUP, g)))
     }
 }
 
@@ -296,7 +303,7 @@ impl<T> Queue<T> {
     }
 
     /// Every ready item in delivery order: levels from the highest, each list in order.
-    fn ready_in_order(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(super) fn ready_in_order(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.ready.len())
             .rev()
             .flat_map(move |level| self.ready[level].iter(&self.slots))
