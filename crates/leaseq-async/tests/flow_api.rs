@@ -225,3 +225,35 @@ fn flow_keys_are_given_by_name_or_by_id() {
     assert!(windowed.flow_conflict().is_none());
     assert!(windowed.group("g").flow_conflict().is_some());
 }
+
+#[test]
+fn a_blocking_dead_letter_holds_its_group_on_the_memory_store() {
+    use leaseq_async::core::GroupDeadLetter;
+    sim::run(|rt| async move {
+        let config = Config::new(60 * SEC).group_dead_letter(GroupDeadLetter::Block);
+        let q = sim::queue(&rt, config);
+        for n in 0..3u32 {
+            q.try_push_with(n, Push::new().group("g")).unwrap();
+        }
+        let first = q.receive().await.unwrap();
+        let id = first.id();
+        first.dead_letter("bad").await.unwrap();
+        assert!(
+            q.try_receive().is_none(),
+            "the group waits for its dead letter"
+        );
+        assert_eq!(q.flow_waiting().await.unwrap().on_groups, 2);
+        q.redrive(id).await.unwrap();
+        let again = q.receive().await.unwrap();
+        assert_eq!(*again.item(), 0, "the head again");
+        again.dead_letter("bad").await.unwrap();
+        assert!(q.try_receive().is_none());
+        assert_eq!(q.purge_dead_letters().await.unwrap(), 1);
+        assert_eq!(
+            *q.receive().await.unwrap().item(),
+            1,
+            "the purge let the next go"
+        );
+        q.check_invariants().unwrap();
+    });
+}

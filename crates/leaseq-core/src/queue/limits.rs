@@ -167,10 +167,20 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Drops the tags of dead letters taken out for good.
+    /// Drops the tags of dead letters taken out for good: a group a dead letter blocks
+    /// goes on (see `groups`).
     pub(super) fn forget_tags(&mut self, ids: impl Iterator<Item = u64>) {
-        if let Some(flow) = self.flow.as_deref_mut() {
-            ids.for_each(|id| _ = flow.tags.remove(&id));
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return;
+        };
+        let mut blocked = Vec::new();
+        for id in ids {
+            if let Some(g) = flow.tags.remove(&id).and_then(|t| t.group) {
+                blocked.push((g, id));
+            }
+        }
+        for (g, id) in blocked {
+            self.leave_group(g, id);
         }
     }
 
@@ -206,8 +216,8 @@ impl<T> Queue<T> {
 
     /// The tagged item leaving `slot` (freed, its meta as it was): off the counts, and its
     /// tags dropped unless it became a `dead` letter.
-    /// An item leaving its group, dead letter or not, lets the next one go (see
-    /// `groups`).
+    /// An item leaving its group lets the next one go, a dead letter too unless the queue's
+    /// [`GroupDeadLetter`](crate::GroupDeadLetter) is `Block` (see `groups`).
     pub(super) fn untag(&mut self, slot: usize, dead: bool) {
         self.uncount(slot);
         let id = self.slots[slot].id;
@@ -218,7 +228,7 @@ impl<T> Queue<T> {
         if !dead {
             flow.tags.remove(&id);
         }
-        if let Some(g) = group {
+        if let Some(g) = group.filter(|_| !(dead && self.dead_blocks_group())) {
             self.leave_group(g, id);
         }
     }
@@ -360,6 +370,16 @@ impl<T> Queue<T> {
                 };
                 tags.scoped()
                     .for_each(|k| *recount.entry(k).or_default() += 1);
+            }
+        }
+        // With `GroupDeadLetter::Block`, the dead letters (the tagged ids not live) keep
+        // their place in their groups.
+        if let Some(flow) = self.flow.as_deref().filter(|_| self.dead_blocks_group()) {
+            let live: BTreeSet<u64> = members.values().flatten().copied().collect();
+            for (&id, t) in &flow.tags {
+                if let Some(g) = t.group.filter(|_| !live.contains(&id)) {
+                    members.entry(g).or_default().insert(id);
+                }
             }
         }
         let groups = self.flow.as_deref().map(|f| &f.groups);
