@@ -174,6 +174,33 @@ impl LocalOperator {
     /// [`add`](Self::add), with the queue's dependency graph: its workflows and batches
     /// are read ([`Operator::workflows`], [`Operator::batches`]) and acted on
     /// ([`Operator::cancel_workflow`], [`Operator::retry_step`]) through its store.
+    ///
+    /// ```
+    /// # use leaseq_async::{Config, LeaseQueue, SimRuntime};
+    /// # use std::time::Duration;
+    /// use leaseq_async::dependencies::{DependencyStore, WorkflowSpec};
+    /// use leaseq_async::operator::{LocalOperator, Operator};
+    ///
+    /// # let rt = SimRuntime::new();
+    /// # rt.block_on(async {
+    /// let media = LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+    ///     .name("media")
+    ///     .runtime(rt.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// let spec = WorkflowSpec::new()
+    ///     .step("resize", b"resize".to_vec(), &[])
+    ///     .step("upload", b"upload".to_vec(), &["resize"]);
+    /// let wf = media.store().push_workflow(spec).await.unwrap();
+    ///
+    /// let op = LocalOperator::new().with_graph(media.clone());
+    /// assert!(op.capabilities().workflows);
+    /// let shown = op.workflow("media", wf).await.unwrap().unwrap();
+    /// let states: Vec<_> = shown.steps.iter().map(|s| s.status.as_str()).collect();
+    /// assert_eq!(states, ["ready", "waiting"]);
+    /// assert_eq!(shown.steps[1].after, ["resize"]);
+    /// # });
+    /// ```
     pub fn add_with_graph<T, R, S>(&mut self, queue: LeaseQueue<T, R, S>) -> &mut Self
     where
         T: AsRef<[u8]> + Send + Sync + 'static,
