@@ -55,18 +55,24 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             expires_at,
             priority,
             key,
+            flow,
         } => {
             let mut st = tx.prepare_cached(
                 "INSERT OR REPLACE INTO items (id, payload, attempts, visible_at, expires_at, \
-                 priority, key, leased, dead) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0)",
+                 priority, key, leased, dead, flow_kind, flow_partition, flow_group) \
+                 VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0, ?7, ?8, ?9)",
             )?;
+            let [kind, partition, group] = crate::flow::columns(*flow);
             st.execute(params![
                 *id as i64,
                 payload,
                 visible_at,
                 expires_at,
                 priority,
-                key
+                key,
+                kind,
+                partition,
+                group
             ])?;
             if let Some(later) = early.remove(id) {
                 for op in &later {
@@ -122,6 +128,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             .execute(params![*id as i64, progress])?,
         Op::Schedule(state) => return crate::schedule::write(tx, state),
         Op::Paused(paused) => return crate::pause::write(tx, *paused),
+        Op::Limit(scope, max) => return crate::flow::write_limit(tx, *scope, *max),
+        Op::Rate(scope, rate) => return crate::flow::write_rate(tx, *scope, *rate),
         Op::Finished { id, outcome, at } => crate::history::write(tx, *id, *outcome, *at)?,
         Op::Prune { before } => return crate::history::prune(tx, *before).map(drop),
     };

@@ -82,6 +82,14 @@
 //! is committed. A process killed before that loses the whole step: the next owner resumes
 //! from the cursor before it. [`FileView::schedules`] shows them.
 //!
+//! **Flow control** (`leaseq_async::FlowControl`, `Push::kind` / `partition` / `group`):
+//! the rules are the memory store's, in one process (the file has one owner). An item's
+//! flow keys are kept in its row (format 7) and restored with it at open, so a limit
+//! counts it and an ordered group keeps its push order across a restart (`kill -9`
+//! included); the queue's concurrency limits and rates are rows of the `flow` table, set on
+//! the memory store at once and answered once committed, back at open. A format-6 file is
+//! migrated to 7 at open.
+//!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
 //! until it has closed the connection. A second open of the same file, from this process or
@@ -196,6 +204,7 @@ mod admin;
 mod check;
 mod commit;
 mod commit_error;
+mod flow;
 mod history;
 mod inspect;
 mod journal;

@@ -1,6 +1,7 @@
 //! The durable facts the store queues for its writer to commit ([`Op`]).
 
 use leaseq_async::ScheduleState;
+use leaseq_core::{FlowKeys, LimitScope, Rate};
 
 /// One durable fact about an item.
 #[derive(Clone, Debug)]
@@ -13,6 +14,8 @@ pub(crate) enum Op {
         expires_at: Option<i64>,
         priority: u8,
         key: Option<Vec<u8>>,
+        /// Its flow keys, if it was pushed with any (`flow.rs`).
+        flow: Option<FlowKeys>,
     },
     /// Leased: its attempt is counted before the delivery is handed out.
     Taken { id: u64, attempts: u32 },
@@ -44,6 +47,10 @@ pub(crate) enum Op {
     Schedule(ScheduleState),
     /// The queue paused (`true`) or resumed (`pause.rs`): not an item's fact.
     Paused(bool),
+    /// A concurrency limit set or removed (`flow.rs`): not an item's fact.
+    Limit(LimitScope, Option<u32>),
+    /// A rate limit set or removed (`flow.rs`): not an item's fact.
+    Rate(LimitScope, Option<Rate>),
     /// The record's entry of an item finished at `at` with `outcome` (a `FinishOutcome`
     /// code), read from its row (`history.rs`): before the ack's or cancel's delete, after
     /// the dead letter's update, in the same commit.
@@ -82,7 +89,9 @@ impl Op {
             | Op::Progress { id, .. }
             | Op::Finished { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
-            Op::Schedule(_) | Op::Paused(_) | Op::Prune { .. } => u64::MAX,
+            Op::Schedule(_) | Op::Paused(_) | Op::Limit(..) | Op::Rate(..) | Op::Prune { .. } => {
+                u64::MAX
+            }
         }
     }
 }

@@ -177,6 +177,13 @@ fn prepare<T, C: Codec<T>>(
             if crate::pause::read(path, read)? {
                 core.pause(now);
             }
+            let flow = crate::flow::read_settings(path, read, v)?;
+            for &(scope, max) in &flow.limits {
+                core.set_limit(scope, Some(max));
+            }
+            for &(scope, rate) in &flow.rates {
+                core.set_rate(scope, Some(rate), now);
+            }
             let (fixes, progress) = restore_rows(
                 path,
                 read,
@@ -185,7 +192,7 @@ fn prepare<T, C: Codec<T>>(
                 now,
                 offset,
                 options.max_item_size,
-                with_progress,
+                v,
             )?;
             core.reserve_ids_below(MessageId::new(next_id(path, read)?));
             (schedules, fixes, progress)
@@ -216,6 +223,9 @@ fn prepare<T, C: Codec<T>>(
     }
     if version.is_some_and(|v| v < crate::history::HISTORY_VERSION) {
         crate::history::migrate(&conn).map_err(sql)?;
+    }
+    if version.is_some_and(|v| v < crate::flow::FLOW_VERSION) {
+        crate::flow::migrate(&conn).map_err(sql)?;
     }
     // With the record on, the dead letters this open made (leases cut by a dead process)
     // are finishes too.
@@ -283,11 +293,13 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
          );
          {schedules}
          {history}
+         {flow}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
          COMMIT;",
         schedules = crate::schedule::SCHEDULES_TABLE,
         history = crate::history::HISTORY_TABLE,
+        flow = crate::flow::FLOW_SCHEMA,
     ))
 }
 

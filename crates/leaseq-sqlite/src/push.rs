@@ -9,20 +9,11 @@ use crate::op::Op;
 use crate::schedule::KEY_WINDOWS;
 use crate::store::SqliteStore;
 
-/// What a push with flow keys (`Push::kind`, `partition`, `group`, `flow_keys`) is refused
-/// as until the journal keeps them.
-pub(crate) const FLOW_KEYS: &str =
-    "flow keys (Push::kind, partition, group, flow_keys) on the SQLite store";
-
-/// What the SQLite store refuses in `push`, if anything: a key window, flow keys.
+/// What the SQLite store refuses in `push`, if anything: a key window beside flow keys (as
+/// every store does), a key window.
 pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
-    if push.has_key_window() {
-        Some(KEY_WINDOWS)
-    } else if push.flow().is_some() {
-        Some(FLOW_KEYS)
-    } else {
-        None
-    }
+    push.flow_conflict()
+        .or_else(|| push.has_key_window().then_some(KEY_WINDOWS))
 }
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
@@ -33,8 +24,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             let error = self.journal.refusal();
             return Err(PushError::Store { item, error });
         }
-        // The journal keeps keys while items are live, no longer (see `Push::key_window`),
-        // and no flow keys yet.
+        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
         if let Some(what) = unsupported(push) {
             return Err(PushError::Unsupported { item, what });
         }
@@ -73,6 +63,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             expires_at: ttl.map(|ttl| self.to_disk(now.saturating_add(ttl))),
             priority,
             key,
+            flow: push.flow(),
         }]);
         if replace {
             self.journal_events();

@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use leaseq_async::{Codec, Progress};
-use leaseq_core::{MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey};
+use leaseq_core::{
+    FlowKeys, MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey,
+};
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
@@ -104,8 +106,8 @@ pub(crate) fn next_id(path: &Path, conn: &Connection) -> Result<u64, OpenError> 
 /// previous process held, that they came back (or became dead letters); the checkpoints.
 pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>);
 
-/// Restores every row of `items` into `core` (`with_progress`: the file has the
-/// `progress` column, format 2 on) of the file at `path`.
+/// Restores every row of `items` into `core` (`version`: the file's format, which says
+/// which columns it has: `progress` from 2, flow control's from 7) of the file at `path`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn restore_rows<T, C: Codec<T>>(
     path: &Path,
@@ -115,8 +117,9 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     now: Timestamp,
     offset: i128,
     max_item: usize,
-    with_progress: bool,
+    version: i32,
 ) -> Result<RestoredRows, OpenError> {
+    let with_progress = version >= crate::check::PROGRESS_VERSION;
     let max_attempts = core.config().max_attempts();
     let from_disk = |t: i64| -> Timestamp {
         let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
@@ -126,7 +129,10 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     let columns = row_columns(with_progress);
     let sql = |e| OpenError::from_sqlite(path, e);
     let mut st = conn
-        .prepare(&format!("SELECT {columns} FROM items ORDER BY id"))
+        .prepare(&format!(
+            "SELECT {columns}, {} FROM items ORDER BY id",
+            crate::flow::row_columns(version)
+        ))
         .map_err(sql)?;
     // An item over the limit is never read (see `Options::max_item_size`).
     let mut rows = st
@@ -135,6 +141,7 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     while let Some(row) = rows.next().map_err(sql)? {
         let r = read_row(path, row)?;
         let id = r.id;
+        let (keys, snoozes) = flow_of(path, id, row)?;
         let item = codec
             .decode(&r.payload)
             .map_err(|error| OpenError::Decode {
@@ -172,17 +179,20 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                 });
                 (reason, error, now)
             };
-            core.restore_dead_letter(RestoredDeadLetter {
-                id: MessageId::new(id),
-                item,
-                attempts: r.attempts,
-                reason,
-                last_error,
-                at,
-                expires_at,
-                priority: r.priority,
-                key,
-            })
+            core.restore_dead_letter_flow(
+                RestoredDeadLetter {
+                    id: MessageId::new(id),
+                    item,
+                    attempts: r.attempts,
+                    reason,
+                    last_error,
+                    at,
+                    expires_at,
+                    priority: r.priority,
+                    key,
+                },
+                keys,
+            )
             .map_err(|error| OpenError::Restore {
                 path: path.to_path_buf(),
                 error,
@@ -201,7 +211,7 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
             } else {
                 (from_disk(r.visible_at), r.last_error)
             };
-            core.restore(
+            core.restore_flow(
                 Restored {
                     id: MessageId::new(id),
                     item,
@@ -213,6 +223,8 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                     last_error,
                 },
                 now,
+                keys,
+                snoozes,
             )
             .map_err(|error| OpenError::Restore {
                 path: path.to_path_buf(),
@@ -221,4 +233,19 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
         }
     }
     Ok((fixes, checkpoints))
+}
+
+/// A row's flow keys and uncounted snoozes (the columns after `row_columns`').
+fn flow_of(path: &Path, id: u64, row: &rusqlite::Row<'_>) -> Result<(FlowKeys, u32), OpenError> {
+    let bad = |e: rusqlite::Error| OpenError::BadRow {
+        path: path.to_path_buf(),
+        row: format!("item {id}"),
+        why: e.to_string(),
+    };
+    let keys = crate::flow::keys_of([
+        row.get(14).map_err(bad)?,
+        row.get(15).map_err(bad)?,
+        row.get(16).map_err(bad)?,
+    ]);
+    Ok((keys, row.get(17).map_err(bad)?))
 }

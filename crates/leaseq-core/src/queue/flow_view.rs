@@ -19,6 +19,12 @@ fn scope_of((what, key): Scoped) -> Option<LimitScope> {
 }
 
 impl<T> Queue<T> {
+    /// Whether the queue has used flow control: a limit or a rate set (even if removed
+    /// since), an item pushed or restored with flow keys.
+    pub fn has_flow_control(&self) -> bool {
+        self.flow.is_some()
+    }
+
     /// Every concurrency limit set: the queue's first, then kinds' and partitions' in key
     /// order.
     ///
