@@ -120,9 +120,20 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
         Op::Revive { id, visible_at } => tx
             .prepare_cached(
                 "UPDATE items SET attempts = 0, leased = 0, dead = 0, reason = NULL, \
-                 dead_at = NULL, visible_at = ?2 WHERE id = ?1",
+                 dead_at = NULL, visible_at = ?2, snoozes = 0 WHERE id = ?1",
             )?
             .execute(params![*id as i64, visible_at])?,
+        Op::Snoozed {
+            id,
+            attempts,
+            visible_at,
+            snoozes,
+        } => tx
+            .prepare_cached(
+                "UPDATE items SET attempts = ?2, leased = 0, visible_at = ?3, snoozes = ?4 \
+                 WHERE id = ?1 AND dead = 0",
+            )?
+            .execute(params![*id as i64, attempts, visible_at, snoozes])?,
         Op::Progress { id, progress } => tx
             .prepare_cached("UPDATE items SET progress = ?2 WHERE id = ?1")?
             .execute(params![*id as i64, progress])?,

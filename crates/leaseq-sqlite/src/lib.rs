@@ -88,7 +88,9 @@
 //! counts it and an ordered group keeps its push order across a restart (`kill -9`
 //! included); the queue's concurrency limits and rates are rows of the `flow` table, set on
 //! the memory store at once and answered once committed, back at open. A format-6 file is
-//! migrated to 7 at open.
+//! migrated to 7 at open. **Snooze** (`Delivery::snooze`, `JobError::snooze`) is native:
+//! the attempt taken back in the row and the item's snooze count kept there (`snooze.rs`),
+//! so `Config::with_max_snoozes` bounds it across restarts.
 //!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
@@ -222,6 +224,7 @@ mod restore;
 mod schedule;
 mod seam;
 mod settled;
+mod snooze;
 mod sqlite;
 mod store;
 mod writer;

@@ -39,6 +39,14 @@ pub(crate) enum Op {
     },
     /// Acked, cancelled, replaced or a dead letter taken: gone for good.
     Delete { id: u64 },
+    /// Snoozed: its attempt taken back (`attempts` is the count before that lease),
+    /// visible again from `visible_at`, its uncounted snoozes so far (`snooze.rs`).
+    Snoozed {
+        id: u64,
+        attempts: u32,
+        visible_at: i64,
+        snoozes: u32,
+    },
     /// A dead letter redriven: visible at once, attempts reset.
     Revive { id: u64, visible_at: i64 },
     /// A handler's checkpoint (its row keeps it until deleted).
@@ -86,6 +94,7 @@ impl Op {
             | Op::Dead { id, .. }
             | Op::Delete { id }
             | Op::Revive { id, .. }
+            | Op::Snoozed { id, .. }
             | Op::Progress { id, .. }
             | Op::Finished { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
