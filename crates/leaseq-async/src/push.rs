@@ -95,8 +95,9 @@ impl Push {
     /// With a [`key`](Self::key): how long the key is held ([`KeyWindow`]: while live, the
     /// default; while queued; for a period after the push, a throttle; while live and a
     /// period after; with [`replace_pending`](Self::replace_pending), a debounce). The
-    /// memory store honours every window; a store that keeps keys only while items are
-    /// live (SQLite, Postgres) refuses any other with
+    /// memory and SQLite stores honour every window (SQLite keeps them in its file, so a
+    /// window holds across a restart); a store that keeps keys only while items are live
+    /// (Postgres, for now) refuses any other with
     /// [`PushError::Unsupported`](crate::PushError::Unsupported), the item handed back.
     ///
     /// ```
@@ -124,6 +125,12 @@ impl Push {
         self.window = window;
         self.windowed = !matches!(window, KeyWindow::Live);
         self
+    }
+
+    /// The [`key_window`](Self::key_window) given, if other than [`KeyWindow::Live`]: what
+    /// a durable store keeps beside a keyed item.
+    pub fn window(&self) -> Option<KeyWindow> {
+        self.windowed.then_some(self.window)
     }
 
     /// Whether a [`key_window`](Self::key_window) other than

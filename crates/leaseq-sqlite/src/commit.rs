@@ -56,13 +56,19 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             priority,
             key,
             flow,
+            window,
         } => {
             let mut st = tx.prepare_cached(
                 "INSERT OR REPLACE INTO items (id, payload, attempts, visible_at, expires_at, \
-                 priority, key, leased, dead, flow_kind, flow_partition, flow_group) \
-                 VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0, ?7, ?8, ?9)",
+                 priority, key, leased, dead, flow_kind, flow_partition, flow_group, \
+                 window_kind, window_ns, pushed_at) \
+                 VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
             let [kind, partition, group] = crate::flow::columns(*flow);
+            let (wkind, wns, pushed_at) = match window {
+                Some(w) => (Some(w.kind), Some(w.ns), Some(w.pushed_at)),
+                None => (None, None, None),
+            };
             st.execute(params![
                 *id as i64,
                 payload,
@@ -72,7 +78,10 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
                 key,
                 kind,
                 partition,
-                group
+                group,
+                wkind,
+                wns,
+                pushed_at
             ])?;
             if let Some(later) = early.remove(id) {
                 for op in &later {
@@ -139,6 +148,10 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             .execute(params![*id as i64, progress])?,
         Op::Schedule(state) => return crate::schedule::write(tx, state),
         Op::Paused(paused) => return crate::pause::write(tx, *paused),
+        Op::KeyTaken { id, key } => return crate::windows::write_key_taken(tx, *id, key),
+        Op::KeepWindow { id, at } => {
+            usize::from(crate::windows::write_keep_window(tx, *id, *at)?)
+        }
         Op::Limit(scope, max) => return crate::flow::write_limit(tx, *scope, *max),
         Op::Rate(scope, rate) => return crate::flow::write_rate(tx, *scope, *rate),
         Op::Finished { id, outcome, at } => crate::history::write(tx, *id, *outcome, *at)?,

@@ -23,13 +23,22 @@ use crate::store::SqliteStore;
 pub(crate) const FLOW_VERSION: i32 = 7;
 
 /// Format 6 to 7, the whole step (also run by a new file's schema, after `items`): the
-/// items' flow keys and snoozes, and the limits' and rates' table (`rule` 0 a concurrency
+/// items' flow keys, snoozes and key windows (`windows.rs`), the keys held after their
+/// items left (`gone_keys`), and the limits' and rates' table (`rule` 0 a concurrency
 /// limit, 1 a rate; `scope` 0 the queue, 1 a kind, 2 a partition; `key` the scope's
 /// `FlowKey`, 0 for the queue; a rate's `period_ns` and `burst`).
 pub(crate) const FLOW_SCHEMA: &str = "ALTER TABLE items ADD COLUMN flow_kind INTEGER;
          ALTER TABLE items ADD COLUMN flow_partition INTEGER;
          ALTER TABLE items ADD COLUMN flow_group INTEGER;
          ALTER TABLE items ADD COLUMN snoozes INTEGER NOT NULL DEFAULT 0;
+         ALTER TABLE items ADD COLUMN window_kind INTEGER;
+         ALTER TABLE items ADD COLUMN window_ns INTEGER;
+         ALTER TABLE items ADD COLUMN pushed_at INTEGER;
+         CREATE TABLE IF NOT EXISTS gone_keys (
+             key BLOB PRIMARY KEY,
+             id INTEGER NOT NULL,
+             until INTEGER NOT NULL
+         ) WITHOUT ROWID;
          CREATE TABLE IF NOT EXISTS flow (
              rule INTEGER NOT NULL,
              scope INTEGER NOT NULL,
@@ -44,9 +53,9 @@ pub(crate) const FLOW_SCHEMA: &str = "ALTER TABLE items ADD COLUMN flow_kind INT
 /// columns from format 7, nothing before.
 pub(crate) fn row_columns(version: i32) -> &'static str {
     if version >= FLOW_VERSION {
-        "flow_kind, flow_partition, flow_group, snoozes"
+        "flow_kind, flow_partition, flow_group, snoozes, window_kind, window_ns, pushed_at"
     } else {
-        "NULL, NULL, NULL, 0"
+        "NULL, NULL, NULL, 0, NULL, NULL, NULL"
     }
 }
 

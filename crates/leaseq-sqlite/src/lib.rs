@@ -90,7 +90,10 @@
 //! the memory store at once and answered once committed, back at open. A format-6 file is
 //! migrated to 7 at open. **Snooze** (`Delivery::snooze`, `JobError::snooze`) is native:
 //! the attempt taken back in the row and the item's snooze count kept there (`snooze.rs`),
-//! so `Config::with_max_snoozes` bounds it across restarts.
+//! so `Config::with_max_snoozes` bounds it across restarts. **Key windows**
+//! (`Push::key_window`) are kept too: a live item's window in its row, the key of an item
+//! that left within its window in the `gone_keys` table (`windows.rs`), both back at open,
+//! so a throttle holds across a restart.
 //!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
@@ -227,6 +230,7 @@ mod settled;
 mod snooze;
 mod sqlite;
 mod store;
+mod windows;
 mod writer;
 
 // The codecs live in `leaseq-async`, shared by every durable store; re-exported here.

@@ -16,7 +16,13 @@ pub(crate) enum Op {
         key: Option<Vec<u8>>,
         /// Its flow keys, if it was pushed with any (`flow.rs`).
         flow: Option<FlowKeys>,
+        /// Its key's window, if not `Live` (`windows.rs`).
+        window: Option<crate::windows::RowWindow>,
     },
+    /// A keyed push took `key` (`windows.rs`): no other live row holds it, no gone entry.
+    KeyTaken { id: u64, key: Vec<u8> },
+    /// The item leaves at `at`: its key kept for its window's rest (`windows.rs`).
+    KeepWindow { id: u64, at: i64 },
     /// Leased: its attempt is counted before the delivery is handed out.
     Taken { id: u64, attempts: u32 },
     /// A lease given back unstarted: its attempt taken back (`attempts` is the count before
@@ -95,12 +101,16 @@ impl Op {
             | Op::Delete { id }
             | Op::Revive { id, .. }
             | Op::Snoozed { id, .. }
+            | Op::KeepWindow { id, .. }
             | Op::Progress { id, .. }
             | Op::Finished { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
-            Op::Schedule(_) | Op::Paused(_) | Op::Limit(..) | Op::Rate(..) | Op::Prune { .. } => {
-                u64::MAX
-            }
+            Op::Schedule(_)
+            | Op::KeyTaken { .. }
+            | Op::Paused(_)
+            | Op::Limit(..)
+            | Op::Rate(..)
+            | Op::Prune { .. } => u64::MAX,
         }
     }
 }

@@ -95,6 +95,7 @@ where
         offset,
         progress,
         schedules,
+        windows,
     } = ready;
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
@@ -116,6 +117,7 @@ where
         retention: options.retention,
         last_prune: parking_lot::Mutex::new(None),
         path: path.to_path_buf(),
+        windows: std::sync::atomic::AtomicBool::new(windows),
     });
     Ok(LeaseQueue::start(store))
 }
@@ -130,6 +132,8 @@ struct Ready<T> {
     progress: Vec<(MessageId, Progress)>,
     /// The schedules' stored states.
     schedules: Vec<ScheduleState>,
+    /// Whether the file kept a key's window (`windows.rs`).
+    windows: bool,
 }
 
 /// Under the owner lock: checks the file (or creates it: `created` is then set), reads
@@ -171,7 +175,7 @@ fn prepare<T, C: Codec<T>>(
 
     // Everything is read before anything is written, on the check's connection.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
-    let (schedules, fixes, progress) = match (version, &reader) {
+    let (schedules, fixes, progress, windows) = match (version, &reader) {
         (Some(v), Some(read)) => {
             let schedules = crate::schedule::read_all(path, read, v)?;
             if crate::pause::read(path, read)? {
@@ -184,7 +188,7 @@ fn prepare<T, C: Codec<T>>(
             for &(scope, rate) in &flow.rates {
                 core.set_rate(scope, Some(rate), now);
             }
-            let (fixes, progress) = restore_rows(
+            let (fixes, progress, rows_windows) = restore_rows(
                 path,
                 read,
                 &mut core,
@@ -195,9 +199,14 @@ fn prepare<T, C: Codec<T>>(
                 v,
             )?;
             core.reserve_ids_below(MessageId::new(next_id(path, read)?));
-            (schedules, fixes, progress)
+            let from_disk = |t: i64| {
+                let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
+                Timestamp::from_nanos(ns)
+            };
+            let gone = crate::windows::restore_gone(path, read, &mut core, v, from_disk)?;
+            (schedules, fixes, progress, rows_windows || gone)
         }
-        _ => (Vec::new(), Vec::new(), Vec::new()),
+        _ => (Vec::new(), Vec::new(), Vec::new(), false),
     };
     drop(reader);
     let sync = match options.durability {
@@ -255,6 +264,7 @@ fn prepare<T, C: Codec<T>>(
         offset,
         progress,
         schedules,
+        windows,
     })
 }
 

@@ -6,14 +6,12 @@ use leaseq_async::{Codec, Push, PushError, Runtime, Store};
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::op::Op;
-use crate::schedule::KEY_WINDOWS;
 use crate::store::SqliteStore;
 
 /// What the SQLite store refuses in `push`, if anything: a key window beside flow keys (as
-/// every store does), a key window.
+/// every store does).
 pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
     push.flow_conflict()
-        .or_else(|| push.has_key_window().then_some(KEY_WINDOWS))
 }
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
@@ -52,7 +50,18 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let key = options.key_bytes().map(<[u8]>::to_vec);
         let (priority, replace) = (options.priority, options.replace_pending);
         let id = self.inner.try_push(item, push)?;
-        self.journal.submit([Op::Insert {
+        // A window's start read after the core's push: on disk it ends no earlier.
+        let window = push
+            .window()
+            .and_then(|w| crate::windows::row_window(w, self.to_disk(self.inner.runtime().now())));
+        let taken = match (&key, self.windows_for(push)) {
+            (Some(k), true) => Some(Op::KeyTaken {
+                id: id.get(),
+                key: k.clone(),
+            }),
+            _ => None,
+        };
+        self.journal.submit(taken.into_iter().chain([Op::Insert {
             id: id.get(),
             payload,
             visible_at: if delay.is_zero() {
@@ -64,7 +73,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             priority,
             key,
             flow: push.flow(),
-        }]);
+            window,
+        }]));
         if replace {
             self.journal_events();
         }

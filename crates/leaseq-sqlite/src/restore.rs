@@ -104,7 +104,8 @@ pub(crate) fn next_id(path: &Path, conn: &Connection) -> Result<u64, OpenError> 
 
 /// What the rows gave besides the core's items: the ops that record, for leases the
 /// previous process held, that they came back (or became dead letters); the checkpoints.
-pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>);
+/// And whether a row kept a key's window.
+pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>, bool);
 
 /// Restores every row of `items` into `core` (`version`: the file's format, which says
 /// which columns it has: `progress` from 2, flow control's from 7) of the file at `path`.
@@ -125,7 +126,7 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
         let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
         Timestamp::from_nanos(ns)
     };
-    let (mut fixes, mut checkpoints) = (Vec::new(), Vec::new());
+    let (mut fixes, mut checkpoints, mut windows) = (Vec::new(), Vec::new(), false);
     let columns = row_columns(with_progress);
     let sql = |e| OpenError::from_sqlite(path, e);
     let mut st = conn
@@ -141,7 +142,8 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     while let Some(row) = rows.next().map_err(sql)? {
         let r = read_row(path, row)?;
         let id = r.id;
-        let (keys, snoozes) = flow_of(path, id, row)?;
+        let (keys, snoozes, window) = flow_of(path, id, row)?;
+        windows |= window.is_some();
         let item = codec
             .decode(&r.payload)
             .map_err(|error| OpenError::Decode {
@@ -230,13 +232,24 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                 path: path.to_path_buf(),
                 error,
             })?;
+            if let (Some(key), Some((kind, ns, pushed_at))) = (&key, window) {
+                let at = from_disk(pushed_at);
+                crate::windows::restore_window(core, MessageId::new(id), key, (kind, ns), at);
+            }
         }
     }
-    Ok((fixes, checkpoints))
+    Ok((fixes, checkpoints, windows))
 }
 
-/// A row's flow keys and uncounted snoozes (the columns after `row_columns`').
-fn flow_of(path: &Path, id: u64, row: &rusqlite::Row<'_>) -> Result<(FlowKeys, u32), OpenError> {
+/// A row's key window: kind, period, push time.
+type Window = Option<(u8, i64, i64)>;
+
+/// A row's flow keys, uncounted snoozes and key window (the columns after `row_columns`').
+fn flow_of(
+    path: &Path,
+    id: u64,
+    row: &rusqlite::Row<'_>,
+) -> Result<(FlowKeys, u32, Window), OpenError> {
     let bad = |e: rusqlite::Error| OpenError::BadRow {
         path: path.to_path_buf(),
         row: format!("item {id}"),
@@ -247,5 +260,9 @@ fn flow_of(path: &Path, id: u64, row: &rusqlite::Row<'_>) -> Result<(FlowKeys, u
         row.get(15).map_err(bad)?,
         row.get(16).map_err(bad)?,
     ]);
-    Ok((keys, row.get(17).map_err(bad)?))
+    let kind: Option<u8> = row.get(18).map_err(bad)?;
+    let ns: Option<i64> = row.get(19).map_err(bad)?;
+    let at: Option<i64> = row.get(20).map_err(bad)?;
+    let window = kind.map(|k| (k, ns.unwrap_or(0), at.unwrap_or(0)));
+    Ok((keys, row.get(17).map_err(bad)?, window))
 }

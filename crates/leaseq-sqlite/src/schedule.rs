@@ -141,7 +141,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
-            if let Some(what) = crate::push::unsupported(push) {
+            let windowed = push.has_key_window().then_some(KEY_WINDOWS);
+            if let Some(what) = crate::push::unsupported(push).or(windowed) {
                 let (item, _) = step.ticks.swap_remove(i);
                 return Err(ScheduleCommitError::Push(PushError::Unsupported {
                     item,
@@ -197,6 +198,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                         priority: row.priority,
                         key: row.key,
                         flow: row.flow,
+                        window: None,
                     })
                 })
                 .collect();

@@ -5,6 +5,8 @@ use super::tags::Tags;
 use super::Queue;
 use crate::flow::FlowKeys;
 use crate::id::MessageId;
+use crate::key::UniqueKey;
+use crate::key_window::KeyWindow;
 use crate::outcome::PushOptions;
 use crate::queue::{Restored, RestoredDeadLetter};
 use crate::time::Timestamp;
@@ -91,6 +93,33 @@ impl<T> Queue<T> {
         flow.tags.insert(id.get(), tags);
         if let Some(g) = tags.group.filter(|_| block) {
             flow.groups.entry(g).or_default().insert(id.get());
+        }
+    }
+
+    /// The window of the restored live item `id`'s unique `key`, as pushed at `pushed_at`
+    /// (a `Period` ends then plus the period). Nothing unless `id` is the live holder of
+    /// `key`; `KeyWindow::Live` changes nothing.
+    pub fn restore_key_window(
+        &mut self,
+        id: MessageId,
+        key: &UniqueKey,
+        window: KeyWindow,
+        pushed_at: Timestamp,
+    ) {
+        let Some(slot) = self.keys.find(key, key.hash64()) else {
+            return;
+        };
+        if self.slots[slot as usize].id == id.get() && window != KeyWindow::Live {
+            self.set_window_cold(slot as usize, window, pushed_at);
+        }
+    }
+
+    /// The key of an item `id` that left within its window, held until `until` (the
+    /// queue's time): a push with `key` is refused naming `id` until then.
+    pub fn restore_gone_key(&mut self, key: UniqueKey, until: Timestamp, id: MessageId) {
+        if until > self.now {
+            let gone = self.gone_keys.get_or_insert_with(Default::default);
+            gone.insert(key, until, id);
         }
     }
 }

@@ -122,4 +122,6 @@ pub(crate) fn rows(path: &Path) -> Vec<(u64, u32, bool, Vec<u8>)> {
 /// the start of every older format a migration test makes from a new file.
 pub(crate) const BEFORE_FLOW: &str = "ALTER TABLE items DROP COLUMN flow_kind; \
      ALTER TABLE items DROP COLUMN flow_partition; ALTER TABLE items DROP COLUMN flow_group; \
-     ALTER TABLE items DROP COLUMN snoozes; DROP TABLE flow;";
+     ALTER TABLE items DROP COLUMN snoozes; ALTER TABLE items DROP COLUMN window_kind; \
+     ALTER TABLE items DROP COLUMN window_ns; ALTER TABLE items DROP COLUMN pushed_at; \
+     DROP TABLE flow; DROP TABLE gone_keys;";
