@@ -216,3 +216,47 @@ fn a_format_6_file_is_migrated() {
     const { assert!(FORMAT_VERSION >= 7) };
     support::remove(&path);
 }
+
+/// `GroupDeadLetter::Block` across a reopen: the dead letter, restored with its flow keys,
+/// still holds its group; redriven, it is the head again.
+#[test]
+fn a_blocking_dead_letter_holds_its_group_across_a_reopen() {
+    use leaseq_async::core::GroupDeadLetter;
+    use leaseq_sqlite::{BytesCodec, Options};
+    let path = support::temp("flow-block");
+    let open = |p: &std::path::Path| {
+        let config = support::config().group_dead_letter(GroupDeadLetter::Block);
+        leaseq_test_kit::sqlite::open_with(p, config, BytesCodec, Options::new()).unwrap()
+    };
+    let q = open(&path);
+    let dead = smol::block_on(async {
+        q.push_with(item(0, 0), Push::new().group("g"))
+            .await
+            .unwrap();
+        q.push_with(item(0, 1), Push::new().group("g"))
+            .await
+            .unwrap();
+        let d = q.receive().await.unwrap();
+        let id = d.id();
+        d.dead_letter("bad").await.unwrap();
+        id
+    });
+    shut(q);
+    let q = open(&path);
+    smol::block_on(async {
+        assert_eq!(q.stats().ready, 1);
+        assert_eq!(
+            q.flow_waiting().await.unwrap().on_groups,
+            1,
+            "held by the dead letter"
+        );
+        q.redrive(dead).await.unwrap();
+        assert_eq!(
+            q.receive().await.unwrap().item(),
+            &item(0, 0),
+            "the head again"
+        );
+    });
+    shut(q);
+    support::remove(&path);
+}
