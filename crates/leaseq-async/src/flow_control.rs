@@ -1,6 +1,6 @@
 //! Flow control as every store offers it: [`FlowControl`] (concurrency and rate limits set
-//! at runtime, what they hold back), [`FlowSettings`], [`FlowWaiting`], and
-//! [`LeaseQueue`]'s calls forwarding to it. The flow keys an item counts by are given at
+//! at runtime, what they hold back), [`FlowSettings`], [`FlowWaiting`]; [`LeaseQueue`](crate::LeaseQueue)'s
+//! calls forwarding to it are in `queue_flow.rs`. The flow keys an item counts by are given at
 //! push ([`Push::kind`](crate::Push::kind), [`partition`](crate::Push::partition),
 //! [`group`](crate::Push::group)).
 
@@ -8,15 +8,12 @@ use std::future::Future;
 
 use leaseq_core::{LimitScope, Rate};
 
-use crate::queue::LeaseQueue;
-use crate::runtime::Runtime;
-use crate::store::Store;
 use crate::store_error::StoreError;
 
 /// Concurrency and rate limits on a store, for every process of the queue: implemented by
 /// the memory store ([`MemoryStore`](crate::MemoryStore), one process), the SQLite store
 /// (kept in its file) and the Postgres store (in tables every process reads). Called
-/// through a [`LeaseQueue`] (`queue.set_limit(scope, max).await`).
+/// through a [`LeaseQueue`](crate::LeaseQueue) (`queue.set_limit(scope, max).await`).
 ///
 /// A limit or a rate holds ready items back in their place: a receive leases past them the
 /// first item no rule holds. A limit of 0 leases none of its scope.
@@ -105,54 +102,5 @@ impl FlowWaiting {
             on_rates,
             on_groups,
         }
-    }
-}
-
-/// Flow control on a queue whose store offers it, the same calls on every store.
-impl<T, R: Runtime, S: Store<T, Runtime = R> + FlowControl> LeaseQueue<T, R, S> {
-    /// Sets (`Some`) or removes (`None`) the concurrency limit of `scope` for every process
-    /// of the queue ([`FlowControl::set_limit`]); effect at once.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use leaseq_async::core::LimitScope;
-    /// use leaseq_async::{Config, LeaseQueue, SimRuntime};
-    ///
-    /// let rt = SimRuntime::new();
-    /// rt.block_on({
-    ///     let rt = rt.clone();
-    ///     async move {
-    ///         let q = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(30))).unwrap();
-    ///         q.set_limit(LimitScope::Queue, Some(1)).await.unwrap();
-    ///         q.try_push("a").unwrap();
-    ///         q.try_push("b").unwrap();
-    ///         let a = q.receive().await.unwrap();
-    ///         assert!(q.try_receive().is_none(), "one in flight at most");
-    ///         assert_eq!(q.flow_waiting().await.unwrap().on_limits, 1);
-    ///         assert_eq!(q.flow_settings().await.unwrap().limit(LimitScope::Queue), Some(1));
-    ///         a.ack().await.unwrap();
-    ///         assert_eq!(*q.receive().await.unwrap().item(), "b");
-    ///     }
-    /// });
-    /// ```
-    pub async fn set_limit(&self, scope: LimitScope, max: Option<u32>) -> Result<(), StoreError> {
-        FlowControl::set_limit(&*self.store, scope, max).await
-    }
-
-    /// Sets (`Some`) or removes (`None`) the rate limit of `scope`
-    /// ([`FlowControl::set_rate`]); effect at once.
-    pub async fn set_rate(&self, scope: LimitScope, rate: Option<Rate>) -> Result<(), StoreError> {
-        FlowControl::set_rate(&*self.store, scope, rate).await
-    }
-
-    /// The limits and rates set now ([`FlowControl::flow_settings`]).
-    pub async fn flow_settings(&self) -> Result<FlowSettings, StoreError> {
-        FlowControl::flow_settings(&*self.store).await
-    }
-
-    /// Ready items held back now by a limit, a rate or a group's turn
-    /// ([`FlowControl::flow_waiting`]).
-    pub async fn flow_waiting(&self) -> Result<FlowWaiting, StoreError> {
-        FlowControl::flow_waiting(&*self.store).await
     }
 }

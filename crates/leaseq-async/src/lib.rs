@@ -154,6 +154,7 @@ mod pool_stats;
 pub mod progress;
 mod push;
 mod queue;
+mod queue_flow;
 mod receive;
 #[cfg(feature = "router")]
 pub mod router;

@@ -17,7 +17,7 @@ pub(crate) enum Op {
         /// Its flow keys, if it was pushed with any (`flow.rs`).
         flow: Option<FlowKeys>,
         /// Its key's window, if not `Live` (`windows.rs`).
-        window: Option<crate::windows::RowWindow>,
+        window: Option<RowWindow>,
     },
     /// A keyed push took `key` (`windows.rs`): no other live row holds it, no gone entry.
     KeyTaken { id: u64, key: Vec<u8> },
@@ -113,4 +113,13 @@ impl Op {
             | Op::Prune { .. } => u64::MAX,
         }
     }
+}
+
+/// A live item's key window as its row keeps it (`windows.rs`): kind (1 queued, 2 a period after the push, 3
+/// live then a period), the period in nanoseconds, the push's wall-clock time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowWindow {
+    pub(crate) kind: u8,
+    pub(crate) ns: i64,
+    pub(crate) pushed_at: i64,
 }

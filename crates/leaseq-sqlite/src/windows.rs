@@ -21,18 +21,9 @@ use leaseq_async::{Codec, Push, Runtime};
 use leaseq_core::{KeyWindow, MessageId, Queue, Timestamp, UniqueKey};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::op::Op;
+use crate::op::{Op, RowWindow};
 use crate::open_error::OpenError;
 use crate::store::SqliteStore;
-
-/// A live item's window as its row keeps it: kind (1 queued, 2 a period after the push, 3
-/// live then a period), the period in nanoseconds, the push's wall-clock time.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RowWindow {
-    pub(crate) kind: u8,
-    pub(crate) ns: i64,
-    pub(crate) pushed_at: i64,
-}
 
 /// What a row keeps of `window` (none for `Live`), pushed at `pushed_at` on disk.
 pub(crate) fn row_window(window: KeyWindow, pushed_at: i64) -> Option<RowWindow> {
