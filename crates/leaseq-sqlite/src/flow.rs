@@ -230,22 +230,37 @@ fn unknown_scope() -> StoreError {
     StoreError::not_done("a limit scope this version of leaseq-sqlite cannot store")
 }
 
+impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
+    /// A limit or rate of `scope` made on the memory store by `set` and its row journaled
+    /// (`op`), in the order made (with pause flags and schedule steps); answered once
+    /// committed. A scope this version cannot write is refused, nothing changed.
+    async fn set_durably(
+        &self,
+        scope: LimitScope,
+        set: impl FnOnce(&leaseq_async::MemoryStore<T, R>),
+        op: Op,
+    ) -> Result<(), StoreError> {
+        let seq = scope_row(scope).map(|_| {
+            let _order = self.schedule_lock.lock();
+            set(&self.inner);
+            self.journal.submit([op])
+        });
+        let seq = seq.ok_or_else(unknown_scope)?;
+        self.journal.committed(seq).await
+    }
+}
+
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> FlowControl for SqliteStore<T, R, C> {
     fn set_limit(
         &self,
         scope: LimitScope,
         max: Option<u32>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let seq = scope_row(scope).map(|_| {
-            // Journaled in the order made on the memory store.
-            let _order = self.schedule_lock.lock();
-            self.inner.set_limit(scope, max);
-            self.journal.submit([Op::Limit(scope, max)])
-        });
-        async move {
-            let seq = seq.ok_or_else(unknown_scope)?;
-            self.journal.committed(seq).await
-        }
+        self.set_durably(
+            scope,
+            move |m| m.set_limit(scope, max),
+            Op::Limit(scope, max),
+        )
     }
 
     fn set_rate(
@@ -253,15 +268,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> FlowControl for SqliteS
         scope: LimitScope,
         rate: Option<Rate>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let seq = scope_row(scope).map(|_| {
-            let _order = self.schedule_lock.lock();
-            self.inner.set_rate(scope, rate);
-            self.journal.submit([Op::Rate(scope, rate)])
-        });
-        async move {
-            let seq = seq.ok_or_else(unknown_scope)?;
-            self.journal.committed(seq).await
-        }
+        self.set_durably(
+            scope,
+            move |m| m.set_rate(scope, rate),
+            Op::Rate(scope, rate),
+        )
     }
 
     fn flow_settings(&self) -> impl Future<Output = Result<FlowSettings, StoreError>> + Send {
