@@ -1,6 +1,6 @@
 //! Flow control as every store offers it: [`FlowControl`] (concurrency and rate limits set
-//! at runtime, what they hold back), [`FlowSettings`], [`FlowWaiting`], and
-//! the calls of [`LeaseQueue`](crate::LeaseQueue) forward to it (`queue_flow.rs`). The flow keys an item counts by are given at
+//! at runtime, what they hold back), [`FlowSettings`], [`FlowWaiting`]; [`LeaseQueue`](crate::LeaseQueue)'s
+//! calls forwarding to it are in `queue_flow.rs`. The flow keys an item counts by are given at
 //! push ([`Push::kind`](crate::Push::kind), [`partition`](crate::Push::partition),
 //! [`group`](crate::Push::group)).
 

@@ -34,10 +34,10 @@ pub struct Push {
     /// push's checks test plain flags), and the window.
     windowed: bool,
     window: KeyWindow,
-    /// Whether flow keys were given (a flag, so that a plain push tests one byte), and the
-    /// keys.
-    flowed: bool,
-    flow: FlowKeys,
+    /// The flow keys, if any were given: boxed, so that a push without them carries one
+    /// null pointer (a plain push is built on the caller's path: a larger `Push` costs
+    /// every push) and tests it.
+    flow: Option<Box<FlowKeys>>,
 }
 
 impl Default for Push {
@@ -56,8 +56,7 @@ impl Push {
             keyed: false,
             windowed: false,
             window: KeyWindow::Live,
-            flowed: false,
-            flow: FlowKeys::new(),
+            flow: None,
         }
     }
 
@@ -95,8 +94,9 @@ impl Push {
     /// With a [`key`](Self::key): how long the key is held ([`KeyWindow`]: while live, the
     /// default; while queued; for a period after the push, a throttle; while live and a
     /// period after; with [`replace_pending`](Self::replace_pending), a debounce). The
-    /// memory store honours every window; a store that keeps keys only while items are
-    /// live (SQLite, Postgres) refuses any other with
+    /// memory and SQLite stores honour every window (SQLite keeps them in its file, so a
+    /// window holds across a restart); a store that keeps keys only while items are live
+    /// (Postgres, for now) refuses any other with
     /// [`PushError::Unsupported`](crate::PushError::Unsupported), the item handed back.
     ///
     /// ```
@@ -124,6 +124,12 @@ impl Push {
         self.window = window;
         self.windowed = !matches!(window, KeyWindow::Live);
         self
+    }
+
+    /// The [`key_window`](Self::key_window) given, if other than [`KeyWindow::Live`]: what
+    /// a durable store keeps beside a keyed item.
+    pub fn window(&self) -> Option<KeyWindow> {
+        self.windowed.then_some(self.window)
     }
 
     /// Whether a [`key_window`](Self::key_window) other than
@@ -162,8 +168,7 @@ impl Push {
     /// });
     /// ```
     pub fn kind(mut self, name: impl AsRef<[u8]>) -> Self {
-        self.flow = self.flow.kind(FlowKey::named(name));
-        self.flowed = true;
+        self.set_flow(|k| k.kind(FlowKey::named(name)));
         self
     }
 
@@ -171,8 +176,7 @@ impl Push {
     /// limits ([`LimitScope::Partition`](leaseq_core::LimitScope::Partition) of
     /// [`FlowKey::named`]`(name)`), for life.
     pub fn partition(mut self, name: impl AsRef<[u8]>) -> Self {
-        self.flow = self.flow.partition(FlowKey::named(name));
-        self.flowed = true;
+        self.set_flow(|k| k.partition(FlowKey::named(name)));
         self
     }
 
@@ -202,29 +206,33 @@ impl Push {
     /// });
     /// ```
     pub fn group(mut self, name: impl AsRef<[u8]>) -> Self {
-        self.flow = self.flow.group(FlowKey::named(name));
-        self.flowed = true;
+        self.set_flow(|k| k.group(FlowKey::named(name)));
         self
     }
 
     /// Flow keys given as ids ([`FlowKeys`], [`FlowKey::new`]): replaces any
     /// [`kind`](Self::kind), [`partition`](Self::partition) and [`group`](Self::group)
     /// given before (empty keys: none).
-    pub const fn flow_keys(mut self, keys: FlowKeys) -> Self {
-        self.flow = keys;
-        self.flowed = !keys.is_empty();
+    pub fn flow_keys(mut self, keys: FlowKeys) -> Self {
+        self.flow = (!keys.is_empty()).then(|| Box::new(keys));
         self
+    }
+
+    /// The flow keys changed by `f` (from none: empty keys).
+    fn set_flow(&mut self, f: impl FnOnce(FlowKeys) -> FlowKeys) {
+        let keys = f(self.flow.as_deref().copied().unwrap_or_default());
+        self.flow = Some(Box::new(keys));
     }
 
     /// Whether flow keys were given.
     #[inline]
     pub(crate) fn flowed(&self) -> bool {
-        self.flowed
+        self.flow.is_some()
     }
 
     /// The flow keys given, if any: what a store keeps beside the item.
     pub fn flow(&self) -> Option<FlowKeys> {
-        self.flowed.then_some(self.flow)
+        self.flow.as_deref().copied()
     }
 
     /// With a [`key`](Self::key): a ready or delayed item holding the key is replaced by
@@ -247,7 +255,7 @@ impl Push {
             && self.ttl.is_none()
             && self.options.priority == 0
             && !self.keyed
-            && !self.flowed
+            && self.flow.is_none()
     }
 
     /// This push, made by a caller that waits for room when the queue is full and pushes
@@ -272,9 +280,9 @@ impl Push {
         now: Timestamp,
         options: PushOptions,
     ) -> Result<leaseq_core::Pushed<T>, leaseq_core::PushError<T>> {
-        if self.flowed {
-            // (A key window with flow keys is refused before: `refused_flow`.)
-            core.push_flow_with_id_take(id, item, now, options, self.flow)
+        if let Some(keys) = self.flow.as_deref() {
+            // (A key window with flow keys is refused before: `flow_conflict`.)
+            core.push_flow_with_id_take(id, item, now, options, *keys)
         } else if self.windowed {
             core.push_windowed_with_id_take(id, item, now, options, self.window)
         } else {
@@ -287,7 +295,7 @@ impl Push {
     /// [`PushError::Unsupported`](crate::PushError::Unsupported) naming this, the item
     /// handed back.
     pub fn flow_conflict(&self) -> Option<&'static str> {
-        (self.flowed && self.windowed).then_some(WINDOW_WITH_FLOW)
+        (self.flow.is_some() && self.windowed).then_some(WINDOW_WITH_FLOW)
     }
 
     pub(crate) fn waiting_for_room(mut self) -> Self {

@@ -68,6 +68,10 @@ struct Handle<S> {
     dropped: fn(&S),
 }
 
+/// A plain push, made once: `try_push` and `try_push_batch` pass it by reference, so that
+/// no `Push` is built (and dropped) on their path.
+static PLAIN: Push = Push::new();
+
 impl<S> Drop for Handle<S> {
     fn drop(&mut self) {
         (self.dropped)(&self.store);
@@ -179,8 +183,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     /// back inside the error. With a durable store it is fire and forget: the item is
     /// committed with the store's next batch, but `Ok` does not mean it is on disk yet (use
     /// [`push`](Self::push), which waits for that, or [`synced`](Self::synced)).
+    #[inline]
     pub fn try_push(&self, item: T) -> Result<MessageId, PushError<T>> {
-        self.store.try_push(item, &Push::new())
+        self.store.try_push(item, &PLAIN)
     }
 
     /// Adds an item as `push` says (delay, time to live, priority level, unique key). Never
@@ -256,7 +261,7 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> LeaseQueue<T, R, S> {
     {
         let mut items = items.into_iter();
         self.store
-            .try_push_batch(&mut items, &Push::new())
+            .try_push_batch(&mut items, &PLAIN)
             .map_err(|(accepted, error)| BatchError {
                 accepted,
                 error,

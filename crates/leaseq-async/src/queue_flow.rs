@@ -1,5 +1,5 @@
-//! Flow control on a [`LeaseQueue`]: its calls forward to the store's [`FlowControl`], the
-//! same on every store.
+//! [`LeaseQueue`]'s flow control calls: each forwards to its store's [`FlowControl`], the
+//! same calls on every store.
 
 use leaseq_core::{LimitScope, Rate};
 

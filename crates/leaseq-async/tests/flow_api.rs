@@ -5,7 +5,7 @@
 //! refused with the item handed back. Virtual time.
 
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,25 +27,7 @@ fn a_pool_never_exceeds_a_partition_limit_set_through_the_queue() {
                 .await
                 .unwrap();
         }
-        let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let pool = Pool::builder(q.clone()).workers(8).spawn({
-            let (now, peak, rt) = (now.clone(), peak.clone(), rt.clone());
-            move |job| {
-                let (now, peak, rt) = (now.clone(), peak.clone(), rt.clone());
-                async move {
-                    let limited = job.item < 100;
-                    if limited {
-                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                        peak.fetch_max(n, Ordering::SeqCst);
-                    }
-                    rt.sleep_until(rt.now().saturating_add(SEC)).await;
-                    if limited {
-                        now.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    Ok(())
-                }
-            }
-        });
+        let (pool, peak) = sim::pool_with_peak(&rt, &q, 8, SEC, |n: &u32| *n < 100);
         q.wait_empty().await;
         let report = pool.shutdown(SEC).await;
         assert_eq!(report.stats.ok, 40);

@@ -23,25 +23,7 @@ fn a_pool_never_exceeds_a_kind_limit_and_runs_the_rest() {
             q.store().try_push_flow(n, &Push::new(), keys).unwrap();
             q.try_push(100 + n).unwrap();
         }
-        let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let pool = Pool::builder(q.clone()).workers(6).spawn({
-            let (now, peak, rt) = (now.clone(), peak.clone(), rt.clone());
-            move |job| {
-                let (now, peak, rt) = (now.clone(), peak.clone(), rt.clone());
-                async move {
-                    let limited = job.item < 100;
-                    if limited {
-                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-                        peak.fetch_max(n, Ordering::SeqCst);
-                    }
-                    rt.sleep_until(rt.now().saturating_add(SEC)).await;
-                    if limited {
-                        now.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    Ok(())
-                }
-            }
-        });
+        let (pool, peak) = sim::pool_with_peak(&rt, &q, 6, SEC, |n: &u32| *n < 100);
         q.wait_empty().await;
         let report = pool.shutdown(SEC).await;
         assert_eq!(report.stats.ok, 24);

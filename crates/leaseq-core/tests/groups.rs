@@ -289,3 +289,48 @@ proptest! {
         }
     }
 }
+
+/// A durable store's restore: items and a dead letter put back with their flow keys. With
+/// `Block`, the restored dead letter keeps its group waiting; its purge lets the next go.
+#[test]
+fn restored_flow_keys_keep_groups_and_a_blocking_dead_letter() {
+    use leaseq_core::{MessageId, Reason, Restored, RestoredDeadLetter};
+    let mut q = queue_with(3, GroupDeadLetter::Block);
+    let t = ts(0);
+    q.restore_dead_letter_flow(
+        RestoredDeadLetter {
+            id: MessageId::new(1),
+            item: 0,
+            attempts: 3,
+            reason: Reason::Rejected,
+            last_error: None,
+            at: t,
+            expires_at: None,
+            priority: 0,
+            key: None,
+        },
+        group(1),
+    )
+    .unwrap();
+    for (id, item, g) in [(2, 1, 1), (3, 10, 2), (4, 11, 2)] {
+        let r = Restored {
+            id: MessageId::new(id),
+            item,
+            attempts: 0,
+            visible_at: t,
+            expires_at: None,
+            priority: 0,
+            key: None,
+            last_error: None,
+        };
+        q.restore_flow(r, t, group(g), 0).unwrap();
+    }
+    q.check_invariants().unwrap();
+    let first = q.receive(t).unwrap();
+    assert_eq!(first.item, 10, "group 1 waits for its dead letter");
+    assert!(q.receive(t).is_none(), "group 2 one at a time");
+    assert_eq!(q.waiting_on_groups(), 2);
+    q.take_dead_letter(MessageId::new(1)).unwrap();
+    assert_eq!(q.receive(t).unwrap().item, 1, "the purge let group 1 go");
+    q.check_invariants().unwrap();
+}

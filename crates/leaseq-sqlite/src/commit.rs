@@ -55,18 +55,33 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
             expires_at,
             priority,
             key,
+            flow,
+            window,
         } => {
             let mut st = tx.prepare_cached(
                 "INSERT OR REPLACE INTO items (id, payload, attempts, visible_at, expires_at, \
-                 priority, key, leased, dead) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0)",
+                 priority, key, leased, dead, flow_kind, flow_partition, flow_group, \
+                 window_kind, window_ns, pushed_at) \
+                 VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, 0, 0, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
+            let [kind, partition, group] = crate::flow::columns(*flow);
+            let (wkind, wns, pushed_at) = match window {
+                Some(w) => (Some(w.kind), Some(w.ns), Some(w.pushed_at)),
+                None => (None, None, None),
+            };
             st.execute(params![
                 *id as i64,
                 payload,
                 visible_at,
                 expires_at,
                 priority,
-                key
+                key,
+                kind,
+                partition,
+                group,
+                wkind,
+                wns,
+                pushed_at
             ])?;
             if let Some(later) = early.remove(id) {
                 for op in &later {
@@ -114,14 +129,31 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
         Op::Revive { id, visible_at } => tx
             .prepare_cached(
                 "UPDATE items SET attempts = 0, leased = 0, dead = 0, reason = NULL, \
-                 dead_at = NULL, visible_at = ?2 WHERE id = ?1",
+                 dead_at = NULL, visible_at = ?2, snoozes = 0 WHERE id = ?1",
             )?
             .execute(params![*id as i64, visible_at])?,
+        Op::Snoozed {
+            id,
+            attempts,
+            visible_at,
+            snoozes,
+        } => tx
+            .prepare_cached(
+                "UPDATE items SET attempts = ?2, leased = 0, visible_at = ?3, snoozes = ?4 \
+                 WHERE id = ?1 AND dead = 0",
+            )?
+            .execute(params![*id as i64, attempts, visible_at, snoozes])?,
         Op::Progress { id, progress } => tx
             .prepare_cached("UPDATE items SET progress = ?2 WHERE id = ?1")?
             .execute(params![*id as i64, progress])?,
         Op::Schedule(state) => return crate::schedule::write(tx, state),
         Op::Paused(paused) => return crate::pause::write(tx, *paused),
+        Op::KeyTaken { id, key } => return crate::windows::write_key_taken(tx, *id, key),
+        Op::KeepWindow { id, at } => {
+            usize::from(crate::windows::write_keep_window(tx, *id, *at)?)
+        }
+        Op::Limit(scope, max) => return crate::flow::write_limit(tx, *scope, *max),
+        Op::Rate(scope, rate) => return crate::flow::write_rate(tx, *scope, *rate),
         Op::Finished { id, outcome, at } => crate::history::write(tx, *id, *outcome, *at)?,
         Op::Prune { before } => return crate::history::prune(tx, *before).map(drop),
     };

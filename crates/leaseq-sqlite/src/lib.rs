@@ -82,6 +82,19 @@
 //! is committed. A process killed before that loses the whole step: the next owner resumes
 //! from the cursor before it. [`FileView::schedules`] shows them.
 //!
+//! **Flow control** (`leaseq_async::FlowControl`, `Push::kind` / `partition` / `group`):
+//! the rules are the memory store's, in one process (the file has one owner). An item's
+//! flow keys are kept in its row (format 7) and restored with it at open, so a limit
+//! counts it and an ordered group keeps its push order across a restart (`kill -9`
+//! included); the queue's concurrency limits and rates are rows of the `flow` table, set on
+//! the memory store at once and answered once committed, back at open. A format-6 file is
+//! migrated to 7 at open. **Snooze** (`Delivery::snooze`, `JobError::snooze`) is native:
+//! the attempt taken back in the row and the item's snooze count kept there (`snooze.rs`),
+//! so `Config::with_max_snoozes` bounds it across restarts. **Key windows**
+//! (`Push::key_window`) are kept too: a live item's window in its row, the key of an item
+//! that left within its window in the `gone_keys` table (`windows.rs`), both back at open,
+//! so a throttle holds across a restart.
+//!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
 //! until it has closed the connection. A second open of the same file, from this process or
@@ -196,6 +209,7 @@ mod admin;
 mod check;
 mod commit;
 mod commit_error;
+mod flow;
 mod history;
 mod inspect;
 mod journal;
@@ -213,8 +227,10 @@ mod restore;
 mod schedule;
 mod seam;
 mod settled;
+mod snooze;
 mod sqlite;
 mod store;
+mod windows;
 mod writer;
 
 // The codecs live in `leaseq-async`, shared by every durable store; re-exported here.

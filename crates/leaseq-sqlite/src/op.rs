@@ -1,6 +1,7 @@
 //! The durable facts the store queues for its writer to commit ([`Op`]).
 
 use leaseq_async::ScheduleState;
+use leaseq_core::{FlowKeys, LimitScope, Rate};
 
 /// One durable fact about an item.
 #[derive(Clone, Debug)]
@@ -13,7 +14,15 @@ pub(crate) enum Op {
         expires_at: Option<i64>,
         priority: u8,
         key: Option<Vec<u8>>,
+        /// Its flow keys, if it was pushed with any (`flow.rs`).
+        flow: Option<FlowKeys>,
+        /// Its key's window, if not `Live` (`windows.rs`).
+        window: Option<RowWindow>,
     },
+    /// A keyed push took `key` (`windows.rs`): no other live row holds it, no gone entry.
+    KeyTaken { id: u64, key: Vec<u8> },
+    /// The item leaves at `at`: its key kept for its window's rest (`windows.rs`).
+    KeepWindow { id: u64, at: i64 },
     /// Leased: its attempt is counted before the delivery is handed out.
     Taken { id: u64, attempts: u32 },
     /// A lease given back unstarted: its attempt taken back (`attempts` is the count before
@@ -36,6 +45,14 @@ pub(crate) enum Op {
     },
     /// Acked, cancelled, replaced or a dead letter taken: gone for good.
     Delete { id: u64 },
+    /// Snoozed: its attempt taken back (`attempts` is the count before that lease),
+    /// visible again from `visible_at`, its uncounted snoozes so far (`snooze.rs`).
+    Snoozed {
+        id: u64,
+        attempts: u32,
+        visible_at: i64,
+        snoozes: u32,
+    },
     /// A dead letter redriven: visible at once, attempts reset.
     Revive { id: u64, visible_at: i64 },
     /// A handler's checkpoint (its row keeps it until deleted).
@@ -44,6 +61,10 @@ pub(crate) enum Op {
     Schedule(ScheduleState),
     /// The queue paused (`true`) or resumed (`pause.rs`): not an item's fact.
     Paused(bool),
+    /// A concurrency limit set or removed (`flow.rs`): not an item's fact.
+    Limit(LimitScope, Option<u32>),
+    /// A rate limit set or removed (`flow.rs`): not an item's fact.
+    Rate(LimitScope, Option<Rate>),
     /// The record's entry of an item finished at `at` with `outcome` (a `FinishOutcome`
     /// code), read from its row (`history.rs`): before the ack's or cancel's delete, after
     /// the dead letter's update, in the same commit.
@@ -79,10 +100,26 @@ impl Op {
             | Op::Dead { id, .. }
             | Op::Delete { id }
             | Op::Revive { id, .. }
+            | Op::Snoozed { id, .. }
+            | Op::KeepWindow { id, .. }
             | Op::Progress { id, .. }
             | Op::Finished { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
-            Op::Schedule(_) | Op::Paused(_) | Op::Prune { .. } => u64::MAX,
+            Op::Schedule(_)
+            | Op::KeyTaken { .. }
+            | Op::Paused(_)
+            | Op::Limit(..)
+            | Op::Rate(..)
+            | Op::Prune { .. } => u64::MAX,
         }
     }
+}
+
+/// A live item's key window as its row keeps it (`windows.rs`): kind (1 queued, 2 a period after the push, 3
+/// live then a period), the period in nanoseconds, the push's wall-clock time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowWindow {
+    pub(crate) kind: u8,
+    pub(crate) ns: i64,
+    pub(crate) pushed_at: i64,
 }

@@ -95,6 +95,7 @@ where
         offset,
         progress,
         schedules,
+        windows,
     } = ready;
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
@@ -116,6 +117,7 @@ where
         retention: options.retention,
         last_prune: parking_lot::Mutex::new(None),
         path: path.to_path_buf(),
+        windows: std::sync::atomic::AtomicBool::new(windows),
     });
     Ok(LeaseQueue::start(store))
 }
@@ -130,6 +132,8 @@ struct Ready<T> {
     progress: Vec<(MessageId, Progress)>,
     /// The schedules' stored states.
     schedules: Vec<ScheduleState>,
+    /// Whether the file kept a key's window (`windows.rs`).
+    windows: bool,
 }
 
 /// Under the owner lock: checks the file (or creates it: `created` is then set), reads
@@ -171,13 +175,20 @@ fn prepare<T, C: Codec<T>>(
 
     // Everything is read before anything is written, on the check's connection.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
-    let (schedules, fixes, progress) = match (version, &reader) {
+    let (schedules, fixes, progress, windows) = match (version, &reader) {
         (Some(v), Some(read)) => {
             let schedules = crate::schedule::read_all(path, read, v)?;
             if crate::pause::read(path, read)? {
                 core.pause(now);
             }
-            let (fixes, progress) = restore_rows(
+            let flow = crate::flow::read_settings(path, read, v)?;
+            for &(scope, max) in &flow.limits {
+                core.set_limit(scope, Some(max));
+            }
+            for &(scope, rate) in &flow.rates {
+                core.set_rate(scope, Some(rate), now);
+            }
+            let (fixes, progress, rows_windows) = restore_rows(
                 path,
                 read,
                 &mut core,
@@ -185,12 +196,17 @@ fn prepare<T, C: Codec<T>>(
                 now,
                 offset,
                 options.max_item_size,
-                with_progress,
+                v,
             )?;
             core.reserve_ids_below(MessageId::new(next_id(path, read)?));
-            (schedules, fixes, progress)
+            let from_disk = |t: i64| {
+                let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
+                Timestamp::from_nanos(ns)
+            };
+            let gone = crate::windows::restore_gone(path, read, &mut core, v, from_disk)?;
+            (schedules, fixes, progress, rows_windows || gone)
         }
-        _ => (Vec::new(), Vec::new(), Vec::new()),
+        _ => (Vec::new(), Vec::new(), Vec::new(), false),
     };
     drop(reader);
     let sync = match options.durability {
@@ -216,6 +232,9 @@ fn prepare<T, C: Codec<T>>(
     }
     if version.is_some_and(|v| v < crate::history::HISTORY_VERSION) {
         crate::history::migrate(&conn).map_err(sql)?;
+    }
+    if version.is_some_and(|v| v < crate::flow::FLOW_VERSION) {
+        crate::flow::migrate(&conn).map_err(sql)?;
     }
     // With the record on, the dead letters this open made (leases cut by a dead process)
     // are finishes too.
@@ -245,6 +264,7 @@ fn prepare<T, C: Codec<T>>(
         offset,
         progress,
         schedules,
+        windows,
     })
 }
 
@@ -283,11 +303,13 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
          );
          {schedules}
          {history}
+         {flow}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
          COMMIT;",
         schedules = crate::schedule::SCHEDULES_TABLE,
         history = crate::history::HISTORY_TABLE,
+        flow = crate::flow::FLOW_SCHEMA,
     ))
 }
 

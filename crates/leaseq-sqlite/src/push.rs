@@ -6,23 +6,12 @@ use leaseq_async::{Codec, Push, PushError, Runtime, Store};
 use leaseq_core::{MessageId, Timestamp};
 
 use crate::op::Op;
-use crate::schedule::KEY_WINDOWS;
 use crate::store::SqliteStore;
 
-/// What a push with flow keys (`Push::kind`, `partition`, `group`, `flow_keys`) is refused
-/// as until the journal keeps them.
-pub(crate) const FLOW_KEYS: &str =
-    "flow keys (Push::kind, partition, group, flow_keys) on the SQLite store";
-
-/// What the SQLite store refuses in `push`, if anything: a key window, flow keys.
+/// What the SQLite store refuses in `push`, if anything: a key window beside flow keys (as
+/// every store does).
 pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
-    if push.has_key_window() {
-        Some(KEY_WINDOWS)
-    } else if push.flow().is_some() {
-        Some(FLOW_KEYS)
-    } else {
-        None
-    }
+    push.flow_conflict()
 }
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
@@ -33,8 +22,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             let error = self.journal.refusal();
             return Err(PushError::Store { item, error });
         }
-        // The journal keeps keys while items are live, no longer (see `Push::key_window`),
-        // and no flow keys yet.
+        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
         if let Some(what) = unsupported(push) {
             return Err(PushError::Unsupported { item, what });
         }
@@ -62,7 +50,18 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let key = options.key_bytes().map(<[u8]>::to_vec);
         let (priority, replace) = (options.priority, options.replace_pending);
         let id = self.inner.try_push(item, push)?;
-        self.journal.submit([Op::Insert {
+        // A window's start read after the core's push: on disk it ends no earlier.
+        let window = push
+            .window()
+            .and_then(|w| crate::windows::row_window(w, self.to_disk(self.inner.runtime().now())));
+        let taken = match (&key, self.windows_for(push)) {
+            (Some(k), true) => Some(Op::KeyTaken {
+                id: id.get(),
+                key: k.clone(),
+            }),
+            _ => None,
+        };
+        self.journal.submit(taken.into_iter().chain([Op::Insert {
             id: id.get(),
             payload,
             visible_at: if delay.is_zero() {
@@ -73,7 +72,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             expires_at: ttl.map(|ttl| self.to_disk(now.saturating_add(ttl))),
             priority,
             key,
-        }]);
+            flow: push.flow(),
+            window,
+        }]));
         if replace {
             self.journal_events();
         }

@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use leaseq_async::{Codec, Progress};
-use leaseq_core::{MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey};
+use leaseq_core::{
+    FlowKeys, MessageId, Queue, Reason, Restored, RestoredDeadLetter, Timestamp, UniqueKey,
+};
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
@@ -102,10 +104,11 @@ pub(crate) fn next_id(path: &Path, conn: &Connection) -> Result<u64, OpenError> 
 
 /// What the rows gave besides the core's items: the ops that record, for leases the
 /// previous process held, that they came back (or became dead letters); the checkpoints.
-pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>);
+/// And whether a row kept a key's window.
+pub(crate) type RestoredRows = (Vec<Op>, Vec<(MessageId, Progress)>, bool);
 
-/// Restores every row of `items` into `core` (`with_progress`: the file has the
-/// `progress` column, format 2 on) of the file at `path`.
+/// Restores every row of `items` into `core` (`version`: the file's format, which says
+/// which columns it has: `progress` from 2, flow control's from 7) of the file at `path`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn restore_rows<T, C: Codec<T>>(
     path: &Path,
@@ -115,18 +118,22 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     now: Timestamp,
     offset: i128,
     max_item: usize,
-    with_progress: bool,
+    version: i32,
 ) -> Result<RestoredRows, OpenError> {
+    let with_progress = version >= crate::check::PROGRESS_VERSION;
     let max_attempts = core.config().max_attempts();
     let from_disk = |t: i64| -> Timestamp {
         let ns = (t as i128 - offset).clamp(0, u64::MAX as i128 - 1) as u64;
         Timestamp::from_nanos(ns)
     };
-    let (mut fixes, mut checkpoints) = (Vec::new(), Vec::new());
+    let (mut fixes, mut checkpoints, mut windows) = (Vec::new(), Vec::new(), false);
     let columns = row_columns(with_progress);
     let sql = |e| OpenError::from_sqlite(path, e);
     let mut st = conn
-        .prepare(&format!("SELECT {columns} FROM items ORDER BY id"))
+        .prepare(&format!(
+            "SELECT {columns}, {} FROM items ORDER BY id",
+            crate::flow::row_columns(version)
+        ))
         .map_err(sql)?;
     // An item over the limit is never read (see `Options::max_item_size`).
     let mut rows = st
@@ -135,6 +142,8 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
     while let Some(row) = rows.next().map_err(sql)? {
         let r = read_row(path, row)?;
         let id = r.id;
+        let (keys, snoozes, window) = flow_of(path, id, row)?;
+        windows |= window.is_some();
         let item = codec
             .decode(&r.payload)
             .map_err(|error| OpenError::Decode {
@@ -172,17 +181,20 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                 });
                 (reason, error, now)
             };
-            core.restore_dead_letter(RestoredDeadLetter {
-                id: MessageId::new(id),
-                item,
-                attempts: r.attempts,
-                reason,
-                last_error,
-                at,
-                expires_at,
-                priority: r.priority,
-                key,
-            })
+            core.restore_dead_letter_flow(
+                RestoredDeadLetter {
+                    id: MessageId::new(id),
+                    item,
+                    attempts: r.attempts,
+                    reason,
+                    last_error,
+                    at,
+                    expires_at,
+                    priority: r.priority,
+                    key,
+                },
+                keys,
+            )
             .map_err(|error| OpenError::Restore {
                 path: path.to_path_buf(),
                 error,
@@ -201,7 +213,7 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
             } else {
                 (from_disk(r.visible_at), r.last_error)
             };
-            core.restore(
+            core.restore_flow(
                 Restored {
                     id: MessageId::new(id),
                     item,
@@ -213,12 +225,44 @@ pub(crate) fn restore_rows<T, C: Codec<T>>(
                     last_error,
                 },
                 now,
+                keys,
+                snoozes,
             )
             .map_err(|error| OpenError::Restore {
                 path: path.to_path_buf(),
                 error,
             })?;
+            if let (Some(key), Some((kind, ns, pushed_at))) = (&key, window) {
+                let at = from_disk(pushed_at);
+                crate::windows::restore_window(core, MessageId::new(id), key, (kind, ns), at);
+            }
         }
     }
-    Ok((fixes, checkpoints))
+    Ok((fixes, checkpoints, windows))
+}
+
+/// A row's key window: kind, period, push time.
+type Window = Option<(u8, i64, i64)>;
+
+/// A row's flow keys, uncounted snoozes and key window (the columns after `row_columns`').
+fn flow_of(
+    path: &Path,
+    id: u64,
+    row: &rusqlite::Row<'_>,
+) -> Result<(FlowKeys, u32, Window), OpenError> {
+    let bad = |e: rusqlite::Error| OpenError::BadRow {
+        path: path.to_path_buf(),
+        row: format!("item {id}"),
+        why: e.to_string(),
+    };
+    let keys = crate::flow::keys_of([
+        row.get(14).map_err(bad)?,
+        row.get(15).map_err(bad)?,
+        row.get(16).map_err(bad)?,
+    ]);
+    let kind: Option<u8> = row.get(18).map_err(bad)?;
+    let ns: Option<i64> = row.get(19).map_err(bad)?;
+    let at: Option<i64> = row.get(20).map_err(bad)?;
+    let window = kind.map(|k| (k, ns.unwrap_or(0), at.unwrap_or(0)));
+    Ok((keys, row.get(17).map_err(bad)?, window))
 }

@@ -115,13 +115,14 @@ pub(crate) fn write(tx: &rusqlite::Transaction<'_>, state: &ScheduleState) -> ru
     Ok(())
 }
 
-/// A tick's row, but for its id: payload, visibility, expiry, level, key.
+/// A tick's row, but for its id: payload, visibility, expiry, level, key, flow keys.
 struct TickRow {
     payload: Vec<u8>,
     visible_at: i64,
     expires_at: Option<i64>,
     priority: u8,
     key: Option<Vec<u8>>,
+    flow: Option<leaseq_core::FlowKeys>,
 }
 
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
@@ -140,7 +141,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
-            if let Some(what) = crate::push::unsupported(push) {
+            let windowed = push.has_key_window().then_some(KEY_WINDOWS);
+            if let Some(what) = crate::push::unsupported(push).or(windowed) {
                 let (item, _) = step.ticks.swap_remove(i);
                 return Err(ScheduleCommitError::Push(PushError::Unsupported {
                     item,
@@ -175,6 +177,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                 expires_at: ttl.map(|ttl| self.to_disk(now.saturating_add(ttl))),
                 priority: options.priority,
                 key: options.key_bytes().map(<[u8]>::to_vec),
+                flow: push.flow(),
             });
         }
         let state = step.state.clone();
@@ -194,6 +197,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                         expires_at: row.expires_at,
                         priority: row.priority,
                         key: row.key,
+                        flow: row.flow,
+                        window: None,
                     })
                 })
                 .collect();

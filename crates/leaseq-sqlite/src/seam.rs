@@ -235,6 +235,18 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         false
     }
 
+    fn snoozes(&self) -> bool {
+        true
+    }
+
+    fn snooze(
+        &self,
+        ticket: SqliteTicket,
+        delay: Duration,
+    ) -> impl Future<Output = Result<leaseq_core::Snoozed, SettleError>> + Send {
+        self.snooze_journaled(ticket, delay)
+    }
+
     fn stop_heartbeat(&self, ticket: &mut SqliteTicket) {
         self.inner.stop_heartbeat(&mut ticket.inner)
     }

@@ -50,6 +50,8 @@ pub struct SqliteStore<T, R, C> {
     pub(crate) last_prune: parking_lot::Mutex<Option<Timestamp>>,
     /// The queue file, for the record's reads.
     pub(crate) path: std::path::PathBuf,
+    /// Whether unique keys' windows are in use (`windows.rs`).
+    pub(crate) windows: std::sync::atomic::AtomicBool,
 }
 
 impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
@@ -113,6 +115,19 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                 _ => None,
             })
             .collect();
+        // A dead letter's key is kept for its window's rest.
+        let ops = if self.windows.load(std::sync::atomic::Ordering::Relaxed) {
+            let keep: Vec<Op> = ops
+                .iter()
+                .filter_map(|op| match *op {
+                    Op::Dead { id, at, .. } => Some(Op::KeepWindow { id, at }),
+                    _ => None,
+                })
+                .collect();
+            ops.into_iter().chain(keep).collect()
+        } else {
+            ops
+        };
         let ops = self.with_entries(ops);
         if ops.is_empty() {
             return self.journal.last();
@@ -142,6 +157,15 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         id: MessageId,
         outcome: leaseq_async::FinishOutcome,
     ) -> Vec<Op> {
+        let mut ops = self.finish_ops_plain(id, outcome);
+        if let Some(keep) = self.keep_window_op(id) {
+            ops.insert(0, keep);
+        }
+        ops
+    }
+
+    /// `finish_ops` without a key window's rest.
+    fn finish_ops_plain(&self, id: MessageId, outcome: leaseq_async::FinishOutcome) -> Vec<Op> {
         let delete = Op::Delete { id: id.get() };
         if self.retention.is_none() {
             return vec![delete];

@@ -236,8 +236,11 @@ fn a_format_5_file_is_migrated_to_6() {
     {
         // What format 5 was: no history table.
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP TABLE history; PRAGMA user_version = 5;")
-            .unwrap();
+        conn.execute_batch(&format!(
+            "{} DROP TABLE history; PRAGMA user_version = 5;",
+            support::BEFORE_FLOW
+        ))
+        .unwrap();
     }
     let view = FileView::open(&path).unwrap();
     assert!(view.history(&HistoryQuery::first(10)).unwrap().is_empty());
@@ -251,7 +254,7 @@ fn a_format_5_file_is_migrated_to_6() {
     drop(q);
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(support::user_version(&path), FORMAT_VERSION);
-    assert_eq!(FORMAT_VERSION, 6);
+    const { assert!(FORMAT_VERSION >= 6) };
     support::remove(&path);
 }
 

@@ -157,7 +157,11 @@ fn a_format_3_file_is_migrated_and_reads_as_running() {
     release(support::open_default(&path).unwrap());
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("PRAGMA user_version = 3;").unwrap();
+        conn.execute_batch(&format!(
+            "{} PRAGMA user_version = 3;",
+            support::BEFORE_FLOW
+        ))
+        .unwrap();
     }
     assert!(!FileView::open(&path).unwrap().counts().unwrap().paused);
     let q = support::open_default(&path).unwrap();

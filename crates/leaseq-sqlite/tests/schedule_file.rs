@@ -106,8 +106,11 @@ fn a_format_2_file_reads_as_having_no_schedules_and_is_migrated() {
     drop(support::open_default(&path).unwrap());
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP TABLE schedules; PRAGMA user_version = 2;")
-            .unwrap();
+        conn.execute_batch(&format!(
+            "{} DROP TABLE schedules; PRAGMA user_version = 2;",
+            support::BEFORE_FLOW
+        ))
+        .unwrap();
     }
     assert!(FileView::open(&path)
         .unwrap()

@@ -49,3 +49,40 @@ pub async fn within<F: Future>(rt: &SimRuntime, limit: Duration, fut: F) -> Opti
         Either::Right(_) => None,
     }
 }
+
+/// A pool of `workers` on `q` whose handler holds each item for `hold` of virtual time, and
+/// the most items `counted` picks that it ran at once (a concurrency limit's check).
+pub fn pool_with_peak<T: Clone + Send + Sync + 'static>(
+    rt: &SimRuntime,
+    q: &LeaseQueue<T, SimRuntime>,
+    workers: usize,
+    hold: Duration,
+    counted: fn(&T) -> bool,
+) -> (
+    leaseq_async::Pool<T, SimRuntime>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let pool = leaseq_async::Pool::builder(q.clone())
+        .workers(workers)
+        .spawn({
+            let (now, peak, rt) = (now, peak.clone(), rt.clone());
+            move |job: leaseq_async::Job<T>| {
+                let (now, peak, rt) = (now.clone(), peak.clone(), rt.clone());
+                async move {
+                    let limited = counted(&job.item);
+                    if limited {
+                        peak.fetch_max(now.fetch_add(1, SeqCst) + 1, SeqCst);
+                    }
+                    sleep(&rt, hold).await;
+                    if limited {
+                        now.fetch_sub(1, SeqCst);
+                    }
+                    Ok(())
+                }
+            }
+        });
+    (pool, peak)
+}

@@ -177,6 +177,8 @@ impl<T, R: Runtime> MemoryStore<T, R> {
         // A bounded queue pushes under the state lock, where its capacity is exact; an
         // unbounded one through the inbox, which never refuses.
         let inbox = Inbox::new(core.next_id(), core.config().capacity().is_none());
+        // A core restored with flow keys or limits has flow control from the start.
+        let flow = core.has_flow_control();
         MemoryStore {
             inbox,
             timing: Arc::new(rt.clone()),
@@ -186,7 +188,7 @@ impl<T, R: Runtime> MemoryStore<T, R> {
                 alarm: Timestamp::MAX,
                 beats: Heartbeats::default(),
                 live_at_release: 0,
-                flow: false,
+                flow,
                 in_flight_at_release: 0,
                 rate_wakes_at_release: 0,
                 progress: progress::ProgressMap::default(),

@@ -19,6 +19,12 @@ fn scope_of((what, key): Scoped) -> Option<LimitScope> {
 }
 
 impl<T> Queue<T> {
+    /// Whether the queue has used flow control: a limit or a rate set (even if removed
+    /// since), an item pushed or restored with flow keys.
+    pub fn has_flow_control(&self) -> bool {
+        self.flow.is_some()
+    }
+
     /// Every concurrency limit set: the queue's first, then kinds' and partitions' in key
     /// order.
     ///
@@ -66,21 +72,10 @@ impl<T> Queue<T> {
     /// held back by their group alone. A pass over the ready items; 0 at once without flow
     /// control.
     pub fn waiting_on_concurrency(&self) -> u64 {
-        let Some(flow) = self.flow.as_deref() else {
-            return 0;
-        };
-        if flow
-            .queue_max
-            .is_some_and(|m| self.stats.in_flight >= u64::from(m))
-        {
-            return self.stats.ready;
-        }
-        self.ready_in_order()
-            .filter(|&slot| {
-                let s = &self.slots[slot];
-                s.meta & TAGGED != 0 && flow.tags.get(&s.id).is_some_and(|t| !flow.limits_allow(t))
-            })
-            .count() as u64
+        self.held_by_limits(|flow, slot| {
+            let s = &self.slots[slot];
+            s.meta & TAGGED != 0 && flow.tags.get(&s.id).is_some_and(|t| !flow.limits_allow(t))
+        })
     }
 
     /// Ready items of ordered groups that wait for their group's turn now: not the group's

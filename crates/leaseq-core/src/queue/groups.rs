@@ -56,7 +56,10 @@ impl<T> Queue<T> {
         let Some(slot) = flow.tags.get(&next).map(|t| t.slot) else {
             return;
         };
-        let s = &self.slots[slot as usize];
+        // (A dead letter's slot is stale, or past the end for one restored as such.)
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
         if s.state == State::Ready && s.id == next {
             let level = s.level();
             self.ready[level].unlink(&mut self.slots, slot);

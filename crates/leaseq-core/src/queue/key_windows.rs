@@ -49,7 +49,7 @@ impl GoneKeys {
         }
     }
 
-    fn insert(&mut self, key: UniqueKey, until: Timestamp, id: MessageId) {
+    pub(super) fn insert(&mut self, key: UniqueKey, until: Timestamp, id: MessageId) {
         if let Some((old, _)) = self.by_key.insert(key, (until, id)) {
             self.by_time.remove(&(old, key));
         }
@@ -127,7 +127,7 @@ impl<T> Queue<T> {
 
     #[cold]
     #[inline(never)]
-    fn set_window_cold(&mut self, slot: usize, window: KeyWindow, now: Timestamp) {
+    pub(super) fn set_window_cold(&mut self, slot: usize, window: KeyWindow, now: Timestamp) {
         let held = match window {
             KeyWindow::Live => return,
             KeyWindow::Queued => Held::Queued,

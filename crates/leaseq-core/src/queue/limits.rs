@@ -323,6 +323,12 @@ impl<T> Queue<T> {
     /// queue-wide limit is reached): part of [`Stats::ready`](crate::Stats::ready). A pass
     /// over the ready items with limits; 0 at once without.
     pub fn waiting_on_limits(&self) -> u64 {
+        self.held_by_limits(|flow, slot| !self.allowed(flow, slot))
+    }
+
+    /// Ready items `held` says a limit holds back (every ready item while the queue-wide
+    /// limit is reached); 0 without flow control.
+    pub(super) fn held_by_limits(&self, held: impl Fn(&Flow, usize) -> bool) -> u64 {
         let Some(flow) = self.flow.as_deref() else {
             return 0;
         };
@@ -333,7 +339,7 @@ impl<T> Queue<T> {
             return self.stats.ready;
         }
         self.ready_in_order()
-            .filter(|&slot| !self.allowed(flow, slot))
+            .filter(|&slot| held(flow, slot))
             .count() as u64
     }
 

@@ -42,6 +42,7 @@ mod receipts;
 mod receive;
 mod receive_run;
 mod restore;
+mod restore_flow;
 mod settle;
 mod side;
 mod slot;

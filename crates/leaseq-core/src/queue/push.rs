@@ -63,7 +63,7 @@ impl<T> Queue<T> {
         options: PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
-        self.push_options(item, now, &options, &KeyWindow::Live)
+        self.push_options(item, now, &options, NoWindow)
     }
 
     /// [`push_with`](Self::push_with) under an id the caller chose: for a driver that hands
@@ -102,13 +102,15 @@ impl<T> Queue<T> {
         MessageId(self.next_id)
     }
 
-    /// Push with options, after the time step; a key held for `window`.
-    pub(super) fn push_options(
+    /// Push with options, after the time step; a key held for `window` (generic, so that
+    /// the plain `push_take`'s copy, with `NoWindow`, carries no window at all and stays
+    /// inlined into its one caller).
+    pub(super) fn push_options<W: WindowArg>(
         &mut self,
         item: T,
         now: Timestamp,
         options: &PushOptions,
-        window: &KeyWindow,
+        window: W,
     ) -> Result<Pushed<T>, PushError<T>> {
         let level = options.priority;
         if level > MAX_PRIORITY {
@@ -155,7 +157,7 @@ impl<T> Queue<T> {
     /// The keyed half of `push_options`: the duplicate check, the replacement, the table.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    fn push_keyed(
+    fn push_keyed<W: WindowArg>(
         &mut self,
         item: T,
         now: Timestamp,
@@ -164,7 +166,7 @@ impl<T> Queue<T> {
         level: u8,
         key: &UniqueKey,
         options: &PushOptions,
-        window: &KeyWindow,
+        window: W,
     ) -> Result<Pushed<T>, PushError<T>> {
         let hash = key.hash64();
         let mut replacing = None;
@@ -211,7 +213,7 @@ impl<T> Queue<T> {
         self.next_id += 1;
         let slot = self.occupy(item, id, expires_at, 0, 0, level | KEYED);
         self.keys.insert(slot as u32, key, hash);
-        self.set_window(slot, window, now);
+        self.set_window(slot, &window.window(), now);
         self.stats.pushed += 1;
         self.make_visible_at(slot, level as usize, visible_at, now);
         if let Some((old, _)) = &replaced {
@@ -386,5 +388,30 @@ impl<T> Queue<T> {
             self.delays
                 .compact(|t| timer_live(slots, t, State::Delayed));
         }
+    }
+}
+
+/// A push's key window as `push_options` takes it: `NoWindow` (a plain push with options:
+/// `KeyWindow::Live`, known at compile time) or a `KeyWindow`.
+pub(super) trait WindowArg: Copy {
+    /// The window.
+    fn window(self) -> KeyWindow;
+}
+
+/// No window: the key held while the item is live.
+#[derive(Clone, Copy)]
+pub(super) struct NoWindow;
+
+impl WindowArg for NoWindow {
+    #[inline(always)]
+    fn window(self) -> KeyWindow {
+        KeyWindow::Live
+    }
+}
+
+impl WindowArg for KeyWindow {
+    #[inline(always)]
+    fn window(self) -> KeyWindow {
+        self
     }
 }

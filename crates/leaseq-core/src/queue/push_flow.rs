@@ -61,7 +61,7 @@ impl<T> Queue<T> {
 
     /// The slot of the item just pushed as `id` (the free list's head was `free`): that
     /// head, or a new slot, or (a replacement) the key holder's.
-    fn slot_of(&self, id: MessageId, free: u32, options: &PushOptions) -> usize {
+    pub(super) fn slot_of(&self, id: MessageId, free: u32, options: &PushOptions) -> usize {
         let is = |slot: usize| {
             self.slots
                 .get(slot)

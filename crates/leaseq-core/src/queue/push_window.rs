@@ -51,7 +51,7 @@ impl<T> Queue<T> {
         window: KeyWindow,
     ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
-        self.push_options(item, now, &options, &window)
+        self.push_options(item, now, &options, window)
     }
 
     /// [`push_windowed_take`](Self::push_windowed_take) under an id the caller chose, as
