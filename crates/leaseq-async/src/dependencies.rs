@@ -54,6 +54,7 @@ pub use leaseq_core::graph::{
 use leaseq_core::graph::{GraphError, ResultError, WorkflowError};
 use leaseq_core::{MessageId, RedriveError};
 
+pub use crate::memory::graph_journal::{GraphChanges, RecordRow};
 use crate::store::Store;
 use crate::store_error::StoreError;
 
