@@ -180,6 +180,14 @@ pub struct Refused<P> {
     pub payload: P,
 }
 
+impl<P> Refused<P> {
+    /// A refusal for `error`, handing back `payload` (for a store that implements
+    /// [`DependencyStore`]).
+    pub fn new(error: DependencyError, payload: P) -> Self {
+        Refused { error, payload }
+    }
+}
+
 impl<P> fmt::Display for Refused<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "not pushed: {}", self.error)

@@ -196,6 +196,8 @@ mod admin;
 mod check;
 mod commit;
 mod commit_error;
+mod graph;
+mod graph_store;
 mod history;
 mod inspect;
 mod journal;

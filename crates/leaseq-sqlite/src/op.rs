@@ -50,6 +50,12 @@ pub(crate) enum Op {
     Finished { id: u64, outcome: u8, at: i64 },
     /// The record's entries that finished before `before` removed (the store's upkeep).
     Prune { before: i64 },
+    /// A node of the dependency graph: its record and payload encoded (`graph.rs`), or
+    /// `None`, removed (forgotten). Not an item's fact.
+    Graph {
+        node: u64,
+        row: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    },
 }
 
 impl Op {
@@ -82,7 +88,7 @@ impl Op {
             | Op::Progress { id, .. }
             | Op::Finished { id, .. } => *id,
             // Never waits for an insert (its `apply` always writes its row).
-            Op::Schedule(_) | Op::Paused(_) | Op::Prune { .. } => u64::MAX,
+            Op::Schedule(_) | Op::Paused(_) | Op::Prune { .. } | Op::Graph { .. } => u64::MAX,
         }
     }
 }

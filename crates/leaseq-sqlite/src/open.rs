@@ -95,6 +95,7 @@ where
         offset,
         progress,
         schedules,
+        graph,
     } = ready;
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
@@ -102,6 +103,14 @@ where
     }
     for state in schedules {
         inner.restore_schedule(state);
+    }
+    let graph_on = !graph.is_empty();
+    if graph_on {
+        inner.restore_graph(graph).map_err(|e| OpenError::BadRow {
+            path: path.to_path_buf(),
+            row: "graph".into(),
+            why: e.to_string(),
+        })?;
     }
     let journal = Journal::start(conn, lock, options.commit_timeout)
         .map_err(|e| OpenError::io(path, "the writer thread could not start", e))?;
@@ -116,7 +125,13 @@ where
         retention: options.retention,
         last_prune: parking_lot::Mutex::new(None),
         path: path.to_path_buf(),
+        graph_on: std::sync::atomic::AtomicBool::new(graph_on),
     });
+    // What the graph's restore released or healed, in the file before any receive.
+    let healed = store.with_graph(Vec::new());
+    if !healed.is_empty() {
+        store.journal.submit(healed);
+    }
     Ok(LeaseQueue::start(store))
 }
 
@@ -130,6 +145,8 @@ struct Ready<T> {
     progress: Vec<(MessageId, Progress)>,
     /// The schedules' stored states.
     schedules: Vec<ScheduleState>,
+    /// The dependency graph's rows.
+    graph: Vec<leaseq_async::dependencies::RecordRow<T>>,
 }
 
 /// Under the owner lock: checks the file (or creates it: `created` is then set), reads
@@ -171,9 +188,10 @@ fn prepare<T, C: Codec<T>>(
 
     // Everything is read before anything is written, on the check's connection.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
-    let (schedules, fixes, progress) = match (version, &reader) {
+    let (schedules, fixes, progress, graph) = match (version, &reader) {
         (Some(v), Some(read)) => {
             let schedules = crate::schedule::read_all(path, read, v)?;
+            let graph = crate::graph::read_all(path, read, v, codec)?;
             if crate::pause::read(path, read)? {
                 core.pause(now);
             }
@@ -188,9 +206,9 @@ fn prepare<T, C: Codec<T>>(
                 with_progress,
             )?;
             core.reserve_ids_below(MessageId::new(next_id(path, read)?));
-            (schedules, fixes, progress)
+            (schedules, fixes, progress, graph)
         }
-        _ => (Vec::new(), Vec::new(), Vec::new()),
+        _ => (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
     };
     drop(reader);
     let sync = match options.durability {
@@ -216,6 +234,9 @@ fn prepare<T, C: Codec<T>>(
     }
     if version.is_some_and(|v| v < crate::history::HISTORY_VERSION) {
         crate::history::migrate(&conn).map_err(sql)?;
+    }
+    if version.is_some_and(|v| v < crate::graph::GRAPH_VERSION) {
+        crate::graph::migrate(&conn).map_err(sql)?;
     }
     // With the record on, the dead letters this open made (leases cut by a dead process)
     // are finishes too.
@@ -245,6 +266,7 @@ fn prepare<T, C: Codec<T>>(
         offset,
         progress,
         schedules,
+        graph,
     })
 }
 
@@ -283,11 +305,13 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
          );
          {schedules}
          {history}
+         {graph}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
          COMMIT;",
         schedules = crate::schedule::SCHEDULES_TABLE,
         history = crate::history::HISTORY_TABLE,
+        graph = crate::graph::GRAPH_TABLE,
     ))
 }
 

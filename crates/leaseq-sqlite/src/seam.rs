@@ -149,9 +149,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn ack(&self, ticket: SqliteTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
-        let id = ticket.id;
-        let r = ready_now(self.inner.ack(ticket.inner));
-        self.delete_acked(id, r)
+        self.ack_journaled(ticket)
     }
 
     fn ack_many(

@@ -30,17 +30,32 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         Ok(done)
     }
 
-    /// After an ack the memory store accepted: the row goes, and the ack answers once that
-    /// is committed (a refused one at once).
-    pub(crate) fn delete_acked(
+    /// An ack made on the memory store with its durable change queued: the row's delete
+    /// and, while the graph is in use, the graph's changes (the dependents it released,
+    /// their rows), made and queued under the journal's lock so that they land in the
+    /// ack's commit and before any op of a receiver that took a released dependent. The
+    /// ack answers once that is committed (a refused one at once).
+    pub(crate) fn ack_journaled(
         &self,
-        id: MessageId,
-        r: Result<Acked, SettleError>,
+        ticket: SqliteTicket,
     ) -> impl Future<Output = Result<Acked, SettleError>> + Send + '_ {
-        let seq = r.is_ok().then(|| {
-            self.journal
-                .submit(self.finish_ops(id, FinishOutcome::Acked))
-        });
+        let id = ticket.id;
+        let ops = |r: &Result<Acked, SettleError>| match r {
+            Ok(_) => self.finish_ops(id, FinishOutcome::Acked),
+            Err(_) => Vec::new(),
+        };
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.ack(ticket.inner));
+                let ops = self.with_graph(ops(&r));
+                (r, ops)
+            });
+            (r, Some(seq))
+        } else {
+            let r = ready_now(self.inner.ack(ticket.inner));
+            let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
+            (r, seq)
+        };
         self.settled(seq, r)
     }
 
@@ -53,16 +68,20 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         tickets: Vec<SqliteTicket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send + '_ {
         let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
-        let results = ready_now(
-            self.inner
-                .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
-        );
-        let seq = self.journal.submit(
-            ids.iter()
+        // Under the journal's lock, with the graph's changes (see `ack_with_graph`).
+        let (results, seq) = self.journal.submit_all_with(|| {
+            let results = ready_now(
+                self.inner
+                    .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
+            );
+            let ops = ids
+                .iter()
                 .zip(&results)
                 .filter(|(_, r)| r.is_ok())
-                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked)),
-        );
+                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked))
+                .collect();
+            (results, self.with_graph(ops))
+        });
         async move {
             match self.journal.committed(seq).await {
                 Ok(()) => results,
@@ -84,8 +103,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         r: Result<T, AdminError<CancelError>>,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send + '_ {
         let seq = r.is_ok().then(|| {
-            self.journal
-                .submit(self.finish_ops(id, FinishOutcome::Cancelled))
+            let ops = self.finish_ops(id, FinishOutcome::Cancelled);
+            self.journal.submit(self.with_graph(ops))
         });
         async move {
             if let Some(seq) = seq {

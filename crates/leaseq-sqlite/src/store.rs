@@ -50,6 +50,10 @@ pub struct SqliteStore<T, R, C> {
     pub(crate) last_prune: parking_lot::Mutex<Option<Timestamp>>,
     /// The queue file, for the record's reads.
     pub(crate) path: std::path::PathBuf,
+    /// The dependency graph is in use (a `DependencyStore` call, or graph rows read at
+    /// open): its changes are journaled (`graph_store.rs`). Read `Relaxed`: set before the
+    /// memory store's graph is first changed, by the thread that changes it.
+    pub(crate) graph_on: std::sync::atomic::AtomicBool,
 }
 
 impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
@@ -97,6 +101,22 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// Journals what the core's events say happened by itself (dead letters of leases or
     /// items that ran out, items replaced); returns the sequence number to wait for.
     pub(crate) fn journal_events(&self) -> u64 {
+        if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            // The events and what they did to the graph, taken and queued together.
+            return self
+                .journal
+                .submit_all_with(|| ((), self.with_graph(self.event_ops())))
+                .1;
+        }
+        let ops = self.event_ops();
+        if ops.is_empty() {
+            return self.journal.last();
+        }
+        self.journal.submit(ops)
+    }
+
+    /// The ops of the core's events since the last take.
+    fn event_ops(&self) -> Vec<Op> {
         let ops: Vec<Op> = self
             .inner
             .take_events()
@@ -113,11 +133,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
                 _ => None,
             })
             .collect();
-        let ops = self.with_entries(ops);
-        if ops.is_empty() {
-            return self.journal.last();
-        }
-        self.journal.submit(ops)
+        self.with_entries(ops)
     }
 
     /// `ops` with, when the record is kept, each dead letter's entry after its update.
