@@ -8,8 +8,11 @@
 //! reads can fail ([`DependencyError::Store`]). The [`MemoryStore`](crate::MemoryStore)
 //! offers it on a queue without a capacity: a dependent is pushed in the same lock hold as
 //! its last parent's ack, so no receiver ever sees the ack without it; its futures are
-//! ready on their first poll. A store that does not implement it does not offer these
-//! calls at all (a compile error, not a runtime surprise).
+//! ready on their first poll. It also hands a durable store built on it the records of
+//! what each call changed ([`GraphChanges`]): the SQLite store (`leaseq-sqlite`) offers
+//! the trait that way, a dependent's release committed with the ack that released it. A
+//! store that does not implement it does not offer these calls at all (a compile error,
+//! not a runtime surprise).
 //!
 //! Jobs the graph holds are named by [`NodeId`]; a job pushed the plain way by its
 //! [`MessageId`], which [`Parent::Message`] adopts as a parent.
