@@ -54,10 +54,9 @@ pub use leaseq_core::graph::{
     BatchCounts, BatchId, BatchOn, NodeId, OnFailedParent, StepState, WorkflowId, WorkflowSpec,
     MAX_RESULT_LEN,
 };
-use leaseq_core::graph::{GraphError, ResultError, WorkflowError};
+use leaseq_core::graph::{GraphError, NodeRecord, ResultError, WorkflowError};
 use leaseq_core::{MessageId, RedriveError};
 
-pub use crate::memory::graph_journal::{GraphChanges, RecordRow};
 use crate::store::Store;
 use crate::store_error::StoreError;
 
@@ -200,6 +199,28 @@ impl<P> fmt::Display for Refused<P> {
 impl<P: fmt::Debug> std::error::Error for Refused<P> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+/// A node's record and the payload the graph holds for it (a store's row).
+pub type RecordRow<T> = (NodeRecord, Option<T>);
+
+/// What changed in the graph since the last take ([`MemoryStore::take_graph_changes`](crate::MemoryStore::take_graph_changes)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct GraphChanges<T> {
+    /// Each changed node's record and the payload the graph holds for it, in id order;
+    /// `None`: the node is gone (forgotten).
+    pub records: Vec<(NodeId, Option<RecordRow<T>>)>,
+    /// Jobs released into the queue, in the order they were pushed: each message (plain,
+    /// visible at once, default priority, no key) and its item.
+    pub released: Vec<(MessageId, T)>,
+}
+
+impl<T> GraphChanges<T> {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.released.is_empty()
     }
 }
 

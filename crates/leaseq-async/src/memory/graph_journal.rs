@@ -9,10 +9,11 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-use leaseq_core::graph::{Fate, Graph, GraphError, NodeId, NodeRecord, StepState};
+use leaseq_core::graph::{Fate, Graph, GraphError, NodeId, StepState};
 use leaseq_core::MessageId;
 
 use super::MemoryStore;
+use crate::dependencies::{GraphChanges, RecordRow};
 use crate::runtime::Runtime;
 
 /// What is noted for the journal (in `GraphState`).
@@ -24,28 +25,6 @@ pub(crate) struct Journaling<T> {
     pub(crate) dirty: BTreeSet<NodeId>,
     /// Jobs released since the last take: the message each became and a copy of it.
     pub(crate) released: Vec<(MessageId, T)>,
-}
-
-/// A node's record and the payload the graph holds for it (a store's row).
-pub type RecordRow<T> = (NodeRecord, Option<T>);
-
-/// What changed in the graph since the last take ([`MemoryStore::take_graph_changes`]).
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct GraphChanges<T> {
-    /// Each changed node's record and the payload the graph holds for it, in id order;
-    /// `None`: the node is gone (forgotten).
-    pub records: Vec<(NodeId, Option<RecordRow<T>>)>,
-    /// Jobs released into the queue, in the order they were pushed: each message (plain,
-    /// visible at once, default priority, no key) and its item.
-    pub released: Vec<(MessageId, T)>,
-}
-
-impl<T> GraphChanges<T> {
-    /// Whether nothing changed.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty() && self.released.is_empty()
-    }
 }
 
 impl<T: Clone, R: Runtime> MemoryStore<T, R> {
