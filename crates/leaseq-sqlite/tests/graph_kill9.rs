@@ -1,11 +1,11 @@
 //! Jobs that wait for other jobs on SQLite through `kill -9` (issue 33): each round pushes
 //! a 3-step chain (a workflow) and a batch of 1,000 children into one callback, then runs
 //! child processes that work the queue and kills them with SIGKILL at seeded random
-//! moments (`KILLS` times, each once the log has grown by a random amount: in the middle
-//! of the work), then runs a last child to the end; every seventh job is nacked once
-//! (a redelivery without a kill). The processes log each run,
-//! each committed ack and what the callback read (the test kit's `graph_check`); the
-//! check: every step completes; no dependent started before its last parent's ack was
+//! moments (`KILLS` times: once the log has grown by a random amount, in the middle of the
+//! work, or as a dependent starts; then up to 3 ms later), then runs a last child to the
+//! end; every seventh job is nacked once (a redelivery without a kill). The processes log
+//! each run, each committed ack and what the callback read (the test kit's `graph_check`);
+//! the check: every step completes; no dependent started before its last parent's ack was
 //! committed; none released twice; the callback released once, with the exact counts.
 //!
 //! `LEASEQ_GRAPH_ROUNDS` rounds (2 by default, for CI; the issue's goal is 50).
@@ -31,8 +31,8 @@ const CALLBACK: u64 = 999;
 /// The batch's children: `FIRST..FIRST + CHILDREN`.
 const FIRST: u64 = 1000;
 const CHILDREN: u64 = 1000;
-/// Kills per round.
-const KILLS: usize = 3;
+/// Kills per round (every other one as a dependent starts).
+const KILLS: usize = 4;
 
 fn config() -> Config {
     // Attempts enough for a lease cut by every kill: nothing is dead-lettered.
@@ -171,49 +171,79 @@ fn jobs() -> BTreeMap<u64, Job> {
     jobs
 }
 
-/// Runs the child until it ends (`last`) or for a while, then SIGKILL; whether it was
-/// killed while it still had work (not ended already).
-fn run_child(path: &Path, log: &Path, last: bool, rng: &mut Rng) -> bool {
+/// When a child is killed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kill {
+    /// Once the log has grown by a random number of bytes (about 15 a line).
+    Random,
+    /// As a dependent (a chain's step, the callback) starts: the moment a release that
+    /// overtook its parent's ack would be seen, the parent running again after the restart.
+    AtRelease,
+    /// Never: the last run, to the end.
+    Last,
+}
+
+/// Runs a dependent (a chain step after the first, the callback) since the log began.
+fn dependents_run(log: &Path) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let starts = [CHAIN[1], CHAIN[2], CALLBACK].map(|j| format!("run {j} "));
+    text.lines()
+        .filter(|l| starts.iter().any(|s| l.starts_with(s.as_str())))
+        .count()
+}
+
+/// Runs the child until it ends (`Last`) or until `kill` says, then a random moment
+/// later (up to 3 ms), SIGKILL; whether it was killed while it still had work.
+fn run_child(path: &Path, log: &Path, kill: Kill, rng: &mut Rng) -> bool {
     let mut env = vec![
         ("LEASEQ_GRAPH_KILL9_FILE", path.as_os_str().to_owned()),
         ("LEASEQ_GRAPH_KILL9_LOG", log.as_os_str().to_owned()),
+        // Workers on four threads: a receiver runs while an ack is being made.
+        ("SMOL_THREADS", "4".into()),
     ];
-    if last {
+    if kill == Kill::Last {
         env.push(("LEASEQ_GRAPH_KILL9_FINAL", "1".into()));
     }
     let mut child = child::command("graph_kill9_child", &env)
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("spawn the child");
-    if last {
+    if kill == Kill::Last {
         let start = Instant::now();
         while child.try_wait().unwrap().is_none() {
-            assert!(
-                start.elapsed() < Duration::from_secs(300),
-                "the last child hangs"
-            );
+            let waited = start.elapsed();
+            assert!(waited < Duration::from_secs(300), "the last child hangs");
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(child.wait().unwrap().success(), "the last child failed");
-        false
-    } else {
-        // Killed in the middle of the work: once the log has grown by a random number of
-        // bytes (about 15 a line), a random moment later.
-        let size = || std::fs::metadata(log).map_or(0, |m| m.len());
-        let target = size() + 1 + rng.below(15_000);
-        let start = Instant::now();
-        while size() < target && start.elapsed() < Duration::from_secs(5) {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        std::thread::sleep(Duration::from_micros(rng.below(3000)));
-        let working = child.try_wait().unwrap().is_none();
-        child.kill().expect("SIGKILL the child");
-        child.wait().unwrap();
-        working
+        return false;
     }
+    let size = || std::fs::metadata(log).map_or(0, |m| m.len());
+    let (target, before) = (size() + 1 + rng.below(15_000), dependents_run(log));
+    let due = || match kill {
+        Kill::AtRelease => dependents_run(log) > before,
+        _ => size() >= target,
+    };
+    let start = Instant::now();
+    // (At most 10 s, and no longer than the child is busy: a log still for 300 ms.)
+    let mut last = (size(), Instant::now());
+    while !due() && start.elapsed() < Duration::from_secs(10) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        let now = size();
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_millis(300) && now > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    std::thread::sleep(Duration::from_micros(rng.below(3000)));
+    let working = child.try_wait().unwrap().is_none();
+    child.kill().expect("SIGKILL the child");
+    child.wait().unwrap();
+    working
 }
 
 /// One round: pushes, kills, the last run; returns the log's events, with the acks the
@@ -222,24 +252,32 @@ fn round(dir: &Path, seed: u64, kills: &mut usize) -> Vec<Event> {
     let path = dir.join(format!("round-{seed}.db"));
     let log = PathBuf::from(format!("{}.log", path.display()));
     let q = open(&path);
+    // The batch first: the chain runs after its children, each step taken as soon as it
+    // is released (the moment a kill tests), as the callback is.
     let (wf, batch) = smol::block_on(async {
+        let children = (FIRST..FIRST + CHILDREN).map(job).collect();
+        let batch = q
+            .store()
+            .push_batch(children, job(CALLBACK), BatchOn::Complete)
+            .await
+            .unwrap();
         let spec = WorkflowSpec::new()
             .step("a", job(CHAIN[0]), &[])
             .step("b", job(CHAIN[1]), &["a"])
             .step("c", job(CHAIN[2]), &["b"]);
-        let wf = q.store().push_workflow(spec).await.unwrap();
-        let children = (FIRST..FIRST + CHILDREN).map(job).collect();
-        let batch = q
-            .store()
-            .push_batch(children, job(CALLBACK), BatchOn::Complete);
-        (wf, batch.await.unwrap())
+        (q.store().push_workflow(spec).await.unwrap(), batch)
     });
     leaseq_test_kit::sqlite::shut(q);
     let mut rng = Rng(seed);
-    for _ in 0..KILLS {
-        *kills += usize::from(run_child(&path, &log, false, &mut rng));
+    for k in 0..KILLS {
+        let kill = if k % 2 == 1 {
+            Kill::AtRelease
+        } else {
+            Kill::Random
+        };
+        *kills += usize::from(run_child(&path, &log, kill, &mut rng));
     }
-    run_child(&path, &log, true, &mut rng);
+    run_child(&path, &log, Kill::Last, &mut rng);
 
     let q = open(&path);
     let text = std::fs::read_to_string(&log).unwrap();
