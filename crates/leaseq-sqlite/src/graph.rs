@@ -246,3 +246,33 @@ impl<'a> Reader<'a> {
         self.take(n)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_as_written_and_damaged_ones_are_refused() {
+        let mut full = NodeRecord::new(
+            NodeId::new(7),
+            OnFailedParent::Hold,
+            StepState::DeadLettered(MessageId::new(41)),
+        );
+        full.parents = vec![NodeId::new(1), NodeId::new(3)];
+        full.cancelled_by_parent = true;
+        full.message = Some(MessageId::new(41));
+        full.workflow = Some((WorkflowId::new(2), "upload".into()));
+        full.batch = Some(BatchId::new(5));
+        full.callback_of = Some((BatchId::new(6), BatchOn::Complete));
+        full.result = Some(b"s3://x".to_vec());
+        let bare = NodeRecord::new(NodeId::new(0), OnFailedParent::Run, StepState::Pending);
+        for r in [full, bare] {
+            let bytes = encode(&r);
+            assert_eq!(decode(&bytes), Some(r));
+            assert_eq!(decode(&bytes[..bytes.len() - 1]), None, "cut short");
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert_eq!(decode(&longer), None, "trailing bytes");
+        }
+    }
+}
