@@ -9,7 +9,7 @@ use leaseq_async::{
     AdminError, Checkpointing, Codec, FinishOutcome, LeaseKey, Progress, Runtime, SettleError,
     Store,
 };
-use leaseq_core::{Acked, CancelError, MessageId};
+use leaseq_core::{Acked, CancelError, Failure, MessageId, Nacked};
 
 use crate::op::Op;
 use crate::store::{ready_now, SqliteStore, SqliteTicket};
@@ -54,6 +54,60 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         } else {
             let r = ready_now(self.inner.ack(ticket.inner));
             let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
+            (r, seq)
+        };
+        self.settled(seq, r)
+    }
+
+    /// A nack made on the memory store with its durable change queued (see
+    /// [`ack_journaled`](Self::ack_journaled): with the graph in use, under the journal's
+    /// lock with what its dead letter did to the graph).
+    pub(crate) fn nack_journaled(
+        &self,
+        ticket: SqliteTicket,
+        failure: Failure,
+    ) -> impl Future<Output = Result<Nacked, SettleError>> + Send + '_ {
+        let id = ticket.id;
+        let error = failure.error.clone();
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.nack(ticket.inner, failure));
+                let ops = match &r {
+                    Ok(n) => self.nacked_ops(id, n, error),
+                    Err(_) => Vec::new(),
+                };
+                (r, self.with_graph(ops))
+            });
+            (r, Some(seq))
+        } else {
+            let r = ready_now(self.inner.nack(ticket.inner, failure));
+            let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
+            (r, seq)
+        };
+        self.settled(seq, r)
+    }
+
+    /// A handler's dead letter made on the memory store with its durable change queued
+    /// (as [`nack_journaled`](Self::nack_journaled)).
+    pub(crate) fn dead_letter_journaled(
+        &self,
+        ticket: SqliteTicket,
+        error: String,
+    ) -> impl Future<Output = Result<u32, SettleError>> + Send + '_ {
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.dead_letter(ticket.inner, error));
+                let ops = if r.is_ok() {
+                    self.event_ops()
+                } else {
+                    Vec::new()
+                };
+                (r, self.with_graph(ops))
+            });
+            (r, Some(seq))
+        } else {
+            let r = ready_now(self.inner.dead_letter(ticket.inner, error));
+            let seq = r.is_ok().then(|| self.journal_events());
             (r, seq)
         };
         self.settled(seq, r)

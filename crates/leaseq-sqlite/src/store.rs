@@ -116,7 +116,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     }
 
     /// The ops of the core's events since the last take.
-    fn event_ops(&self) -> Vec<Op> {
+    pub(crate) fn event_ops(&self) -> Vec<Op> {
         let ops: Vec<Op> = self
             .inner
             .take_events()
@@ -198,16 +198,24 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// Journals a nack's result.
     pub(crate) fn journal_nacked(&self, id: MessageId, r: &Nacked, error: Option<String>) -> u64 {
         match *r {
+            Nacked::Retrying { .. } => self.journal.submit(self.nacked_ops(id, r, error)),
+            _ => self.journal_events(),
+        }
+    }
+
+    /// The ops of a nack's result: its retry, or the dead letters the core recorded.
+    pub(crate) fn nacked_ops(&self, id: MessageId, r: &Nacked, error: Option<String>) -> Vec<Op> {
+        match *r {
             Nacked::Retrying {
                 visible_at,
                 attempts,
-            } => self.journal.submit([Op::Retry {
+            } => vec![Op::Retry {
                 id: id.get(),
                 attempts,
                 visible_at: self.to_disk(visible_at),
                 error,
-            }]),
-            _ => self.journal_events(),
+            }],
+            _ => self.event_ops(),
         }
     }
 }
