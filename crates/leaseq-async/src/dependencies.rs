@@ -114,6 +114,25 @@ pub struct WorkflowStep {
     /// Its state: whether a queued step is ready or running there is the queue's
     /// (its message's state).
     pub state: StepState,
+    /// The steps it waits for, by name, in the spec's order (the workflow's edges).
+    pub after: Vec<String>,
+    /// The length in bytes of the result it recorded, if any.
+    pub result_len: Option<usize>,
+}
+
+impl WorkflowStep {
+    /// A step named `name`, its job `node` in `state`, waiting for no named step and
+    /// without a result (a store sets [`after`](Self::after) and
+    /// [`result_len`](Self::result_len) where it has them).
+    pub fn new(name: impl Into<String>, node: NodeId, state: StepState) -> Self {
+        WorkflowStep {
+            name: name.into(),
+            node,
+            state,
+            after: Vec::new(),
+            result_len: None,
+        }
+    }
 }
 
 /// Why a call of [`DependencyStore`] was refused. Nothing changed.
@@ -327,4 +346,26 @@ pub trait DependencyStore<T>: Store<T> {
         &self,
         message: MessageId,
     ) -> impl Future<Output = Result<Option<NodeId>, DependencyError>> + Send;
+
+    /// The workflows kept now (not forgotten) with ids after `after` (`None`: from the
+    /// first), at most `limit`, in id order: what an operator lists, a page at a time.
+    fn workflows(
+        &self,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<WorkflowId>, DependencyError>> + Send;
+
+    /// The batches kept now with ids after `after`, at most `limit`, in id order, as
+    /// [`workflows`](Self::workflows) lists workflows.
+    fn batches(
+        &self,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<BatchId>, DependencyError>> + Send;
+
+    /// A batch's callback job and when it runs (`Ok(None)`: no such batch).
+    fn batch_callback(
+        &self,
+        batch: BatchId,
+    ) -> impl Future<Output = Result<Option<(NodeId, BatchOn)>, DependencyError>> + Send;
 }

@@ -136,6 +136,22 @@ pub(crate) enum Command {
     /// The record of finished jobs (kept by a queue opened with `Options::retention`):
     /// oldest first, paged, all or those of a job kind and an outcome.
     History(crate::history::History),
+    /// The workflows (DAGs of steps) the queue's store keeps, each with its steps' states,
+    /// in id order, paged.
+    Workflows(crate::workflows::GraphPaged),
+    /// One workflow: each step's state, the steps it waits for, attempts, last error,
+    /// result size.
+    Workflow(crate::workflows::GraphId),
+    /// The batches the queue's store keeps: their children counted by outcome, their
+    /// callback's state, in id order, paged.
+    Batches(crate::workflows::GraphPaged),
+    /// One batch: its counts and its callback.
+    Batch(crate::workflows::GraphId),
+    /// Cancels what is left of a workflow (its waiting and queued steps).
+    CancelWorkflow(crate::workflows::CancelWorkflow),
+    /// Retries a workflow's failed step (dead-lettered: redriven; cancelled: waiting
+    /// again), and the steps its failure cancelled.
+    RetryStep(crate::workflows::RetryStep),
 }
 
 /// A Postgres command on one queue (the same as a SQLite file's, naming the queue).
@@ -169,6 +185,20 @@ pub(crate) enum QueueCommand {
     /// The record of finished jobs (kept by stores opened with a retention window): oldest
     /// first, paged, all or those of a job kind and an outcome.
     History(OnQueue<crate::history::History>),
+    /// The queue's workflows (DAGs of steps), each with its steps' states, in id order,
+    /// paged.
+    Workflows(OnQueue<crate::workflows::GraphPaged>),
+    /// One workflow: each step's state, the steps it waits for, attempts, last error,
+    /// result size.
+    Workflow(OnQueue<crate::workflows::GraphId>),
+    /// The queue's batches: their children counted by outcome, their callback's state.
+    Batches(OnQueue<crate::workflows::GraphPaged>),
+    /// One batch: its counts and its callback.
+    Batch(OnQueue<crate::workflows::GraphId>),
+    /// Cancels what is left of a workflow (its waiting and queued steps).
+    CancelWorkflow(OnQueue<crate::workflows::CancelWorkflow>),
+    /// Retries a workflow's failed step, and the steps its failure cancelled.
+    RetryStep(OnQueue<crate::workflows::RetryStep>),
 }
 
 /// A command's arguments and the queue it is on.

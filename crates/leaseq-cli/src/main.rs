@@ -13,6 +13,8 @@ mod schedules;
 mod show;
 mod sqlite;
 mod web;
+mod workflows;
+mod workflows_show;
 mod write;
 
 use std::process::ExitCode;

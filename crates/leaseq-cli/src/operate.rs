@@ -1,5 +1,6 @@
 //! Every command, once for every store, through its [`Operator`]: the reads here (queues,
-//! stats, peek, dead, item, schedules, history), the writes in [`crate::write`]. A store's
+//! stats, peek, dead, item, schedules, history), the writes in [`crate::write`], the
+//! workflows' and batches' commands in [`crate::workflows`]. A store's
 //! module opens its operator and words its failures ([`Failed`]).
 
 use leaseq_async::operator::{Operator, OperatorError};
@@ -28,7 +29,7 @@ impl Failed {
     }
 
     /// A read's failure.
-    fn read(error: OperatorError) -> Failed {
+    pub(crate) fn read(error: OperatorError) -> Failed {
         Failed { doing: None, error }
     }
 
@@ -128,6 +129,12 @@ pub(crate) async fn run<O: Operator>(
                 crate::history::history_json(&entries),
             )
         }
+        Command::Workflows(_)
+        | Command::Workflow(_)
+        | Command::Batches(_)
+        | Command::Batch(_)
+        | Command::CancelWorkflow(_)
+        | Command::RetryStep(_) => return crate::workflows::run(op, queue, command).await,
         _ => return crate::write::run(op, queue, command).await,
     })
 }

@@ -17,6 +17,18 @@ impl Shown {
         Shown { table, json }
     }
 
+    /// The table (for tests).
+    #[cfg(test)]
+    pub(crate) fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The JSON (for tests).
+    #[cfg(test)]
+    pub(crate) fn json(&self) -> &Value {
+        &self.json
+    }
+
     /// The JSON, for a store to add what only it knows.
     pub(crate) fn json_mut(&mut self) -> &mut Value {
         &mut self.json
@@ -51,5 +63,9 @@ pub(crate) fn wants_json(command: &Command) -> bool {
         Command::Purge(c) => c.output.json,
         Command::PurgeDead(p) => p.confirm.output.json,
         Command::History(h) => h.output.json,
+        Command::Workflows(p) | Command::Batches(p) => p.output.json,
+        Command::Workflow(i) | Command::Batch(i) => i.output.json,
+        Command::CancelWorkflow(c) => c.output.json,
+        Command::RetryStep(r) => r.output.json,
     }
 }

@@ -28,6 +28,12 @@ fn split(command: PgCommand) -> (Option<String>, Command) {
             QueueCommand::Pause(c) => (Some(c.queue), Command::Pause(c.args)),
             QueueCommand::Resume(c) => (Some(c.queue), Command::Resume(c.args)),
             QueueCommand::History(c) => (Some(c.queue), Command::History(c.args)),
+            QueueCommand::Workflows(c) => (Some(c.queue), Command::Workflows(c.args)),
+            QueueCommand::Workflow(c) => (Some(c.queue), Command::Workflow(c.args)),
+            QueueCommand::Batches(c) => (Some(c.queue), Command::Batches(c.args)),
+            QueueCommand::Batch(c) => (Some(c.queue), Command::Batch(c.args)),
+            QueueCommand::CancelWorkflow(c) => (Some(c.queue), Command::CancelWorkflow(c.args)),
+            QueueCommand::RetryStep(c) => (Some(c.queue), Command::RetryStep(c.args)),
         },
     }
 }

@@ -23,12 +23,17 @@ pub(crate) fn is_write(command: &Command) -> Result<bool, CliError> {
         Command::Purge(c) if !c.yes => unconfirmed("purge"),
         Command::PurgeDead(p) if !p.confirm.yes => unconfirmed("purge-dead"),
         Command::Cancel(c) if !c.confirm.yes => unconfirmed("cancel"),
+        Command::CancelWorkflow(c) if !c.yes => Err(CliError::Usage(
+            "cancel-workflow cancels every step left: add --yes to do it".into(),
+        )),
         Command::Redrive(_)
         | Command::Purge(_)
         | Command::PurgeDead(_)
         | Command::Cancel(_)
         | Command::Pause(_)
-        | Command::Resume(_) => Ok(true),
+        | Command::Resume(_)
+        | Command::CancelWorkflow(_)
+        | Command::RetryStep(_) => Ok(true),
         _ => Ok(false),
     }
 }

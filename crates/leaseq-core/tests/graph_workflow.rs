@@ -270,3 +270,34 @@ fn random_workflows_are_accepted_or_refused_as_a_whole() {
         })
         .unwrap();
 }
+
+#[test]
+fn workflows_and_batches_are_listed_in_id_order_from_after_and_forgotten_ones_go() {
+    use leaseq_core::graph::{BatchId, BatchOn, WorkflowId};
+    let mut g = Graph::new();
+    let one = |g: &mut Graph<&str>| {
+        g.add_workflow(WorkflowSpec::new().step("a", "a", &[]))
+            .unwrap()
+            .workflow
+    };
+    let (w0, w1, w2) = (one(&mut g), one(&mut g), one(&mut g));
+    let b0 = g.add_batch(["x"], "cb", BatchOn::Complete).batch;
+    let b1 = g
+        .add_batch(Vec::<&str>::new(), "cb", BatchOn::Success)
+        .batch;
+    assert_eq!(g.workflow_ids(None).collect::<Vec<_>>(), [w0, w1, w2]);
+    assert_eq!(g.workflow_ids(Some(w0)).collect::<Vec<_>>(), [w1, w2]);
+    assert_eq!(g.workflow_ids(Some(w2)).count(), 0);
+    assert_eq!(g.workflow_ids(Some(WorkflowId::new(u64::MAX))).count(), 0);
+    assert_eq!(WorkflowId::new(w1.get()), w1, "named again by its number");
+    assert_eq!(g.batch_ids(None).collect::<Vec<_>>(), [b0, b1]);
+    assert_eq!(g.batch_ids(Some(b0)).collect::<Vec<_>>(), [b1]);
+    assert_eq!(g.batch_ids(Some(BatchId::new(u64::MAX))).count(), 0);
+
+    // A finished workflow forgotten is no longer listed.
+    let a = g.step(w1, "a").unwrap();
+    g.queued(a, m(1)).unwrap();
+    g.settle(m(1), Fate::Acked);
+    g.forget_workflow(w1).unwrap();
+    assert_eq!(g.workflow_ids(None).collect::<Vec<_>>(), [w0, w2]);
+}

@@ -316,4 +316,27 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> DependencyStore<T>
     ) -> impl Future<Output = Result<Option<NodeId>, DependencyError>> + Send {
         self.inner.job_of(message)
     }
+
+    fn workflows(
+        &self,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<WorkflowId>, DependencyError>> + Send {
+        self.inner.workflows(after, limit)
+    }
+
+    fn batches(
+        &self,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<BatchId>, DependencyError>> + Send {
+        self.inner.batches(after, limit)
+    }
+
+    fn batch_callback(
+        &self,
+        batch: BatchId,
+    ) -> impl Future<Output = Result<Option<(NodeId, BatchOn)>, DependencyError>> + Send {
+        self.inner.batch_callback(batch)
+    }
 }

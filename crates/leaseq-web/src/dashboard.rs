@@ -151,14 +151,17 @@ impl<O: Operator> Dashboard<O> {
 
     /// The routes: `/` (every queue), `/queues/{queue}` (its live items),
     /// `/queues/{queue}/dead`, `/queues/{queue}/schedules`, `/queues/{queue}/finished` (where
-    /// the store keeps a record of finished jobs), `/queues/{queue}/items/{id}`, `/workers` (the
+    /// the store keeps a record of finished jobs), `/queues/{queue}/workflows`,
+    /// `/queues/{queue}/workflows/{id}` and `/queues/{queue}/batches` (where the operator
+    /// offers workflows), `/queues/{queue}/items/{id}`, `/workers` (the
     /// pools given with [`with_pool`](Self::with_pool)),
     /// `/metrics` (Prometheus text format) and `/style.css`; where the operator can act and not read-only, the actions: POST
     /// `/queues/{queue}/items/{id}/redrive`, GET (confirm) and POST
     /// `/queues/{queue}/redrive-dead`, `/queues/{queue}/purge-dead` and
     /// `/queues/{queue}/cancel`, POST
-    /// `/queues/{queue}/pause` and `/queues/{queue}/resume`, each POST with the form's CSRF
-    /// token.
+    /// `/queues/{queue}/pause` and `/queues/{queue}/resume`,
+    /// `/queues/{queue}/workflows/{id}/cancel` and `/queues/{queue}/workflows/{id}/retry`,
+    /// each POST with the form's CSRF token.
     pub fn router(self) -> Router {
         let csrf = if self.read_only {
             None
@@ -188,6 +191,26 @@ impl<O: Operator> Dashboard<O> {
                 get(pages::finished::finished::<O>),
             )
             .route("/queues/{queue}/items/{id}", get(pages::item::item::<O>))
+            .route(
+                "/queues/{queue}/workflows",
+                get(pages::workflows::workflows::<O>),
+            )
+            .route(
+                "/queues/{queue}/workflows/{id}",
+                get(pages::workflows::workflow::<O>),
+            )
+            .route(
+                "/queues/{queue}/workflows/{id}/cancel",
+                post(pages::workflow_actions::cancel::<O>),
+            )
+            .route(
+                "/queues/{queue}/workflows/{id}/retry",
+                post(pages::workflow_actions::retry::<O>),
+            )
+            .route(
+                "/queues/{queue}/batches",
+                get(pages::workflows::batches::<O>),
+            )
             .route(
                 "/queues/{queue}/items/{id}/redrive",
                 post(pages::actions::redrive::<O>),

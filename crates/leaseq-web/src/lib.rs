@@ -20,6 +20,11 @@
 //! queues, each logged through `tracing`;
 //! [`Dashboard::read_only`] turns actions off.
 //!
+//! Where the operator offers workflows and batches (`Capabilities::workflows`: a
+//! [`LocalOperator`] with a queue added by `with_graph`), a queue's Workflows tab shows each
+//! workflow and its steps (state, what each waits for, attempts, result size, last error;
+//! Retry and Cancel workflow) and its Batches tab each batch's counts and callback.
+//!
 //! `/metrics` serves every queue's items by state (`leaseq_items{queue,state}`), its pause
 //! flag (`leaseq_paused{queue}`) and, where the store says it without a scan (Postgres), the
 //! age of its oldest ready item (`leaseq_oldest_ready_age_seconds{queue}`) in the Prometheus

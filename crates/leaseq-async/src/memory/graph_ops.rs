@@ -1,6 +1,7 @@
 //! [`DependencyStore`](crate::dependencies::DependencyStore) for the memory store: each call one critical section, the graph's
 //! releases pushed before the lock is released (see `graph.rs`).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use leaseq_core::graph::{BatchCounts, BatchId, BatchOn, Fate, NodeId, OnFailedParent};
@@ -177,16 +178,40 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
 
     pub(super) fn workflow_steps_now(&self, workflow: WorkflowId) -> Option<Vec<WorkflowStep>> {
         let st = self.graph_read();
-        let steps = st.graph.graph.workflow_steps(workflow)?;
+        let graph = &st.graph.graph;
+        let names: BTreeMap<NodeId, &str> = graph
+            .workflow_steps(workflow)?
+            .map(|(name, node, _)| (node, name))
+            .collect();
+        let steps = graph.workflow_steps(workflow)?;
         Some(
             steps
-                .map(|(name, node, state)| WorkflowStep {
-                    name: name.into(),
-                    node,
-                    state,
+                .map(|(name, node, state)| {
+                    let mut step = WorkflowStep::new(name, node, state);
+                    let parents = graph.parents(node).unwrap_or_default();
+                    step.after = parents
+                        .iter()
+                        .filter_map(|p| names.get(p).map(|n| n.to_string()))
+                        .collect();
+                    step.result_len = graph.result(node).map(<[u8]>::len);
+                    step
                 })
                 .collect(),
         )
+    }
+
+    pub(super) fn workflows_now(&self, after: Option<WorkflowId>, limit: usize) -> Vec<WorkflowId> {
+        let st = self.graph_read();
+        st.graph.graph.workflow_ids(after).take(limit).collect()
+    }
+
+    pub(super) fn batches_now(&self, after: Option<BatchId>, limit: usize) -> Vec<BatchId> {
+        let st = self.graph_read();
+        st.graph.graph.batch_ids(after).take(limit).collect()
+    }
+
+    pub(super) fn batch_callback_now(&self, batch: BatchId) -> Option<(NodeId, BatchOn)> {
+        self.graph_read().graph.graph.batch_callback(batch)
     }
 
     pub(super) fn cancel_workflow_now(

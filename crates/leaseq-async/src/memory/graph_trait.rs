@@ -109,4 +109,27 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
     ) -> impl Future<Output = Result<Option<NodeId>, DependencyError>> + Send {
         ready(Ok(self.job_of_now(message)))
     }
+
+    fn workflows(
+        &self,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<WorkflowId>, DependencyError>> + Send {
+        ready(Ok(self.workflows_now(after, limit)))
+    }
+
+    fn batches(
+        &self,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<BatchId>, DependencyError>> + Send {
+        ready(Ok(self.batches_now(after, limit)))
+    }
+
+    fn batch_callback(
+        &self,
+        batch: BatchId,
+    ) -> impl Future<Output = Result<Option<(NodeId, BatchOn)>, DependencyError>> + Send {
+        ready(Ok(self.batch_callback_now(batch)))
+    }
 }

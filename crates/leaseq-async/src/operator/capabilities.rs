@@ -10,6 +10,7 @@
 /// acts.cancel = true;
 /// assert!(acts.cancel && !acts.purge);
 /// assert!(Capabilities::every_action().purge);
+/// assert!(!acts.workflows, "no workflows unless the operator reads them");
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -32,10 +33,18 @@ pub struct Capabilities {
     /// ([`Operator::history`](super::Operator::history); it holds entries only where the
     /// queues' stores were asked to keep one).
     pub history: bool,
+    /// The store keeps workflows and batches (jobs that wait for jobs) that this operator
+    /// reads ([`Operator::workflows`](super::Operator::workflows),
+    /// [`Operator::batches`](super::Operator::batches), on the queues whose store keeps a
+    /// dependency graph) and, with `cancel` and `redrive`, acts on
+    /// ([`Operator::cancel_workflow`](super::Operator::cancel_workflow),
+    /// [`Operator::retry_step`](super::Operator::retry_step)). Without it a tool says the
+    /// store does not offer them.
+    pub workflows: bool,
 }
 
 impl Capabilities {
-    /// Every action (redrive, purge, pause, cancel); `history` not set.
+    /// Every action (redrive, purge, pause, cancel); `history` and `workflows` not set.
     pub fn every_action() -> Capabilities {
         Capabilities {
             redrive: true,
@@ -43,6 +52,7 @@ impl Capabilities {
             pause: true,
             cancel: true,
             history: false,
+            workflows: false,
         }
     }
 }

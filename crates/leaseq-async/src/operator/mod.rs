@@ -14,6 +14,10 @@
 //! - `capabilities.rs`: [`Capabilities`], the actions an operator offers.
 //! - `query.rs`: [`DeadQuery`] and [`LiveQuery`], which items a list or bulk call takes.
 //! - `cancel.rs`: [`cancel_matching`], the bulk cancel every store's operator runs.
+//! - `graph_views.rs`: [`WorkflowView`], [`BatchView`], [`StepView`], [`StepStatus`]: what
+//!   an operator shows of workflows and batches.
+//! - `graph_reads.rs`: [`workflow_view`], [`batch_view`] and their lists: those views read
+//!   from any `DependencyStore`, for every store's operator.
 //! - `local/`: [`LocalOperator`], this process's queues.
 //! - `queue_calls.rs`: an operator's actions on a queue handle, for the stores' operators.
 //! - `blocking.rs`: [`on_blocking_thread`], for a store whose reads block.
@@ -22,6 +26,8 @@ mod blocking;
 mod cancel;
 mod capabilities;
 mod error;
+mod graph_reads;
+mod graph_views;
 mod local;
 mod query;
 pub mod queue_calls;
@@ -29,6 +35,7 @@ pub mod queue_calls;
 use std::future::Future;
 use std::time::Duration;
 
+use leaseq_core::graph::{BatchId, WorkflowId};
 use leaseq_core::MessageId;
 
 use crate::history::{Finished, HistoryQuery};
@@ -40,6 +47,8 @@ pub use blocking::on_blocking_thread;
 pub use cancel::cancel_matching;
 pub use capabilities::Capabilities;
 pub use error::OperatorError;
+pub use graph_reads::{batch_view, batch_views, graph_error, workflow_view, workflow_views};
+pub use graph_views::{BatchView, StepStatus, StepView, WorkflowView};
 pub use local::LocalOperator;
 pub use query::{DeadQuery, LiveQuery};
 
@@ -177,6 +186,88 @@ pub trait Operator: Send + Sync + 'static {
         query: &LiveQuery,
     ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
         let _ = (queue, query);
+        async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// `queue`'s workflows with ids after `after` (`None`: from the first), at most
+    /// `limit`, in id order, each with its steps (empty by default, and where
+    /// [`capabilities`](Self::capabilities) has no `workflows`).
+    fn workflows(
+        &self,
+        queue: &str,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<WorkflowView>, OperatorError>> + Send {
+        let _ = (queue, after, limit);
+        async { Ok(Vec::new()) }
+    }
+
+    /// The workflow `id` of `queue` (`None`: there is none): by default the one entry of
+    /// [`workflows`](Self::workflows) from it.
+    fn workflow(
+        &self,
+        queue: &str,
+        id: WorkflowId,
+    ) -> impl Future<Output = Result<Option<WorkflowView>, OperatorError>> + Send {
+        async move {
+            let after = id.get().checked_sub(1).map(WorkflowId::new);
+            let one = self.workflows(queue, after, 1).await?;
+            Ok(one.into_iter().find(|w| w.id == id))
+        }
+    }
+
+    /// `queue`'s batches with ids after `after`, at most `limit`, in id order, each with
+    /// its counts and callback (empty by default, and where
+    /// [`capabilities`](Self::capabilities) has no `workflows`).
+    fn batches(
+        &self,
+        queue: &str,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<BatchView>, OperatorError>> + Send {
+        let _ = (queue, after, limit);
+        async { Ok(Vec::new()) }
+    }
+
+    /// The batch `id` of `queue` (`None`: there is none): by default the one entry of
+    /// [`batches`](Self::batches) from it.
+    fn batch(
+        &self,
+        queue: &str,
+        id: BatchId,
+    ) -> impl Future<Output = Result<Option<BatchView>, OperatorError>> + Send {
+        async move {
+            let after = id.get().checked_sub(1).map(BatchId::new);
+            let one = self.batches(queue, after, 1).await?;
+            Ok(one.into_iter().find(|b| b.id == id))
+        }
+    }
+
+    /// Cancels what is left of the workflow `id` of `queue`, as the store's
+    /// `cancel_workflow` does (waiting steps, queued ones; a running step's lease goes
+    /// stale); returns how many steps were cancelled. Refused ([`OperatorError::ReadOnly`])
+    /// by default, and where [`capabilities`](Self::capabilities) lacks `workflows` or
+    /// `cancel`.
+    fn cancel_workflow(
+        &self,
+        queue: &str,
+        id: WorkflowId,
+    ) -> impl Future<Output = Result<u64, OperatorError>> + Send {
+        let _ = (queue, id);
+        async { Err(OperatorError::ReadOnly) }
+    }
+
+    /// Retries the failed step `step` of the workflow `id` of `queue` (dead-lettered:
+    /// redriven; cancelled: waiting again), and with it the steps its failure cancelled.
+    /// Refused ([`OperatorError::ReadOnly`]) by default, and where
+    /// [`capabilities`](Self::capabilities) lacks `workflows` or `redrive`.
+    fn retry_step(
+        &self,
+        queue: &str,
+        id: WorkflowId,
+        step: &str,
+    ) -> impl Future<Output = Result<(), OperatorError>> + Send {
+        let _ = (queue, id, step);
         async { Err(OperatorError::ReadOnly) }
     }
 

@@ -138,6 +138,19 @@ impl<T> Graph<T> {
         }
     }
 
+    /// The batches the graph holds with ids after `after` (`None`: from the first), in id
+    /// order (for operators: page with the last id listed).
+    pub fn batch_ids(&self, after: Option<BatchId>) -> impl Iterator<Item = BatchId> + '_ {
+        let start = match after {
+            Some(a) if a.0 == u64::MAX => None,
+            Some(a) => Some(BatchId(a.0 + 1)),
+            None => Some(BatchId(0)),
+        };
+        start
+            .into_iter()
+            .flat_map(move |s| self.batches.range(s..).map(|(id, _)| *id))
+    }
+
     /// The batch's counts. O(1).
     pub fn batch_counts(&self, batch: BatchId) -> Option<BatchCounts> {
         self.batches.get(&batch).map(|b| b.counts)

@@ -87,6 +87,19 @@ impl<T> Graph<T> {
         self.workflows.get(&workflow)?.by_name.get(name).copied()
     }
 
+    /// The workflows the graph holds with ids after `after` (`None`: from the first), in
+    /// id order (for operators: page with the last id listed).
+    pub fn workflow_ids(&self, after: Option<WorkflowId>) -> impl Iterator<Item = WorkflowId> + '_ {
+        let start = match after {
+            Some(a) if a.0 == u64::MAX => None,
+            Some(a) => Some(WorkflowId(a.0 + 1)),
+            None => Some(WorkflowId(0)),
+        };
+        start
+            .into_iter()
+            .flat_map(move |s| self.workflows.range(s..).map(|(id, _)| *id))
+    }
+
     /// Each step of a workflow, with its node and state, in the spec's order.
     pub fn workflow_steps(
         &self,

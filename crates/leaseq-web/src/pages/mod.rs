@@ -11,3 +11,5 @@ pub(crate) mod pause;
 pub(crate) mod queue;
 pub(crate) mod schedules;
 pub(crate) mod workers;
+pub(crate) mod workflow_actions;
+pub(crate) mod workflows;

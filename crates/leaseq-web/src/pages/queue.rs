@@ -29,6 +29,8 @@ pub(crate) enum Tab {
     Dead,
     Schedules,
     Finished,
+    Workflows,
+    Batches,
 }
 
 /// The queue's title, counts and tabs.
@@ -53,14 +55,21 @@ pub(crate) fn head<O: Operator>(app: &App<O>, h: &mut Html, c: &StoredCounts, ta
     h.raw("</div>");
     chart::state_bars(h, c);
     h.raw("<nav class=\"tabs\">");
-    let history = app.op.capabilities().history;
+    let caps = app.op.capabilities();
     for (t, label, rest) in [
         (Tab::Live, "Live items", ""),
         (Tab::Dead, "Dead letters", "/dead"),
         (Tab::Schedules, "Schedules", "/schedules"),
         (Tab::Finished, "Finished jobs", "/finished"),
+        (Tab::Workflows, "Workflows", "/workflows"),
+        (Tab::Batches, "Batches", "/batches"),
     ] {
-        if t == Tab::Finished && !history {
+        let offered = match t {
+            Tab::Finished => caps.history,
+            Tab::Workflows | Tab::Batches => caps.workflows,
+            _ => true,
+        };
+        if !offered {
             continue;
         }
         h.raw("<a href=\"")

@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod browser;
+pub mod graph;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -3,14 +3,18 @@
 //!
 //! - `mod.rs`: [`LocalOperator`], the queues by name, and its [`Operator`] impl.
 //! - `handle.rs`: the object-safe adapter each queue is held behind.
+//! - `graph.rs`: the object-safe adapter a queue's dependency graph is held behind.
 
+mod graph;
 mod handle;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use leaseq_core::graph::{BatchId, WorkflowId};
 use leaseq_core::MessageId;
 
+use crate::dependencies::DependencyStore;
 use crate::history::{Finished, HistoryQuery};
 use crate::page::Page;
 use crate::queue::LeaseQueue;
@@ -21,7 +25,9 @@ use crate::store::Store;
 use crate::stored::{StoredCounts, StoredItem};
 
 use super::cancel::each_listed;
+use super::graph_views::{BatchView, WorkflowView};
 use super::{Capabilities, DeadQuery, LiveQuery, Operator, OperatorError};
+use graph::GraphHandle;
 use handle::{Held, QueueHandle};
 
 /// The queues of this process as an [`Operator`]: a service adds its [`LeaseQueue`]
@@ -40,6 +46,11 @@ use handle::{Held, QueueHandle};
 /// (its queue's dead letters then have no kind to filter by: a kind filter takes none).
 /// A live item (ready, delayed, in flight) is listed with its state, attempts and times
 /// but no payload: the queue's `peek` does not read items.
+///
+/// A queue whose store keeps jobs that wait for jobs (a
+/// [`DependencyStore`](crate::dependencies::DependencyStore): the memory store) added with
+/// [`add_with_graph`](Self::add_with_graph) shows its workflows and batches too, and
+/// offers to cancel a workflow and retry a step ([`Capabilities::workflows`]).
 ///
 /// ```
 /// # use leaseq_async::{Config, LeaseQueue, SimRuntime};
@@ -75,12 +86,15 @@ use handle::{Held, QueueHandle};
 #[derive(Clone, Default)]
 pub struct LocalOperator {
     queues: BTreeMap<&'static str, Arc<dyn QueueHandle>>,
+    /// The dependency graphs of the queues added with theirs, by the queue's name.
+    graphs: BTreeMap<&'static str, Arc<dyn GraphHandle>>,
 }
 
 impl std::fmt::Debug for LocalOperator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalOperator")
             .field("queues", &self.queues.keys().collect::<Vec<_>>())
+            .field("graphs", &self.graphs.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -157,6 +171,65 @@ impl LocalOperator {
         self
     }
 
+    /// [`add`](Self::add), with the queue's dependency graph: its workflows and batches
+    /// are read ([`Operator::workflows`], [`Operator::batches`]) and acted on
+    /// ([`Operator::cancel_workflow`], [`Operator::retry_step`]) through its store.
+    ///
+    /// ```
+    /// # use leaseq_async::{Config, LeaseQueue, SimRuntime};
+    /// # use std::time::Duration;
+    /// use leaseq_async::dependencies::{DependencyStore, WorkflowSpec};
+    /// use leaseq_async::operator::{LocalOperator, Operator};
+    ///
+    /// # let rt = SimRuntime::new();
+    /// # rt.block_on(async {
+    /// let media = LeaseQueue::builder(Config::new(Duration::from_secs(30)))
+    ///     .name("media")
+    ///     .runtime(rt.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// let spec = WorkflowSpec::new()
+    ///     .step("resize", b"resize".to_vec(), &[])
+    ///     .step("upload", b"upload".to_vec(), &["resize"]);
+    /// let wf = media.store().push_workflow(spec).await.unwrap();
+    ///
+    /// let op = LocalOperator::new().with_graph(media.clone());
+    /// assert!(op.capabilities().workflows);
+    /// let shown = op.workflow("media", wf).await.unwrap().unwrap();
+    /// let states: Vec<_> = shown.steps.iter().map(|s| s.status.as_str()).collect();
+    /// assert_eq!(states, ["ready", "waiting"]);
+    /// assert_eq!(shown.steps[1].after, ["resize"]);
+    /// # });
+    /// ```
+    pub fn add_with_graph<T, R, S>(&mut self, queue: LeaseQueue<T, R, S>) -> &mut Self
+    where
+        T: AsRef<[u8]> + Send + Sync + 'static,
+        R: Runtime,
+        S: DependencyStore<T> + Store<T, Runtime = R>,
+    {
+        let name = queue.name();
+        let held = Arc::new(Held {
+            queue,
+            render: Arc::new(bytes_of::<T>),
+            kind: Some(kind_of_bytes::<T>),
+        });
+        self.queues.insert(name, held.clone());
+        self.graphs.insert(name, held);
+        self
+    }
+
+    /// [`add_with_graph`](Self::add_with_graph), by value.
+    #[must_use]
+    pub fn with_graph<T, R, S>(mut self, queue: LeaseQueue<T, R, S>) -> Self
+    where
+        T: AsRef<[u8]> + Send + Sync + 'static,
+        R: Runtime,
+        S: DependencyStore<T> + Store<T, Runtime = R>,
+    {
+        self.add_with_graph(queue);
+        self
+    }
+
     fn hold<T, R, S>(
         &mut self,
         queue: LeaseQueue<T, R, S>,
@@ -175,6 +248,7 @@ impl LocalOperator {
             kind,
         };
         self.queues.insert(name, Arc::new(held));
+        self.graphs.remove(name);
         self
     }
 
@@ -184,6 +258,21 @@ impl LocalOperator {
             .get(queue)
             .map(|q| &**q)
             .ok_or_else(|| OperatorError::NoSuchQueue(queue.to_string()))
+    }
+
+    /// The dependency graph of the queue named `queue` (`None`: added without one).
+    fn graph(&self, queue: &str) -> Result<Option<&dyn GraphHandle>, OperatorError> {
+        self.queue(queue)?;
+        Ok(self.graphs.get(queue).map(|g| &**g))
+    }
+
+    /// The graph of `queue` for an action, refused for a queue added without one.
+    fn graph_to_act(&self, queue: &str) -> Result<&dyn GraphHandle, OperatorError> {
+        self.graph(queue)?.ok_or_else(|| {
+            OperatorError::Refused(format!(
+                "queue {queue:?} was added without its dependency graph: no workflows"
+            ))
+        })
     }
 }
 
@@ -195,6 +284,7 @@ impl Operator for LocalOperator {
     fn capabilities(&self) -> Capabilities {
         let mut c = Capabilities::every_action();
         c.history = true;
+        c.workflows = !self.graphs.is_empty();
         c
     }
 
@@ -253,6 +343,43 @@ impl Operator for LocalOperator {
 
     async fn set_paused(&self, queue: &str, paused: bool) -> Result<bool, OperatorError> {
         self.queue(queue)?.set_paused(paused).await
+    }
+
+    async fn workflows(
+        &self,
+        queue: &str,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<WorkflowView>, OperatorError> {
+        match self.graph(queue)? {
+            Some(g) => g.workflows(after, limit).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn batches(
+        &self,
+        queue: &str,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> Result<Vec<BatchView>, OperatorError> {
+        match self.graph(queue)? {
+            Some(g) => g.batches(after, limit).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn cancel_workflow(&self, queue: &str, id: WorkflowId) -> Result<u64, OperatorError> {
+        self.graph_to_act(queue)?.cancel_workflow(id).await
+    }
+
+    async fn retry_step(
+        &self,
+        queue: &str,
+        id: WorkflowId,
+        step: &str,
+    ) -> Result<(), OperatorError> {
+        self.graph_to_act(queue)?.retry_step(id, step).await
     }
 
     async fn cancel(&self, queue: &str, query: &LiveQuery) -> Result<u64, OperatorError> {
