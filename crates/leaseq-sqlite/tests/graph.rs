@@ -173,6 +173,47 @@ fn a_release_lost_in_a_crash_is_redone_at_open() {
     support::remove(&path);
 }
 
+/// A crash before an ack's commit (the writer stopped as a dying process's would): the
+/// release the ack made in memory is gone with it, so after the reopen the parent runs
+/// again and its dependent is released once, by that ack.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_crash_before_the_ack_commits_keeps_neither_the_ack_nor_the_release() {
+    let path = support::temp("graph-crash");
+    let q = support::open_default(&path).unwrap();
+    let parent = q.try_push(b"parent".to_vec()).unwrap();
+    let child = smol::block_on(q.store().push_after(
+        b"child".to_vec(),
+        &[Parent::Message(parent)],
+        OnFailedParent::Cancel,
+    ))
+    .unwrap();
+    let d = smol::block_on(q.receive()).unwrap();
+    q.store().halt();
+    let acked = smol::block_on(d.ack());
+    assert!(acked.is_err(), "not committed: {acked:?}");
+    let state = smol::block_on(q.store().job_state(child)).unwrap();
+    assert!(
+        matches!(state, Some(StepState::Queued(_))),
+        "released in memory only: {state:?}"
+    );
+    leaseq_test_kit::sqlite::crash(q, ());
+    let q = support::open_default(&path).unwrap();
+    let d = q.try_receive().expect("the parent, back");
+    assert_eq!(d.item(), b"parent");
+    assert!(q.try_receive().is_none(), "the child waits again");
+    assert_eq!(
+        smol::block_on(q.store().job_state(child)).unwrap(),
+        Some(StepState::Pending)
+    );
+    smol::block_on(d.ack()).unwrap();
+    let q = reopen(q, &path);
+    assert_eq!(item(&q).as_deref(), Some(&b"child"[..]));
+    assert!(q.try_receive().is_none(), "once");
+    leaseq_test_kit::sqlite::shut(q);
+    support::remove(&path);
+}
+
 /// A record with its state (code at byte 12 + 8 * parents, then the message) replaced.
 fn set_state(record: &[u8], code: u8, message: u64) -> Vec<u8> {
     let parents = u32::from_le_bytes(record[8..12].try_into().unwrap()) as usize;
