@@ -11,6 +11,7 @@ use leaseq_async::dependencies::{
     BatchOn, DependencyError, DependencyStore, NodeId, OnFailedParent, Parent, StepState,
     WorkflowSpec,
 };
+use leaseq_async::MessageId;
 use leaseq_sqlite::{Options, FORMAT_VERSION};
 
 fn item(q: &support::Queue) -> Option<Vec<u8>> {
@@ -19,6 +20,16 @@ fn item(q: &support::Queue) -> Option<Vec<u8>> {
         smol::block_on(d.ack()).unwrap();
         item
     })
+}
+
+/// Pushes "parent", then "child" after it: their message and node.
+fn parent_and_child(q: &support::Queue) -> (MessageId, NodeId) {
+    let parent = q.try_push(b"parent".to_vec()).unwrap();
+    let after = [Parent::Message(parent)];
+    let child = q
+        .store()
+        .push_after(b"child".to_vec(), &after, OnFailedParent::Cancel);
+    (parent, smol::block_on(child).unwrap())
 }
 
 /// Reopens `path` (after a clean close of `q`).
@@ -126,13 +137,7 @@ fn batch_counts_are_exact_across_reopens() {
 fn a_release_lost_in_a_crash_is_redone_at_open() {
     let path = support::temp("graph-lost");
     let q = support::open_default(&path).unwrap();
-    let parent = q.try_push(b"parent".to_vec()).unwrap();
-    let child = smol::block_on(q.store().push_after(
-        b"child".to_vec(),
-        &[Parent::Message(parent)],
-        OnFailedParent::Cancel,
-    ))
-    .unwrap();
+    let (parent, child) = parent_and_child(&q);
     let parent_row = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         let row: Vec<u8> = conn
@@ -181,13 +186,7 @@ fn a_release_lost_in_a_crash_is_redone_at_open() {
 fn a_crash_before_the_ack_commits_keeps_neither_the_ack_nor_the_release() {
     let path = support::temp("graph-crash");
     let q = support::open_default(&path).unwrap();
-    let parent = q.try_push(b"parent".to_vec()).unwrap();
-    let child = smol::block_on(q.store().push_after(
-        b"child".to_vec(),
-        &[Parent::Message(parent)],
-        OnFailedParent::Cancel,
-    ))
-    .unwrap();
+    let (parent, child) = parent_and_child(&q);
     let d = smol::block_on(q.receive()).unwrap();
     q.store().halt();
     let acked = smol::block_on(d.ack());
