@@ -186,7 +186,7 @@ fn a_release_lost_in_a_crash_is_redone_at_open() {
 fn a_crash_before_the_ack_commits_keeps_neither_the_ack_nor_the_release() {
     let path = support::temp("graph-crash");
     let q = support::open_default(&path).unwrap();
-    let (parent, child) = parent_and_child(&q);
+    let (_, child) = parent_and_child(&q);
     let d = smol::block_on(q.receive()).unwrap();
     q.store().halt();
     let acked = smol::block_on(d.ack());
