@@ -321,10 +321,7 @@ fn round(dir: &Path, seed: u64, kills: &mut usize) -> Vec<Event> {
 
 #[test]
 fn graph_kill9_every_step_once_and_in_order() {
-    let rounds: u64 = std::env::var("LEASEQ_GRAPH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
+    let rounds = child::count("LEASEQ_GRAPH_ROUNDS", 2);
     let dir = leaseq_test_kit::sqlite::temp("graph-kill9");
     std::fs::create_dir_all(&dir).unwrap();
     let jobs = jobs();
