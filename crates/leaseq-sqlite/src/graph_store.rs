@@ -56,6 +56,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             });
         }
         for (node, row) in changes.records {
+            // An acked job's row is left as it was written when it was queued: the restore
+            // reads a queued job whose item the file no longer holds as acked (the ack's
+            // delete is in this same commit), so an ack writes no row of its own.
+            if let Some((record, _)) = &row {
+                if matches!(record.state, StepState::Acked(m) if record.message == Some(m)) {
+                    continue;
+                }
+            }
             let row = row.map(|(record, payload)| {
                 let payload = payload.and_then(|p| self.codec.encode(&p).ok());
                 (crate::graph::encode(&record), payload)
