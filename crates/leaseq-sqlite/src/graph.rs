@@ -5,7 +5,10 @@
 //! read back at open into the memory store's graph (`MemoryStore::restore_graph`).
 //!
 //! Only the records are kept: the counters (parents waited for, batch counts) are derived
-//! from the parents' states on restore, so nothing else must be kept in step.
+//! from the parents' states on restore, so nothing else must be kept in step. An ack
+//! writes no row of its own (`graph_store.rs`): a job's row says queued, with its message,
+//! until something else changes it, and the restore reads a queued job whose item the file
+//! no longer holds as acked (dead-lettered if it is a dead letter).
 
 use std::path::Path;
 

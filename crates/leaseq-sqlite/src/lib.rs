@@ -92,7 +92,8 @@
 //! it releases (their items and rows) are in the ack's own group commit**, queued before
 //! any receiver's attempt of them: a crash loses both or neither, and no dependent runs
 //! before its parent's ack is on disk. Results and batch counts (derived from the rows)
-//! are durable; at open the rows are read back and the graph rebuilt, what they say is due
+//! are durable (an ack writes no row of its own: the job's row says queued, its item is
+//! gone, and the restore reads that as acked); at open the rows are read back and the graph rebuilt, what they say is due
 //! released, and a queued job whose item is gone from the file told acked (dead-lettered if
 //! it is a dead letter). `Ok` from any call means committed; a commit failing for the
 //! commit timeout is `DependencyError::Store`, outcome unknown (a push hands back a copy of
