@@ -84,8 +84,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         id: MessageId,
         leased: bool,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
-        let r = ready_now(self.inner.cancel(id, leased));
-        self.delete_cancelled(id, r)
+        self.cancel_journaled(id, leased)
     }
 
     fn try_push_batch(

@@ -148,18 +148,33 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         }
     }
 
-    /// After a cancel the memory store accepted: the row goes, and the cancel answers once
-    /// that is committed (a store error, outcome unknown, if commits fail for the commit
-    /// timeout: the delete stays queued).
-    pub(crate) fn delete_cancelled(
+    /// A cancel made on the memory store: the row goes (with the graph in use, made and
+    /// queued under the journal's lock with what it did to the graph, as
+    /// [`ack_journaled`](Self::ack_journaled)), and the cancel answers once that is
+    /// committed (a store error, outcome unknown, if commits fail for the commit timeout:
+    /// the delete stays queued).
+    pub(crate) fn cancel_journaled(
         &self,
         id: MessageId,
-        r: Result<T, AdminError<CancelError>>,
+        leased: bool,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send + '_ {
-        let seq = r.is_ok().then(|| {
-            let ops = self.finish_ops(id, FinishOutcome::Cancelled);
-            self.journal.submit(self.with_graph(ops))
-        });
+        let ops = |r: &Result<T, _>| match r {
+            Ok(_) => self.finish_ops(id, FinishOutcome::Cancelled),
+            Err(_) => Vec::new(),
+        };
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.cancel(id, leased));
+                let ops = self.with_graph(ops(&r));
+                (r, ops)
+            });
+            let seq = r.is_ok().then_some(seq);
+            (r, seq)
+        } else {
+            let r = ready_now(self.inner.cancel(id, leased));
+            let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
+            (r, seq)
+        };
         async move {
             if let Some(seq) = seq {
                 self.journal.committed(seq).await?;
