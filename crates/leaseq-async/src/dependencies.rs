@@ -8,8 +8,11 @@
 //! reads can fail ([`DependencyError::Store`]). The [`MemoryStore`](crate::MemoryStore)
 //! offers it on a queue without a capacity: a dependent is pushed in the same lock hold as
 //! its last parent's ack, so no receiver ever sees the ack without it; its futures are
-//! ready on their first poll. A store that does not implement it does not offer these
-//! calls at all (a compile error, not a runtime surprise).
+//! ready on their first poll. It also hands a durable store built on it the records of
+//! what each call changed ([`GraphChanges`]): the SQLite store (`leaseq-sqlite`) offers
+//! the trait that way, a dependent's release committed with the ack that released it. A
+//! store that does not implement it does not offer these calls at all (a compile error,
+//! not a runtime surprise).
 //!
 //! Jobs the graph holds are named by [`NodeId`]; a job pushed the plain way by its
 //! [`MessageId`], which [`Parent::Message`] adopts as a parent.
@@ -51,7 +54,7 @@ pub use leaseq_core::graph::{
     BatchCounts, BatchId, BatchOn, NodeId, OnFailedParent, StepState, WorkflowId, WorkflowSpec,
     MAX_RESULT_LEN,
 };
-use leaseq_core::graph::{GraphError, ResultError, WorkflowError};
+use leaseq_core::graph::{GraphError, NodeRecord, ResultError, WorkflowError};
 use leaseq_core::{MessageId, RedriveError};
 
 use crate::store::Store;
@@ -198,6 +201,14 @@ pub struct Refused<P> {
     pub payload: P,
 }
 
+impl<P> Refused<P> {
+    /// A refusal for `error`, handing back `payload` (for a store that implements
+    /// [`DependencyStore`]).
+    pub fn new(error: DependencyError, payload: P) -> Self {
+        Refused { error, payload }
+    }
+}
+
 impl<P> fmt::Display for Refused<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "not pushed: {}", self.error)
@@ -207,6 +218,28 @@ impl<P> fmt::Display for Refused<P> {
 impl<P: fmt::Debug> std::error::Error for Refused<P> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+/// A node's record and the payload the graph holds for it (a store's row).
+pub type RecordRow<T> = (NodeRecord, Option<T>);
+
+/// What changed in the graph since the last take ([`MemoryStore::take_graph_changes`](crate::MemoryStore::take_graph_changes)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct GraphChanges<T> {
+    /// Each changed node's record and the payload the graph holds for it, in id order;
+    /// `None`: the node is gone (forgotten).
+    pub records: Vec<(NodeId, Option<RecordRow<T>>)>,
+    /// Jobs released into the queue, in the order they were pushed: each message (plain,
+    /// visible at once, default priority, no key) and its item.
+    pub released: Vec<(MessageId, T)>,
+}
+
+impl<T> GraphChanges<T> {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.released.is_empty()
     }
 }
 

@@ -74,10 +74,10 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     ) -> Result<MessageId, AdminError<RedriveError>> {
         let id = self.inner.redrive(id).map_err(AdminError::Refused)?;
         // Visible at once (0, as for an undelayed push).
-        let seq = self.journal.submit([Op::Revive {
+        let seq = self.journal.submit(self.with_graph(vec![Op::Revive {
             id: id.get(),
             visible_at: 0,
-        }]);
+        }]));
         self.journal.committed(seq).await?;
         Ok(id)
     }
@@ -85,10 +85,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// Redrives every dead letter `filter` takes that can go back, in one commit; how many.
     pub(crate) async fn redrive_every(&self, filter: &DeadFilter<T>) -> Result<u64, StoreError> {
         let ids = self.inner.redrive_matching(filter);
-        let seq = self.journal.submit(ids.iter().map(|id| Op::Revive {
+        let ops = ids.iter().map(|id| Op::Revive {
             id: id.get(),
             visible_at: 0,
-        }));
+        });
+        let seq = self.journal.submit(self.with_graph(ops.collect()));
         self.journal.committed(seq).await?;
         Ok(ids.len() as u64)
     }
@@ -98,7 +99,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let ids = self.inner.purge();
         let seq = self
             .journal
-            .submit(ids.iter().map(|id| Op::Delete { id: id.get() }));
+            .submit(self.with_graph(ids.iter().map(|id| Op::Delete { id: id.get() }).collect()));
         self.journal.committed(seq).await?;
         Ok(ids.len() as u64)
     }
@@ -117,9 +118,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         filter: &DeadFilter<T>,
     ) -> Result<Vec<DeadLetter<T>>, StoreError> {
         let letters = self.inner.take_dead_matching(filter);
-        let seq = self
-            .journal
-            .submit(letters.iter().map(|l| Op::Delete { id: l.id.get() }));
+        let seq = self.journal.submit(
+            self.with_graph(
+                letters
+                    .iter()
+                    .map(|l| Op::Delete { id: l.id.get() })
+                    .collect(),
+            ),
+        );
         self.journal.committed(seq).await?;
         Ok(letters)
     }

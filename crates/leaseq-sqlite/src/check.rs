@@ -16,7 +16,7 @@ pub const APPLICATION_ID: i32 = 0x4c51_3031;
 /// without the `progress` column of handlers' checkpoints, version 2, without the
 /// `schedules` table, version 3, without the pause flag, and version 5, without the
 /// `history` table of finished jobs, are migrated at open; 4 was never written).
-pub const FORMAT_VERSION: i32 = 7;
+pub const FORMAT_VERSION: i32 = crate::graph::GRAPH_VERSION;
 /// The first format with the `items.progress` column.
 pub(crate) const PROGRESS_VERSION: i32 = 2;
 /// The magic in the file's `meta` table.

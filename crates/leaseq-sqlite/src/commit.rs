@@ -156,6 +156,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, early: &mut Early) -> rusqlite
         Op::Rate(scope, rate) => return crate::flow::write_rate(tx, *scope, *rate),
         Op::Finished { id, outcome, at } => crate::history::write(tx, *id, *outcome, *at)?,
         Op::Prune { before } => return crate::history::prune(tx, *before).map(drop),
+        Op::Graph { node, row } => return crate::graph::write(tx, *node, row),
     };
     if changed == 0 {
         early.entry(op.id()).or_default().push(op.clone());

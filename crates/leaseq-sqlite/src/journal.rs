@@ -147,6 +147,22 @@ impl Journal {
         Some(seq)
     }
 
+    /// Runs `change` under the journal's lock and queues the ops it returns (none: the
+    /// last sequence number), so that they come before any op queued after the change:
+    /// for a change of the memory store that others can see at once (a dependent released
+    /// by an ack, which a receiver may take before the ack's ops would otherwise be
+    /// queued). Returns `change`'s output and the sequence number to wait for.
+    pub(crate) fn submit_all_with<U>(&self, change: impl FnOnce() -> (U, Vec<Op>)) -> (U, u64) {
+        let mut q = self.queued.lock();
+        let (out, ops) = change();
+        q.seq += ops.len() as u64;
+        q.ops.extend(ops);
+        let seq = q.seq;
+        drop(q);
+        self.wake.notify_one();
+        (out, seq)
+    }
+
     /// The sequence number of the last op queued.
     pub(crate) fn last(&self) -> u64 {
         self.queued.lock().seq

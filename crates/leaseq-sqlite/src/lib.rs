@@ -95,6 +95,24 @@
 //! that left within its window in the `gone_keys` table (`windows.rs`), both back at open,
 //! so a throttle holds across a restart.
 //!
+//! **Jobs that wait for other jobs** (`leaseq_async::dependencies`, issue 33): the store
+//! implements [`DependencyStore`](leaseq_async::dependencies::DependencyStore). The graph
+//! (`leaseq_core::graph`) lives in the memory store; each node's record (parents, policy,
+//! state, message, workflow step, batch, result) and the payload the graph holds is a row
+//! of the file's `graph` table (format 8; a file of format 6 or 7 is migrated at open).
+//! Every call is made on the memory store under the journal's lock and its rows go in the
+//! same batch; an ack of a job the graph tracks is made the same way, so **the dependents
+//! it releases (their items and rows) are in the ack's own group commit**, queued before
+//! any receiver's attempt of them: a crash loses both or neither, and no dependent runs
+//! before its parent's ack is on disk. Results and batch counts (derived from the rows)
+//! are durable (an ack writes no row of its own: the job's row says queued, its item is
+//! gone, and the restore reads that as acked); at open the rows are read back and the graph rebuilt, what they say is due
+//! released, and a queued job whose item is gone from the file told acked (dead-lettered if
+//! it is a dead letter). `Ok` from any call means committed; a commit failing for the
+//! commit timeout is `DependencyError::Store`, outcome unknown (a push hands back a copy of
+//! what it pushed). Reads answer from memory. Without a call of the trait (and with no
+//! graph rows in the file) nothing of this runs: an ack tests one flag.
+//!
 //! **One owner per file**: opening takes an exclusive `flock` on the sidecar file
 //! `<path>-lock` before it opens or creates the database, and the writer thread holds it
 //! until it has closed the connection. A second open of the same file, from this process or
@@ -210,6 +228,8 @@ mod check;
 mod commit;
 mod commit_error;
 mod flow;
+mod graph;
+mod graph_store;
 mod history;
 mod inspect;
 mod journal;

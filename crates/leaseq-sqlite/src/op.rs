@@ -71,6 +71,12 @@ pub(crate) enum Op {
     Finished { id: u64, outcome: u8, at: i64 },
     /// The record's entries that finished before `before` removed (the store's upkeep).
     Prune { before: i64 },
+    /// A node of the dependency graph: its record and payload encoded (`graph.rs`), or
+    /// `None`, removed (forgotten). Not an item's fact.
+    Graph {
+        node: u64,
+        row: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    },
 }
 
 impl Op {
@@ -110,7 +116,8 @@ impl Op {
             | Op::Paused(_)
             | Op::Limit(..)
             | Op::Rate(..)
-            | Op::Prune { .. } => u64::MAX,
+            | Op::Prune { .. }
+            | Op::Graph { .. } => u64::MAX,
         }
     }
 }

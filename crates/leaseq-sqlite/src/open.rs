@@ -96,6 +96,7 @@ where
         progress,
         schedules,
         windows,
+        graph,
     } = ready;
     let inner = Arc::new(MemoryStore::from_core(runtime, core, every, name));
     for (id, p) in progress {
@@ -103,6 +104,14 @@ where
     }
     for state in schedules {
         inner.restore_schedule(state);
+    }
+    let graph_on = !graph.is_empty();
+    if graph_on {
+        inner.restore_graph(graph).map_err(|e| OpenError::BadRow {
+            path: path.to_path_buf(),
+            row: "graph".into(),
+            why: e.to_string(),
+        })?;
     }
     let journal = Journal::start(conn, lock, options.commit_timeout)
         .map_err(|e| OpenError::io(path, "the writer thread could not start", e))?;
@@ -118,7 +127,13 @@ where
         last_prune: parking_lot::Mutex::new(None),
         path: path.to_path_buf(),
         windows: std::sync::atomic::AtomicBool::new(windows),
+        graph_on: std::sync::atomic::AtomicBool::new(graph_on),
     });
+    // What the graph's restore released or healed, in the file before any receive.
+    let healed = store.with_graph(Vec::new());
+    if !healed.is_empty() {
+        store.journal.submit(healed);
+    }
     Ok(LeaseQueue::start(store))
 }
 
@@ -134,6 +149,8 @@ struct Ready<T> {
     schedules: Vec<ScheduleState>,
     /// Whether the file kept a key's window (`windows.rs`).
     windows: bool,
+    /// The dependency graph's rows.
+    graph: Vec<leaseq_async::dependencies::RecordRow<T>>,
 }
 
 /// Under the owner lock: checks the file (or creates it: `created` is then set), reads
@@ -175,9 +192,10 @@ fn prepare<T, C: Codec<T>>(
 
     // Everything is read before anything is written, on the check's connection.
     let with_progress = version.is_some_and(|v| v >= PROGRESS_VERSION);
-    let (schedules, fixes, progress, windows) = match (version, &reader) {
+    let (schedules, fixes, progress, windows, graph) = match (version, &reader) {
         (Some(v), Some(read)) => {
             let schedules = crate::schedule::read_all(path, read, v)?;
+            let graph = crate::graph::read_all(path, read, v, codec)?;
             if crate::pause::read(path, read)? {
                 core.pause(now);
             }
@@ -204,9 +222,9 @@ fn prepare<T, C: Codec<T>>(
                 Timestamp::from_nanos(ns)
             };
             let gone = crate::windows::restore_gone(path, read, &mut core, v, from_disk)?;
-            (schedules, fixes, progress, rows_windows || gone)
+            (schedules, fixes, progress, rows_windows || gone, graph)
         }
-        _ => (Vec::new(), Vec::new(), Vec::new(), false),
+        _ => (Vec::new(), Vec::new(), Vec::new(), false, Vec::new()),
     };
     drop(reader);
     let sync = match options.durability {
@@ -235,6 +253,9 @@ fn prepare<T, C: Codec<T>>(
     }
     if version.is_some_and(|v| v < crate::flow::FLOW_VERSION) {
         crate::flow::migrate(&conn).map_err(sql)?;
+    }
+    if version.is_some_and(|v| v < crate::graph::GRAPH_VERSION) {
+        crate::graph::migrate(&conn).map_err(sql)?;
     }
     // With the record on, the dead letters this open made (leases cut by a dead process)
     // are finishes too.
@@ -265,6 +286,7 @@ fn prepare<T, C: Codec<T>>(
         progress,
         schedules,
         windows,
+        graph,
     })
 }
 
@@ -304,12 +326,14 @@ fn create_schema(conn: &Connection) -> rusqlite::Result<()> {
          {schedules}
          {history}
          {flow}
+         {graph}
          PRAGMA application_id = {APPLICATION_ID};
          PRAGMA user_version = {FORMAT_VERSION};
          COMMIT;",
         schedules = crate::schedule::SCHEDULES_TABLE,
         history = crate::history::HISTORY_TABLE,
         flow = crate::flow::FLOW_SCHEMA,
+        graph = crate::graph::GRAPH_TABLE,
     ))
 }
 

@@ -84,8 +84,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         id: MessageId,
         leased: bool,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send {
-        let r = ready_now(self.inner.cancel(id, leased));
-        self.delete_cancelled(id, r)
+        self.cancel_journaled(id, leased)
     }
 
     fn try_push_batch(
@@ -149,9 +148,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn ack(&self, ticket: SqliteTicket) -> impl Future<Output = Result<Acked, SettleError>> + Send {
-        let id = ticket.id;
-        let r = ready_now(self.inner.ack(ticket.inner));
-        self.delete_acked(id, r)
+        self.ack_journaled(ticket)
     }
 
     fn ack_many(
@@ -166,11 +163,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         ticket: SqliteTicket,
         failure: Failure,
     ) -> impl Future<Output = Result<Nacked, SettleError>> + Send {
-        let id = ticket.id;
-        let error = failure.error.clone();
-        let r = ready_now(self.inner.nack(ticket.inner, failure));
-        let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
-        self.settled(seq, r)
+        self.nack_journaled(ticket, failure)
     }
 
     fn dead_letter(
@@ -178,9 +171,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
         ticket: SqliteTicket,
         error: String,
     ) -> impl Future<Output = Result<u32, SettleError>> + Send {
-        let r = ready_now(self.inner.dead_letter(ticket.inner, error));
-        let seq = r.is_ok().then(|| self.journal_events());
-        self.settled(seq, r)
+        self.dead_letter_journaled(ticket, error)
     }
 
     fn extend(
@@ -264,9 +255,21 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> Store<T> for SqliteStor
     }
 
     fn drive(&self) -> impl Future<Output = Drive> + Send {
-        let mut drive = ready_now(self.inner.drive());
-        // Dead letters the time step made (leases or items that ran out).
-        self.journal_events();
+        // Dead letters the time step made (leases or items that ran out), with what they
+        // did to the graph when it is in use (made and queued under the journal's lock).
+        let mut drive = if self.graph_on.load(Ordering::Relaxed) {
+            let step = || {
+                (
+                    ready_now(self.inner.drive()),
+                    self.with_graph(self.event_ops()),
+                )
+            };
+            self.journal.submit_all_with(step).0
+        } else {
+            let drive = ready_now(self.inner.drive());
+            self.journal_events();
+            drive
+        };
         // The record's entries past their window.
         let now = self.inner.runtime().now();
         drive.next = drive.next.min(self.prune_due(now));

@@ -9,7 +9,7 @@ use leaseq_async::{
     AdminError, Checkpointing, Codec, FinishOutcome, LeaseKey, Progress, Runtime, SettleError,
     Store,
 };
-use leaseq_core::{Acked, CancelError, MessageId};
+use leaseq_core::{Acked, CancelError, Failure, MessageId, Nacked};
 
 use crate::op::Op;
 use crate::store::{ready_now, SqliteStore, SqliteTicket};
@@ -30,17 +30,86 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         Ok(done)
     }
 
-    /// After an ack the memory store accepted: the row goes, and the ack answers once that
-    /// is committed (a refused one at once).
-    pub(crate) fn delete_acked(
+    /// An ack made on the memory store with its durable change queued: the row's delete
+    /// and, while the graph is in use, the graph's changes (the dependents it released,
+    /// their rows), made and queued under the journal's lock so that they land in the
+    /// ack's commit and before any op of a receiver that took a released dependent. The
+    /// ack answers once that is committed (a refused one at once).
+    pub(crate) fn ack_journaled(
         &self,
-        id: MessageId,
-        r: Result<Acked, SettleError>,
+        ticket: SqliteTicket,
     ) -> impl Future<Output = Result<Acked, SettleError>> + Send + '_ {
-        let seq = r.is_ok().then(|| {
-            self.journal
-                .submit(self.finish_ops(id, FinishOutcome::Acked))
-        });
+        let id = ticket.id;
+        let ops = |r: &Result<Acked, SettleError>| match r {
+            Ok(_) => self.finish_ops(id, FinishOutcome::Acked),
+            Err(_) => Vec::new(),
+        };
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.ack(ticket.inner));
+                let ops = self.with_graph(ops(&r));
+                (r, ops)
+            });
+            (r, Some(seq))
+        } else {
+            let r = ready_now(self.inner.ack(ticket.inner));
+            let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
+            (r, seq)
+        };
+        self.settled(seq, r)
+    }
+
+    /// A nack made on the memory store with its durable change queued (see
+    /// [`ack_journaled`](Self::ack_journaled): with the graph in use, under the journal's
+    /// lock with what its dead letter did to the graph).
+    pub(crate) fn nack_journaled(
+        &self,
+        ticket: SqliteTicket,
+        failure: Failure,
+    ) -> impl Future<Output = Result<Nacked, SettleError>> + Send + '_ {
+        let id = ticket.id;
+        let error = failure.error.clone();
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.nack(ticket.inner, failure));
+                let ops = match &r {
+                    Ok(n) => self.nacked_ops(id, n, error),
+                    Err(_) => Vec::new(),
+                };
+                (r, self.with_graph(ops))
+            });
+            (r, Some(seq))
+        } else {
+            let r = ready_now(self.inner.nack(ticket.inner, failure));
+            let seq = r.as_ref().ok().map(|n| self.journal_nacked(id, n, error));
+            (r, seq)
+        };
+        self.settled(seq, r)
+    }
+
+    /// A handler's dead letter made on the memory store with its durable change queued
+    /// (as [`nack_journaled`](Self::nack_journaled)).
+    pub(crate) fn dead_letter_journaled(
+        &self,
+        ticket: SqliteTicket,
+        error: String,
+    ) -> impl Future<Output = Result<u32, SettleError>> + Send + '_ {
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.dead_letter(ticket.inner, error));
+                let ops = if r.is_ok() {
+                    self.event_ops()
+                } else {
+                    Vec::new()
+                };
+                (r, self.with_graph(ops))
+            });
+            (r, Some(seq))
+        } else {
+            let r = ready_now(self.inner.dead_letter(ticket.inner, error));
+            let seq = r.is_ok().then(|| self.journal_events());
+            (r, seq)
+        };
         self.settled(seq, r)
     }
 
@@ -53,16 +122,20 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         tickets: Vec<SqliteTicket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send + '_ {
         let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
-        let results = ready_now(
-            self.inner
-                .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
-        );
-        let seq = self.journal.submit(
-            ids.iter()
+        // Under the journal's lock, with the graph's changes (see `ack_with_graph`).
+        let (results, seq) = self.journal.submit_all_with(|| {
+            let results = ready_now(
+                self.inner
+                    .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
+            );
+            let ops = ids
+                .iter()
                 .zip(&results)
                 .filter(|(_, r)| r.is_ok())
-                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked)),
-        );
+                .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked))
+                .collect();
+            (results, self.with_graph(ops))
+        });
         async move {
             match self.journal.committed(seq).await {
                 Ok(()) => results,
@@ -75,18 +148,33 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         }
     }
 
-    /// After a cancel the memory store accepted: the row goes, and the cancel answers once
-    /// that is committed (a store error, outcome unknown, if commits fail for the commit
-    /// timeout: the delete stays queued).
-    pub(crate) fn delete_cancelled(
+    /// A cancel made on the memory store: the row goes (with the graph in use, made and
+    /// queued under the journal's lock with what it did to the graph, as
+    /// [`ack_journaled`](Self::ack_journaled)), and the cancel answers once that is
+    /// committed (a store error, outcome unknown, if commits fail for the commit timeout:
+    /// the delete stays queued).
+    pub(crate) fn cancel_journaled(
         &self,
         id: MessageId,
-        r: Result<T, AdminError<CancelError>>,
+        leased: bool,
     ) -> impl Future<Output = Result<T, AdminError<CancelError>>> + Send + '_ {
-        let seq = r.is_ok().then(|| {
-            self.journal
-                .submit(self.finish_ops(id, FinishOutcome::Cancelled))
-        });
+        let ops = |r: &Result<T, _>| match r {
+            Ok(_) => self.finish_ops(id, FinishOutcome::Cancelled),
+            Err(_) => Vec::new(),
+        };
+        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            let (r, seq) = self.journal.submit_all_with(|| {
+                let r = ready_now(self.inner.cancel(id, leased));
+                let ops = self.with_graph(ops(&r));
+                (r, ops)
+            });
+            let seq = r.is_ok().then_some(seq);
+            (r, seq)
+        } else {
+            let r = ready_now(self.inner.cancel(id, leased));
+            let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
+            (r, seq)
+        };
         async move {
             if let Some(seq) = seq {
                 self.journal.committed(seq).await?;

@@ -52,6 +52,10 @@ pub struct SqliteStore<T, R, C> {
     pub(crate) path: std::path::PathBuf,
     /// Whether unique keys' windows are in use (`windows.rs`).
     pub(crate) windows: std::sync::atomic::AtomicBool,
+    /// The dependency graph is in use (a `DependencyStore` call, or graph rows read at
+    /// open): its changes are journaled (`graph_store.rs`). Read `Relaxed`: set before the
+    /// memory store's graph is first changed, by the thread that changes it.
+    pub(crate) graph_on: std::sync::atomic::AtomicBool,
 }
 
 impl<T, R, C> std::fmt::Debug for SqliteStore<T, R, C> {
@@ -99,6 +103,22 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// Journals what the core's events say happened by itself (dead letters of leases or
     /// items that ran out, items replaced); returns the sequence number to wait for.
     pub(crate) fn journal_events(&self) -> u64 {
+        if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
+            // The events and what they did to the graph, taken and queued together.
+            return self
+                .journal
+                .submit_all_with(|| ((), self.with_graph(self.event_ops())))
+                .1;
+        }
+        let ops = self.event_ops();
+        if ops.is_empty() {
+            return self.journal.last();
+        }
+        self.journal.submit(ops)
+    }
+
+    /// The ops of the core's events since the last take.
+    pub(crate) fn event_ops(&self) -> Vec<Op> {
         let ops: Vec<Op> = self
             .inner
             .take_events()
@@ -128,11 +148,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         } else {
             ops
         };
-        let ops = self.with_entries(ops);
-        if ops.is_empty() {
-            return self.journal.last();
-        }
-        self.journal.submit(ops)
+        self.with_entries(ops)
     }
 
     /// `ops` with, when the record is kept, each dead letter's entry after its update.
@@ -206,16 +222,24 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// Journals a nack's result.
     pub(crate) fn journal_nacked(&self, id: MessageId, r: &Nacked, error: Option<String>) -> u64 {
         match *r {
+            Nacked::Retrying { .. } => self.journal.submit(self.nacked_ops(id, r, error)),
+            _ => self.journal_events(),
+        }
+    }
+
+    /// The ops of a nack's result: its retry, or the dead letters the core recorded.
+    pub(crate) fn nacked_ops(&self, id: MessageId, r: &Nacked, error: Option<String>) -> Vec<Op> {
+        match *r {
             Nacked::Retrying {
                 visible_at,
                 attempts,
-            } => self.journal.submit([Op::Retry {
+            } => vec![Op::Retry {
                 id: id.get(),
                 attempts,
                 visible_at: self.to_disk(visible_at),
                 error,
-            }]),
-            _ => self.journal_events(),
+            }],
+            _ => self.event_ops(),
         }
     }
 }

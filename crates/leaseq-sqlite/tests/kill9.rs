@@ -183,10 +183,7 @@ fn read_log(path: &Path) -> Facts {
 
 #[test]
 fn kill9_loses_nothing() {
-    let kills: usize = std::env::var("LEASEQ_KILLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
+    let kills = child::count("LEASEQ_KILLS", 20) as usize;
     let dir = std::env::temp_dir();
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

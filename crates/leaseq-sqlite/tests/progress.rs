@@ -238,10 +238,7 @@ fn a_checkpoint_whose_commit_fails_is_outcome_unknown_then_lands() {
 fn seeded_disk_full_and_crash_never_lose_a_checkpoint_answered_ok() {
     use leaseq_test_kit::rng::Rng;
     use support::{fill_disk, free_disk};
-    let seeds: u64 = std::env::var("LEASEQ_PROGRESS_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+    let seeds = leaseq_test_kit::child::count("LEASEQ_PROGRESS_SEEDS", 4);
     for seed in 0..seeds {
         let mut rng = Rng(2026 + seed);
         let path = temp("progress-seeded");

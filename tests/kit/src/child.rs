@@ -16,6 +16,15 @@ pub fn vars<const N: usize>(prefix: &str, names: [&str; N]) -> Option<[String; N
     Some(values)
 }
 
+/// The number in the environment variable `name`, or `default` when it is unset or not a
+/// number (how many rounds, seeds or kills a test runs: small for CI, more by hand).
+pub fn count(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// This test binary's test `name` alone, as a child process (exact name, one thread, its
 /// output not captured), with `env` set: the command, to be spawned.
 pub fn command<S: AsRef<OsStr>>(name: &str, env: &[(&str, S)]) -> Command {

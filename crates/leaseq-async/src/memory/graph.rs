@@ -37,6 +37,8 @@ pub(crate) struct GraphState<T> {
     /// Released jobs the core refused (it cannot on the unbounded queues the graph is
     /// allowed on; kept rather than lost, and pushed again at the next drain).
     pub(crate) stranded: Vec<(NodeId, T)>,
+    /// What a durable store on top journals (`graph_journal.rs`; `None`: nothing kept).
+    pub(crate) journal: Option<super::graph_journal::Journaling<T>>,
 }
 
 impl<T> GraphState<T> {
@@ -45,6 +47,15 @@ impl<T> GraphState<T> {
             graph: Graph::new(),
             on: false,
             stranded: Vec::new(),
+            journal: None,
+        }
+    }
+
+    /// Notes nodes whose records changed, for a durable store's journal (nothing without
+    /// one).
+    pub(crate) fn mark(&mut self, nodes: impl IntoIterator<Item = NodeId>) {
+        if let Some(j) = &mut self.journal {
+            j.dirty.extend(nodes);
         }
     }
 }
@@ -54,6 +65,8 @@ impl<T> State<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn graph_settle(&mut self, id: MessageId, fate: Fate, inbox: &Inbox<T>) {
+        let node = self.graph.graph.node_of(id);
+        self.graph.mark(node);
         let changes = self.graph.graph.settle(id, fate);
         self.push_released(changes, inbox);
     }
@@ -62,6 +75,8 @@ impl<T> State<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn graph_redriven(&mut self, id: MessageId, inbox: &Inbox<T>) {
+        let node = self.graph.graph.node_of(id);
+        self.graph.mark(node);
         let changes = self.graph.graph.redriven(id);
         self.push_released(changes, inbox);
     }
@@ -80,12 +95,18 @@ impl<T> State<T> {
     /// Pushes each job `changes` released, plain and visible now, and tells the graph its
     /// message. (Cancelled, held and revived jobs stay in the graph: nothing to push.)
     pub(super) fn push_released(&mut self, changes: Changes<T>, inbox: &Inbox<T>) {
+        if self.graph.journal.is_some() {
+            let marked = changes.cancelled.iter().chain(&changes.held);
+            let marked: Vec<NodeId> = marked.chain(&changes.revived).copied().collect();
+            self.graph.mark(marked);
+        }
         self.push_each(changes.ready, inbox);
     }
 
     fn push_each(&mut self, ready: Vec<(NodeId, T)>, inbox: &Inbox<T>) {
         let now = self.core.now();
         for (node, payload) in ready {
+            let copy = self.graph.journal.as_ref().map(|j| (j.clone)(&payload));
             let pushed = inbox.push_direct(&mut self.core, |core, id| {
                 core.push_with_id(id, payload, now, PushOptions::new())
             });
@@ -94,6 +115,10 @@ impl<T> State<T> {
                     // The node was released just now and the id is fresh: accepted.
                     let told = self.graph.graph.queued(node, message);
                     debug_assert!(told.is_ok(), "{told:?}");
+                    if let (Some(j), Some(copy)) = (&mut self.graph.journal, copy) {
+                        j.dirty.insert(node);
+                        j.released.push((message, copy));
+                    }
                 }
                 Err(e) => self.graph.stranded.push((node, e.into_item())),
             }

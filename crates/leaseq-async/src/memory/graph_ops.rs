@@ -45,6 +45,34 @@ impl<T, R: Runtime> MemoryStore<T, R> {
 }
 
 impl<T> State<T> {
+    /// Notes every step of `workflow` for the journal (nothing without one).
+    fn mark_workflow(&mut self, workflow: WorkflowId) {
+        if self.graph.journal.is_some() {
+            let steps: Vec<NodeId> = match self.graph.graph.workflow_steps(workflow) {
+                Some(steps) => steps.map(|(_, node, _)| node).collect(),
+                None => Vec::new(),
+            };
+            self.graph.mark(steps);
+        }
+    }
+
+    /// The graph's nodes, when a journal is kept (before a forget).
+    fn nodes_if_journaled(&self) -> Vec<NodeId> {
+        match self.graph.journal {
+            Some(_) => self.graph.graph.nodes().map(|(id, _)| id).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Notes for the journal the nodes of `before` that are gone.
+    fn mark_gone(&mut self, before: Vec<NodeId>) {
+        let gone: Vec<NodeId> = before
+            .into_iter()
+            .filter(|&id| self.graph.graph.state(id).is_none())
+            .collect();
+        self.graph.mark(gone);
+    }
+
     /// Checks that every message parent was pushed here (before anything is adopted).
     fn check_messages(&self, parents: &[Parent]) -> Result<(), DependencyError> {
         let next = self.core.next_id().get();
@@ -108,8 +136,10 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             });
         }
         let nodes = st.parent_nodes(parents);
+        st.graph.mark(nodes.iter().copied()); // (adopted messages are new nodes)
         match st.graph.graph.add(item, &nodes, policy) {
             Ok(added) => {
+                st.graph.mark([added.node]);
                 st.push_released(added.changes, &self.inbox);
                 Ok(added.node)
             }
@@ -135,6 +165,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         };
         match st.graph.graph.add_workflow(spec) {
             Ok(added) => {
+                st.mark_workflow(added.workflow);
                 st.push_released(added.changes, &self.inbox);
                 Ok(added.workflow)
             }
@@ -195,6 +226,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             .cancel_workflow(workflow)
             .map_err(DependencyError::Graph)?;
         let mut cancelled = c.cancelled;
+        st.graph.mark(cancelled.iter().copied());
         st.push_released(c.changes, &self.inbox);
         // The items leave the core by value: dropped after the lock, never under it.
         let mut gone = Vec::with_capacity(c.in_queue.len());
@@ -229,6 +261,7 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             .graph
             .retry_step(workflow, step)
             .map_err(DependencyError::Graph)?;
+        st.mark_workflow(workflow);
         st.push_released(retried.changes, &self.inbox);
         if let Some(m) = retried.redrive {
             if let Err(e) = st.core.redrive(m, now) {
@@ -257,6 +290,8 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             }
         };
         let added = st.graph.graph.add_batch(children, callback, on);
+        st.graph.mark(added.children.iter().copied());
+        st.graph.mark([added.callback]);
         st.push_released(added.changes, &self.inbox);
         Ok(added.batch)
     }
@@ -267,13 +302,17 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
 
     pub(super) fn forget_workflow_now(&self, workflow: WorkflowId) -> Result<(), DependencyError> {
         let mut st = self.graph_read();
+        let before = st.nodes_if_journaled();
         let r = st.graph.graph.forget_workflow(workflow);
+        st.mark_gone(before);
         r.map_err(DependencyError::Graph)
     }
 
     pub(super) fn forget_batch_now(&self, batch: BatchId) -> Result<(), DependencyError> {
         let mut st = self.graph_read();
+        let before = st.nodes_if_journaled();
         let r = st.graph.graph.forget_batch(batch);
+        st.mark_gone(before);
         r.map_err(DependencyError::Graph)
     }
 
@@ -282,11 +321,14 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         message: MessageId,
         result: &[u8],
     ) -> Result<(), DependencyError> {
-        self.graph_read()
-            .graph
+        let mut st = self.graph_read();
+        st.graph
             .graph
             .record_result(message, result)
-            .map_err(DependencyError::Result)
+            .map_err(DependencyError::Result)?;
+        let node = st.graph.graph.node_of(message);
+        st.graph.mark(node);
+        Ok(())
     }
 
     pub(super) fn parent_outcomes_now(&self, message: MessageId) -> Option<Vec<ParentOutcome>> {

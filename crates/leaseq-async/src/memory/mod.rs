@@ -9,6 +9,7 @@ mod cancel;
 mod drive;
 mod flow;
 mod graph;
+pub(crate) mod graph_journal;
 mod graph_ops;
 mod graph_trait;
 mod handles;

@@ -36,7 +36,8 @@ impl fmt::Display for NodeId {
 pub struct WorkflowId(pub(crate) u64);
 
 impl WorkflowId {
-    /// The workflow numbered `n` (an operator's tool naming one it listed).
+    /// The workflow numbered `n` (an operator's tool naming one it listed, a store that
+    /// restores a graph it kept).
     pub const fn new(n: u64) -> Self {
         WorkflowId(n)
     }
@@ -60,7 +61,8 @@ impl fmt::Display for WorkflowId {
 pub struct BatchId(pub(crate) u64);
 
 impl BatchId {
-    /// The batch numbered `n` (an operator's tool naming one it listed).
+    /// The batch numbered `n` (an operator's tool naming one it listed, a store that
+    /// restores a graph it kept).
     pub const fn new(n: u64) -> Self {
         BatchId(n)
     }

@@ -52,6 +52,26 @@ pub struct NodeRecord {
     pub waiting: u32,
 }
 
+impl NodeRecord {
+    /// A record of `node` in `state` with `policy`, no parent and nothing else (a store
+    /// that reads records back sets the other fields).
+    pub fn new(node: NodeId, policy: OnFailedParent, state: StepState) -> Self {
+        NodeRecord {
+            node,
+            parents: Vec::new(),
+            policy,
+            state,
+            cancelled_by_parent: false,
+            message: None,
+            workflow: None,
+            batch: None,
+            callback_of: None,
+            result: None,
+            waiting: 0,
+        }
+    }
+}
+
 /// A graph rebuilt ([`Graph::restore`]) and what it released on the way.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -76,25 +96,52 @@ impl<T> Graph<T> {
             .flat_map(|(&w, wf)| wf.steps.iter().map(move |(n, id)| (*id, (w, n.as_str()))))
             .collect();
         self.nodes.iter().map(move |(id, n)| {
-            let record = NodeRecord {
-                node: id,
-                parents: n.parents.clone(),
-                policy: n.policy,
-                state: n.step_state(),
-                cancelled_by_parent: n.cancelled_by_parent,
-                message: n.message,
-                workflow: names.get(&id).map(|(w, s)| (*w, String::from(*s))),
-                batch: n.batch,
-                callback_of: callbacks.get(&id).copied(),
-                result: n.result.clone(),
-                waiting: if n.state == State::Pending {
-                    n.waiting
-                } else {
-                    0
-                },
-            };
-            (record, n.payload.as_ref())
+            let name = names.get(&id).map(|(w, s)| (*w, String::from(*s)));
+            Self::record_of(id, n, name, callbacks.get(&id).copied())
         })
+    }
+
+    /// One node's record and payload (`None`: no such node), for a store that writes the
+    /// records a call changed: O(steps of its workflow + batches).
+    pub fn record(&self, id: NodeId) -> Option<(NodeRecord, Option<&T>)> {
+        let n = self.nodes.get(&id)?;
+        let name = n.workflow.and_then(|w| {
+            let wf = self.workflows.get(&w)?;
+            let (s, _) = wf.steps.iter().find(|(_, step)| *step == id)?;
+            Some((w, s.clone()))
+        });
+        let callback = self
+            .batches
+            .iter()
+            .find(|(_, b)| b.callback == id)
+            .map(|(&b, batch)| (b, batch.on));
+        Some(Self::record_of(id, n, name, callback))
+    }
+
+    fn record_of(
+        id: NodeId,
+        n: &Node<T>,
+        workflow: Option<(WorkflowId, String)>,
+        callback_of: Option<(BatchId, BatchOn)>,
+    ) -> (NodeRecord, Option<&T>) {
+        let record = NodeRecord {
+            node: id,
+            parents: n.parents.clone(),
+            policy: n.policy,
+            state: n.step_state(),
+            cancelled_by_parent: n.cancelled_by_parent,
+            message: n.message,
+            workflow,
+            batch: n.batch,
+            callback_of,
+            result: n.result.clone(),
+            waiting: if n.state == State::Pending {
+                n.waiting
+            } else {
+                0
+            },
+        };
+        (record, n.payload.as_ref())
     }
 
     /// Rebuilds a graph from its records (any order) and the payloads it held. Refused,

@@ -19,14 +19,14 @@ use super::node::OnFailedParent;
 ///     .step_with("notify", "notify", &["upload"], OnFailedParent::Run);
 /// assert_eq!(spec.len(), 3);
 /// ```
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkflowSpec<T> {
     pub(super) steps: Vec<StepSpec<T>>,
     pub(super) policy: OnFailedParent,
 }
 
 /// One step of a spec.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct StepSpec<T> {
     pub(super) name: String,
     pub(super) payload: T,
@@ -116,6 +116,12 @@ impl<T> WorkflowSpec<T> {
     /// Whether it has no step.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
+    }
+
+    /// Each step's payload, in the order the steps were given (for a store that checks
+    /// them before it takes the spec).
+    pub fn payloads(&self) -> impl Iterator<Item = &T> + '_ {
+        self.steps.iter().map(|s| &s.payload)
     }
 
     /// Checks the spec and returns each step's parents as step indexes, and an order in
