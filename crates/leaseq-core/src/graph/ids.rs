@@ -36,6 +36,11 @@ impl fmt::Display for NodeId {
 pub struct WorkflowId(pub(crate) u64);
 
 impl WorkflowId {
+    /// The workflow numbered `n` (for a store that keeps the graph in its own tables).
+    pub const fn new(n: u64) -> Self {
+        WorkflowId(n)
+    }
+
     /// Its number.
     pub const fn get(self) -> u64 {
         self.0
@@ -55,6 +60,11 @@ impl fmt::Display for WorkflowId {
 pub struct BatchId(pub(crate) u64);
 
 impl BatchId {
+    /// The batch numbered `n` (for a store that keeps the graph in its own tables).
+    pub const fn new(n: u64) -> Self {
+        BatchId(n)
+    }
+
     /// Its number.
     pub const fn get(self) -> u64 {
         self.0
