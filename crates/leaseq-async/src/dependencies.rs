@@ -241,3 +241,21 @@ pub trait DependencyStore<T>: Store<T> {
     /// The job a message is, if the graph tracks it.
     fn job_of(&self, message: MessageId) -> Option<NodeId>;
 }
+
+impl ParentOutcome {
+    /// A parent's outcome as a store that keeps the graph in its own tables reads it.
+    pub fn new(node: NodeId, state: StepState, result: Option<Vec<u8>>) -> Self {
+        ParentOutcome {
+            node,
+            state,
+            result,
+        }
+    }
+}
+
+impl WorkflowStep {
+    /// A step as a store that keeps the graph in its own tables reads it.
+    pub fn new(name: String, node: NodeId, state: StepState) -> Self {
+        WorkflowStep { name, node, state }
+    }
+}
