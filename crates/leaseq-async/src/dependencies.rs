@@ -259,3 +259,10 @@ impl WorkflowStep {
         WorkflowStep { name, node, state }
     }
 }
+
+impl<P> Refused<P> {
+    /// A refusal handing `payload` back (for a store outside this crate).
+    pub fn new(error: DependencyError, payload: P) -> Self {
+        Refused { error, payload }
+    }
+}
