@@ -261,6 +261,7 @@ mod driver_wake;
 mod error;
 mod extend;
 mod graph;
+mod graph_impl;
 mod graph_ops;
 mod graph_read;
 mod graph_sql;
