@@ -42,6 +42,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                         .await?;
                 }
             }
+            // An operator's cancel: none of them comes back by itself when a parent does.
+            tx.execute(
+                &format!(
+                    "UPDATE \"{s}\".graph_nodes SET by_parent = false
+                     WHERE workflow = $1 AND state = 4 AND by_parent AND node = ANY($2)"
+                ),
+                &[&wf, &open.iter().map(|o| o.0).collect::<Vec<i64>>()],
+            )
+            .await?;
             let cancelled: Vec<i64> = steps(&tx, s, wf, "state = 4")
                 .await?
                 .iter()
@@ -69,23 +78,28 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         async {
             let mut client = self.graph_client().await?;
             let tx = client.transaction().await?;
+            let known = tx
+                .query_opt(
+                    &format!("SELECT 1 FROM \"{s}\".graph_workflows WHERE workflow = $1"),
+                    &[&wf],
+                )
+                .await?;
+            if known.is_none() {
+                return Err(DependencyError::Graph(GraphError::UnknownWorkflow(workflow)).into());
+            }
             let found = tx
                 .query_opt(
                     &format!(
-                        "SELECT g.node, g.state, g.policy, g.failed, g.message, g.payload IS NOT NULL
-                         FROM \"{s}\".graph_workflows w
-                         LEFT JOIN \"{s}\".graph_nodes g ON g.workflow = w.workflow AND g.step = $2
-                         WHERE w.workflow = $1 FOR UPDATE OF g"
+                        "SELECT node, state, policy, failed, message, payload IS NOT NULL
+                         FROM \"{s}\".graph_nodes WHERE workflow = $1 AND step = $2 FOR UPDATE"
                     ),
                     &[&wf, &step],
                 )
                 .await?;
             let Some(row) = found else {
-                return Err(DependencyError::Graph(GraphError::UnknownWorkflow(workflow)).into());
-            };
-            let Some(node) = row.get::<_, Option<i64>>(0) else {
                 return Err(DependencyError::Graph(GraphError::UnknownStep(step.into())).into());
             };
+            let node: i64 = row.get(0);
             let id = NodeId::new(id64(node));
             match row.get::<_, i16>(1) {
                 3 => {

@@ -185,7 +185,7 @@ pub(crate) const MIGRATION: &str = r#"
         p_policy smallint, p_workflow bigint, p_step text, p_batch bigint) RETURNS bigint
     LANGUAGE plpgsql AS $fn$
     DECLARE
-        id bigint := nextval('{s}.graph_ids');
+        v_id bigint := nextval('{s}.graph_ids');
         found_n integer;
         sw integer;
         sf integer;
@@ -203,11 +203,11 @@ pub(crate) const MIGRATION: &str = r#"
             RETURN NULL;
         END IF;
         INSERT INTO {s}.graph_nodes (node, queue, state, policy, waiting, failed, payload, workflow, step, batch)
-        VALUES (id, p_queue, 0, p_policy, sw, sf, p_payload, p_workflow, p_step, p_batch);
+        VALUES (v_id, p_queue, 0, p_policy, sw, sf, p_payload, p_workflow, p_step, p_batch);
         INSERT INTO {s}.graph_edges (parent, child, ord)
-        SELECT p, id, o::integer FROM unnest(p_parents) WITH ORDINALITY AS u(p, o);
-        PERFORM {s}.graph_judge(id);
-        RETURN id;
+        SELECT p, v_id, o::integer FROM unnest(p_parents) WITH ORDINALITY AS u(p, o);
+        PERFORM {s}.graph_judge(v_id);
+        RETURN v_id;
     END
     $fn$;
 
@@ -216,23 +216,23 @@ pub(crate) const MIGRATION: &str = r#"
     CREATE OR REPLACE FUNCTION {s}.graph_adopt(p_queue text, p_message bigint) RETURNS bigint
     LANGUAGE plpgsql AS $fn$
     DECLARE
-        id bigint;
+        v_id bigint;
         st smallint;
     BEGIN
-        SELECT node INTO id FROM {s}.graph_nodes WHERE message = p_message;
+        SELECT node INTO v_id FROM {s}.graph_nodes WHERE message = p_message;
         IF FOUND THEN
-            RETURN id;
+            RETURN v_id;
         END IF;
-        id := nextval('{s}.graph_ids');
-        UPDATE {s}.items SET node = id WHERE id = p_message AND queue = p_queue AND node IS NULL
+        v_id := nextval('{s}.graph_ids');
+        UPDATE {s}.items SET node = v_id WHERE id = p_message AND queue = p_queue AND node IS NULL
         RETURNING state INTO st;
         IF NOT FOUND THEN
             -- Gone, or adopted meanwhile by another transaction (committed: its node is seen).
             RETURN (SELECT i.node FROM {s}.items i WHERE i.id = p_message AND i.queue = p_queue);
         END IF;
         INSERT INTO {s}.graph_nodes (node, queue, state, policy, message)
-        VALUES (id, p_queue, CASE WHEN st = 2 THEN 3 ELSE 1 END, 0, p_message);
-        RETURN id;
+        VALUES (v_id, p_queue, CASE WHEN st = 2 THEN 3 ELSE 1 END, 0, p_message);
+        RETURN v_id;
     END
     $fn$;
 
