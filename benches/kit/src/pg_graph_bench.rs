@@ -9,6 +9,8 @@
 //!   (`DependencyStore::push_batch`) drained by the same pool, against `n` independent jobs
 //!   (`push_batch` of the store, 256 a statement), each timed from the first push to the
 //!   last job handled; rates count the `n` jobs. Goal: fan-out >= 0.7 x independent.
+//!
+//! Every run has the store's upkeep off (`vacuum_after_rows(0)`), on both sides.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,7 +57,7 @@ pub async fn run_plain_rounds(
     let run = |i: usize, n: u64| {
         let schema = schemas[i].clone();
         async move {
-            let r = run_pool_with(url, &schema, "bench-plain", n, 4, Options::new(), None).await?;
+            let r = run_pool_with(url, &schema, "bench-plain", n, 4, quiet(), None).await?;
             Ok::<f64, BenchError>(r.items_per_sec)
         }
     };
@@ -71,6 +73,12 @@ pub async fn run_plain_rounds(
         out.push(r);
     }
     Ok(out)
+}
+
+/// The store's options in every run: no upkeep (its `REINDEX CONCURRENTLY` waits for
+/// every older transaction of the server, which other clients may hold for minutes).
+fn quiet() -> Options {
+    Options::new().vacuum_after_rows(0)
 }
 
 /// A pool of 4 no-op workers on `q` that says when it has handled `target` jobs.
@@ -92,7 +100,7 @@ fn counting_pool(q: &PgQueue<Vec<u8>>, target: u64) -> (PgPool<Vec<u8>>, Arc<Not
 /// `n` jobs: independent (`fanout` false) or a batch's children with one callback; the
 /// time from the first push to the last job handled.
 async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Duration, BenchError> {
-    let q = open_queue(url, schema, &unique("bench-fanout"), Options::new()).await?;
+    let q = open_queue(url, schema, &unique("bench-fanout"), quiet()).await?;
     let target = if fanout { n + 1 } else { n };
     let (pool, all) = counting_pool(&q, target);
     let start = Instant::now();
