@@ -31,14 +31,22 @@ fn median_ratio(rows: &[[f64; 2]]) -> f64 {
 fn print(title: [&str; 2], rows: &[[f64; 2]], goal: f64) {
     println!(" round | {:>14} | {:>14} | ratio", title[0], title[1]);
     for (i, r) in rows.iter().enumerate() {
-        println!("{i:>6} | {:>14.0} | {:>14.0} | {:.3}", r[0], r[1], r[1] / r[0]);
+        println!(
+            "{i:>6} | {:>14.0} | {:>14.0} | {:.3}",
+            r[0],
+            r[1],
+            r[1] / r[0]
+        );
     }
     let ratio = median_ratio(rows);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "median ratio {ratio:.3}, goal >= {goal}: {} (load {})",
         if ratio >= goal { "met" } else { "NOT met" },
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
 }
 
@@ -50,7 +58,10 @@ async fn run(url: &str, args: &[String]) -> Result<(), BenchError> {
         }
     };
     let rounds = value("--rounds", 5)? as usize;
-    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
     if only.is_none_or(|o| o == "plain") {
         let items = value("--items", 20_000)?;
         println!("jobs without dependencies: Pool(4), {items} items a round, {rounds} rounds");

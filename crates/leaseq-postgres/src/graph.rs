@@ -84,9 +84,10 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// The item's bytes as the claim decodes them, within the size limit.
     pub(crate) fn graph_encode(&self, item: &T) -> Result<Vec<u8>, DependencyError> {
         let db = &self.db;
-        let bytes = db.codec.encode(item).map_err(|e| {
-            DependencyError::Store(StoreError::not_done(format!("encode: {e}")))
-        })?;
+        let bytes = db
+            .codec
+            .encode(item)
+            .map_err(|e| DependencyError::Store(StoreError::not_done(format!("encode: {e}"))))?;
         if bytes.len() > db.options.max_item_size {
             return Err(DependencyError::Store(StoreError::not_done(format!(
                 "the item is {} bytes, over max_item_size ({})",
@@ -138,30 +139,30 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     ) -> Result<WorkflowId, DependencyError> {
         let db = &*self.db;
         let id = async {
-                {
-                    let mut client = self.graph_client().await?;
-                    let owned = client.transaction().await?;
-                    let tx = &owned;
-                    let s = &db.options.schema;
-                    let row = tx
-                        .query_one(
-                            &format!(
-                                "INSERT INTO \"{s}\".graph_workflows (workflow, queue, steps)
+            {
+                let mut client = self.graph_client().await?;
+                let owned = client.transaction().await?;
+                let tx = &owned;
+                let s = &db.options.schema;
+                let row = tx
+                    .query_one(
+                        &format!(
+                            "INSERT INTO \"{s}\".graph_workflows (workflow, queue, steps)
                                  VALUES (nextval('\"{s}\".graph_ids'), $1, $2) RETURNING workflow"
-                            ),
-                            &[&db.queue, &names],
-                        )
-                        .await?;
-                    let wf: i64 = row.get(0);
-                    let mut nodes: Vec<i64> = Vec::with_capacity(steps.len());
-                    for (name, payload, parents, policy) in &steps {
-                        let ps: Vec<i64> = parents.iter().map(|&p| nodes[p]).collect();
-                        let n = add(tx, db, payload, &ps, *policy, Some(wf), Some(name)).await?;
-                        nodes.push(n);
-                    }
-                    commit(owned).await?;
-                    Ok::<_, Fail>(wf)
+                        ),
+                        &[&db.queue, &names],
+                    )
+                    .await?;
+                let wf: i64 = row.get(0);
+                let mut nodes: Vec<i64> = Vec::with_capacity(steps.len());
+                for (name, payload, parents, policy) in &steps {
+                    let ps: Vec<i64> = parents.iter().map(|&p| nodes[p]).collect();
+                    let n = add(tx, db, payload, &ps, *policy, Some(wf), Some(name)).await?;
+                    nodes.push(n);
                 }
+                commit(owned).await?;
+                Ok::<_, Fail>(wf)
+            }
         }
         .await
         .map_err(|f| f.into_error("push_workflow"))?;
@@ -272,7 +273,9 @@ pub(crate) async fn adopt_all<T>(
         match p {
             Parent::Job(n) => nodes.push(n.get() as i64),
             Parent::Message(m) => {
-                let row = tx.query_one(&adopt, &[&db.queue, &(m.get() as i64)]).await?;
+                let row = tx
+                    .query_one(&adopt, &[&db.queue, &(m.get() as i64)])
+                    .await?;
                 if let Some(n) = row.get::<_, Option<i64>>(0) {
                     nodes.push(n);
                 }
@@ -327,8 +330,10 @@ pub(crate) async fn add<T>(
         .map(|r| r.get(0))
         .collect();
     let unknown = parents.iter().find(|p| !known.contains(p)).copied();
-    Err(DependencyError::Graph(GraphError::UnknownNode(NodeId::new(id64(
-        unknown.unwrap_or(-1),
-    ))))
-    .into())
+    Err(
+        DependencyError::Graph(GraphError::UnknownNode(NodeId::new(id64(
+            unknown.unwrap_or(-1),
+        ))))
+        .into(),
+    )
 }

@@ -109,7 +109,11 @@ impl<T: Clone + Send + Sync + 'static> DependencyStore<T> for PgStore<T> {
         self.graph_forget_batch(batch).await
     }
 
-    async fn record_result(&self, message: MessageId, result: &[u8]) -> Result<(), DependencyError> {
+    async fn record_result(
+        &self,
+        message: MessageId,
+        result: &[u8],
+    ) -> Result<(), DependencyError> {
         self.graph_record_result(message, result).await
     }
 
@@ -139,11 +143,11 @@ fn rebuild<T>(steps: Vec<leaseq_core::graph::CheckedStep<T>>) -> WorkflowSpec<T>
         let after: Vec<String> = s.parents.iter().map(|&p| names[p].clone()).collect();
         slots[at] = Some((s.name, s.payload, after, s.policy));
     }
-    slots
-        .into_iter()
-        .flatten()
-        .fold(WorkflowSpec::new(), |spec, (name, payload, after, policy)| {
+    slots.into_iter().flatten().fold(
+        WorkflowSpec::new(),
+        |spec, (name, payload, after, policy)| {
             let after: Vec<&str> = after.iter().map(String::as_str).collect();
             spec.step_with(name, payload, &after, policy)
-        })
+        },
+    )
 }

@@ -58,7 +58,12 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 .filter(|n| open.iter().any(|o| o.0 == *n))
                 .collect();
             commit(tx).await?;
-            Ok::<_, Fail>(cancelled.into_iter().map(|n| NodeId::new(id64(n))).collect())
+            Ok::<_, Fail>(
+                cancelled
+                    .into_iter()
+                    .map(|n| NodeId::new(id64(n)))
+                    .collect(),
+            )
         }
         .await
         .map_err(|f| f.into_error("cancel_workflow"))
@@ -177,8 +182,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     ) -> Result<(), DependencyError> {
         let wf = workflow.get() as i64;
         let unknown = DependencyError::Graph(GraphError::UnknownWorkflow(workflow));
-        self.graph_forget("forget_workflow", "workflow = $1", wf, "graph_workflows", "workflow", unknown)
-            .await
+        self.graph_forget(
+            "forget_workflow",
+            "workflow = $1",
+            wf,
+            "graph_workflows",
+            "workflow",
+            unknown,
+        )
+        .await
     }
 
     /// [`DependencyStore::forget_batch`](leaseq_async::dependencies::DependencyStore::forget_batch):
@@ -249,8 +261,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 &[&id],
             )
             .await?;
-            tx.execute(&format!("DELETE FROM \"{s}\".{table} WHERE {key} = $1"), &[&id])
-                .await?;
+            tx.execute(
+                &format!("DELETE FROM \"{s}\".{table} WHERE {key} = $1"),
+                &[&id],
+            )
+            .await?;
             commit(tx).await?;
             Ok::<_, Fail>(())
         }

@@ -106,13 +106,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         Ok(Some(
             rows.iter()
                 .filter(|r| r.get::<_, Option<i64>>(1).is_some())
-                .map(|r| {
-                    WorkflowStep::new(
-                        r.get(0),
-                        NodeId::new(id64(r.get(1))),
-                        step_state(r, 2),
-                    )
-                })
+                .map(|r| WorkflowStep::new(r.get(0), NodeId::new(id64(r.get(1))), step_state(r, 2)))
                 .collect(),
         ))
     }

@@ -26,7 +26,10 @@ async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
 async fn next(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
     match q.receive_timeout(Duration::from_secs(10)).await {
         Ok(d) => d,
-        Err(e) => panic!("no delivery ({e:?}); last error {:?}", q.store().last_error()),
+        Err(e) => panic!(
+            "no delivery ({e:?}); last error {:?}",
+            q.store().last_error()
+        ),
     }
 }
 
@@ -46,7 +49,11 @@ fn a_chain_runs_in_order_and_hands_results_on() {
             .await
             .unwrap();
         assert_eq!(g.job_state(b).await.unwrap(), Some(StepState::Pending));
-        assert_eq!(g.job_of(plain).await.unwrap(), None, "a plain job is not adopted");
+        assert_eq!(
+            g.job_of(plain).await.unwrap(),
+            None,
+            "a plain job is not adopted"
+        );
         let mut first = Vec::new();
         for _ in 0..2 {
             let d = next(&q).await;
@@ -57,7 +64,11 @@ fn a_chain_runs_in_order_and_hands_results_on() {
             d.ack().await.unwrap();
         }
         first.sort();
-        assert_eq!(first, [b"a".to_vec(), b"plain".to_vec()], "b only after a's ack");
+        assert_eq!(
+            first,
+            [b"a".to_vec(), b"plain".to_vec()],
+            "b only after a's ack"
+        );
         let d = next(&q).await;
         assert_eq!(d.item(), b"b");
         d.ack().await.unwrap();
@@ -99,25 +110,47 @@ fn each_policy_for_a_failed_parent() {
         let g = q.store();
         let parent = q.push(b"parent".to_vec()).await.unwrap();
         let p = [Parent::Message(parent)];
-        let cancel = g.push_after(b"cancel".to_vec(), &p, OnFailedParent::Cancel).await.unwrap();
-        let below = g
-            .push_after(b"below".to_vec(), &[Parent::Job(cancel)], OnFailedParent::Run)
+        let cancel = g
+            .push_after(b"cancel".to_vec(), &p, OnFailedParent::Cancel)
             .await
             .unwrap();
-        let run = g.push_after(b"run".to_vec(), &p, OnFailedParent::Run).await.unwrap();
-        let hold = g.push_after(b"hold".to_vec(), &p, OnFailedParent::Hold).await.unwrap();
+        let below = g
+            .push_after(
+                b"below".to_vec(),
+                &[Parent::Job(cancel)],
+                OnFailedParent::Run,
+            )
+            .await
+            .unwrap();
+        let run = g
+            .push_after(b"run".to_vec(), &p, OnFailedParent::Run)
+            .await
+            .unwrap();
+        let hold = g
+            .push_after(b"hold".to_vec(), &p, OnFailedParent::Hold)
+            .await
+            .unwrap();
         let d = next(&q).await;
         assert_eq!(d.item(), b"parent");
         d.dead_letter("broken").await.unwrap();
-        assert_eq!(g.job_state(cancel).await.unwrap(), Some(StepState::Cancelled));
+        assert_eq!(
+            g.job_state(cancel).await.unwrap(),
+            Some(StepState::Cancelled)
+        );
         assert_eq!(g.job_state(hold).await.unwrap(), Some(StepState::Held));
         // `below` runs anyway (Run), after its cancelled parent.
         let mut got = vec![next(&q).await, next(&q).await];
         got.sort_by(|a, b| a.item().cmp(b.item()));
         assert_eq!(got[0].item(), b"below");
         assert_eq!(got[1].item(), b"run");
-        assert!(matches!(g.job_state(run).await.unwrap(), Some(StepState::Queued(_))));
-        assert!(matches!(g.job_state(below).await.unwrap(), Some(StepState::Queued(_))));
+        assert!(matches!(
+            g.job_state(run).await.unwrap(),
+            Some(StepState::Queued(_))
+        ));
+        assert!(matches!(
+            g.job_state(below).await.unwrap(),
+            Some(StepState::Queued(_))
+        ));
         for d in got {
             d.ack().await.unwrap();
         }
@@ -130,7 +163,10 @@ fn each_policy_for_a_failed_parent() {
         // `hold` goes on, and `cancel`, revived by the redrive, is released by the ack too.
         let mut got = vec![next(&q).await, next(&q).await];
         got.sort_by(|a, b| a.item().cmp(b.item()));
-        assert_eq!((got[0].item(), got[1].item()), (&b"cancel".to_vec(), &b"hold".to_vec()));
+        assert_eq!(
+            (got[0].item(), got[1].item()),
+            (&b"cancel".to_vec(), &b"hold".to_vec())
+        );
         for d in got {
             d.ack().await.unwrap();
         }
@@ -143,11 +179,15 @@ fn a_workflow_is_one_commit_checked_cancelled_and_retried() {
     common::with_server(|url| async move {
         let q = open(&url, "graph_workflow").await;
         let g = q.store();
-        let cycle = WorkflowSpec::new()
-            .step("a", b"a".to_vec(), &["b"])
-            .step("b", b"b".to_vec(), &["a"]);
+        let cycle =
+            WorkflowSpec::new()
+                .step("a", b"a".to_vec(), &["b"])
+                .step("b", b"b".to_vec(), &["a"]);
         let refused = g.push_workflow(cycle).await.unwrap_err();
-        assert!(matches!(refused.error, DependencyError::Workflow(WorkflowError::Cycle(_))));
+        assert!(matches!(
+            refused.error,
+            DependencyError::Workflow(WorkflowError::Cycle(_))
+        ));
         assert_eq!(refused.payload.len(), 2, "the spec handed back");
         common::nothing_comes(&q).await;
 
@@ -168,7 +208,11 @@ fn a_workflow_is_one_commit_checked_cancelled_and_retried() {
         left.ack().await.unwrap();
         right.dead_letter("right failed").await.unwrap();
         let steps = g.workflow_steps(wf).await.unwrap().unwrap();
-        assert_eq!(steps[0].state, StepState::Cancelled, "join: a parent failed");
+        assert_eq!(
+            steps[0].state,
+            StepState::Cancelled,
+            "join: a parent failed"
+        );
         assert!(matches!(steps[2].state, StepState::DeadLettered(_)));
         // Retry the failed step: it runs again, and revives `join`.
         g.retry_step(wf, "right").await.unwrap();
@@ -186,9 +230,11 @@ fn a_workflow_is_one_commit_checked_cancelled_and_retried() {
         assert_eq!(g.workflow_steps(wf).await.unwrap(), None);
 
         // Cancel: a queued step and a pending one.
-        let spec = WorkflowSpec::new()
-            .step("one", b"one".to_vec(), &[])
-            .step("two", b"two".to_vec(), &["one"]);
+        let spec = WorkflowSpec::new().step("one", b"one".to_vec(), &[]).step(
+            "two",
+            b"two".to_vec(),
+            &["one"],
+        );
         let wf = g.push_workflow(spec).await.unwrap();
         let cancelled = g.cancel_workflow(wf).await.unwrap();
         assert_eq!(cancelled.len(), 2);
@@ -258,23 +304,38 @@ fn refusals_hand_the_payload_back() {
     common::with_server(|url| async move {
         let q = open(&url, "graph_refusals").await;
         let g = q.store();
-        let a = g.push_after(b"a".to_vec(), &[], OnFailedParent::Cancel).await.unwrap();
+        let a = g
+            .push_after(b"a".to_vec(), &[], OnFailedParent::Cancel)
+            .await
+            .unwrap();
         let twice = [Parent::Job(a), Parent::Job(a)];
-        let r = g.push_after(b"x".to_vec(), &twice, OnFailedParent::Cancel).await.unwrap_err();
-        assert_eq!(r.error, DependencyError::Graph(GraphError::DuplicateParent(a)));
+        let r = g
+            .push_after(b"x".to_vec(), &twice, OnFailedParent::Cancel)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            r.error,
+            DependencyError::Graph(GraphError::DuplicateParent(a))
+        );
         assert_eq!(r.payload, b"x");
         let ghost = leaseq_async::dependencies::NodeId::new(u64::MAX >> 2);
         let r = g
             .push_after(b"y".to_vec(), &[Parent::Job(ghost)], OnFailedParent::Cancel)
             .await
             .unwrap_err();
-        assert_eq!(r.error, DependencyError::Graph(GraphError::UnknownNode(ghost)));
+        assert_eq!(
+            r.error,
+            DependencyError::Graph(GraphError::UnknownNode(ghost))
+        );
         let d = next(&q).await;
         assert_eq!(d.item(), b"a");
         d.ack().await.unwrap();
         common::nothing_comes(&q).await;
         q.close().await.unwrap();
-        let r = g.push_after(b"z".to_vec(), &[], OnFailedParent::Cancel).await.unwrap_err();
+        let r = g
+            .push_after(b"z".to_vec(), &[], OnFailedParent::Cancel)
+            .await
+            .unwrap_err();
         assert_eq!(r.error, DependencyError::Closed);
     });
 }

@@ -56,7 +56,8 @@ fn job_of(payload: &[u8]) -> u64 {
 /// A worker: `LOOPS` receive loops logging each run, callback and ack, until stdin closes.
 #[test]
 fn graph_kill9_child() {
-    let Some([url, queue, log]) = leaseq_test_kit::child::vars("LEASEQ_GRAPH_KILL9_", ["URL", "QUEUE", "LOG"])
+    let Some([url, queue, log]) =
+        leaseq_test_kit::child::vars("LEASEQ_GRAPH_KILL9_", ["URL", "QUEUE", "LOG"])
     else {
         return;
     };
@@ -70,11 +71,17 @@ fn graph_kill9_child() {
                 stop.store(true, Ordering::SeqCst);
             }
         });
-        let file = std::fs::OpenOptions::new().append(true).open(&log).expect("the log");
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("the log");
         let file = Arc::new(std::sync::Mutex::new(file));
         let write = move |e: Event| {
             let line = e.line();
-            file.lock().unwrap().write_all(line.as_bytes()).expect("log");
+            file.lock()
+                .unwrap()
+                .write_all(line.as_bytes())
+                .expect("log");
         };
         let mut loops = Vec::new();
         for _ in 0..LOOPS {
@@ -90,7 +97,10 @@ fn graph_kill9_child() {
                         let Ok(Some(parents)) = q.store().parent_outcomes(d.id()).await else {
                             continue; // the lease comes back
                         };
-                        let mut counts = Counts { total: parents.len() as u64, ..Counts::default() };
+                        let mut counts = Counts {
+                            total: parents.len() as u64,
+                            ..Counts::default()
+                        };
                         for p in &parents {
                             match p.state {
                                 StepState::Acked(_) => counts.acked += 1,
@@ -99,7 +109,11 @@ fn graph_kill9_child() {
                                 _ => {}
                             }
                         }
-                        write(Event::Callback { job, message, counts });
+                        write(Event::Callback {
+                            job,
+                            message,
+                            counts,
+                        });
                     }
                     if d.ack().await.is_ok() {
                         write(Event::Acked { job, message });
@@ -115,7 +129,12 @@ fn graph_kill9_child() {
 
 fn spawn(url: &str, queue: &str, log: &str) -> Child {
     Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "graph_kill9_child", "--test-threads=1", "--nocapture"])
+        .args([
+            "--exact",
+            "graph_kill9_child",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .env("LEASEQ_GRAPH_KILL9_URL", url)
         .env("LEASEQ_GRAPH_KILL9_QUEUE", queue)
         .env("LEASEQ_GRAPH_KILL9_LOG", log)
@@ -139,21 +158,45 @@ async fn round(url: &str, seed: u64, r: usize) {
         .step("2", 2_u64.to_le_bytes().to_vec(), &["1"])
         .step("3", 3_u64.to_le_bytes().to_vec(), &["2"]);
     let wf = g.push_workflow(chain).await.expect("the chain");
-    let kids: Vec<Vec<u8>> = (0..CHILDREN).map(|i| (FIRST_CHILD + i).to_le_bytes().to_vec()).collect();
+    let kids: Vec<Vec<u8>> = (0..CHILDREN)
+        .map(|i| (FIRST_CHILD + i).to_le_bytes().to_vec())
+        .collect();
     let batch = g
         .push_batch(kids, CALLBACK.to_le_bytes().to_vec(), BatchOn::Success)
         .await
         .expect("the batch");
     let mut jobs: BTreeMap<u64, Job> = BTreeMap::new();
     jobs.insert(1, Job::default());
-    jobs.insert(2, Job { parents: vec![1], callback: None });
-    jobs.insert(3, Job { parents: vec![2], callback: None });
+    jobs.insert(
+        2,
+        Job {
+            parents: vec![1],
+            callback: None,
+        },
+    );
+    jobs.insert(
+        3,
+        Job {
+            parents: vec![2],
+            callback: None,
+        },
+    );
     let children: Vec<u64> = (0..CHILDREN).map(|i| FIRST_CHILD + i).collect();
     for &c in &children {
         jobs.insert(c, Job::default());
     }
-    let all = Counts { total: CHILDREN, acked: CHILDREN, ..Counts::default() };
-    jobs.insert(CALLBACK, Job { parents: children, callback: Some(all) });
+    let all = Counts {
+        total: CHILDREN,
+        acked: CHILDREN,
+        ..Counts::default()
+    };
+    jobs.insert(
+        CALLBACK,
+        Job {
+            parents: children,
+            callback: Some(all),
+        },
+    );
 
     let mut rng = Rng(seed.wrapping_mul(1000).wrapping_add(r as u64));
     let mut workers: Vec<Child> = (0..WORKERS).map(|_| spawn(url, &queue, &log)).collect();
@@ -161,17 +204,30 @@ async fn round(url: &str, seed: u64, r: usize) {
     let mut kills = 0;
     let callback_done = loop {
         tokio::time::sleep(Duration::from_millis(100 + rng.below(700))).await;
-        let steps = g.workflow_steps(wf).await.expect("read").expect("the chain");
-        let counts = g.batch_counts(batch).await.expect("read").expect("the batch");
+        let steps = g
+            .workflow_steps(wf)
+            .await
+            .expect("read")
+            .expect("the chain");
+        let counts = g
+            .batch_counts(batch)
+            .await
+            .expect("read")
+            .expect("the batch");
         let cb = {
             let events = parse(&std::fs::read_to_string(&log).expect("the log")).expect("parse");
-            events.iter().any(|e| matches!(e, Event::Acked { job: CALLBACK, .. }))
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Acked { job: CALLBACK, .. }))
         };
         let chain_done = matches!(steps[2].state, StepState::Acked(_));
         if chain_done && counts.acked == CHILDREN && cb {
             break true;
         }
-        assert!(Instant::now() < until, "not done after 120 s: {steps:?} {counts:?}");
+        assert!(
+            Instant::now() < until,
+            "not done after 120 s: {steps:?} {counts:?}"
+        );
         let w = rng.below(WORKERS as u64) as usize;
         workers[w].kill().expect("SIGKILL a worker");
         workers[w].wait().expect("reap");
@@ -184,39 +240,72 @@ async fn round(url: &str, seed: u64, r: usize) {
     }
     let mut events = parse(&std::fs::read_to_string(&log).expect("the log")).expect("parse");
     // Acks committed by a worker killed before it logged them: read from the graph.
-    for (i, s) in g.workflow_steps(wf).await.unwrap().unwrap().iter().enumerate() {
+    for (i, s) in g
+        .workflow_steps(wf)
+        .await
+        .unwrap()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         if let StepState::Acked(m) = s.state {
-            events.push(Event::Acked { job: CHAIN[i], message: m.get() });
+            events.push(Event::Acked {
+                job: CHAIN[i],
+                message: m.get(),
+            });
         }
     }
     let cb_message = events.iter().find_map(|e| match e {
-        Event::Run { job: CALLBACK, message } => Some(*message),
+        Event::Run {
+            job: CALLBACK,
+            message,
+        } => Some(*message),
         _ => None,
     });
     let parents = g
-        .parent_outcomes(leaseq_async::MessageId::new(cb_message.expect("the callback ran")))
+        .parent_outcomes(leaseq_async::MessageId::new(
+            cb_message.expect("the callback ran"),
+        ))
         .await
         .unwrap()
         .unwrap();
     for (i, p) in parents.iter().enumerate() {
         if let StepState::Acked(m) = p.state {
-            events.push(Event::Acked { job: FIRST_CHILD + i as u64, message: m.get() });
+            events.push(Event::Acked {
+                job: FIRST_CHILD + i as u64,
+                message: m.get(),
+            });
         }
     }
     let findings = check(&jobs, &events);
-    assert!(findings.0.is_empty(), "round {r} (seed {seed}, {kills} kills):\n{findings}");
+    assert!(
+        findings.0.is_empty(),
+        "round {r} (seed {seed}, {kills} kills):\n{findings}"
+    );
     assert!(callback_done);
-    eprintln!("graph_kill9 round {r}: {kills} kills, {} events, checked", events.len());
+    eprintln!(
+        "graph_kill9 round {r}: {kills} kills, {} events, checked",
+        events.len()
+    );
     let _ = std::fs::remove_file(&log);
 }
 
 #[test]
 fn graph_kill9_chain_and_fanout_complete_once_each() {
     let Some(url) = common::server() else { return };
-    let rounds: usize = std::env::var("LEASEQ_GRAPH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
-    let seed: u64 = std::env::var("LEASEQ_GRAPH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-    });
+    let rounds: usize = std::env::var("LEASEQ_GRAPH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let seed: u64 = std::env::var("LEASEQ_GRAPH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
     eprintln!("graph_kill9: {rounds} rounds, LEASEQ_GRAPH_SEED={seed}");
     common::runtime().block_on(async {
         for r in 0..rounds {

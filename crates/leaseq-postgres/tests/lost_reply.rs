@@ -175,11 +175,19 @@ fn a_parents_ack_whose_reply_was_lost_releases_its_dependent_once() {
         let g = q.store();
         let parent = q.push(b"parent".to_vec()).await.expect("push");
         let child = g
-            .push_after(b"child".to_vec(), &[Parent::Message(parent)], OnFailedParent::Cancel)
+            .push_after(
+                b"child".to_vec(),
+                &[Parent::Message(parent)],
+                OnFailedParent::Cancel,
+            )
             .await
             .expect("push_after");
         let batch = g
-            .push_batch(vec![b"kid".to_vec()], b"callback".to_vec(), BatchOn::Success)
+            .push_batch(
+                vec![b"kid".to_vec()],
+                b"callback".to_vec(),
+                BatchOn::Success,
+            )
             .await
             .expect("push_batch");
         let mut released = Vec::new();
@@ -215,7 +223,9 @@ fn a_push_after_whose_commit_reply_was_lost_is_outcome_unknown() {
         let g = q.store();
         proxy.lose_commit_after("graph_add(");
         let push = g.push_after(b"job".to_vec(), &[], OnFailedParent::Cancel);
-        let r = tokio::time::timeout(PATIENCE, push).await.expect("answered");
+        let r = tokio::time::timeout(PATIENCE, push)
+            .await
+            .expect("answered");
         assert!(!proxy.target_pending(), "the commit's reply was lost");
         let Err(refused) = r else { panic!("{r:?}") };
         assert!(
