@@ -238,8 +238,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     let total = nodes.len() as i64;
                     tx.execute(
                         &format!(
-                            "INSERT INTO \"{s}\".graph_batches (batch, queue, callback, on_success, total, open)
-                             VALUES ($1, $2, $3, $4, $5, $5)"
+                            "INSERT INTO \"{s}\".graph_batches (batch, queue, callback, on_success, total)
+                             VALUES ($1, $2, $3, $4, $5)"
                         ),
                         &[&batch, &db.queue, &cb, &matches!(on, BatchOn::Success), &total],
                     )

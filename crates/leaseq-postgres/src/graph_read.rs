@@ -121,8 +121,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             .graph_query(
                 "batch_counts",
                 &format!(
-                    "SELECT total, open, acked, dead, cancelled FROM \"{s}\".graph_batches
-                     WHERE batch = $1"
+                    "SELECT b.total, count(g.node) FILTER (WHERE g.state <= 1),
+                            count(g.node) FILTER (WHERE g.state = 2),
+                            count(g.node) FILTER (WHERE g.state = 3),
+                            count(g.node) FILTER (WHERE g.state = 4)
+                     FROM \"{s}\".graph_batches b
+                     LEFT JOIN \"{s}\".graph_nodes g ON g.batch = b.batch
+                     WHERE b.batch = $1 GROUP BY b.total"
                 ),
                 &[&(batch.get() as i64)],
             )

@@ -73,11 +73,7 @@ pub(crate) const MIGRATION: &str = r#"
         queue       text        NOT NULL,
         callback    bigint      NOT NULL,
         on_success  boolean     NOT NULL,
-        total       bigint      NOT NULL,
-        open        bigint      NOT NULL,
-        acked       bigint      NOT NULL DEFAULT 0,
-        dead        bigint      NOT NULL DEFAULT 0,
-        cancelled   bigint      NOT NULL DEFAULT 0
+        total       bigint      NOT NULL            -- its counts are its children's states
     );
 
     -- A node state's class: 0 open (pending, queued), 1 acked, 2 failed.
@@ -136,45 +132,42 @@ pub(crate) const MIGRATION: &str = r#"
     END
     $fn$;
 
-    -- Moves a node to a state: its batch's counts, and its children told if its class changed.
+    -- Moves a node to a state, and tells its children if its class changed: one statement
+    -- for the node, one for all its children's counters, then each child that may change
+    -- judged. A batch's counts are its children's states (read, not kept): no row that
+    -- every child's ack rewrites but the callback's counters.
     CREATE OR REPLACE FUNCTION {s}.graph_move(p_node bigint, p_state smallint) RETURNS void
     LANGUAGE plpgsql AS $fn$
     DECLARE
-        n record;
+        old_state smallint;
         c record;
         oc integer;
         nc integer;
     BEGIN
-        SELECT state, batch INTO n FROM {s}.graph_nodes WHERE node = p_node FOR UPDATE;
-        IF NOT FOUND OR n.state = p_state THEN
+        UPDATE {s}.graph_nodes g SET state = p_state
+        FROM (SELECT node, state FROM {s}.graph_nodes WHERE node = p_node FOR UPDATE) o
+        WHERE g.node = o.node AND o.state <> p_state
+        RETURNING o.state INTO old_state;
+        IF NOT FOUND THEN
             RETURN;
         END IF;
-        UPDATE {s}.graph_nodes SET state = p_state WHERE node = p_node;
-        IF n.batch IS NOT NULL THEN
-            UPDATE {s}.graph_batches SET
-                open = open - (n.state <= 1)::int + (p_state <= 1)::int,
-                acked = acked - (n.state = 2)::int + (p_state = 2)::int,
-                dead = dead - (n.state = 3)::int + (p_state = 3)::int,
-                cancelled = cancelled - (n.state = 4)::int + (p_state = 4)::int
-            WHERE batch = n.batch;
-        END IF;
-        oc := {s}.graph_class(n.state);
+        oc := {s}.graph_class(old_state);
         nc := {s}.graph_class(p_state);
         IF oc = nc THEN
             RETURN;
         END IF;
         FOR c IN
-            SELECT g.node, g.policy FROM {s}.graph_nodes g
-            WHERE g.node IN (SELECT e.child FROM {s}.graph_edges e WHERE e.parent = p_node)
-            ORDER BY g.node FOR UPDATE
-        LOOP
             UPDATE {s}.graph_nodes g SET
-                waiting = g.waiting - (SELECT w FROM {s}.graph_weight(c.policy, oc))
-                                    + (SELECT w FROM {s}.graph_weight(c.policy, nc)),
-                failed = g.failed - (SELECT f FROM {s}.graph_weight(c.policy, oc))
-                                  + (SELECT f FROM {s}.graph_weight(c.policy, nc))
-            WHERE g.node = c.node;
-            PERFORM {s}.graph_judge(c.node);
+                waiting = g.waiting - ({s}.graph_weight(g.policy, oc)).w + ({s}.graph_weight(g.policy, nc)).w,
+                failed = g.failed - ({s}.graph_weight(g.policy, oc)).f + ({s}.graph_weight(g.policy, nc)).f
+            FROM {s}.graph_edges e
+            WHERE e.parent = p_node AND g.node = e.child
+            RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent
+        LOOP
+            IF (c.state = 0 AND (c.waiting = 0 OR (c.failed > 0 AND c.policy = 0)))
+               OR (c.state = 4 AND c.by_parent AND c.failed = 0) THEN
+                PERFORM {s}.graph_judge(c.node);
+            END IF;
         END LOOP;
     END
     $fn$;
