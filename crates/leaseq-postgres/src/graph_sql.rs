@@ -143,6 +143,9 @@ pub(crate) const MIGRATION: &str = r#"
         c record;
         oc integer;
         nc integer;
+        dw_run integer;
+        dw integer;
+        df integer;
     BEGIN
         UPDATE {s}.graph_nodes g SET state = p_state
         FROM (SELECT node, state FROM {s}.graph_nodes WHERE node = p_node FOR UPDATE) o
@@ -156,10 +159,15 @@ pub(crate) const MIGRATION: &str = r#"
         IF oc = nc THEN
             RETURN;
         END IF;
+        -- The weights' changes, for `Run` (1) and for the other two (same weights), taken
+        -- once here rather than per child.
+        SELECT n1.w - o1.w, n0.w - o0.w, n0.f - o0.f INTO dw_run, dw, df
+        FROM {s}.graph_weight(1::smallint, oc) o1, {s}.graph_weight(1::smallint, nc) n1,
+             {s}.graph_weight(0::smallint, oc) o0, {s}.graph_weight(0::smallint, nc) n0;
         FOR c IN
             UPDATE {s}.graph_nodes g SET
-                waiting = g.waiting - ({s}.graph_weight(g.policy, oc)).w + ({s}.graph_weight(g.policy, nc)).w,
-                failed = g.failed - ({s}.graph_weight(g.policy, oc)).f + ({s}.graph_weight(g.policy, nc)).f
+                waiting = g.waiting + CASE WHEN g.policy = 1 THEN dw_run ELSE dw END,
+                failed = g.failed + CASE WHEN g.policy = 1 THEN 0 ELSE df END
             FROM {s}.graph_edges e
             WHERE e.parent = p_node AND g.node = e.child
             RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent
