@@ -17,7 +17,9 @@
 //!
 //! **The model is the core's** ([`leaseq_core::graph`]): a parent's class (open, acked,
 //! failed) weighs on a child as [`OnFailedParent`](leaseq_core::graph::OnFailedParent)
-//! says (`graph_weight` is the core's `weight` table, checked by a test); a pending child
+//! says (`graph_weight` is the core's `OnFailedParent::weight` table, written again in SQL
+//! because the release must happen inside the ack's statement; `tests/graph.rs` checks each
+//! policy's behaviour against the core's docs); a pending child
 //! with no parent waited for is released; a failed parent cancels (`Cancel`) or holds
 //! (`Hold`) it; a parent that comes back (a redrive, a retry) revives the children it
 //! cancelled. Workflows are checked (names, cycles) by the core's `WorkflowSpec` before
