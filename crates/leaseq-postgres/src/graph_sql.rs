@@ -30,10 +30,14 @@
 //! their transaction (`CANCEL_FATE`), which the trigger reads; a purged dead letter is
 //! already failed and changes nothing.
 //!
-//! **Locks.** A change of a node locks its row, then its children's rows in node order; an
-//! add locks its parents' rows in node order before reading their states, so an ack of a
-//! parent and the add of a child are serialized: the add sees the ack, or the ack's trigger
-//! sees the new edge.
+//! **Locks.** A change of a node locks its row, then (one `UPDATE .. FROM graph_edges`) its
+//! children's rows; an add locks its parents' rows in node order before reading their
+//! states, so an ack of a parent and the add of a child are serialized: the add sees the
+//! ack, or the ack's trigger sees the new edge. Two acks whose parents share two children
+//! may deadlock: the server aborts one statement (an `ERROR`, nothing done), which the
+//! settle retries. A child's counters are one row, locked by each parent's ack to its
+//! commit: the acks of a batch's children take turns at its callback (BENCHMARKS.md,
+//! issue 33, measures what that costs a fan-out).
 
 /// Schema step 10 (issue 33). `{s}` is the quoted schema, `{schema}` its bare name.
 /// Idempotent, like step 6.
