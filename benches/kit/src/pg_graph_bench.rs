@@ -77,8 +77,13 @@ pub async fn run_plain_rounds(
 
 /// The store's options in every run: no upkeep (its `REINDEX CONCURRENTLY` waits for
 /// every older transaction of the server, which other clients may hold for minutes).
+/// `LEASEQ_BENCH_ACKS_IN_FLIGHT` sets `Options::acks_in_flight` on both sides (4 unless set).
 fn quiet() -> Options {
-    Options::new().vacuum_after_rows(0)
+    let acks = std::env::var("LEASEQ_BENCH_ACKS_IN_FLIGHT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    Options::new().vacuum_after_rows(0).acks_in_flight(acks)
 }
 
 /// A pool of 4 no-op workers on `q` that says when it has handled `target` jobs.

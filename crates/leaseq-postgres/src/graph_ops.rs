@@ -135,7 +135,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                             &[&node],
                         )
                         .await?;
-                    let (waiting, failed, parent): (i32, i32, Option<i64>) =
+                    let (_waiting, failed, parent): (i32, i32, Option<i64>) =
                         (r.get(0), r.get(1), r.get(2));
                     if failed > 0 && row.get::<_, i16>(2) == 0 {
                         let parent = NodeId::new(id64(parent.unwrap_or(node)));
@@ -147,12 +147,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     }
                     tx.execute(
                         &format!(
-                            "UPDATE \"{s}\".graph_nodes SET waiting = $2, failed = $3, by_parent = false
-                             WHERE node = $1"
+                            "UPDATE \"{s}\".graph_nodes SET by_parent = false WHERE node = $1;"
                         ),
-                        &[&node, &waiting, &failed],
+                        &[&node],
                     )
                     .await?;
+                    tx.execute(&format!("SELECT \"{s}\".graph_recount($1)"), &[&node])
+                        .await?;
                     tx.execute(
                         &format!(
                             "SELECT \"{s}\".graph_move($1, 0::smallint), \"{s}\".graph_judge($1)"
@@ -254,6 +255,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 &format!(
                     "WITH n AS ({nodes}),
                      d AS (DELETE FROM \"{s}\".items WHERE node IN (SELECT node FROM n)),
+                     x AS (DELETE FROM \"{s}\".graph_shards WHERE node IN (SELECT node FROM n)),
                      e AS (DELETE FROM \"{s}\".graph_edges
                            WHERE parent IN (SELECT node FROM n) OR child IN (SELECT node FROM n))
                      DELETE FROM \"{s}\".graph_nodes WHERE node IN (SELECT node FROM n)"

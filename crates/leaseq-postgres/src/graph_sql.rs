@@ -66,9 +66,21 @@ pub(crate) const MIGRATION: &str = r#"
         parent      bigint      NOT NULL,
         child       bigint      NOT NULL,
         ord         integer     NOT NULL,           -- the parent's place in the child's list
+        shard       smallint,                       -- the child's counters row (SHARDS), or NULL
         PRIMARY KEY (parent, child)
     );
     CREATE INDEX IF NOT EXISTS graph_edges_child ON {s}.graph_edges (child, ord);
+    -- The counters of a job with more than 64 parents (a batch's callback), split over 64
+    -- rows by the parent's place: a parent's outcome locks one of them, and the job's own
+    -- counters (in graph_nodes) count the rows with parents still waited for / failed.
+    CREATE TABLE IF NOT EXISTS {s}.graph_shards (
+        node        bigint      NOT NULL,
+        shard       smallint    NOT NULL,
+        policy      smallint    NOT NULL,
+        waiting     integer     NOT NULL DEFAULT 0,
+        failed      integer     NOT NULL DEFAULT 0,
+        PRIMARY KEY (node, shard)
+    ) WITH (fillfactor = 50);
     CREATE TABLE IF NOT EXISTS {s}.graph_workflows (
         workflow    bigint      PRIMARY KEY,
         queue       text        NOT NULL,
@@ -152,6 +164,7 @@ pub(crate) const MIGRATION: &str = r#"
         dw_run integer;
         dw integer;
         df integer;
+        r record;
     BEGIN
         UPDATE {s}.graph_nodes g SET state = p_state
         FROM (SELECT node, state FROM {s}.graph_nodes WHERE node = p_node FOR UPDATE) o
@@ -175,7 +188,7 @@ pub(crate) const MIGRATION: &str = r#"
                 waiting = g.waiting + CASE WHEN g.policy = 1 THEN dw_run ELSE dw END,
                 failed = g.failed + CASE WHEN g.policy = 1 THEN 0 ELSE df END
             FROM {s}.graph_edges e
-            WHERE e.parent = p_node AND g.node = e.child
+            WHERE e.parent = p_node AND e.shard IS NULL AND g.node = e.child
             RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent
         LOOP
             IF (c.state = 0 AND (c.waiting = 0 OR (c.failed > 0 AND c.policy = 0)))
@@ -183,36 +196,95 @@ pub(crate) const MIGRATION: &str = r#"
                 PERFORM {s}.graph_judge(c.node);
             END IF;
         END LOOP;
+        -- Children with split counters: their row of this parent, and their own counters
+        -- only when that row starts or stops waiting (or failing).
+        FOR c IN
+            UPDATE {s}.graph_shards x SET
+                waiting = x.waiting + CASE WHEN x.policy = 1 THEN dw_run ELSE dw END,
+                failed = x.failed + CASE WHEN x.policy = 1 THEN 0 ELSE df END
+            FROM {s}.graph_edges e
+            WHERE e.parent = p_node AND e.shard IS NOT NULL AND x.node = e.child AND x.shard = e.shard
+            RETURNING x.node,
+                (x.waiting > 0)::int - (x.waiting - CASE WHEN x.policy = 1 THEN dw_run ELSE dw END > 0)::int AS zw,
+                (x.failed > 0)::int - (x.failed - CASE WHEN x.policy = 1 THEN 0 ELSE df END > 0)::int AS zf
+        LOOP
+            IF c.zw <> 0 OR c.zf <> 0 THEN
+                UPDATE {s}.graph_nodes g SET waiting = g.waiting + c.zw, failed = g.failed + c.zf
+                WHERE g.node = c.node
+                RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent INTO r;
+                IF (r.state = 0 AND (r.waiting = 0 OR (r.failed > 0 AND r.policy = 0)))
+                   OR (r.state = 4 AND r.by_parent AND r.failed = 0) THEN
+                    PERFORM {s}.graph_judge(r.node);
+                END IF;
+            END IF;
+        END LOOP;
+    END
+    $fn$;
+
+    -- Recounts a node's counters (and its split rows) from its parents as they stand.
+    CREATE OR REPLACE FUNCTION {s}.graph_recount(p_node bigint) RETURNS void
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+        pol smallint;
+    BEGIN
+        SELECT policy INTO pol FROM {s}.graph_nodes WHERE node = p_node;
+        UPDATE {s}.graph_shards x SET waiting = t.w, failed = t.f
+        FROM (SELECT e.shard, sum((y.wf).w) AS w, sum((y.wf).f) AS f
+              FROM {s}.graph_edges e
+              JOIN {s}.graph_nodes g ON g.node = e.parent,
+              LATERAL (SELECT {s}.graph_weight(pol, {s}.graph_class(g.state)) AS wf) y
+              WHERE e.child = p_node AND e.shard IS NOT NULL
+              GROUP BY e.shard) t
+        WHERE x.node = p_node AND x.shard = t.shard;
+        IF FOUND THEN
+            UPDATE {s}.graph_nodes SET
+                waiting = (SELECT count(*) FROM {s}.graph_shards WHERE node = p_node AND waiting > 0),
+                failed = (SELECT count(*) FROM {s}.graph_shards WHERE node = p_node AND failed > 0)
+            WHERE node = p_node;
+        ELSE
+            UPDATE {s}.graph_nodes SET
+                waiting = coalesce(t.w, 0), failed = coalesce(t.f, 0)
+            FROM (SELECT sum((y.wf).w) AS w, sum((y.wf).f) AS f
+                  FROM {s}.graph_edges e
+                  JOIN {s}.graph_nodes g ON g.node = e.parent,
+                  LATERAL (SELECT {s}.graph_weight(pol, {s}.graph_class(g.state)) AS wf) y
+                  WHERE e.child = p_node) t
+            WHERE node = p_node;
+        END IF;
     END
     $fn$;
 
     -- Adds a node under parents (nodes of this schema), counted and judged; NULL if a parent
-    -- is unknown or named twice. p_policy 0 cancel, 1 run, 2 hold.
+    -- is unknown or named twice. p_policy 0 cancel, 1 run, 2 hold. Over 64 parents, its
+    -- counters are split (graph_shards).
     CREATE OR REPLACE FUNCTION {s}.graph_add(p_queue text, p_payload bytea, p_parents bigint[],
         p_policy smallint, p_workflow bigint, p_step text, p_batch bigint) RETURNS bigint
     LANGUAGE plpgsql AS $fn$
     DECLARE
         v_id bigint := nextval('{s}.graph_ids');
         found_n integer;
-        sw integer;
-        sf integer;
+        split boolean;
     BEGIN
         p_parents := coalesce(p_parents, '{}');
+        split := cardinality(p_parents) > 64;
         IF (SELECT count(DISTINCT p) FROM unnest(p_parents) p) <> cardinality(p_parents) THEN
             RETURN NULL;
         END IF;
         PERFORM 1 FROM {s}.graph_nodes WHERE node = ANY(p_parents) ORDER BY node FOR UPDATE;
-        SELECT count(*), coalesce(sum((x.wf).w), 0), coalesce(sum((x.wf).f), 0)
-        INTO found_n, sw, sf
-        FROM (SELECT {s}.graph_weight(p_policy, {s}.graph_class(g.state)) AS wf
-              FROM {s}.graph_nodes g WHERE g.node = ANY(p_parents)) x;
+        SELECT count(*) INTO found_n FROM {s}.graph_nodes WHERE node = ANY(p_parents);
         IF found_n <> cardinality(p_parents) THEN
             RETURN NULL;
         END IF;
-        INSERT INTO {s}.graph_nodes (node, queue, state, policy, waiting, failed, payload, workflow, step, batch)
-        VALUES (v_id, p_queue, 0, p_policy, sw, sf, p_payload, p_workflow, p_step, p_batch);
-        INSERT INTO {s}.graph_edges (parent, child, ord)
-        SELECT p, v_id, o::integer FROM unnest(p_parents) WITH ORDINALITY AS u(p, o);
+        INSERT INTO {s}.graph_nodes (node, queue, state, policy, payload, workflow, step, batch)
+        VALUES (v_id, p_queue, 0, p_policy, p_payload, p_workflow, p_step, p_batch);
+        INSERT INTO {s}.graph_edges (parent, child, ord, shard)
+        SELECT p, v_id, o::integer, CASE WHEN split THEN ((o - 1) % 64)::smallint END
+        FROM unnest(p_parents) WITH ORDINALITY AS u(p, o);
+        IF split THEN
+            INSERT INTO {s}.graph_shards (node, shard, policy)
+            SELECT v_id, g::smallint, p_policy FROM generate_series(0, 63) g;
+        END IF;
+        PERFORM {s}.graph_recount(v_id);
         PERFORM {s}.graph_judge(v_id);
         RETURN v_id;
     END

@@ -258,10 +258,11 @@ fn batches_count_exactly_and_call_back_once() {
         let q = open(&url, "graph_batch").await;
         let g = q.store();
         for on in [BatchOn::Success, BatchOn::Complete] {
-            let kids: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i]).collect();
+            // 150 children: over 64, so the callback's counters are split (graph_shards).
+            let kids: Vec<Vec<u8>> = (0..150u8).map(|i| vec![i]).collect();
             let batch = g.push_batch(kids, b"callback".to_vec(), on).await.unwrap();
             let mut dead = None;
-            for _ in 0..20 {
+            for _ in 0..150 {
                 let d = next(&q).await;
                 if d.item()[0] == 7 {
                     dead = Some(d.id());
@@ -271,7 +272,7 @@ fn batches_count_exactly_and_call_back_once() {
                 }
             }
             let counts = g.batch_counts(batch).await.unwrap().unwrap();
-            assert_eq!((counts.total, counts.open, counts.acked), (20, 0, 19));
+            assert_eq!((counts.total, counts.open, counts.acked), (150, 0, 149));
             assert_eq!((counts.dead_lettered, counts.cancelled), (1, 0));
             if on == BatchOn::Success {
                 common::nothing_comes(&q).await; // held for the dead child
@@ -280,17 +281,17 @@ fn batches_count_exactly_and_call_back_once() {
                 assert_eq!(d.item(), &[7]);
                 d.ack().await.unwrap();
                 let counts = g.batch_counts(batch).await.unwrap().unwrap();
-                assert_eq!((counts.acked, counts.dead_lettered), (20, 0));
+                assert_eq!((counts.acked, counts.dead_lettered), (150, 0));
             }
             let d = next(&q).await;
             assert_eq!(d.item(), b"callback");
             let outcomes = g.parent_outcomes(d.id()).await.unwrap().unwrap();
-            assert_eq!(outcomes.len(), 20);
+            assert_eq!(outcomes.len(), 150);
             let acked = outcomes
                 .iter()
                 .filter(|o| matches!(o.state, StepState::Acked(_)))
                 .count();
-            assert_eq!(acked, if on == BatchOn::Success { 20 } else { 19 });
+            assert_eq!(acked, if on == BatchOn::Success { 150 } else { 149 });
             d.ack().await.unwrap();
             common::nothing_comes(&q).await;
             g.forget_batch(batch).await.unwrap();
