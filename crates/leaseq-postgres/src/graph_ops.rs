@@ -123,10 +123,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     let r = tx
                         .query_one(
                             &format!(
-                                "SELECT coalesce(sum((x.wf).w), 0)::int, coalesce(sum((x.wf).f), 0)::int,
-                                        min(x.p) FILTER (WHERE (x.wf).f > 0)
+                                "SELECT coalesce(sum(x.w), 0)::int, coalesce(sum(x.f), 0)::int,
+                                        min(x.p) FILTER (WHERE x.f > 0)
                                  FROM (SELECT e.parent AS p,
-                                              \"{s}\".graph_weight(c.policy, \"{s}\".graph_class(g.state)) AS wf
+                                              \"{s}\".graph_w(c.policy, \"{s}\".graph_class(g.state)) AS w,
+                                              \"{s}\".graph_f(c.policy, \"{s}\".graph_class(g.state)) AS f
                                        FROM \"{s}\".graph_nodes c
                                        JOIN \"{s}\".graph_edges e ON e.child = c.node
                                        JOIN \"{s}\".graph_nodes g ON g.node = e.parent

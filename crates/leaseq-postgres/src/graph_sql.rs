@@ -17,7 +17,7 @@
 //!
 //! **The model is the core's** ([`leaseq_core::graph`]): a parent's class (open, acked,
 //! failed) weighs on a child as [`OnFailedParent`](leaseq_core::graph::OnFailedParent)
-//! says (`graph_weight` is the core's `OnFailedParent::weight` table, written again in SQL
+//! says (`graph_w` / `graph_f` are the core's `OnFailedParent::weight` table, written again in SQL
 //! because the release must happen inside the ack's statement; `tests/graph.rs` checks each
 //! policy's behaviour against the core's docs); a pending child
 //! with no parent waited for is released; a failed parent cancels (`Cancel`) or holds
@@ -100,12 +100,15 @@ pub(crate) const MIGRATION: &str = r#"
         SELECT CASE WHEN st <= 1 THEN 0 WHEN st = 2 THEN 1 ELSE 2 END
     $fn$;
 
-    -- What a parent of class c adds to a child's (waiting, failed): the core's
-    -- OnFailedParent::weight.
-    CREATE OR REPLACE FUNCTION {s}.graph_weight(policy smallint, c integer, OUT w integer, OUT f integer)
+    -- What a parent of class c adds to a child's counters, waiting (graph_w) and failed
+    -- (graph_f): the core's OnFailedParent::weight. Scalar SQL, inlined where it is called.
+    CREATE OR REPLACE FUNCTION {s}.graph_w(policy smallint, c integer) RETURNS integer
     LANGUAGE sql IMMUTABLE AS $fn$
-        SELECT CASE WHEN c = 0 THEN 1 WHEN c = 1 THEN 0 WHEN policy = 1 THEN 0 ELSE 1 END,
-               CASE WHEN c = 2 AND policy <> 1 THEN 1 ELSE 0 END
+        SELECT CASE WHEN c = 0 THEN 1 WHEN c = 1 THEN 0 WHEN policy = 1 THEN 0 ELSE 1 END
+    $fn$;
+    CREATE OR REPLACE FUNCTION {s}.graph_f(policy smallint, c integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE AS $fn$
+        SELECT CASE WHEN c = 2 AND policy <> 1 THEN 1 ELSE 0 END
     $fn$;
 
     -- Pushes a pending node's payload as an items row (push_rows: the one push), names it.
@@ -180,9 +183,9 @@ pub(crate) const MIGRATION: &str = r#"
         END IF;
         -- The weights' changes, for `Run` (1) and for the other two (same weights), taken
         -- once here rather than per child.
-        SELECT n1.w - o1.w, n0.w - o0.w, n0.f - o0.f INTO dw_run, dw, df
-        FROM {s}.graph_weight(1::smallint, oc) o1, {s}.graph_weight(1::smallint, nc) n1,
-             {s}.graph_weight(0::smallint, oc) o0, {s}.graph_weight(0::smallint, nc) n0;
+        dw_run := {s}.graph_w(1::smallint, nc) - {s}.graph_w(1::smallint, oc);
+        dw := {s}.graph_w(0::smallint, nc) - {s}.graph_w(0::smallint, oc);
+        df := {s}.graph_f(0::smallint, nc) - {s}.graph_f(0::smallint, oc);
         FOR c IN
             UPDATE {s}.graph_nodes g SET
                 waiting = g.waiting + CASE WHEN g.policy = 1 THEN dw_run ELSE dw END,
@@ -229,10 +232,10 @@ pub(crate) const MIGRATION: &str = r#"
     BEGIN
         SELECT policy INTO pol FROM {s}.graph_nodes WHERE node = p_node;
         UPDATE {s}.graph_shards x SET waiting = t.w, failed = t.f
-        FROM (SELECT e.shard, sum((y.wf).w) AS w, sum((y.wf).f) AS f
+        FROM (SELECT e.shard, sum({s}.graph_w(pol, {s}.graph_class(g.state))) AS w,
+                     sum({s}.graph_f(pol, {s}.graph_class(g.state))) AS f
               FROM {s}.graph_edges e
-              JOIN {s}.graph_nodes g ON g.node = e.parent,
-              LATERAL (SELECT {s}.graph_weight(pol, {s}.graph_class(g.state)) AS wf) y
+              JOIN {s}.graph_nodes g ON g.node = e.parent
               WHERE e.child = p_node AND e.shard IS NOT NULL
               GROUP BY e.shard) t
         WHERE x.node = p_node AND x.shard = t.shard;
@@ -244,10 +247,10 @@ pub(crate) const MIGRATION: &str = r#"
         ELSE
             UPDATE {s}.graph_nodes SET
                 waiting = coalesce(t.w, 0), failed = coalesce(t.f, 0)
-            FROM (SELECT sum((y.wf).w) AS w, sum((y.wf).f) AS f
+            FROM (SELECT sum({s}.graph_w(pol, {s}.graph_class(g.state))) AS w,
+                         sum({s}.graph_f(pol, {s}.graph_class(g.state))) AS f
                   FROM {s}.graph_edges e
-                  JOIN {s}.graph_nodes g ON g.node = e.parent,
-                  LATERAL (SELECT {s}.graph_weight(pol, {s}.graph_class(g.state)) AS wf) y
+                  JOIN {s}.graph_nodes g ON g.node = e.parent
                   WHERE e.child = p_node) t
             WHERE node = p_node;
         END IF;
