@@ -180,8 +180,8 @@
 //! a workflow of named steps pushed in one transaction (checked for cycles by the core's
 //! [`WorkflowSpec`](leaseq_async::dependencies::WorkflowSpec) before anything is sent), a
 //! batch with one callback, and small results its dependents read. The graph lives in the
-//! schema's own tables (step 10: `graph_nodes`, `graph_edges`, `graph_workflows`,
-//! `graph_batches`), shared by every process of the queue, with the core's rules for when a
+//! schema's own tables (step 10: `graph_nodes`, `graph_edges`, `graph_shards`,
+//! `graph_workflows`, `graph_batches`), shared by every process of the queue, with the core's rules for when a
 //! job runs and what a failed parent does to it.
 //!
 //! A job that waits is not an `items` row yet. Each released job's row carries its node
