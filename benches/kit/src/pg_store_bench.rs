@@ -99,7 +99,7 @@ pub async fn open_capped(
 }
 
 /// Pushes items `from..to` in batches of [`PUSH_BATCH`], each awaited (committed).
-pub(crate) async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Result<(), BenchError> {
+pub async fn push_range(q: &PgQueue<Vec<u8>>, from: u64, to: u64) -> Result<(), BenchError> {
     let mut next = from;
     while next < to {
         let n = (to - next).min(PUSH_BATCH as u64);

@@ -369,3 +369,14 @@ pub trait DependencyStore<T>: Store<T> {
         batch: BatchId,
     ) -> impl Future<Output = Result<Option<(NodeId, BatchOn)>, DependencyError>> + Send;
 }
+
+impl ParentOutcome {
+    /// A parent's outcome as a store that keeps the graph in its own tables reads it.
+    pub fn new(node: NodeId, state: StepState, result: Option<Vec<u8>>) -> Self {
+        ParentOutcome {
+            node,
+            state,
+            result,
+        }
+    }
+}

@@ -173,6 +173,44 @@
 //! call `push_rows` (the statement the Rust API runs with its own limits), so the two
 //! paths share one implementation.
 //!
+//! # Jobs that wait for other jobs
+//!
+//! [`PgStore`] implements [`DependencyStore`](leaseq_async::dependencies::DependencyStore)
+//! (issue 33): a job pushed after others ([`push_after`](leaseq_async::dependencies::DependencyStore::push_after)),
+//! a workflow of named steps pushed in one transaction (checked for cycles by the core's
+//! [`WorkflowSpec`](leaseq_async::dependencies::WorkflowSpec) before anything is sent), a
+//! batch with one callback, and small results its dependents read. The graph lives in the
+//! schema's own tables (step 10: `graph_nodes`, `graph_edges`, `graph_shards`,
+//! `graph_workflows`, `graph_batches`), shared by every process of the queue, with the core's rules for when a
+//! job runs and what a failed parent does to it.
+//!
+//! A job that waits is not an `items` row yet. Each released job's row carries its node
+//! (`items.node`), and two row triggers on `items`, `WHEN (node IS NOT NULL)`, tell the graph
+//! its outcome inside the very statement that settles it: the ack that deletes a last
+//! parent's row also inserts the dependent's row (and counts a batch child), in the same
+//! transaction; a dead letter or a redrive moves it too. So no receiver sees a parent's ack
+//! without its dependents, a crash or a lost reply never releases a job before the ack
+//! commits, and nothing is released twice (the re-run ack is fenced and finds no row).
+//! Jobs without dependencies have `node` NULL: their acks and claims run no trigger
+//! function and touch no graph table (BENCHMARKS.md, issue 33, measures it).
+//!
+//! ```no_run
+//! # async fn f(queue: leaseq_postgres::PgQueue<String>) -> Result<(), Box<dyn std::error::Error>> {
+//! use leaseq_async::dependencies::{BatchOn, DependencyStore};
+//!
+//! let emails: Vec<String> = (0..500).map(|i| format!("mail {i}")).collect();
+//! let batch = queue.store().push_batch(emails, "report".into(), BatchOn::Complete).await?;
+//! // ... workers ack the mails; the report runs once, after the last one, in its commit.
+//! let counts = queue.store().batch_counts(batch).await?;
+//! # let _ = counts; Ok(()) }
+//! ```
+//!
+//! Deletes that are not acks (a cancel, a purge, a replaced keyed push) say so to the
+//! trigger with the transaction-local setting `leaseq.fate = 'cancel'`; a row deleted from
+//! SQL by other means counts as acked. A bounded queue refuses dependencies
+//! ([`DependencyError::Bounded`](leaseq_async::dependencies::DependencyError::Bounded)),
+//! as the memory store does. A worker role needs the step's grants ([`WORKER_GRANTS`]).
+//!
 //! # Table size
 //!
 //! Acked rows are deleted, never kept; claims and settles update rows in place. Dead
@@ -260,6 +298,12 @@ mod db;
 mod driver_wake;
 mod error;
 mod extend;
+mod graph;
+mod graph_impl;
+mod graph_list;
+mod graph_ops;
+mod graph_read;
+mod graph_sql;
 mod history;
 mod history_sql;
 mod inspect;

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -83,6 +83,9 @@ const MIGRATIONS: &[&str] = &[
     crate::history_sql::MIGRATION,
     // 9 (pause and resume, issue 31): the paused queues, read by the claim (`pause.rs`).
     crate::pause_sql::MIGRATION,
+    // 10 (jobs that wait for other jobs, issue 33): `items.node`, the graph's tables, its
+    // functions and the two triggers that tell it a tracked row's outcome (`graph_sql.rs`).
+    crate::graph_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -119,7 +122,9 @@ const REASON_NAMES: &str = r#"
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history TO "{role}";
-GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";"#;
+GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".graph_nodes, "{schema}".graph_edges, "{schema}".graph_shards, "{schema}".graph_workflows, "{schema}".graph_batches TO "{role}";
+GRANT USAGE ON SEQUENCE "{schema}".graph_ids TO "{role}";"#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,
 /// not starting with a digit, at most 63 bytes (so it never needs escaping).

@@ -163,3 +163,80 @@ fn a_cancel_whose_connection_reset_is_tried_again_not_reported_not_found() {
         assert_eq!(row(&url, id).await, None, "cancelled");
     });
 }
+
+/// Issue 33: the ack of a job's last parent, its reply lost, re-run after the trigger
+/// released the job in the same statement: the job is released once, and a batch's
+/// callback counts each child once.
+#[test]
+fn a_parents_ack_whose_reply_was_lost_releases_its_dependent_once() {
+    use leaseq_async::dependencies::{BatchOn, DependencyStore, OnFailedParent, Parent};
+    common::with_server(|url| async move {
+        let (proxy, q) = proxied(&url, common::options()).await;
+        let g = q.store();
+        let parent = q.push(b"parent".to_vec()).await.expect("push");
+        let child = g
+            .push_after(
+                b"child".to_vec(),
+                &[Parent::Message(parent)],
+                OnFailedParent::Cancel,
+            )
+            .await
+            .expect("push_after");
+        let batch = g
+            .push_batch(
+                vec![b"kid".to_vec()],
+                b"callback".to_vec(),
+                BatchOn::Success,
+            )
+            .await
+            .expect("push_batch");
+        let mut released = Vec::new();
+        for _ in 0..4 {
+            let d = common::receive(&q).await;
+            released.push(d.item().clone());
+            if d.item() == b"parent" || d.item() == b"kid" {
+                let r = reply_lost(&proxy, "USING unnest", d.ack()).await;
+                assert!(r.as_ref().is_err_and(|e| e.is_outcome_unknown()), "{r:?}");
+            } else {
+                d.ack().await.expect("ack");
+            }
+        }
+        common::nothing_comes(&q).await;
+        released.sort();
+        let names: [&[u8]; 4] = [b"callback", b"child", b"kid", b"parent"];
+        assert_eq!(released, names.map(<[u8]>::to_vec), "each once");
+        let counts = g.batch_counts(batch).await.expect("read").expect("a batch");
+        assert_eq!((counts.total, counts.acked, counts.open), (1, 1, 0));
+        assert!(matches!(
+            g.job_state(child).await.expect("read"),
+            Some(leaseq_async::dependencies::StepState::Acked(_))
+        ));
+    });
+}
+
+/// A graph call whose commit's reply is lost says so: outcome unknown, not "not done".
+#[test]
+fn a_push_after_whose_commit_reply_was_lost_is_outcome_unknown() {
+    use leaseq_async::dependencies::{DependencyError, DependencyStore, OnFailedParent};
+    common::with_server(|url| async move {
+        let (proxy, q) = proxied(&url, common::options()).await;
+        let g = q.store();
+        proxy.lose_commit_after("graph_add(");
+        let push = g.push_after(b"job".to_vec(), &[], OnFailedParent::Cancel);
+        let r = tokio::time::timeout(PATIENCE, push)
+            .await
+            .expect("answered");
+        assert!(!proxy.target_pending(), "the commit's reply was lost");
+        let Err(refused) = r else { panic!("{r:?}") };
+        assert!(
+            matches!(&refused.error, DependencyError::Store(e) if e.is_outcome_unknown()),
+            "{refused:?}"
+        );
+        assert_eq!(refused.payload, b"job", "handed back");
+        // It did commit: the job comes once.
+        let d = common::receive(&q).await;
+        assert_eq!(d.item(), b"job");
+        d.ack().await.expect("ack");
+        common::nothing_comes(&q).await;
+    });
+}

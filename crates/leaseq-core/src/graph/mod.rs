@@ -82,6 +82,7 @@
 
 mod add;
 mod batch;
+mod checked;
 mod engine;
 mod error;
 mod ids;
@@ -100,6 +101,7 @@ use alloc::vec::Vec;
 
 pub use add::Added;
 pub use batch::{AddedBatch, BatchCounts, BatchOn};
+pub use checked::CheckedStep;
 pub use error::{AddError, GraphError, InvariantError};
 pub use ids::{BatchId, NodeId, WorkflowId};
 pub use node::{OnFailedParent, StepState};

@@ -52,6 +52,8 @@ pub(crate) struct Proxy {
     max_stall: Duration,
     /// A statement text (a part of it) whose next request's reply is lost, once.
     pub(crate) target: Mutex<Option<Vec<u8>>>,
+    /// The target is a statement whose transaction's `COMMIT` loses its reply.
+    commit_after: Mutex<bool>,
     /// While set, the server is out of reach: new connections are reset at once, open ones
     /// at their next request.
     pub(crate) blocked: AtomicBool,
@@ -79,6 +81,7 @@ impl Proxy {
             armed: AtomicBool::new(true),
             max_stall,
             target: Mutex::new(None),
+            commit_after: Mutex::new(false),
             blocked: AtomicBool::new(false),
         });
         let upstream = upstream.to_string();
@@ -132,6 +135,15 @@ impl Proxy {
 
     /// Loses the reply of the next request that runs a statement containing `part`.
     pub(crate) fn lose_next_reply(&self, part: &str) {
+        *self.commit_after.lock() = false;
+        *self.target.lock() = Some(part.as_bytes().to_vec());
+    }
+
+    /// Loses the reply to the `COMMIT` of the next transaction that runs a statement
+    /// containing `part` (on the same connection).
+    #[allow(dead_code)] // not every test that includes the proxy uses it
+    pub(crate) fn lose_commit_after(&self, part: &str) {
+        *self.commit_after.lock() = true;
         *self.target.lock() = Some(part.as_bytes().to_vec());
     }
 
@@ -228,6 +240,9 @@ impl Conn {
         // writer's insert, or the statement a test targets.
         let mut statements: std::collections::HashMap<Vec<u8>, Vec<u8>> = Default::default();
         let (mut insert, mut targeted) = (false, false);
+        // A statement targeted by `lose_commit_after` ran on this connection: its
+        // transaction's `COMMIT` is the one whose reply is lost.
+        let mut commit_armed = false;
         let mut chunk = vec![0u8; 64 * 1024];
         'outer: loop {
             let n = match cr.read(&mut chunk).await {
@@ -273,8 +288,17 @@ impl Conn {
                         let f = fields(5);
                         if let Some(text) = f.get(1).and_then(|name| statements.get(*name)) {
                             insert |= contains(text, b"INSERT INTO") && contains(text, b".items");
-                            targeted |= proxy.targets(text);
+                            if *proxy.commit_after.lock() {
+                                commit_armed |= proxy.targets(text);
+                            } else {
+                                targeted |= proxy.targets(text);
+                            }
                         }
+                    }
+                    // Query (the simple protocol: `COMMIT`, `batch_execute`): its text.
+                    b'Q' => {
+                        let text = fields(5).first().copied().unwrap_or_default();
+                        targeted |= proxy.targets(text) || (commit_armed && text == b"COMMIT");
                     }
                     _ => {}
                 }
@@ -287,6 +311,9 @@ impl Conn {
                     } else {
                         proxy.decide(insert)
                     };
+                    if targeted {
+                        commit_armed = false;
+                    }
                     (insert, targeted) = (false, false);
                     f
                 } else {

@@ -1,0 +1,339 @@
+//! Jobs that wait for other jobs on Postgres, the pushing side: `push_after`, workflows and
+//! batches, each one transaction over the schema's graph functions (`graph_sql.rs`), so a
+//! call is all done or (refused, failed) not at all. The reads, results and operator calls
+//! are in `graph_read.rs` and `graph_ops.rs`; the trait `DependencyStore` in `graph_impl.rs`.
+
+use leaseq_async::dependencies::{
+    BatchId, BatchOn, DependencyError, NodeId, OnFailedParent, Parent, WorkflowId,
+};
+use leaseq_async::{ErrorChain, StoreError};
+use leaseq_core::graph::GraphError;
+use tokio_postgres::Transaction;
+
+use crate::db::Db;
+use crate::store::PgStore;
+
+/// Why a graph call failed: refused (nothing changed), or the database failed (`true`
+/// once the commit was sent: its reply may be what was lost).
+pub(crate) enum Fail {
+    Refused(DependencyError),
+    Db(tokio_postgres::Error, bool),
+}
+
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Fail::Db(e, false)
+    }
+}
+
+impl From<DependencyError> for Fail {
+    fn from(e: DependencyError) -> Self {
+        Fail::Refused(e)
+    }
+}
+
+impl Fail {
+    /// The caller's error: a refusal as it is; a failed statement not done, a failed
+    /// commit whose reply may have been lost outcome unknown.
+    pub(crate) fn into_error(self, what: &str) -> DependencyError {
+        match self {
+            Fail::Refused(e) => e,
+            Fail::Db(e, committing) => {
+                let message = format!("{what}: {}", ErrorChain(&e));
+                DependencyError::Store(if committing && crate::outcome::maybe_made(&e) {
+                    StoreError::outcome_unknown(message)
+                } else {
+                    StoreError::not_done(message)
+                })
+            }
+        }
+    }
+}
+
+/// A policy's code in `graph_nodes.policy`.
+pub(crate) fn policy_code(policy: OnFailedParent) -> i16 {
+    match policy {
+        OnFailedParent::Run => 1,
+        OnFailedParent::Hold => 2,
+        _ => 0,
+    }
+}
+
+/// A database id as the graph's (ids are never negative).
+pub(crate) fn id64(n: i64) -> u64 {
+    n.max(0) as u64
+}
+
+/// The statement calling the schema's `graph_add`.
+fn add_sql(schema: &str) -> String {
+    format!("SELECT \"{schema}\".graph_add($1, $2, $3, $4, $5, $6, $7)")
+}
+
+impl<T: Clone + Send + Sync + 'static> PgStore<T> {
+    /// Refused before any round trip: a closed store, a bounded queue.
+    pub(crate) fn graph_open(&self) -> Result<(), DependencyError> {
+        if self.life.is_closed() || self.life.is_stopped() {
+            return Err(DependencyError::Closed);
+        }
+        if self.db.config.capacity().is_some() {
+            return Err(DependencyError::Bounded);
+        }
+        Ok(())
+    }
+
+    /// The item's bytes as the claim decodes them, within the size limit.
+    pub(crate) fn graph_encode(&self, item: &T) -> Result<Vec<u8>, DependencyError> {
+        let db = &self.db;
+        let bytes = db
+            .codec
+            .encode(item)
+            .map_err(|e| DependencyError::Store(StoreError::not_done(format!("encode: {e}"))))?;
+        if bytes.len() > db.options.max_item_size {
+            return Err(DependencyError::Store(StoreError::not_done(format!(
+                "the item is {} bytes, over max_item_size ({})",
+                bytes.len(),
+                db.options.max_item_size
+            ))));
+        }
+        Ok(bytes)
+    }
+
+    /// A pooled connection for a graph call.
+    pub(crate) async fn graph_client(&self) -> Result<deadpool_postgres::Object, Fail> {
+        self.db.client().await.map_err(|e| {
+            Fail::Refused(DependencyError::Store(StoreError::not_done(format!(
+                "no connection: {}",
+                ErrorChain(&e)
+            ))))
+        })
+    }
+
+    /// [`DependencyStore::push_after`](leaseq_async::dependencies::DependencyStore::push_after).
+    pub(crate) async fn graph_push_after(
+        &self,
+        payload: Vec<u8>,
+        parents: &[Parent],
+        policy: OnFailedParent,
+    ) -> Result<NodeId, DependencyError> {
+        let db = &*self.db;
+        let node = async {
+            let mut client = self.graph_client().await?;
+            let tx = client.transaction().await?;
+            let nodes = adopt_all(&tx, db, parents).await?;
+            let node = add(&tx, db, &payload, &nodes, policy, None, None).await?;
+            commit(tx).await?;
+            Ok::<_, Fail>(node)
+        }
+        .await
+        .map_err(|f| f.into_error("push_after"))?;
+        Ok(NodeId::new(id64(node)))
+    }
+
+    /// [`DependencyStore::push_workflow`](leaseq_async::dependencies::DependencyStore::push_workflow),
+    /// the spec already checked and encoded: (name, payload, parents as indexes, policy),
+    /// parents first, and the names in the spec's order.
+    pub(crate) async fn graph_push_workflow(
+        &self,
+        steps: Vec<(String, Vec<u8>, Vec<usize>, OnFailedParent)>,
+        names: Vec<String>,
+    ) -> Result<WorkflowId, DependencyError> {
+        let db = &*self.db;
+        let id = async {
+            {
+                let mut client = self.graph_client().await?;
+                let owned = client.transaction().await?;
+                let tx = &owned;
+                let s = &db.options.schema;
+                let row = tx
+                    .query_one(
+                        &format!(
+                            "INSERT INTO \"{s}\".graph_workflows (workflow, queue, steps)
+                                 VALUES (nextval('\"{s}\".graph_ids'), $1, $2) RETURNING workflow"
+                        ),
+                        &[&db.queue, &names],
+                    )
+                    .await?;
+                let wf: i64 = row.get(0);
+                let mut nodes: Vec<i64> = Vec::with_capacity(steps.len());
+                for (name, payload, parents, policy) in &steps {
+                    let ps: Vec<i64> = parents.iter().map(|&p| nodes[p]).collect();
+                    let n = add(tx, db, payload, &ps, *policy, Some(wf), Some(name)).await?;
+                    nodes.push(n);
+                }
+                commit(owned).await?;
+                Ok::<_, Fail>(wf)
+            }
+        }
+        .await
+        .map_err(|f| f.into_error("push_workflow"))?;
+        Ok(WorkflowId::new(id64(id)))
+    }
+
+    /// [`DependencyStore::push_batch`](leaseq_async::dependencies::DependencyStore::push_batch),
+    /// encoded: the children pushed in one `push_rows`, their nodes in one insert, the
+    /// callback added under them.
+    pub(crate) async fn graph_push_batch(
+        &self,
+        children: Vec<Vec<u8>>,
+        callback: Vec<u8>,
+        on: BatchOn,
+    ) -> Result<BatchId, DependencyError> {
+        let db = &*self.db;
+        let id = async {
+                {
+                    let mut client = self.graph_client().await?;
+                    let owned = client.transaction().await?;
+                    let tx = &owned;
+                    let s = &db.options.schema;
+                    let batch: i64 = tx
+                        .query_one(&format!("SELECT nextval('\"{s}\".graph_ids')"), &[])
+                        .await?
+                        .get(0);
+                    let pushed = tx
+                        .query_one(
+                            &crate::tx_sql::push_rows(s),
+                            &[
+                                &db.queue,
+                                &children,
+                                &0_i32,
+                                &0_i64,
+                                &None::<i64>,
+                                &None::<Vec<u8>>,
+                                &false,
+                                &i64::MAX,
+                                &None::<i64>,
+                            ],
+                        )
+                        .await?;
+                    let ids: Vec<i64> = pushed.get(0);
+                    let refusal: Option<String> = pushed.get(1);
+                    if refusal.is_some() || ids.len() != children.len() {
+                        return Err(Fail::Refused(DependencyError::Store(StoreError::not_done(
+                            format!("push_batch: the children were refused ({refusal:?})"),
+                        ))));
+                    }
+                    let nodes: Vec<i64> = tx
+                        .query(
+                            &format!(
+                                "WITH n AS (
+                                    INSERT INTO \"{s}\".graph_nodes (node, queue, state, policy, message, batch)
+                                    SELECT nextval('\"{s}\".graph_ids'), $1, 1, 0, m, $3
+                                    FROM unnest($2::bigint[]) WITH ORDINALITY AS u(m, o) ORDER BY o
+                                    RETURNING node, message),
+                                 u AS (UPDATE \"{s}\".items i SET node = n.node FROM n
+                                       WHERE i.id = n.message AND i.id = ANY($2::bigint[]))
+                                 SELECT node FROM n ORDER BY node"
+                            ),
+                            &[&db.queue, &ids, &batch],
+                        )
+                        .await?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
+                    let policy = match on {
+                        BatchOn::Success => OnFailedParent::Hold,
+                        _ => OnFailedParent::Run,
+                    };
+                    let cb = add(tx, db, &callback, &nodes, policy, None, None).await?;
+                    let total = nodes.len() as i64;
+                    tx.execute(
+                        &format!(
+                            "INSERT INTO \"{s}\".graph_batches (batch, queue, callback, on_success, total)
+                             VALUES ($1, $2, $3, $4, $5)"
+                        ),
+                        &[&batch, &db.queue, &cb, &matches!(on, BatchOn::Success), &total],
+                    )
+                    .await?;
+                    commit(owned).await?;
+                    Ok::<_, Fail>(batch)
+                }
+        }
+        .await
+        .map_err(|f| f.into_error("push_batch"))?;
+        Ok(BatchId::new(id64(id)))
+    }
+}
+
+/// Commits a graph call's transaction: a failure may be a lost reply.
+pub(crate) async fn commit(tx: deadpool_postgres::Transaction<'_>) -> Result<(), Fail> {
+    tx.commit().await.map_err(|e| Fail::Db(e, true))
+}
+
+/// Each parent's node: a job's as given, a plain message adopted (skipped if gone: it is
+/// finished, nothing to wait for).
+pub(crate) async fn adopt_all<T>(
+    tx: &Transaction<'_>,
+    db: &Db<T>,
+    parents: &[Parent],
+) -> Result<Vec<i64>, Fail> {
+    let s = &db.options.schema;
+    let adopt = format!("SELECT \"{s}\".graph_adopt($1, $2)");
+    let mut nodes = Vec::with_capacity(parents.len());
+    for p in parents {
+        match p {
+            Parent::Job(n) => nodes.push(n.get() as i64),
+            Parent::Message(m) => {
+                let row = tx
+                    .query_one(&adopt, &[&db.queue, &(m.get() as i64)])
+                    .await?;
+                if let Some(n) = row.get::<_, Option<i64>>(0) {
+                    nodes.push(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(nodes)
+}
+
+/// `graph_add`, its refusal named: a parent named twice, or unknown.
+pub(crate) async fn add<T>(
+    tx: &Transaction<'_>,
+    db: &Db<T>,
+    payload: &[u8],
+    parents: &[i64],
+    policy: OnFailedParent,
+    workflow: Option<i64>,
+    step: Option<&str>,
+) -> Result<i64, Fail> {
+    let mut sorted = parents.to_vec();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        let dup = NodeId::new(id64(w[0]));
+        return Err(DependencyError::Graph(GraphError::DuplicateParent(dup)).into());
+    }
+    let row = tx
+        .query_one(
+            &add_sql(&db.options.schema),
+            &[
+                &db.queue,
+                &payload,
+                &parents,
+                &policy_code(policy),
+                &workflow,
+                &step,
+                &None::<i64>,
+            ],
+        )
+        .await?;
+    if let Some(node) = row.get::<_, Option<i64>>(0) {
+        return Ok(node);
+    }
+    let s = &db.options.schema;
+    let known: Vec<i64> = tx
+        .query(
+            &format!("SELECT node FROM \"{s}\".graph_nodes WHERE node = ANY($1)"),
+            &[&parents],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let unknown = parents.iter().find(|p| !known.contains(p)).copied();
+    Err(
+        DependencyError::Graph(GraphError::UnknownNode(NodeId::new(id64(
+            unknown.unwrap_or(-1),
+        ))))
+        .into(),
+    )
+}
