@@ -7,7 +7,8 @@ use leaseq_test_kit::pg as common;
 use std::time::Duration;
 
 use leaseq_async::dependencies::{
-    BatchOn, DependencyError, DependencyStore, OnFailedParent, Parent, StepState, WorkflowSpec,
+    BatchId, BatchOn, DependencyError, DependencyStore, OnFailedParent, Parent, StepState,
+    WorkflowId, WorkflowSpec,
 };
 use leaseq_async::Config;
 use leaseq_core::graph::{GraphError, WorkflowError};
@@ -197,6 +198,10 @@ fn a_workflow_is_one_commit_checked_cancelled_and_retried() {
             .step("right", b"right".to_vec(), &["root"])
             .step("root", b"root".to_vec(), &[]);
         let wf = g.push_workflow(spec).await.unwrap();
+        // Listed for the queue in id order (an operator's view reads it).
+        let before = WorkflowId::new(wf.get() - 1);
+        assert_eq!(g.workflows(Some(before), 10).await.unwrap(), [wf]);
+        assert_eq!(g.workflows(Some(wf), 10).await.unwrap(), []);
         let steps = g.workflow_steps(wf).await.unwrap().unwrap();
         let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["join", "left", "right", "root"], "the spec's order");
@@ -261,6 +266,10 @@ fn batches_count_exactly_and_call_back_once() {
             // 150 children: over 64, so the callback's counters are split (graph_shards).
             let kids: Vec<Vec<u8>> = (0..150u8).map(|i| vec![i]).collect();
             let batch = g.push_batch(kids, b"callback".to_vec(), on).await.unwrap();
+            let before = BatchId::new(batch.get() - 1);
+            assert_eq!(g.batches(Some(before), 10).await.unwrap(), [batch]);
+            let (_, read_on) = g.batch_callback(batch).await.unwrap().unwrap();
+            assert_eq!(read_on, on);
             let mut dead = None;
             for _ in 0..150 {
                 let d = next(&q).await;
