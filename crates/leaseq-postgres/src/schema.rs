@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -83,6 +83,8 @@ const MIGRATIONS: &[&str] = &[
     crate::history_sql::MIGRATION,
     // 9 (pause and resume, issue 31): the paused queues, read by the claim (`pause.rs`).
     crate::pause_sql::MIGRATION,
+    // 10 (12 once merged; snoozes, issue 32): `items.snoozes` (`settle_sql.rs`).
+    crate::settle_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
