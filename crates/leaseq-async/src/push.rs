@@ -124,6 +124,13 @@ impl Push {
         self.windowed
     }
 
+    /// The window this push's key is held for ([`KeyWindow::Live`] unless
+    /// [`key_window`](Self::key_window) gave another): for a store that keeps windows
+    /// itself.
+    pub fn window(&self) -> KeyWindow {
+        self.window
+    }
+
     /// With a [`key`](Self::key): a ready or delayed item holding the key is replaced by
     /// this one (an item in flight never is; the push is then refused as without it).
     pub const fn replace_pending(mut self) -> Self {
@@ -148,9 +155,13 @@ impl Push {
     /// [`PushOptions::waits_for_room`]). Not part of [`is_plain`](Self::is_plain): an
     /// unbounded in-memory queue still takes it through its inbox.
     /// Whether the push is measured from the clock's time: a delay, a time to live or a
-    /// key's window (a plain push becomes visible at the queue's latest time, whatever it).
+    /// key (a plain push becomes visible at the queue's latest time, whatever it). A keyed
+    /// push without a window of its own still meets the windows of the key's holder,
+    /// judged at the push's time: on the queue's latest time instead, a holder whose
+    /// window had passed since (a `Period` over, an item gone past its `LiveThen`) still
+    /// held the key until some other call moved the queue's time on.
     pub(crate) fn needs_clock(&self) -> bool {
-        !self.delay.is_zero() || self.ttl.is_some() || self.has_key_window()
+        !self.delay.is_zero() || self.ttl.is_some() || self.keyed
     }
 
     /// Pushes `item` into `core` under `id` at `now` with `options` (this push's, at

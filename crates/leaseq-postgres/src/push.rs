@@ -9,9 +9,10 @@ use crate::db::micros;
 use crate::pushes::{PushRow, Pushes};
 use crate::store::PgStore;
 
-/// What a push with a key window (`Push::key_window`) is refused as: the table's unique
-/// index holds a key while its row is live, no longer.
-pub(crate) const KEY_WINDOWS: &str = "unique key windows (Push::key_window) on the Postgres store";
+/// What a push with a key window this version does not know (`KeyWindow` is
+/// non-exhaustive) is refused as.
+pub(crate) const KEY_WINDOWS: &str =
+    "this unique key window (Push::key_window) on the Postgres store";
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `try_push`: refused at once (the item handed back) when closed, when the writer is
@@ -32,10 +33,6 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if options.priority > MAX_PRIORITY {
             let level = options.priority;
             return Err(PushError::PriorityOutOfRange { item, level });
-        }
-        if push.has_key_window() {
-            let what = KEY_WINDOWS;
-            return Err(PushError::Unsupported { item, what });
         }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return Err(PushError::AlreadyExpired(item));

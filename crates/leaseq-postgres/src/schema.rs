@@ -83,7 +83,9 @@ const MIGRATIONS: &[&str] = &[
     crate::history_sql::MIGRATION,
     // 9 (pause and resume, issue 31): the paused queues, read by the claim (`pause.rs`).
     crate::pause_sql::MIGRATION,
-    // 10 (12 once merged; snoozes, issue 32): `items.snoozes` (`settle_sql.rs`).
+    // 10 (12 once merged; issue 32): `items.snoozes`, the keys' windows (`items.key_hold`,
+    // `key_until`, `key_then`, the `gone_keys` table and its triggers, `key_holder`) and
+    // the push functions taking a window (`settle_sql.rs`).
     crate::settle_sql::MIGRATION,
 ];
 
@@ -111,8 +113,9 @@ const REASON_NAMES: &str = r#"
 /// The grants a worker role needs on a schema another role migrated: `{schema}` and
 /// `{role}` to fill in (quoted here, so any valid names do). Reads the version, uses the
 /// two id sequences, and reads and writes the items, the writers' watermarks, the queues'
-/// limits (recorded at open for the SQL functions), the schedules' cursors and the record of
-/// finished jobs (written only with `Options::retention`); no DDL, no
+/// limits (recorded at open for the SQL functions), the schedules' cursors, the record of
+/// finished jobs (written only with `Options::retention`) and the keys held past their
+/// items (`gone_keys`, written by the triggers of items with a key window); no DDL, no
 /// ownership. The functions `push_item` and `push_job` run with their caller's rights
 /// (PUBLIC may execute them): a role that pushes from SQL needs these grants too. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
@@ -120,7 +123,7 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";"#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,

@@ -184,9 +184,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if options.priority > MAX_PRIORITY {
             return (Vec::new(), Some(Refused::Priority(options.priority)));
         }
-        if push.has_key_window() {
+        let Some((window, window_us)) = crate::keyed::window_columns(push.window()) else {
             return (Vec::new(), Some(Refused::Unsupported(KEY_WINDOWS)));
-        }
+        };
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return (Vec::new(), Some(Refused::Expired));
         }
@@ -237,6 +237,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 .config
                 .capacity()
                 .map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
+            window,
+            window_us,
         };
         let Reply {
             ids,

@@ -49,10 +49,7 @@ fn a_snooze_puts_the_item_back_for_its_delay_without_counting_the_attempt() {
         let mut d = common::receive(&q).await;
         let id = d.id();
         let r = d.snooze(Duration::from_secs(3600)).await;
-        assert!(
-            matches!(r, Ok(Snoozed::Later { snoozes: 1, .. })),
-            "{r:?}"
-        );
+        assert!(matches!(r, Ok(Snoozed::Later { snoozes: 1, .. })), "{r:?}");
         let (state, attempts, snoozes, until) = row(&url, id).await;
         assert_eq!((state, attempts, snoozes), (0, 0, 1));
         assert!(until > 3500.0, "visible in an hour, not {until} s");
@@ -85,7 +82,10 @@ fn past_the_bound_each_snooze_counts_an_attempt_across_processes() {
             let mut d = common::receive(q).await;
             assert_eq!(d.attempt(), 1);
             let r = d.snooze(Duration::ZERO).await;
-            assert!(matches!(r, Ok(Snoozed::Later { snoozes, .. }) if snoozes == n), "{r:?}");
+            assert!(
+                matches!(r, Ok(Snoozed::Later { snoozes, .. }) if snoozes == n),
+                "{r:?}"
+            );
         }
         // The third is counted: a failed attempt, retried after the snooze's delay.
         let mut d = common::receive(&a).await;
@@ -93,7 +93,10 @@ fn past_the_bound_each_snooze_counts_an_attempt_across_processes() {
         assert_eq!(d.attempt(), 1);
         let r = d.snooze(Duration::ZERO).await;
         assert!(
-            matches!(r, Ok(Snoozed::Counted(Nacked::Retrying { attempts: 1, .. }))),
+            matches!(
+                r,
+                Ok(Snoozed::Counted(Nacked::Retrying { attempts: 1, .. }))
+            ),
             "{r:?}"
         );
         assert_eq!(row(&url, id).await.1, 1, "the attempt counted");
@@ -102,7 +105,10 @@ fn past_the_bound_each_snooze_counts_an_attempt_across_processes() {
         assert_eq!(d.attempt(), 2);
         let r = d.snooze(Duration::ZERO).await;
         assert!(
-            matches!(r, Ok(Snoozed::Counted(Nacked::DeadLettered { attempts: 2 }))),
+            matches!(
+                r,
+                Ok(Snoozed::Counted(Nacked::DeadLettered { attempts: 2 }))
+            ),
             "{r:?}"
         );
         let dead = common::dead_letters_reach(&a, 1, "the dead letter").await;
@@ -167,10 +173,7 @@ fn a_snooze_whose_reply_was_lost_reports_what_it_did() {
             .await
             .expect("answered");
         assert!(!proxy.target_pending(), "the reply was lost");
-        assert!(
-            matches!(r, Ok(Snoozed::Later { snoozes: 1, .. })),
-            "{r:?}"
-        );
+        assert!(matches!(r, Ok(Snoozed::Later { snoozes: 1, .. })), "{r:?}");
         let (state, attempts, snoozes, _) = row(&url, id).await;
         assert_eq!((state, attempts, snoozes), (0, 0, 1), "snoozed once");
         // At the bound: the lost try changed nothing; the counted retry is made once.
@@ -180,7 +183,10 @@ fn a_snooze_whose_reply_was_lost_reports_what_it_did() {
             .await
             .expect("answered");
         assert!(
-            matches!(r, Ok(Snoozed::Counted(Nacked::Retrying { attempts: 1, .. }))),
+            matches!(
+                r,
+                Ok(Snoozed::Counted(Nacked::Retrying { attempts: 1, .. }))
+            ),
             "{r:?}"
         );
         let (state, attempts, snoozes, _) = row(&url, id).await;
