@@ -57,6 +57,11 @@
 //! against issue 30's goal (on >= 0.8 x off), and checks that the store kept an entry for
 //! every item it handled with retention on.
 //!
+//! **Key windows' triggers** (`--windows`): `--rounds` rounds (3) of a `PgPool` of 4
+//! workers with schema step 12's row triggers dropped and in place, alternating, after a
+//! discarded warm-up (`leaseq_bench_kit::pg_windows_bench`), in `leaseq_bench_windows`
+//! (dropped first); issue 32's goal: with >= 0.95 x without.
+//!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
 //! `leaseq_bench_size` (dropped and recreated), and `leaseq_bench_tls` (`--tls`).
 //! Absolute figures are the machine's; compare within one run.
@@ -98,6 +103,7 @@ struct Args {
     tls: bool,
     tx: bool,
     history: bool,
+    windows: bool,
     samples: usize,
 }
 
@@ -117,6 +123,7 @@ fn parse_args() -> Result<Args, String> {
         tls: false,
         tx: false,
         history: false,
+        windows: false,
         samples: 200,
     };
     let mut it = std::env::args().skip(1);
@@ -145,6 +152,7 @@ fn parse_args() -> Result<Args, String> {
             "--tls" => (a.throughput, a.tls) = (false, true),
             "--tx" => (a.throughput, a.tx) = (false, true),
             "--history" => (a.throughput, a.history) = (false, true),
+            "--windows" => (a.throughput, a.windows) = (false, true),
             "--samples" => a.samples = num()? as usize,
             "--help" | "-h" => {
                 println!("{HELP}");
@@ -163,6 +171,7 @@ pg_bench --all                                               throughput, then ta
 pg_bench --tls [--rounds N] [--items N] [--pool-items N]     plain text vs TLS (3 rounds)
 pg_bench --tx [--samples N]                                  commit-to-start latency, push_in vs push
 pg_bench --history [--rounds N] [--pool-items N]             Pool(4) with the record of finished jobs off vs on
+pg_bench --windows [--rounds N] [--pool-items N]             Pool(4) with the key windows' triggers dropped vs in place
 LEASEQ_PG_URL sets the server (default host=127.0.0.1 port=5432 user=postgres dbname=test)";
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -537,6 +546,34 @@ async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `--windows`: a pool without and with the key windows' triggers (issue 32), per round
+/// and in medians.
+async fn windows(url: &str, a: &Args) -> Result<(), BenchError> {
+    use leaseq_bench_kit::pg_windows_bench::{run_windows_rounds, GOAL};
+    const SCHEMA: &str = "leaseq_bench_windows";
+    drop_schema(url, SCHEMA).await?;
+    let rounds = a.rounds.unwrap_or(3);
+    println!(
+        "key windows' triggers: Pool(4), {} items a round, {rounds} rounds (load {})",
+        a.pool_items,
+        load()
+    );
+    let rows = run_windows_rounds(url, SCHEMA, rounds, a.pool_items).await?;
+    println!(" round | without | with    | with/without");
+    for (i, r) in rows.iter().enumerate() {
+        println!("{i:>6} | {:>7.0} | {:>7.0} | {:>6.3}", r[0], r[1], r[1] / r[0]);
+    }
+    let ratio = median(rows.iter().map(|r| r[1] / r[0]).collect());
+    let m = |k: usize| median(rows.iter().map(|r| r[k]).collect());
+    println!("median | {:>7.0} | {:>7.0} | {ratio:>6.3}", m(0), m(1));
+    println!(
+        "goal with >= {GOAL} x without: {} (load {})",
+        if ratio >= GOAL { "met" } else { "NOT met" },
+        load()
+    );
+    Ok(())
+}
+
 /// `--history`: a pool with the record of finished jobs off and on, per round and in medians.
 async fn history(url: &str, a: &Args) -> Result<(), BenchError> {
     use leaseq_bench_kit::pg_history_bench::{run_history_rounds, GOAL};
@@ -627,6 +664,9 @@ async fn main() -> ExitCode {
     }
     if r.is_ok() && a.history {
         r = history(&url, &a).await;
+    }
+    if r.is_ok() && a.windows {
+        r = windows(&url, &a).await;
     }
     if r.is_ok() && a.table_size {
         r = sizes(&url, &a).await;

@@ -32,6 +32,8 @@ pub mod pg_store_bench;
 pub mod pg_tls_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_tx_bench;
+#[cfg(feature = "postgres")]
+pub mod pg_windows_bench;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 pub mod pipeline;
 pub mod rng;

@@ -74,15 +74,25 @@ pub(crate) const MIGRATION: &str = r#"
         h record;
     BEGIN
         replaced := false;
+        -- Read, not locked: a refusal must not hold the holder's row (a push in a long
+        -- transaction would stall its ack); what changes it re-checks its condition.
         SELECT i.id, i.state, i.key_hold, i.key_until INTO h FROM {s}.items i
-        WHERE i.queue = p_queue AND i.key = p_key AND i.state IN (0, 1) FOR UPDATE;
+        WHERE i.queue = p_queue AND i.key = p_key AND i.state IN (0, 1);
         IF FOUND THEN
             IF (h.key_hold = 1 AND h.state = 1)
                OR (h.key_hold = 2 AND h.key_until <= clock_timestamp()) THEN
-                -- Its window has passed: it lets the key go for good.
-                UPDATE {s}.items SET key = NULL WHERE id = h.id;
+                -- Its window has passed: it lets the key go for good. (Changed meanwhile:
+                -- the insert's conflict says so, and the holder is judged again.)
+                UPDATE {s}.items SET key = NULL WHERE id = h.id AND key = p_key
+                    AND ((key_hold = 1 AND state = 1)
+                         OR (key_hold = 2 AND key_until <= clock_timestamp()));
             ELSIF p_replace AND h.state = 0 THEN
-                DELETE FROM {s}.items WHERE id = h.id;
+                DELETE FROM {s}.items WHERE id = h.id AND state = 0;
+                IF NOT FOUND THEN
+                    -- Claimed meanwhile: in flight, it is not replaced.
+                    holder := h.id;
+                    RETURN;
+                END IF;
                 -- The key passes to the replacing item: the holder's window goes with it.
                 DELETE FROM {s}.gone_keys WHERE queue = p_queue AND key = p_key;
                 replaced := true;

@@ -474,3 +474,29 @@ fn a_period_ends_on_the_database_clock_and_the_upkeep_prunes_its_key() {
         assert_eq!(left, 0, "the ended key was pruned");
     });
 }
+
+#[test]
+fn a_push_refused_in_an_open_transaction_does_not_hold_up_the_holder() {
+    common::with_server(|url| async move {
+        let name = common::unique("key-window-open-tx");
+        let q = common::process(&url, &name, config()).await;
+        let mut db = common::sql(&url).await;
+        let holder = q
+            .try_push_with(b"a".to_vec(), Push::new().key("h"))
+            .expect("push");
+        let d = common::receive(&q).await;
+        let tx = db.transaction().await.expect("begin");
+        let r = q
+            .store()
+            .push_in(&tx, b"b".to_vec(), Push::new().key("h"))
+            .await;
+        assert!(
+            matches!(&r, Err(leaseq_postgres::TxPushError::DuplicateKey { existing, .. }) if *existing == holder),
+            "{r:?}"
+        );
+        // The transaction is still open: the holder's ack is not kept waiting on it.
+        let acked = tokio::time::timeout(PATIENCE, d.ack()).await;
+        assert!(matches!(acked, Ok(Ok(_))), "{acked:?}");
+        tx.rollback().await.expect("rollback");
+    });
+}
