@@ -561,7 +561,12 @@ async fn windows(url: &str, a: &Args) -> Result<(), BenchError> {
     let rows = run_windows_rounds(url, SCHEMA, rounds, a.pool_items).await?;
     println!(" round | without | with    | with/without");
     for (i, r) in rows.iter().enumerate() {
-        println!("{i:>6} | {:>7.0} | {:>7.0} | {:>6.3}", r[0], r[1], r[1] / r[0]);
+        println!(
+            "{i:>6} | {:>7.0} | {:>7.0} | {:>6.3}",
+            r[0],
+            r[1],
+            r[1] / r[0]
+        );
     }
     let ratio = median(rows.iter().map(|r| r[1] / r[0]).collect());
     let m = |k: usize| median(rows.iter().map(|r| r[k]).collect());
