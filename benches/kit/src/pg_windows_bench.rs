@@ -57,17 +57,18 @@ pub async fn run_windows_rounds(
         )
     };
     // The first open migrates the schema (and makes the triggers): a warm-up of each.
-    run_pool_with(url, schema, "bench-windows", items / 10, 4, Options::new(), None).await?;
+    run_pool_with(
+        url,
+        schema,
+        "bench-windows",
+        items / 10,
+        4,
+        Options::new(),
+        None,
+    )
+    .await?;
     run(0, items / 10).await?;
-    let mut out = Vec::with_capacity(rounds);
-    for round in 0..rounds {
-        let mut r = [0.0; 2];
-        let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            r[i] = run(i, items).await?;
-        }
-        out.push(r);
-    }
+    let out = crate::pg_history_bench::alternating(rounds, |i| run(i, items)).await?;
     triggers(url, schema, true).await?;
     Ok(out)
 }
