@@ -193,3 +193,53 @@ fn a_snooze_whose_reply_was_lost_reports_what_it_did() {
         assert_eq!((state, attempts, snoozes), (0, 1, 1), "counted once");
     });
 }
+
+/// A pool handler returns `JobError::snooze` (as on the memory store, whose test this
+/// mirrors): within the bound its attempts are not counted; past it each snooze counts,
+/// and an item that only snoozes ends in the dead letters with the reason said.
+#[test]
+fn a_pool_job_snoozes_within_the_bound_then_counts() {
+    common::with_server(|url| async move {
+        use std::sync::{Arc, Mutex};
+        let name = common::unique("snooze-pool");
+        let config = config(2).with_backoff(leaseq_async::Backoff::None);
+        let q = common::process(&url, &name, config).await;
+        let zero = q.push(b"0".to_vec()).await.expect("push"); // snoozes twice, then succeeds
+        q.push(b"1".to_vec()).await.expect("push"); // snoozes forever
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let pool = leaseq_tokio::Pool::builder(q.clone()).workers(1).spawn({
+            let seen = seen.clone();
+            move |job| {
+                let seen = seen.clone();
+                async move {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push((job.id, job.attempt));
+                    let times = seen.iter().filter(|(i, _)| *i == job.id).count();
+                    if job.id == zero && times > 2 {
+                        return Ok(());
+                    }
+                    Err(leaseq_async::JobError::snooze(Duration::ZERO))
+                }
+            }
+        });
+        tokio::time::timeout(PATIENCE, q.wait_empty())
+            .await
+            .expect("every item acked or dead");
+        let report = pool.shutdown(Duration::from_secs(5)).await;
+        let seen = seen.lock().unwrap().clone();
+        let of = |zeroth: bool| -> Vec<u32> {
+            seen.iter()
+                .filter(|(i, _)| (*i == zero) == zeroth)
+                .map(|(_, a)| *a)
+                .collect()
+        };
+        assert_eq!(of(true), [1, 1, 1]);
+        // Two uncounted snoozes, then two counted ones end the item's two attempts.
+        assert_eq!(of(false), [1, 1, 1, 2]);
+        assert_eq!((report.stats.ok, report.stats.failed), (1, 0));
+        let s = q.stats();
+        assert_eq!((s.snoozed, s.nacks, s.dead_lettered), (4, 2, 1));
+        let dead = common::dead_letters_reach(&q, 1, "the dead letter").await;
+        assert_eq!(dead[0].reason, Reason::Released);
+    });
+}
