@@ -1,17 +1,23 @@
-//! Pushes with a unique key (`Push::key`, and `replace_pending`). `try_push` must say at
-//! once whether the key is held and by which item, so a keyed push does not go through
-//! the writer: it is inserted on the blocking thread (`blocking.rs`), the caller's thread
-//! blocked for one transaction (three or four round trips), in one transaction:
+//! Pushes with a unique key (`Push::key`, `replace_pending`, `Push::key_window`).
+//! `try_push` must say at once whether the key is held and by which item, so a keyed push
+//! does not go through the writer: it is inserted on the blocking thread (`blocking.rs`),
+//! the caller's thread blocked for one transaction (three or four round trips):
 //!
 //! 1. in a bounded queue, the queue's capacity lock (`capacity.rs`);
-//! 2. with `replace_pending`, the waiting (ready or delayed) row holding the key deleted;
+//! 2. with `replace_pending`, the key's holder judged by the schema's `key_holder`
+//!    (`settle_sql.rs`): a waiting live holder is deleted (replaced), any other refuses
+//!    the push with `DuplicateKey`;
 //! 3. in a bounded queue and nothing replaced, refused as full if the live rows are at
 //!    capacity;
-//! 4. the row inserted `ON CONFLICT DO NOTHING` on the unique index of live keys
-//!    (`items_key`: waiting and leased rows; dead letters keep their key but do not hold
-//!    it); nothing inserted means a live row holds the key: its id is read and the push
-//!    refused with `DuplicateKey`.
+//! 4. the row inserted with its window's columns, unless an item that left within its
+//!    window keeps the key (`gone_keys`), `ON CONFLICT DO NOTHING` on the unique index of
+//!    live keys (`items_key`: waiting and leased rows; dead letters keep their key but do
+//!    not hold it); nothing inserted: `key_holder` judges the holder (a live one whose
+//!    window has passed lets the key go for good) and either refuses with `DuplicateKey`
+//!    or the insert runs once more.
 //!
+//! A refusal rolls the transaction back at once (the blocking thread's connection is only
+//! driven while a job runs: a dropped transaction would keep its locks until the next).
 //! A keyed push is committed when `try_push` returns, and is not ordered after this
 //! process's unkeyed pushes still waiting for the writer (its row may be claimed first).
 
