@@ -23,6 +23,8 @@ pub mod pg_dashboard_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_history_bench;
 #[cfg(feature = "postgres")]
+pub mod pg_procs_bench;
+#[cfg(feature = "postgres")]
 pub mod pg_refill_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_size_bench;
