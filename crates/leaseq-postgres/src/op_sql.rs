@@ -56,6 +56,8 @@ pub(crate) struct OpSql {
     pub(crate) window_holder: String,
     /// The gone keys whose window ended, deleted (the upkeep).
     pub(crate) prune_gone_keys: String,
+    /// A bounded queue's batch insert (`settle_sql::INSERT_BOUNDED`).
+    pub(crate) insert_bounded: String,
 }
 
 impl OpSql {
@@ -159,6 +161,7 @@ impl OpSql {
             windowed_insert: f(crate::settle_sql::WINDOWED_INSERT),
             window_holder: f(crate::settle_sql::KEY_HOLDER),
             prune_gone_keys: f(crate::settle_sql::PRUNE_GONE_KEYS),
+            insert_bounded: f(crate::settle_sql::INSERT_BOUNDED),
         }
     }
 }

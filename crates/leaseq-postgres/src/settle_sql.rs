@@ -107,6 +107,48 @@ pub(crate) const MIGRATION: &str = r#"
     END
     $fn$;
 
+    -- A bounded queue's insert of a writer's batch in one statement (writer.rs): the
+    -- queue's capacity lock, then its live rows counted (a statement of its own, so its
+    -- snapshot sees every row the lock's previous holder committed), then the rows that
+    -- fit inserted with the writer's watermark raised for them only, and one
+    -- notification. The lock is held to the commit of the caller's statement.
+    CREATE OR REPLACE FUNCTION {s}.insert_bounded(
+        p_queue text, p_ids bigint[], p_priorities smallint[], p_delays bigint[],
+        p_ttls bigint[], p_payloads bytea[], p_channel text, p_capacity bigint,
+        OUT live bigint, OUT room integer)
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+        t0 timestamptz := clock_timestamp();
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('leaseq.capacity.{schema}'), hashtext(p_queue));
+        live := (SELECT count(*) FROM {s}.items WHERE queue = p_queue AND state = 0)
+              + (SELECT count(*) FROM {s}.items WHERE queue = p_queue AND state = 1);
+        room := least(greatest(p_capacity - live, 0), coalesce(cardinality(p_ids), 0));
+        IF room = 0 THEN
+            RETURN;
+        END IF;
+        WITH b AS (
+               SELECT * FROM unnest(p_ids[1:room], p_priorities[1:room], p_delays[1:room],
+                                    p_ttls[1:room], p_payloads[1:room])
+                   AS u(id, priority, delay, ttl, payload)),
+             mark AS (
+               INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
+               SELECT b.id >> 32, max(b.id), 0, clock_timestamp() FROM b GROUP BY 1
+               ON CONFLICT (instance) DO UPDATE
+               SET below = w.top, top = GREATEST(w.top, EXCLUDED.top), at = EXCLUDED.at
+               RETURNING w.instance, w.below)
+        INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
+        SELECT b.id, p_queue, b.priority, t0 + b.delay * interval '1 microsecond',
+               t0 + b.ttl * interval '1 microsecond', b.payload
+        FROM b JOIN mark ON mark.instance = b.id >> 32
+        WHERE b.id > mark.below
+        ON CONFLICT (id) DO NOTHING;
+        IF 0 = ANY(p_delays[1:room]) THEN
+            PERFORM pg_notify(p_channel, p_queue);
+        END IF;
+    END
+    $fn$;
+
     -- The push functions with the key's window (tx_sql.rs says what they do).
     DROP FUNCTION IF EXISTS {s}.push_job(text, text, jsonb, interval, integer, text, interval, boolean);
     DROP FUNCTION IF EXISTS {s}.push_item(text, bytea, interval, integer, text, interval, boolean);
@@ -354,6 +396,12 @@ pub(crate) const WINDOWED_INSERT: &str = "INSERT INTO {s}.items
 /// Who holds key $2 of queue $1 now, a waiting live holder replaced if $3 (the function
 /// `key_holder`): the holder's id (NULL: none) and whether one was replaced.
 pub(crate) const KEY_HOLDER: &str = "SELECT holder, replaced FROM {s}.key_holder($1, $2, $3)";
+
+/// A bounded queue's batch insert (the function `insert_bounded`): $1 queue, $2 ids,
+/// $3 priorities, $4 delays (us), $5 ttls (us), $6 payloads, $7 channel, $8 capacity; the
+/// live rows counted under the lock and how many of the batch's first rows went in.
+pub(crate) const INSERT_BOUNDED: &str =
+    "SELECT live, room FROM {s}.insert_bounded($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// The gone keys whose window has ended, deleted (the upkeep).
 pub(crate) const PRUNE_GONE_KEYS: &str =
