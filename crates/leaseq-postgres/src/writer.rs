@@ -148,9 +148,9 @@ impl<T: Send + 'static> Writer<T> {
         .map_err(DbError::Db)
     }
 
-    /// Inserts the first rows of `batch` that fit with `sql` (the insert, checked or not),
-    /// in a bounded queue in one transaction under the queue's lock (`capacity.rs`); how
-    /// many (all in an unbounded queue).
+    /// Inserts the first rows of `batch` that fit: with `sql` (the insert, checked or not)
+    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded` under
+    /// the queue's lock (`capacity.rs`); how many.
     async fn insert_fitting(
         &self,
         client: &mut Object,
@@ -163,8 +163,8 @@ impl<T: Send + 'static> Writer<T> {
             return Ok(batch.len());
         };
         // One statement (one round trip): lock, count, the rows that fit
-        // (`settle_sql::INSERT_BOUNDED`, `ON CONFLICT (id)` throughout, so `sql` is moot).
-        let _ = sql;
+        // (`settle_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` always: `sql` is the
+        // unbounded queue's choice only).
         let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
         let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
         let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
