@@ -25,6 +25,8 @@ pub mod pg_graph_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_history_bench;
 #[cfg(feature = "postgres")]
+pub mod pg_procs_bench;
+#[cfg(feature = "postgres")]
 pub mod pg_refill_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_size_bench;
@@ -34,6 +36,8 @@ pub mod pg_store_bench;
 pub mod pg_tls_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_tx_bench;
+#[cfg(feature = "postgres")]
+pub mod pg_windows_bench;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 pub mod pipeline;
 pub mod rng;

@@ -9,24 +9,19 @@ use crate::db::micros;
 use crate::pushes::{PushRow, Pushes};
 use crate::store::PgStore;
 
-/// What a push with a key window (`Push::key_window`) is refused as: the table's unique
-/// index holds a key while its row is live, no longer.
-pub(crate) const KEY_WINDOWS: &str = "unique key windows (Push::key_window) on the Postgres store";
+/// What a push with a key window this version does not know (`KeyWindow` is
+/// non-exhaustive) is refused as.
+pub(crate) const KEY_WINDOWS: &str =
+    "this unique key window (Push::key_window) on the Postgres store";
 
 /// What a push with flow keys (`Push::kind`, `partition`, `group`, `flow_keys`) is refused
 /// as until the store keeps them.
 pub(crate) const FLOW_KEYS: &str =
     "flow keys (Push::kind, partition, group, flow_keys) on the Postgres store";
 
-/// What the Postgres store refuses in `push`, if anything: a key window, flow keys.
+/// What the Postgres store refuses in `push`, if anything: flow keys, until it keeps them.
 pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
-    if push.has_key_window() {
-        Some(KEY_WINDOWS)
-    } else if push.flow().is_some() {
-        Some(FLOW_KEYS)
-    } else {
-        None
-    }
+    push.flow().is_some().then_some(FLOW_KEYS)
 }
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {

@@ -39,6 +39,7 @@ pub(crate) struct Sql {
     pub(crate) why_stale: String,
     pub(crate) reread: String,
     pub(crate) retry: String,
+    pub(crate) snooze: String,
     pub(crate) bury: String,
     pub(crate) terminate: String,
     pub(crate) extend: String,
@@ -193,7 +194,7 @@ impl Sql {
             )),
             // A row as it is now, after a settle's reply was lost: $1 id.
             reread: f(concat!(
-                "SELECT state, lease, reason, attempts, ",
+                "SELECT state, lease, reason, attempts, COALESCE(snoozes, 0), ",
                 until!("deadline"),
                 ", ",
                 until!("visible_at"),
@@ -208,6 +209,7 @@ impl Sql {
                  RETURNING ",
                 until!("visible_at")
             )),
+            snooze: f(crate::settle_sql::SNOOZE),
             // A failed attempt, to the dead letters: $1 id, $2 lease, $3 reason, $4 error.
             bury: f("UPDATE {s}.items SET state = 2, reason = $3,
                         last_error = COALESCE($4, last_error), dead_at = clock_timestamp()

@@ -148,9 +148,9 @@ impl<T: Send + 'static> Writer<T> {
         .map_err(DbError::Db)
     }
 
-    /// Inserts the first rows of `batch` that fit with `sql` (the insert, checked or not),
-    /// in a bounded queue in one transaction under the queue's lock (`capacity.rs`); how
-    /// many (all in an unbounded queue).
+    /// Inserts the first rows of `batch` that fit: with `sql` (the insert, checked or not)
+    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded` under
+    /// the queue's lock (`capacity.rs`); how many.
     async fn insert_fitting(
         &self,
         client: &mut Object,
@@ -162,14 +162,33 @@ impl<T: Send + 'static> Writer<T> {
             insert_on(db, &*client, batch, sql).await?;
             return Ok(batch.len());
         };
-        let tx = client.transaction().await?;
-        tx.execute(&db.sql.op.cap_lock, &[&db.queue]).await?;
-        let now = crate::capacity::live(db, &tx).await?;
-        let room = (cap as u64).saturating_sub(now).min(batch.len() as u64) as usize;
-        if room > 0 {
-            insert_on(db, &tx, &batch[..room], sql).await?;
-        }
-        tx.commit().await?;
+        // One statement (one round trip): lock, count, the rows that fit
+        // (`settle_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` always: `sql` is the
+        // unbounded queue's choice only).
+        let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
+        let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
+        let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
+        let ttls: Vec<Option<i64>> = batch.iter().map(|r| r.ttl_us).collect();
+        let payloads: Vec<&[u8]> = batch.iter().map(|r| r.payload.as_slice()).collect();
+        let stmt = client.prepare_cached(&db.sql.op.insert_bounded).await?;
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+        let row = client
+            .query_one(
+                &stmt,
+                &[
+                    &db.queue,
+                    &ids,
+                    &priorities,
+                    &delays,
+                    &ttls,
+                    &payloads,
+                    &db.sql.channel,
+                    &cap,
+                ],
+            )
+            .await?;
+        let now = row.get::<_, i64>(0).max(0) as u64;
+        let room = usize::try_from(row.get::<_, i32>(1).max(0)).unwrap_or(0);
         crate::capacity::counted(&self.pushes, now + room as u64);
         Ok(room)
     }
