@@ -260,6 +260,8 @@ mod db;
 mod driver_wake;
 mod error;
 mod extend;
+mod flow_claim;
+mod flow_sql;
 mod history;
 mod history_sql;
 mod inspect;

@@ -35,6 +35,8 @@ pub(crate) struct Sql {
     pub(crate) forget_marks: String,
     pub(crate) claim: String,
     pub(crate) next_visible: String,
+    /// The claim of a queue with flow control (`flow_claim.rs`).
+    pub(crate) flow_claim: String,
     pub(crate) ack: String,
     pub(crate) why_stale: String,
     pub(crate) reread: String,
@@ -151,7 +153,7 @@ impl Sql {
                          SELECT id FROM {s}.items
                          WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
                            AND (expires_at IS NULL OR expires_at > clock_timestamp())
-                           AND {not_paused}
+                           AND {not_paused} AND {not_flowed}
                          ORDER BY priority DESC, visible_at, id
                          LIMIT {max_claim} FOR UPDATE SKIP LOCKED) AS c
                      LIMIT $2))
@@ -165,18 +167,22 @@ impl Sql {
                 ", progress"
             ))
             .replace("{not_paused}", &f(crate::pause_sql::NOT_PAUSED))
+            .replace("{not_flowed}", &f(crate::flow_sql::NOT_FLOWED))
             .replace("{max_claim}", &max_claim.max(1).to_string())
             .replace("{max_item}", &max_item.to_string()),
             // The soonest a waiting item of $1 becomes visible: one index probe per level;
-            // none while the queue is paused (`pause.rs`: the resume notifies).
-            next_visible: f(concat!(
+            // none while the queue is paused (`pause.rs`: the resume notifies); and whether
+            // the queue has flow control (then the flow claim takes it, `flow_claim.rs`).
+            next_visible: f(&concat!(
                 "SELECT ",
                 until!("min(v)"),
-                " FROM (SELECT (SELECT visible_at FROM {s}.items
+                ", {flowed} FROM (SELECT (SELECT visible_at FROM {s}.items
                     WHERE queue = $1 AND state = 0 AND priority = p
                     ORDER BY visible_at LIMIT 1) AS v FROM generate_series(0, 7) AS p) AS levels
                  WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_pauses WHERE queue = $1)"
-            )),
+            )
+            .replace("{flowed}", crate::flow_sql::FLOWED)),
+            flow_claim: f(crate::flow_sql::CLAIM),
             // $1 ids, $2 leases. Accepted while the lease is the item's latest and the item is
             // not a dead letter: on time, or late but claimed by nobody since.
             ack: f(concat!(
