@@ -260,6 +260,7 @@ mod db;
 mod driver_wake;
 mod error;
 mod extend;
+mod flow;
 mod flow_claim;
 mod flow_sql;
 mod history;

@@ -80,6 +80,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             delay_us: micros(delay),
             ttl_us: ttl.map(micros),
             payload,
+            flow: None,
         });
         buf.queued += 1;
         Ok(id)

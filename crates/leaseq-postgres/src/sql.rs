@@ -32,6 +32,8 @@ pub(crate) struct Sql {
     pub(crate) instance: String,
     pub(crate) insert: String,
     pub(crate) insert_checked: String,
+    /// `insert` and `insert_checked` for a batch with flow keys (`flow_sql.rs`).
+    pub(crate) insert_flow: (String, String),
     pub(crate) forget_marks: String,
     pub(crate) claim: String,
     pub(crate) next_visible: String,
@@ -129,6 +131,7 @@ impl Sql {
             // as a safety net, not on the hot path (a speculative insertion per row costs
             // 4 to 8 us of server CPU per item, measured).
             insert_checked: String::new(),
+            insert_flow: (String::new(), String::new()),
             // Watermarks of writer instances that committed nothing for 30 days (upkeep):
             // no retry of theirs can still be under way.
             forget_marks: f("DELETE FROM {s}.writer_marks WHERE at < clock_timestamp() - interval '30 days'"),
@@ -309,6 +312,10 @@ impl Sql {
         sql.insert_checked = sql.insert.replace(
             "WHERE u.id > mark.below)",
             "WHERE u.id > mark.below\n                   ON CONFLICT (id) DO NOTHING)",
+        );
+        sql.insert_flow = (
+            crate::flow_sql::flowed_insert(&sql.insert, &s),
+            crate::flow_sql::flowed_insert(&sql.insert_checked, &s),
         );
         sql
     }
