@@ -20,7 +20,8 @@
 //! the group served longest ago first; a group's head is its first live row in push order,
 //! `fseq`). It passes items a full limit, a rate or a group's turn holds, takes up to `n`
 //! others, moves the TATs of the rates they count against and each served group to the back
-//! (`turn = now`), and leases them in one `UPDATE`. A last row (id `NULL`) says when the
+//! (`turn = now`), and leases them in one `UPDATE` (`leased_at` the instant the rates
+//! counted, so that the starts a table shows keep the GCRA's bound exactly). A last row (id `NULL`) says when the
 //! first item a rate held becomes eligible and what held items back.
 //!
 //! **Grouped rows** wait with `visible_at` at [`HOLD`] (far in the future: never in the
@@ -200,8 +201,16 @@ const CLAIM_FN: &str = r#"
                 IF NOT FOUND THEN g_done := true; EXIT; END IF;
                 left_n := left_n - 1;
                 IF g_id IS NULL THEN
-                    DELETE FROM {s}.flow_groups g
-                        WHERE g.queue = q AND g.grp = g_grp AND g.last = g_last;
+                    -- No live row: gone, unless a dead letter may come back (a redrive).
+                    IF NOT EXISTS (SELECT 1 FROM {s}.items it
+                                   WHERE it.queue = q AND it.fgroup = g_grp) THEN
+                        DELETE FROM {s}.flow_groups g
+                            WHERE g.queue = q AND g.grp = g_grp AND g.last = g_last;
+                    ELSE
+                        -- Only dead letters: to the back, out of the next walks' way.
+                        UPDATE {s}.flow_groups g SET turn = now_ts
+                            WHERE g.queue = q AND g.grp = g_grp;
+                    END IF;
                 ELSIF g_state <> 0 THEN
                     held := held | 4;
                 ELSIF g_exp THEN
@@ -286,9 +295,9 @@ const CLAIM_FN: &str = r#"
         END IF;
         RETURN QUERY
             UPDATE {s}.items it SET state = 1, lease = it.lease + 1, attempts = it.attempts + 1,
-                   leased_at = clock_timestamp(),
+                   leased_at = now_ts,
                    started_at = CASE WHEN note_start
-                       THEN COALESCE(it.started_at, clock_timestamp()) ELSE it.started_at END,
+                       THEN COALESCE(it.started_at, now_ts) ELSE it.started_at END,
                    deadline = LEAST(clock_timestamp() + vis_us * interval '1 microsecond',
                                     COALESCE(it.expires_at, 'infinity'))
             WHERE it.id = ANY(picked) AND it.queue = q AND it.state = 0
