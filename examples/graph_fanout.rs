@@ -54,6 +54,7 @@ async fn fanout(rt: &TokioRuntime) -> Duration {
     let batch = q
         .store()
         .push_batch((0..JOBS).collect(), u64::MAX, BatchOn::Complete)
+        .await
         .expect("open, unbounded");
     for _ in 0..=JOBS {
         q.receive()
@@ -64,7 +65,12 @@ async fn fanout(rt: &TokioRuntime) -> Duration {
             .expect("fresh lease");
     }
     let elapsed = start.elapsed();
-    let counts = q.store().batch_counts(batch).expect("the batch");
+    let counts = q
+        .store()
+        .batch_counts(batch)
+        .await
+        .unwrap()
+        .expect("the batch");
     assert_eq!(counts.acked, JOBS, "every child acked");
     assert_eq!(q.stats().acked, JOBS + 1, "and the callback, once");
     elapsed

@@ -4,11 +4,12 @@
 //!
 //! The model is [`leaseq_core::graph`] (its docs state when a job is released and what a
 //! failed parent does under each [`OnFailedParent`]); a store that offers it implements
-//! [`DependencyStore`]. Today that is the [`MemoryStore`](crate::MemoryStore), on a queue
-//! without a capacity: a dependent is pushed in the same lock hold as its last parent's
-//! ack, so no receiver ever sees the ack without it. The durable stores do not implement
-//! it yet, so a queue on them does not offer these calls at all (a compile error, not a
-//! runtime surprise).
+//! [`DependencyStore`], whose calls are async: on a durable store `Ok` means committed,
+//! reads can fail ([`DependencyError::Store`]). The [`MemoryStore`](crate::MemoryStore)
+//! offers it on a queue without a capacity: a dependent is pushed in the same lock hold as
+//! its last parent's ack, so no receiver ever sees the ack without it; its futures are
+//! ready on their first poll. A store that does not implement it does not offer these
+//! calls at all (a compile error, not a runtime surprise).
 //!
 //! Jobs the graph holds are named by [`NodeId`]; a job pushed the plain way by its
 //! [`MessageId`], which [`Parent::Message`] adopts as a parent.
@@ -27,22 +28,24 @@
 //!         let graph = queue.store();
 //!         let upload = graph
 //!             .push_after("upload", &[Parent::Message(resize)], OnFailedParent::Cancel)
+//!             .await
 //!             .unwrap();
-//!         assert_eq!(graph.job_state(upload), Some(StepState::Pending));
+//!         assert_eq!(graph.job_state(upload).await.unwrap(), Some(StepState::Pending));
 //!
 //!         let job = queue.receive().await.unwrap(); // "resize"; "upload" is not receivable
-//!         graph.record_result(job.id(), b"s3://bucket/small.jpg").unwrap();
+//!         graph.record_result(job.id(), b"s3://bucket/small.jpg").await.unwrap();
 //!         job.ack().await.unwrap(); // releases "upload", in the same lock hold
 //!
 //!         let next = queue.receive().await.unwrap();
 //!         assert_eq!(*next.item(), "upload");
-//!         let parents = graph.parent_outcomes(next.id()).unwrap();
+//!         let parents = graph.parent_outcomes(next.id()).await.unwrap().unwrap();
 //!         assert_eq!(parents[0].result.as_deref(), Some(&b"s3://bucket/small.jpg"[..]));
 //!     }
 //! });
 //! ```
 
 use std::fmt;
+use std::future::Future;
 
 pub use leaseq_core::graph::{
     BatchCounts, BatchId, BatchOn, NodeId, OnFailedParent, StepState, WorkflowId, WorkflowSpec,
@@ -52,6 +55,7 @@ use leaseq_core::graph::{GraphError, ResultError, WorkflowError};
 use leaseq_core::{MessageId, RedriveError};
 
 use crate::store::Store;
+use crate::store_error::StoreError;
 
 /// A job another waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,6 +72,12 @@ pub enum Parent {
 impl From<NodeId> for Parent {
     fn from(node: NodeId) -> Self {
         Parent::Job(node)
+    }
+}
+
+impl From<StoreError> for DependencyError {
+    fn from(e: StoreError) -> Self {
+        DependencyError::Store(e)
     }
 }
 
@@ -122,6 +132,9 @@ pub enum DependencyError {
     Result(ResultError),
     /// A retried step's dead letter could not be redriven (it stays dead-lettered).
     Redrive(RedriveError),
+    /// The store failed: the step was not made, or (see
+    /// [`StoreError::is_outcome_unknown`]) it may have been.
+    Store(StoreError),
 }
 
 impl fmt::Display for DependencyError {
@@ -138,6 +151,7 @@ impl fmt::Display for DependencyError {
             DependencyError::Workflow(e) => write!(f, "{e}"),
             DependencyError::Result(e) => write!(f, "{e}"),
             DependencyError::Redrive(e) => write!(f, "{e}"),
+            DependencyError::Store(e) => write!(f, "{e}"),
         }
     }
 }
@@ -149,6 +163,7 @@ impl std::error::Error for DependencyError {
             DependencyError::Workflow(e) => Some(e),
             DependencyError::Result(e) => Some(e),
             DependencyError::Redrive(e) => Some(e),
+            DependencyError::Store(e) => Some(e),
             _ => None,
         }
     }
@@ -177,7 +192,11 @@ impl<P: fmt::Debug> std::error::Error for Refused<P> {
 }
 
 /// A store that keeps jobs waiting for other jobs (see the [module docs](self)). Each call
-/// is one step of the store: all of it, or (refused) none.
+/// is one step of the store: all of it, or (refused) none. On a durable store `Ok` means
+/// the step is committed, together with whatever it released (a dependent's release is in
+/// the commit of its last parent's ack); a failure to commit is
+/// [`DependencyError::Store`], saying whether the step may still have been made. The
+/// memory store's futures are ready on their first poll.
 pub trait DependencyStore<T>: Store<T> {
     /// Pushes `item` to run once every parent is acked (or finished, as `policy` says for
     /// a failed parent). With no parent open it is pushed at once.
@@ -186,24 +205,37 @@ pub trait DependencyStore<T>: Store<T> {
         item: T,
         parents: &[Parent],
         policy: OnFailedParent,
-    ) -> Result<NodeId, Refused<T>>;
+    ) -> impl Future<Output = Result<NodeId, Refused<T>>> + Send;
 
     /// Pushes a workflow as one unit: every step, or (refused) none. Steps that wait for
     /// nothing are pushed at once.
-    fn push_workflow(&self, spec: WorkflowSpec<T>) -> Result<WorkflowId, Refused<WorkflowSpec<T>>>;
+    fn push_workflow(
+        &self,
+        spec: WorkflowSpec<T>,
+    ) -> impl Future<Output = Result<WorkflowId, Refused<WorkflowSpec<T>>>> + Send;
 
-    /// Each step of a workflow and its state, in the spec's order (`None`: no such
+    /// Each step of a workflow and its state, in the spec's order (`Ok(None)`: no such
     /// workflow).
-    fn workflow_steps(&self, workflow: WorkflowId) -> Option<Vec<WorkflowStep>>;
+    fn workflow_steps(
+        &self,
+        workflow: WorkflowId,
+    ) -> impl Future<Output = Result<Option<Vec<WorkflowStep>>, DependencyError>> + Send;
 
     /// Cancels what is left of a workflow: waiting steps in the graph, queued steps in the
     /// queue (a step running now is cancelled under its lease: its ack will be stale).
     /// Returns the steps cancelled.
-    fn cancel_workflow(&self, workflow: WorkflowId) -> Result<Vec<NodeId>, DependencyError>;
+    fn cancel_workflow(
+        &self,
+        workflow: WorkflowId,
+    ) -> impl Future<Output = Result<Vec<NodeId>, DependencyError>> + Send;
 
     /// Retries a failed step (dead-lettered: redriven; cancelled: pending again), and with
     /// it the steps its failure cancelled.
-    fn retry_step(&self, workflow: WorkflowId, step: &str) -> Result<(), DependencyError>;
+    fn retry_step(
+        &self,
+        workflow: WorkflowId,
+        step: &str,
+    ) -> impl Future<Output = Result<(), DependencyError>> + Send;
 
     /// Pushes `children` at once and `callback` to run once when they have all finished as
     /// `on` says; read the counts with [`batch_counts`](Self::batch_counts), and the
@@ -214,30 +246,52 @@ pub trait DependencyStore<T>: Store<T> {
         children: Vec<T>,
         callback: T,
         on: BatchOn,
-    ) -> Result<BatchId, Refused<(Vec<T>, T)>>;
+    ) -> impl Future<Output = Result<BatchId, Refused<(Vec<T>, T)>>> + Send;
 
-    /// A batch's counts, exact through redeliveries (`None`: no such batch).
-    fn batch_counts(&self, batch: BatchId) -> Option<BatchCounts>;
+    /// A batch's counts, exact through redeliveries (`Ok(None)`: no such batch).
+    fn batch_counts(
+        &self,
+        batch: BatchId,
+    ) -> impl Future<Output = Result<Option<BatchCounts>, DependencyError>> + Send;
 
     /// Forgets a finished workflow (every step acked, dead-lettered or cancelled): its
     /// jobs, their messages and results go. The graph keeps a workflow until then.
-    fn forget_workflow(&self, workflow: WorkflowId) -> Result<(), DependencyError>;
+    fn forget_workflow(
+        &self,
+        workflow: WorkflowId,
+    ) -> impl Future<Output = Result<(), DependencyError>> + Send;
 
     /// Forgets a finished batch (every child and the callback finished), as
     /// [`forget_workflow`](Self::forget_workflow) does.
-    fn forget_batch(&self, batch: BatchId) -> Result<(), DependencyError>;
+    fn forget_batch(
+        &self,
+        batch: BatchId,
+    ) -> impl Future<Output = Result<(), DependencyError>> + Send;
 
     /// Records a small result (at most [`MAX_RESULT_LEN`] bytes) for the job that is
     /// `message`, while it is in the queue (before its ack), for the jobs that wait for it.
-    fn record_result(&self, message: MessageId, result: &[u8]) -> Result<(), DependencyError>;
+    fn record_result(
+        &self,
+        message: MessageId,
+        result: &[u8],
+    ) -> impl Future<Output = Result<(), DependencyError>> + Send;
 
-    /// The parents of the job that is `message`, their states and results (`None`: the
+    /// The parents of the job that is `message`, their states and results (`Ok(None)`: the
     /// message is no job of the graph).
-    fn parent_outcomes(&self, message: MessageId) -> Option<Vec<ParentOutcome>>;
+    fn parent_outcomes(
+        &self,
+        message: MessageId,
+    ) -> impl Future<Output = Result<Option<Vec<ParentOutcome>>, DependencyError>> + Send;
 
-    /// A job's state (`None`: no such job).
-    fn job_state(&self, node: NodeId) -> Option<StepState>;
+    /// A job's state (`Ok(None)`: no such job).
+    fn job_state(
+        &self,
+        node: NodeId,
+    ) -> impl Future<Output = Result<Option<StepState>, DependencyError>> + Send;
 
-    /// The job a message is, if the graph tracks it.
-    fn job_of(&self, message: MessageId) -> Option<NodeId>;
+    /// The job a message is, if the graph tracks it (`Ok(None)`: it does not).
+    fn job_of(
+        &self,
+        message: MessageId,
+    ) -> impl Future<Output = Result<Option<NodeId>, DependencyError>> + Send;
 }

@@ -138,6 +138,7 @@ mod error_chain;
 #[cfg(feature = "executor")]
 mod executor_task;
 mod fetcher;
+mod flow_control;
 mod history;
 mod job_error;
 mod lease_lost;
@@ -187,6 +188,7 @@ pub use error::{NewQueueError, PushError};
 pub use error_chain::ErrorChain;
 #[cfg(feature = "executor")]
 pub use executor_task::ExecutorTask;
+pub use flow_control::{FlowControl, FlowSettings, FlowWaiting};
 pub use history::{FinishOutcome, Finished, HistoryQuery};
 pub use job_error::JobError;
 pub use lease_lost::{LeaseLost, LeaseSignal};

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use leaseq_core::{KeyWindow, PushOptions, Timestamp};
+use leaseq_core::{FlowKey, FlowKeys, KeyWindow, PushOptions, Timestamp};
+
+/// What a push with both flow keys and a key window is refused as.
+const WINDOW_WITH_FLOW: &str = "a key window (Push::key_window) with flow keys";
 
 /// How an item is pushed (see [`LeaseQueue::try_push_with`](crate::LeaseQueue::try_push_with)):
 /// a delay before it becomes visible, a time to live, a priority level and a unique key.
@@ -31,6 +34,10 @@ pub struct Push {
     /// push's checks test plain flags), and the window.
     windowed: bool,
     window: KeyWindow,
+    /// Whether flow keys were given (a flag, so that a plain push tests one byte), and the
+    /// keys.
+    flowed: bool,
+    flow: FlowKeys,
 }
 
 impl Default for Push {
@@ -49,6 +56,8 @@ impl Push {
             keyed: false,
             windowed: false,
             window: KeyWindow::Live,
+            flowed: false,
+            flow: FlowKeys::new(),
         }
     }
 
@@ -124,6 +133,100 @@ impl Push {
         self.windowed
     }
 
+    /// The job kind the item counts against in concurrency and rate limits
+    /// ([`LimitScope::Kind`](leaseq_core::LimitScope::Kind) of
+    /// [`FlowKey::named`]`(name)`), for life: redeliveries and redrives included. See
+    /// [`FlowControl`](crate::FlowControl) for the limits.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::core::{FlowKey, LimitScope};
+    /// use leaseq_async::{Config, LeaseQueue, Push, SimRuntime};
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let q = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(30))).unwrap();
+    ///         // One video encode at a time, whatever else runs.
+    ///         q.set_limit(LimitScope::Kind(FlowKey::named("encode")), Some(1)).await.unwrap();
+    ///         q.try_push_with("video-1", Push::new().kind("encode")).unwrap();
+    ///         q.try_push_with("video-2", Push::new().kind("encode")).unwrap();
+    ///         q.try_push_with("mail", Push::new().kind("email")).unwrap();
+    ///         let first = q.receive().await.unwrap();
+    ///         assert_eq!(*first.item(), "video-1");
+    ///         // video-2 waits for video-1: the next lease is the mail.
+    ///         assert_eq!(*q.receive().await.unwrap().item(), "mail");
+    ///         assert_eq!(q.flow_waiting().await.unwrap().on_limits, 1);
+    ///     }
+    /// });
+    /// ```
+    pub fn kind(mut self, name: impl AsRef<[u8]>) -> Self {
+        self.flow = self.flow.kind(FlowKey::named(name));
+        self.flowed = true;
+        self
+    }
+
+    /// The partition (a customer, a tenant) the item counts against in concurrency and rate
+    /// limits ([`LimitScope::Partition`](leaseq_core::LimitScope::Partition) of
+    /// [`FlowKey::named`]`(name)`), for life.
+    pub fn partition(mut self, name: impl AsRef<[u8]>) -> Self {
+        self.flow = self.flow.partition(FlowKey::named(name));
+        self.flowed = true;
+        self
+    }
+
+    /// The ordered group ([`FlowKey::named`]`(name)`) the item goes in: a group's items are
+    /// handed out strictly in push order, one at a time (the next waits until the one
+    /// before is acked, cancelled or dead-lettered; what a dead letter does to its group is
+    /// the queue's [`GroupDeadLetter`](leaseq_core::GroupDeadLetter)), and groups take
+    /// turns, so that one large group does not starve the others.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leaseq_async::{Config, LeaseQueue, Push, SimRuntime};
+    ///
+    /// let rt = SimRuntime::new();
+    /// rt.block_on({
+    ///     let rt = rt.clone();
+    ///     async move {
+    ///         let q = LeaseQueue::with_runtime(rt, Config::new(Duration::from_secs(30))).unwrap();
+    ///         for step in ["paid", "packed", "shipped"] {
+    ///             q.try_push_with(step, Push::new().group("order-17")).unwrap();
+    ///         }
+    ///         let paid = q.receive().await.unwrap();
+    ///         assert!(q.try_receive().is_none(), "packed waits for paid");
+    ///         paid.ack().await.unwrap();
+    ///         assert_eq!(*q.receive().await.unwrap().item(), "packed");
+    ///     }
+    /// });
+    /// ```
+    pub fn group(mut self, name: impl AsRef<[u8]>) -> Self {
+        self.flow = self.flow.group(FlowKey::named(name));
+        self.flowed = true;
+        self
+    }
+
+    /// Flow keys given as ids ([`FlowKeys`], [`FlowKey::new`]): replaces any
+    /// [`kind`](Self::kind), [`partition`](Self::partition) and [`group`](Self::group)
+    /// given before (empty keys: none).
+    pub const fn flow_keys(mut self, keys: FlowKeys) -> Self {
+        self.flow = keys;
+        self.flowed = !keys.is_empty();
+        self
+    }
+
+    /// Whether flow keys were given.
+    #[inline]
+    pub(crate) fn flowed(&self) -> bool {
+        self.flowed
+    }
+
+    /// The flow keys given, if any: what a store keeps beside the item.
+    pub fn flow(&self) -> Option<FlowKeys> {
+        self.flowed.then_some(self.flow)
+    }
+
     /// With a [`key`](Self::key): a ready or delayed item holding the key is replaced by
     /// this one (an item in flight never is; the push is then refused as without it).
     pub const fn replace_pending(mut self) -> Self {
@@ -140,7 +243,11 @@ impl Push {
     /// Whether this is a plain push (no delay, time to live, level or key): the kind an
     /// unbounded in-memory queue takes without its state lock.
     pub(crate) fn is_plain(&self) -> bool {
-        self.delay.is_zero() && self.ttl.is_none() && self.options.priority == 0 && !self.keyed
+        self.delay.is_zero()
+            && self.ttl.is_none()
+            && self.options.priority == 0
+            && !self.keyed
+            && !self.flowed
     }
 
     /// This push, made by a caller that waits for room when the queue is full and pushes
@@ -165,11 +272,22 @@ impl Push {
         now: Timestamp,
         options: PushOptions,
     ) -> Result<leaseq_core::Pushed<T>, leaseq_core::PushError<T>> {
-        if self.windowed {
+        if self.flowed {
+            // (A key window with flow keys is refused before: `refused_flow`.)
+            core.push_flow_with_id_take(id, item, now, options, self.flow)
+        } else if self.windowed {
             core.push_windowed_with_id_take(id, item, now, options, self.window)
         } else {
             core.push_with_id_take(id, item, now, options)
         }
+    }
+
+    /// What no store offers with flow keys, if this push asks for it: a
+    /// [`key_window`](Self::key_window) beside them. Every store refuses such a push with
+    /// [`PushError::Unsupported`](crate::PushError::Unsupported) naming this, the item
+    /// handed back.
+    pub fn flow_conflict(&self) -> Option<&'static str> {
+        (self.flowed && self.windowed).then_some(WINDOW_WITH_FLOW)
     }
 
     pub(crate) fn waiting_for_room(mut self) -> Self {

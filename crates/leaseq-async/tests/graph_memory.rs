@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use leaseq_async::dependencies::{
     BatchCounts, BatchOn, DependencyError, DependencyStore, OnFailedParent, Parent, StepState,
-    WorkflowSpec,
+    WorkflowId, WorkflowSpec,
 };
 use leaseq_async::{Config, JobError, LeaseQueue, Pool, Runtime, SimRuntime};
 use leaseq_test_kit::sim::{self, sleep};
@@ -44,12 +44,17 @@ fn a_three_step_workflow_runs_in_order_through_a_pool() {
                 let (q, seen) = (q.clone(), seen.clone());
                 async move {
                     let graph = q.store();
-                    let parents = graph.parent_outcomes(job.id).unwrap_or_default();
+                    let parents = graph
+                        .parent_outcomes(job.id)
+                        .await
+                        .unwrap()
+                        .unwrap_or_default();
                     let input = parents.first().and_then(|p| p.result.clone());
                     let states: Vec<StepState> = parents.iter().map(|p| p.state).collect();
                     seen.lock().unwrap().push((job.item, input, states));
                     graph
                         .record_result(job.id, job.item.as_bytes())
+                        .await
                         .map_err(JobError::permanent)?;
                     Ok(())
                 }
@@ -59,7 +64,7 @@ fn a_three_step_workflow_runs_in_order_through_a_pool() {
             .step("notify", "notify", &["upload"])
             .step("resize", "resize", &[])
             .step("upload", "upload", &["resize"]);
-        let wf = q.store().push_workflow(spec).unwrap();
+        let wf = q.store().push_workflow(spec).await.unwrap();
         q.wait_empty().await;
         pool.shutdown(Duration::from_secs(1)).await;
         let seen = seen.lock().unwrap().clone();
@@ -77,7 +82,7 @@ fn a_three_step_workflow_runs_in_order_through_a_pool() {
                 "{name} ran before its parent's ack: {parents:?}"
             );
         }
-        let steps = q.store().workflow_steps(wf).unwrap();
+        let steps = q.store().workflow_steps(wf).await.unwrap().unwrap();
         assert_eq!(steps.len(), 3);
         assert!(
             steps.iter().all(|s| matches!(s.state, StepState::Acked(_))),
@@ -106,7 +111,7 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
                 async move {
                     match job.item {
                         CALLBACK => {
-                            let parents = q.store().parent_outcomes(job.id).unwrap();
+                            let parents = q.store().parent_outcomes(job.id).await.unwrap().unwrap();
                             let acked = parents
                                 .iter()
                                 .filter(|p| matches!(p.state, StepState::Acked(_)))
@@ -127,6 +132,7 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
                         n => {
                             q.store()
                                 .record_result(job.id, &n.to_le_bytes())
+                                .await
                                 .map_err(JobError::permanent)?;
                             Ok(())
                         }
@@ -137,6 +143,7 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
         let batch = q
             .store()
             .push_batch((0..1000).collect(), CALLBACK, BatchOn::Complete)
+            .await
             .unwrap();
         q.wait_empty().await;
         sleep(&rt, Duration::from_secs(1)).await;
@@ -147,7 +154,7 @@ fn a_fan_out_of_a_thousand_children_releases_one_callback_with_exact_counts() {
             [(1000, 900, 100, 900)],
             "run once"
         );
-        let counts = q.store().batch_counts(batch).unwrap();
+        let counts = q.store().batch_counts(batch).await.unwrap().unwrap();
         let mut expected = BatchCounts::default();
         (expected.total, expected.acked, expected.dead_lettered) = (1000, 900, 100);
         assert_eq!(counts, expected);
@@ -171,10 +178,11 @@ fn a_failed_parent_does_what_each_policy_says() {
             let child = q
                 .store()
                 .push_after("child", &[Parent::Message(parent)], policy)
+                .await
                 .unwrap();
             let d = q.receive().await.unwrap();
             d.dead_letter("broken").await.unwrap(); // told to the graph under its lock
-            let state = q.store().job_state(child).unwrap();
+            let state = q.store().job_state(child).await.unwrap().unwrap();
             match policy {
                 OnFailedParent::Cancel => {
                     assert_eq!(state, StepState::Cancelled);
@@ -188,7 +196,10 @@ fn a_failed_parent_does_what_each_policy_says() {
                     assert_eq!(state, StepState::Held);
                     assert!(q.try_receive().is_none());
                     q.store().redrive(parent).unwrap();
-                    assert_eq!(q.store().job_state(child), Some(StepState::Pending));
+                    assert_eq!(
+                        q.store().job_state(child).await.unwrap(),
+                        Some(StepState::Pending)
+                    );
                     let again = q.receive().await.unwrap();
                     assert_eq!(*again.item(), "parent");
                     again.ack().await.unwrap();
@@ -199,8 +210,15 @@ fn a_failed_parent_does_what_each_policy_says() {
     }
 }
 
+/// Each step's state, in the spec's order.
+async fn states(q: &LeaseQueue<&'static str, SimRuntime>, wf: WorkflowId) -> Vec<StepState> {
+    let steps = q.store().workflow_steps(wf).await.unwrap().unwrap();
+    steps.into_iter().map(|s| s.state).collect()
+}
+
 /// A workflow step dead-lettered cancels the step after it; a retry of the failed step
 /// redrives it and revives the next, which runs once the retried step is acked.
+
 #[test]
 fn a_retried_step_brings_back_what_its_failure_cancelled() {
     sim::run(|rt| async move {
@@ -208,26 +226,22 @@ fn a_retried_step_brings_back_what_its_failure_cancelled() {
         let spec = WorkflowSpec::new()
             .step("a", "a", &[])
             .step("b", "b", &["a"]);
-        let wf = q.store().push_workflow(spec).unwrap();
+        let wf = q.store().push_workflow(spec).await.unwrap();
         dead_letter_next(&rt, &q).await;
-        let states = |q: &LeaseQueue<&'static str, SimRuntime>| -> Vec<StepState> {
-            let steps = q.store().workflow_steps(wf).unwrap();
-            steps.into_iter().map(|s| s.state).collect()
-        };
         assert!(matches!(
-            states(&q)[..],
+            states(&q, wf).await[..],
             [StepState::DeadLettered(_), StepState::Cancelled]
         ));
-        q.store().retry_step(wf, "a").unwrap();
+        q.store().retry_step(wf, "a").await.unwrap();
         assert!(matches!(
-            states(&q)[..],
+            states(&q, wf).await[..],
             [StepState::Queued(_), StepState::Pending]
         ));
         let a = q.receive().await.unwrap();
         assert_eq!(*a.item(), "a");
         a.ack().await.unwrap();
         assert_eq!(*q.try_receive().unwrap().item(), "b");
-        let err = q.store().retry_step(wf, "a").unwrap_err();
+        let err = q.store().retry_step(wf, "a").await.unwrap_err();
         assert!(matches!(err, DependencyError::Graph(_)), "{err:?}");
     });
 }
@@ -243,6 +257,7 @@ fn a_dependent_is_never_receivable_before_its_parents_ack() {
         let parent = q.try_push(1).unwrap();
         q.store()
             .push_after(2, &[parent.into()], OnFailedParent::Cancel)
+            .await
             .unwrap();
         let d = q.receive().await.unwrap();
         assert!(
@@ -255,7 +270,9 @@ fn a_dependent_is_never_receivable_before_its_parents_ack() {
         sleep(&rt, Duration::from_secs(11)).await; // its lease runs out
         assert!(q
             .store()
-            .job_state(q.store().job_of(parent).unwrap())
+            .job_state(q.store().job_of(parent).await.unwrap().unwrap())
+            .await
+            .unwrap()
             .is_some());
         let d = q.receive().await.unwrap();
         assert_eq!(*d.item(), 1, "the child is still not receivable");
@@ -288,6 +305,7 @@ fn refused_pushes_hand_the_item_back() {
         let refused = q
             .store()
             .push_after(7, &[], OnFailedParent::Cancel)
+            .await
             .unwrap_err();
         assert_eq!(
             (refused.error, refused.payload),
@@ -299,6 +317,7 @@ fn refused_pushes_hand_the_item_back() {
         let refused = q
             .store()
             .push_after(8, &[Parent::Message(never)], OnFailedParent::Cancel)
+            .await
             .unwrap_err();
         assert_eq!(refused.error, DependencyError::UnknownMessage(never));
         assert_eq!(refused.payload, 8);
@@ -316,11 +335,18 @@ fn redrive_all_and_purge_reach_the_graph() {
         let parent = q.try_push(1).unwrap();
         let child = graph
             .push_after(2, &[parent.into()], OnFailedParent::Cancel)
+            .await
             .unwrap();
         dead_letter_next(&rt, &q).await;
-        assert_eq!(graph.job_state(child), Some(StepState::Cancelled));
+        assert_eq!(
+            graph.job_state(child).await.unwrap(),
+            Some(StepState::Cancelled)
+        );
         assert_eq!(graph.redrive_all(), [parent]);
-        assert_eq!(graph.job_state(child), Some(StepState::Pending));
+        assert_eq!(
+            graph.job_state(child).await.unwrap(),
+            Some(StepState::Pending)
+        );
         let d = q.receive().await.unwrap();
         assert_eq!(*d.item(), 1);
         d.ack().await.unwrap();
@@ -331,9 +357,13 @@ fn redrive_all_and_purge_reach_the_graph() {
         let parent = q.try_push(3).unwrap();
         let child = graph
             .push_after(4, &[parent.into()], OnFailedParent::Cancel)
+            .await
             .unwrap();
         assert_eq!(graph.purge(), [parent]);
-        assert_eq!(graph.job_state(child), Some(StepState::Cancelled));
+        assert_eq!(
+            graph.job_state(child).await.unwrap(),
+            Some(StepState::Cancelled)
+        );
         assert!(q.try_receive().is_none());
     });
 }
@@ -347,24 +377,28 @@ fn finished_workflows_and_batches_are_forgotten() {
         let graph = q.store();
         let wf = graph
             .push_workflow(WorkflowSpec::new().step("a", 1, &[]).step("b", 2, &["a"]))
+            .await
             .unwrap();
-        let batch = graph.push_batch(vec![3], 4, BatchOn::Success).unwrap();
+        let batch = graph
+            .push_batch(vec![3], 4, BatchOn::Success)
+            .await
+            .unwrap();
         assert!(matches!(
-            graph.forget_workflow(wf),
+            graph.forget_workflow(wf).await,
             Err(DependencyError::Graph(_))
         ));
         assert!(matches!(
-            graph.forget_batch(batch),
+            graph.forget_batch(batch).await,
             Err(DependencyError::Graph(_))
         ));
-        assert!(graph.workflow_steps(wf).is_some());
+        assert!(graph.workflow_steps(wf).await.unwrap().is_some());
         while let Some(d) = q.try_receive() {
             d.ack().await.unwrap();
         }
-        graph.forget_workflow(wf).unwrap();
-        graph.forget_batch(batch).unwrap();
-        assert!(graph.workflow_steps(wf).is_none());
-        assert!(graph.batch_counts(batch).is_none());
+        graph.forget_workflow(wf).await.unwrap();
+        graph.forget_batch(batch).await.unwrap();
+        assert!(graph.workflow_steps(wf).await.unwrap().is_none());
+        assert!(graph.batch_counts(batch).await.unwrap().is_none());
         assert_eq!(q.stats().acked, 4);
     });
 }

@@ -22,7 +22,7 @@ struct Job {
     policy: OnFailedParent,
 }
 
-fn build(q: &Q, rng: &mut Rng) -> Vec<Job> {
+async fn build(q: &Q, rng: &mut Rng) -> Vec<Job> {
     let n = 3 + rng.below(25) as usize;
     let mut jobs: Vec<Job> = Vec::with_capacity(n);
     for i in 0..n {
@@ -46,12 +46,13 @@ fn build(q: &Q, rng: &mut Rng) -> Vec<Job> {
             let id = q.try_push(item).unwrap();
             q.store()
                 .push_after(u32::MAX - item, &[Parent::Message(id)], OnFailedParent::Run)
+                .await
                 .map(|_| ())
                 .unwrap();
-            q.store().job_of(id).unwrap()
+            q.store().job_of(id).await.unwrap().unwrap()
         } else {
             let ps: Vec<Parent> = parents.iter().map(|&p| jobs[p].node.into()).collect();
-            q.store().push_after(item, &ps, policy).unwrap()
+            q.store().push_after(item, &ps, policy).await.unwrap()
         };
         jobs.push(Job {
             node,
@@ -64,7 +65,7 @@ fn build(q: &Q, rng: &mut Rng) -> Vec<Job> {
 
 /// Checks a received job: waits with `Cancel`/`Hold` end with every parent acked; one
 /// message per job.
-fn check_received(q: &Q, jobs: &[Job], messages: &mut HashMap<u32, MessageId>, d: &D) {
+async fn check_received(q: &Q, jobs: &[Job], messages: &mut HashMap<u32, MessageId>, d: &D) {
     let item = *d.item();
     if item >= u32::MAX - 64 {
         return; // the plain pushes' watchers
@@ -74,7 +75,7 @@ fn check_received(q: &Q, jobs: &[Job], messages: &mut HashMap<u32, MessageId>, d
     let job = &jobs[item as usize];
     if job.policy != OnFailedParent::Run {
         for &p in &job.parents {
-            let state = q.store().job_state(jobs[p].node).unwrap();
+            let state = q.store().job_state(jobs[p].node).await.unwrap().unwrap();
             assert!(
                 matches!(state, StepState::Acked(_)),
                 "job {item} received; parent {p} {state:?}"
@@ -89,14 +90,14 @@ async fn one_run(rt: SimRuntime, seed: u64) {
         .with_backoff(Backoff::None);
     let q: Q = sim::queue(&rt, config);
     let mut rng = Rng(seed);
-    let jobs = build(&q, &mut rng);
+    let jobs = build(&q, &mut rng).await;
     let mut held: Vec<D> = Vec::new();
     let mut messages = HashMap::new();
     for _ in 0..300 {
         match rng.below(8) {
             0..=2 => {
                 if let Some(d) = q.try_receive() {
-                    check_received(&q, &jobs, &mut messages, &d);
+                    check_received(&q, &jobs, &mut messages, &d).await;
                     held.push(d);
                 }
             }
@@ -128,32 +129,33 @@ async fn one_run(rt: SimRuntime, seed: u64) {
     }
     sleep(&rt, Duration::from_millis(1)).await;
     while let Some(d) = q.try_receive() {
-        check_received(&q, &jobs, &mut messages, &d);
+        check_received(&q, &jobs, &mut messages, &d).await;
         d.ack().await.unwrap();
         sleep(&rt, Duration::from_millis(1)).await;
     }
     // What each job must have come to, from its parents' final states.
     for (i, job) in jobs.iter().enumerate() {
-        let parents: Vec<StepState> = job
-            .parents
-            .iter()
-            .map(|&p| q.store().job_state(jobs[p].node).unwrap())
-            .collect();
-        let state = q.store().job_state(job.node).unwrap();
+        let mut parents: Vec<StepState> = Vec::with_capacity(job.parents.len());
+        for &p in &job.parents {
+            parents.push(q.store().job_state(jobs[p].node).await.unwrap().unwrap());
+        }
+        let state = q.store().job_state(job.node).await.unwrap().unwrap();
         let ran = matches!(state, StepState::Acked(_) | StepState::DeadLettered(_));
         let all_acked = parents.iter().all(|s| matches!(s, StepState::Acked(_)));
         let all_finished = parents.iter().all(|s| s.is_finished());
         let failed = parents
             .iter()
             .any(|s| matches!(s, StepState::DeadLettered(_) | StepState::Cancelled));
+        let mut all = Vec::with_capacity(jobs.len());
+        for j in &jobs {
+            let state = q.store().job_state(j.node).await.unwrap();
+            all.push((j.parents.clone(), j.policy, state));
+        }
         let why = format!(
             "seed {seed}: job {i} ({:?}) is {state:?}, parents {:?} {parents:?}; all: {:?}",
             job.policy,
             job.parents,
-            jobs.iter()
-                .map(|j| (j.parents.clone(), j.policy, q.store().job_state(j.node)))
-                .enumerate()
-                .collect::<Vec<_>>()
+            all.into_iter().enumerate().collect::<Vec<_>>()
         );
         if all_acked || (job.policy == OnFailedParent::Run && all_finished) {
             assert!(ran, "{why}");

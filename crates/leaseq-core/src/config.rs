@@ -5,6 +5,7 @@ use core::time::Duration;
 use crate::backoff::{Backoff, Jitter};
 use crate::error::ConfigError;
 use crate::event::EventMask;
+use crate::flow::GroupDeadLetter;
 
 /// Settings of a [`Queue`](crate::Queue).
 ///
@@ -41,6 +42,9 @@ pub struct Config {
     /// Absent from configs serialized before it existed: the default.
     #[cfg_attr(feature = "serde", serde(default = "default_max_snoozes"))]
     pub(crate) max_snoozes: u32,
+    /// Absent from configs serialized before it existed: the default (`Release`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(crate) group_dead_letter: GroupDeadLetter,
 }
 
 #[cfg(feature = "serde")]
@@ -95,6 +99,7 @@ impl Config {
             events: EventMask::DEFAULT,
             event_capacity: 4096,
             max_snoozes: Self::DEFAULT_MAX_SNOOZES,
+            group_dead_letter: GroupDeadLetter::Release,
         }
     }
 
@@ -110,6 +115,19 @@ impl Config {
     pub const fn with_max_snoozes(mut self, max_snoozes: u32) -> Self {
         self.max_snoozes = max_snoozes;
         self
+    }
+
+    /// What a dead letter does to its ordered group ([`GroupDeadLetter`]): releases it (the
+    /// default: the next item goes) or blocks it until the dead letter is redriven or
+    /// purged.
+    pub const fn group_dead_letter(mut self, choice: GroupDeadLetter) -> Self {
+        self.group_dead_letter = choice;
+        self
+    }
+
+    /// What a dead letter does to its ordered group.
+    pub const fn group_dead_letter_choice(&self) -> GroupDeadLetter {
+        self.group_dead_letter
     }
 
     /// The bound on an item's uncounted snoozes.

@@ -115,3 +115,37 @@ impl FlowKeys {
         self.kind.is_none() && self.partition.is_none() && self.group.is_none()
     }
 }
+
+/// What a dead letter does to its ordered group ([`FlowKeys::group`]), a choice per queue
+/// ([`Config::group_dead_letter`](crate::Config::group_dead_letter)).
+///
+/// ```
+/// use core::time::Duration;
+/// use leaseq_core::{Config, FlowKey, FlowKeys, GroupDeadLetter, PushOptions, Queue, Timestamp};
+///
+/// let config = Config::new(Duration::from_secs(30)).group_dead_letter(GroupDeadLetter::Block);
+/// let mut q = Queue::new(config).unwrap();
+/// let t = Timestamp::ZERO;
+/// let order = FlowKeys::new().group(FlowKey::named("order-17"));
+/// q.push_flow("paid", t, PushOptions::new(), order).unwrap();
+/// q.push_flow("packed", t, PushOptions::new(), order).unwrap();
+/// let paid = q.receive(t).unwrap();
+/// q.dead_letter(paid.receipt, t, None).unwrap();
+/// assert!(q.receive(t).is_none(), "the group waits for its dead letter");
+/// q.redrive(paid.id, t).unwrap();
+/// assert_eq!(q.receive(t).unwrap().item, "paid", "the head again");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum GroupDeadLetter {
+    /// The dead letter leaves its group: the next item becomes the head and goes (as an SQS
+    /// FIFO message moved to its dead-letter queue does). A redrive puts it back at its
+    /// place in push order, where it is the head again. The default.
+    #[default]
+    Release,
+    /// The group waits: nothing behind the dead letter is handed out until it is redriven
+    /// (back at its place, the head again) or taken out of the dead letters for good (a
+    /// purge), which lets the next item go. Strict order, at the price of a stuck group.
+    Block,
+}

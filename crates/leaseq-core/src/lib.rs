@@ -246,7 +246,7 @@ pub use config::Config;
 pub use dead_letter::DeadLetter;
 pub use error::{CancelError, ConfigError, PushError, ReceiptError, RedriveError};
 pub use event::{Event, EventMask, LateAckKind, Reason};
-pub use flow::{FlowKey, FlowKeys, LimitScope};
+pub use flow::{FlowKey, FlowKeys, GroupDeadLetter, LimitScope};
 pub use histogram::Histogram;
 pub use id::{MessageId, Receipt};
 pub use key::UniqueKey;

@@ -1,18 +1,26 @@
 //! Ordered groups (`FlowKeys::group`): a group's items go strictly in push order, one at a
-//! time; groups take turns; a dead letter releases its group and a redrive puts the item
-//! back at its place. Unit cases, then a property test over random streams.
+//! time; groups take turns; a dead letter releases its group (or, with
+//! `GroupDeadLetter::Block`, holds it until redriven or purged) and a redrive puts the item
+//! back at its place. Unit cases, then property tests over random streams.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use leaseq_core::{Backoff, Config, Failure, FlowKey, FlowKeys, ItemState, PushOptions, Queue};
+use leaseq_core::{
+    Backoff, Config, Failure, FlowKey, FlowKeys, GroupDeadLetter, ItemState, PushOptions, Queue,
+};
 use leaseq_test_kit::time::at_ms as ts;
 use proptest::prelude::*;
 
 fn queue(max_attempts: u32) -> Queue<u32> {
+    queue_with(max_attempts, GroupDeadLetter::Release)
+}
+
+fn queue_with(max_attempts: u32, dead: GroupDeadLetter) -> Queue<u32> {
     let config = Config::new(Duration::from_millis(10))
         .with_backoff(Backoff::None)
-        .with_max_attempts(max_attempts);
+        .with_max_attempts(max_attempts)
+        .group_dead_letter(dead);
     Queue::new(config).unwrap()
 }
 
@@ -91,12 +99,66 @@ fn a_dead_letter_releases_its_group_and_a_redrive_takes_its_place_back() {
     q.check_invariants().unwrap();
 }
 
+/// `Block`: a dead letter holds its group (the next item waits, counted as held by its
+/// group) until it is redriven, the head again; a purge of a dead letter lets the next go.
+#[test]
+fn a_blocking_dead_letter_holds_its_group_until_redriven_or_purged() {
+    let mut q = queue_with(1, GroupDeadLetter::Block);
+    for n in 0..3 {
+        push(&mut q, n, 1);
+    }
+    push(&mut q, 10, 2);
+    let first = q.receive(ts(0)).unwrap();
+    assert_eq!(first.item, 0);
+    q.nack(first.receipt, ts(0), Failure::error("e")).unwrap();
+    assert_eq!(q.stats().dead, 1);
+    let other = q.receive(ts(0)).unwrap();
+    assert_eq!(other.item, 10, "other groups go on");
+    assert!(
+        q.receive(ts(0)).is_none(),
+        "group 1 waits for its dead letter"
+    );
+    assert_eq!(q.waiting_on_groups(), 2);
+    q.check_invariants().unwrap();
+    q.redrive(first.id, ts(1)).unwrap();
+    let again = q.receive(ts(1)).unwrap();
+    assert_eq!(again.item, 0, "the head again");
+    q.dead_letter(again.receipt, ts(1), None).unwrap();
+    assert!(q.receive(ts(1)).is_none());
+    q.take_dead_letter(first.id).unwrap();
+    q.check_invariants().unwrap();
+    let next = q.receive(ts(1)).unwrap();
+    assert_eq!(next.item, 1, "the purge let the next go");
+    q.check_invariants().unwrap();
+}
+
+/// The choice is kept in a serialized config, and a config serialized before it existed
+/// reads as `Release`.
+#[test]
+fn the_choice_is_a_config_field_with_release_by_default() {
+    let c = Config::new(Duration::from_secs(1));
+    assert_eq!(c.group_dead_letter_choice(), GroupDeadLetter::Release);
+    let b = c.clone().group_dead_letter(GroupDeadLetter::Block);
+    assert_eq!(b.group_dead_letter_choice(), GroupDeadLetter::Block);
+    #[cfg(feature = "serde")]
+    {
+        let json = serde_json::to_string(&b).unwrap();
+        assert!(json.contains("\"group_dead_letter\":\"Block\""), "{json}");
+        let back: Config = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, b);
+        let old = json.replace(",\"group_dead_letter\":\"Block\"", "");
+        let old: Config = serde_json::from_str(&old).unwrap();
+        assert_eq!(old.group_dead_letter_choice(), GroupDeadLetter::Release);
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Push(Option<u64>, u8, u64),
     Receive,
     Settle(usize, u8),
     Redrive(usize),
+    Purge(usize),
     Wait(u64),
 }
 
@@ -106,6 +168,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => Just(Op::Receive),
         4 => (any::<usize>(), 0..6u8).prop_map(|(i, how)| Op::Settle(i, how)),
         1 => any::<usize>().prop_map(Op::Redrive),
+        1 => any::<usize>().prop_map(Op::Purge),
         1 => (0..12u64).prop_map(Op::Wait),
     ]
 }
@@ -149,13 +212,16 @@ proptest! {
     }
 
     /// Whenever an item of a group is leased, no other item of its group is in flight and
-    /// no live item of its group was pushed before it (redriven items keep their place);
-    /// a receive that leases nothing leaves only held-back items ready.
+    /// no live item of its group was pushed before it (redriven items keep their place),
+    /// nor, with `Block`, a dead letter of its group; a receive that leases nothing leaves
+    /// only held-back items ready.
     #[test]
     fn a_group_goes_in_push_order_one_at_a_time(
         ops in proptest::collection::vec(op(), 1..150),
+        block in any::<bool>(),
     ) {
-        let mut q = queue(2);
+        let mode = if block { GroupDeadLetter::Block } else { GroupDeadLetter::Release };
+        let mut q = queue_with(2, mode);
         let mut t = 0;
         let mut groups: BTreeMap<u64, u64> = BTreeMap::new();
         let mut held = Vec::new();
@@ -180,6 +246,11 @@ proptest! {
                                 let in_flight = matches!(v.state, ItemState::InFlight { .. });
                                 prop_assert!(!in_flight, "two of a group in flight");
                             }
+                            for d in q.dead_letters().filter(|_| block) {
+                                if groups.get(&d.id.get()) == Some(&g) {
+                                    prop_assert!(d.id > lease.id, "past dead letter {:?}", d.id);
+                                }
+                            }
                         }
                         held.push(lease);
                     }
@@ -200,6 +271,12 @@ proptest! {
                     let dead: Vec<_> = q.dead_letters().map(|d| d.id).collect();
                     if !dead.is_empty() {
                         let _ = q.redrive(dead[i % dead.len()], ts(t));
+                    }
+                }
+                Op::Purge(i) => {
+                    let dead: Vec<_> = q.dead_letters().map(|d| d.id).collect();
+                    if !dead.is_empty() {
+                        q.take_dead_letter(dead[i % dead.len()]);
                     }
                 }
                 Op::Wait(ms) => {

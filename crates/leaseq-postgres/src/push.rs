@@ -13,6 +13,22 @@ use crate::store::PgStore;
 /// index holds a key while its row is live, no longer.
 pub(crate) const KEY_WINDOWS: &str = "unique key windows (Push::key_window) on the Postgres store";
 
+/// What a push with flow keys (`Push::kind`, `partition`, `group`, `flow_keys`) is refused
+/// as until the store keeps them.
+pub(crate) const FLOW_KEYS: &str =
+    "flow keys (Push::kind, partition, group, flow_keys) on the Postgres store";
+
+/// What the Postgres store refuses in `push`, if anything: a key window, flow keys.
+pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
+    if push.has_key_window() {
+        Some(KEY_WINDOWS)
+    } else if push.flow().is_some() {
+        Some(FLOW_KEYS)
+    } else {
+        None
+    }
+}
+
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// `try_push`: refused at once (the item handed back) when closed, when the writer is
     /// `max_pending_pushes` behind, or when the push asks for what the store cannot do.
@@ -33,8 +49,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let level = options.priority;
             return Err(PushError::PriorityOutOfRange { item, level });
         }
-        if push.has_key_window() {
-            let what = KEY_WINDOWS;
+        if let Some(what) = unsupported(push) {
             return Err(PushError::Unsupported { item, what });
         }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {

@@ -28,7 +28,6 @@ use tokio_postgres::Row;
 use crate::counters::Counters;
 use crate::db::{micros, Db};
 use crate::operator::store_error;
-use crate::push::KEY_WINDOWS;
 use crate::store::PgStore;
 
 /// The schema version that added the table.
@@ -173,9 +172,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
-            if push.has_key_window() {
+            if let Some(what) = crate::push::unsupported(push) {
                 let (item, _) = step.ticks.swap_remove(i);
-                let what = KEY_WINDOWS;
                 return Err(ScheduleCommitError::Push(PushError::Unsupported {
                     item,
                     what,

@@ -14,7 +14,6 @@ use leaseq_core::{MessageId, UniqueKey, MAX_PRIORITY};
 
 use crate::counters::Counters;
 use crate::db::micros;
-use crate::push::KEY_WINDOWS;
 use crate::store::PgStore;
 use crate::tx_client::sealed::{Call, Reply};
 use crate::tx_client::TxClient;
@@ -184,8 +183,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if options.priority > MAX_PRIORITY {
             return (Vec::new(), Some(Refused::Priority(options.priority)));
         }
-        if push.has_key_window() {
-            return (Vec::new(), Some(Refused::Unsupported(KEY_WINDOWS)));
+        if let Some(what) = crate::push::unsupported(push) {
+            return (Vec::new(), Some(Refused::Unsupported(what)));
         }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return (Vec::new(), Some(Refused::Expired));

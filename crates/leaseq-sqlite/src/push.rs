@@ -9,6 +9,22 @@ use crate::op::Op;
 use crate::schedule::KEY_WINDOWS;
 use crate::store::SqliteStore;
 
+/// What a push with flow keys (`Push::kind`, `partition`, `group`, `flow_keys`) is refused
+/// as until the journal keeps them.
+pub(crate) const FLOW_KEYS: &str =
+    "flow keys (Push::kind, partition, group, flow_keys) on the SQLite store";
+
+/// What the SQLite store refuses in `push`, if anything: a key window, flow keys.
+pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
+    if push.has_key_window() {
+        Some(KEY_WINDOWS)
+    } else if push.flow().is_some() {
+        Some(FLOW_KEYS)
+    } else {
+        None
+    }
+}
+
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// One push, as `Store::try_push` answers it: the item handed back with the refusal.
     pub(crate) fn push_journaled(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
@@ -17,9 +33,9 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             let error = self.journal.refusal();
             return Err(PushError::Store { item, error });
         }
-        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
-        if push.has_key_window() {
-            let what = KEY_WINDOWS;
+        // The journal keeps keys while items are live, no longer (see `Push::key_window`),
+        // and no flow keys yet.
+        if let Some(what) = unsupported(push) {
             return Err(PushError::Unsupported { item, what });
         }
         // Encoded before any lock is taken.

@@ -140,9 +140,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let mut rows = Vec::with_capacity(step.ticks.len());
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
-            if push.has_key_window() {
+            if let Some(what) = crate::push::unsupported(push) {
                 let (item, _) = step.ticks.swap_remove(i);
-                let what = KEY_WINDOWS;
                 return Err(ScheduleCommitError::Push(PushError::Unsupported {
                     item,
                     what,

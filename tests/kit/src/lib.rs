@@ -3,7 +3,8 @@
 //! tick table, child processes, a command's output checked, and behind features
 //! virtual-time runs (`sim`), steps on any store (`async`), the router tests' job kinds
 //! (`jobs`), the SQLite and Postgres fixtures (`sqlite`, `postgres`) and the multi-process
-//! schedule tests' ledger (`schedules`).
+//! schedule tests' ledger (`schedules`); the multi-process dependency tests' checker
+//! (`graph_check`).
 //!
 //! Used by the integration tests (`tests/*.rs`) of the workspace's crates and of the root
 //! suite, never by unit tests in `src/` (the kit depends on the crates it serves: a crate's
@@ -19,6 +20,7 @@ pub mod deploy;
 pub mod envelope;
 #[cfg(feature = "postgres")]
 pub mod gated;
+pub mod graph_check;
 #[cfg(feature = "jobs")]
 pub mod jobs;
 pub mod output;

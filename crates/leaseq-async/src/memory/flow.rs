@@ -1,19 +1,23 @@
-//! Concurrency limits on the memory store: the core's (`Queue::set_limit`), with pushes
-//! that carry flow keys and the wake-ups a limit needs. Offered by the memory store alone
-//! for now (not through the `Store` seam): a durable store would have to keep the flow keys
-//! and count across processes.
+//! Flow control on the memory store: concurrency limits (the core's `Queue::set_limit`),
+//! the wake-ups a limit needs, and [`FlowControl`] (limits here, rates in `rate.rs`).
+//! Pushes with flow keys (`Push::kind`, ...) go through `push.rs` to the core's
+//! `push_flow`.
 //!
 //! A limit holds ready items back, so a place freed (a lease leaving flight) or a limit
 //! raised can make an item leasable without any item becoming visible: the lock's release
 //! (`lock.rs`) then wakes a receiver when the queue has flow control and fewer items are
 //! in flight than at the last release, and `set_limit` wakes every receiver.
 
-use leaseq_core::{FlowKeys, LimitScope, MessageId};
+use std::future::{ready, Future};
+
+use leaseq_core::{FlowKeys, LimitScope, MessageId, Rate};
 
 use super::MemoryStore;
 use crate::error::PushError;
+use crate::flow_control::{FlowControl, FlowSettings, FlowWaiting};
 use crate::push::Push;
 use crate::runtime::Runtime;
+use crate::store_error::StoreError;
 
 impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
     /// Sets (`Some`) or removes (`None`) the concurrency limit of `scope`: at most `max`
@@ -42,39 +46,57 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         self.lock().core.waiting_on_limits()
     }
 
-    /// [`try_push`](crate::Store::try_push) with flow keys: the item counts against the
-    /// limits of its kind and partition, and goes in its ordered group's turn, for life
-    /// ([`Queue::push_flow`](leaseq_core::Queue::push_flow)). For a queue whose store is
-    /// this memory store: a durable store's memory store inside would not journal it. A key
-    /// window ([`Push::key_window`]) is not offered with flow keys: refused with
-    /// [`PushError::Unsupported`], the item handed back.
+    /// [`try_push`](crate::Store::try_push) with flow keys: the same as
+    /// [`Push::flow_keys`]`(keys)` on `push` (a key window beside them refused with
+    /// [`PushError::Unsupported`], the item handed back).
     pub fn try_push_flow(
         &self,
         item: T,
         push: &Push,
         keys: FlowKeys,
     ) -> Result<MessageId, PushError<T>> {
-        if self.closed() {
-            return Err(PushError::Closed(item));
-        }
-        if push.has_key_window() {
-            let what = "a key window with flow keys (Push::key_window in try_push_flow)";
-            return Err(PushError::Unsupported { item, what });
-        }
-        let now = self.rt.now();
-        let mut st = self.lock();
-        st.flow = true;
-        let options = push.options_at(now);
-        let mut replaced = None;
-        let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-            core.push_flow_with_id_take(id, item, now, options, keys)
-                .map(|p| {
-                    replaced = p.replaced;
-                    p.id
-                })
-        });
+        self.push_one(item, &push.clone().flow_keys(keys))
+    }
+}
+
+/// Every future ready at once: the settings are this process's.
+impl<T: Clone + Send + 'static, R: Runtime> FlowControl for MemoryStore<T, R> {
+    fn set_limit(
+        &self,
+        scope: LimitScope,
+        max: Option<u32>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        MemoryStore::set_limit(self, scope, max);
+        ready(Ok(()))
+    }
+
+    fn set_rate(
+        &self,
+        scope: LimitScope,
+        rate: Option<Rate>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        MemoryStore::set_rate(self, scope, rate);
+        ready(Ok(()))
+    }
+
+    fn flow_settings(&self) -> impl Future<Output = Result<FlowSettings, StoreError>> + Send {
+        let st = self.lock();
+        let settings = FlowSettings::new(st.core.limits(), st.core.rates());
         drop(st);
-        drop(replaced);
-        pushed.map_err(PushError::from_core)
+        ready(Ok(settings))
+    }
+
+    fn flow_waiting(&self) -> impl Future<Output = Result<FlowWaiting, StoreError>> + Send {
+        let mut st = self.lock();
+        let now = self.rt.now();
+        st.core.handle_timeout(now);
+        let core = &st.core;
+        let waiting = FlowWaiting::new(
+            core.waiting_on_concurrency(),
+            core.waiting_on_rates(),
+            core.waiting_on_groups(),
+        );
+        drop(st);
+        ready(Ok(waiting))
     }
 }

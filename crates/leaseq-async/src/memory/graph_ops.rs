@@ -1,4 +1,4 @@
-//! [`DependencyStore`] for the memory store: each call one critical section, the graph's
+//! [`DependencyStore`](crate::dependencies::DependencyStore) for the memory store: each call one critical section, the graph's
 //! releases pushed before the lock is released (see `graph.rs`).
 
 use std::sync::atomic::Ordering;
@@ -9,7 +9,7 @@ use leaseq_core::MessageId;
 
 use super::{Locked, MemoryStore, State};
 use crate::dependencies::WorkflowStep;
-use crate::dependencies::{DependencyError, DependencyStore, Parent, ParentOutcome, Refused};
+use crate::dependencies::{DependencyError, Parent, ParentOutcome, Refused};
 use crate::runtime::Runtime;
 
 impl<T, R: Runtime> MemoryStore<T, R> {
@@ -80,8 +80,10 @@ impl<T> State<T> {
     }
 }
 
-impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T, R> {
-    fn push_after(
+/// The bodies of [`DependencyStore`]'s calls, each one critical section (the trait's
+/// futures, `graph_trait.rs`, are these answers, ready at once).
+impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
+    pub(super) fn push_after_now(
         &self,
         item: T,
         parents: &[Parent],
@@ -117,7 +119,10 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         }
     }
 
-    fn push_workflow(&self, spec: WorkflowSpec<T>) -> Result<WorkflowId, Refused<WorkflowSpec<T>>> {
+    pub(super) fn push_workflow_now(
+        &self,
+        spec: WorkflowSpec<T>,
+    ) -> Result<WorkflowId, Refused<WorkflowSpec<T>>> {
         let mut st = match self.graph_lock() {
             Ok(st) => st,
             Err(error) => {
@@ -139,7 +144,7 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         }
     }
 
-    fn workflow_steps(&self, workflow: WorkflowId) -> Option<Vec<WorkflowStep>> {
+    pub(super) fn workflow_steps_now(&self, workflow: WorkflowId) -> Option<Vec<WorkflowStep>> {
         let st = self.graph_read();
         let steps = st.graph.graph.workflow_steps(workflow)?;
         Some(
@@ -153,7 +158,10 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         )
     }
 
-    fn cancel_workflow(&self, workflow: WorkflowId) -> Result<Vec<NodeId>, DependencyError> {
+    pub(super) fn cancel_workflow_now(
+        &self,
+        workflow: WorkflowId,
+    ) -> Result<Vec<NodeId>, DependencyError> {
         let now = self.rt.now();
         let mut st = self.graph_lock()?;
         let c = st
@@ -183,7 +191,11 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         Ok(cancelled)
     }
 
-    fn retry_step(&self, workflow: WorkflowId, step: &str) -> Result<(), DependencyError> {
+    pub(super) fn retry_step_now(
+        &self,
+        workflow: WorkflowId,
+        step: &str,
+    ) -> Result<(), DependencyError> {
         let now = self.rt.now();
         let _gate = self.dead_gate(); // (a lent dead letter cannot be redriven)
         let mut st = self.graph_lock()?;
@@ -204,7 +216,7 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         Ok(())
     }
 
-    fn push_batch(
+    pub(super) fn push_batch_now(
         &self,
         children: Vec<T>,
         callback: T,
@@ -224,23 +236,27 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         Ok(added.batch)
     }
 
-    fn batch_counts(&self, batch: BatchId) -> Option<BatchCounts> {
+    pub(super) fn batch_counts_now(&self, batch: BatchId) -> Option<BatchCounts> {
         self.graph_read().graph.graph.batch_counts(batch)
     }
 
-    fn forget_workflow(&self, workflow: WorkflowId) -> Result<(), DependencyError> {
+    pub(super) fn forget_workflow_now(&self, workflow: WorkflowId) -> Result<(), DependencyError> {
         let mut st = self.graph_read();
         let r = st.graph.graph.forget_workflow(workflow);
         r.map_err(DependencyError::Graph)
     }
 
-    fn forget_batch(&self, batch: BatchId) -> Result<(), DependencyError> {
+    pub(super) fn forget_batch_now(&self, batch: BatchId) -> Result<(), DependencyError> {
         let mut st = self.graph_read();
         let r = st.graph.graph.forget_batch(batch);
         r.map_err(DependencyError::Graph)
     }
 
-    fn record_result(&self, message: MessageId, result: &[u8]) -> Result<(), DependencyError> {
+    pub(super) fn record_result_now(
+        &self,
+        message: MessageId,
+        result: &[u8],
+    ) -> Result<(), DependencyError> {
         self.graph_read()
             .graph
             .graph
@@ -248,7 +264,7 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
             .map_err(DependencyError::Result)
     }
 
-    fn parent_outcomes(&self, message: MessageId) -> Option<Vec<ParentOutcome>> {
+    pub(super) fn parent_outcomes_now(&self, message: MessageId) -> Option<Vec<ParentOutcome>> {
         let st = self.graph_read();
         let g = &st.graph.graph;
         let node = g.node_of(message)?;
@@ -267,11 +283,11 @@ impl<T: Clone + Send + 'static, R: Runtime> DependencyStore<T> for MemoryStore<T
         )
     }
 
-    fn job_state(&self, node: NodeId) -> Option<StepState> {
+    pub(super) fn job_state_now(&self, node: NodeId) -> Option<StepState> {
         self.graph_read().graph.graph.state(node)
     }
 
-    fn job_of(&self, message: MessageId) -> Option<NodeId> {
+    pub(super) fn job_of_now(&self, message: MessageId) -> Option<NodeId> {
         self.lock().graph.graph.node_of(message)
     }
 }

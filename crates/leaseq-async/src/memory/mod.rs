@@ -10,6 +10,7 @@ mod drive;
 mod flow;
 mod graph;
 mod graph_ops;
+mod graph_trait;
 mod handles;
 mod heartbeat;
 mod history;

@@ -24,10 +24,15 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             self.metrics.poke(&self.driver_wake);
             return Ok(id);
         }
+        if let Some(what) = push.flow_conflict() {
+            return Err(PushError::Unsupported { item, what });
+        }
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
         // time, so the queue's own latest time serves (one clock read saved per item).
         let clock = push.needs_clock().then(|| self.rt.now());
         let mut st = self.lock();
+        // Flow keys: a place freed may now let a held-back item go (see `flow.rs`).
+        st.flow |= push.flowed();
         let now = clock.unwrap_or_else(|| st.core.now());
         let options = push.options_at(now);
         let mut replaced = None;
@@ -66,14 +71,21 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             self.metrics.poke(&self.driver_wake);
             return Ok(ids);
         }
+        if let Some(what) = push.flow_conflict() {
+            return match items.next() {
+                Some(item) => Err((ids, PushError::Unsupported { item, what })),
+                None => Ok(ids),
+            };
+        }
         // (A delay, an expiry or a key's window is measured from the clock's time.)
         let clock = push.needs_clock().then(|| self.rt.now());
         let mut st = self.lock();
+        st.flow |= push.flowed();
         let now = clock.unwrap_or_else(|| st.core.now());
         let options = push.options_at(now);
         for item in items {
             let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-                if push.has_key_window() {
+                if push.has_key_window() || push.flowed() {
                     push.push_into(core, id, item, now, options).map(|p| p.id)
                 } else {
                     core.push_with_id(id, item, now, options)

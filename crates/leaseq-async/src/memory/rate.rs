@@ -1,6 +1,5 @@
 //! Rate limits on the memory store: the core's (`Queue::set_rate`), with the wake-ups a
-//! rate needs. Offered by the memory store alone for now (not through the `Store` seam): a
-//! durable store would have to keep the limits' state where every process claims.
+//! rate needs (through [`FlowControl`](crate::FlowControl) too, `flow.rs`).
 //!
 //! A rate holds ready items back until an instant the core knows: a receive that finds
 //! only held items makes the core note it, which lowers its next timeout, so the lock's

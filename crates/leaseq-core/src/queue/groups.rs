@@ -13,9 +13,14 @@
 //! served in the order their heads became eligible, which is round robin for groups that
 //! keep items ready. A head that fails or is snoozed stays the head: the group waits for it
 //! (its backoff or delay included).
+//!
+//! With `GroupDeadLetter::Block` a dead letter stays in its group's set (its tags are kept
+//! for a dead letter anyway): while it is the first, nothing of the group goes. A redrive
+//! makes it live at its place again; a dead letter taken out for good (a purge,
+//! `forget_tags`) leaves the group then, which lets the next one go.
 
 use super::{Queue, State};
-use crate::flow::FlowKey;
+use crate::flow::{FlowKey, GroupDeadLetter};
 
 impl super::limits::Flow {
     /// Whether `id` is the head of `group`.
@@ -25,6 +30,11 @@ impl super::limits::Flow {
 }
 
 impl<T> Queue<T> {
+    /// Whether a dead letter keeps its place in its group (`GroupDeadLetter::Block`).
+    pub(super) fn dead_blocks_group(&self) -> bool {
+        self.config.group_dead_letter == GroupDeadLetter::Block
+    }
+
     /// The item `id` left `group` for good: the next one, if any, becomes the head, moved
     /// to the back of its ready list if it is ready (it became eligible now).
     pub(super) fn leave_group(&mut self, group: FlowKey, id: u64) {

@@ -27,9 +27,9 @@ use crate::flow::{FlowKey, FlowKeys, LimitScope};
 #[derive(Debug, Default)]
 pub(super) struct Flow {
     /// The queue-wide limit.
-    queue_max: Option<u32>,
+    pub(super) queue_max: Option<u32>,
     /// The limits by kind and partition.
-    limits: BTreeMap<Scoped, u32>,
+    pub(super) limits: BTreeMap<Scoped, u32>,
     /// Tagged items in flight, by kind, partition and group (whether limited or not, so
     /// that a limit set later counts right at once). No zero entries.
     running: BTreeMap<Scoped, u32>,
@@ -46,15 +46,22 @@ pub(super) struct Flow {
 impl Flow {
     /// Whether an item with `tags` may be leased now (the queue-wide limit checked apart).
     fn allows(&self, id: u64, tags: Option<&Tags>) -> bool {
-        tags.is_none_or(|t| {
-            t.scoped().all(|k| {
-                self.limits
-                    .get(&k)
-                    .is_none_or(|&max| self.running.get(&k).copied().unwrap_or(0) < max)
-            }) && t
-                .group
-                .is_none_or(|g| self.is_head(g, id) && !self.running.contains_key(&(GROUP, g)))
+        tags.is_none_or(|t| self.limits_allow(t) && self.group_allows(id, t))
+    }
+
+    /// Whether no full kind or partition limit holds back an item with `t`.
+    pub(super) fn limits_allow(&self, t: &Tags) -> bool {
+        t.scoped().all(|k| {
+            self.limits
+                .get(&k)
+                .is_none_or(|&max| self.running.get(&k).copied().unwrap_or(0) < max)
         })
+    }
+
+    /// Whether its group's turn lets the item `id` with `t` go (no group: yes).
+    pub(super) fn group_allows(&self, id: u64, t: &Tags) -> bool {
+        t.group
+            .is_none_or(|g| self.is_head(g, id) && !self.running.contains_key(&(GROUP, g)))
     }
 }
 
@@ -160,10 +167,20 @@ impl<T> Queue<T> {
         }
     }
 
-    /// Drops the tags of dead letters taken out for good.
+    /// Drops the tags of dead letters taken out for good: a group a dead letter blocks
+    /// goes on (see `groups`).
     pub(super) fn forget_tags(&mut self, ids: impl Iterator<Item = u64>) {
-        if let Some(flow) = self.flow.as_deref_mut() {
-            ids.for_each(|id| _ = flow.tags.remove(&id));
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return;
+        };
+        let mut blocked = Vec::new();
+        for id in ids {
+            if let Some(g) = flow.tags.remove(&id).and_then(|t| t.group) {
+                blocked.push((g, id));
+            }
+        }
+        for (g, id) in blocked {
+            self.leave_group(g, id);
         }
     }
 
@@ -199,8 +216,8 @@ impl<T> Queue<T> {
 
     /// The tagged item leaving `slot` (freed, its meta as it was): off the counts, and its
     /// tags dropped unless it became a `dead` letter.
-    /// An item leaving its group, dead letter or not, lets the next one go (see
-    /// `groups`).
+    /// An item leaving its group lets the next one go, a dead letter too unless the queue's
+    /// [`GroupDeadLetter`](crate::GroupDeadLetter) is `Block` (see `groups`).
     pub(super) fn untag(&mut self, slot: usize, dead: bool) {
         self.uncount(slot);
         let id = self.slots[slot].id;
@@ -211,7 +228,7 @@ impl<T> Queue<T> {
         if !dead {
             flow.tags.remove(&id);
         }
-        if let Some(g) = group {
+        if let Some(g) = group.filter(|_| !(dead && self.dead_blocks_group())) {
             self.leave_group(g, id);
         }
     }
@@ -296,7 +313,7 @@ impl<T> Queue<T> {
     }
 
     /// Every ready item in delivery order: levels from the highest, each list in order.
-    fn ready_in_order(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(super) fn ready_in_order(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.ready.len())
             .rev()
             .flat_map(move |level| self.ready[level].iter(&self.slots))
@@ -353,6 +370,16 @@ impl<T> Queue<T> {
                 };
                 tags.scoped()
                     .for_each(|k| *recount.entry(k).or_default() += 1);
+            }
+        }
+        // With `GroupDeadLetter::Block`, the dead letters (the tagged ids not live) keep
+        // their place in their groups.
+        if let Some(flow) = self.flow.as_deref().filter(|_| self.dead_blocks_group()) {
+            let live: BTreeSet<u64> = members.values().flatten().copied().collect();
+            for (&id, t) in &flow.tags {
+                if let Some(g) = t.group.filter(|_| !live.contains(&id)) {
+                    members.entry(g).or_default().insert(id);
+                }
             }
         }
         let groups = self.flow.as_deref().map(|f| &f.groups);

@@ -26,6 +26,7 @@ mod cancel;
 mod dead_lend;
 mod dead_letters;
 mod flight;
+mod flow_view;
 mod groups;
 mod invariants;
 mod key_windows;

@@ -39,8 +39,8 @@ use crate::time::Timestamp;
 
 /// One rate limit's state: the GCRA's theoretical arrival time, in nanoseconds.
 #[derive(Clone, Copy, Debug)]
-struct Gcra {
-    rate: Rate,
+pub(super) struct Gcra {
+    pub(super) rate: Rate,
     interval: u64,
     tolerance: u64,
     tat: u64,
@@ -84,9 +84,9 @@ impl Gcra {
 #[derive(Debug)]
 pub(super) struct Rates {
     /// The queue-wide limit.
-    queue: Option<Gcra>,
+    pub(super) queue: Option<Gcra>,
     /// The limits by kind and partition.
-    scoped: BTreeMap<Scoped, Gcra>,
+    pub(super) scoped: BTreeMap<Scoped, Gcra>,
     /// The earliest instant an item a walk passed becomes eligible; `Timestamp::MAX`: none
     /// noted.
     pub(super) wake: Timestamp,
@@ -144,7 +144,7 @@ impl Rates {
 }
 
 /// A scope's key in `Rates::scoped`; `None` for the queue.
-fn scoped(scope: LimitScope) -> Option<Scoped> {
+pub(super) fn scoped(scope: LimitScope) -> Option<Scoped> {
     match scope {
         LimitScope::Queue => None,
         LimitScope::Kind(k) => Some((KIND, k)),

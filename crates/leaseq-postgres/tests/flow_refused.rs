@@ -1,0 +1,44 @@
+//! Flow keys (`Push::kind`, `partition`, `group`) are not yet kept by the Postgres store: a
+//! push giving them is refused, typed, with the item handed back, on every push path
+//! (`try_push`, a batch, a push in the caller's transaction), and no row is written.
+
+use leaseq_test_kit::pg as common;
+
+use std::time::Duration;
+
+use leaseq_async::{Config, Push, PushError, Store};
+use leaseq_postgres::TxPushError;
+
+#[test]
+fn a_push_with_flow_keys_is_refused_on_every_path() {
+    common::with_server(|url| async move {
+        let name = common::unique("flow-refused");
+        let config = Config::new(Duration::from_secs(30));
+        let q = common::open_bytes(&url, name.clone(), config, common::options()).await;
+        match q.try_push_with(b"a".to_vec(), Push::new().partition("p")) {
+            Err(PushError::Unsupported { item, what }) => {
+                assert_eq!(item, b"a".to_vec());
+                assert!(what.contains("flow keys"), "{what}");
+            }
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+        let mut items = vec![b"b".to_vec()].into_iter();
+        let batch = q
+            .store()
+            .try_push_batch(&mut items, &Push::new().group("g"));
+        assert!(
+            matches!(&batch, Err((ids, PushError::Unsupported { .. })) if ids.is_empty()),
+            "{batch:?}"
+        );
+        let mut db = common::sql(&url).await;
+        let tx = db.transaction().await.expect("begin");
+        let r = q
+            .store()
+            .push_in(&tx, b"c".to_vec(), Push::new().kind("k"))
+            .await;
+        assert!(matches!(&r, Err(TxPushError::Unsupported { .. })), "{r:?}");
+        tx.commit().await.expect("commit");
+        let watcher = common::sql(&url).await;
+        assert_eq!(common::row_count(&watcher, &name).await, 0);
+    });
+}
