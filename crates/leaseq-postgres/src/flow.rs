@@ -11,8 +11,10 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use leaseq_async::StoreError;
-use leaseq_core::{FlowKey, LimitScope, Rate};
+use std::future::Future;
+
+use leaseq_async::{FlowControl, FlowSettings, FlowWaiting, StoreError};
+use leaseq_core::{FlowKey, GroupDeadLetter, LimitScope, Rate};
 
 use crate::operator::store_error;
 use crate::store::PgStore;
@@ -258,11 +260,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     }
 
     /// Ready items held back now: `(on_limits, on_rates, on_groups)` (see `WAITING`).
-    pub(crate) async fn flow_waiting_in_db(
-        &self,
-        block_dead: bool,
-    ) -> Result<[u64; 3], StoreError> {
+    pub(crate) async fn flow_waiting_in_db(&self) -> Result<[u64; 3], StoreError> {
         let db = &*self.db;
+        let block_dead = db.config.group_dead_letter_choice() == GroupDeadLetter::Block;
         let what = "flow_waiting";
         let client = db.client().await.map_err(|e| {
             StoreError::not_done(format!("{what}: {}", leaseq_async::ErrorChain(&e)))
@@ -282,5 +282,39 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// The store's schema, quoted.
     fn schema_quoted(&self) -> String {
         format!("\"{}\"", self.db.options.schema)
+    }
+}
+
+/// The settings in tables every process of the queue reads; each change commits with a
+/// notification that wakes every process's claimer.
+impl<T: Clone + Send + Sync + 'static> FlowControl for PgStore<T> {
+    fn set_limit(
+        &self,
+        scope: LimitScope,
+        max: Option<u32>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.set_limit_in_db(scope, max)
+    }
+
+    fn set_rate(
+        &self,
+        scope: LimitScope,
+        rate: Option<Rate>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.set_rate_in_db(scope, rate)
+    }
+
+    fn flow_settings(&self) -> impl Future<Output = Result<FlowSettings, StoreError>> + Send {
+        async {
+            let (limits, rates) = self.flow_settings_in_db().await?;
+            Ok(FlowSettings::new(limits, rates))
+        }
+    }
+
+    fn flow_waiting(&self) -> impl Future<Output = Result<FlowWaiting, StoreError>> + Send {
+        async {
+            let [limits, rates, groups] = self.flow_waiting_in_db().await?;
+            Ok(FlowWaiting::new(limits, rates, groups))
+        }
     }
 }

@@ -29,7 +29,7 @@ pub(crate) async fn run<T>(
 ) -> Result<(Vec<Row>, Option<Duration>), tokio_postgres::Error> {
     let stmt = client.prepare_cached(&db.sql.flow_claim).await?;
     let budget = (n + WALK) as i32;
-    let block_dead = false;
+    let block_dead = db.config.group_dead_letter_choice() == leaseq_core::GroupDeadLetter::Block;
     let note_start = db.options.retention.is_some();
     let mut rows = client
         .query(
