@@ -48,8 +48,8 @@ fn payload(kind: &str, part: &str, group: &str, index: u32) -> Vec<u8> {
 }
 
 /// A child: a pool of 8 on the queue; each handler records its start, sleeps `SLEEP_MS`
-/// (the `KILL_AT`-th start of this process prints `KILLME` and hangs: the parent kills the
-/// process), records its finish and acks; ends once `TOTAL` items have finished.
+/// (the `KILL_AT`-th start of this process marks its run hung in the ledger and hangs:
+/// the parent kills the process), records its finish and acks; ends once `TOTAL` items have finished.
 #[test]
 fn flow_child() {
     let Some([url, schema, queue, table, total, sleep_ms, kill_at]) = child::vars(
@@ -78,7 +78,7 @@ fn flow_child() {
                         let (id, attempt) = (job.id.get() as i64, job.attempt as i32);
                         ledger.start(id, attempt, &job.item).await;
                         if starts.fetch_add(1, Ordering::SeqCst) + 1 == kill_at {
-                            println!("KILLME {id}");
+                            ledger.hang(id, attempt).await;
                             tokio::time::sleep(Duration::from_secs(600)).await;
                         }
                         tokio::time::sleep(sleep).await;
@@ -118,30 +118,22 @@ async fn run_children(
     let mut children: Vec<_> = (0..CHILDREN)
         .map(|i| {
             let kill = if i == 0 { kill_at } else { 0 };
-            let mut cmd = child::command("flow_child", &env(kill));
-            if kill > 0 {
-                cmd.stdout(Stdio::piped());
-            } else {
-                cmd.stdout(Stdio::null());
-            }
-            cmd.spawn().expect("spawn a child")
+            child::command("flow_child", &env(kill))
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn a child")
         })
         .collect();
     if kill_at > 0 {
-        use std::io::{BufRead, BufReader};
-        let out = children[0].stdout.take().expect("stdout");
-        let line = tokio::task::spawn_blocking(move || {
-            BufReader::new(out)
-                .lines()
-                .map_while(Result::ok)
-                .find(|l| l.starts_with("KILLME"))
-        })
-        .await
-        .expect("the reader");
-        assert!(line.is_some(), "the child to kill ended first");
+        let ledger = Ledger::connect(url, table).await;
+        let give_up = Instant::now() + Duration::from_secs(120);
+        while !ledger.hung().await {
+            assert!(Instant::now() < give_up, "no run hung for the kill");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         children[0].kill().expect("SIGKILL");
         children[0].wait().expect("reaped");
-        eprintln!("flow_procs: killed child 0 at {line:?}");
+        eprintln!("flow_procs: killed child 0 mid-job");
         children[0] = child::command("flow_child", &env(0))
             .stdout(Stdio::null())
             .spawn()
@@ -277,7 +269,7 @@ fn ordered_groups_run_in_push_order_through_a_kill_9() {
                 .expect("push");
         }
         let total = (groups * per) as usize;
-        let entries = run_children(&url, &queue, &table, total, 10, 20).await;
+        let entries = run_children(&url, &queue, &table, total, 10, 5).await;
         ledger::each_once(&entries, total);
         let killed = entries.iter().filter(|e| e.finished.is_none()).count();
         assert_eq!(killed, 1, "one run was killed mid-job");

@@ -5,33 +5,36 @@ use leaseq_test_kit::pg as common;
 
 /// One run of an item, as the ledger has it (times in microseconds since the epoch).
 #[derive(Clone, Debug)]
-pub struct Entry {
-    pub id: i64,
-    pub kind: String,
-    pub part: String,
-    pub group: String,
-    pub index: i32,
-    pub started: i64,
-    pub finished: Option<i64>,
+pub(crate) struct Entry {
+    pub(crate) id: i64,
+    pub(crate) kind: String,
+    pub(crate) part: String,
+    pub(crate) group: String,
+    pub(crate) index: i32,
+    pub(crate) started: i64,
+    pub(crate) finished: Option<i64>,
 }
 
 /// A process's connection to the ledger table.
-pub struct Ledger {
+pub(crate) struct Ledger {
     client: tokio_postgres::Client,
     start: String,
     finish: String,
+    hang: String,
+    hung: String,
     finished: String,
     all: String,
 }
 
 impl Ledger {
     /// Makes the table.
-    pub async fn create(url: &str, table: &str) {
+    pub(crate) async fn create(url: &str, table: &str) {
         common::sql(url)
             .await
             .batch_execute(&format!(
                 "CREATE TABLE {table} (id bigint, attempt integer, kind text, part text,
                    grp text, idx integer, started timestamptz NOT NULL, finished timestamptz,
+                   hung boolean NOT NULL DEFAULT false,
                    PRIMARY KEY (id, attempt))"
             ))
             .await
@@ -39,7 +42,7 @@ impl Ledger {
     }
 
     /// A connection for this process's handlers.
-    pub async fn connect(url: &str, table: &str) -> Ledger {
+    pub(crate) async fn connect(url: &str, table: &str) -> Ledger {
         Ledger {
             client: common::sql(url).await,
             start: format!(
@@ -49,6 +52,8 @@ impl Ledger {
             finish: format!(
                 "UPDATE {table} SET finished = clock_timestamp() WHERE id = $1 AND attempt = $2"
             ),
+            hang: format!("UPDATE {table} SET hung = true WHERE id = $1 AND attempt = $2"),
+            hung: format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE hung)"),
             finished: format!("SELECT count(DISTINCT id) FROM {table} WHERE finished IS NOT NULL"),
             all: format!(
                 "SELECT id, kind, part, grp, idx, (EXTRACT(EPOCH FROM started) * 1000000)::bigint,
@@ -59,7 +64,7 @@ impl Ledger {
     }
 
     /// A run of item `id` (payload `kind|part|group|index`) starts.
-    pub async fn start(&self, id: i64, attempt: i32, payload: &[u8]) {
+    pub(crate) async fn start(&self, id: i64, attempt: i32, payload: &[u8]) {
         let text = String::from_utf8_lossy(payload).to_string();
         let f: Vec<&str> = text.split('|').collect();
         let index: i32 = f[3].parse().expect("index");
@@ -70,15 +75,32 @@ impl Ledger {
     }
 
     /// The run finishes (before its ack).
-    pub async fn finish(&self, id: i64, attempt: i32) {
+    pub(crate) async fn finish(&self, id: i64, attempt: i32) {
         self.client
             .execute(&self.finish, &[&id, &attempt])
             .await
             .expect("ledger finish");
     }
 
+    /// The run hangs (for the parent to kill its process).
+    pub(crate) async fn hang(&self, id: i64, attempt: i32) {
+        self.client
+            .execute(&self.hang, &[&id, &attempt])
+            .await
+            .expect("ledger hang");
+    }
+
+    /// Whether a run hangs.
+    pub(crate) async fn hung(&self) -> bool {
+        self.client
+            .query_one(&self.hung, &[])
+            .await
+            .expect("ledger hung")
+            .get(0)
+    }
+
     /// How many items have finished.
-    pub async fn finished(&self) -> i64 {
+    pub(crate) async fn finished(&self) -> i64 {
         self.client
             .query_one(&self.finished, &[])
             .await
@@ -87,7 +109,7 @@ impl Ledger {
     }
 
     /// Every run, by start.
-    pub async fn entries(&self) -> Vec<Entry> {
+    pub(crate) async fn entries(&self) -> Vec<Entry> {
         let rows = self.client.query(&self.all, &[]).await.expect("ledger");
         rows.iter()
             .map(|r| Entry {
@@ -104,7 +126,7 @@ impl Ledger {
 }
 
 /// Every item of `total` finished exactly once.
-pub fn each_once(entries: &[Entry], total: usize) {
+pub(crate) fn each_once(entries: &[Entry], total: usize) {
     let mut done = std::collections::BTreeMap::new();
     for e in entries.iter().filter(|e| e.finished.is_some()) {
         *done.entry(e.id).or_insert(0) += 1;
@@ -115,7 +137,7 @@ pub fn each_once(entries: &[Entry], total: usize) {
 
 /// The most finished runs that `pick` takes running at one instant (a finish at the same
 /// microsecond as a start counted first).
-pub fn most_at_once(entries: &[Entry], pick: impl Fn(&Entry) -> bool) -> usize {
+pub(crate) fn most_at_once(entries: &[Entry], pick: impl Fn(&Entry) -> bool) -> usize {
     let mut events: Vec<(i64, i32)> = Vec::new();
     for e in entries.iter().filter(|e| pick(e)) {
         if let Some(f) = e.finished {
@@ -133,7 +155,7 @@ pub fn most_at_once(entries: &[Entry], pick: impl Fn(&Entry) -> bool) -> usize {
 }
 
 /// The leases' starts of `queue` (`leased_at` in the record of finished jobs), in order.
-pub async fn lease_starts(url: &str, queue: &str) -> Vec<i64> {
+pub(crate) async fn lease_starts(url: &str, queue: &str) -> Vec<i64> {
     let rows = common::sql(url)
         .await
         .query(
@@ -152,7 +174,7 @@ pub async fn lease_starts(url: &str, queue: &str) -> Vec<i64> {
 /// Each of `groups` groups ran its `per` items one at a time in push order: sorted by
 /// start, indexes never go back, each run starts after the one before finished, and a
 /// run that never finished (killed) is run again before the next index.
-pub fn groups_in_order(entries: &[Entry], groups: usize, per: u32) {
+pub(crate) fn groups_in_order(entries: &[Entry], groups: usize, per: u32) {
     let mut by_group: std::collections::BTreeMap<&str, Vec<&Entry>> = Default::default();
     for e in entries {
         by_group.entry(e.group.as_str()).or_default().push(e);
