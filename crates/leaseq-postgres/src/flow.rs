@@ -11,8 +11,6 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use std::future::Future;
-
 use leaseq_async::{FlowControl, FlowSettings, FlowWaiting, StoreError};
 use leaseq_core::{FlowKey, GroupDeadLetter, LimitScope, Rate};
 
@@ -288,33 +286,21 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
 /// The settings in tables every process of the queue reads; each change commits with a
 /// notification that wakes every process's claimer.
 impl<T: Clone + Send + Sync + 'static> FlowControl for PgStore<T> {
-    fn set_limit(
-        &self,
-        scope: LimitScope,
-        max: Option<u32>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.set_limit_in_db(scope, max)
+    async fn set_limit(&self, scope: LimitScope, max: Option<u32>) -> Result<(), StoreError> {
+        self.set_limit_in_db(scope, max).await
     }
 
-    fn set_rate(
-        &self,
-        scope: LimitScope,
-        rate: Option<Rate>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.set_rate_in_db(scope, rate)
+    async fn set_rate(&self, scope: LimitScope, rate: Option<Rate>) -> Result<(), StoreError> {
+        self.set_rate_in_db(scope, rate).await
     }
 
-    fn flow_settings(&self) -> impl Future<Output = Result<FlowSettings, StoreError>> + Send {
-        async {
-            let (limits, rates) = self.flow_settings_in_db().await?;
-            Ok(FlowSettings::new(limits, rates))
-        }
+    async fn flow_settings(&self) -> Result<FlowSettings, StoreError> {
+        let (limits, rates) = self.flow_settings_in_db().await?;
+        Ok(FlowSettings::new(limits, rates))
     }
 
-    fn flow_waiting(&self) -> impl Future<Output = Result<FlowWaiting, StoreError>> + Send {
-        async {
-            let [limits, rates, groups] = self.flow_waiting_in_db().await?;
-            Ok(FlowWaiting::new(limits, rates, groups))
-        }
+    async fn flow_waiting(&self) -> Result<FlowWaiting, StoreError> {
+        let [limits, rates, groups] = self.flow_waiting_in_db().await?;
+        Ok(FlowWaiting::new(limits, rates, groups))
     }
 }
