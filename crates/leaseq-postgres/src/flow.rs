@@ -187,6 +187,19 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             )
             .await?;
             tx.execute(change, &[&db.queue, &scope, &key]).await?;
+            if on {
+                // The leases in flight now count against the limits from the start.
+                tx.execute(
+                    &format!(
+                        "INSERT INTO {s}.flow_running (queue, id, lease, fkind, fpart)
+                         SELECT queue, id, lease, fkind, fpart FROM {s}.items
+                         WHERE queue = $1 AND state = 1
+                         ON CONFLICT (queue, id) DO UPDATE SET lease = EXCLUDED.lease"
+                    ),
+                    &[&db.queue],
+                )
+                .await?;
+            }
             tx.execute(&flag, &[&db.queue]).await?;
             let flowed: bool = tx
                 .query_one(

@@ -92,6 +92,18 @@ pub(crate) const MIGRATION: &str = r#"
         PRIMARY KEY (queue, grp)
     );
     CREATE INDEX IF NOT EXISTS flow_groups_turn ON {s}.flow_groups (queue, turn, grp);
+    -- The leases the flow claims of a queue with a concurrency limit handed out (and those
+    -- in flight when its first limit was set): the limits count the ones still leased (a
+    -- primary-key probe each) rather than scan the leased rows' index, which every lease
+    -- and heartbeat leaves a dead entry in until the next VACUUM.
+    CREATE TABLE IF NOT EXISTS {s}.flow_running (
+        queue       text        NOT NULL,
+        id          bigint      NOT NULL,
+        lease       bigint      NOT NULL,
+        fkind       bigint,
+        fpart       bigint,
+        PRIMARY KEY (queue, id)
+    ) WITH (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
     {flow_claim_fn}
 "#;
 
@@ -141,16 +153,17 @@ const CLAIM_FN: &str = r#"
         now_ns := (EXTRACT(EPOCH FROM now_ts) * 1000000)::bigint * 1000;
         SELECT f.max_running INTO qmax FROM {s}.flow_limits f
             WHERE f.queue = q AND f.scope = 0 AND f.key = 0;
-        IF qmax IS NOT NULL THEN
-            SELECT count(*) INTO qrun FROM {s}.items it WHERE it.queue = q AND it.state = 1;
-        END IF;
         SELECT array_agg(f.scope), array_agg(f.key), array_agg(f.max_running)
             INTO l_scope, l_key, l_max
             FROM {s}.flow_limits f WHERE f.queue = q AND f.scope > 0;
+        IF qmax IS NOT NULL OR l_scope IS NOT NULL THEN
+            DELETE FROM {s}.flow_running r WHERE r.queue = q AND NOT EXISTS (
+                SELECT 1 FROM {s}.items it
+                WHERE it.id = r.id AND it.lease = r.lease AND it.state = 1);
+            SELECT count(*), array_agg(r.fkind), array_agg(r.fpart) INTO qrun, run_k, run_p
+                FROM {s}.flow_running r WHERE r.queue = q;
+        END IF;
         IF l_scope IS NOT NULL THEN
-            SELECT array_agg(it.fkind), array_agg(it.fpart) INTO run_k, run_p
-                FROM {s}.items it WHERE it.queue = q AND it.state = 1
-                AND (it.fkind IS NOT NULL OR it.fpart IS NOT NULL);
             l_run := array_fill(0, ARRAY[cardinality(l_scope)]);
             FOR i IN 1..cardinality(l_scope) LOOP
                 l_run[i] := coalesce(cardinality(array_positions(
@@ -294,6 +307,7 @@ const CLAIM_FN: &str = r#"
                 WHERE f.queue = q AND f.scope = u.scope AND f.key = u.key AND f.tat_ns <> u.tat;
         END IF;
         RETURN QUERY
+            WITH upd AS (
             UPDATE {s}.items it SET state = 1, lease = it.lease + 1, attempts = it.attempts + 1,
                    leased_at = now_ts,
                    started_at = CASE WHEN note_start
@@ -302,11 +316,22 @@ const CLAIM_FN: &str = r#"
                                     COALESCE(it.expires_at, 'infinity'))
             WHERE it.id = ANY(picked) AND it.queue = q AND it.state = 0
             RETURNING it.id, it.lease, it.attempts, it.priority,
-                      array_position(picked, it.id)::bigint,
-                      (EXTRACT(EPOCH FROM (it.deadline - clock_timestamp())) * 1000000)::bigint,
-                      (EXTRACT(EPOCH FROM (it.expires_at - clock_timestamp())) * 1000000)::bigint,
-                      CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END,
-                      octet_length(it.payload)::bigint, it.progress, NULL::bigint, NULL::integer;
+                      array_position(picked, it.id)::bigint AS rank,
+                      (EXTRACT(EPOCH FROM (it.deadline - clock_timestamp())) * 1000000)::bigint
+                          AS deadline_in,
+                      (EXTRACT(EPOCH FROM (it.expires_at - clock_timestamp())) * 1000000)::bigint
+                          AS expires_in,
+                      CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END
+                          AS payload,
+                      octet_length(it.payload)::bigint AS size, it.progress, it.fkind, it.fpart),
+            ran AS (
+                INSERT INTO {s}.flow_running AS r (queue, id, lease, fkind, fpart)
+                SELECT q, u.id, u.lease, u.fkind, u.fpart FROM upd u
+                WHERE qmax IS NOT NULL OR l_scope IS NOT NULL
+                ON CONFLICT (queue, id) DO UPDATE SET lease = EXCLUDED.lease)
+            SELECT u.id, u.lease, u.attempts, u.priority, u.rank, u.deadline_in, u.expires_in,
+                   u.payload, u.size, u.progress, NULL::bigint, NULL::integer
+            FROM upd u;
         wake_ns := LEAST(wake_ns, (EXTRACT(EPOCH FROM due_ts) * 1000000)::bigint * 1000);
         RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
             NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint, NULL::bytea,

@@ -124,7 +124,7 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids, "{schema}".flow_seq TO "{role}";"#;
 
 /// Whether `name` may be used as a schema name: lower-case ASCII letters, digits and `_`,

@@ -30,7 +30,7 @@ const CHILDREN: usize = 3;
 const WORKERS: usize = 8;
 
 fn config() -> Config {
-    Config::new(Duration::from_secs(2))
+    Config::new(Duration::from_secs(6))
 }
 
 fn options(schema: &str) -> leaseq_postgres::Options {
