@@ -272,7 +272,8 @@ fn ordered_groups_run_in_push_order_through_a_kill_9() {
         let entries = run_children(&url, &queue, &table, total, 10, 5).await;
         ledger::each_once(&entries, total);
         let killed = entries.iter().filter(|e| e.finished.is_none()).count();
-        assert_eq!(killed, 1, "one run was killed mid-job");
+        // The hung run and whatever else the killed process was running then.
+        assert!(killed >= 1, "a run was killed mid-job");
         ledger::groups_in_order(&entries, groups as usize, per);
     });
 }
