@@ -262,6 +262,7 @@ mod error;
 mod extend;
 mod flow;
 mod flow_claim;
+mod flow_insert;
 mod flow_sql;
 mod history;
 mod history_sql;

@@ -314,8 +314,8 @@ impl Sql {
             "WHERE u.id > mark.below\n                   ON CONFLICT (id) DO NOTHING)",
         );
         sql.insert_flow = (
-            crate::flow_sql::flowed_insert(&sql.insert, &s),
-            crate::flow_sql::flowed_insert(&sql.insert_checked, &s),
+            crate::flow_insert::flowed_insert(&sql.insert, &s),
+            crate::flow_insert::flowed_insert(&sql.insert_checked, &s),
         );
         sql
     }
