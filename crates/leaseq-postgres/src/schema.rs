@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -90,6 +90,10 @@ const MIGRATIONS: &[&str] = &[
     // `key_until`, `key_then`, the `gone_keys` table and its triggers, `key_holder`) and
     // the push functions taking a window (`settle_sql.rs`).
     crate::settle_sql::MIGRATION,
+    // 12 (flow control, issue 32): the items' flow keys, the queues with flow control, their
+    // limits, rates and groups, and the flow claim (`flow_sql.rs`; the claim function's text
+    // is filled in at `{flow_claim_fn}`).
+    crate::flow_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -126,8 +130,8 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys TO "{role}";
-GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running TO "{role}";
+GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids, "{schema}".flow_seq TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".graph_nodes, "{schema}".graph_edges, "{schema}".graph_shards, "{schema}".graph_workflows, "{schema}".graph_batches TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".graph_ids TO "{role}";"#;
 
@@ -206,7 +210,9 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
         )));
     }
     for step in &MIGRATIONS[found as usize..] {
-        let step = step.replace("{s}", &format!("\"{schema}\""));
+        let step = step
+            .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
+            .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
     if found < SCHEMA_VERSION {

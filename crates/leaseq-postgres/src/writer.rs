@@ -211,6 +211,13 @@ pub(crate) async fn insert_on<T, C: deadpool_postgres::GenericClient>(
     batch: &[PushRow],
     sql: &str,
 ) -> Result<(), tokio_postgres::Error> {
+    // A batch with flow keys: the same insert with three more arrays (`flow_sql.rs`).
+    let flowed = batch.iter().any(|r| r.flow.is_some());
+    let sql = match flowed {
+        false => sql,
+        true if sql == db.sql.insert => &db.sql.insert_flow.0,
+        true => &db.sql.insert_flow.1,
+    };
     let stmt = client.prepare_cached(sql).await?;
     let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
     let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
@@ -221,23 +228,29 @@ pub(crate) async fn insert_on<T, C: deadpool_postgres::GenericClient>(
     // commit), and only if some row is visible at once.
     let notify = batch.iter().any(|r| r.delay_us == 0);
     let (instances, tops) = marks(batch);
-    client
-        .execute(
-            &stmt,
-            &[
-                &db.queue,
-                &ids,
-                &priorities,
-                &delays,
-                &ttls,
-                &payloads,
-                &db.sql.channel,
-                &notify,
-                &instances,
-                &tops,
-            ],
-        )
-        .await?;
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+        &db.queue,
+        &ids,
+        &priorities,
+        &delays,
+        &ttls,
+        &payloads,
+        &db.sql.channel,
+        &notify,
+        &instances,
+        &tops,
+    ];
+    let keys: [Vec<Option<i64>>; 3] = match flowed {
+        false => Default::default(),
+        true => [0, 1, 2].map(|k| batch.iter().map(|r| r.flow.and_then(|f| f[k])).collect()),
+    };
+    if flowed {
+        params.extend(
+            keys.iter()
+                .map(|k| k as &(dyn tokio_postgres::types::ToSql + Sync)),
+        );
+    }
+    client.execute(&stmt, &params).await?;
     Ok(())
 }
 
