@@ -57,10 +57,6 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let level = options.priority;
             return Err(PushError::PriorityOutOfRange { item, level });
         }
-        if push.has_key_window() {
-            let what = KEY_WINDOWS;
-            return Err(PushError::Unsupported { item, what });
-        }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return Err(PushError::AlreadyExpired(item));
         }
