@@ -13,7 +13,8 @@
 //! gone from the file means acked), so every workflow or batch call, reads included,
 //! opens the file as its owner as the actions do, reads or changes the graph through the
 //! store ([`graph_calls`]), each step's message read back through the view, and closes
-//! it. A SQLite file has one owner process: while a service runs on it these calls are
+//! it (that open, like any, first brings back the leases of a process that died holding
+//! the file). A SQLite file has one owner process: while a service runs on it these calls are
 //! refused ([`OperatorError::InUse`]); the service's own dashboard
 //! (`LocalOperator::add_with_graph`) shows them then.
 
