@@ -57,6 +57,17 @@
 //! against issue 30's goal (on >= 0.8 x off), and checks that the store kept an entry for
 //! every item it handled with retention on.
 //!
+//! **Worker processes** (`--procs N`): `--rounds` rounds (3) of `N` OS processes (this
+//! binary again), each a `PgPool` of 4 on one queue, and this process pushing `--items`,
+//! without and with a capacity (`--capacity`, 10,000,000: never reached), alternating
+//! (`leaseq_bench_kit::pg_procs_bench`), in `leaseq_bench_procs` (dropped first); every
+//! item handled once, checked; issue 32's goal: with >= 0.9 x without at 8 processes.
+//!
+//! **Key windows' triggers** (`--windows`): `--rounds` rounds (3) of a `PgPool` of 4
+//! workers with schema step 12's row triggers dropped and in place, alternating, after a
+//! discarded warm-up (`leaseq_bench_kit::pg_windows_bench`), in `leaseq_bench_windows`
+//! (dropped first); issue 32's goal: with >= 0.95 x without.
+//!
 //! Uses the schemas `leaseq_bench` (the bare loop's table), `leaseq_bench_store` and
 //! `leaseq_bench_size` (dropped and recreated), and `leaseq_bench_tls` (`--tls`).
 //! Absolute figures are the machine's; compare within one run.
@@ -98,6 +109,8 @@ struct Args {
     tls: bool,
     tx: bool,
     history: bool,
+    windows: bool,
+    procs: Option<usize>,
     samples: usize,
 }
 
@@ -117,6 +130,8 @@ fn parse_args() -> Result<Args, String> {
         tls: false,
         tx: false,
         history: false,
+        windows: false,
+        procs: None,
         samples: 200,
     };
     let mut it = std::env::args().skip(1);
@@ -145,6 +160,8 @@ fn parse_args() -> Result<Args, String> {
             "--tls" => (a.throughput, a.tls) = (false, true),
             "--tx" => (a.throughput, a.tx) = (false, true),
             "--history" => (a.throughput, a.history) = (false, true),
+            "--windows" => (a.throughput, a.windows) = (false, true),
+            "--procs" => (a.throughput, a.procs) = (false, Some(num()? as usize)),
             "--samples" => a.samples = num()? as usize,
             "--help" | "-h" => {
                 println!("{HELP}");
@@ -163,6 +180,8 @@ pg_bench --all                                               throughput, then ta
 pg_bench --tls [--rounds N] [--items N] [--pool-items N]     plain text vs TLS (3 rounds)
 pg_bench --tx [--samples N]                                  commit-to-start latency, push_in vs push
 pg_bench --history [--rounds N] [--pool-items N]             Pool(4) with the record of finished jobs off vs on
+pg_bench --procs N [--capacity N] [--rounds N] [--items N]  N worker processes (Pool(4) each), one producer: without vs with a capacity
+pg_bench --windows [--rounds N] [--pool-items N]             Pool(4) with the key windows' triggers dropped vs in place
 LEASEQ_PG_URL sets the server (default host=127.0.0.1 port=5432 user=postgres dbname=test)";
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -537,6 +556,77 @@ async fn tls(url: &str, a: &Args) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `--procs N`: `N` worker processes and one producer, without and with a capacity, per
+/// round and in medians.
+async fn procs(url: &str, a: &Args, n: usize) -> Result<(), BenchError> {
+    use leaseq_bench_kit::pg_procs_bench::run_procs;
+    const SCHEMA: &str = "leaseq_bench_procs";
+    drop_schema(url, SCHEMA).await?;
+    let rounds = a.rounds.unwrap_or(3);
+    let cap = a.capacity.unwrap_or(10_000_000);
+    println!(
+        "{n} worker processes (Pool(4) each), one producer, {} items a round, capacity {cap} \
+         (never reached) or none, {rounds} rounds (load {})",
+        a.items,
+        load()
+    );
+    let rows = leaseq_bench_kit::pg_history_bench::alternating(rounds, |i| {
+        run_procs(url, SCHEMA, n, a.items, (i == 1).then_some(cap))
+    })
+    .await?;
+    println!(" round | no capacity | capacity | with/without");
+    for (i, r) in rows.iter().enumerate() {
+        println!(
+            "{i:>6} | {:>11.0} | {:>8.0} | {:>6.3}",
+            r[0],
+            r[1],
+            r[1] / r[0]
+        );
+    }
+    let ratio = median(rows.iter().map(|r| r[1] / r[0]).collect());
+    let m = |k: usize| median(rows.iter().map(|r| r[k]).collect());
+    println!("median | {:>11.0} | {:>8.0} | {ratio:>6.3}", m(0), m(1));
+    println!(
+        "goal capacity >= 0.9 x none: {} (none lost or run twice; load {})",
+        if ratio >= 0.9 { "met" } else { "NOT met" },
+        load()
+    );
+    Ok(())
+}
+
+/// `--windows`: a pool without and with the key windows' triggers (issue 32), per round
+/// and in medians.
+async fn windows(url: &str, a: &Args) -> Result<(), BenchError> {
+    use leaseq_bench_kit::pg_windows_bench::{run_windows_rounds, GOAL};
+    const SCHEMA: &str = "leaseq_bench_windows";
+    drop_schema(url, SCHEMA).await?;
+    let rounds = a.rounds.unwrap_or(3);
+    println!(
+        "key windows' triggers: Pool(4), {} items a round, {rounds} rounds (load {})",
+        a.pool_items,
+        load()
+    );
+    let rows = run_windows_rounds(url, SCHEMA, rounds, a.pool_items).await?;
+    println!(" round | without | with    | with/without");
+    for (i, r) in rows.iter().enumerate() {
+        println!(
+            "{i:>6} | {:>7.0} | {:>7.0} | {:>6.3}",
+            r[0],
+            r[1],
+            r[1] / r[0]
+        );
+    }
+    let ratio = median(rows.iter().map(|r| r[1] / r[0]).collect());
+    let m = |k: usize| median(rows.iter().map(|r| r[k]).collect());
+    println!("median | {:>7.0} | {:>7.0} | {ratio:>6.3}", m(0), m(1));
+    println!(
+        "goal with >= {GOAL} x without: {} (load {})",
+        if ratio >= GOAL { "met" } else { "NOT met" },
+        load()
+    );
+    Ok(())
+}
+
 /// `--history`: a pool with the record of finished jobs off and on, per round and in medians.
 async fn history(url: &str, a: &Args) -> Result<(), BenchError> {
     use leaseq_bench_kit::pg_history_bench::{run_history_rounds, GOAL};
@@ -605,6 +695,16 @@ async fn tx(url: &str, a: &Args) -> Result<(), BenchError> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let url = std::env::var("LEASEQ_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some(leaseq_bench_kit::pg_procs_bench::WORKER_ARG) {
+        return match leaseq_bench_kit::pg_procs_bench::worker(&url, &argv[1..]).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("worker: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => {
@@ -627,6 +727,12 @@ async fn main() -> ExitCode {
     }
     if r.is_ok() && a.history {
         r = history(&url, &a).await;
+    }
+    if let (true, Some(n)) = (r.is_ok(), a.procs) {
+        r = procs(&url, &a, n).await;
+    }
+    if r.is_ok() && a.windows {
+        r = windows(&url, &a).await;
     }
     if r.is_ok() && a.table_size {
         r = sizes(&url, &a).await;

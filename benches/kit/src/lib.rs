@@ -20,10 +20,13 @@ pub mod latency;
 pub mod pg_bare;
 #[cfg(feature = "web")]
 pub mod pg_dashboard_bench;
+pub mod pg_flow_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_graph_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_history_bench;
+#[cfg(feature = "postgres")]
+pub mod pg_procs_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_refill_bench;
 #[cfg(feature = "postgres")]
@@ -34,6 +37,8 @@ pub mod pg_store_bench;
 pub mod pg_tls_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_tx_bench;
+#[cfg(feature = "postgres")]
+pub mod pg_windows_bench;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 pub mod pipeline;
 pub mod rng;

@@ -16,6 +16,25 @@ pub type HistoryRound = [f64; 2];
 /// The goal: the pool with retention on at least this fraction of its rate with it off.
 pub const GOAL: f64 = 0.8;
 
+/// `rounds` rounds of two settings (`run(0)`, `run(1)`: each one's items/s), in an order
+/// that alternates from round to round.
+pub async fn alternating<F, Fut>(rounds: usize, mut run: F) -> Result<Vec<[f64; 2]>, BenchError>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<f64, BenchError>>,
+{
+    let mut out = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let mut r = [0.0; 2];
+        let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            r[i] = run(i).await?;
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
 /// Runs `rounds` rounds of `items` through a pool of 4 workers, retention off and on, in
 /// `schema`, and the entries the store kept for the "on" queue at the end.
 pub async fn run_history_rounds(
@@ -36,15 +55,7 @@ pub async fn run_history_rounds(
     };
     run(0, items / 10).await?;
     run(1, items / 10).await?;
-    let mut out = Vec::with_capacity(rounds);
-    for round in 0..rounds {
-        let mut r = [0.0; 2];
-        let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            r[i] = run(i, items).await?;
-        }
-        out.push(r);
-    }
+    let out = alternating(rounds, |i| run(i, items)).await?;
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(conn);
     let kept: i64 = client

@@ -114,8 +114,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Delivery<T, R, S> {
     /// snooze counts as a failed attempt ([`Snoozed::Counted`]), so an item cannot snooze
     /// forever unnoticed.
     ///
-    /// On a store without snooze ([`Store::snoozes`]: the Postgres store for now) it is
-    /// refused with [`SettleError::Unsupported`] and the lease is kept: settle it
+    /// On a store without snooze ([`Store::snoozes`]; the memory, SQLite and Postgres stores
+    /// all snooze) it is refused with [`SettleError::Unsupported`] and the lease is kept: settle it
     /// another way. Otherwise the delivery is settled (a later settle is refused as
     /// released).
     pub async fn snooze(&mut self, delay: Duration) -> Result<Snoozed, SettleError> {

@@ -263,9 +263,13 @@ impl Push {
     /// [`PushOptions::waits_for_room`]). Not part of [`is_plain`](Self::is_plain): an
     /// unbounded in-memory queue still takes it through its inbox.
     /// Whether the push is measured from the clock's time: a delay, a time to live or a
-    /// key's window (a plain push becomes visible at the queue's latest time, whatever it).
+    /// key (a plain push becomes visible at the queue's latest time, whatever it). A keyed
+    /// push without a window of its own still meets the windows of the key's holder,
+    /// judged at the push's time: on the queue's latest time instead, a holder whose
+    /// window had passed since (a `Period` over, an item gone past its `LiveThen`) still
+    /// held the key until some other call moved the queue's time on.
     pub(crate) fn needs_clock(&self) -> bool {
-        !self.delay.is_zero() || self.ttl.is_some() || self.has_key_window()
+        !self.delay.is_zero() || self.ttl.is_some() || self.keyed
     }
 
     /// Pushes `item` into `core` under `id` at `now` with `options` (this push's, at

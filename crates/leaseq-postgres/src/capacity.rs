@@ -2,7 +2,9 @@
 //! exact, the refusal of `try_push` is judged from this process's last count.
 //!
 //! **The bound.** Every statement that adds live rows (the writer's inserts, keyed pushes,
-//! redrives) runs in a transaction that first takes the queue's advisory lock
+//! redrives) runs in a transaction (the writer's: one statement, the function
+//! `insert_bounded` of `settle_sql.rs`, one round trip) that first takes the queue's
+//! advisory lock
 //! (`pg_advisory_xact_lock`, held until commit), then counts the queue's live rows (one
 //! count on the claim index, one on the lease index), then adds at most `n - live` rows.
 //! The count is a statement of its own, after the lock: under `READ COMMITTED` it sees

@@ -79,19 +79,30 @@ pub(crate) fn decode_sized<T>(
 }
 
 /// Claims up to `n` items with `client`: the leases in claim order, undecodable or
-/// oversized rows dead-lettered (reason `Undecodable`, the decode error or the sizes kept).
+/// oversized rows dead-lettered (reason `Undecodable`, the decode error or the sizes kept);
+/// and, from a queue with flow control (`flow_claim.rs`) that held items back, how soon to
+/// look again.
 pub(crate) async fn claim<T>(
     db: &Db<T>,
     counters: &Counters,
     client: &deadpool_postgres::Client,
     n: usize,
-) -> Result<Vec<Taken<T, PgTicket>>, tokio_postgres::Error> {
-    let stmt = client.prepare_cached(&db.sql.claim).await?;
-    let rows = client
-        .query(&stmt, &[&db.queue, &(n as i64), &db.visibility_us()])
-        .await?;
+) -> Result<(Vec<Taken<T, PgTicket>>, Option<Duration>), tokio_postgres::Error> {
+    let flowed = db.is_flowed();
+    let (rows, hint) = if flowed {
+        crate::flow_claim::run(db, client, n).await?
+    } else {
+        let stmt = client.prepare_cached(&db.sql.claim).await?;
+        let rows = client
+            .query(&stmt, &[&db.queue, &(n as i64), &db.visibility_us()])
+            .await?;
+        (rows, None)
+    };
     let mut claimed: Vec<Claimed<T>> = rows.iter().map(|r| lease_of(db, r)).collect();
-    claimed.sort_by_key(|c| (std::cmp::Reverse(c.priority), c.visible_us, id_of(c)));
+    // The flow claim's rows come in the order it picked them.
+    if !flowed {
+        claimed.sort_by_key(|c| (std::cmp::Reverse(c.priority), c.visible_us, id_of(c)));
+    }
     let mut out = Vec::with_capacity(claimed.len());
     for c in claimed {
         match c.taken {
@@ -109,7 +120,7 @@ pub(crate) async fn claim<T>(
     let redelivered = out.iter().filter(|t| t.attempt > 1).count() as u64;
     Counters::add(&counters.delivered, out.len() as u64);
     Counters::add(&counters.redelivered, redelivered);
-    Ok(out)
+    Ok((out, hint))
 }
 
 fn id_of<T>(c: &Claimed<T>) -> i64 {
@@ -155,7 +166,9 @@ pub(crate) async fn unclaim<T>(
     }
 }
 
-/// How long until the soonest waiting item becomes visible, if any is waiting.
+/// How long until the soonest waiting item becomes visible, if any is waiting. A queue
+/// found with flow control while this store claimed it plainly switches the store to the
+/// flow claim: `Some(ZERO)`, claim again at once.
 pub(crate) async fn next_visible<T>(
     db: &Db<T>,
     client: &deadpool_postgres::Client,
@@ -163,5 +176,9 @@ pub(crate) async fn next_visible<T>(
     let stmt = client.prepare_cached(&db.sql.next_visible).await.ok()?;
     let row = client.query_one(&stmt, &[&db.queue]).await.ok()?;
     let us: Option<i64> = row.get(0);
+    if row.get::<_, bool>(1) && !db.is_flowed() {
+        db.set_flowed(true);
+        return Some(Duration::ZERO);
+    }
     us.map(|us| Duration::from_micros(us.max(0) as u64))
 }

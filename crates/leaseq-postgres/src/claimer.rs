@@ -64,11 +64,12 @@ impl<T: Send + 'static> Claimer<T> {
         let wanted = (asked + ahead).min(db.options.max_claim);
         let result = async {
             let client = db.client().await?;
-            let got = claim::claim(db, &self.counters, &client, wanted).await?;
+            let (got, hint) = claim::claim(db, &self.counters, &client, wanted).await?;
             let idle = if got.len() < wanted {
                 let next = claim::next_visible(db, &client).await;
                 let poll = db.options.poll_interval;
-                Some(next.unwrap_or(poll).min(poll))
+                let soonest = next.unwrap_or(poll).min(poll);
+                Some(hint.map_or(soonest, |h| h.min(soonest)))
             } else {
                 None
             };

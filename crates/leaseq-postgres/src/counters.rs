@@ -32,6 +32,8 @@ pub(crate) struct Counters {
     pub(crate) redriven: AtomicU64,
     pub(crate) cancelled: AtomicU64,
     pub(crate) put_back: AtomicU64,
+    /// Uncounted snoozes (`snooze.rs`).
+    pub(crate) snoozed: AtomicU64,
     /// Keyed pushes refused for a held key.
     pub(crate) duplicates: AtomicU64,
     /// Waiting items replaced by a `replace_pending` push.
@@ -97,6 +99,7 @@ impl Counters {
         s.redriven = self.redriven.load(Relaxed);
         s.cancelled = self.cancelled.load(Relaxed);
         s.put_back = self.put_back.load(Relaxed);
+        s.snoozed = self.snoozed.load(Relaxed);
         s.duplicates = self.duplicates.load(Relaxed);
         s.replaced = self.replaced.load(Relaxed);
         s

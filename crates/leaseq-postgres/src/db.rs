@@ -41,9 +41,23 @@ pub(crate) struct Db<T: 'static> {
     pub(crate) tls: crate::tls::MakeRustlsConnect,
     /// The last database error a background task met (it retries), for operators.
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Whether the queue has flow control (a row in `flow_queues`): claims then go through
+    /// the flow claim (`flow_claim.rs`). Read at open; written by the claimer when its probe
+    /// or the flow claim says otherwise, and by this process's `FlowControl` calls.
+    pub(crate) flowed: std::sync::atomic::AtomicBool,
 }
 
 impl<T: 'static> Db<T> {
+    /// Whether claims go through the flow claim now.
+    pub(crate) fn is_flowed(&self) -> bool {
+        self.flowed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes whether the queue has flow control.
+    pub(crate) fn set_flowed(&self, on: bool) {
+        self.flowed.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// A connection from the pool.
     pub(crate) async fn client(&self) -> Result<Object, DbError> {
         self.pool.get().await.map_err(|e| match e {

@@ -202,6 +202,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                                 &false,
                                 &i64::MAX,
                                 &None::<i64>,
+                                &None::<i16>,
+                                &None::<i64>,
                             ],
                         )
                         .await?;

@@ -121,8 +121,9 @@ pub(crate) const MIGRATION: &str = r#"
         r record;
     BEGIN
         SELECT queue, payload INTO n FROM {s}.graph_nodes WHERE node = p_node;
+        -- push_rows as step 11 redefines it (with a key's window; step 10 alone never runs).
         SELECT * INTO r FROM {s}.push_rows(n.queue, ARRAY[n.payload], 0, 0, NULL, NULL, false,
-                                           9223372036854775807, NULL);
+                                           9223372036854775807, NULL, NULL, NULL);
         IF r.refusal IS NOT NULL THEN
             RAISE EXCEPTION 'leaseq: node % not released: %', p_node, r.refusal;
         END IF;

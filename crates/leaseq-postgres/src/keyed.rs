@@ -1,22 +1,28 @@
-//! Pushes with a unique key (`Push::key`, and `replace_pending`). `try_push` must say at
-//! once whether the key is held and by which item, so a keyed push does not go through
-//! the writer: it is inserted on the blocking thread (`blocking.rs`), the caller's thread
-//! blocked for one transaction (three or four round trips), in one transaction:
+//! Pushes with a unique key (`Push::key`, `replace_pending`, `Push::key_window`).
+//! `try_push` must say at once whether the key is held and by which item, so a keyed push
+//! does not go through the writer: it is inserted on the blocking thread (`blocking.rs`),
+//! the caller's thread blocked for one transaction (three or four round trips):
 //!
 //! 1. in a bounded queue, the queue's capacity lock (`capacity.rs`);
-//! 2. with `replace_pending`, the waiting (ready or delayed) row holding the key deleted;
+//! 2. with `replace_pending`, the key's holder judged by the schema's `key_holder`
+//!    (`settle_sql.rs`): a waiting live holder is deleted (replaced), any other refuses
+//!    the push with `DuplicateKey`;
 //! 3. in a bounded queue and nothing replaced, refused as full if the live rows are at
 //!    capacity;
-//! 4. the row inserted `ON CONFLICT DO NOTHING` on the unique index of live keys
-//!    (`items_key`: waiting and leased rows; dead letters keep their key but do not hold
-//!    it); nothing inserted means a live row holds the key: its id is read and the push
-//!    refused with `DuplicateKey`.
+//! 4. the row inserted with its window's columns, unless an item that left within its
+//!    window keeps the key (`gone_keys`), `ON CONFLICT DO NOTHING` on the unique index of
+//!    live keys (`items_key`: waiting and leased rows; dead letters keep their key but do
+//!    not hold it); nothing inserted: `key_holder` judges the holder (a live one whose
+//!    window has passed lets the key go for good) and either refuses with `DuplicateKey`
+//!    or the insert runs once more.
 //!
+//! A refusal rolls the transaction back at once (the blocking thread's connection is only
+//! driven while a job runs: a dropped transaction would keep its locks until the next).
 //! A keyed push is committed when `try_push` returns, and is not ordered after this
 //! process's unkeyed pushes still waiting for the writer (its row may be claimed first).
 
 use leaseq_async::{Push, PushError, StoreError};
-use leaseq_core::{MessageId, UniqueKey};
+use leaseq_core::{KeyWindow, MessageId, UniqueKey};
 
 use crate::counters::Counters;
 use crate::db::{micros, Db};
@@ -48,6 +54,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 return Err(PushError::Encode { item, error });
             }
         };
+        let Some((window, window_us)) = window_columns(push.window().unwrap_or(KeyWindow::Live))
+        else {
+            let what = crate::push::KEY_WINDOWS;
+            return Err(PushError::Unsupported { item, what });
+        };
         let Some(id) = self.pushes.buf.lock().next_id() else {
             return Err(PushError::Full(item));
         };
@@ -59,6 +70,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             key,
             payload,
             replace: options.replace_pending,
+            window,
+            window_us,
         };
         let task = self.db.clone();
         let done = self.blocking.run(move |rt, pool| {
@@ -110,6 +123,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     }
 }
 
+/// A key's window as the row keeps it (`settle_sql.rs`): `key_hold` and the period in
+/// microseconds; `None` for a window this version does not know.
+pub(crate) fn window_columns(window: KeyWindow) -> Option<(Option<i16>, Option<i64>)> {
+    Some(match window {
+        KeyWindow::Live => (None, None),
+        KeyWindow::Queued => (Some(1), None),
+        KeyWindow::Period(d) => (Some(2), Some(micros(d))),
+        KeyWindow::LiveThen(d) => (Some(3), Some(micros(d))),
+        _ => return None,
+    })
+}
+
 /// A keyed row to insert.
 struct Row {
     id: i64,
@@ -119,6 +144,9 @@ struct Row {
     key: Vec<u8>,
     payload: Vec<u8>,
     replace: bool,
+    /// The key's window as `items.key_hold` keeps it, and its period (us).
+    window: Option<i16>,
+    window_us: Option<i64>,
 }
 
 /// The keyed push's transaction (see the file's header).
@@ -138,18 +166,30 @@ async fn insert<T>(
             .await
             .map_err(before)?;
     }
-    let replaced = row.replace
-        && !tx
-            .query(&op.replace, &[&db.queue, &row.key])
-            .await
-            .map_err(before)?
-            .is_empty();
+    let holder = |replace: bool| {
+        let tx = &tx;
+        async move {
+            let r = tx
+                .query_one(&op.window_holder, &[&db.queue, &row.key, &replace])
+                .await?;
+            let holder: Option<i64> = r.get(0);
+            Ok::<_, tokio_postgres::Error>((holder.map(|h| MessageId::new(h as u64)), r.get(1)))
+        }
+    };
+    let mut replaced = false;
+    if row.replace {
+        let (held, r) = holder(true).await.map_err(before)?;
+        if let Some(h) = held {
+            return refused(tx, Keyed::Duplicate(h)).await;
+        }
+        replaced = r;
+    }
     if let Some(cap) = cap.filter(|_| !replaced) {
         if crate::capacity::live(db, &tx).await.map_err(before)? >= cap as u64 {
-            return Ok(Keyed::Full);
+            return refused(tx, Keyed::Full).await;
         }
     }
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
         &row.id,
         &db.queue,
         &row.priority,
@@ -157,12 +197,15 @@ async fn insert<T>(
         &row.ttl_us,
         &row.key,
         &row.payload,
+        &row.window,
+        &row.window_us,
     ];
-    // Nothing inserted: a live row holds the key. Should it have left before the holder
-    // is read, the insert runs once more (the key is then free, or held by a newer row).
+    // Nothing inserted: a live row holds the key, or an item that left within its window.
+    // The holder is judged (a live one whose window passed lets the key go) and the
+    // insert runs once more, should the key be free now.
     for _ in 0..2 {
         let inserted = tx
-            .query_opt(&op.keyed_insert, &params)
+            .query_opt(&op.windowed_insert, &params)
             .await
             .map_err(before)?;
         if inserted.is_some() {
@@ -176,15 +219,23 @@ async fn insert<T>(
                 .map_err(|e| store_error("keyed push", &e, true))?;
             return Ok(Keyed::Pushed { replaced });
         }
-        let holder = tx
-            .query_opt(&op.key_holder, &[&db.queue, &row.key])
-            .await
-            .map_err(before)?;
-        if let Some(h) = holder {
-            return Ok(Keyed::Duplicate(MessageId::new(h.get::<_, i64>(0) as u64)));
+        if let (Some(h), _) = holder(false).await.map_err(before)? {
+            return refused(tx, Keyed::Duplicate(h)).await;
         }
     }
     Err(StoreError::not_done(
         "keyed push: the key's holder kept changing; try again",
     ))
+}
+
+/// A refused push's transaction rolled back now: its locks (the holder's row, the
+/// capacity lock) must not wait for this connection's next job to be let go.
+async fn refused(
+    tx: deadpool_postgres::Transaction<'_>,
+    answer: Keyed,
+) -> Result<Keyed, StoreError> {
+    tx.rollback()
+        .await
+        .map_err(|e| store_error("keyed push", &e, false))?;
+    Ok(answer)
 }

@@ -142,6 +142,11 @@
 //!                        ttl => '1 day', replace_pending => false);
 //! -- Bytes, for a queue of another codec (the codec's encoding, made by the caller).
 //! SELECT leaseq.push_item('thumbnails', '\x0a0b0c'::bytea);
+//! -- A throttle: the key held for an hour after the push, whatever the job does
+//! -- (key_window: 'live' (the default), 'queued', 'period' or 'live_then', as
+//! -- Push::key_window; key_period for the last two).
+//! SELECT leaseq.push_job('reports', 'daily', '{}', key => 'report:7',
+//!                        key_window => 'period', key_period => '1 hour');
 //! -- In a trigger: the job commits or rolls back with the row.
 //! CREATE FUNCTION order_paid() RETURNS trigger LANGUAGE plpgsql AS $$
 //! BEGIN
@@ -159,12 +164,12 @@
 //! ```
 //!
 //! Every parameter after the first three has a default (no delay, priority 0, no key, no
-//! time to live). The functions apply the Rust API's checks and raise each refusal as an
+//! time to live, the key held while the item is live). The functions apply the Rust API's checks and raise each refusal as an
 //! error with a message naming the limit and its own SQLSTATE: `42704` a queue no process
 //! has opened (or a mistyped name), `54000` over the queue's max item size, `53400` the
 //! queue is full, `23505` the key is held (the holder's id in the message and `DETAIL`),
 //! `22003` a priority outside 0..7, `22001` a key over 64 bytes, `22023` a negative delay,
-//! a time to live not longer than the delay, or a kind not 1 to 255 bytes, `22004` NULL
+//! a time to live not longer than the delay, an unknown key window or one without its period, or a kind not 1 to 255 bytes, `22004` NULL
 //! args or payload, `0A000` a bounded queue's push outside `READ COMMITTED`, `40001` a
 //! key's holder that kept changing (retry). The limits are the queue's processes': each
 //! open records [`Options::max_item_size`] and the `Config`'s capacity in the schema's
@@ -298,6 +303,10 @@ mod db;
 mod driver_wake;
 mod error;
 mod extend;
+mod flow;
+mod flow_claim;
+mod flow_insert;
+mod flow_sql;
 mod graph;
 mod graph_impl;
 mod graph_list;
@@ -331,8 +340,10 @@ mod schedule;
 mod schema;
 mod seam;
 mod settle;
+mod settle_sql;
 mod settler;
 mod settles;
+mod snooze;
 mod sql;
 mod stale;
 mod store;

@@ -50,8 +50,14 @@ pub(crate) struct OpSql {
     pub(crate) keyed_insert: String,
     /// A notification on channel $1 with payload $2 (the queue), sent at commit.
     pub(crate) notify: String,
-    /// A waiting row holding key $2 in $1, deleted (a `replace_pending` push).
-    pub(crate) replace: String,
+    /// A keyed row with its key's window (`settle_sql::WINDOWED_INSERT`).
+    pub(crate) windowed_insert: String,
+    /// Who holds a key, a waiting holder replaced (`settle_sql::KEY_HOLDER`).
+    pub(crate) window_holder: String,
+    /// The gone keys whose window ended, deleted (the upkeep).
+    pub(crate) prune_gone_keys: String,
+    /// A bounded queue's batch insert (`settle_sql::INSERT_BOUNDED`).
+    pub(crate) insert_bounded: String,
 }
 
 impl OpSql {
@@ -108,7 +114,8 @@ impl OpSql {
             // stale (its late ack or dead letter must not settle the redriven item). A key
             // a live row holds makes it fail with a unique violation (`items_key`).
             redrive: f("UPDATE {s}.items SET state = 0, attempts = 0, lease = lease + 1,
-                        visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL
+                        visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL,
+                        key_hold = NULL, key_until = NULL, key_then = NULL
                  WHERE queue = $1 AND id = $2 AND state = 2
                    AND (expires_at IS NULL OR expires_at > clock_timestamp())
                  RETURNING id"),
@@ -119,7 +126,8 @@ impl OpSql {
             // In id order, as the memory store's: not expired, no live row holding its key,
             // and of several dead letters with one key only the first goes.
             redrive_all: f("UPDATE {s}.items SET state = 0, attempts = 0, lease = lease + 1,
-                        visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL
+                        visible_at = clock_timestamp(), reason = NULL, last_error = NULL, dead_at = NULL,
+                        key_hold = NULL, key_until = NULL, key_then = NULL
                  WHERE id IN (
                      SELECT d.id FROM {s}.items d
                      WHERE d.queue = $1 AND d.state = 2
@@ -153,11 +161,10 @@ impl OpSql {
                  ON CONFLICT (queue, key) WHERE key IS NOT NULL AND state IN (0, 1) DO NOTHING
                  RETURNING id"),
             notify: "SELECT pg_notify($1, $2)".to_string(),
-            replace: f(&format!(
-                "{}DELETE FROM {{s}}.items WHERE queue = $1 AND key = $2 AND state = 0
-                   AND (SELECT v FROM fate) RETURNING id",
-                crate::graph_sql::CANCEL_FATE
-            )),
+            windowed_insert: f(crate::settle_sql::WINDOWED_INSERT),
+            window_holder: f(crate::settle_sql::KEY_HOLDER),
+            prune_gone_keys: f(crate::settle_sql::PRUNE_GONE_KEYS),
+            insert_bounded: f(crate::settle_sql::INSERT_BOUNDED),
         }
     }
 }

@@ -113,6 +113,14 @@ where
         Some(_) => client.query_one(&sql.op.live, &[&queue_name]).await?.get(0),
         None => 0,
     };
+    let flowed: bool = client
+        .query_one(
+            &format!("SELECT {}", crate::flow_sql::FLOWED)
+                .replace("{s}", &format!("\"{}\"", options.schema)),
+            &[&queue_name],
+        )
+        .await?
+        .get(0);
     drop(client);
     let db = Db {
         queue: queue_name,
@@ -125,6 +133,7 @@ where
         options,
         tls: tls.clone(),
         last_error: Mutex::new(not_recorded),
+        flowed: flowed.into(),
     };
     let pushes = Pushes::new(instance, live.max(0) as u64);
     let blocking = BlockingTaker::new(move || make_pool(&pg_config, &tls, 1));

@@ -33,7 +33,7 @@ pub(crate) fn maybe_made(e: &tokio_postgres::Error) -> bool {
         .is_none_or(|db| db.parsed_severity() != Some(Severity::Error))
 }
 
-/// A row as a re-read finds it: `state`, fencing token, `reason`, `attempts`, and
+/// A row as a re-read finds it: `state`, fencing token, `reason`, `attempts`, `snoozes`, and
 /// microseconds until its `deadline` and its `visible_at`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RowNow {
@@ -41,6 +41,8 @@ pub(crate) struct RowNow {
     pub(crate) lease: i64,
     pub(crate) reason: Option<i16>,
     pub(crate) attempts: i32,
+    /// Uncounted snoozes so far.
+    pub(crate) snoozes: i32,
     pub(crate) deadline_us: Option<i64>,
     pub(crate) visible_us: Option<i64>,
 }
@@ -158,7 +160,8 @@ pub(crate) async fn reread<T>(
         lease: r.get(1),
         reason: r.get(2),
         attempts: r.get(3),
-        deadline_us: r.get(4),
-        visible_us: r.get(5),
+        snoozes: r.get(4),
+        deadline_us: r.get(5),
+        visible_us: r.get(6),
     }))
 }

@@ -9,24 +9,32 @@ use crate::db::micros;
 use crate::pushes::{PushRow, Pushes};
 use crate::store::PgStore;
 
-/// What a push with a key window (`Push::key_window`) is refused as: the table's unique
-/// index holds a key while its row is live, no longer.
-pub(crate) const KEY_WINDOWS: &str = "unique key windows (Push::key_window) on the Postgres store";
+/// What a push with a key window this version does not know (`KeyWindow` is
+/// non-exhaustive) is refused as.
+pub(crate) const KEY_WINDOWS: &str =
+    "this unique key window (Push::key_window) on the Postgres store";
 
 /// What a push with flow keys (`Push::kind`, `partition`, `group`, `flow_keys`) is refused
-/// as until the store keeps them.
+/// as where the store does not keep them: in the caller's transaction (`push_in`), in a
+/// schedule's ticks, beside a unique key (`Push::key`).
 pub(crate) const FLOW_KEYS: &str =
-    "flow keys (Push::kind, partition, group, flow_keys) on the Postgres store";
+    "flow keys (Push::kind, partition, group, flow_keys) in a transactional push, a schedule's tick or beside a unique key on the Postgres store";
 
-/// What the Postgres store refuses in `push`, if anything: a key window, flow keys.
+/// What the Postgres store refuses in a push it does not hand to its writer (in the
+/// caller's transaction, a schedule's tick), if anything: flow keys.
 pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
-    if push.has_key_window() {
-        Some(KEY_WINDOWS)
-    } else if push.flow().is_some() {
-        Some(FLOW_KEYS)
-    } else {
-        None
-    }
+    push.flow().is_some().then_some(FLOW_KEYS)
+}
+
+/// A push's flow keys as the writer inserts them (kind, partition, group).
+fn flow_row(push: &Push) -> Option<[Option<i64>; 3]> {
+    let keys = push.flow()?;
+    let id = |k: Option<leaseq_core::FlowKey>| k.map(|k| k.get() as i64);
+    Some([
+        id(keys.kind_key()),
+        id(keys.partition_key()),
+        id(keys.group_key()),
+    ])
 }
 
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
@@ -49,13 +57,18 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let level = options.priority;
             return Err(PushError::PriorityOutOfRange { item, level });
         }
-        if let Some(what) = unsupported(push) {
+        if push.has_key_window() {
+            let what = KEY_WINDOWS;
             return Err(PushError::Unsupported { item, what });
         }
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return Err(PushError::AlreadyExpired(item));
         }
         if options.has_key() {
+            if push.flow().is_some() {
+                let what = FLOW_KEYS;
+                return Err(PushError::Unsupported { item, what });
+            }
             return self.push_keyed(item, push);
         }
         let payload = match db.codec.encode(&item) {
@@ -95,6 +108,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             delay_us: micros(delay),
             ttl_us: ttl.map(micros),
             payload,
+            flow: flow_row(push),
         });
         buf.queued += 1;
         Ok(id)

@@ -29,6 +29,8 @@ pub(crate) struct PushRow {
     pub(crate) delay_us: i64,
     pub(crate) ttl_us: Option<i64>,
     pub(crate) payload: Vec<u8>,
+    /// The flow keys (kind, partition, group), if the push gave any.
+    pub(crate) flow: Option<[Option<i64>; 3]>,
 }
 
 /// The rows accepted and not yet committed, and the id source.

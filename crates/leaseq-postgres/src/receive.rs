@@ -170,6 +170,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     .map_err(|e| DbError::pool("no connection from the pool", e))?;
                 crate::claim::claim(&db, &counters, &client, max.min(db.options.max_claim))
                     .await
+                    .map(|(got, _)| got)
                     .map_err(DbError::Db)
             });
             got.unwrap_or_else(|e| {

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -86,6 +86,14 @@ const MIGRATIONS: &[&str] = &[
     // 10 (jobs that wait for other jobs, issue 33): `items.node`, the graph's tables, its
     // functions and the two triggers that tell it a tracked row's outcome (`graph_sql.rs`).
     crate::graph_sql::MIGRATION,
+    // 11 (issue 32): `items.snoozes`, the keys' windows (`items.key_hold`,
+    // `key_until`, `key_then`, the `gone_keys` table and its triggers, `key_holder`) and
+    // the push functions taking a window (`settle_sql.rs`).
+    crate::settle_sql::MIGRATION,
+    // 12 (flow control, issue 32): the items' flow keys, the queues with flow control, their
+    // limits, rates and groups, and the flow claim (`flow_sql.rs`; the claim function's text
+    // is filled in at `{flow_claim_fn}`).
+    crate::flow_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -112,8 +120,9 @@ const REASON_NAMES: &str = r#"
 /// The grants a worker role needs on a schema another role migrated: `{schema}` and
 /// `{role}` to fill in (quoted here, so any valid names do). Reads the version, uses the
 /// two id sequences, and reads and writes the items, the writers' watermarks, the queues'
-/// limits (recorded at open for the SQL functions), the schedules' cursors and the record of
-/// finished jobs (written only with `Options::retention`); no DDL, no
+/// limits (recorded at open for the SQL functions), the schedules' cursors, the record of
+/// finished jobs (written only with `Options::retention`) and the keys held past their
+/// items (`gone_keys`, written by the triggers of items with a key window); no DDL, no
 /// ownership. The functions `push_item` and `push_job` run with their caller's rights
 /// (PUBLIC may execute them): a role that pushes from SQL needs these grants too. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
@@ -121,8 +130,8 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history TO "{role}";
-GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running TO "{role}";
+GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids, "{schema}".flow_seq TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".graph_nodes, "{schema}".graph_edges, "{schema}".graph_shards, "{schema}".graph_workflows, "{schema}".graph_batches TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".graph_ids TO "{role}";"#;
 
@@ -201,7 +210,9 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
         )));
     }
     for step in &MIGRATIONS[found as usize..] {
-        let step = step.replace("{s}", &format!("\"{schema}\""));
+        let step = step
+            .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
+            .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
     if found < SCHEMA_VERSION {

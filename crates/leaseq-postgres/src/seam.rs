@@ -16,7 +16,7 @@ use leaseq_async::{
 };
 use leaseq_core::{
     Acked, CancelError, DeadLetter, Extended, Failure, ItemView, MessageId, Nacked, RedriveError,
-    Stats,
+    Snoozed, Stats,
 };
 use leaseq_tokio::TokioRuntime;
 
@@ -239,6 +239,14 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
             .put_backs
             .push((ticket.id, ticket.lease));
         self.settles.wake.notify(1);
+    }
+
+    fn snoozes(&self) -> bool {
+        true
+    }
+
+    async fn snooze(&self, ticket: PgTicket, delay: Duration) -> Result<Snoozed, SettleError> {
+        self.snooze_lease(ticket, delay).await
     }
 
     fn stop_heartbeat(&self, ticket: &mut PgTicket) {

@@ -32,13 +32,18 @@ pub(crate) struct Sql {
     pub(crate) instance: String,
     pub(crate) insert: String,
     pub(crate) insert_checked: String,
+    /// `insert` and `insert_checked` for a batch with flow keys (`flow_sql.rs`).
+    pub(crate) insert_flow: (String, String),
     pub(crate) forget_marks: String,
     pub(crate) claim: String,
     pub(crate) next_visible: String,
+    /// The claim of a queue with flow control (`flow_claim.rs`).
+    pub(crate) flow_claim: String,
     pub(crate) ack: String,
     pub(crate) why_stale: String,
     pub(crate) reread: String,
     pub(crate) retry: String,
+    pub(crate) snooze: String,
     pub(crate) bury: String,
     pub(crate) terminate: String,
     pub(crate) extend: String,
@@ -127,6 +132,7 @@ impl Sql {
             // as a safety net, not on the hot path (a speculative insertion per row costs
             // 4 to 8 us of server CPU per item, measured).
             insert_checked: String::new(),
+            insert_flow: (String::new(), String::new()),
             // Watermarks of writer instances that committed nothing for 30 days (upkeep):
             // no retry of theirs can still be under way.
             forget_marks: f("DELETE FROM {s}.writer_marks WHERE at < clock_timestamp() - interval '30 days'"),
@@ -151,7 +157,7 @@ impl Sql {
                          SELECT id FROM {s}.items
                          WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
                            AND (expires_at IS NULL OR expires_at > clock_timestamp())
-                           AND {not_paused}
+                           AND {not_paused} AND {not_flowed}
                          ORDER BY priority DESC, visible_at, id
                          LIMIT {max_claim} FOR UPDATE SKIP LOCKED) AS c
                      LIMIT $2))
@@ -165,18 +171,22 @@ impl Sql {
                 ", progress"
             ))
             .replace("{not_paused}", &f(crate::pause_sql::NOT_PAUSED))
+            .replace("{not_flowed}", &f(crate::flow_sql::NOT_FLOWED))
             .replace("{max_claim}", &max_claim.max(1).to_string())
             .replace("{max_item}", &max_item.to_string()),
             // The soonest a waiting item of $1 becomes visible: one index probe per level;
-            // none while the queue is paused (`pause.rs`: the resume notifies).
-            next_visible: f(concat!(
+            // none while the queue is paused (`pause.rs`: the resume notifies); and whether
+            // the queue has flow control (then the flow claim takes it, `flow_claim.rs`).
+            next_visible: f(&concat!(
                 "SELECT ",
                 until!("min(v)"),
-                " FROM (SELECT (SELECT visible_at FROM {s}.items
+                ", {flowed} FROM (SELECT (SELECT visible_at FROM {s}.items
                     WHERE queue = $1 AND state = 0 AND priority = p
                     ORDER BY visible_at LIMIT 1) AS v FROM generate_series(0, 7) AS p) AS levels
                  WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_pauses WHERE queue = $1)"
-            )),
+            )
+            .replace("{flowed}", crate::flow_sql::FLOWED)),
+            flow_claim: f(crate::flow_sql::CLAIM),
             // $1 ids, $2 leases. Accepted while the lease is the item's latest and the item is
             // not a dead letter: on time, or late but claimed by nobody since.
             ack: f(concat!(
@@ -193,7 +203,7 @@ impl Sql {
             )),
             // A row as it is now, after a settle's reply was lost: $1 id.
             reread: f(concat!(
-                "SELECT state, lease, reason, attempts, ",
+                "SELECT state, lease, reason, attempts, COALESCE(snoozes, 0), ",
                 until!("deadline"),
                 ", ",
                 until!("visible_at"),
@@ -208,6 +218,7 @@ impl Sql {
                  RETURNING ",
                 until!("visible_at")
             )),
+            snooze: f(crate::settle_sql::SNOOZE),
             // A failed attempt, to the dead letters: $1 id, $2 lease, $3 reason, $4 error.
             bury: f("UPDATE {s}.items SET state = 2, reason = $3,
                         last_error = COALESCE($4, last_error), dead_at = clock_timestamp()
@@ -306,6 +317,10 @@ impl Sql {
         sql.insert_checked = sql.insert.replace(
             "WHERE u.id > mark.below)",
             "WHERE u.id > mark.below\n                   ON CONFLICT (id) DO NOTHING)",
+        );
+        sql.insert_flow = (
+            crate::flow_insert::flowed_insert(&sql.insert, &s),
+            crate::flow_insert::flowed_insert(&sql.insert_checked, &s),
         );
         sql
     }

@@ -42,6 +42,9 @@ pub(crate) mod sealed {
         pub(crate) replace: bool,
         pub(crate) max_item_size: i64,
         pub(crate) capacity: Option<i64>,
+        /// The key's window as `items.key_hold` keeps it, and its period (us).
+        pub(crate) window: Option<i16>,
+        pub(crate) window_us: Option<i64>,
     }
 
     /// Its answer: the ids pushed, in order, and the refusal that stopped it, if any.
@@ -62,7 +65,7 @@ pub(crate) mod sealed {
 use sealed::{Call, Reply, Sealed};
 
 /// The parameters' types, given so the statement needs no prepare round trip.
-const TYPES: [Type; 9] = [
+const TYPES: [Type; 11] = [
     Type::TEXT,
     Type::BYTEA_ARRAY,
     Type::INT4,
@@ -72,6 +75,8 @@ const TYPES: [Type; 9] = [
     Type::BOOL,
     Type::INT8,
     Type::INT8,
+    Type::INT2,
+    Type::INT8,
 ];
 
 /// The call on a tokio-postgres client or transaction: `query_typed`, one round trip.
@@ -79,7 +84,7 @@ async fn on_postgres<C>(client: &C, call: &Call) -> Result<Reply, TxDbError>
 where
     C: tokio_postgres::GenericClient + Sync,
 {
-    let values: [&(dyn ToSql + Sync); 9] = [
+    let values: [&(dyn ToSql + Sync); 11] = [
         &call.queue,
         &call.payloads,
         &call.priority,
@@ -89,6 +94,8 @@ where
         &call.replace,
         &call.max_item_size,
         &call.capacity,
+        &call.window,
+        &call.window_us,
     ];
     let params: Vec<(&(dyn ToSql + Sync), Type)> =
         values.iter().copied().zip(TYPES.iter().cloned()).collect();
@@ -141,6 +148,8 @@ async fn on_sqlx(conn: &mut sqlx::PgConnection, call: &Call) -> Result<Reply, Tx
         .bind(call.replace)
         .bind(call.max_item_size)
         .bind(call.capacity)
+        .bind(call.window)
+        .bind(call.window_us)
         .fetch_one(conn)
         .await
         .map_err(TxDbError::Sqlx)?;

@@ -10,10 +10,11 @@
 //! it commits. Their ids come from the schema's `tx_ids` sequence (`tx_sql.rs` says why).
 
 use leaseq_async::{CodecError, Push};
-use leaseq_core::{MessageId, UniqueKey, MAX_PRIORITY};
+use leaseq_core::{KeyWindow, MessageId, UniqueKey, MAX_PRIORITY};
 
 use crate::counters::Counters;
 use crate::db::micros;
+use crate::push::KEY_WINDOWS;
 use crate::store::PgStore;
 use crate::tx_client::sealed::{Call, Reply};
 use crate::tx_client::TxClient;
@@ -186,6 +187,11 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if let Some(what) = crate::push::unsupported(push) {
             return (Vec::new(), Some(Refused::Unsupported(what)));
         }
+        let Some((window, window_us)) =
+            crate::keyed::window_columns(push.window().unwrap_or(KeyWindow::Live))
+        else {
+            return (Vec::new(), Some(Refused::Unsupported(KEY_WINDOWS)));
+        };
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return (Vec::new(), Some(Refused::Expired));
         }
@@ -236,6 +242,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 .config
                 .capacity()
                 .map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
+            window,
+            window_us,
         };
         let Reply {
             ids,

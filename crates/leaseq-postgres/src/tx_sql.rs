@@ -251,10 +251,11 @@ pub(crate) const MIGRATION: &str = r#"
 
 /// The statement [`PgStore::push_in`](crate::PgStore::push_in) runs: `push_rows` with the
 /// store's limits ($1 queue, $2 payloads, $3 priority, $4 delay (us), $5 ttl (us), $6 key,
-/// $7 replace, $8 max item size, $9 capacity).
+/// $7 replace, $8 max item size, $9 capacity, $10 the key's window, $11 its period (us):
+/// step 11's signature, `settle_sql.rs`).
 pub(crate) fn push_rows(schema: &str) -> String {
     format!(
-        "SELECT ids, refusal, detail FROM \"{schema}\".push_rows($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+        "SELECT ids, refusal, detail FROM \"{schema}\".push_rows($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
     )
 }
 

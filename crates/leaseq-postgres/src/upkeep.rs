@@ -132,6 +132,14 @@ pub(crate) async fn upkeep_now<T>(
 /// [`PgStore::last_error`](crate::PgStore::last_error)); autovacuum keeps the table.
 async fn upkeep<T>(db: &Db<T>, counters: &Counters, client: &Client) -> Result<(), Error> {
     client.execute(&db.sql.forget_marks, &[]).await?;
+    // The keys held past their items whose window has ended (`settle_sql.rs`); a role
+    // granted an older version's rights may not: they are then judged ended when read.
+    match client.execute(&db.sql.op.prune_gone_keys, &[]).await {
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => {}
+        r => {
+            r?;
+        }
+    }
     if !may_maintain(db, client).await? {
         if !counters.upkeep_refused.swap(true, Ordering::AcqRel) {
             db.said(format!(

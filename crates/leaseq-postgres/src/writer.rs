@@ -148,9 +148,9 @@ impl<T: Send + 'static> Writer<T> {
         .map_err(DbError::Db)
     }
 
-    /// Inserts the first rows of `batch` that fit with `sql` (the insert, checked or not),
-    /// in a bounded queue in one transaction under the queue's lock (`capacity.rs`); how
-    /// many (all in an unbounded queue).
+    /// Inserts the first rows of `batch` that fit: with `sql` (the insert, checked or not)
+    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded` under
+    /// the queue's lock (`capacity.rs`); how many.
     async fn insert_fitting(
         &self,
         client: &mut Object,
@@ -162,14 +162,33 @@ impl<T: Send + 'static> Writer<T> {
             insert_on(db, &*client, batch, sql).await?;
             return Ok(batch.len());
         };
-        let tx = client.transaction().await?;
-        tx.execute(&db.sql.op.cap_lock, &[&db.queue]).await?;
-        let now = crate::capacity::live(db, &tx).await?;
-        let room = (cap as u64).saturating_sub(now).min(batch.len() as u64) as usize;
-        if room > 0 {
-            insert_on(db, &tx, &batch[..room], sql).await?;
-        }
-        tx.commit().await?;
+        // One statement (one round trip): lock, count, the rows that fit
+        // (`settle_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` always: `sql` is the
+        // unbounded queue's choice only).
+        let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
+        let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
+        let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
+        let ttls: Vec<Option<i64>> = batch.iter().map(|r| r.ttl_us).collect();
+        let payloads: Vec<&[u8]> = batch.iter().map(|r| r.payload.as_slice()).collect();
+        let stmt = client.prepare_cached(&db.sql.op.insert_bounded).await?;
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+        let row = client
+            .query_one(
+                &stmt,
+                &[
+                    &db.queue,
+                    &ids,
+                    &priorities,
+                    &delays,
+                    &ttls,
+                    &payloads,
+                    &db.sql.channel,
+                    &cap,
+                ],
+            )
+            .await?;
+        let now = row.get::<_, i64>(0).max(0) as u64;
+        let room = usize::try_from(row.get::<_, i32>(1).max(0)).unwrap_or(0);
         crate::capacity::counted(&self.pushes, now + room as u64);
         Ok(room)
     }
@@ -192,6 +211,13 @@ pub(crate) async fn insert_on<T, C: deadpool_postgres::GenericClient>(
     batch: &[PushRow],
     sql: &str,
 ) -> Result<(), tokio_postgres::Error> {
+    // A batch with flow keys: the same insert with three more arrays (`flow_sql.rs`).
+    let flowed = batch.iter().any(|r| r.flow.is_some());
+    let sql = match flowed {
+        false => sql,
+        true if sql == db.sql.insert => &db.sql.insert_flow.0,
+        true => &db.sql.insert_flow.1,
+    };
     let stmt = client.prepare_cached(sql).await?;
     let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
     let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
@@ -202,23 +228,29 @@ pub(crate) async fn insert_on<T, C: deadpool_postgres::GenericClient>(
     // commit), and only if some row is visible at once.
     let notify = batch.iter().any(|r| r.delay_us == 0);
     let (instances, tops) = marks(batch);
-    client
-        .execute(
-            &stmt,
-            &[
-                &db.queue,
-                &ids,
-                &priorities,
-                &delays,
-                &ttls,
-                &payloads,
-                &db.sql.channel,
-                &notify,
-                &instances,
-                &tops,
-            ],
-        )
-        .await?;
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+        &db.queue,
+        &ids,
+        &priorities,
+        &delays,
+        &ttls,
+        &payloads,
+        &db.sql.channel,
+        &notify,
+        &instances,
+        &tops,
+    ];
+    let keys: [Vec<Option<i64>>; 3] = match flowed {
+        false => Default::default(),
+        true => [0, 1, 2].map(|k| batch.iter().map(|r| r.flow.and_then(|f| f[k])).collect()),
+    };
+    if flowed {
+        params.extend(
+            keys.iter()
+                .map(|k| k as &(dyn tokio_postgres::types::ToSql + Sync)),
+        );
+    }
+    client.execute(&stmt, &params).await?;
     Ok(())
 }
 

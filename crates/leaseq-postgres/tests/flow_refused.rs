@@ -1,6 +1,6 @@
-//! Flow keys (`Push::kind`, `partition`, `group`) are not yet kept by the Postgres store: a
-//! push giving them is refused, typed, with the item handed back, on every push path
-//! (`try_push`, a batch, a push in the caller's transaction), and no row is written.
+//! Where the Postgres store does not keep flow keys (`Push::kind`, `partition`, `group`):
+//! beside a unique key (`Push::key`), in a push in the caller's transaction. A push giving
+//! them there is refused, typed, with the item handed back, and no row is written.
 
 use leaseq_test_kit::pg as common;
 
@@ -10,12 +10,12 @@ use leaseq_async::{Config, Push, PushError, Store};
 use leaseq_postgres::TxPushError;
 
 #[test]
-fn a_push_with_flow_keys_is_refused_on_every_path() {
+fn a_push_with_flow_keys_is_refused_beside_a_key_and_in_a_transaction() {
     common::with_server(|url| async move {
         let name = common::unique("flow-refused");
         let config = Config::new(Duration::from_secs(30));
         let q = common::open_bytes(&url, name.clone(), config, common::options()).await;
-        match q.try_push_with(b"a".to_vec(), Push::new().partition("p")) {
+        match q.try_push_with(b"a".to_vec(), Push::new().partition("p").key("k")) {
             Err(PushError::Unsupported { item, what }) => {
                 assert_eq!(item, b"a".to_vec());
                 assert!(what.contains("flow keys"), "{what}");
@@ -25,7 +25,7 @@ fn a_push_with_flow_keys_is_refused_on_every_path() {
         let mut items = vec![b"b".to_vec()].into_iter();
         let batch = q
             .store()
-            .try_push_batch(&mut items, &Push::new().group("g"));
+            .try_push_batch(&mut items, &Push::new().group("g").key("k2"));
         assert!(
             matches!(&batch, Err((ids, PushError::Unsupported { .. })) if ids.is_empty()),
             "{batch:?}"
