@@ -5,16 +5,23 @@
 //! one call at a time. Actions, where asked for ([`PgOperator::with_actions`]), each open
 //! a store for the queue (a pool of two, its rescuer not due, attempts unlimited, limits
 //! not recorded: the queue's own processes keep theirs) and close it before answering.
+//!
+//! Workflows and batches are offered with the actions: each call, reads included, goes
+//! through a store opened the same way (its graph tables read and changed as `PgStore`'s
+//! `DependencyStore` does, [`graph_calls`]), each step's message read back through the
+//! inspector.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_async::operator::{
-    cancel_matching, queue_calls, Capabilities, DeadQuery, LiveQuery, Operator, OperatorError,
+    cancel_matching, graph_calls, queue_calls, BatchView, Capabilities, DeadQuery, LiveQuery,
+    Operator, OperatorError, WorkflowView,
 };
 use leaseq_async::{
     Config, Finished, HistoryQuery, LeaseQueue, Page, ScheduleState, StoredCounts, StoredItem,
 };
+use leaseq_core::graph::{BatchId, WorkflowId};
 use leaseq_core::MessageId;
 use tokio::sync::Mutex;
 
@@ -138,6 +145,8 @@ impl Operator for PgOperator {
             Capabilities::default()
         };
         c.history = true;
+        // The graph is read through a store opened for the call, as the actions open one.
+        c.workflows = self.writer.is_some();
         c
     }
 
@@ -230,6 +239,49 @@ impl Operator for PgOperator {
     async fn cancel(&self, queue: &str, query: &LiveQuery) -> Result<u64, OperatorError> {
         self.act(queue, async |q| {
             cancel_matching(self, queue, query, q).await
+        })
+        .await
+    }
+
+    async fn workflows(
+        &self,
+        queue: &str,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<WorkflowView>, OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::workflows_of(self, queue, &**q.store(), after, limit).await
+        })
+        .await
+    }
+
+    async fn batches(
+        &self,
+        queue: &str,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> Result<Vec<BatchView>, OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::batches_of(self, queue, &**q.store(), after, limit).await
+        })
+        .await
+    }
+
+    async fn cancel_workflow(&self, queue: &str, id: WorkflowId) -> Result<u64, OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::cancel_workflow(&**q.store(), id).await
+        })
+        .await
+    }
+
+    async fn retry_step(
+        &self,
+        queue: &str,
+        id: WorkflowId,
+        step: &str,
+    ) -> Result<(), OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::retry_step(&**q.store(), id, step).await
         })
         .await
     }

@@ -7,6 +7,16 @@
 //! leases of a process that died holding it come back first, as at its next start) and
 //! close it before answering, so the owner lock is free again; refused
 //! ([`OperatorError::InUse`]) while another process owns the file.
+//!
+//! Workflows and batches (the dependency graph, format 8) are offered with the actions:
+//! the graph is kept as records the owner's open derives its state from (a step's item
+//! gone from the file means acked), so every workflow or batch call, reads included,
+//! opens the file as its owner as the actions do, reads or changes the graph through the
+//! store ([`graph_calls`]), each step's message read back through the view, and closes
+//! it (that open, like any, first brings back the leases of a process that died holding
+//! the file). A SQLite file has one owner process: while a service runs on it these calls are
+//! refused ([`OperatorError::InUse`]); the service's own dashboard
+//! (`LocalOperator::add_with_graph`) shows them then.
 
 use std::marker::PhantomData;
 use std::path::PathBuf;
@@ -14,13 +24,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leaseq_async::operator::{
-    cancel_matching, on_blocking_thread, queue_calls, Capabilities, DeadQuery, LiveQuery, Operator,
-    OperatorError,
+    cancel_matching, graph_calls, on_blocking_thread, queue_calls, BatchView, Capabilities,
+    DeadQuery, LiveQuery, Operator, OperatorError, WorkflowView,
 };
 use leaseq_async::{
     Config, Finished, HistoryQuery, LeaseQueue, Page, Runtime, ScheduleState, StoredCounts,
     StoredItem,
 };
+use leaseq_core::graph::{BatchId, WorkflowId};
 use leaseq_core::MessageId;
 use parking_lot::Mutex;
 
@@ -190,6 +201,8 @@ impl<R: Runtime> Operator for SqliteOperator<R> {
             Capabilities::default()
         };
         c.history = true;
+        // The graph is read through the file opened as its owner, as the actions open it.
+        c.workflows = self.owner.is_some();
         c
     }
 
@@ -266,6 +279,49 @@ impl<R: Runtime> Operator for SqliteOperator<R> {
     async fn cancel(&self, queue: &str, query: &LiveQuery) -> Result<u64, OperatorError> {
         self.act(queue, async |q| {
             cancel_matching(self, queue, query, q).await
+        })
+        .await
+    }
+
+    async fn workflows(
+        &self,
+        queue: &str,
+        after: Option<WorkflowId>,
+        limit: usize,
+    ) -> Result<Vec<WorkflowView>, OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::workflows_of(self, queue, &**q.store(), after, limit).await
+        })
+        .await
+    }
+
+    async fn batches(
+        &self,
+        queue: &str,
+        after: Option<BatchId>,
+        limit: usize,
+    ) -> Result<Vec<BatchView>, OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::batches_of(self, queue, &**q.store(), after, limit).await
+        })
+        .await
+    }
+
+    async fn cancel_workflow(&self, queue: &str, id: WorkflowId) -> Result<u64, OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::cancel_workflow(&**q.store(), id).await
+        })
+        .await
+    }
+
+    async fn retry_step(
+        &self,
+        queue: &str,
+        id: WorkflowId,
+        step: &str,
+    ) -> Result<(), OperatorError> {
+        self.act(queue, async |q| {
+            graph_calls::retry_step(&**q.store(), id, step).await
         })
         .await
     }

@@ -18,6 +18,8 @@
 //!   an operator shows of workflows and batches.
 //! - `graph_reads.rs`: [`workflow_view`], [`batch_view`] and their lists: those views read
 //!   from any `DependencyStore`, for every store's operator.
+//! - `graph_calls.rs`: the workflow and batch calls of an operator that opens its queue's
+//!   store for them (SQLite, Postgres).
 //! - `local/`: [`LocalOperator`], this process's queues.
 //! - `queue_calls.rs`: an operator's actions on a queue handle, for the stores' operators.
 //! - `blocking.rs`: [`on_blocking_thread`], for a store whose reads block.
@@ -26,6 +28,7 @@ mod blocking;
 mod cancel;
 mod capabilities;
 mod error;
+pub mod graph_calls;
 mod graph_reads;
 mod graph_views;
 mod local;

@@ -18,6 +18,8 @@ use leaseq_test_kit::steps::cli_fixture;
 
 pub(crate) use leaseq_test_kit::sqlite::shut;
 
+pub(crate) mod graph;
+
 /// Runs the `leaseq` binary with `args` to its end.
 pub(crate) fn leaseq(args: &[&str]) -> Output {
     output::run(env!("CARGO_BIN_EXE_leaseq"), args)

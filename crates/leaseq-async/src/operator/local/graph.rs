@@ -13,7 +13,8 @@ use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::stored::StoredItem;
 
-use super::super::graph_reads::{batch_views, graph_error, workflow_views};
+use super::super::graph_calls;
+use super::super::graph_reads::{batch_views, workflow_views};
 use super::super::graph_views::{BatchView, WorkflowView};
 use super::super::{DeadQuery, OperatorError};
 use super::handle::{Answer, Held, QueueHandle};
@@ -78,17 +79,10 @@ where
     }
 
     fn cancel_workflow(&self, id: WorkflowId) -> Answer<'_, u64> {
-        Box::pin(async move {
-            let store = self.queue.store();
-            let cancelled = store.cancel_workflow(id).await.map_err(graph_error)?;
-            Ok(cancelled.len() as u64)
-        })
+        Box::pin(graph_calls::cancel_workflow(&**self.queue.store(), id))
     }
 
     fn retry_step<'a>(&'a self, id: WorkflowId, step: &'a str) -> Answer<'a, ()> {
-        Box::pin(async move {
-            let store = self.queue.store();
-            store.retry_step(id, step).await.map_err(graph_error)
-        })
+        Box::pin(graph_calls::retry_step(&**self.queue.store(), id, step))
     }
 }
