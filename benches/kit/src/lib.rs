@@ -20,6 +20,7 @@ pub mod latency;
 pub mod pg_bare;
 #[cfg(feature = "web")]
 pub mod pg_dashboard_bench;
+#[cfg(feature = "postgres")]
 pub mod pg_flow_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_graph_bench;
