@@ -103,7 +103,7 @@ async fn run_children(
     total: usize,
     sleep_ms: u64,
     kill_at: u64,
-) -> Vec<Entry> {
+) -> (Vec<Entry>, Option<i64>) {
     let env = |kill: u64| {
         [
             ("LEASEQ_FLOW_URL", url.to_string()),
@@ -124,6 +124,7 @@ async fn run_children(
                 .expect("spawn a child")
         })
         .collect();
+    let mut killed_at = None;
     if kill_at > 0 {
         let ledger = Ledger::connect(url, table).await;
         let give_up = Instant::now() + Duration::from_secs(120);
@@ -131,6 +132,7 @@ async fn run_children(
             assert!(Instant::now() < give_up, "no run hung for the kill");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        killed_at = Some(ledger::db_now(url).await);
         children[0].kill().expect("SIGKILL");
         children[0].wait().expect("reaped");
         eprintln!("flow_procs: killed child 0 mid-job");
@@ -143,7 +145,7 @@ async fn run_children(
     for (i, c) in children.iter_mut().enumerate() {
         common::wait_success(c, &format!("child {i}"), until).await;
     }
-    Ledger::connect(url, table).await.entries().await
+    (Ledger::connect(url, table).await.entries().await, killed_at)
 }
 
 /// Opens the parent's handle on a fresh queue and its ledger table.
@@ -186,8 +188,8 @@ fn three_processes_never_pass_a_queue_kind_or_partition_limit() {
                 .await
                 .expect("push");
         }
-        let entries = run_children(&url, &queue, &table, total, 15, 0).await;
-        ledger::each_once(&entries, total);
+        let (entries, killed_at) = run_children(&url, &queue, &table, total, 15, 0).await;
+        ledger::each_once(&entries, total, killed_at);
         let most = ledger::most_at_once(&entries, |_| true);
         let most_a = ledger::most_at_once(&entries, |e| e.kind == "a");
         let most_p = ledger::most_at_once(&entries, |e| e.part == "p");
@@ -224,8 +226,8 @@ fn three_processes_keep_a_rate_of_100_per_second_within_the_gcra_bound() {
         for chunk in batch.chunks(500) {
             q.push_batch(chunk.to_vec()).await.expect("push");
         }
-        let entries = run_children(&url, &queue, &table, total as usize, 1, 0).await;
-        ledger::each_once(&entries, total as usize);
+        let (entries, killed_at) = run_children(&url, &queue, &table, total as usize, 1, 0).await;
+        ledger::each_once(&entries, total as usize, killed_at);
         let starts = ledger::lease_starts(&url, &queue).await;
         assert_eq!(starts.len(), total as usize, "every lease recorded");
         // Any k starts span at least (k - burst) intervals of 10 ms.
@@ -269,8 +271,8 @@ fn ordered_groups_run_in_push_order_through_a_kill_9() {
                 .expect("push");
         }
         let total = (groups * per) as usize;
-        let entries = run_children(&url, &queue, &table, total, 10, 5).await;
-        ledger::each_once(&entries, total);
+        let (entries, killed_at) = run_children(&url, &queue, &table, total, 10, 5).await;
+        ledger::each_once(&entries, total, killed_at);
         let killed = entries.iter().filter(|e| e.finished.is_none()).count();
         // The hung run and whatever else the killed process was running then.
         assert!(killed >= 1, "a run was killed mid-job");
