@@ -132,9 +132,10 @@ async fn run_children(
             assert!(Instant::now() < give_up, "no run hung for the kill");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        killed_at = Some(ledger::db_now(url).await);
         children[0].kill().expect("SIGKILL");
         children[0].wait().expect("reaped");
+        // Read once the process is gone: every finish it recorded is before this.
+        killed_at = Some(ledger::db_now(url).await);
         eprintln!("flow_procs: killed child 0 mid-job");
         children[0] = child::command("flow_child", &env(0))
             .stdout(Stdio::null())
