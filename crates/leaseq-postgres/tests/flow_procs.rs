@@ -277,6 +277,6 @@ fn ordered_groups_run_in_push_order_through_a_kill_9() {
         let killed = entries.iter().filter(|e| e.finished.is_none()).count();
         // The hung run and whatever else the killed process was running then.
         assert!(killed >= 1, "a run was killed mid-job");
-        ledger::groups_in_order(&entries, groups as usize, per);
+        ledger::groups_in_order(&entries, groups as usize, per, killed_at);
     });
 }
