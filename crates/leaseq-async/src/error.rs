@@ -57,8 +57,8 @@ pub enum PushError<T> {
         /// The queue's maximum, in bytes.
         max: usize,
     },
-    /// The store does not offer what the push asks for (the Postgres store has no unique
-    /// keys, say).
+    /// The store does not offer what the push asks for (flow keys beside a unique key on
+    /// the Postgres store, say).
     Unsupported {
         /// The item, handed back.
         item: T,

@@ -93,10 +93,10 @@ impl Push {
 
     /// With a [`key`](Self::key): how long the key is held ([`KeyWindow`]: while live, the
     /// default; while queued; for a period after the push, a throttle; while live and a
-    /// period after; with [`replace_pending`](Self::replace_pending), a debounce). The
-    /// memory and SQLite stores honour every window (SQLite keeps them in its file, so a
-    /// window holds across a restart); a store that keeps keys only while items are live
-    /// (Postgres, for now) refuses any other with
+    /// period after; with [`replace_pending`](Self::replace_pending), a debounce). Every
+    /// store honours every window (SQLite keeps them in its file, so a window holds across
+    /// a restart; Postgres on the database's clock, across processes); a store that keeps
+    /// keys only while items are live refuses any other with
     /// [`PushError::Unsupported`](crate::PushError::Unsupported), the item handed back.
     ///
     /// ```

@@ -61,8 +61,9 @@ pub(crate) struct RetryStep {
 /// What a store without workflows answers.
 fn not_offered() -> Failed {
     Failed::read(OperatorError::Refused(
-        "this store's operator does not offer workflows and batches (a queue of a running \
-         service on the memory store does, through its dashboard)"
+        "this store's operator does not offer workflows and batches (SQLite files and \
+         Postgres schemas do when opened with actions; memory queues through their \
+         service's dashboard)"
             .into(),
     ))
 }
