@@ -97,18 +97,7 @@ fn graph_kill9_child() {
                         let Ok(Some(parents)) = q.store().parent_outcomes(d.id()).await else {
                             continue; // the lease comes back
                         };
-                        let mut counts = Counts {
-                            total: parents.len() as u64,
-                            ..Counts::default()
-                        };
-                        for p in &parents {
-                            match p.state {
-                                StepState::Acked(_) => counts.acked += 1,
-                                StepState::DeadLettered(_) => counts.dead += 1,
-                                StepState::Cancelled => counts.cancelled += 1,
-                                _ => {}
-                            }
-                        }
+                        let counts = Counts::of(parents.iter().map(|p| p.state));
                         write(Event::Callback {
                             job,
                             message,

@@ -96,18 +96,7 @@ fn graph_kill9_child() {
                     if job == CALLBACK {
                         let read = q.store().parent_outcomes(d.id()).await.unwrap();
                         let parents = read.expect("the callback is a job of the graph");
-                        let mut counts = Counts {
-                            total: parents.len() as u64,
-                            ..Counts::default()
-                        };
-                        for p in &parents {
-                            match p.state {
-                                StepState::Acked(_) => counts.acked += 1,
-                                StepState::DeadLettered(_) => counts.dead += 1,
-                                StepState::Cancelled => counts.cancelled += 1,
-                                _ => {}
-                            }
-                        }
+                        let counts = Counts::of(parents.iter().map(|p| p.state));
                         log.event(Event::Callback {
                             job,
                             message,

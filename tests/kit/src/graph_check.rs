@@ -68,6 +68,25 @@ pub struct Counts {
     pub cancelled: u64,
 }
 
+impl Counts {
+    /// The counts a callback reads from its parents' states (`parent_outcomes`): one per
+    /// parent in `total`, each finished one in its column.
+    pub fn of(states: impl IntoIterator<Item = leaseq_core::graph::StepState>) -> Self {
+        use leaseq_core::graph::StepState;
+        let mut counts = Counts::default();
+        for state in states {
+            counts.total += 1;
+            match state {
+                StepState::Acked(_) => counts.acked += 1,
+                StepState::DeadLettered(_) => counts.dead += 1,
+                StepState::Cancelled => counts.cancelled += 1,
+                _ => {}
+            }
+        }
+        counts
+    }
+}
+
 impl Event {
     /// The event as a log line, with its newline.
     pub fn line(&self) -> String {
