@@ -71,6 +71,7 @@ pub(crate) const MIGRATION: &str = r#"
     LANGUAGE plpgsql AS $fn$
     DECLARE
         h record;
+        gone integer;
     BEGIN
         replaced := false;
         -- Read, not locked: a refusal must not hold the holder's row (a push in a long
@@ -90,8 +91,10 @@ pub(crate) const MIGRATION: &str = r#"
                 -- for this delete alone (the caller's transaction may ack later).
                 PERFORM set_config('leaseq.fate', 'cancel', true);
                 DELETE FROM {s}.items WHERE id = h.id AND state = 0;
+                -- Counted before the next PERFORM, which sets FOUND itself.
+                GET DIAGNOSTICS gone = ROW_COUNT;
                 PERFORM set_config('leaseq.fate', '', true);
-                IF NOT FOUND THEN
+                IF gone = 0 THEN
                     -- Claimed meanwhile: in flight, it is not replaced.
                     holder := h.id;
                     RETURN;
