@@ -18,7 +18,7 @@ pub(crate) const KEY_WINDOWS: &str =
 /// as where the store does not keep them: in the caller's transaction (`push_in`), in a
 /// schedule's ticks, beside a unique key (`Push::key`).
 pub(crate) const FLOW_KEYS: &str =
-    "flow keys (Push::kind, partition, group, flow_keys) in a transactional push, a schedule's tick or beside a unique key on the Postgres store";
+    "flow keys (Push::kind, partition, group, flow_keys) in a transactional push, a schedule's tick, beside a unique key or in a bounded queue on the Postgres store";
 
 /// What the Postgres store refuses in a push it does not hand to its writer (in the
 /// caller's transaction, a schedule's tick), if anything: flow keys.
@@ -60,11 +60,13 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         if ttl.is_some_and(|ttl| ttl.is_zero() || ttl <= delay) {
             return Err(PushError::AlreadyExpired(item));
         }
+        if push.flow().is_some() && (options.has_key() || db.config.capacity().is_some()) {
+            // Beside a key (its own insert), or in a bounded queue (whose insert,
+            // `insert_bounded`, takes no flow keys): refused, not stored without them.
+            let what = FLOW_KEYS;
+            return Err(PushError::Unsupported { item, what });
+        }
         if options.has_key() {
-            if push.flow().is_some() {
-                let what = FLOW_KEYS;
-                return Err(PushError::Unsupported { item, what });
-            }
             return self.push_keyed(item, push);
         }
         let payload = match db.codec.encode(&item) {

@@ -1,5 +1,6 @@
 //! Where the Postgres store does not keep flow keys (`Push::kind`, `partition`, `group`):
-//! beside a unique key (`Push::key`), in a push in the caller's transaction. A push giving
+//! beside a unique key (`Push::key`), in a push in the caller's transaction, in a bounded
+//! queue (`Config::with_capacity`: its insert takes no flow keys). A push giving
 //! them there is refused, typed, with the item handed back, and no row is written.
 
 use leaseq_test_kit::pg as common;
@@ -40,5 +41,32 @@ fn a_push_with_flow_keys_is_refused_beside_a_key_and_in_a_transaction() {
         tx.commit().await.expect("commit");
         let watcher = common::sql(&url).await;
         assert_eq!(common::row_count(&watcher, &name).await, 0);
+    });
+}
+
+#[test]
+fn a_push_with_flow_keys_is_refused_in_a_bounded_queue() {
+    common::with_server(|url| async move {
+        let name = common::unique("flow-bounded");
+        let config = Config::new(Duration::from_secs(30)).with_capacity(100);
+        let q = common::open_bytes(&url, name.clone(), config, common::options()).await;
+        match q.try_push_with(b"a".to_vec(), Push::new().group("g")) {
+            Err(PushError::Unsupported { item, what }) => {
+                assert_eq!(item, b"a".to_vec());
+                assert!(what.contains("bounded"), "{what}");
+            }
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+        let mut items = vec![b"b".to_vec()].into_iter();
+        let batch = q.store().try_push_batch(&mut items, &Push::new().kind("k"));
+        assert!(
+            matches!(&batch, Err((ids, PushError::Unsupported { .. })) if ids.is_empty()),
+            "{batch:?}"
+        );
+        // A plain push still goes in.
+        q.try_push(b"c".to_vec()).expect("a plain push");
+        q.push(b"d".to_vec()).await.expect("committed");
+        let watcher = common::sql(&url).await;
+        assert_eq!(common::row_count(&watcher, &name).await, 2);
     });
 }
