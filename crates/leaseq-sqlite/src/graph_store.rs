@@ -35,6 +35,32 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         }
     }
 
+    /// `change` made on the memory store and the ops `ops` names for its outcome queued,
+    /// with the sequence to wait for: while the graph is in use, both under the journal's
+    /// lock with what the change did to the graph ([`with_graph`](Self::with_graph): a
+    /// dependent it released goes in the same commit, before any receiver's attempt);
+    /// else the change first, and its ops queued after it only when `changed` says the
+    /// outcome changed something (a plain settle never holds the journal's lock).
+    pub(crate) fn journaled<U>(
+        &self,
+        change: impl FnOnce() -> U,
+        ops: impl FnOnce(&U) -> Vec<Op>,
+        changed: impl FnOnce(&U) -> bool,
+    ) -> (U, Option<u64>) {
+        if self.graph_on.load(Ordering::Relaxed) {
+            let (out, seq) = self.journal.submit_all_with(|| {
+                let out = change();
+                let ops = self.with_graph(ops(&out));
+                (out, ops)
+            });
+            (out, Some(seq))
+        } else {
+            let out = change();
+            let seq = changed(&out).then(|| self.journal.submit(ops(&out)));
+            (out, seq)
+        }
+    }
+
     /// `ops` followed by what the graph changed since the last take (nothing while the
     /// graph is not in use): each released job's insert, then each changed node's row.
     pub(crate) fn with_graph(&self, mut ops: Vec<Op>) -> Vec<Op> {

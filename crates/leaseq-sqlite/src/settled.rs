@@ -44,18 +44,11 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             Ok(_) => self.finish_ops(id, FinishOutcome::Acked),
             Err(_) => Vec::new(),
         };
-        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
-            let (r, seq) = self.journal.submit_all_with(|| {
-                let r = ready_now(self.inner.ack(ticket.inner));
-                let ops = self.with_graph(ops(&r));
-                (r, ops)
-            });
-            (r, Some(seq))
-        } else {
-            let r = ready_now(self.inner.ack(ticket.inner));
-            let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
-            (r, seq)
-        };
+        let (r, seq) = self.journaled(
+            || ready_now(self.inner.ack(ticket.inner)),
+            ops,
+            Result::is_ok,
+        );
         self.settled(seq, r)
     }
 
@@ -122,21 +115,25 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         tickets: Vec<SqliteTicket>,
     ) -> impl Future<Output = Vec<Result<Acked, SettleError>>> + Send + '_ {
         let ids: Vec<MessageId> = tickets.iter().map(|t| t.id).collect();
-        // Under the journal's lock, with the graph's changes (see `ack_with_graph`).
-        let (results, seq) = self.journal.submit_all_with(|| {
-            let results = ready_now(
+        let acks = || {
+            ready_now(
                 self.inner
                     .ack_many(tickets.into_iter().map(|t| t.inner).collect()),
-            );
-            let ops = ids
-                .iter()
-                .zip(&results)
+            )
+        };
+        let ops = |results: &Vec<Result<Acked, SettleError>>| {
+            ids.iter()
+                .zip(results)
                 .filter(|(_, r)| r.is_ok())
                 .flat_map(|(id, _)| self.finish_ops(*id, FinishOutcome::Acked))
-                .collect();
-            (results, self.with_graph(ops))
-        });
+                .collect()
+        };
+        let any = |results: &Vec<Result<Acked, SettleError>>| results.iter().any(Result::is_ok);
+        let (results, seq) = self.journaled(acks, ops, any);
         async move {
+            let Some(seq) = seq else {
+                return results; // all refused: nothing to wait for
+            };
             match self.journal.committed(seq).await {
                 Ok(()) => results,
                 // The acks stay queued: their outcome is unknown.
@@ -162,19 +159,8 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
             Ok(_) => self.finish_ops(id, FinishOutcome::Cancelled),
             Err(_) => Vec::new(),
         };
-        let (r, seq) = if self.graph_on.load(std::sync::atomic::Ordering::Relaxed) {
-            let (r, seq) = self.journal.submit_all_with(|| {
-                let r = ready_now(self.inner.cancel(id, leased));
-                let ops = self.with_graph(ops(&r));
-                (r, ops)
-            });
-            let seq = r.is_ok().then_some(seq);
-            (r, seq)
-        } else {
-            let r = ready_now(self.inner.cancel(id, leased));
-            let seq = r.is_ok().then(|| self.journal.submit(ops(&r)));
-            (r, seq)
-        };
+        let cancel = || ready_now(self.inner.cancel(id, leased));
+        let (r, seq) = self.journaled(cancel, ops, Result::is_ok);
         async move {
             if let Some(seq) = seq {
                 self.journal.committed(seq).await?;
