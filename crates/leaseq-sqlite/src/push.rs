@@ -8,12 +8,6 @@ use leaseq_core::{MessageId, Timestamp};
 use crate::op::Op;
 use crate::store::SqliteStore;
 
-/// What the SQLite store refuses in `push`, if anything: a key window beside flow keys (as
-/// every store does).
-pub(crate) fn unsupported(push: &Push) -> Option<&'static str> {
-    push.flow_conflict()
-}
-
 impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
     /// One push, as `Store::try_push` answers it: the item handed back with the refusal.
     pub(crate) fn push_journaled(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
@@ -21,10 +15,6 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         if self.journal.failing() {
             let error = self.journal.refusal();
             return Err(PushError::Store { item, error });
-        }
-        // The journal keeps keys while items are live, no longer (see `Push::key_window`).
-        if let Some(what) = unsupported(push) {
-            return Err(PushError::Unsupported { item, what });
         }
         // Encoded before any lock is taken.
         let payload = match self.codec.encode(&item) {
@@ -54,13 +44,14 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         let window = push
             .window()
             .and_then(|w| crate::windows::row_window(w, self.to_disk(self.inner.runtime().now())));
-        let taken = match (&key, self.windows_for(push)) {
-            (Some(k), true) => Some(Op::KeyTaken {
+        // A key's taking journaled only while windows are in use (a plain push asks nothing).
+        let taken = key
+            .as_ref()
+            .filter(|_| self.windows_for(push))
+            .map(|k| Op::KeyTaken {
                 id: id.get(),
                 key: k.clone(),
-            }),
-            _ => None,
-        };
+            });
         self.journal.submit(taken.into_iter().chain([Op::Insert {
             id: id.get(),
             payload,

@@ -21,9 +21,11 @@ use rusqlite::{params, Connection};
 
 use crate::op::Op;
 
-/// What a push with a key window (`Push::key_window`) is refused as: the journal keeps a
-/// unique key while its item is live, no longer.
-pub(crate) const KEY_WINDOWS: &str = "unique key windows (Push::key_window) on the SQLite store";
+/// What a schedule's tick with a key window (`Push::key_window`) is refused as: a step's
+/// batch journals its ticks' inserts without the window's rows (`windows.rs` keeps the
+/// windows of the plain pushes).
+pub(crate) const KEY_WINDOWS: &str =
+    "unique key windows (Push::key_window) on a schedule's tick on the SQLite store";
 use crate::open_error::OpenError;
 use crate::store::SqliteStore;
 
@@ -142,7 +144,7 @@ impl<T: Clone + Send + 'static, R: Runtime, C: Codec<T>> SqliteStore<T, R, C> {
         for i in 0..step.ticks.len() {
             let (job, push) = &step.ticks[i];
             let windowed = push.has_key_window().then_some(KEY_WINDOWS);
-            if let Some(what) = crate::push::unsupported(push).or(windowed) {
+            if let Some(what) = push.flow_conflict().or(windowed) {
                 let (item, _) = step.ticks.swap_remove(i);
                 return Err(ScheduleCommitError::Push(PushError::Unsupported {
                     item,
