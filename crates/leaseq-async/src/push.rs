@@ -258,10 +258,6 @@ impl Push {
             && self.flow.is_none()
     }
 
-    /// This push, made by a caller that waits for room when the queue is full and pushes
-    /// again: a full queue's refusal is not counted as rejected (see
-    /// [`PushOptions::waits_for_room`]). Not part of [`is_plain`](Self::is_plain): an
-    /// unbounded in-memory queue still takes it through its inbox.
     /// Whether the push is measured from the clock's time: a delay, a time to live or a
     /// key (a plain push becomes visible at the queue's latest time, whatever it). A keyed
     /// push without a window of its own still meets the windows of the key's holder,
@@ -302,6 +298,10 @@ impl Push {
         (self.flow.is_some() && self.windowed).then_some(WINDOW_WITH_FLOW)
     }
 
+    /// This push, made by a caller that waits for room when the queue is full and pushes
+    /// again: a full queue's refusal is not counted as rejected (see
+    /// [`PushOptions::waits_for_room`]). Not part of [`is_plain`](Self::is_plain): an
+    /// unbounded in-memory queue still takes it through its inbox.
     pub(crate) fn waiting_for_room(mut self) -> Self {
         self.options = self.options.waits_for_room();
         self

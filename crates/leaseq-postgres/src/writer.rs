@@ -203,8 +203,9 @@ impl<T: Send + 'static> Writer<T> {
     }
 }
 
-/// Runs `sql` (the insert statement, checked or not) for `batch` on `client` (a pooled
-/// connection, or a bounded queue's transaction).
+/// Runs `sql` (the insert statement, checked or not) for `batch` on `client`, a pooled
+/// connection: an unbounded queue's batch (a bounded queue's goes through
+/// `insert_bounded`, one statement).
 pub(crate) async fn insert_on<T, C: deadpool_postgres::GenericClient>(
     db: &Db<T>,
     client: &C,
