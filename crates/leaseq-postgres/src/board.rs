@@ -23,8 +23,11 @@ use parking_lot::Mutex;
 
 use crate::ticket::PgTicket;
 
-/// One waiting receive: how many it takes, whether with a heartbeat, and what it got.
+/// One waiting receive: when it came, how many it takes, whether with a heartbeat, and
+/// what it got.
 pub(crate) struct ClaimSlot<T> {
+    /// Its place in line: receives are served in the order they posted their slots.
+    pub(crate) seq: u64,
     pub(crate) max: usize,
     pub(crate) heartbeat: bool,
     pub(crate) state: Mutex<SlotState<T>>,
@@ -37,9 +40,11 @@ pub(crate) struct SlotState<T> {
     pub(crate) abandoned: bool,
 }
 
-/// The receivers waiting, oldest first.
+/// The receivers waiting, oldest first (by [`ClaimSlot::seq`]).
 pub(crate) struct ClaimBoard<T> {
     pub(crate) waiting: VecDeque<Arc<ClaimSlot<T>>>,
+    /// The next slot's [`ClaimSlot::seq`].
+    pub(crate) next_seq: u64,
     /// Leases claimed ahead (`Options::prefetch`), oldest first, for the next receives.
     pub(crate) prefetched: VecDeque<Taken<T, PgTicket>>,
 }
@@ -48,6 +53,7 @@ impl<T> Default for ClaimBoard<T> {
     fn default() -> Self {
         ClaimBoard {
             waiting: VecDeque::new(),
+            next_seq: 0,
             prefetched: VecDeque::new(),
         }
     }
@@ -75,6 +81,46 @@ impl<T> ClaimBoard<T> {
             }
         }
         out
+    }
+
+    /// Posts a new receive's slot at the back of the line.
+    pub(crate) fn post(
+        &mut self,
+        max: usize,
+        heartbeat: bool,
+        waker: Option<Waker>,
+    ) -> Arc<ClaimSlot<T>> {
+        let slot = Arc::new(ClaimSlot {
+            seq: self.next_seq,
+            max,
+            heartbeat,
+            state: Mutex::new(SlotState {
+                got: Vec::new(),
+                waker,
+                abandoned: false,
+            }),
+        });
+        self.next_seq += 1;
+        self.waiting.push_back(slot.clone());
+        slot
+    }
+
+    /// Puts slots taken for a claim back in line, each at its place: two claims in flight
+    /// may put theirs back in either order.
+    pub(crate) fn put_back(&mut self, slots: Vec<Arc<ClaimSlot<T>>>) {
+        for slot in slots {
+            let at = self.waiting.partition_point(|s| s.seq < slot.seq);
+            self.waiting.insert(at, slot);
+        }
+    }
+
+    /// Takes the waiting slots older than `seq`: a claim that came back with leases serves
+    /// them before its own receivers (put back by another claim that came back short
+    /// before this one's leases were committed).
+    pub(crate) fn take_older(&mut self, seq: u64, into: &mut Vec<Arc<ClaimSlot<T>>>) {
+        while self.waiting.front().is_some_and(|s| s.seq < seq) {
+            into.extend(self.waiting.pop_front());
+        }
     }
 
     /// Takes the oldest waiting slots for one claim: as many as fit in `max_claim` items
@@ -110,5 +156,46 @@ impl<T> Default for Board<T> {
             slots: Mutex::new(ClaimBoard::default()),
             wake: Event::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seqs(board: &ClaimBoard<()>) -> Vec<u64> {
+        board.waiting.iter().map(|s| s.seq).collect()
+    }
+
+    #[test]
+    fn slots_put_back_by_two_claims_keep_their_order() {
+        let mut board = ClaimBoard::<()>::default();
+        for _ in 0..4 {
+            board.post(1, false, None);
+        }
+        // Two claims in flight: [0, 1] and [2]; the second comes back short first.
+        let first = board.take_slots(2);
+        let second = board.take_slots(1);
+        assert_eq!(seqs(&board), [3]);
+        board.put_back(second);
+        board.put_back(first);
+        assert_eq!(seqs(&board), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_claim_with_leases_serves_the_older_receivers_first() {
+        let mut board = ClaimBoard::<()>::default();
+        for _ in 0..3 {
+            board.post(1, false, None);
+        }
+        let older = board.take_slots(1);
+        let mine = board.take_slots(1);
+        // The older claim came back short and put its receiver back.
+        board.put_back(older);
+        let mut slots = mine;
+        board.take_older(slots[0].seq, &mut slots);
+        slots.sort_by_key(|s| s.seq);
+        assert_eq!(slots.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(seqs(&board), [2], "a younger receiver stays in line");
     }
 }

@@ -34,6 +34,9 @@ type Got<T> = (Vec<Taken<T, PgTicket>>, Option<Duration>);
 /// One claim: the receivers it serves and what came back.
 struct Round<T> {
     slots: Vec<Arc<ClaimSlot<T>>>,
+    /// The claimer's count of wake-ups when the claim started: a short claim with a
+    /// wake-up since may have missed what that wake-up announced.
+    woken: u64,
     result: Result<Got<T>, DbError>,
 }
 
@@ -51,7 +54,7 @@ pub(crate) struct Claimer<T: 'static> {
 
 impl<T: Send + 'static> Claimer<T> {
     /// Runs one claim for `slots`.
-    async fn round(&self, slots: Vec<Arc<ClaimSlot<T>>>) -> Round<T> {
+    async fn round(&self, slots: Vec<Arc<ClaimSlot<T>>>, woken: u64) -> Round<T> {
         let db = &*self.db;
         let asked: usize = slots.iter().map(|s| s.max).sum();
         let prefetch = db.options.prefetch;
@@ -76,7 +79,11 @@ impl<T: Send + 'static> Claimer<T> {
             Ok((got, idle))
         }
         .await;
-        Round { slots, result }
+        Round {
+            slots,
+            woken,
+            result,
+        }
     }
 
     /// The claimer task: runs until the store is gone or closed and its claims are done.
@@ -92,6 +99,9 @@ impl<T: Send + 'static> Claimer<T> {
         let mut timer = rt.timer(Timestamp::MAX);
         let mut timer_at = Timestamp::MAX;
         let mut backoff = Duration::from_millis(10);
+        // Wake-ups seen: a claim that comes back short goes quiet only if none came while
+        // it was in flight (a push committed after the claim's snapshot rang one).
+        let mut woken: u64 = 0;
         loop {
             let listener = board.wake.listen();
             let stopping = self.life.is_stopped() || self.life.is_closed();
@@ -105,7 +115,7 @@ impl<T: Send + 'static> Claimer<T> {
                     if slots.is_empty() {
                         break;
                     }
-                    rounds.push(self.round(slots));
+                    rounds.push(self.round(slots, woken));
                 }
             }
             let wake_at = quiet_until.filter(|_| quiet).unwrap_or(Timestamp::MAX);
@@ -115,10 +125,11 @@ impl<T: Send + 'static> Claimer<T> {
             }
             tokio::select! {
                 Some(done) = rounds.next(), if !rounds.is_empty() => {
+                    let stale = done.woken != woken;
                     match self.finish(done) {
                         Ok(idle) => {
                             backoff = Duration::from_millis(10);
-                            if let Some(idle) = idle {
+                            if let Some(idle) = idle.filter(|_| !stale) {
                                 quiet_until = Some(rt.now().saturating_add(idle));
                             }
                         }
@@ -130,6 +141,7 @@ impl<T: Send + 'static> Claimer<T> {
                 }
                 // Something may have changed: look again at once (unless backing off).
                 _ = listener => {
+                    woken = woken.wrapping_add(1);
                     if backoff <= Duration::from_millis(10) {
                         quiet_until = None;
                     }
@@ -152,9 +164,20 @@ impl<T: Send + 'static> Claimer<T> {
                 return Err(());
             }
         };
+        let mut slots = done.slots;
+        if !got.is_empty() {
+            // Leases go to the oldest receivers waiting: one put back by another claim
+            // that came back short while this one was in flight is served first.
+            let newest = slots.iter().map(|s| s.seq).max().unwrap_or(0);
+            let before = slots.len();
+            self.board.slots.lock().take_older(newest, &mut slots);
+            if slots.len() > before {
+                slots.sort_by_key(|s| s.seq);
+            }
+        }
         let mut got = got.into_iter().peekable();
         let mut unfilled = Vec::new();
-        for slot in done.slots {
+        for slot in slots {
             if got.peek().is_none() {
                 unfilled.push(slot);
                 continue;
@@ -207,7 +230,7 @@ impl<T: Send + 'static> Claimer<T> {
         }
     }
 
-    /// Puts receivers back at the front of the board, in their order; once the queue is
+    /// Puts receivers back in line, each at its place; once the queue is
     /// closed, wakes them instead (they were off the board when `close` woke the waiting
     /// ones, and see the queue closed). The flag is read under the board's lock, which
     /// `close` takes after setting it, so no receiver is left waiting.
@@ -222,8 +245,6 @@ impl<T: Send + 'static> Claimer<T> {
             }
             return;
         }
-        for slot in slots.into_iter().rev() {
-            board.waiting.push_front(slot);
-        }
+        board.put_back(slots);
     }
 }

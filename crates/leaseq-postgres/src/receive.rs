@@ -11,9 +11,8 @@ use std::task::{Context, Poll};
 
 use event_listener::EventListener;
 use leaseq_async::Taken;
-use parking_lot::Mutex;
 
-use crate::board::{ClaimSlot, SlotState};
+use crate::board::ClaimSlot;
 use crate::error::DbError;
 use crate::store::PgStore;
 use crate::ticket::PgTicket;
@@ -83,24 +82,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 if self.db.options.prefetch > 0 && self.take_ahead(max.max(1), heartbeat, out) {
                     return Poll::Ready(true);
                 }
-                let slot = Arc::new(ClaimSlot {
-                    max: max.max(1),
-                    heartbeat,
-                    state: Mutex::new(SlotState {
-                        got: Vec::new(),
-                        waker: Some(cx.waker().clone()),
-                        abandoned: false,
-                    }),
-                });
-                {
+                let slot = {
                     // Closed is checked again under the board's lock, which `close` takes
                     // after setting it: a slot posted here is one `close` will wake.
                     let mut board = self.board.slots.lock();
                     if life.is_closed() {
                         return Poll::Ready(false);
                     }
-                    board.waiting.push_back(slot.clone());
-                }
+                    board.post(max.max(1), heartbeat, Some(cx.waker().clone()))
+                };
                 self.board.wake.notify(1);
                 waiting.slot = Some(slot);
                 return Poll::Pending;
