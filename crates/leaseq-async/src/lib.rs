@@ -137,6 +137,7 @@ mod error;
 mod error_chain;
 #[cfg(feature = "executor")]
 mod executor_task;
+mod facade;
 mod fetcher;
 mod flow_control;
 mod history;

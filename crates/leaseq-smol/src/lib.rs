@@ -52,71 +52,7 @@ mod signal;
 
 pub use runtime::{SmolRuntime, SmolTask, SmolTimer};
 pub use signal::shutdown_signal;
-// The core state machine's own types, and the trait the runtime implements.
-pub use leaseq_async::{core, Backoff, Config, ConfigError, Jitter, Timestamp};
-pub use leaseq_async::{BoxFuture, Runtime};
-pub use leaseq_async::{ConservationError, Event, EventMask, Histogram, Stats};
 
-/// A lease queue on smol, its items kept by store `S`: in memory unless another
-/// store is named (`leaseq_sqlite::SqliteStore`, `leaseq_postgres::PgStore`; or use
-/// `SqliteQueue` / `PgQueue`).
-pub type LeaseQueue<T, S = MemoryStore<T, SmolRuntime>> =
-    leaseq_async::LeaseQueue<T, SmolRuntime, S>;
-pub use leaseq_async::DEFAULT_MAX_LEASE;
-pub use leaseq_async::{
-    AckBatch, AdminError, BatchError, CancelError, InMemory, LeaseLost, NewQueueError, NoCodec,
-    OpenStore, Page, Push, PushError, QueueBuilder, QueueSettings, Settling, UniqueKey,
-    MAX_PRIORITY,
-};
-pub use leaseq_async::{BytesCodec, Codec, CodecError};
-pub use leaseq_async::{ItemState, ItemView, LatencyAdvisor, MessageId, TypeReport};
-
-/// A leased item from a smol queue.
-pub type Delivery<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Delivery<T, SmolRuntime, S>;
-pub use leaseq_async::{Acked, Extended, Nacked, Receipt, ReceiptError, SettleError, StoreError};
-pub use leaseq_async::{CheckpointError, Progress, MAX_PROGRESS_BYTES};
-pub use leaseq_async::{DeadLetter, Failure, Reason, RedriveError};
-pub use leaseq_async::{Receive, ReceiveError, ReceiveStream};
-
-/// A worker pool on smol.
-pub type Pool<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Pool<T, SmolRuntime, S>;
-
-/// A receiver with a prefetch (see [`leaseq_async::Consumer`]), on smol.
-pub type Consumer<T, S = MemoryStore<T, SmolRuntime>> = leaseq_async::Consumer<T, SmolRuntime, S>;
-/// The typed job router (feature `router`): see [`leaseq_async::router`].
-#[cfg(feature = "router")]
-pub use leaseq_async::router;
-pub use leaseq_async::KindPolicy;
-pub use leaseq_async::{diagnose, Finding, FindingKind, Holding, StuckWorker, Watchdog};
-#[cfg(feature = "router")]
-pub use leaseq_async::{Envelope, EnvelopeCodec, JobKind, Router};
-pub use leaseq_async::{ItemTimeout, Job, JobError, PoolBuilder, PoolReport, PoolStats, Stopping};
-
-// The store behind a queue: the in-memory default, and the seam another store implements.
-pub use leaseq_async::{
-    Drive, MemoryStore, MemoryTicket, MemoryWaiting, Store, TakeHeartbeat, Taken,
-};
-
-// What a job service uses beside the queue and the pool, so that it needs this crate and a
-// store crate only: periodic jobs (the core's schedule policy and the scheduler that pushes
-// its ticks; `CronCalendar` with the feature `cron`), operator filters, the codecs of the
-// durable stores (`PostcardCodec` with `serde`, `EnvelopeCodec` with `router`, above), error
-// chains.
-pub use leaseq_async::core::schedule::{self, CatchUp, Interval, Schedule};
-#[cfg(feature = "serde")]
-pub use leaseq_async::PostcardCodec;
-pub use leaseq_async::ScheduleState;
-pub use leaseq_async::{system_clock, Scheduler, SchedulerError, SchedulerStep, WallClock};
-pub use leaseq_async::{Closing, DeadFilter, ErrorChain, ItemKind};
-// The record of finished jobs a store keeps with a retention window (Postgres's
-// `Options::retention`): its entries and the operator's query.
-#[cfg(feature = "cron")]
-pub use leaseq_async::{CronCalendar, CronError};
-pub use leaseq_async::{FinishOutcome, Finished, HistoryQuery};
-// For a store of your own, and for inspectors: the seam's other types, checkpoints, and the
-// metric names.
-pub use leaseq_async::{metrics, progress};
-pub use leaseq_async::{
-    Checkpointing, LeaseKey, LeaseSignal, StoredCounts, StoredItem, StoredState,
-};
-pub use leaseq_async::{ScheduleCommit, ScheduleCommitError, ScheduleCommitted, Withdrawn};
+// leaseq's API, with SmolRuntime as the runtime of the aliases (the list is leaseq-async's, so
+// the adapters cannot drift apart).
+leaseq_async::runtime_facade!(SmolRuntime, "smol");

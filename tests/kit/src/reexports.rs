@@ -42,6 +42,12 @@ macro_rules! use_shared_reexports {
         use $k::{CronCalendar, CronError};
         #[allow(unused_imports)]
         use $k::{FinishOutcome, Finished, HistoryQuery};
+        // Flow control and multi-step jobs (issues 32 and 33).
+        #[allow(unused_imports)]
+        use $k::{
+            dependencies, DependencyStore, FlowControl, FlowKey, FlowKeys, FlowSettings,
+            FlowWaiting, GroupDeadLetter, KeyWindow, LimitScope, PoolWatch, Running, Snoozed,
+        };
         #[allow(unused_imports)]
         use $k::{
             ScheduleCommit, ScheduleCommitError, ScheduleCommitted, ScheduleState, SchedulerError,
