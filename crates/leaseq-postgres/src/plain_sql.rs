@@ -181,13 +181,21 @@ mod tests {
     fn a_kept_statement_is_still_recorded() {
         // The record of finished jobs wraps the statements after this (`record_history`).
         let r = crate::history_sql::recorded(
-            &keeping("DELETE FROM x.items WHERE id = $1", "", Leaving::Deleted, "x"),
+            &keeping(
+                "DELETE FROM x.items WHERE id = $1",
+                "",
+                Leaving::Deleted,
+                "x",
+            ),
             "",
             "x",
             "2",
             "",
         );
-        assert!(r.contains("x.keep_key(queue, key, key_hold, key_until, key_then, id) END AS r0"), "{r}");
+        assert!(
+            r.contains("x.keep_key(queue, key, key_hold, key_until, key_then, id) END AS r0"),
+            "{r}"
+        );
         assert!(r.ends_with("SELECT r0 FROM d"), "{r}");
     }
 }

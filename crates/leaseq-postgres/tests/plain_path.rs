@@ -86,12 +86,20 @@ fn no_trigger_on_items_keeps_keys() {
 fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
     common::with_server(|url| async move {
         let name = common::unique("plain-kept");
-        let q = common::process(&url, &name, Config::new(Duration::from_secs(30)).with_max_attempts(1))
-            .await;
+        let q = common::process(
+            &url,
+            &name,
+            Config::new(Duration::from_secs(30)).with_max_attempts(1),
+        )
+        .await;
         let mut db = common::sql(&url).await;
         let push = |key: &'static str, push: Push| {
             let q = &q;
-            async move { q.push_with(key.as_bytes().to_vec(), push).await.expect("push") }
+            async move {
+                q.push_with(key.as_bytes().to_vec(), push)
+                    .await
+                    .expect("push")
+            }
         };
         // An ack.
         push("ack", windowed("ack")).await;
@@ -106,7 +114,10 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
         }
         let r = q.ack_batch(got).await;
         assert_eq!(r.accepted(), 2);
-        assert!(kept(&db, &name, "b1").await && kept(&db, &name, "b2").await, "batch");
+        assert!(
+            kept(&db, &name, "b1").await && kept(&db, &name, "b2").await,
+            "batch"
+        );
         // An ack in the caller's transaction: kept only if it commits.
         push("in0", windowed("in0")).await;
         push("in", windowed("in")).await;
@@ -114,7 +125,10 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
         let tx = db.transaction().await.expect("begin");
         q.store().ack_in(&tx, d).await.expect("ack in");
         tx.rollback().await.expect("rollback");
-        assert!(!kept(&db, &name, "in0").await, "a rolled-back ack keeps nothing");
+        assert!(
+            !kept(&db, &name, "in0").await,
+            "a rolled-back ack keeps nothing"
+        );
         let d = receive(&q).await;
         let tx = db.transaction().await.expect("begin");
         q.store().ack_in(&tx, d).await.expect("ack in");
@@ -127,7 +141,11 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
         assert!(kept(&db, &name, "nack").await, "nack to the dead letters");
         // Poison.
         push("poison", windowed("poison")).await;
-        receive(&q).await.dead_letter("bad").await.expect("dead letter");
+        receive(&q)
+            .await
+            .dead_letter("bad")
+            .await
+            .expect("dead letter");
         assert!(kept(&db, &name, "poison").await, "dead letter");
         // A cancel of a waiting item, and a purge.
         let later = |key| windowed(key).delay(Duration::from_secs(600));
@@ -159,7 +177,9 @@ fn a_retry_keeps_nothing_and_the_keeper_keeps_what_runs_out() {
         let db = common::sql(&url).await;
         // A nack that retries: the item is still live, its key held in its row.
         let (name, q) = common::fresh_process(&url, "plain-retry").await;
-        q.push_with(b"r".to_vec(), windowed("retry")).await.expect("push");
+        q.push_with(b"r".to_vec(), windowed("retry"))
+            .await
+            .expect("push");
         let d = receive(&q).await;
         let r = d
             .nack_with(leaseq_async::Failure::error("again").retry_after(Duration::from_secs(600)))
@@ -174,13 +194,16 @@ fn a_retry_keeps_nothing_and_the_keeper_keeps_what_runs_out() {
         )
         .name(name.clone())
         .codec(BytesCodec)
-        .open(Postgres::url(&url).options(
-            common::options().heartbeat_every(Duration::from_secs(3600)),
-        ))
+        .open(
+            Postgres::url(&url)
+                .options(common::options().heartbeat_every(Duration::from_secs(3600))),
+        )
         .await
         .expect("open");
         // A lease run out on the last attempt: the rescuer's dead letter.
-        q.push_with(b"l".to_vec(), windowed("lease")).await.expect("push");
+        q.push_with(b"l".to_vec(), windowed("lease"))
+            .await
+            .expect("push");
         let d = receive(&q).await;
         until_kept(&db, &name, "lease").await;
         drop(d);
@@ -206,15 +229,23 @@ fn the_claim_flags_follow_pause_resume_and_limits() {
             q.receive_timeout(Duration::from_millis(300)).await.is_err(),
             "a paused queue hands out nothing"
         );
-        q.set_limit(LimitScope::Queue, Some(5)).await.expect("limit");
+        q.set_limit(LimitScope::Queue, Some(5))
+            .await
+            .expect("limit");
         assert_eq!(flags(&db, &name).await, Some((true, true)));
         q.resume().await.expect("resume");
         assert_eq!(flags(&db, &name).await, Some((false, true)));
         receive(&q).await.ack().await.expect("ack (the flow claim)");
-        q.set_limit(LimitScope::Queue, None).await.expect("no limit");
+        q.set_limit(LimitScope::Queue, None)
+            .await
+            .expect("no limit");
         assert_eq!(flags(&db, &name).await, Some((false, false)));
         q.push(b"y".to_vec()).await.expect("push");
-        receive(&q).await.ack().await.expect("ack (the plain claim)");
+        receive(&q)
+            .await
+            .ack()
+            .await
+            .expect("ack (the plain claim)");
     });
 }
 
@@ -251,9 +282,12 @@ fn the_migration_fills_the_flags_from_both_tables() {
         assert_eq!(flags("f").await, Some((false, true)));
         assert_eq!(flags("pf").await, Some((true, true)));
         // The triggers are back: a resume clears its flag only.
-        db.execute(&format!("DELETE FROM \"{s}\".queue_pauses WHERE queue = 'pf'"), &[])
-            .await
-            .expect("resume");
+        db.execute(
+            &format!("DELETE FROM \"{s}\".queue_pauses WHERE queue = 'pf'"),
+            &[],
+        )
+        .await
+        .expect("resume");
         assert_eq!(flags("pf").await, Some((false, true)));
         // Step 11 ran again (its window triggers made again), and step 14 dropped them.
         let n: i64 = db
