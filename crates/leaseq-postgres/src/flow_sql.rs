@@ -2,12 +2,12 @@
 //! (`flow_claim`), and what the plain statements read of it.
 //! A leaf: `schema.rs`, `sql.rs`, `flow_insert.rs` and `flow.rs` take their text from here.
 //!
-//! **What a plain queue pays.** One probe: the plain claim (`sql.rs`) also says
-//! `NOT EXISTS (SELECT 1 FROM flow_queues WHERE queue = $1)`, a one-time filter on a
-//! primary key of a tiny table, as the pause flag is. A queue gets its row in `flow_queues`
-//! with its first limit, rate or grouped push; from then on every process claims it with
-//! `flow_claim` (the plain claim finds nothing, and the claimer's probe, `next_visible`,
-//! says why).
+//! **What a plain queue pays.** One probe, shared with the pause flag: the plain claim
+//! (`sql.rs`) finds nothing in a queue whose row in `claim_flags` says paused or flowed
+//! (`plain_sql.rs`, step 14, kept by triggers on `flow_queues` and `queue_pauses`). A queue
+//! gets its row in `flow_queues` with its first limit, rate or grouped push; from then on
+//! every process claims it with `flow_claim` (the plain claim finds nothing, and the
+//! claimer's probe, `next_visible`, says why).
 //!
 //! **The flow claim** (`flow_claim`, plpgsql) takes the queue's advisory lock
 //! (`pg_advisory_xact_lock`, held to its commit), so the flow claims of a queue run one at
@@ -33,10 +33,7 @@
 /// (arithmetic on it never fails).
 pub(crate) const HOLD: &str = "'9999-01-01 00:00:00+00'::timestamptz";
 
-/// What the plain claim adds to its row filter (`$1` the queue): no flow control.
-pub(crate) const NOT_FLOWED: &str = "NOT EXISTS (SELECT 1 FROM {s}.flow_queues WHERE queue = $1)";
-/// Whether queue `$1` has flow control (the claimer's probe reads it beside the soonest
-/// visible item).
+/// Whether queue `$1` has flow control (read at open and after a limit's removal).
 pub(crate) const FLOWED: &str = "EXISTS (SELECT 1 FROM {s}.flow_queues WHERE queue = $1)";
 /// The flow claim: `$1` queue, `$2` how many, `$3` visibility (us), `$4` a dead letter
 /// blocks its group, `$5` max item size, `$6` note the first start, `$7` the walk's budget.

@@ -38,8 +38,14 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     )
                     .await?;
                 } else if let Some(m) = message {
-                    tx.execute(&format!("DELETE FROM \"{s}\".items WHERE id = $1"), &[m])
-                        .await?;
+                    // A windowed key stays held (`plain_sql.rs`).
+                    let delete = crate::plain_sql::keeping(
+                        &format!("DELETE FROM \"{s}\".items WHERE id = $1"),
+                        "",
+                        crate::plain_sql::Leaving::Deleted,
+                        &format!("\"{s}\""),
+                    );
+                    tx.execute(&delete, &[m]).await?;
                 }
             }
             // An operator's cancel: none of them comes back by itself when a parent does.

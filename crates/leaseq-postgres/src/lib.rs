@@ -330,6 +330,7 @@ mod pause;
 mod pause_sql;
 #[cfg(feature = "operator")]
 mod pg_operator;
+mod plain_sql;
 mod plan;
 mod postgres;
 mod progress;

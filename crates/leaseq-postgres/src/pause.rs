@@ -1,6 +1,7 @@
 //! Pausing a queue for every process (migration 9): a row in `queue_pauses` while the queue
-//! is paused. The claim statement itself checks it (`NOT EXISTS`, one primary-key probe per
-//! claim, planned as a one-time filter), so a pause committed before a claim starts stops
+//! is paused. The claim statement itself checks it (`NOT EXISTS`, one probe per claim of
+//! `claim_flags`, where step 14's triggers copy it in the pause's own transaction:
+//! `plain_sql.rs`; planned as a one-time filter), so a pause committed before a claim starts stops
 //! that claim and every later one, in every process: the claims already running when it
 //! commits are the last. The soonest-visible probe of the claimer answers "none" while
 //! paused, so an idle claimer sleeps its poll interval rather than claiming again at once;

@@ -1,10 +1,11 @@
-//! The statements of pausing (`pause.rs`): migration 9's table, the claim's filter, the
-//! flag's reads, pause and resume. A leaf: `sql.rs`, `schema.rs` and `inspect.rs` take
-//! their text from here.
+//! The statements of pausing (`pause.rs`): migration 9's table, the flag's reads, pause and
+//! resume (the claim reads the flag as step 14 copies it, `plain_sql.rs`). A leaf: `sql.rs`,
+//! `schema.rs` and `inspect.rs` take their text from here.
 
 /// Migration 9: the paused queues. Readable by every role that may use the schema: every
-/// claim reads it, so a worker granted an older version's rights still claims (it cannot
-/// pause or resume without version 9's `WORKER_GRANTS`).
+/// claimer's probe read it until step 14 (now `claim_flags`, PUBLIC too), so a worker granted
+/// an older version's rights still claims (it cannot pause or resume without version 9's
+/// `WORKER_GRANTS`).
 pub(crate) const MIGRATION: &str = r#"
     CREATE TABLE IF NOT EXISTS {s}.queue_pauses (
         queue       text        PRIMARY KEY,
@@ -21,9 +22,6 @@ pub(crate) const PAUSED_COUNT: &str = "EXISTS (SELECT 1 FROM {s}.queue_pauses WH
 /// The flag as the schema's queue list reads it (each row's `i.queue`).
 pub(crate) const PAUSED_LIST: &str =
     "EXISTS (SELECT 1 FROM {s}.queue_pauses p WHERE p.queue = i.queue)";
-
-/// What the claim statement adds to its row filter (`$1` the queue).
-pub(crate) const NOT_PAUSED: &str = "NOT EXISTS (SELECT 1 FROM {s}.queue_pauses WHERE queue = $1)";
 
 /// The statements: pause (`$1` queue; a row inserted if none), resume (`$1` queue, `$2`
 /// channel; the row deleted and the channel notified at commit). Each answers how many

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -94,6 +94,11 @@ const MIGRATIONS: &[&str] = &[
     // limits, rates and groups, and the flow claim (`flow_sql.rs`; the claim function's text
     // is filled in at `{flow_claim_fn}`).
     crate::flow_sql::MIGRATION,
+    // 13: reserved for the graph's step (h-pg-graph: its triggers replaced), merged apart.
+    "",
+    // 14 (issues 32 and 33): the key windows' triggers replaced by the statements that take
+    // rows out, and the claim's two flags in one row (`plain_sql.rs`).
+    crate::plain_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -122,7 +127,7 @@ const REASON_NAMES: &str = r#"
 /// two id sequences, and reads and writes the items, the writers' watermarks, the queues'
 /// limits (recorded at open for the SQL functions), the schedules' cursors, the record of
 /// finished jobs (written only with `Options::retention`) and the keys held past their
-/// items (`gone_keys`, written by the triggers of items with a key window); no DDL, no
+/// items (`gone_keys`, written by the statements that take a windowed item out); no DDL, no
 /// ownership. The functions `push_item` and `push_job` run with their caller's rights
 /// (PUBLIC may execute them): a role that pushes from SQL needs these grants too. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):

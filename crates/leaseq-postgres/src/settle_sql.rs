@@ -13,8 +13,8 @@
 //! period, microseconds). An item that leaves (deleted: ack, cancel, purge, replacement;
 //! or made a dead letter: nack, expiry, rescue, poison) within its window leaves its key in
 //! `gone_keys` until the window ends, written by two row triggers whose `WHEN` is false for
-//! every row without a `Period` or `LiveThen` window (so the plain rows' settles pay only
-//! that test); the upkeep prunes the ended ones. `key_holder(queue, key, replace)` is the
+//! every row without a `Period` or `LiveThen` window, until step 14 replaced them by the
+//! statements that take the row out (`plain_sql.rs`); the upkeep prunes the ended ones. `key_holder(queue, key, replace)` is the
 //! one judgement every keyed push makes (`keyed.rs`'s transaction and `push_rows`, so
 //! `push_in`, `push_item` and `push_job` too): the live row holding the key, unless its
 //! window has passed (`Queued` and leased, `Period` over: its key is then let go for good,

@@ -157,7 +157,7 @@ impl Sql {
                          SELECT id FROM {s}.items
                          WHERE queue = $1 AND state = 0 AND visible_at <= clock_timestamp()
                            AND (expires_at IS NULL OR expires_at > clock_timestamp())
-                           AND {not_paused} AND {not_flowed}
+                           AND {not_held}
                          ORDER BY priority DESC, visible_at, id
                          LIMIT {max_claim} FOR UPDATE SKIP LOCKED) AS c
                      LIMIT $2))
@@ -170,22 +170,14 @@ impl Sql {
                 sized_payload!(),
                 ", progress"
             ))
-            .replace("{not_paused}", &f(crate::pause_sql::NOT_PAUSED))
-            .replace("{not_flowed}", &f(crate::flow_sql::NOT_FLOWED))
+            .replace("{not_held}", &f(crate::plain_sql::NOT_HELD))
             .replace("{max_claim}", &max_claim.max(1).to_string())
             .replace("{max_item}", &max_item.to_string()),
             // The soonest a waiting item of $1 becomes visible: one index probe per level;
             // none while the queue is paused (`pause.rs`: the resume notifies); and whether
             // the queue has flow control (then the flow claim takes it, `flow_claim.rs`).
-            next_visible: f(&concat!(
-                "SELECT ",
-                until!("min(v)"),
-                ", {flowed} FROM (SELECT (SELECT visible_at FROM {s}.items
-                    WHERE queue = $1 AND state = 0 AND priority = p
-                    ORDER BY visible_at LIMIT 1) AS v FROM generate_series(0, 7) AS p) AS levels
-                 WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_pauses WHERE queue = $1)"
-            )
-            .replace("{flowed}", crate::flow_sql::FLOWED)),
+            // Both flags read in one probe (`plain_sql.rs`).
+            next_visible: f(crate::plain_sql::NEXT_VISIBLE).replace("{until_min}", until!("min(v)")),
             flow_claim: f(crate::flow_sql::CLAIM),
             // $1 ids, $2 leases. Accepted while the lease is the item's latest and the item is
             // not a dead letter: on time, or late but claimed by nobody since.
@@ -318,6 +310,8 @@ impl Sql {
             "WHERE u.id > mark.below)",
             "WHERE u.id > mark.below\n                   ON CONFLICT (id) DO NOTHING)",
         );
+        // The statements that take rows out keep windowed keys (`plain_sql.rs`).
+        crate::plain_sql::keep_keys(&mut sql, &s);
         sql.insert_flow = (
             crate::flow_insert::flowed_insert(&sql.insert, &s),
             crate::flow_insert::flowed_insert(&sql.insert_checked, &s),
