@@ -22,6 +22,10 @@
 //! live holder is deleted instead (debounce: `Period` with `replace_pending`), its window
 //! going with it. All on the database's clock (`clock_timestamp()`), so every process
 //! judges a window alike.
+//!
+//! Step 16 (`room_sql.rs`) makes `insert_bounded` and `push_rows` again, taking a bounded
+//! queue's room from its ledger instead of this step's lock and count: their text here is
+//! what a schema at this step had, not what runs now.
 
 /// Schema step 11. `{s}` is the quoted schema. Idempotent (a schema set back to an older
 /// version and migrated again, as the migration tests do, keeps working: the older

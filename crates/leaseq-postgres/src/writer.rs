@@ -149,8 +149,8 @@ impl<T: Send + 'static> Writer<T> {
     }
 
     /// Inserts the first rows of `batch` that fit: with `sql` (the insert, checked or not)
-    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded` under
-    /// the queue's lock (`capacity.rs`); how many.
+    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded`, room
+    /// taken from the queue's ledger (`capacity.rs`); how many.
     async fn insert_fitting(
         &self,
         client: &mut Object,
@@ -162,7 +162,7 @@ impl<T: Send + 'static> Writer<T> {
             insert_on(db, &*client, batch, sql).await?;
             return Ok(batch.len());
         };
-        // One statement (one round trip): lock, count, the rows that fit
+        // One statement (one round trip): room taken, the rows that fit
         // (`settle_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` always: `sql` is the
         // unbounded queue's choice only).
         let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
