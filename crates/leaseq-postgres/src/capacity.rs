@@ -39,11 +39,17 @@ pub(crate) fn full<T>(db: &Db<T>, live: u64, pending: usize) -> bool {
 }
 
 /// A row left the queue in this process: a push waiting for room may go, once the writer
-/// counts again.
+/// counts again (woken only then: a process that is not waiting for room, a worker's,
+/// wakes nothing at its acks).
 pub(crate) fn removed<T>(db: &Db<T>, pushes: &Pushes) {
     if db.config.capacity().is_some() {
-        pushes.buf.lock().removed = true;
-        pushes.queued.notify(1);
+        let mut buf = pushes.buf.lock();
+        buf.removed = true;
+        let waiting = buf.wants_room;
+        drop(buf);
+        if waiting {
+            pushes.queued.notify(1);
+        }
     }
 }
 

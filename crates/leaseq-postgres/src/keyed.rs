@@ -3,8 +3,8 @@
 //! does not go through the writer: it is inserted on the blocking thread (`blocking.rs`),
 //! the caller's thread blocked for one transaction (three or four round trips):
 //!
-//! 1. in a bounded queue, its room ledger's row locked (`room_sql.rs`: before any holder
-//!    is deleted, as every keyed push does, so no two pushes wait for each other);
+//! 1. in a bounded queue, its room ledger's row locked (`room_sql.rs`), first, as every
+//!    keyed push does: none deletes a holder and then waits for the ledger;
 //! 2. with `replace_pending`, the key's holder judged by the schema's `key_holder`
 //!    (`settle_sql.rs`): a waiting live holder is deleted (replaced), any other refuses
 //!    the push with `DuplicateKey`;

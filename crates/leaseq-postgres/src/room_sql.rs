@@ -103,10 +103,14 @@ pub(crate) const MIGRATION: &str = r#"
         FROM {s}.take_room(p_queue, p_capacity, coalesce(cardinality(p_ids), 0)) t;
         IF room = 0 THEN
             RETURN;
+        ELSIF room < cardinality(p_ids) THEN
+            -- Only the rows that fit (slices copy: a whole batch is taken as it is).
+            p_ids := p_ids[1:room]; p_priorities := p_priorities[1:room];
+            p_delays := p_delays[1:room]; p_ttls := p_ttls[1:room];
+            p_payloads := p_payloads[1:room];
         END IF;
         WITH b AS (
-               SELECT * FROM unnest(p_ids[1:room], p_priorities[1:room], p_delays[1:room],
-                                    p_ttls[1:room], p_payloads[1:room])
+               SELECT * FROM unnest(p_ids, p_priorities, p_delays, p_ttls, p_payloads)
                    AS u(id, priority, delay, ttl, payload)),
              mark AS (
                INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
@@ -120,7 +124,7 @@ pub(crate) const MIGRATION: &str = r#"
         FROM b JOIN mark ON mark.instance = b.id >> 32
         WHERE b.id > mark.below
         ON CONFLICT (id) DO NOTHING;
-        IF 0 = ANY(p_delays[1:room]) THEN
+        IF 0 = ANY(p_delays) THEN
             PERFORM pg_notify(p_channel, p_queue);
         END IF;
     END
