@@ -61,7 +61,7 @@ pub(crate) struct OpSql {
     pub(crate) window_holder: String,
     /// The gone keys whose window ended, deleted (the upkeep).
     pub(crate) prune_gone_keys: String,
-    /// A bounded queue's batch insert (`settle_sql::INSERT_BOUNDED`).
+    /// A bounded queue's batch insert (`room_sql::INSERT_BOUNDED`).
     pub(crate) insert_bounded: String,
 }
 
@@ -169,7 +169,7 @@ impl OpSql {
             windowed_insert: f(crate::settle_sql::WINDOWED_INSERT),
             window_holder: f(crate::settle_sql::KEY_HOLDER),
             prune_gone_keys: f(crate::settle_sql::PRUNE_GONE_KEYS),
-            insert_bounded: f(crate::settle_sql::INSERT_BOUNDED),
+            insert_bounded: f(crate::room_sql::INSERT_BOUNDED),
         }
     }
 }

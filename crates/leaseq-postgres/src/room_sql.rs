@@ -90,11 +90,13 @@ pub(crate) const MIGRATION: &str = r#"
     -- A bounded queue's insert of a writer's batch in one statement (writer.rs): room for
     -- the batch taken from the ledger (take_room), then the rows that fit inserted with the
     -- writer's watermark raised for them only, and one notification. live: the ledger's
-    -- `taken` before the batch's rows (an upper bound of the live rows).
+    -- `taken` before the batch's rows (an upper bound of the live rows). As the unbounded
+    -- insert (sql.rs), no `ON CONFLICT` (a speculative insertion per row) unless p_checked:
+    -- the watermark already skips every row a lost reply's first attempt committed.
     CREATE OR REPLACE FUNCTION {s}.insert_bounded(
         p_queue text, p_ids bigint[], p_priorities smallint[], p_delays bigint[],
         p_ttls bigint[], p_payloads bytea[], p_channel text, p_capacity bigint,
-        OUT live bigint, OUT room integer)
+        p_checked boolean, OUT live bigint, OUT room integer)
     LANGUAGE plpgsql AS $fn$
     DECLARE
         t0 timestamptz := clock_timestamp();
@@ -109,25 +111,52 @@ pub(crate) const MIGRATION: &str = r#"
             p_delays := p_delays[1:room]; p_ttls := p_ttls[1:room];
             p_payloads := p_payloads[1:room];
         END IF;
-        WITH b AS (
-               SELECT * FROM unnest(p_ids, p_priorities, p_delays, p_ttls, p_payloads)
-                   AS u(id, priority, delay, ttl, payload)),
-             mark AS (
-               INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
-               SELECT b.id >> 32, max(b.id), 0, clock_timestamp() FROM b GROUP BY 1
-               ON CONFLICT (instance) DO UPDATE
-               SET below = w.top, top = GREATEST(w.top, EXCLUDED.top), at = EXCLUDED.at
-               RETURNING w.instance, w.below)
-        INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
-        SELECT b.id, p_queue, b.priority, t0 + b.delay * interval '1 microsecond',
-               t0 + b.ttl * interval '1 microsecond', b.payload
-        FROM b JOIN mark ON mark.instance = b.id >> 32
-        WHERE b.id > mark.below
-        ON CONFLICT (id) DO NOTHING;
+        IF p_checked THEN
+            WITH b AS (
+                   SELECT * FROM unnest(p_ids, p_priorities, p_delays, p_ttls, p_payloads)
+                       AS u(id, priority, delay, ttl, payload)),
+                 mark AS (
+                   INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
+                   SELECT b.id >> 32, max(b.id), 0, clock_timestamp() FROM b GROUP BY 1
+                   ON CONFLICT (instance) DO UPDATE
+                   SET below = w.top, top = GREATEST(w.top, EXCLUDED.top), at = EXCLUDED.at
+                   RETURNING w.instance, w.below)
+            INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
+            SELECT b.id, p_queue, b.priority, t0 + b.delay * interval '1 microsecond',
+                   t0 + b.ttl * interval '1 microsecond', b.payload
+            FROM b JOIN mark ON mark.instance = b.id >> 32
+            WHERE b.id > mark.below
+            ON CONFLICT (id) DO NOTHING;
+        ELSE
+            WITH b AS (
+                   SELECT * FROM unnest(p_ids, p_priorities, p_delays, p_ttls, p_payloads)
+                       AS u(id, priority, delay, ttl, payload)),
+                 mark AS (
+                   INSERT INTO {s}.writer_marks AS w (instance, top, below, at)
+                   SELECT b.id >> 32, max(b.id), 0, clock_timestamp() FROM b GROUP BY 1
+                   ON CONFLICT (instance) DO UPDATE
+                   SET below = w.top, top = GREATEST(w.top, EXCLUDED.top), at = EXCLUDED.at
+                   RETURNING w.instance, w.below)
+            INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, payload)
+            SELECT b.id, p_queue, b.priority, t0 + b.delay * interval '1 microsecond',
+                   t0 + b.ttl * interval '1 microsecond', b.payload
+            FROM b JOIN mark ON mark.instance = b.id >> 32
+            WHERE b.id > mark.below;
+        END IF;
         IF 0 = ANY(p_delays) THEN
             PERFORM pg_notify(p_channel, p_queue);
         END IF;
     END
+    $fn$;
+    -- Step 11's signature, for a process of that version still running: checked, and
+    -- room taken from the ledger too.
+    CREATE OR REPLACE FUNCTION {s}.insert_bounded(
+        p_queue text, p_ids bigint[], p_priorities smallint[], p_delays bigint[],
+        p_ttls bigint[], p_payloads bytea[], p_channel text, p_capacity bigint,
+        OUT live bigint, OUT room integer)
+    LANGUAGE sql AS $fn$
+        SELECT b.live, b.room FROM {s}.insert_bounded(p_queue, p_ids, p_priorities, p_delays,
+            p_ttls, p_payloads, p_channel, p_capacity, true) b
     $fn$;
 
     -- The push (tx_sql.rs says what it does), its capacity taken from the ledger.
@@ -260,3 +289,10 @@ pub(crate) const GIVE_ROOM: &str =
 /// Queue $1's ledger row locked to the commit (the function `lock_room`): taken first by
 /// a keyed push, so that lock orders stay the same everywhere (`keyed.rs`).
 pub(crate) const LOCK_ROOM: &str = "SELECT {s}.lock_room($1)";
+
+/// A bounded queue's batch insert (the function `insert_bounded`): $1 queue, $2 ids,
+/// $3 priorities, $4 delays (us), $5 ttls (us), $6 payloads, $7 channel, $8 capacity, $9
+/// with `ON CONFLICT (id) DO NOTHING`; the ledger's count before the batch and how many
+/// of the batch's first rows went in.
+pub(crate) const INSERT_BOUNDED: &str =
+    "SELECT live, room FROM {s}.insert_bounded($1, $2, $3, $4, $5, $6, $7, $8, $9)";

@@ -407,12 +407,6 @@ pub(crate) const WINDOWED_INSERT: &str = "INSERT INTO {s}.items
 /// `key_holder`): the holder's id (NULL: none) and whether one was replaced.
 pub(crate) const KEY_HOLDER: &str = "SELECT holder, replaced FROM {s}.key_holder($1, $2, $3)";
 
-/// A bounded queue's batch insert (the function `insert_bounded`): $1 queue, $2 ids,
-/// $3 priorities, $4 delays (us), $5 ttls (us), $6 payloads, $7 channel, $8 capacity; the
-/// live rows counted under the lock and how many of the batch's first rows went in.
-pub(crate) const INSERT_BOUNDED: &str =
-    "SELECT live, room FROM {s}.insert_bounded($1, $2, $3, $4, $5, $6, $7, $8)";
-
 /// The gone keys whose window has ended, deleted (the upkeep).
 pub(crate) const PRUNE_GONE_KEYS: &str =
     "DELETE FROM {s}.gone_keys WHERE until <= clock_timestamp()";

@@ -163,8 +163,9 @@ impl<T: Send + 'static> Writer<T> {
             return Ok(batch.len());
         };
         // One statement (one round trip): room taken, the rows that fit
-        // (`settle_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` always: `sql` is the
-        // unbounded queue's choice only).
+        // (`room_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` if `sql` is the checked
+        // insert).
+        let checked = sql == db.sql.insert_checked;
         let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
         let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
         let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
@@ -184,6 +185,7 @@ impl<T: Send + 'static> Writer<T> {
                     &payloads,
                     &db.sql.channel,
                     &cap,
+                    &checked,
                 ],
             )
             .await?;
