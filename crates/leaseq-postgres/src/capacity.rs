@@ -160,7 +160,9 @@ pub(crate) async fn redrive_all_in<T>(
     let tx = client.transaction().await?;
     let room = take_room(db, &tx, cap, cap).await? as u64;
     let limit = i64::try_from(room).unwrap_or(i64::MAX);
-    let n = tx.execute(all, &[&db.queue, &limit, &reason, &head]).await?;
+    let n = tx
+        .execute(all, &[&db.queue, &limit, &reason, &head])
+        .await?;
     give_back(db, &tx, room.saturating_sub(n)).await?;
     tx.commit().await?;
     Ok(n)

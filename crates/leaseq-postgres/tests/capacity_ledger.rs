@@ -73,15 +73,26 @@ fn far_from_the_bound_an_insert_only_adds_to_the_ledger_and_near_it_counts_again
         }
         assert_eq!(ledger(&db, schema, &name).await, (50, 505, 1000, 40));
         // Past the bound: counted again (40 live + 480 pushed), the bound moved up.
-        q.push_batch((0..240u16).map(|j| j.to_be_bytes().to_vec()).collect::<Vec<_>>())
-            .await
-            .expect("push");
-        q.push_batch((240..480u16).map(|j| j.to_be_bytes().to_vec()).collect::<Vec<_>>())
-            .await
-            .expect("push");
+        q.push_batch(
+            (0..240u16)
+                .map(|j| j.to_be_bytes().to_vec())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("push");
+        q.push_batch(
+            (240..480u16)
+                .map(|j| j.to_be_bytes().to_vec())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("push");
         let (taken, bound, _, live) = ledger(&db, schema, &name).await;
         assert_eq!(live, 520);
-        assert_eq!(taken, live, "counted again once past 505 (50 + 480 without a count)");
+        assert_eq!(
+            taken, live,
+            "counted again once past 505 (50 + 480 without a count)"
+        );
         assert!(bound > 505 && bound <= 1000, "bound {bound}");
         assert_eq!(drain(&q).await, 520);
     });
@@ -171,8 +182,14 @@ fn processes_pushing_and_acking_at_once_never_pass_the_bound_nor_the_ledger() {
         let (mut samples, mut most) = (0, 0);
         while acked.load(Ordering::SeqCst) < total {
             let (taken, bound, cap, live) = ledger(&db, schema, &name).await;
-            assert!(live <= CAP as i64, "{live} live rows, over the capacity {CAP}");
-            assert!(taken >= live, "the ledger counts {taken}, {live} rows are live");
+            assert!(
+                live <= CAP as i64,
+                "{live} live rows, over the capacity {CAP}"
+            );
+            assert!(
+                taken >= live,
+                "the ledger counts {taken}, {live} rows are live"
+            );
             assert!(bound <= cap, "bound {bound} over the capacity {cap}");
             most = most.max(live);
             samples += 1;
@@ -204,8 +221,7 @@ fn processes_pushing_and_acking_at_once_never_pass_the_bound_nor_the_ledger() {
 /// bounded queue, saying `PUSHED <n>` after each, until killed.
 #[test]
 fn room_child() {
-    let Some([url, schema, queue]) = child::vars("LEASEQ_ROOM_", ["URL", "SCHEMA", "QUEUE"])
-    else {
+    let Some([url, schema, queue]) = child::vars("LEASEQ_ROOM_", ["URL", "SCHEMA", "QUEUE"]) else {
         return;
     };
     common::runtime().block_on(async {
@@ -222,9 +238,7 @@ fn room_child() {
             for i in 0..20u32 {
                 let _ = q.try_push((n * 20 + i).to_be_bytes().to_vec());
             }
-            q.push(n.to_le_bytes().to_vec())
-                .await
-                .expect("push");
+            q.push(n.to_le_bytes().to_vec()).await.expect("push");
             println!("PUSHED {n}");
         }
     });
@@ -267,12 +281,19 @@ fn a_producer_killed_mid_push_leaves_the_ledger_at_or_above_the_live_rows() {
         // whole by the server), every snapshot has the ledger at or above the live rows.
         let (taken, _, _, live) = ledger(&db, schema, &name).await;
         assert!(live <= KILL_CAP as i64, "{live} live rows over {KILL_CAP}");
-        assert!(taken >= live, "the ledger counts {taken}, {live} rows are live");
+        assert!(
+            taken >= live,
+            "the ledger counts {taken}, {live} rows are live"
+        );
         // Everything taken away: exactly the capacity goes in again, and not one more.
         drain(&q).await;
-        q.push_batch((0..KILL_CAP as u16).map(|i| i.to_be_bytes().to_vec()).collect::<Vec<_>>())
-            .await
-            .expect("room for the whole capacity");
+        q.push_batch(
+            (0..KILL_CAP as u16)
+                .map(|i| i.to_be_bytes().to_vec())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("room for the whole capacity");
         assert_eq!(ledger(&db, schema, &name).await.3, KILL_CAP as i64);
         let over = db
             .execute(
@@ -283,5 +304,44 @@ fn a_producer_killed_mid_push_leaves_the_ledger_at_or_above_the_live_rows() {
             .expect_err("one more is refused");
         assert_eq!(over.code().map(|c| c.code()), Some("53400"), "{over}");
         assert_eq!(drain(&q).await, KILL_CAP);
+    });
+}
+
+#[test]
+fn an_older_process_insert_takes_room_from_the_ledger_too() {
+    common::with_server(|url| async move {
+        let name = common::unique("room-old");
+        let q = common::process(
+            &url,
+            &name,
+            Config::new(Duration::from_secs(30)).with_capacity(3),
+        )
+        .await;
+        let db = common::sql(&url).await;
+        let schema = SCHEMA.name();
+        // Step 11's signature (eight arguments), as a process of that version calls it.
+        let old = format!(
+            "SELECT live, room FROM \"{schema}\".insert_bounded($1, $2, $3, $4, $5, $6, $7, $8)"
+        );
+        let base = (1_i64 << 40) + 1;
+        let call = |n: i64| {
+            let ids: Vec<i64> = (0..n).map(|i| base + i).collect();
+            let priorities = vec![0_i16; n as usize];
+            let delays = vec![0_i64; n as usize];
+            let ttls: Vec<Option<i64>> = vec![None; n as usize];
+            let payloads: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8]).collect();
+            (ids, priorities, delays, ttls, payloads)
+        };
+        let (ids, pr, de, tt, pa) = call(5);
+        let row = db
+            .query_one(
+                &old,
+                &[&name, &ids, &pr, &de, &tt, &pa, &"leaseq.none", &3_i64],
+            )
+            .await
+            .expect("the old signature");
+        assert_eq!((row.get::<_, i64>(0), row.get::<_, i32>(1)), (0, 3));
+        assert_eq!(ledger(&db, schema, &name).await, (3, 3, 3, 3));
+        assert_eq!(drain(&q).await, 3);
     });
 }
