@@ -234,7 +234,7 @@ async fn insert<T>(
 }
 
 /// A refused push's transaction rolled back now: its locks (the holder's row, the
-/// capacity lock) must not wait for this connection's next job to be let go.
+/// ledger's row) must not wait for this connection's next job to be let go.
 async fn refused(
     tx: deadpool_postgres::Transaction<'_>,
     answer: Keyed,
