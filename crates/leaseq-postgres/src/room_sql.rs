@@ -282,9 +282,12 @@ pub(crate) const MIGRATION: &str = r#"
 pub(crate) const TAKE_ROOM: &str = "SELECT granted, held FROM {s}.take_room($1, $2, $3)";
 
 /// Room taken for $2 rows of queue $1 and not used, given back (the caller's transaction
-/// holds the ledger's row since its `take_room`).
-pub(crate) const GIVE_ROOM: &str =
-    "UPDATE {s}.queue_room SET taken = taken - $2::bigint WHERE queue = $1";
+/// holds the ledger's row since its `take_room`), the fast path's bound brought back
+/// halfway to the capacity if it was above that.
+pub(crate) const GIVE_ROOM: &str = "UPDATE {s}.queue_room
+     SET taken = taken - $2::bigint,
+         bound = LEAST(bound, taken - $2::bigint + GREATEST(cap - (taken - $2::bigint), 0) / 2)
+     WHERE queue = $1";
 
 /// Queue $1's ledger row locked to the commit (the function `lock_room`): taken first by
 /// a keyed push, so that lock orders stay the same everywhere (`keyed.rs`).

@@ -3,7 +3,9 @@
 //! with several processes pushing (writer batches, keyed pushes, SQL `push_item`) and
 //! acking at once the queue never passes its capacity and the ledger never counts fewer
 //! rows than are live, and a producer killed with SIGKILL mid-push leaves it so (the
-//! queue fills to exactly its capacity afterwards, no more, no less).
+//! queue fills to exactly its capacity afterwards, no more, no less). A redrive gives back
+//! the room it did not use; an older process's `insert_bounded` (step 11's signature)
+//! takes room too.
 
 use leaseq_test_kit::child;
 use leaseq_test_kit::pg as common;
@@ -342,6 +344,43 @@ fn an_older_process_insert_takes_room_from_the_ledger_too() {
             .expect("the old signature");
         assert_eq!((row.get::<_, i64>(0), row.get::<_, i32>(1)), (0, 3));
         assert_eq!(ledger(&db, schema, &name).await, (3, 3, 3, 3));
+        assert_eq!(drain(&q).await, 3);
+    });
+}
+
+#[test]
+fn a_redrive_into_a_bounded_queue_takes_only_the_room_it_used() {
+    common::with_server(|url| async move {
+        let name = common::unique("room-redrive");
+        let q = common::process(
+            &url,
+            &name,
+            Config::new(Duration::from_secs(30))
+                .with_capacity(10)
+                .with_max_attempts(1),
+        )
+        .await;
+        let db = common::sql(&url).await;
+        let schema = SCHEMA.name();
+        q.push_batch(vec![vec![1u8], vec![2], vec![3]])
+            .await
+            .expect("push");
+        let d = common::receive(&q).await;
+        d.dead_letter("to redrive").await.expect("dead letter");
+        // Counted again (no room asked): 2 live rows.
+        db.execute(
+            &format!("SELECT \"{schema}\".take_room($1, 10, 0)"),
+            &[&name],
+        )
+        .await
+        .expect("recount");
+        assert_eq!(ledger(&db, schema, &name).await.0, 2);
+        // All the room (8) taken for the redrive, 7 given back: one more row taken.
+        assert_eq!(
+            q.redrive_matching(leaseq_async::DeadFilter::all()).await,
+            Ok(1)
+        );
+        assert_eq!(ledger(&db, schema, &name).await, (3, 3 + 7 / 2, 10, 3));
         assert_eq!(drain(&q).await, 3);
     });
 }
