@@ -28,9 +28,12 @@
 //! in) stays taken until the next recount: safe, only earlier to count again.
 //!
 //! **Crashes.** The ledger's changes are in the transaction that inserts the rows: a
-//! process killed mid-way rolls both back. A process of an older version (step 11's
-//! functions, its own count under the advisory lock) does not add to the ledger: stop them
-//! before processes of this version push into a bounded queue.
+//! process killed mid-way rolls both back (or the server commits both, should the
+//! statement already be running). A process of an older version still running calls the
+//! functions this step makes again (its writer's batches and transactional pushes take
+//! room), but its keyed pushes, schedule ticks and redrives count under step 11's advisory
+//! lock and add nothing to the ledger: stop such processes before pushes of those kinds
+//! into a bounded queue.
 
 /// Schema step 16. `{s}` is the quoted schema. Idempotent: `insert_bounded` and
 /// `push_rows` (step 11's) are made again with the ledger in place of the lock and count.
