@@ -1,28 +1,28 @@
 //! A bounded queue (`Config::with_capacity(n)`) on Postgres: the bound on the table is
-//! exact, the refusal of `try_push` is judged from this process's last count.
+//! exact, the refusal of `try_push` is judged from this process's last estimate.
 //!
 //! **The bound.** Every statement that adds live rows (the writer's inserts, keyed pushes,
-//! redrives) runs in a transaction (the writer's: one statement, the function
-//! `insert_bounded` of `settle_sql.rs`, one round trip) that first takes the queue's
-//! advisory lock
-//! (`pg_advisory_xact_lock`, held until commit), then counts the queue's live rows (one
-//! count on the claim index, one on the lease index), then adds at most `n - live` rows.
-//! The count is a statement of its own, after the lock: under `READ COMMITTED` it sees
-//! every row committed by the previous holder. Claims, settles and the rescuer never add
-//! live rows and take no lock. So the queue never holds more than `n` waiting and leased
-//! rows, whatever the number of processes.
+//! schedule ticks, redrives, transactional pushes) first takes room for them from the
+//! queue's ledger (`room_sql.rs`, the function `take_room`), in the transaction that
+//! inserts them: one row update far from the bound, a count of the live rows under the
+//! ledger's row lock near it. The ledger never counts fewer rows than are live, and grants
+//! nothing past `n`; claims, settles and the rescuer never add live rows and never touch
+//! it. So the queue never holds more than `n` waiting and leased rows, whatever the number
+//! of processes.
 //!
 //! **The refusal.** `try_push` cannot ask the server (it never waits): it refuses with
-//! `PushError::Full` when this process's last count of live rows plus its rows not yet
-//! inserted reach `n`. That count is taken at open, at each insert, and, while a push is
-//! refused or waits for room, again after this process removes a row (ack, dead letter,
-//! cancel, purge) or every `Options::poll_interval` otherwise. So a refusal may be stale by rows other
-//! processes removed in the last poll interval, and an accepted row may find the table
-//! full: it then waits in this process (in order, before later rows) until there is room,
-//! and `push(..).await` answers once it is inserted. Never more than `n` rows in the table.
+//! `PushError::Full` when this process's last estimate of live rows plus its rows not yet
+//! inserted reach `n`. The estimate is the count taken at open and while a push waits for
+//! room, and after each insert the ledger's upper bound (`taken`: never more than half the
+//! room left above the true count, `room_sql.rs`). It is taken again, while a push is
+//! refused or waits for room, after this process removes a row (ack, dead letter, cancel,
+//! purge) or every `Options::poll_interval` otherwise. So a refusal may be stale by rows
+//! other processes removed meanwhile, and an accepted row may find the table full: it then
+//! waits in this process (in order, before later rows) until there is room, and
+//! `push(..).await` answers once it is inserted. Never more than `n` rows in the table.
 //!
-//! Over the settings (`db.rs`) and the writer's queue (`pushes.rs`, where the last count
-//! is kept) only; the writer's insert under the lock is in `writer.rs`.
+//! Over the settings (`db.rs`) and the writer's queue (`pushes.rs`, where the estimate is
+//! kept) only; the writer's bounded insert is in `writer.rs`.
 
 use std::time::Instant;
 
@@ -39,11 +39,17 @@ pub(crate) fn full<T>(db: &Db<T>, live: u64, pending: usize) -> bool {
 }
 
 /// A row left the queue in this process: a push waiting for room may go, once the writer
-/// counts again.
+/// counts again (woken only then: a process that is not waiting for room, a worker's,
+/// wakes nothing at its acks).
 pub(crate) fn removed<T>(db: &Db<T>, pushes: &Pushes) {
     if db.config.capacity().is_some() {
-        pushes.buf.lock().removed = true;
-        pushes.queued.notify(1);
+        let mut buf = pushes.buf.lock();
+        buf.removed = true;
+        let waiting = buf.wants_room;
+        drop(buf);
+        if waiting {
+            pushes.queued.notify(1);
+        }
     }
 }
 
@@ -100,8 +106,24 @@ pub(crate) async fn recount<T>(db: &Db<T>, pushes: &Pushes) {
     }
 }
 
-/// `redrive` in a bounded queue: under the queue's lock, refused (`None`) when full;
-/// otherwise how many rows moved (0 or 1).
+/// Room for `n` rows taken from the queue's ledger in the caller's transaction (which
+/// then holds the ledger's row until it ends): how many of them fit.
+pub(crate) async fn take_room<C: deadpool_postgres::GenericClient, T>(
+    db: &Db<T>,
+    client: &C,
+    cap: usize,
+    n: usize,
+) -> Result<usize, tokio_postgres::Error> {
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let n = i32::try_from(n).unwrap_or(i32::MAX);
+    let row = client
+        .query_one(&db.sql.op.take_room, &[&db.queue, &cap, &n])
+        .await?;
+    Ok(usize::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+}
+
+/// `redrive` in a bounded queue: room for its row taken from the ledger, refused (`None`)
+/// when full; otherwise how many rows moved (0 or 1).
 pub(crate) async fn redrive_in<T>(
     db: &Db<T>,
     client: &mut Object,
@@ -112,16 +134,17 @@ pub(crate) async fn redrive_in<T>(
         return Ok(Some(client.execute(redrive, &[&db.queue, &id]).await?));
     };
     let tx = client.transaction().await?;
-    tx.execute(&db.sql.op.cap_lock, &[&db.queue]).await?;
-    if live(db, &tx).await? >= cap as u64 {
+    if take_room(db, &tx, cap, 1).await? == 0 {
         return Ok(None);
     }
     let n = tx.execute(redrive, &[&db.queue, &id]).await?;
+    give_back(db, &tx, 1 - n.min(1)).await?;
     tx.commit().await?;
     Ok(Some(n))
 }
 
-/// `redrive_matching` (`reason` and `head` as `OpSql::redrive_all` takes them): one statement, in a bounded queue under its lock and for the room left.
+/// `redrive_matching` (`reason` and `head` as `OpSql::redrive_all` takes them): one
+/// statement, in a bounded queue for the room its ledger grants (the rest given back).
 pub(crate) async fn redrive_all_in<T>(
     db: &Db<T>,
     client: &mut Object,
@@ -135,9 +158,27 @@ pub(crate) async fn redrive_all_in<T>(
             .await;
     };
     let tx = client.transaction().await?;
-    tx.execute(&db.sql.op.cap_lock, &[&db.queue]).await?;
-    let room = (cap as u64).saturating_sub(live(db, &tx).await?) as i64;
-    let n = tx.execute(all, &[&db.queue, &room, &reason, &head]).await?;
+    let room = take_room(db, &tx, cap, cap).await? as u64;
+    let limit = i64::try_from(room).unwrap_or(i64::MAX);
+    let n = tx
+        .execute(all, &[&db.queue, &limit, &reason, &head])
+        .await?;
+    give_back(db, &tx, room.saturating_sub(n)).await?;
     tx.commit().await?;
     Ok(n)
+}
+
+/// Room taken in this transaction and not used, given back to the ledger.
+async fn give_back<C: deadpool_postgres::GenericClient, T>(
+    db: &Db<T>,
+    client: &C,
+    rows: u64,
+) -> Result<(), tokio_postgres::Error> {
+    if rows > 0 {
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+        client
+            .execute(&db.sql.op.give_room, &[&db.queue, &rows])
+            .await?;
+    }
+    Ok(())
 }

@@ -3,12 +3,13 @@
 //! does not go through the writer: it is inserted on the blocking thread (`blocking.rs`),
 //! the caller's thread blocked for one transaction (three or four round trips):
 //!
-//! 1. in a bounded queue, the queue's capacity lock (`capacity.rs`);
+//! 1. in a bounded queue, its room ledger's row locked (`room_sql.rs`), first, as every
+//!    keyed push does: none deletes a holder and then waits for the ledger;
 //! 2. with `replace_pending`, the key's holder judged by the schema's `key_holder`
 //!    (`settle_sql.rs`): a waiting live holder is deleted (replaced), any other refuses
 //!    the push with `DuplicateKey`;
-//! 3. in a bounded queue and nothing replaced, refused as full if the live rows are at
-//!    capacity;
+//! 3. in a bounded queue and nothing replaced, room for the row taken from the ledger
+//!    (`capacity.rs`), refused as full if there is none;
 //! 4. the row inserted with its window's columns, unless an item that left within its
 //!    window keeps the key (`gone_keys`), `ON CONFLICT DO NOTHING` on the unique index of
 //!    live keys (`items_key`: waiting and leased rows; dead letters keep their key but do
@@ -162,7 +163,7 @@ async fn insert<T>(
     let tx = client.transaction().await.map_err(before)?;
     let cap = db.config.capacity();
     if cap.is_some() {
-        tx.execute(&op.cap_lock, &[&db.queue])
+        tx.execute(&op.lock_room, &[&db.queue])
             .await
             .map_err(before)?;
     }
@@ -185,7 +186,11 @@ async fn insert<T>(
         replaced = r;
     }
     if let Some(cap) = cap.filter(|_| !replaced) {
-        if crate::capacity::live(db, &tx).await.map_err(before)? >= cap as u64 {
+        if crate::capacity::take_room(db, &tx, cap, 1)
+            .await
+            .map_err(before)?
+            == 0
+        {
             return refused(tx, Keyed::Full).await;
         }
     }
@@ -229,7 +234,7 @@ async fn insert<T>(
 }
 
 /// A refused push's transaction rolled back now: its locks (the holder's row, the
-/// capacity lock) must not wait for this connection's next job to be let go.
+/// ledger's row) must not wait for this connection's next job to be let go.
 async fn refused(
     tx: deadpool_postgres::Transaction<'_>,
     answer: Keyed,

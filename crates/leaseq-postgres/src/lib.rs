@@ -119,9 +119,9 @@
 //! `&mut PgConnection`. The item is encoded by the queue's codec and checked as every push
 //! is ([`TxPushError`], the item handed back, the transaction left usable): the size limit,
 //! the priority, the key's length, the time to live before anything is sent, then, in one
-//! statement on your transaction, the capacity (the queue's live rows counted under its
-//! lock, as `capacity.rs` does for every insert; your transaction's own pushes count, and
-//! it holds the lock until it ends: keep it short, and await no plain push of that queue
+//! statement on your transaction, the capacity (room taken from the queue's ledger, as
+//! `capacity.rs` does for every insert; your transaction's own pushes count, and it holds
+//! the ledger's row until it ends: keep it short, and await no plain push of that queue
 //! inside it) and a held key ([`TxPushError::DuplicateKey`] names the
 //! holder). The `NOTIFY` that wakes idle workers of every process is sent in your
 //! transaction, so Postgres delivers it at the commit, and never on a rollback.
@@ -337,6 +337,7 @@ mod progress;
 mod push;
 mod pushes;
 mod receive;
+mod room_sql;
 mod schedule;
 mod schema;
 mod seam;

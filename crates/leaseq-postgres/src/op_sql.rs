@@ -43,8 +43,13 @@ pub(crate) struct OpSql {
     pub(crate) purge_dead: String,
     /// Live rows (waiting and leased) of $1: one count per partial index.
     pub(crate) live: String,
-    /// The queue's capacity lock, held until commit: $1 queue.
-    pub(crate) cap_lock: String,
+    /// Room for $3 rows in queue $1 at capacity $2, from its ledger (`room_sql.rs`),
+    /// whose row stays locked until commit: how many granted, the ledger's count after.
+    pub(crate) take_room: String,
+    /// Room taken and not used, given back: $1 queue, $2 rows (`room_sql.rs`).
+    pub(crate) give_room: String,
+    /// A bounded queue's ledger row locked until commit: $1 queue (`room_sql.rs`).
+    pub(crate) lock_room: String,
     /// One keyed row, unless a live row holds its key: $1 id, $2 queue, $3 priority,
     /// $4 delay (us), $5 ttl (us), $6 key, $7 payload.
     pub(crate) keyed_insert: String,
@@ -56,7 +61,7 @@ pub(crate) struct OpSql {
     pub(crate) window_holder: String,
     /// The gone keys whose window ended, deleted (the upkeep).
     pub(crate) prune_gone_keys: String,
-    /// A bounded queue's batch insert (`settle_sql::INSERT_BOUNDED`).
+    /// A bounded queue's batch insert (`room_sql::INSERT_BOUNDED`).
     pub(crate) insert_bounded: String,
 }
 
@@ -152,9 +157,9 @@ impl OpSql {
                    AND ($3::bytea IS NULL OR substring(payload FROM 1 FOR octet_length($3)) = $3)"),
             live: f("SELECT (SELECT count(*) FROM {s}.items WHERE queue = $1 AND state = 0)
                           + (SELECT count(*) FROM {s}.items WHERE queue = $1 AND state = 1)"),
-            cap_lock: format!(
-                "SELECT pg_advisory_xact_lock(hashtext('leaseq.capacity.{schema}'), hashtext($1))"
-            ),
+            take_room: f(crate::room_sql::TAKE_ROOM),
+            give_room: f(crate::room_sql::GIVE_ROOM),
+            lock_room: f(crate::room_sql::LOCK_ROOM),
             keyed_insert: f("INSERT INTO {s}.items (id, queue, priority, visible_at, expires_at, key, payload)
                  VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 microsecond',
                          clock_timestamp() + $5::bigint * interval '1 microsecond', $6, $7)
@@ -164,7 +169,7 @@ impl OpSql {
             windowed_insert: f(crate::settle_sql::WINDOWED_INSERT),
             window_holder: f(crate::settle_sql::KEY_HOLDER),
             prune_gone_keys: f(crate::settle_sql::PRUNE_GONE_KEYS),
-            insert_bounded: f(crate::settle_sql::INSERT_BOUNDED),
+            insert_bounded: f(crate::room_sql::INSERT_BOUNDED),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The operator calls of the `Store` seam on a [`PgStore`]: `peek` and `dead_letters`
 //! (paged, in id order), `redrive`, `redrive_matching` and `purge_dead_matching` (a
 //! [`DeadFilter`]'s reason and kind in SQL), `purge` and `refresh_stats`, each one statement on a pooled connection (a redrive into a bounded
-//! queue: under its capacity lock, `capacity.rs`). A read that fails is "not done"; a write
+//! queue: room taken from its ledger, `capacity.rs`). A read that fails is "not done"; a write
 //! whose reply was lost is "outcome unknown" ([`StoreError`]).
 
 use leaseq_async::{AdminError, CodecError, DeadFilter, Page, StoreError};

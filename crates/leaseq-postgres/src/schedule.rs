@@ -7,7 +7,8 @@
 //!    nothing), or updated `WHERE cursor_ns = <the cursor read>` (a concurrent step waits
 //!    for the row lock, then finds the cursor moved): no row changed is `Moved`, rolled
 //!    back;
-//! 2. in a bounded queue, the capacity lock, and a refusal (`Full`) if the ticks do not fit;
+//! 2. in a bounded queue, room for the ticks taken from its ledger (`room_sql.rs`), and a
+//!    refusal (`Full`) if they do not fit;
 //! 3. each tick inserted as a keyed push is (`ON CONFLICT DO NOTHING` on the live keys:
 //!    nothing inserted is a duplicate, counted);
 //! 4. the stale ticks' waiting rows dead-lettered (reason `Expired`), by key;
@@ -306,11 +307,10 @@ async fn transaction<T: Clone + Send + Sync + 'static>(
         return Ok(None);
     }
     if let Some(cap) = db.config.capacity().filter(|_| !rows.is_empty()) {
-        tx.execute(&db.sql.op.cap_lock, &[&db.queue])
+        let granted = crate::capacity::take_room(db, &tx, cap, rows.len())
             .await
             .map_err(before)?;
-        let live = crate::capacity::live(db, &tx).await.map_err(before)?;
-        if live + rows.len() as u64 > cap as u64 {
+        if granted < rows.len() {
             return Err(Step::Full);
         }
     }

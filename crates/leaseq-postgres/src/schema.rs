@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 16;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -99,6 +99,11 @@ const MIGRATIONS: &[&str] = &[
     // 14 (issues 32 and 33): the key windows' triggers replaced by the statements that take
     // rows out, and the claim's two flags in one row (`plain_sql.rs`).
     crate::plain_sql::MIGRATION,
+    // 15: reserved for the flow claim's slots (h-pg-limit), merged apart.
+    "",
+    // 16 (issue 32): the bounded queues' room ledger (`queue_room`, `take_room`) and
+    // `insert_bounded` and `push_rows` taking room from it (`room_sql.rs`).
+    crate::room_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -127,7 +132,8 @@ const REASON_NAMES: &str = r#"
 /// two id sequences, and reads and writes the items, the writers' watermarks, the queues'
 /// limits (recorded at open for the SQL functions), the schedules' cursors, the record of
 /// finished jobs (written only with `Options::retention`) and the keys held past their
-/// items (`gone_keys`, written by the statements that take a windowed item out); no DDL, no
+/// items (`gone_keys`, written by the statements that take a windowed item out) and the
+/// bounded queues' room ledger (`queue_room`); no DDL, no
 /// ownership. The functions `push_item` and `push_job` run with their caller's rights
 /// (PUBLIC may execute them): a role that pushes from SQL needs these grants too. The upkeep
 /// (`VACUUM`, `ANALYZE`, `REINDEX`) needs more (the owner, or `MAINTAIN` on PostgreSQL 17):
@@ -135,7 +141,7 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running, "{schema}".queue_room TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids, "{schema}".flow_seq TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".graph_nodes, "{schema}".graph_edges, "{schema}".graph_shards, "{schema}".graph_workflows, "{schema}".graph_batches TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".graph_ids TO "{role}";"#;

@@ -22,6 +22,10 @@
 //! live holder is deleted instead (debounce: `Period` with `replace_pending`), its window
 //! going with it. All on the database's clock (`clock_timestamp()`), so every process
 //! judges a window alike.
+//!
+//! Step 16 (`room_sql.rs`) makes `insert_bounded` and `push_rows` again, taking a bounded
+//! queue's room from its ledger instead of this step's lock and count: their text here is
+//! what a schema at this step had, not what runs now.
 
 /// Schema step 11. `{s}` is the quoted schema. Idempotent (a schema set back to an older
 /// version and migrated again, as the migration tests do, keeps working: the older
@@ -402,12 +406,6 @@ pub(crate) const WINDOWED_INSERT: &str = "INSERT INTO {s}.items
 /// Who holds key $2 of queue $1 now, a waiting live holder replaced if $3 (the function
 /// `key_holder`): the holder's id (NULL: none) and whether one was replaced.
 pub(crate) const KEY_HOLDER: &str = "SELECT holder, replaced FROM {s}.key_holder($1, $2, $3)";
-
-/// A bounded queue's batch insert (the function `insert_bounded`): $1 queue, $2 ids,
-/// $3 priorities, $4 delays (us), $5 ttls (us), $6 payloads, $7 channel, $8 capacity; the
-/// live rows counted under the lock and how many of the batch's first rows went in.
-pub(crate) const INSERT_BOUNDED: &str =
-    "SELECT live, room FROM {s}.insert_bounded($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// The gone keys whose window has ended, deleted (the upkeep).
 pub(crate) const PRUNE_GONE_KEYS: &str =

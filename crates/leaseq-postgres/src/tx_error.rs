@@ -58,8 +58,8 @@ pub enum TxPushError<T> {
         /// The item holding the key.
         existing: MessageId,
     },
-    /// The queue holds its capacity (`Config::with_capacity`), counted under the queue's
-    /// lock: the rows this transaction pushed count too.
+    /// The queue holds its capacity (`Config::with_capacity`), as its room ledger counts
+    /// (exactly, near the bound): the rows this transaction pushed count too.
     Full(T),
     /// The holder of the key kept changing (acked and taken again) while the push looked
     /// for it: try again.

@@ -85,15 +85,15 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     ///
     /// Checked as every push is: the priority level, the time to live, the key's length,
     /// the encoding and [`Options::max_item_size`](crate::Options::max_item_size) before
-    /// anything is sent; the queue's capacity (its live rows counted under the queue's
-    /// lock, this transaction's own pushes included) and a held key by the statement. A
+    /// anything is sent; the queue's capacity (room taken from the queue's ledger,
+    /// this transaction's own pushes included) and a held key by the statement. A
     /// refusal hands the item back and leaves the transaction as it was
     /// ([`TxPushError::transaction_intact`]); a failed statement
     /// ([`TxPushError::Db`]) most likely aborted it.
     ///
     /// One round trip (the schema's `push_rows`). Not ordered with this process's own
     /// `push`es, which its writer inserts. A delay counts from the push, not the commit.
-    /// On a bounded queue the transaction holds the queue's capacity lock until it ends
+    /// On a bounded queue the transaction holds the queue's ledger row until it ends
     /// (as each insert of the writer does for one statement), so keep such transactions
     /// short, do not await this queue's own `push` (or a redrive) in it before it ends
     /// (that insert waits for the lock your transaction holds), and use `READ COMMITTED`

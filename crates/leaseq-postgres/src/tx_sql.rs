@@ -2,7 +2,8 @@
 //! the `queue_settings` table, the functions `push_rows`, `push_item` and `push_job`), the
 //! statement `PgStore::push_in` runs, and the queue's limits recorded at open.
 //!
-//! **One implementation.** `push_rows` is the push: the capacity lock and count, the
+//! **One implementation.** `push_rows` is the push (made again by steps 11 and 16,
+//! `settle_sql.rs` and `room_sql.rs`, the latest its text now): room taken in a bounded queue, the
 //! `replace_pending` delete, the insert (`ON CONFLICT DO NOTHING` on the live keys' unique
 //! index for a keyed row), the holder of a held key, and the `NOTIFY`, all in the caller's
 //! transaction. It never raises for a refusal: it answers which one (`refusal`, `detail`),

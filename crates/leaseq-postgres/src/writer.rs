@@ -149,8 +149,8 @@ impl<T: Send + 'static> Writer<T> {
     }
 
     /// Inserts the first rows of `batch` that fit: with `sql` (the insert, checked or not)
-    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded` under
-    /// the queue's lock (`capacity.rs`); how many.
+    /// in an unbounded queue (all of them), in a bounded one with `insert_bounded`, room
+    /// taken from the queue's ledger (`capacity.rs`); how many.
     async fn insert_fitting(
         &self,
         client: &mut Object,
@@ -162,9 +162,10 @@ impl<T: Send + 'static> Writer<T> {
             insert_on(db, &*client, batch, sql).await?;
             return Ok(batch.len());
         };
-        // One statement (one round trip): lock, count, the rows that fit
-        // (`settle_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` always: `sql` is the
-        // unbounded queue's choice only).
+        // One statement (one round trip): room taken, the rows that fit
+        // (`room_sql::INSERT_BOUNDED`, with `ON CONFLICT (id)` if `sql` is the checked
+        // insert).
+        let checked = sql == db.sql.insert_checked;
         let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
         let priorities: Vec<i16> = batch.iter().map(|r| r.priority).collect();
         let delays: Vec<i64> = batch.iter().map(|r| r.delay_us).collect();
@@ -184,6 +185,7 @@ impl<T: Send + 'static> Writer<T> {
                     &payloads,
                     &db.sql.channel,
                     &cap,
+                    &checked,
                 ],
             )
             .await?;
