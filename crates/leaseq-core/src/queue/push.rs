@@ -65,9 +65,8 @@ impl<T> Queue<T> {
         self.push_now(item, now, options)
     }
 
-    /// `push_take`'s body: inlined into it and into `push_with_id_take` (a call from the
-    /// latter to the former, out of line, cost the memory store's keyed push about 15
-    /// instructions).
+    /// `push_take`'s body: inlined into it and into `push_with_id_take`, which called
+    /// `push_take` out of line through `under_id`.
     #[inline(always)]
     fn push_now(
         &mut self,
