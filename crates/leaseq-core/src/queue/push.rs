@@ -62,18 +62,6 @@ impl<T> Queue<T> {
         now: Timestamp,
         options: PushOptions,
     ) -> Result<Pushed<T>, PushError<T>> {
-        self.push_now(item, now, options)
-    }
-
-    /// `push_take`'s body: inlined into it and into `push_with_id_take`, which called
-    /// `push_take` out of line through `under_id`.
-    #[inline(always)]
-    fn push_now(
-        &mut self,
-        item: T,
-        now: Timestamp,
-        options: PushOptions,
-    ) -> Result<Pushed<T>, PushError<T>> {
         let now = self.advance(now);
         self.push_options(item, now, &options, NoWindow)
     }
@@ -115,7 +103,8 @@ impl<T> Queue<T> {
     }
 
     /// Push with options, after the time step; a key held for `window` (generic, so that
-    /// the plain copy, with `NoWindow`, carries no window at all).
+    /// the plain `push_take`'s copy, with `NoWindow`, carries no window at all and stays
+    /// inlined into its one caller).
     pub(super) fn push_options<W: WindowArg>(
         &mut self,
         item: T,
