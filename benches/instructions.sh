@@ -10,6 +10,7 @@
 #   KINDS="single pool" RUNTIMES=tokio benches/instructions.sh async   # some of them
 #   KINDS=pool-bare RUNTIMES=tokio benches/instructions.sh async       # the pool without its
 #                                      # item timeout, heartbeat and watchdog (what they cost)
+#   RUNTIMES=tokio benches/instructions.sh keyed # the keyed push's path (path_keyed_bench)
 #
 # Core rows: `bench_summary --core SHAPE QUEUED N`, one push + receive + ack of a `u64`
 # per iteration (N = 200,000 and 400,000; `batch16`: N items in batches of 16). Async rows: `bench_summary --one KIND RUNTIME N`,
@@ -17,8 +18,10 @@
 # ack one at a time, `batch` batches of 16, `pool` a Pool of 4 workers with a no-op handler,
 # `flume` and `flume-handler` the channel baselines. Path rows: `bench_summary --path KIND
 # RUNTIME N`, the same steps (`single`, `batch`) on one task with nobody waiting: the same
-# count every run, to judge a change of the layer's own code by. The async rows run several
-# threads, which callgrind serializes, and how often a consumer parks and is woken differs
+# count every run, to judge a change of the layer's own code by. Keyed path rows:
+# `path_keyed_bench RUNTIME N` (examples/path_keyed_bench.rs, a binary of its own;
+# KEYED_BIN=path runs that one unbuilt), the `single` path with a unique key on each push.
+# The async rows run several threads, which callgrind serializes, and how often a consumer parks and is woken differs
 # from run to run: they move by up to a third between runs, so each is run ASYNC_RUNS times
 # (default 3) and the median printed with the range. The core rows are exact (the same
 # count every run). Uses $CARGO_TARGET_DIR (default: target); BIN=path runs that binary of
@@ -86,6 +89,17 @@ if [ "$which" = all ] || [ "$which" = path ]; then
             RUNS="${PATH_RUNS:-2}" per_item "path $kind, $rt" 20000 40000 --path $kind $rt
         done
     done
+fi
+if [ "$which" = all ] || [ "$which" = keyed ]; then
+    if [ -z "${KEYED_BIN:-}" ]; then
+        cargo build --release --example path_keyed_bench >&2
+    fi
+    summary_bin=$bin
+    bin="${KEYED_BIN:-${CARGO_TARGET_DIR:-target}/release/examples/path_keyed_bench}"
+    for rt in ${RUNTIMES:-tokio smol}; do
+        RUNS="${PATH_RUNS:-2}" per_item "path keyed, $rt" 20000 40000 $rt
+    done
+    bin=$summary_bin
 fi
 if [ "$which" = all ] || [ "$which" = async ]; then
     for rt in ${RUNTIMES:-tokio smol}; do

@@ -466,6 +466,50 @@ fn push_with_an_expiry_not_after_now_hands_the_item_back() {
     recoverable(&mut q, id, "b");
 }
 
+/// The expiry check on every push path with options (`push_with`, `push_take`,
+/// `push_with_id`, `push_with_id_take`): an expiry not after `now` is refused, counted and
+/// does not use up the id; `Timestamp::MAX` is "never", even pushed at `Timestamp::MAX`.
+#[test]
+fn every_push_path_refuses_an_expiry_not_after_now_and_never_max() {
+    let at = |t| PushOptions::new().expires_at(t);
+    let mut q = queue();
+    let now = ts(100);
+    assert!(matches!(
+        q.push_take("a", now, at(now)),
+        Err(PushError::AlreadyExpired("a"))
+    ));
+    let id = q.next_id();
+    assert!(matches!(
+        q.push_with_id(id, "b", now, at(ts(99))),
+        Err(PushError::AlreadyExpired("b"))
+    ));
+    assert!(matches!(
+        q.push_with_id_take(id, "c", now, at(now)),
+        Err(PushError::AlreadyExpired("c"))
+    ));
+    assert_eq!(q.next_id(), id, "a refused push leaves its id unused");
+    assert_eq!((q.stats().rejected, q.stats().pushed), (3, 0));
+    let max = Timestamp::MAX;
+    let kept = [
+        q.push_with("d", max, at(max)).unwrap(),
+        q.push_take("e", max, at(max)).unwrap().id,
+        q.push_with_id(q.next_id(), "f", max, at(max)).unwrap(),
+        q.push_with_id_take(q.next_id(), "g", max, at(max))
+            .unwrap()
+            .id,
+    ];
+    assert_eq!((q.stats().rejected, q.stats().pushed), (3, 4));
+    for (id, item) in kept.into_iter().zip(["d", "e", "f", "g"]) {
+        assert_eq!(
+            q.receive(max).map(|l| l.id),
+            Some(id),
+            "{item} never expires"
+        );
+    }
+    assert_eq!(q.stats().expired, 0);
+    ok(&q);
+}
+
 #[test]
 fn redrive_refusals_keep_the_dead_letter() {
     let mut scratch = queue();
