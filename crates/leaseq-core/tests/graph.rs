@@ -2,9 +2,11 @@
 //! (their refusals, their state, cancel and retry), results and their bound, batches, and
 //! the calls that must change nothing.
 
+#[cfg(feature = "serde")]
+use leaseq_core::graph::WorkflowSpec;
 use leaseq_core::graph::{
     AddError, BatchOn, Fate, Graph, GraphError, NodeId, OnFailedParent, ResultError, StepState,
-    WorkflowSpec, MAX_RESULT_LEN,
+    MAX_RESULT_LEN,
 };
 use leaseq_core::MessageId;
 
