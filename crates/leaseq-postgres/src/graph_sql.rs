@@ -360,10 +360,3 @@ pub(crate) const MIGRATION: &str = r#"
         FOR EACH ROW WHEN (NEW.node IS NOT NULL AND (OLD.state = 2) <> (NEW.state = 2))
         EXECUTE FUNCTION {s}.graph_on_dead();
 "#;
-
-/// Begins a statement that deletes rows for another reason than an ack (a cancel, a purge):
-/// the graph's trigger then takes its deletes (and the rest of its transaction's) as
-/// cancels.
-/// A `WITH` clause the statement then names in its `WHERE` (`AND (SELECT v FROM fate)`).
-pub(crate) const CANCEL_FATE: &str =
-    "WITH fate AS MATERIALIZED (SELECT set_config('leaseq.fate', 'cancel', true) IS NOT NULL AS v) ";

@@ -313,6 +313,7 @@ mod graph_list;
 mod graph_ops;
 mod graph_read;
 mod graph_sql;
+mod graph_told;
 mod history;
 mod history_sql;
 mod inspect;

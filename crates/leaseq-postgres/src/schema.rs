@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -94,6 +94,10 @@ const MIGRATIONS: &[&str] = &[
     // limits, rates and groups, and the flow claim (`flow_sql.rs`; the claim function's text
     // is filled in at `{flow_claim_fn}`).
     crate::flow_sql::MIGRATION,
+    // 13 (issue 33's costs): the graph's triggers dropped, the statements that settle a
+    // tracked row tell it once per statement (`graph_told.rs`; `key_holder` redefined at
+    // `{graph_key_holder}`).
+    crate::graph_told::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -212,6 +216,7 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
     for step in &MIGRATIONS[found as usize..] {
         let step = step
             .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
+            .replace("{graph_key_holder}", &crate::graph_told::key_holder())
             .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
