@@ -49,7 +49,7 @@ pub async fn run_plain_rounds(
     }
     client
         .batch_execute(&format!(
-            "DROP TRIGGER graph_finish ON \"{0}\".items; DROP TRIGGER graph_dead ON \"{0}\".items;
+            "DROP TRIGGER IF EXISTS graph_finish ON \"{0}\".items; DROP TRIGGER IF EXISTS graph_dead ON \"{0}\".items;
              ALTER TABLE \"{0}\".items DROP COLUMN node;",
             schemas[0]
         ))
