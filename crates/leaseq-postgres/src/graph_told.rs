@@ -44,10 +44,14 @@ pub(crate) const MIGRATION: &str = r#"
         ocs integer[];
         ncs integer[];
         kids bigint[];
-        shards smallint[];
         dwr integer[];
         dw integer[];
         df integer[];
+        skids bigint[];
+        shards smallint[];
+        sdwr integer[];
+        sdw integer[];
+        sdf integer[];
         c record;
         r record;
     BEGIN
@@ -65,19 +69,26 @@ pub(crate) const MIGRATION: &str = r#"
         IF moved IS NULL THEN
             RETURN 0;
         END IF;
-        -- Children with counters of their own: each one's change summed over its moved
-        -- parents, written once, locked in node order.
-        SELECT array_agg(d.child ORDER BY d.child), array_agg(d.wr ORDER BY d.child),
-               array_agg(d.w ORDER BY d.child), array_agg(d.f ORDER BY d.child)
-        INTO kids, dwr, dw, df
-        FROM (SELECT e.child,
+        -- Each child's change summed over its moved parents (per counters row for a child
+        -- with split counters): one read of the moved parents' edges, by their index.
+        SELECT array_agg(d.child ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
+               array_agg(d.wr ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
+               array_agg(d.w ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
+               array_agg(d.f ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
+               array_agg(d.child ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
+               array_agg(d.shard ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
+               array_agg(d.wr ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
+               array_agg(d.w ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
+               array_agg(d.f ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL)
+        INTO kids, dwr, dw, df, skids, shards, sdwr, sdw, sdf
+        FROM (SELECT e.child, e.shard,
                      sum({s}.graph_w(1::smallint, m.nc) - {s}.graph_w(1::smallint, m.oc))::int AS wr,
                      sum({s}.graph_w(0::smallint, m.nc) - {s}.graph_w(0::smallint, m.oc))::int AS w,
                      sum({s}.graph_f(0::smallint, m.nc) - {s}.graph_f(0::smallint, m.oc))::int AS f
               FROM unnest(moved, ocs, ncs) AS m(node, oc, nc)
               JOIN {s}.graph_edges e ON e.parent = m.node
-              WHERE e.shard IS NULL
-              GROUP BY e.child) d;
+              GROUP BY e.child, e.shard) d;
+        -- Children with counters of their own: written once, locked in node order.
         IF kids IS NOT NULL THEN
             PERFORM 1 FROM {s}.graph_nodes WHERE node = ANY(kids) ORDER BY node FOR UPDATE;
             FOR c IN
@@ -94,33 +105,20 @@ pub(crate) const MIGRATION: &str = r#"
                 END IF;
             END LOOP;
         END IF;
-        -- Children with split counters: each row's change summed, written once (locked in
-        -- order), and the child's own counters only when rows start or stop waiting/failing.
-        kids := NULL;
-        SELECT array_agg(d.child ORDER BY d.child, d.shard), array_agg(d.shard ORDER BY d.child, d.shard),
-               array_agg(d.wr ORDER BY d.child, d.shard), array_agg(d.w ORDER BY d.child, d.shard),
-               array_agg(d.f ORDER BY d.child, d.shard)
-        INTO kids, shards, dwr, dw, df
-        FROM (SELECT e.child, e.shard,
-                     sum({s}.graph_w(1::smallint, m.nc) - {s}.graph_w(1::smallint, m.oc))::int AS wr,
-                     sum({s}.graph_w(0::smallint, m.nc) - {s}.graph_w(0::smallint, m.oc))::int AS w,
-                     sum({s}.graph_f(0::smallint, m.nc) - {s}.graph_f(0::smallint, m.oc))::int AS f
-              FROM unnest(moved, ocs, ncs) AS m(node, oc, nc)
-              JOIN {s}.graph_edges e ON e.parent = m.node
-              WHERE e.shard IS NOT NULL
-              GROUP BY e.child, e.shard) d;
-        IF kids IS NULL THEN
+        -- Children with split counters: each row written once (locked in order), and the
+        -- child's own counters only when rows start or stop waiting/failing.
+        IF skids IS NULL THEN
             RETURN cardinality(moved);
         END IF;
         PERFORM 1 FROM {s}.graph_shards x
-        JOIN unnest(kids, shards) AS d(child, shard) ON x.node = d.child AND x.shard = d.shard
+        JOIN unnest(skids, shards) AS d(child, shard) ON x.node = d.child AND x.shard = d.shard
         ORDER BY x.node, x.shard FOR UPDATE OF x;
         FOR c IN
             WITH u AS (
                 UPDATE {s}.graph_shards x SET
                     waiting = x.waiting + CASE WHEN x.policy = 1 THEN d.wr ELSE d.w END,
                     failed = x.failed + CASE WHEN x.policy = 1 THEN 0 ELSE d.f END
-                FROM unnest(kids, shards, dwr, dw, df) AS d(child, shard, wr, w, f)
+                FROM unnest(skids, shards, sdwr, sdw, sdf) AS d(child, shard, wr, w, f)
                 WHERE x.node = d.child AND x.shard = d.shard
                 RETURNING x.node,
                     (x.waiting > 0)::int - (x.waiting - CASE WHEN x.policy = 1 THEN d.wr ELSE d.w END > 0)::int AS zw,
