@@ -56,13 +56,14 @@ pub(crate) const MIGRATION: &str = r#"
         r record;
     BEGIN
         -- The nodes, locked in node order, moved; those whose class changed go on.
-        PERFORM 1 FROM {s}.graph_nodes WHERE node = ANY(p_nodes) ORDER BY node FOR UPDATE;
         WITH t AS (SELECT u.node, u.st, u.payload
                    FROM unnest(p_nodes, p_states, p_payloads) AS u(node, st, payload)),
+             o AS (SELECT node, state FROM {s}.graph_nodes WHERE node = ANY(p_nodes)
+                   ORDER BY node FOR UPDATE),
              m AS (UPDATE {s}.graph_nodes g SET state = t.st,
-                          payload = CASE WHEN t.st = 4 AND g.state = 1 THEN t.payload ELSE g.payload END
-                   FROM t, (SELECT node, state FROM {s}.graph_nodes WHERE node = ANY(p_nodes)) o
-                   WHERE g.node = t.node AND o.node = t.node AND o.state <> t.st
+                          payload = CASE WHEN t.st = 4 AND o.state = 1 THEN t.payload ELSE g.payload END
+                   FROM t JOIN o ON o.node = t.node
+                   WHERE g.node = t.node AND o.state <> t.st
                    RETURNING g.node, {s}.graph_class(o.state) AS oc, {s}.graph_class(t.st) AS nc)
         SELECT array_agg(m.node), array_agg(m.oc), array_agg(m.nc) INTO moved, ocs, ncs
         FROM m WHERE m.oc <> m.nc;
@@ -70,7 +71,7 @@ pub(crate) const MIGRATION: &str = r#"
             RETURN 0;
         END IF;
         -- Each child's change summed over its moved parents (per counters row for a child
-        -- with split counters): one read of the moved parents' edges, by their index.
+        -- with split counters): one read of the moved parents' edges.
         SELECT array_agg(d.child ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
                array_agg(d.wr ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
                array_agg(d.w ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
@@ -87,15 +88,18 @@ pub(crate) const MIGRATION: &str = r#"
                      sum({s}.graph_f(0::smallint, m.nc) - {s}.graph_f(0::smallint, m.oc))::int AS f
               FROM unnest(moved, ocs, ncs) AS m(node, oc, nc)
               JOIN {s}.graph_edges e ON e.parent = m.node
+              -- Said again as `= ANY`: the edges' index whatever the statistics say (a
+              -- hash join over a scan of every edge was planned, 50 to 90 ms a call).
+              WHERE e.parent = ANY(moved)
               GROUP BY e.child, e.shard) d;
         -- Children with counters of their own: written once, locked in node order.
         IF kids IS NOT NULL THEN
-            PERFORM 1 FROM {s}.graph_nodes WHERE node = ANY(kids) ORDER BY node FOR UPDATE;
             FOR c IN
+                WITH l AS (SELECT node FROM {s}.graph_nodes WHERE node = ANY(kids) ORDER BY node FOR UPDATE)
                 UPDATE {s}.graph_nodes g SET
                     waiting = g.waiting + CASE WHEN g.policy = 1 THEN d.wr ELSE d.w END,
                     failed = g.failed + CASE WHEN g.policy = 1 THEN 0 ELSE d.f END
-                FROM unnest(kids, dwr, dw, df) AS d(child, wr, w, f)
+                FROM unnest(kids, dwr, dw, df) AS d(child, wr, w, f) JOIN l ON l.node = d.child
                 WHERE g.node = d.child
                 RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent
             LOOP
@@ -110,15 +114,17 @@ pub(crate) const MIGRATION: &str = r#"
         IF skids IS NULL THEN
             RETURN cardinality(moved);
         END IF;
-        PERFORM 1 FROM {s}.graph_shards x
-        JOIN unnest(skids, shards) AS d(child, shard) ON x.node = d.child AND x.shard = d.shard
-        ORDER BY x.node, x.shard FOR UPDATE OF x;
         FOR c IN
-            WITH u AS (
+            WITH l AS (
+                SELECT x.node, x.shard FROM {s}.graph_shards x
+                JOIN unnest(skids, shards) AS d(child, shard) ON x.node = d.child AND x.shard = d.shard
+                ORDER BY x.node, x.shard FOR UPDATE OF x),
+            u AS (
                 UPDATE {s}.graph_shards x SET
                     waiting = x.waiting + CASE WHEN x.policy = 1 THEN d.wr ELSE d.w END,
                     failed = x.failed + CASE WHEN x.policy = 1 THEN 0 ELSE d.f END
                 FROM unnest(skids, shards, sdwr, sdw, sdf) AS d(child, shard, wr, w, f)
+                JOIN l ON l.node = d.child AND l.shard = d.shard
                 WHERE x.node = d.child AND x.shard = d.shard
                 RETURNING x.node,
                     (x.waiting > 0)::int - (x.waiting - CASE WHEN x.policy = 1 THEN d.wr ELSE d.w END > 0)::int AS zw,
