@@ -40,9 +40,7 @@ pub(crate) const MIGRATION: &str = r#"
     CREATE OR REPLACE FUNCTION {s}.graph_told(p_nodes bigint[], p_states smallint[], p_payloads bytea[])
     RETURNS integer LANGUAGE plpgsql AS $fn$
     DECLARE
-        moved bigint[];
-        ocs integer[];
-        ncs integer[];
+        moved integer;
         kids bigint[];
         dwr integer[];
         dw integer[];
@@ -55,7 +53,9 @@ pub(crate) const MIGRATION: &str = r#"
         c record;
         r record;
     BEGIN
-        -- The nodes, locked in node order, moved; those whose class changed go on.
+        -- The nodes, locked in node order, moved; for those whose class changed, each
+        -- child's change summed over its moved parents (per counters row for a child with
+        -- split counters): one statement.
         WITH t AS (SELECT u.node, u.st, u.payload
                    FROM unnest(p_nodes, p_states, p_payloads) AS u(node, st, payload)),
              o AS (SELECT node, state FROM {s}.graph_nodes WHERE node = ANY(p_nodes)
@@ -64,14 +64,16 @@ pub(crate) const MIGRATION: &str = r#"
                           payload = CASE WHEN t.st = 4 AND o.state = 1 THEN t.payload ELSE g.payload END
                    FROM t JOIN o ON o.node = t.node
                    WHERE g.node = t.node AND o.state <> t.st
-                   RETURNING g.node, {s}.graph_class(o.state) AS oc, {s}.graph_class(t.st) AS nc)
-        SELECT array_agg(m.node), array_agg(m.oc), array_agg(m.nc) INTO moved, ocs, ncs
-        FROM m WHERE m.oc <> m.nc;
-        IF moved IS NULL THEN
-            RETURN 0;
-        END IF;
-        -- Each child's change summed over its moved parents (per counters row for a child
-        -- with split counters): one read of the moved parents' edges.
+                   RETURNING g.node, {s}.graph_class(o.state) AS oc, {s}.graph_class(t.st) AS nc),
+             d AS (SELECT e.child, e.shard,
+                          sum({s}.graph_w(1::smallint, m.nc) - {s}.graph_w(1::smallint, m.oc))::int AS wr,
+                          sum({s}.graph_w(0::smallint, m.nc) - {s}.graph_w(0::smallint, m.oc))::int AS w,
+                          sum({s}.graph_f(0::smallint, m.nc) - {s}.graph_f(0::smallint, m.oc))::int AS f
+                   FROM m JOIN {s}.graph_edges e ON e.parent = m.node
+                   -- Said again as `= ANY`: the edges' index whatever the statistics say (a
+                   -- hash join over a scan of every edge was planned, 50 to 90 ms a call).
+                   WHERE m.oc <> m.nc AND e.parent = ANY(p_nodes)
+                   GROUP BY e.child, e.shard)
         SELECT array_agg(d.child ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
                array_agg(d.wr ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
                array_agg(d.w ORDER BY d.child) FILTER (WHERE d.shard IS NULL),
@@ -80,18 +82,10 @@ pub(crate) const MIGRATION: &str = r#"
                array_agg(d.shard ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
                array_agg(d.wr ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
                array_agg(d.w ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
-               array_agg(d.f ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL)
-        INTO kids, dwr, dw, df, skids, shards, sdwr, sdw, sdf
-        FROM (SELECT e.child, e.shard,
-                     sum({s}.graph_w(1::smallint, m.nc) - {s}.graph_w(1::smallint, m.oc))::int AS wr,
-                     sum({s}.graph_w(0::smallint, m.nc) - {s}.graph_w(0::smallint, m.oc))::int AS w,
-                     sum({s}.graph_f(0::smallint, m.nc) - {s}.graph_f(0::smallint, m.oc))::int AS f
-              FROM unnest(moved, ocs, ncs) AS m(node, oc, nc)
-              JOIN {s}.graph_edges e ON e.parent = m.node
-              -- Said again as `= ANY`: the edges' index whatever the statistics say (a
-              -- hash join over a scan of every edge was planned, 50 to 90 ms a call).
-              WHERE e.parent = ANY(moved)
-              GROUP BY e.child, e.shard) d;
+               array_agg(d.f ORDER BY d.child, d.shard) FILTER (WHERE d.shard IS NOT NULL),
+               (SELECT count(*) FROM m)
+        INTO kids, dwr, dw, df, skids, shards, sdwr, sdw, sdf, moved
+        FROM d;
         -- Children with counters of their own: written once, locked in node order.
         IF kids IS NOT NULL THEN
             FOR c IN
@@ -112,7 +106,7 @@ pub(crate) const MIGRATION: &str = r#"
         -- Children with split counters: each row written once (locked in order), and the
         -- child's own counters only when rows start or stop waiting/failing.
         IF skids IS NULL THEN
-            RETURN cardinality(moved);
+            RETURN moved;
         END IF;
         FOR c IN
             WITH l AS (
@@ -140,7 +134,7 @@ pub(crate) const MIGRATION: &str = r#"
                 PERFORM {s}.graph_judge(r.node);
             END IF;
         END LOOP;
-        RETURN cardinality(moved);
+        RETURN moved;
     END
     $fn$;
 
