@@ -2,6 +2,11 @@
 //! graph, the functions that change it, and the two triggers on `items` that tell it a
 //! tracked row's outcome in the statement that settles the row.
 //!
+//! **Since step 13** (`graph_told.rs`) the two triggers are gone: the settling statements
+//! tell the graph themselves, once per statement (`graph_told`); what follows about the
+//! triggers is step 10 as it was released. The tables and `graph_judge`, `graph_release`,
+//! `graph_move`, `graph_recount`, `graph_add`, `graph_adopt` are still used as written here.
+//!
 //! **Rows are the truth, and the release rides on the ack.** A job of the graph that
 //! waits is a row of `graph_nodes` (its payload, its policy for a failed parent, and two
 //! counters: parents still waited for, failed parents that hold or cancel it), linked to
