@@ -313,7 +313,10 @@ pub(crate) fn told(stmt: &str, p: &str, schema: &str, fate: Fate) -> String {
         if ret.is_empty() {
             ret.push(format!("{p}id AS r_id"));
         }
-        wrapped = format!("WITH d AS ({body} RETURNING {}) SELECT {out} FROM d", ret.join(", "));
+        wrapped = format!(
+            "WITH d AS ({body} RETURNING {}) SELECT {out} FROM d",
+            ret.join(", ")
+        );
         &wrapped
     };
     let open = stmt.find("WITH d AS (").map(|a| a + "WITH d AS (".len());
@@ -347,7 +350,10 @@ mod tests {
     #[test]
     fn step_13_redefines_key_holder_with_its_delete_telling() {
         let f = key_holder();
-        assert!(f.starts_with("CREATE OR REPLACE FUNCTION {s}.key_holder("), "{f}");
+        assert!(
+            f.starts_with("CREATE OR REPLACE FUNCTION {s}.key_holder("),
+            "{f}"
+        );
         assert!(f.contains("RETURNING node, payload INTO g_node, g_payload"));
         assert!(f.ends_with("$fn$;"));
         assert!(MIGRATION.contains("{graph_key_holder}"));
@@ -362,11 +368,27 @@ mod tests {
             Fate::Acked,
         );
         assert!(t.starts_with("WITH d AS (DELETE FROM x.items i WHERE i.id = $1  RETURNING i.id AS r0, -(a - b)::bigint AS r1, i.node AS g_node, i.state AS g_state, NULL::bytea AS g_payload)"), "{t}");
-        assert!(t.ends_with("SELECT r0, r1 FROM d LEFT JOIN g ON true"), "{t}");
+        assert!(
+            t.ends_with("SELECT r0, r1 FROM d LEFT JOIN g ON true"),
+            "{t}"
+        );
         assert!(t.contains("\"x\".graph_told("));
-        let t = told("DELETE FROM x.items WHERE id = $1", "", "x", Fate::Cancelled);
-        assert!(t.contains("RETURNING id AS r_id, node AS g_node, state AS g_state, payload AS g_payload)"), "{t}");
-        assert!(t.ends_with("SELECT g_node FROM d LEFT JOIN g ON true"), "{t}");
+        let t = told(
+            "DELETE FROM x.items WHERE id = $1",
+            "",
+            "x",
+            Fate::Cancelled,
+        );
+        assert!(
+            t.contains(
+                "RETURNING id AS r_id, node AS g_node, state AS g_state, payload AS g_payload)"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.ends_with("SELECT g_node FROM d LEFT JOIN g ON true"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -379,7 +401,10 @@ mod tests {
             "",
         );
         let t = told(&r, "", "x", Fate::Dead);
-        assert!(t.contains("AS h_state, node AS g_node, state AS g_state, NULL::bytea AS g_payload),"), "{t}");
+        assert!(
+            t.contains("AS h_state, node AS g_node, state AS g_state, NULL::bytea AS g_payload),"),
+            "{t}"
+        );
         assert!(t.contains("INSERT INTO \"x\".history"));
         assert!(t.ends_with("SELECT r0 FROM d LEFT JOIN g ON true"), "{t}");
     }

@@ -25,7 +25,10 @@ async fn open(url: &str, name: &str, options: Options) -> PgQueue<Vec<u8>> {
 async fn next(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
     match q.receive_timeout(Duration::from_secs(10)).await {
         Ok(d) => d,
-        Err(e) => panic!("no delivery ({e:?}); last error {:?}", q.store().last_error()),
+        Err(e) => panic!(
+            "no delivery ({e:?}); last error {:?}",
+            q.store().last_error()
+        ),
     }
 }
 
@@ -81,10 +84,16 @@ fn recorded_acks_and_dead_letters_tell_the_graph() {
         d.ack().await.unwrap();
         let c = next(&q).await;
         assert_eq!(c.item(), b"child");
-        assert!(matches!(state(&q, after_a).await, Some(StepState::Queued(_))));
+        assert!(matches!(
+            state(&q, after_a).await,
+            Some(StepState::Queued(_))
+        ));
         // A nack on the last attempt: to the dead letters, and its node with it.
         c.nack("no").await.unwrap();
-        assert!(matches!(state(&q, after_a).await, Some(StepState::DeadLettered(_))));
+        assert!(matches!(
+            state(&q, after_a).await,
+            Some(StepState::DeadLettered(_))
+        ));
         let b = q.push(b"b".to_vec()).await.unwrap();
         let after_b = child_of(&q, b, OnFailedParent::Run).await;
         let d = next(&q).await;
@@ -94,7 +103,10 @@ fn recorded_acks_and_dead_letters_tell_the_graph() {
         let s = state(&q, after_b).await;
         assert!(matches!(s, Some(StepState::Queued(_))), "{s:?}");
         kid.ack().await.unwrap();
-        assert!(matches!(state(&q, after_b).await, Some(StepState::Acked(_))));
+        assert!(matches!(
+            state(&q, after_b).await,
+            Some(StepState::Acked(_))
+        ));
         let history: Vec<(i64, i16)> = common::sql(&url)
             .await
             .query(
@@ -170,7 +182,11 @@ fn an_ack_in_a_transaction_releases_at_its_commit() {
         let d = next(&q).await;
         let tx = db.transaction().await.unwrap();
         q.store().ack_in(&tx, d).await.unwrap();
-        assert_eq!(state(&q, kid).await, Some(StepState::Pending), "not committed yet");
+        assert_eq!(
+            state(&q, kid).await,
+            Some(StepState::Pending),
+            "not committed yet"
+        );
         tx.commit().await.unwrap();
         assert!(matches!(state(&q, kid).await, Some(StepState::Queued(_))));
         let d = next(&q).await;
