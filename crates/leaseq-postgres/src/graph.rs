@@ -170,8 +170,8 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     }
 
     /// [`DependencyStore::push_batch`](leaseq_async::dependencies::DependencyStore::push_batch),
-    /// encoded: the children pushed in one `push_rows`, their nodes in one insert, the
-    /// callback added under them.
+    /// encoded: the children's rows and their nodes in one statement, the callback added
+    /// under them (`graph_add_fresh`: none of them locked or read).
     pub(crate) async fn graph_push_batch(
         &self,
         children: Vec<Vec<u8>>,
@@ -189,54 +189,46 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                         .query_one(&format!("SELECT nextval('\"{s}\".graph_ids')"), &[])
                         .await?
                         .get(0);
-                    let pushed = tx
-                        .query_one(
-                            &crate::tx_sql::push_rows(s),
-                            &[
-                                &db.queue,
-                                &children,
-                                &0_i32,
-                                &0_i64,
-                                &None::<i64>,
-                                &None::<Vec<u8>>,
-                                &false,
-                                &i64::MAX,
-                                &None::<i64>,
-                                &None::<i16>,
-                                &None::<i64>,
-                            ],
-                        )
-                        .await?;
-                    let ids: Vec<i64> = pushed.get(0);
-                    let refusal: Option<String> = pushed.get(1);
-                    if refusal.is_some() || ids.len() != children.len() {
-                        return Err(Fail::Refused(DependencyError::Store(StoreError::not_done(
-                            format!("push_batch: the children were refused ({refusal:?})"),
-                        ))));
-                    }
+                    // The children's rows inserted with their nodes (a keyless, unbounded
+                    // push as `push_rows` makes it: ids of `tx_ids`, visible now, one
+                    // notification at commit), and their nodes, in one statement.
                     let nodes: Vec<i64> = tx
                         .query(
                             &format!(
-                                "WITH n AS (
-                                    INSERT INTO \"{s}\".graph_nodes (node, queue, state, policy, message, batch)
-                                    SELECT nextval('\"{s}\".graph_ids'), $1, 1, 0, m, $3
-                                    FROM unnest($2::bigint[]) WITH ORDINALITY AS u(m, o) ORDER BY o
-                                    RETURNING node, message),
-                                 u AS (UPDATE \"{s}\".items i SET node = n.node FROM n
-                                       WHERE i.id = n.message AND i.id = ANY($2::bigint[]))
-                                 SELECT node FROM n ORDER BY node"
+                                "WITH c AS MATERIALIZED (
+                                    SELECT nextval('\"{s}\".tx_ids') AS id,
+                                           nextval('\"{s}\".graph_ids') AS node, u.p, u.o
+                                    FROM unnest($2::bytea[]) WITH ORDINALITY AS u(p, o) ORDER BY u.o),
+                                 i AS (INSERT INTO \"{s}\".items (id, queue, priority, visible_at, payload, node)
+                                       SELECT c.id, $1, 0, statement_timestamp(), c.p, c.node FROM c),
+                                 n AS (INSERT INTO \"{s}\".graph_nodes (node, queue, state, policy, message, batch)
+                                       SELECT c.node, $1, 1, 0, c.id, $3 FROM c)
+                                 SELECT c.node FROM c ORDER BY c.o"
                             ),
-                            &[&db.queue, &ids, &batch],
+                            &[&db.queue, &children, &batch],
                         )
                         .await?
                         .iter()
                         .map(|r| r.get(0))
                         .collect();
+                    if nodes.len() != children.len() {
+                        return Err(Fail::Refused(DependencyError::Store(StoreError::not_done(
+                            format!("push_batch: {} of {} children pushed", nodes.len(), children.len()),
+                        ))));
+                    }
+                    tx.execute(&db.sql.op.notify, &[&db.sql.channel, &db.queue])
+                        .await?;
                     let policy = match on {
                         BatchOn::Success => OnFailedParent::Hold,
                         _ => OnFailedParent::Run,
                     };
-                    let cb = add(tx, db, &callback, &nodes, policy, None, None).await?;
+                    let cb: i64 = tx
+                        .query_one(
+                            &format!("SELECT \"{s}\".graph_add_fresh($1, $2, $3, $4)"),
+                            &[&db.queue, &callback, &nodes, &policy_code(policy)],
+                        )
+                        .await?
+                        .get(0);
                     let total = nodes.len() as i64;
                     tx.execute(
                         &format!(

@@ -1,6 +1,6 @@
 //! Jobs that wait for other jobs on Postgres, an operator's calls: cancel what is left of a
 //! workflow, retry a failed step, forget a finished workflow or batch. Each one transaction;
-//! the cancels go through the same trigger as every cancel (`graph_sql.rs`).
+//! the cancels tell the graph as every cancel does (`graph_told.rs`).
 
 use leaseq_async::dependencies::{BatchId, DependencyError, NodeId, WorkflowId};
 use leaseq_core::graph::GraphError;
@@ -11,13 +11,10 @@ use crate::graph::{commit, id64, Fail};
 use crate::graph_read::step_state;
 use crate::store::PgStore;
 
-/// Tells the graph's trigger that this transaction's deletes are cancels.
-const SET_CANCEL: &str = "SELECT set_config('leaseq.fate', 'cancel', true)";
-
 impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     /// [`DependencyStore::cancel_workflow`](leaseq_async::dependencies::DependencyStore::cancel_workflow):
     /// pending steps cancelled in the graph, queued ones deleted from `items` (the
-    /// trigger cancels their nodes, keeping the payload for a retry); the steps that were
+    /// delete tells the graph, which cancels their nodes, keeping the payload for a retry); the steps that were
     /// open and are cancelled after, in node order.
     pub(crate) async fn graph_cancel_workflow(
         &self,
@@ -29,7 +26,17 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             let mut client = self.graph_client().await?;
             let tx = client.transaction().await?;
             let open = steps(&tx, s, wf, "state <= 1").await?;
-            tx.batch_execute(SET_CANCEL).await?;
+            let cancel = crate::graph_told::told(
+                &crate::plain_sql::keeping(
+                    &format!("DELETE FROM \"{s}\".items WHERE id = $1"),
+                    "",
+                    crate::plain_sql::Leaving::Deleted,
+                    &format!("\"{s}\""),
+                ),
+                "",
+                s,
+                crate::graph_told::Fate::Cancelled,
+            );
             for (node, state, message) in &open {
                 if *state == 0 {
                     tx.execute(
@@ -38,14 +45,9 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                     )
                     .await?;
                 } else if let Some(m) = message {
-                    // A windowed key stays held (`plain_sql.rs`).
-                    let delete = crate::plain_sql::keeping(
-                        &format!("DELETE FROM \"{s}\".items WHERE id = $1"),
-                        "",
-                        crate::plain_sql::Leaving::Deleted,
-                        &format!("\"{s}\""),
-                    );
-                    tx.execute(&delete, &[m]).await?;
+                    // A windowed key stays held (`plain_sql.rs`); the delete tells the graph
+                    // (`graph_told.rs`).
+                    tx.execute(&cancel, &[m]).await?;
                 }
             }
             // An operator's cancel: none of them comes back by itself when a parent does.
@@ -76,7 +78,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
     }
 
     /// [`DependencyStore::retry_step`](leaseq_async::dependencies::DependencyStore::retry_step):
-    /// a dead letter redriven (the trigger reopens its node), a cancelled step pending
+    /// a dead letter redriven (its redrive reopens its node), a cancelled step pending
     /// again with its counters recounted from its parents (and released if none is open).
     pub(crate) async fn graph_retry_step(
         &self,
@@ -257,7 +259,6 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 let node = NodeId::new(id64(r.get(0)));
                 return Err(DependencyError::Graph(GraphError::Unfinished(node)).into());
             }
-            tx.batch_execute(SET_CANCEL).await?;
             tx.execute(
                 &format!(
                     "WITH n AS ({nodes}),

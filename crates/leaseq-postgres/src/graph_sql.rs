@@ -2,6 +2,11 @@
 //! graph, the functions that change it, and the two triggers on `items` that tell it a
 //! tracked row's outcome in the statement that settles the row.
 //!
+//! **Since step 13** (`graph_told.rs`) the two triggers are gone: the settling statements
+//! tell the graph themselves, once per statement (`graph_told`); what follows about the
+//! triggers is step 10 as it was released. The tables and `graph_judge`, `graph_release`,
+//! `graph_move`, `graph_recount`, `graph_add`, `graph_adopt` are still used as written here.
+//!
 //! **Rows are the truth, and the release rides on the ack.** A job of the graph that
 //! waits is a row of `graph_nodes` (its payload, its policy for a failed parent, and two
 //! counters: parents still waited for, failed parents that hold or cancel it), linked to
@@ -360,10 +365,3 @@ pub(crate) const MIGRATION: &str = r#"
         FOR EACH ROW WHEN (NEW.node IS NOT NULL AND (OLD.state = 2) <> (NEW.state = 2))
         EXECUTE FUNCTION {s}.graph_on_dead();
 "#;
-
-/// Begins a statement that deletes rows for another reason than an ack (a cancel, a purge):
-/// the graph's trigger then takes its deletes (and the rest of its transaction's) as
-/// cancels.
-/// A `WITH` clause the statement then names in its `WHERE` (`AND (SELECT v FROM fate)`).
-pub(crate) const CANCEL_FATE: &str =
-    "WITH fate AS MATERIALIZED (SELECT set_config('leaseq.fate', 'cancel', true) IS NOT NULL AS v) ";

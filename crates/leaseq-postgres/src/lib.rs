@@ -190,14 +190,16 @@
 //! job runs and what a failed parent does to it.
 //!
 //! A job that waits is not an `items` row yet. Each released job's row carries its node
-//! (`items.node`), and two row triggers on `items`, `WHEN (node IS NOT NULL)`, tell the graph
-//! its outcome inside the very statement that settles it: the ack that deletes a last
-//! parent's row also inserts the dependent's row (and counts a batch child), in the same
-//! transaction; a dead letter or a redrive moves it too. So no receiver sees a parent's ack
-//! without its dependents, a crash or a lost reply never releases a job before the ack
-//! commits, and nothing is released twice (the re-run ack is fenced and finds no row).
-//! Jobs without dependencies have `node` NULL: their acks and claims run no trigger
-//! function and touch no graph table (BENCHMARKS.md, issue 33, measures it).
+//! (`items.node`), and every statement that deletes a row or moves it to or from the dead
+//! letters returns the row's node and, when one of its rows has one, tells the graph in that
+//! same statement (schema step 13, `graph_told`, once per statement, set-based): the ack that
+//! deletes a last parent's row also inserts the dependent's row (and counts a batch child),
+//! in the same transaction; a dead letter, a cancel or a redrive moves it too. So no receiver
+//! sees a parent's ack without its dependents, a crash or a lost reply never releases a job
+//! before the ack commits, and nothing is released twice (the re-run ack is fenced and finds
+//! no row). Jobs without dependencies have `node` NULL: no trigger runs for them (step 13
+//! dropped step 10's two), their statements call no graph function and touch no graph table
+//! (BENCHMARKS.md, round 9, measures it).
 //!
 //! ```no_run
 //! # async fn f(queue: leaseq_postgres::PgQueue<String>) -> Result<(), Box<dyn std::error::Error>> {
@@ -313,6 +315,7 @@ mod graph_list;
 mod graph_ops;
 mod graph_read;
 mod graph_sql;
+mod graph_told;
 mod history;
 mod history_sql;
 mod inspect;

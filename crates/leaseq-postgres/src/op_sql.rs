@@ -148,10 +148,7 @@ impl OpSql {
                                        AND ($4::bytea IS NULL OR substring(o.payload FROM 1 FOR octet_length($4)) = $4)
                                        AND (o.expires_at IS NULL OR o.expires_at > clock_timestamp()))))
                      ORDER BY d.id LIMIT $2)"),
-            purge: f(&format!(
-                "{}DELETE FROM {{s}}.items WHERE queue = $1 AND state = 0 AND (SELECT v FROM fate)",
-                crate::graph_sql::CANCEL_FATE
-            )),
+            purge: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 0"),
             purge_dead: f("DELETE FROM {s}.items WHERE queue = $1 AND state = 2
                    AND ($2::smallint IS NULL OR reason = $2)
                    AND ($3::bytea IS NULL OR substring(payload FROM 1 FOR octet_length($3)) = $3)"),

@@ -106,6 +106,7 @@ where
     if options.retention.is_some() {
         sql.record_history(&options.schema);
     }
+    sql.tell_graph(&options.schema);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();
     // A bounded queue starts from a count of its live rows (`capacity.rs`).

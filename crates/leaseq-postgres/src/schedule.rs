@@ -74,11 +74,16 @@ impl ScheduleSql {
                         moved_at_ns = $6, calendar = $7
                  WHERE queue = $1 AND name = $2 AND cursor_ns = $8"
             ),
-            withdraw: format!(
-                "UPDATE {s}.items SET state = 2, reason = {expired}, dead_at = clock_timestamp()
-                 WHERE queue = $1 AND key = ANY($2) AND state = 0
-                 RETURNING id",
-                expired = Reason::Expired.code()
+            withdraw: crate::graph_told::told(
+                &format!(
+                    "UPDATE {s}.items SET state = 2, reason = {expired}, dead_at = clock_timestamp()
+                     WHERE queue = $1 AND key = ANY($2) AND state = 0
+                     RETURNING id",
+                    expired = Reason::Expired.code()
+                ),
+                "",
+                schema,
+                crate::graph_told::Fate::Dead,
             ),
         }
     }

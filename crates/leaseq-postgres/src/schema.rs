@@ -94,8 +94,10 @@ const MIGRATIONS: &[&str] = &[
     // limits, rates and groups, and the flow claim (`flow_sql.rs`; the claim function's text
     // is filled in at `{flow_claim_fn}`).
     crate::flow_sql::MIGRATION,
-    // 13: reserved for the graph's step (h-pg-graph: its triggers replaced), merged apart.
-    "",
+    // 13 (issue 33's costs): the graph's triggers dropped, the statements that settle a
+    // tracked row tell it once per statement (`graph_told.rs`; `key_holder` redefined at
+    // `{graph_key_holder}`).
+    crate::graph_told::MIGRATION,
     // 14 (issues 32 and 33): the key windows' triggers replaced by the statements that take
     // rows out, and the claim's two flags in one row (`plain_sql.rs`).
     crate::plain_sql::MIGRATION,
@@ -223,6 +225,7 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
     for step in &MIGRATIONS[found as usize..] {
         let step = step
             .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
+            .replace("{graph_key_holder}", &crate::graph_told::key_holder())
             .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }

@@ -293,10 +293,7 @@ impl Sql {
                 " FROM {s}.items WHERE queue = $1 AND id = $2 FOR UPDATE"
             ))
             .replace("{max_item}", &max_item.to_string()),
-            cancel: f(&format!(
-                "{}DELETE FROM {{s}}.items WHERE id = $1 AND (SELECT v FROM fate)",
-                crate::graph_sql::CANCEL_FATE
-            )),
+            cancel: f("DELETE FROM {s}.items WHERE id = $1"),
             op: crate::op_sql::OpSql::new(schema, max_item),
             history: crate::history_sql::HistorySql::new(schema),
             // INDEX_CLEANUP ON: never skip the indexes (see upkeep.rs). TRUNCATE OFF: a
