@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -94,6 +94,9 @@ const MIGRATIONS: &[&str] = &[
     // limits, rates and groups, and the flow claim (`flow_sql.rs`; the claim function's text
     // is filled in at `{flow_claim_fn}`).
     crate::flow_sql::MIGRATION,
+    // 13 (session step 15, issue 32): a queue limit's slots and their claim, `flow_claim`
+    // made again (`flow_slots_sql.rs`).
+    crate::flow_slots_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -130,7 +133,7 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running, "{schema}".flow_slots TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids, "{schema}".flow_seq TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".graph_nodes, "{schema}".graph_edges, "{schema}".graph_shards, "{schema}".graph_workflows, "{schema}".graph_batches TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".graph_ids TO "{role}";"#;
