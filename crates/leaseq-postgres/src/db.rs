@@ -45,6 +45,9 @@ pub(crate) struct Db<T: 'static> {
     /// the flow claim (`flow_claim.rs`). Read at open; written by the claimer when its probe
     /// or the flow claim says otherwise, and by this process's `FlowControl` calls.
     pub(crate) flowed: std::sync::atomic::AtomicBool,
+    /// The flow claims in a row that a queue limit's full slots held back: the claimer's
+    /// next look waits longer with each (`flow_claim.rs`). Written by the claimer only.
+    pub(crate) held_in_a_row: std::sync::atomic::AtomicU32,
 }
 
 impl<T: 'static> Db<T> {

@@ -5,7 +5,8 @@
 //! grouped push ever came. Each change commits with a `NOTIFY` of the schema's channel, so
 //! every process's claimer looks again at once. A rate's GCRA state is changed under the
 //! queue's advisory lock (the flow claims' own), carried over to the new rate as the core
-//! does (`leaseq_core::Rate`). The statements are in `flow_sql.rs`'s neighbour here: short,
+//! does (`leaseq_core::Rate`). A change deletes a queue limit's slots first
+//! (`flow_slots_sql.rs`). The statements are in `flow_sql.rs`'s neighbour here: short,
 //! not on any hot path.
 
 use std::num::NonZeroU32;
@@ -186,9 +187,19 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 &[&lock_key, &db.queue],
             )
             .await?;
+            // A queue limit's slots (`flow_slots_sql.rs`) go first, once the slot claims
+            // under way have committed; the next flow claim makes them again if the new
+            // settings allow.
+            let dropped = tx
+                .execute(
+                    &crate::flow_slots_sql::DROP_SLOTS.replace("{s}", &s),
+                    &[&db.queue],
+                )
+                .await?;
             tx.execute(change, &[&db.queue, &scope, &key]).await?;
-            if on {
-                // The leases in flight now count against the limits from the start.
+            if on || dropped > 0 {
+                // The leases in flight now count against the limits from the start (read
+                // in a statement after the slots' delete: it sees their claims).
                 tx.execute(
                     &format!(
                         "INSERT INTO {s}.flow_running (queue, id, lease, fkind, fpart)

@@ -1,8 +1,10 @@
 //! Claiming a queue with flow control: the flow claim (`flow_sql.rs`'s `flow_claim`, one
-//! statement: the queue's advisory lock, the walk past held items, the leases), run by
+//! statement: the queue's advisory lock, the walk past held items, the leases; or, for a
+//! queue limit alone, its slots without the lock, `flow_slots_sql.rs`), run by
 //! `claim.rs` for a store whose queue has a row in `flow_queues` (`Db::flowed`), and what
 //! its last row says: how soon to look again.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio_postgres::Row;
@@ -13,6 +15,13 @@ use crate::db::Db;
 /// group's turn held items looks again: those wait for a settle, which another process
 /// does not announce (this process's own settles wake the claimer at once).
 pub(crate) const HELD_POLL: Duration = Duration::from_millis(20);
+
+/// The first look again of a claimer whose claim a queue limit's full slots held back
+/// (`flow_slots_sql.rs`): such a claim that finds no slot free writes nothing (no commit
+/// to flush), so the claimer looks again soon, then twice as late each time in a row, up
+/// to [`HELD_POLL`]: a slot another process's settle freed is taken within about the
+/// time it stayed free, not a whole poll later.
+const SLOT_POLL: Duration = Duration::from_millis(1);
 
 /// The rows and groups one flow claim looks at, at most: `n` taken plus this many passed.
 const WALK: usize = 1000;
@@ -46,6 +55,7 @@ pub(crate) async fn run<T>(
         )
         .await?;
     let mut hint = None;
+    let got_any = rows.iter().any(|r| r.get::<_, Option<i64>>(0).is_some());
     rows.retain(|row| {
         if row.get::<_, Option<i64>>(0).is_some() {
             return true;
@@ -59,11 +69,44 @@ pub(crate) async fn run<T>(
         let wake: Option<i64> = row.get(10);
         let mut look = wake.map(|us| Duration::from_micros(us.max(0) as u64));
         if held & (1 | 4) != 0 {
-            look = Some(look.map_or(HELD_POLL, |w| w.min(HELD_POLL)));
+            let poll = if held & 8 != 0 && got_any {
+                db.held_in_a_row.store(0, Ordering::Relaxed);
+                SLOT_POLL
+            } else if held & 8 != 0 {
+                slot_poll(db.held_in_a_row.fetch_add(1, Ordering::Relaxed))
+            } else {
+                HELD_POLL
+            };
+            look = Some(look.map_or(poll, |w| w.min(poll)));
+        }
+        if held & 8 == 0 {
+            db.held_in_a_row.store(0, Ordering::Relaxed);
         }
         hint = look;
         false
     });
     rows.sort_by_key(|r| r.get::<_, i64>(4));
     Ok((rows, hint))
+}
+
+/// The look again after `in_a_row` claims before held back by full slots: [`SLOT_POLL`]
+/// doubled each time, at most [`HELD_POLL`].
+fn slot_poll(in_a_row: u32) -> Duration {
+    SLOT_POLL
+        .saturating_mul(1u32 << in_a_row.min(16))
+        .min(HELD_POLL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_slot_claim_looks_again_sooner_than_a_poll_then_backs_off() {
+        assert_eq!(slot_poll(0), SLOT_POLL);
+        assert_eq!(slot_poll(1), SLOT_POLL * 2);
+        assert_eq!(slot_poll(4), SLOT_POLL * 16);
+        assert_eq!(slot_poll(5), HELD_POLL);
+        assert_eq!(slot_poll(u32::MAX), HELD_POLL);
+    }
 }

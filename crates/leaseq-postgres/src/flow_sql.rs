@@ -9,6 +9,11 @@
 //! every process claims it with `flow_claim` (the plain claim finds nothing, and the
 //! claimer's probe, `next_visible`, says why).
 //!
+//! **A queue limit alone** (no other limit, no rate, never a grouped push) is claimed
+//! through its slots (`flow_slots_sql.rs`: `flow_claim` hands over to `flow_claim_slots`
+//! before the lock below, and makes the slots under it), so that the claims of several
+//! processes run side by side.
+//!
 //! **The flow claim** (`flow_claim`, plpgsql) takes the queue's advisory lock
 //! (`pg_advisory_xact_lock`, held to its commit), so the flow claims of a queue run one at
 //! a time across every process and each sees the ones before it committed (a plpgsql
@@ -115,7 +120,7 @@ const CLAIM_FN: &str = r#"
                    r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer)
     LANGUAGE plpgsql AS $fn$
     DECLARE
-        now_ts timestamptz; now_ns bigint;
+        now_ts timestamptz; now_ns bigint; is_grouped boolean;
         qmax integer; qrun bigint := 0;
         l_scope smallint[]; l_key bigint[]; l_max integer[]; l_run integer[];
         t_scope smallint[]; t_key bigint[]; t_int bigint[]; t_tol bigint[]; t_tat bigint[];
@@ -133,7 +138,8 @@ const CLAIM_FN: &str = r#"
         c_id bigint; c_kind bigint; c_part bigint; c_grp bigint;
         i integer; at_ns bigint; ok boolean;
     BEGIN
-        IF NOT EXISTS (SELECT 1 FROM {s}.flow_queues f WHERE f.queue = q) THEN
+        SELECT f.grouped INTO is_grouped FROM {s}.flow_queues f WHERE f.queue = q;
+        IF NOT FOUND THEN
             RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
                 NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint,
                 NULL::bytea, NULL::bigint, -1;
@@ -145,6 +151,7 @@ const CLAIM_FN: &str = r#"
                 NULL::bytea, NULL::bigint, 0;
             RETURN;
         END IF;
+        {slots_enter}
         PERFORM pg_advisory_xact_lock(hashtext('leaseq.flow.{schema}'), hashtext(q));
         now_ts := clock_timestamp();
         now_ns := (EXTRACT(EPOCH FROM now_ts) * 1000000)::bigint * 1000;
@@ -153,6 +160,7 @@ const CLAIM_FN: &str = r#"
         SELECT array_agg(f.scope), array_agg(f.key), array_agg(f.max_running)
             INTO l_scope, l_key, l_max
             FROM {s}.flow_limits f WHERE f.queue = q AND f.scope > 0;
+        {slots_dissolve}
         IF qmax IS NOT NULL OR l_scope IS NOT NULL THEN
             DELETE FROM {s}.flow_running r WHERE r.queue = q AND NOT EXISTS (
                 SELECT 1 FROM {s}.items it
@@ -171,6 +179,7 @@ const CLAIM_FN: &str = r#"
                array_agg(f.tolerance_ns), array_agg(f.tat_ns)
             INTO t_scope, t_key, t_int, t_tol, t_tat
             FROM {s}.flow_rates f WHERE f.queue = q;
+        {slots_make}
         OPEN cu FOR
             {ungrouped};
         OPEN cg FOR
@@ -362,4 +371,7 @@ pub(crate) fn claim_fn() -> String {
     CLAIM_FN
         .replace("{ungrouped}", &ungrouped())
         .replace("{hold}", HOLD)
+        .replace("{slots_enter}", crate::flow_slots_sql::ENTER)
+        .replace("{slots_dissolve}", crate::flow_slots_sql::DISSOLVE)
+        .replace("{slots_make}", crate::flow_slots_sql::MAKE)
 }

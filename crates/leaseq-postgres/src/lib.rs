@@ -308,6 +308,7 @@ mod extend;
 mod flow;
 mod flow_claim;
 mod flow_insert;
+mod flow_slots_sql;
 mod flow_sql;
 mod graph;
 mod graph_impl;

@@ -101,8 +101,9 @@ const MIGRATIONS: &[&str] = &[
     // 14 (issues 32 and 33): the key windows' triggers replaced by the statements that take
     // rows out, and the claim's two flags in one row (`plain_sql.rs`).
     crate::plain_sql::MIGRATION,
-    // 15: reserved for the flow claim's slots (h-pg-limit), merged apart.
-    "",
+    // 15 (issue 32): a queue limit's slots and their claim, `flow_claim` made again
+    // (`flow_slots_sql.rs`).
+    crate::flow_slots_sql::MIGRATION,
     // 16 (issue 32): the bounded queues' room ledger (`queue_room`, `take_room`) and
     // `insert_bounded` and `push_rows` taking room from it (`room_sql.rs`).
     crate::room_sql::MIGRATION,
@@ -143,7 +144,7 @@ const REASON_NAMES: &str = r#"
 /// "Least privilege", show the whole setup.
 pub const WORKER_GRANTS: &str = r#"GRANT USAGE ON SCHEMA "{schema}" TO "{role}";
 GRANT SELECT ON "{schema}".leaseq_meta TO "{role}";
-GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running, "{schema}".queue_room TO "{role}";
+GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".items, "{schema}".writer_marks, "{schema}".queue_settings, "{schema}".schedules, "{schema}".queue_pauses, "{schema}".history, "{schema}".gone_keys, "{schema}".flow_queues, "{schema}".flow_limits, "{schema}".flow_rates, "{schema}".flow_groups, "{schema}".flow_running, "{schema}".queue_room, "{schema}".flow_slots TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".instances, "{schema}".tx_ids, "{schema}".flow_seq TO "{role}";
 GRANT SELECT, INSERT, UPDATE, DELETE ON "{schema}".graph_nodes, "{schema}".graph_edges, "{schema}".graph_shards, "{schema}".graph_workflows, "{schema}".graph_batches TO "{role}";
 GRANT USAGE ON SEQUENCE "{schema}".graph_ids TO "{role}";"#;

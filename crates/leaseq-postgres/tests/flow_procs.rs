@@ -5,6 +5,8 @@
 //! - a queue limit of 5, a kind's of 2 and a partition's of 1: never more at once;
 //! - a rate of 100/s (burst 10) over 20 s: the starts (the leases' `leased_at`, from the
 //!   record of finished jobs) never pass the GCRA's bound; the rate achieved is printed;
+//! - a queue limit alone (claimed through its slots) changed while they claim: at no
+//!   lease's start more leases in flight than the limit then;
 //! - ordered groups with a `kill -9` of the process running one of their items: each
 //!   group's items run one at a time in push order, the killed one again before its next.
 
@@ -209,6 +211,82 @@ fn three_processes_never_pass_a_queue_kind_or_partition_limit() {
         assert!(
             most >= 2,
             "the workers ran one at a time: the ledger saw no overlap"
+        );
+    });
+}
+
+/// A queue limit alone claims through its slots, without a lock across processes
+/// (`flow_slots_sql.rs`); changed four times while three processes claim, and every lease
+/// taken obeys the limit in force: at each lease's start (the record of finished jobs),
+/// the leases in flight (taken, not yet settled) never pass it (either one while a change
+/// commits).
+#[test]
+fn three_processes_keep_a_queue_limit_changed_while_they_claim() {
+    let Some(url) = common::server() else { return };
+    common::runtime().block_on(async {
+        let (queue, table, q) = setup(&url, "flowslots").await;
+        q.set_limit(LimitScope::Queue, Some(4))
+            .await
+            .expect("limit");
+        let total = 600;
+        let batch: Vec<Vec<u8>> = (0..total).map(|i| payload("", "", "", i)).collect();
+        for chunk in batch.chunks(300) {
+            q.push_batch(chunk.to_vec()).await.expect("push");
+        }
+        // Each change: from, to (the database's clock around it), the limit from then on.
+        let changes = async {
+            let ledger = Ledger::connect(&url, &table).await;
+            let mut out = vec![(i64::MIN, i64::MIN, 4usize)];
+            for (at, max) in [(100, 2), (250, 7), (400, 1), (480, 5)] {
+                while ledger.finished().await < at {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                let from = ledger::db_now(&url).await;
+                q.set_limit(LimitScope::Queue, Some(max as u32))
+                    .await
+                    .expect("a change");
+                out.push((from, ledger::db_now(&url).await, max));
+            }
+            out
+        };
+        let ((entries, killed_at), changes) = tokio::join!(
+            run_children(&url, &queue, &table, total as usize, 5, 0),
+            changes
+        );
+        ledger::each_once(&entries, total as usize, killed_at);
+        let spans = ledger::lease_spans(&url, &queue).await;
+        assert_eq!(spans.len(), total as usize, "every lease recorded");
+        let limit_at = |t: i64| {
+            let mut limit = 0;
+            for &(from, to, max) in &changes {
+                if t >= to {
+                    limit = max;
+                } else if t >= from {
+                    limit = limit.max(max);
+                }
+            }
+            limit
+        };
+        if let Some((start, in_flight, limit)) = ledger::over_limit(&spans, limit_at) {
+            panic!("{in_flight} leases in flight at {start}, over the limit of {limit}");
+        }
+        let most = ledger::most_at_once(&entries, |_| true);
+        assert!(most >= 2, "the workers ran one at a time: no overlap seen");
+        let slots: i64 = common::sql(&url)
+            .await
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {}.flow_slots WHERE queue = $1",
+                    common::SCHEMA
+                ),
+                &[&queue],
+            )
+            .await
+            .expect("slots")
+            .get(0);
+        assert_eq!(
+            slots, 5,
+            "the last limit's slots, which the last claims took"
         );
     });
 }

@@ -255,3 +255,38 @@ pub(crate) fn groups_in_order(entries: &[Entry], groups: usize, per: u32, killed
         }
     }
 }
+
+/// The leases of `queue` as the record of finished jobs has them: `(leased_at,
+/// finished_at)` (the settle's instant, before its commit), by start.
+pub(crate) async fn lease_spans(url: &str, queue: &str) -> Vec<(i64, i64)> {
+    let rows = common::sql(url)
+        .await
+        .query(
+            &format!(
+                "SELECT (EXTRACT(EPOCH FROM leased_at) * 1000000)::bigint,
+                        (EXTRACT(EPOCH FROM finished_at) * 1000000)::bigint
+                 FROM {}.history WHERE queue = $1 ORDER BY leased_at",
+                common::SCHEMA
+            ),
+            &[&queue],
+        )
+        .await
+        .expect("the record of finished jobs");
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+}
+
+/// The most leases of `spans` in flight at a lease's start (itself included), against
+/// `limit_at` that instant: the first start found over it, if any.
+pub(crate) fn over_limit(
+    spans: &[(i64, i64)],
+    limit_at: impl Fn(i64) -> usize,
+) -> Option<(i64, usize, usize)> {
+    spans.iter().find_map(|&(start, _)| {
+        let in_flight = spans
+            .iter()
+            .filter(|&&(s, f)| s <= start && start < f)
+            .count();
+        let limit = limit_at(start);
+        (in_flight > limit).then_some((start, in_flight, limit))
+    })
+}
