@@ -136,20 +136,6 @@ pub(crate) fn keeping(stmt: &str, p: &str, how: Leaving, s: &str) -> String {
     }
 }
 
-/// The statements of [`Sql`](crate::sql::Sql) that take rows out of the live ones, made to
-/// keep windowed keys ([`keeping`]); `s` the quoted schema.
-pub(crate) fn keep_keys(sql: &mut crate::sql::Sql, s: &str) {
-    use Leaving::{DeadLettered, Deleted};
-    let fix = |stmt: &mut String, p: &str, how: Leaving| *stmt = keeping(stmt, p, how, s);
-    fix(&mut sql.ack, "i.", Deleted);
-    fix(&mut sql.cancel, "", Deleted);
-    fix(&mut sql.op.purge, "", Deleted);
-    fix(&mut sql.bury, "", DeadLettered);
-    fix(&mut sql.terminate, "", DeadLettered);
-    fix(&mut sql.rescue, "i.", DeadLettered);
-    fix(&mut sql.expire_items, "", DeadLettered);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

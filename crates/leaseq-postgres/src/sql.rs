@@ -308,7 +308,17 @@ impl Sql {
             "WHERE u.id > mark.below\n                   ON CONFLICT (id) DO NOTHING)",
         );
         // The statements that take rows out keep windowed keys (`plain_sql.rs`).
-        crate::plain_sql::keep_keys(&mut sql, &s);
+        {
+            use crate::plain_sql::{keeping, Leaving::DeadLettered, Leaving::Deleted};
+            let fix = |stmt: &mut String, p: &str, how| *stmt = keeping(stmt, p, how, &s);
+            fix(&mut sql.ack, "i.", Deleted);
+            fix(&mut sql.cancel, "", Deleted);
+            fix(&mut sql.op.purge, "", Deleted);
+            fix(&mut sql.bury, "", DeadLettered);
+            fix(&mut sql.terminate, "", DeadLettered);
+            fix(&mut sql.rescue, "i.", DeadLettered);
+            fix(&mut sql.expire_items, "", DeadLettered);
+        }
         sql.insert_flow = (
             crate::flow_insert::flowed_insert(&sql.insert, &s),
             crate::flow_insert::flowed_insert(&sql.insert_checked, &s),
