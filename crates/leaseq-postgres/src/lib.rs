@@ -315,6 +315,7 @@ mod graph_list;
 mod graph_ops;
 mod graph_read;
 mod graph_sql;
+mod graph_fanout;
 mod graph_told;
 mod history;
 mod history_sql;
