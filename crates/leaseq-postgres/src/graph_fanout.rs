@@ -22,10 +22,11 @@
 //!   statement.
 //!
 //! Locks: moved nodes (node order), then counters rows (`(node, shard)` order), then children
-//! with their own counters (node order), then callbacks' own counters (node order). Every
-//! caller of `graph_told` takes them in this order; two statements that still meet the other
-//! way round (an add under a parent being acked) deadlock, and the server aborts one, which
-//! the settle retries (as before, `graph_sql.rs`).
+//! with their own counters (node order), then callbacks' own counters (node order); step 13
+//! took the children with their own counters before the counters rows (the two sets are
+//! different rows of different children). Statements that still meet the other way round
+//! (an add under a parent being acked, a judge's cascade) deadlock, and the server aborts
+//! one, which the settle retries (as before, `graph_sql.rs`).
 //!
 //! The wrapper that calls it ([`told`](crate::graph_told::told)) is unchanged.
 
