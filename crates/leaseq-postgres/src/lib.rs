@@ -311,6 +311,7 @@ mod flow_insert;
 mod flow_slots_sql;
 mod flow_sql;
 mod graph;
+mod graph_fanout;
 mod graph_impl;
 mod graph_list;
 mod graph_ops;

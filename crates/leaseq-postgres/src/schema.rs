@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -107,6 +107,9 @@ const MIGRATIONS: &[&str] = &[
     // 16 (issue 32): the bounded queues' room ledger (`queue_room`, `take_room`) and
     // `insert_bounded` and `push_rows` taking room from it (`room_sql.rs`).
     crate::room_sql::MIGRATION,
+    // 17 (issue 33's fan-out): `graph_told` redefined, a batch child's counters rows locked
+    // by their key and written in the statement that moves it (`graph_fanout.rs`).
+    crate::graph_fanout::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
