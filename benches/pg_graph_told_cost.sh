@@ -41,8 +41,8 @@ BEGIN
                  RETURNING it.id AS r0, it.state AS r1)
       SELECT count(*) INTO c FROM d;
     ELSIF how = 'bare' THEN
-      -- The settler's ack of rows claimed without a node (`ack_plain.rs`): none's delete
-      -- with `node IS NULL` in its condition, telling nothing.
+      -- The settler's ack of rows claimed without a node (ack_plain.rs): none's delete
+      -- with node IS NULL in its condition, telling nothing.
       UPDATE cost_none.items SET state = 1, lease = lease + 1, attempts = attempts + 1, deadline = clock_timestamp() WHERE id = ANY(b);
       WITH d AS (DELETE FROM cost_none.items it USING unnest(b) AS x(id) WHERE it.node IS NULL AND it.id = ANY(b) AND it.id = x.id AND it.state IN (0, 1)
                  RETURNING it.id AS r0, it.state AS r1)
