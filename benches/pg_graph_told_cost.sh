@@ -7,7 +7,9 @@
 # `WHEN` false for plain rows as before). Tables are `LIKE` copies of a step-13 schema's items
 # (`SRC`, default the one `pg_graph_bench --only fanout` leaves). Prints per pair of rounds
 # (alternating order) the backend's task-clock ns per item for none / told / trig and the
-# ratios told/none and trig/none. Needs `perf` and the server on this machine.
+# ratios told/none and trig/none. With BARE=1: none / bare / told instead, `bare` being the
+# settler's ack of rows claimed without a node (`ack_plain.rs`: none's delete with
+# `node IS NULL`). Needs `perf` and the server on this machine.
 set -e
 U=${LEASEQ_PG_URL:-"host=127.0.0.1 port=5432 user=postgres dbname=test"}
 SRC=${SRC:-leaseq_bench_graph_fanout}
@@ -36,6 +38,13 @@ BEGIN
     IF how = 'trig' THEN
       UPDATE cost_trig.items SET state = 1, lease = lease + 1, attempts = attempts + 1, deadline = clock_timestamp() WHERE id = ANY(b);
       WITH d AS (DELETE FROM cost_trig.items it USING unnest(b) AS x(id) WHERE it.id = ANY(b) AND it.id = x.id AND it.state IN (0, 1)
+                 RETURNING it.id AS r0, it.state AS r1)
+      SELECT count(*) INTO c FROM d;
+    ELSIF how = 'bare' THEN
+      -- The settler's ack of rows claimed without a node (ack_plain.rs): none's delete
+      -- with node IS NULL in its condition, telling nothing.
+      UPDATE cost_none.items SET state = 1, lease = lease + 1, attempts = attempts + 1, deadline = clock_timestamp() WHERE id = ANY(b);
+      WITH d AS (DELETE FROM cost_none.items it USING unnest(b) AS x(id) WHERE it.node IS NULL AND it.id = ANY(b) AND it.id = x.id AND it.state IN (0, 1)
                  RETURNING it.id AS r0, it.state AS r1)
       SELECT count(*) INTO c FROM d;
     ELSIF how = 'told' THEN
@@ -69,6 +78,15 @@ SQL
     awk -F, '/task-clock/ {printf "%.0f\n", $1*1e6/16000}' "$t/perf"
     rm -rf "$t"
 }
+if [ -n "$BARE" ]; then
+    # none / bare / told: the bare ack (`ack_plain.rs`) against no graph and step 13's wrapper.
+    for r in $(seq 1 "${PAIRS:-6}"); do
+        if [ $((r % 2)) = 0 ]; then a=$(one cost_none none); b=$(one cost_none bare); c=$(one cost_none told)
+        else c=$(one cost_none told); b=$(one cost_none bare); a=$(one cost_none none); fi
+        echo "$a $b $c" | awk '{printf "none %s bare %s told %s  bare/none %.3f told/none %.3f\n", $1, $2, $3, $2/$1, $3/$1}'
+    done
+    exit 0
+fi
 for r in $(seq 1 "${PAIRS:-6}"); do
     if [ $((r % 2)) = 0 ]; then a=$(one cost_none none); b=$(one cost_none told); c=$(one cost_trig trig)
     else c=$(one cost_trig trig); b=$(one cost_none told); a=$(one cost_none none); fi

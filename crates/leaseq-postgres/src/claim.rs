@@ -20,8 +20,10 @@ pub(crate) struct Claimed<T> {
     visible_us: i64,
 }
 
-/// Turns a row of the claim statement into a lease (or the decode error).
-pub(crate) fn lease_of<T>(db: &Db<T>, row: &Row) -> Claimed<T> {
+/// Turns a row of a claim statement into a lease (or the decode error); `plain`: the
+/// plain claim's row, whose column 10 says whether it has no node (the flow claim's rows
+/// do not say: their acks are told).
+pub(crate) fn lease_of<T>(db: &Db<T>, row: &Row, plain: bool) -> Claimed<T> {
     let id: i64 = row.get(0);
     let lease: i64 = row.get(1);
     let attempts: i32 = row.get(2);
@@ -48,6 +50,7 @@ pub(crate) fn lease_of<T>(db: &Db<T>, row: &Row) -> Claimed<T> {
                     progress: row
                         .get::<_, Option<&[u8]>>(9)
                         .map(leaseq_async::Progress::from_stored),
+                    plain: plain && row.try_get::<_, bool>(10).unwrap_or(false),
                 },
             })
         }
@@ -98,7 +101,7 @@ pub(crate) async fn claim<T>(
             .await?;
         (rows, None)
     };
-    let mut claimed: Vec<Claimed<T>> = rows.iter().map(|r| lease_of(db, r)).collect();
+    let mut claimed: Vec<Claimed<T>> = rows.iter().map(|r| lease_of(db, r, !flowed)).collect();
     // The flow claim's rows come in the order it picked them.
     if !flowed {
         claimed.sort_by_key(|c| (std::cmp::Reverse(c.priority), c.visible_us, id_of(c)));

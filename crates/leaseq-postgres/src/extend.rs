@@ -49,6 +49,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
                 expires_at,
                 beat: None,
                 progress: None,
+                plain: false,
             };
             if release {
                 let failure = Failure::with_reason(Reason::Released);

@@ -292,6 +292,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod ack_plain;
 mod admin;
 mod blocking;
 mod board;

@@ -106,6 +106,8 @@ where
     if options.retention.is_some() {
         sql.record_history(&options.schema);
     }
+    // The ack of rows without a node, as the graph does not wrap it (`ack_plain.rs`).
+    sql.ack_plain = crate::ack_plain::bare(&sql.ack);
     sql.tell_graph(&options.schema);
     let instance: i64 = client.query_one(&sql.instance, &[]).await?.get(0);
     let queue_name = queue.to_string();

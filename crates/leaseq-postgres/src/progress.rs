@@ -29,6 +29,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             expires_at: None,
             beat: None,
             progress: None,
+            plain: false,
         };
         Box::pin(async move {
             let db = &*db;

@@ -395,6 +395,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         self.settles.queue.lock().acks.push(AckOp {
             id: ticket.id,
             lease: ticket.lease,
+            plain: ticket.plain,
             resent: false,
             since: std::time::Instant::now(),
             reply,

@@ -42,25 +42,15 @@ impl<T> Clone for Settling<'_, T> {
 }
 impl<T> Copy for Settling<'_, T> {}
 
-/// One `DELETE` for a batch of acks; each caller gets its own result. The acks that could
-/// not be settled come back with the error, to be tried again.
+/// One `DELETE` for a batch of acks (two if some rows have a node or were claimed by the
+/// flow claim: `ack_plain.rs`); each caller gets its own result. The acks that could not
+/// be settled come back with the error, to be tried again.
 pub(crate) async fn ack_batch<T>(
     s: Settling<'_, T>,
     client: &Client,
     mut acks: Vec<AckOp>,
 ) -> Result<(), (tokio_postgres::Error, Vec<AckOp>)> {
-    let ids: Vec<i64> = acks.iter().map(|a| a.id).collect();
-    let leases: Vec<i64> = acks.iter().map(|a| a.lease).collect();
-    let rows = match ack_rows(s.db, pooled(client), &ids, &leases).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            let sent = outcome::maybe_made(&e);
-            for a in &mut acks {
-                a.resent |= sent;
-            }
-            return Err((e, acks));
-        }
-    };
+    let (rows, failed) = crate::ack_plain::run(s.db, client, &mut acks).await;
     Counters::add(&s.counters.removed_since_vacuum, rows.len() as u64);
     if !rows.is_empty() {
         crate::capacity::removed(s.db, s.pushes);
@@ -71,6 +61,9 @@ pub(crate) async fn ack_batch<T>(
         let r = Ok(rows[&a.id]);
         count_ack(s.counters, &r);
         let _ = a.reply.send(r);
+    }
+    if let Some(e) = failed {
+        return Err((e, refused));
     }
     if refused.is_empty() {
         return Ok(());
@@ -95,14 +88,14 @@ pub(crate) async fn ack_batch<T>(
     Ok(())
 }
 
-/// Runs the fenced delete; the accepted acks by id.
-pub(crate) async fn ack_rows<T, C: GenericClient + Sync>(
-    db: &Db<T>,
+/// Runs a fenced delete (`sql`: the ack, told or bare); the accepted acks by id.
+pub(crate) async fn ack_rows<C: GenericClient + Sync>(
     client: Conn<'_, C>,
+    sql: &str,
     ids: &[i64],
     leases: &[i64],
 ) -> Result<HashMap<i64, Acked>, tokio_postgres::Error> {
-    let rows = run_on(client, &db.sql.ack, &[&ids, &leases]).await?;
+    let rows = run_on(client, sql, &[&ids, &leases]).await?;
     Ok(rows
         .iter()
         .map(|r| {

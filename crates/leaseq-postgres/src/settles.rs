@@ -25,6 +25,9 @@ use crate::ticket::PgTicket;
 pub(crate) struct AckOp {
     pub(crate) id: i64,
     pub(crate) lease: i64,
+    /// The claim read the row without a node ([`PgTicket::plain`]): tried first with the
+    /// bare ack (`ack_plain.rs`).
+    pub(crate) plain: bool,
     /// An earlier try of this ack may have been made (its reply was lost): a refusal with
     /// the row gone is then no proof that someone else removed it.
     pub(crate) resent: bool,

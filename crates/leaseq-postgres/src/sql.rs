@@ -40,6 +40,9 @@ pub(crate) struct Sql {
     /// The claim of a queue with flow control (`flow_claim.rs`).
     pub(crate) flow_claim: String,
     pub(crate) ack: String,
+    /// `ack` for rows without a node, telling the graph nothing (`ack_plain.rs`); set by
+    /// `open.rs` before the graph wraps `ack`; empty (every ack takes `ack`) until then.
+    pub(crate) ack_plain: String,
     pub(crate) why_stale: String,
     pub(crate) reread: String,
     pub(crate) retry: String,
@@ -168,7 +171,7 @@ impl Sql {
                 until!("expires_at"),
                 ", ",
                 sized_payload!(),
-                ", progress"
+                ", progress, node IS NULL"
             ))
             .replace("{not_held}", &f(crate::plain_sql::NOT_HELD))
             .replace("{max_claim}", &max_claim.max(1).to_string())
@@ -187,6 +190,7 @@ impl Sql {
                  RETURNING i.id, i.state, -",
                 until!("i.deadline")
             )),
+            ack_plain: String::new(),
             // Why leases were refused: $1 ids.
             why_stale: f(concat!(
                 "SELECT id, state, lease, ",
