@@ -15,11 +15,13 @@
 //! accepts or refuses it as it always did. So a row with a node is never deleted untold.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use deadpool_postgres::Client;
 use leaseq_core::Acked;
+use tokio_postgres::GenericClient;
 
-use crate::db::{pooled, Db};
+use crate::db::{pooled, run_on, Conn, Db};
 use crate::outcome;
 use crate::settles::AckOp;
 
@@ -59,7 +61,7 @@ pub(crate) async fn run<T>(
             .filter(|a| plain(a))
             .map(|a| (a.id, a.lease))
             .unzip();
-        match crate::settle::ack_rows(pooled(client), &db.sql.ack_plain, &ids, &leases).await {
+        match ack_rows(pooled(client), &db.sql.ack_plain, &ids, &leases).await {
             Ok(r) => rows = r,
             Err(e) => {
                 let sent = outcome::maybe_made(&e);
@@ -78,7 +80,7 @@ pub(crate) async fn run<T>(
     if ids.is_empty() {
         return (rows, None);
     }
-    match crate::settle::ack_rows(pooled(client), &db.sql.ack, &ids, &leases).await {
+    match ack_rows(pooled(client), &db.sql.ack, &ids, &leases).await {
         Ok(r) => rows.extend(r),
         Err(e) => {
             let sent = outcome::maybe_made(&e);
@@ -89,6 +91,32 @@ pub(crate) async fn run<T>(
         }
     }
     (rows, None)
+}
+
+/// Runs a fenced delete (`sql`: the ack, told or bare); the accepted acks by id.
+pub(crate) async fn ack_rows<C: GenericClient + Sync>(
+    client: Conn<'_, C>,
+    sql: &str,
+    ids: &[i64],
+    leases: &[i64],
+) -> Result<HashMap<i64, Acked>, tokio_postgres::Error> {
+    let rows = run_on(client, sql, &[&ids, &leases]).await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let id: i64 = r.get(0);
+            let state: i16 = r.get(1);
+            let late_us: i64 = r.get::<_, Option<i64>>(2).unwrap_or(0);
+            let acked = if state == 1 && late_us <= 0 {
+                Acked::OnTime
+            } else {
+                Acked::LateUnclaimed {
+                    late_by: Duration::from_micros(late_us.max(0) as u64),
+                }
+            };
+            (id, acked)
+        })
+        .collect())
 }
 
 #[cfg(test)]

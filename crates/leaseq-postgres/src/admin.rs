@@ -36,7 +36,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
         self.leases.forget(&ticket);
         let db = &*self.db;
         let conn: Conn<'_, C> = Conn::Caller(client);
-        let rows = settle::ack_rows(conn, &db.sql.ack, &[ticket.id], &[ticket.lease])
+        let rows = crate::ack_plain::ack_rows(conn, &db.sql.ack, &[ticket.id], &[ticket.lease])
             .await
             .map_err(TxAckError::Db)?;
         let r = match rows.get(&ticket.id) {

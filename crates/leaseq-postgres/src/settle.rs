@@ -4,18 +4,15 @@
 //! refused statement is explained by reading the row: taken over (`Redelivered`),
 //! dead-lettered, gone, or run out.
 
-use std::collections::HashMap;
-use std::time::Duration;
-
 use deadpool_postgres::Client;
 use leaseq_async::SettleError;
 use leaseq_core::{Acked, Failure, MessageId, Nacked, Reason, ReceiptError, Verdict};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{GenericClient, Row};
+use tokio_postgres::Row;
 
 use crate::board::Board;
 use crate::counters::Counters;
-use crate::db::{micros, pooled, run_on, Conn, Db};
+use crate::db::{micros, pooled, Db};
 use crate::leases::Leases;
 use crate::outcome::{self, Decision, Fenced, RowNow};
 use crate::pushes::Pushes;
@@ -86,32 +83,6 @@ pub(crate) async fn ack_batch<T>(
         let _ = a.reply.send(r);
     }
     Ok(())
-}
-
-/// Runs a fenced delete (`sql`: the ack, told or bare); the accepted acks by id.
-pub(crate) async fn ack_rows<C: GenericClient + Sync>(
-    client: Conn<'_, C>,
-    sql: &str,
-    ids: &[i64],
-    leases: &[i64],
-) -> Result<HashMap<i64, Acked>, tokio_postgres::Error> {
-    let rows = run_on(client, sql, &[&ids, &leases]).await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let id: i64 = r.get(0);
-            let state: i16 = r.get(1);
-            let late_us: i64 = r.get::<_, Option<i64>>(2).unwrap_or(0);
-            let acked = if state == 1 && late_us <= 0 {
-                Acked::OnTime
-            } else {
-                Acked::LateUnclaimed {
-                    late_by: Duration::from_micros(late_us.max(0) as u64),
-                }
-            };
-            (id, acked)
-        })
-        .collect())
 }
 
 /// Counts an ack's result.
