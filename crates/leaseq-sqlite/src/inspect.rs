@@ -36,11 +36,39 @@ pub struct FileView {
     version: i32,
 }
 
+/// Whether `e` is SQLite's `SQLITE_CANTOPEN` (the moment an owner removes its `-wal` and
+/// `-shm` at close).
+fn cannot_open(e: &FileError) -> bool {
+    use std::error::Error;
+    e.source()
+        .and_then(|c| c.downcast_ref::<rusqlite::Error>())
+        .and_then(|c| c.sqlite_error_code())
+        == Some(rusqlite::ErrorCode::CannotOpen)
+}
+
 impl FileView {
     /// Checks `path` as an open does (a missing, foreign, corrupt or newer file refused
     /// with its [`OpenError`]) and opens it read-only.
+    ///
+    /// An owner closing the file meanwhile removes its `-wal` and `-shm` under SQLite's
+    /// locks; an open that meets that moment fails with `SQLITE_CANTOPEN`, and is tried
+    /// again for up to 5 s (as a busy file is waited for).
     pub fn open(path: impl AsRef<Path>) -> Result<FileView, OpenError> {
         let path = path.as_ref();
+        let give_up = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match Self::open_once(path) {
+                Err(OpenError::Sqlite(e))
+                    if cannot_open(&e) && std::time::Instant::now() < give_up =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<FileView, OpenError> {
         // Before the check, whose read-only connection makes a missing WAL.
         let had_wal = Path::new(&format!("{}-wal", path.display())).exists();
         let Some((version, checked)) = crate::check::check(path, Duration::from_secs(5))? else {
