@@ -13,6 +13,8 @@
 //! is waited for and the condition judged again on the row it wrote), and every ack it did
 //! not delete is tried again, in the same batch, by the told statement ([`run`]), which
 //! accepts or refuses it as it always did. So a row with a node is never deleted untold.
+//!
+//! [`ack_rows`] runs either statement (and the admin's `ack_in`) and reads what it accepted.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! Settling leases: the fenced statements. Acks of all workers of a process are batched
 //! (by the settler task, `settler.rs`) into one `DELETE` per round trip, each matching its
-//! fencing token; nacks, dead letters and extensions run at once on a pooled connection. A
+//! fencing token (two when some rows have a graph node: the plain ones through the bare ack,
+//! `ack_plain.rs`); nacks, dead letters and extensions run at once on a pooled connection. A
 //! refused statement is explained by reading the row: taken over (`Redelivered`),
 //! dead-lettered, gone, or run out.
 
