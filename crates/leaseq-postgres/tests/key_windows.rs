@@ -331,20 +331,6 @@ fn live_is_as_before() {
     );
 }
 
-/// Whether `gone_keys` keeps `key` of `queue` now (on the database's clock).
-async fn kept(db: &tokio_postgres::Client, queue: &str, key: &str) -> bool {
-    db.query_one(
-        &format!(
-            "SELECT EXISTS (SELECT 1 FROM {SCHEMA}.gone_keys
-                            WHERE queue = $1 AND key = $2 AND until > clock_timestamp())"
-        ),
-        &[&queue, &key.as_bytes()],
-    )
-    .await
-    .expect("read gone_keys")
-    .get(0)
-}
-
 #[test]
 fn a_batch_a_push_in_a_transaction_and_sql_honour_windows() {
     common::with_server(|url| async move {
@@ -363,7 +349,10 @@ fn a_batch_a_push_in_a_transaction_and_sql_honour_windows() {
             other => panic!("expected one in and a duplicate, got {other:?}"),
         };
         common::receive(&q).await.ack().await.expect("ack");
-        assert!(kept(&db, &name, "b").await, "the acked item's key is kept");
+        assert!(
+            common::kept_key(&db, &name, "b").await,
+            "the acked item's key is kept"
+        );
         // In the caller's transaction: held by the item that left.
         let tx = db.transaction().await.expect("begin");
         let r = q
@@ -457,20 +446,13 @@ fn a_period_ends_on_the_database_clock_and_the_upkeep_prunes_its_key() {
         }
         // Once the database's clock is past the period's end, the key is free.
         common::eventually("the period ends", || async {
-            (!kept(&db, &name, "c").await).then_some(())
+            (!common::kept_key(&db, &name, "c").await).then_some(())
         })
         .await;
         q.try_push_with(b"c".to_vec(), throttle)
             .expect("free after the period");
         q.store().run_upkeep().await.expect("upkeep");
-        let left: i64 = db
-            .query_one(
-                &format!("SELECT count(*) FROM {SCHEMA}.gone_keys WHERE queue = $1"),
-                &[&name],
-            )
-            .await
-            .expect("count kept keys")
-            .get(0);
+        let left = common::kept_keys(&db, &name).await;
         assert_eq!(left, 0, "the ended key was pruned");
     });
 }

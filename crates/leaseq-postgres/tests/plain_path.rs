@@ -25,24 +25,10 @@ fn windowed(key: &str) -> Push {
         .key_window(KeyWindow::LiveThen(Duration::from_secs(3600)))
 }
 
-/// Whether `gone_keys` keeps `key` of `queue` now.
-async fn kept(db: &tokio_postgres::Client, queue: &str, key: &str) -> bool {
-    db.query_one(
-        &format!(
-            "SELECT EXISTS (SELECT 1 FROM {SCHEMA}.gone_keys
-                            WHERE queue = $1 AND key = $2 AND until > clock_timestamp())"
-        ),
-        &[&queue, &key.as_bytes()],
-    )
-    .await
-    .expect("read gone_keys")
-    .get(0)
-}
-
 /// Waits until `gone_keys` keeps `key` of `queue` (a keeper's statement made it).
 async fn until_kept(db: &tokio_postgres::Client, queue: &str, key: &str) {
     let start = std::time::Instant::now();
-    while !kept(db, queue, key).await {
+    while !common::kept_key(db, queue, key).await {
         assert!(start.elapsed() < PATIENCE, "key {key} never kept");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -104,7 +90,7 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
         // An ack.
         push("ack", windowed("ack")).await;
         receive(&q).await.ack().await.expect("ack");
-        assert!(kept(&db, &name, "ack").await, "ack");
+        assert!(common::kept_key(&db, &name, "ack").await, "ack");
         // A batch's ack (the settler's statement).
         push("b1", windowed("b1")).await;
         push("b2", windowed("b2")).await;
@@ -115,7 +101,7 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
         let r = q.ack_batch(got).await;
         assert_eq!(r.accepted(), 2);
         assert!(
-            kept(&db, &name, "b1").await && kept(&db, &name, "b2").await,
+            common::kept_key(&db, &name, "b1").await && common::kept_key(&db, &name, "b2").await,
             "batch"
         );
         // An ack in the caller's transaction: kept only if it commits.
@@ -126,19 +112,22 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
         q.store().ack_in(&tx, d).await.expect("ack in");
         tx.rollback().await.expect("rollback");
         assert!(
-            !kept(&db, &name, "in0").await,
+            !common::kept_key(&db, &name, "in0").await,
             "a rolled-back ack keeps nothing"
         );
         let d = receive(&q).await;
         let tx = db.transaction().await.expect("begin");
         q.store().ack_in(&tx, d).await.expect("ack in");
         tx.commit().await.expect("commit");
-        assert!(kept(&db, &name, "in").await, "ack_in");
+        assert!(common::kept_key(&db, &name, "in").await, "ack_in");
         // A nack on the last attempt: a dead letter.
         push("nack", windowed("nack")).await;
         let r = receive(&q).await.nack("no").await.expect("nack");
         assert!(matches!(r, Nacked::DeadLettered { .. }), "{r:?}");
-        assert!(kept(&db, &name, "nack").await, "nack to the dead letters");
+        assert!(
+            common::kept_key(&db, &name, "nack").await,
+            "nack to the dead letters"
+        );
         // Poison.
         push("poison", windowed("poison")).await;
         receive(&q)
@@ -146,27 +135,20 @@ fn every_settle_that_takes_a_windowed_item_out_keeps_its_key() {
             .dead_letter("bad")
             .await
             .expect("dead letter");
-        assert!(kept(&db, &name, "poison").await, "dead letter");
+        assert!(common::kept_key(&db, &name, "poison").await, "dead letter");
         // A cancel of a waiting item, and a purge.
         let later = |key| windowed(key).delay(Duration::from_secs(600));
         let id = push("cancel", later("cancel")).await;
         q.cancel(id).await.expect("cancel");
-        assert!(kept(&db, &name, "cancel").await, "cancel");
+        assert!(common::kept_key(&db, &name, "cancel").await, "cancel");
         push("purge", later("purge")).await;
         assert_eq!(q.purge().await.expect("purge"), 1);
-        assert!(kept(&db, &name, "purge").await, "purge");
+        assert!(common::kept_key(&db, &name, "purge").await, "purge");
         // A plain key keeps nothing, whatever takes it out.
         push("plain", Push::new().key("plain")).await;
         receive(&q).await.ack().await.expect("ack");
-        assert!(!kept(&db, &name, "plain").await, "a plain key");
-        let n: i64 = db
-            .query_one(
-                &format!("SELECT count(*) FROM {SCHEMA}.gone_keys WHERE queue = $1"),
-                &[&name],
-            )
-            .await
-            .expect("count")
-            .get(0);
+        assert!(!common::kept_key(&db, &name, "plain").await, "a plain key");
+        let n = common::kept_keys(&db, &name).await;
         assert_eq!(n, 8, "one kept key per windowed item, none else");
     });
 }
@@ -186,7 +168,10 @@ fn a_retry_keeps_nothing_and_the_keeper_keeps_what_runs_out() {
             .await
             .expect("nack");
         assert!(matches!(r, Nacked::Retrying { .. }), "{r:?}");
-        assert!(!kept(&db, &name, "retry").await, "a retry keeps nothing");
+        assert!(
+            !common::kept_key(&db, &name, "retry").await,
+            "a retry keeps nothing"
+        );
         // Leases of 300 ms that the heartbeat hardly ever renews, one attempt each.
         let name = common::unique("plain-keeper");
         let q: PgQueue<Vec<u8>> = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(

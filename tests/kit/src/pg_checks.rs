@@ -33,3 +33,32 @@ pub async fn one_undecodable_dead_letter<T: Clone + Send + Sync + 'static>(
     let error = dead[0].last_error.clone().unwrap_or_default();
     (dead[0].id.get(), error)
 }
+
+/// Whether `gone_keys` keeps `key` of `queue` now (a windowed key held past its item).
+pub async fn kept_key(db: &tokio_postgres::Client, queue: &str, key: &str) -> bool {
+    db.query_one(
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM {}.gone_keys
+                            WHERE queue = $1 AND key = $2 AND until > clock_timestamp())",
+            crate::pg::SCHEMA
+        ),
+        &[&queue, &key.as_bytes()],
+    )
+    .await
+    .expect("read gone_keys")
+    .get(0)
+}
+
+/// How many keys `gone_keys` holds for `queue`, ended or not.
+pub async fn kept_keys(db: &tokio_postgres::Client, queue: &str) -> i64 {
+    db.query_one(
+        &format!(
+            "SELECT count(*) FROM {}.gone_keys WHERE queue = $1",
+            crate::pg::SCHEMA
+        ),
+        &[&queue],
+    )
+    .await
+    .expect("count gone_keys")
+    .get(0)
+}
