@@ -4,9 +4,10 @@
 //! - **plain**: one store, no flow control (the baseline of the grouped run);
 //! - **two stores**: two stores (two "processes": each its own pool of connections,
 //!   claimer and settler) on one queue, a pool each, no limit;
-//! - **two stores, limit 64**: the same with a queue-wide concurrency limit of 64 (never
-//!   reached by 8 workers, but every claim goes through the flow claim). Goal: >= 0.8 x
-//!   **two stores** (River #1145: halved);
+//! - **two stores, limit 64**: the same with a queue-wide concurrency limit of 64 (it
+//!   binds: each pool leases up to 36 ahead of its 4 workers, a prefetch of 32; every
+//!   claim goes through the queue's slots). Goal: >= 0.8 x **two stores** (River #1145:
+//!   halved);
 //! - **groups**: the backlog in `groups` ordered groups (`per` items each, pushed group by
 //!   group), one store. Goal: >= 0.5 x **plain**.
 

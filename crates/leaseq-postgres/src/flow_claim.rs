@@ -19,9 +19,24 @@ pub(crate) const HELD_POLL: Duration = Duration::from_millis(20);
 /// The first look again of a claimer whose claim a queue limit's full slots held back
 /// (`flow_slots_sql.rs`): such a claim that finds no slot free writes nothing (no commit
 /// to flush), so the claimer looks again soon, then twice as late each time in a row, up
-/// to [`HELD_POLL`]: a slot another process's settle freed is taken within about the
-/// time it stayed free, not a whole poll later.
+/// to [`SLOT_POLL_BUSY`] for [`BUSY_LOOKS`] looks in a row, then up to [`HELD_POLL`]: a
+/// slot another process's settle freed (this process's own settles ring the claimer,
+/// `settle.rs`; another's are not announced) is taken within about the time it stayed
+/// free, not a whole poll later.
 const SLOT_POLL: Duration = Duration::from_millis(1);
+
+/// The longest look again of a claimer held back by full slots while the queue is busy
+/// (slots freed within the last [`BUSY_LOOKS`] looks): a held slot claim costs the server
+/// some 0.2 ms and writes nothing, so a process waiting on slots that churn spends at most
+/// about 5 % of a server core polling for them; without it a slot another process freed
+/// stayed free up to [`HELD_POLL`] (BENCHMARKS.md, Round 10: the limit's slots were half
+/// empty on average while both processes waited).
+const SLOT_POLL_BUSY: Duration = Duration::from_millis(4);
+
+/// Held slot claims in a row looked again at most [`SLOT_POLL_BUSY`] apart (about 0.1 s);
+/// past them the queue is taken as held for long (slow jobs under their limit) and the
+/// looks back off to [`HELD_POLL`].
+const BUSY_LOOKS: u32 = 24;
 
 /// The rows and groups one flow claim looks at, at most: `n` taken plus this many passed.
 const WALK: usize = 1000;
@@ -90,11 +105,15 @@ pub(crate) async fn run<T>(
 }
 
 /// The look again after `in_a_row` claims before held back by full slots: [`SLOT_POLL`]
-/// doubled each time, at most [`HELD_POLL`].
+/// doubled each time, at most [`SLOT_POLL_BUSY`] for [`BUSY_LOOKS`] looks, then at most
+/// [`HELD_POLL`].
 fn slot_poll(in_a_row: u32) -> Duration {
-    SLOT_POLL
-        .saturating_mul(1u32 << in_a_row.min(16))
-        .min(HELD_POLL)
+    let cap = if in_a_row < BUSY_LOOKS {
+        SLOT_POLL_BUSY
+    } else {
+        HELD_POLL
+    };
+    SLOT_POLL.saturating_mul(1u32 << in_a_row.min(16)).min(cap)
 }
 
 #[cfg(test)]
@@ -105,8 +124,10 @@ mod tests {
     fn a_held_slot_claim_looks_again_sooner_than_a_poll_then_backs_off() {
         assert_eq!(slot_poll(0), SLOT_POLL);
         assert_eq!(slot_poll(1), SLOT_POLL * 2);
-        assert_eq!(slot_poll(4), SLOT_POLL * 16);
-        assert_eq!(slot_poll(5), HELD_POLL);
+        assert_eq!(slot_poll(2), SLOT_POLL_BUSY);
+        assert_eq!(slot_poll(BUSY_LOOKS - 1), SLOT_POLL_BUSY);
+        assert_eq!(slot_poll(BUSY_LOOKS), HELD_POLL);
         assert_eq!(slot_poll(u32::MAX), HELD_POLL);
+        assert!(SLOT_POLL_BUSY < HELD_POLL);
     }
 }

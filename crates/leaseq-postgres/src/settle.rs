@@ -52,6 +52,7 @@ pub(crate) async fn ack_batch<T>(
     Counters::add(&s.counters.removed_since_vacuum, rows.len() as u64);
     if !rows.is_empty() {
         crate::capacity::removed(s.db, s.pushes);
+        freed(s);
     }
     let (accepted, refused): (Vec<AckOp>, Vec<AckOp>) =
         acks.into_iter().partition(|a| rows.contains_key(&a.id));
@@ -188,6 +189,7 @@ pub(crate) async fn fail<T>(
                 Nacked::DeadLettered { .. } => {
                     Counters::add(&s.counters.dead_lettered, 1);
                     crate::capacity::removed(db, s.pushes);
+                    freed(s);
                 }
                 _ => {
                     s.board.wake.notify(usize::MAX);
@@ -237,11 +239,22 @@ pub(crate) async fn terminate<T>(
         Ok(_) => {
             Counters::add(&s.counters.dead_lettered, 1);
             crate::capacity::removed(db, s.pushes);
+            freed(s);
         }
         Err(SettleError::Store(e)) => db.failed("dead letter", e),
         Err(_) => {}
     }
     r
+}
+
+/// Leases settled for good (acked, dead-lettered): a flow claim this process's limit held
+/// back waits for such a settle (the leases may have freed its slots, or a group's turn),
+/// so the claimer looks at once instead of at its next poll (`flow_claim.rs`). A queue
+/// without flow control pays one relaxed load: its claimer is not rung.
+fn freed<T>(s: Settling<'_, T>) {
+    if s.db.is_flowed() {
+        s.board.wake.notify(usize::MAX);
+    }
 }
 
 /// The message id of row `id`.
