@@ -1,9 +1,7 @@
 //! Flow control in SQL, the concurrent claim of a queue whose only rule is a queue-wide
 //! concurrency limit (issue 32): schema step 15, the queue's **slots** (`flow_slots`) and
 //! their claim (`flow_claim_slots`). A leaf: `schema.rs` takes [`MIGRATION`] from here,
-//! `flow_sql.rs`'s `flow_claim` calls the function, `flow.rs` dissolves the slots, `sql.rs`
-//! takes the store's call of the flow claim ([`CLAIM`]: a slot claim commits without
-//! waiting for its flush).
+//! `flow_sql.rs`'s `flow_claim` calls the function, `flow.rs` dissolves the slots.
 //!
 //! **Why.** `flow_claim` runs under the queue's advisory lock, held to its commit: the
 //! flow claims of a queue ran one at a time across every process, each waiting for the
@@ -174,35 +172,3 @@ pub(crate) const ENTER: &str = r#"
 /// first (`$1` the queue): the slots deleted, waiting for the slot claims under way; the
 /// leases in flight then go to `flow_running` (the change's next statement).
 pub(crate) const DROP_SLOTS: &str = "DELETE FROM {s}.flow_slots WHERE queue = $1";
-
-/// The flow claim as the store calls it (`Sql::flow_claim`, `flow_claim.rs`; `$1` queue,
-/// `$2` how many, `$3` visibility (us), `$4` a dead letter blocks its group, `$5` max item
-/// size, `$6` note the first start, `$7` the walk's budget): `flow_claim`,
-/// its transaction committed with `synchronous_commit` off when the queue claims through
-/// slots (the last column, `set_config`'s answer, is not read). The queue's slots are
-/// looked up with the statement's snapshot (a claim that makes them commits durably, as
-/// does a walk of a queue whose slots a settings change dissolved meanwhile).
-///
-/// **Why.** Once the limit binds, items/s is at most the limit over a lease's cycle (the
-/// claim's commit, the buffer, the ack's commit, the next claim): the claim's WAL flush
-/// was half of it (BENCHMARKS.md, Round 10).
-///
-/// **What a crash does.** The claim's commit returns before its WAL is flushed; the WAL
-/// writer flushes it within `wal_writer_delay` (200 ms by default), and so does any later
-/// synchronous commit on the server (WAL is flushed in order: the ack of a lease flushes
-/// its claim first, so an acked lease's claim is never lost). Only a crash of the
-/// Postgres server (or its machine) can lose such a claim, never one of a leaseq process
-/// (`kill -9` of a worker loses nothing the server committed). A claim lost so is undone
-/// whole: its rows are waiting again at their lease before the claim, attempts not counted,
-/// and their slots free (the slots' writes are in the same transaction). What its holder
-/// still has is a lease the table no longer knows: its heartbeats and settles are refused
-/// as stale while the row waits, and if the row is claimed again meanwhile the new lease
-/// has the same token, so the first holder's ack could settle it (the item was done by
-/// the first holder; the second's ack then finds it gone), and until the first holder's
-/// handler ends the limit may be passed by the leases so lost. The same crash already
-/// breaks every connection of every process; plain claims, acks, pushes and the flow
-/// claims of other rules (rates, groups: their state must not go back) stay synchronous.
-pub(crate) const CLAIM: &str =
-    "SELECT f.*, CASE WHEN sl.slots THEN set_config('synchronous_commit', 'off', true) END
-     FROM {s}.flow_claim($1, $2::integer, $3, $4, $5, $6, $7::integer) AS f,
-          (SELECT EXISTS (SELECT 1 FROM {s}.flow_slots WHERE queue = $1) AS slots) AS sl";

@@ -40,6 +40,10 @@ pub(crate) const HOLD: &str = "'9999-01-01 00:00:00+00'::timestamptz";
 
 /// Whether queue `$1` has flow control (read at open and after a limit's removal).
 pub(crate) const FLOWED: &str = "EXISTS (SELECT 1 FROM {s}.flow_queues WHERE queue = $1)";
+/// The flow claim: `$1` queue, `$2` how many, `$3` visibility (us), `$4` a dead letter
+/// blocks its group, `$5` max item size, `$6` note the first start, `$7` the walk's budget.
+pub(crate) const CLAIM: &str =
+    "SELECT * FROM {s}.flow_claim($1, $2::integer, $3, $4, $5, $6, $7::integer)";
 
 /// Schema step 12 (flow control, issue 32). `{s}` the quoted schema, `{schema}` the bare
 /// name (the advisory lock's key). Idempotent.

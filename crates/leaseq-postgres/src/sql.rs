@@ -181,7 +181,7 @@ impl Sql {
             // the queue has flow control (then the flow claim takes it, `flow_claim.rs`).
             // Both flags read in one probe (`plain_sql.rs`).
             next_visible: f(crate::plain_sql::NEXT_VISIBLE).replace("{until_min}", until!("min(v)")),
-            flow_claim: f(crate::flow_slots_sql::CLAIM),
+            flow_claim: f(crate::flow_sql::CLAIM),
             // $1 ids, $2 leases. Accepted while the lease is the item's latest and the item is
             // not a dead letter: on time, or late but claimed by nobody since.
             ack: f(concat!(
