@@ -152,6 +152,7 @@ const CLAIM_FN: &str = r#"
             RETURN;
         END IF;
         {slots_enter}
+        {groups_enter}
         PERFORM pg_advisory_xact_lock(hashtext('leaseq.flow.{schema}'), hashtext(q));
         now_ts := clock_timestamp();
         now_ns := (EXTRACT(EPOCH FROM now_ts) * 1000000)::bigint * 1000;
@@ -365,8 +366,8 @@ fn ungrouped() -> String {
         .join("\n            UNION ALL ")
 }
 
-/// The claim function's `CREATE` (`{flow_claim_fn}` in [`MIGRATION`]), `{s}` and
-/// `{schema}` still to fill in.
+/// The claim function's `CREATE` (`{flow_claim_fn}` in [`MIGRATION`]), `{s}`, `{schema}`
+/// and `{groups_enter}` (a grouped queue's way in, `flow_groups_sql.rs`) still to fill in.
 pub(crate) fn claim_fn() -> String {
     CLAIM_FN
         .replace("{ungrouped}", &ungrouped())
