@@ -232,7 +232,10 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
     }
     for step in &MIGRATIONS[found as usize..] {
         let step = step
-            .replace("{flow_claim_groups_fn}", &crate::flow_groups_sql::claim_fn())
+            .replace(
+                "{flow_claim_groups_fn}",
+                &crate::flow_groups_sql::claim_fn(),
+            )
             .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
             .replace("{groups_enter}", crate::flow_groups_sql::ENTER)
             .replace("{graph_key_holder}", &crate::graph_told::key_holder())

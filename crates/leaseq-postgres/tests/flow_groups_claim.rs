@@ -66,12 +66,19 @@ fn two_stores_hold_one_item_of_a_group_at_a_time_in_push_order() {
             // Both stores take what they can: one item per group in flight, at most.
             let (mut held, mut from_b) = (drain(&a).await, drain(&b).await);
             held.append(&mut from_b);
-            assert!(!held.is_empty(), "nothing came with {done} of {} done", groups * per);
+            assert!(
+                !held.is_empty(),
+                "nothing came with {done} of {} done",
+                groups * per
+            );
             let mut seen = BTreeSet::new();
             for d in &held {
                 let item = name(d);
                 let (g, i) = item.split_once('/').expect("group/index");
-                assert!(seen.insert(g.to_string()), "two items of {g} held at once: {item}");
+                assert!(
+                    seen.insert(g.to_string()),
+                    "two items of {g} held at once: {item}"
+                );
                 let want = next.entry(g.to_string()).or_default();
                 assert_eq!(i.parse::<u32>().unwrap(), *want, "{g} out of push order");
                 *want += 1;
@@ -108,12 +115,24 @@ fn a_limit_on_a_grouped_queue_holds_at_once_and_its_removal_frees_the_groups() {
         }
         // The groups' claim first (no limit yet): one item taken.
         let first = common::receive(&q).await;
-        q.set_limit(LimitScope::Queue, Some(2)).await.expect("limit");
+        q.set_limit(LimitScope::Queue, Some(2))
+            .await
+            .expect("limit");
         let more = drain(&q).await;
-        assert_eq!(more.len(), 1, "a limit of 2 with one in flight lets one more go");
-        q.set_limit(LimitScope::Queue, None).await.expect("no limit");
+        assert_eq!(
+            more.len(),
+            1,
+            "a limit of 2 with one in flight lets one more go"
+        );
+        q.set_limit(LimitScope::Queue, None)
+            .await
+            .expect("no limit");
         let rest = drain(&q).await;
-        assert_eq!(rest.len(), 2, "the other two groups' heads, once the limit is gone");
+        assert_eq!(
+            rest.len(),
+            2,
+            "the other two groups' heads, once the limit is gone"
+        );
         for d in std::iter::once(first).chain(more).chain(rest) {
             d.ack().await.expect("ack");
         }
