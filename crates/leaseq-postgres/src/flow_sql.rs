@@ -14,6 +14,10 @@
 //! before the lock below, and makes the slots under it), so that the claims of several
 //! processes run side by side.
 //!
+//! **Ordered groups without limits or rates** are claimed by `flow_claim_groups`
+//! (`flow_groups_sql.rs`: `flow_claim` hands over before the lock below, which that claim
+//! takes shared, locking the groups' rows instead), so that such claims run side by side.
+//!
 //! **The flow claim** (`flow_claim`, plpgsql) takes the queue's advisory lock
 //! (`pg_advisory_xact_lock`, held to its commit), so the flow claims of a queue run one at
 //! a time across every process and each sees the ones before it committed (a plpgsql
