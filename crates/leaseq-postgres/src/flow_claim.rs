@@ -1,6 +1,8 @@
 //! Claiming a queue with flow control: the flow claim (`flow_sql.rs`'s `flow_claim`, one
 //! statement: the queue's advisory lock, the walk past held items, the leases; or, for a
-//! queue limit alone, its slots without the lock, `flow_slots_sql.rs`), run by
+//! queue limit alone, its slots without the lock, `flow_slots_sql.rs`; for ordered groups
+//! without limits or rates, the groups' rows under the lock taken shared,
+//! `flow_groups_sql.rs`), run by
 //! `claim.rs` for a store whose queue has a row in `flow_queues` (`Db::flowed`), and what
 //! its last row says: how soon to look again.
 

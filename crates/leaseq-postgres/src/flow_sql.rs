@@ -14,6 +14,10 @@
 //! before the lock below, and makes the slots under it), so that the claims of several
 //! processes run side by side.
 //!
+//! **Ordered groups without limits or rates** are claimed by `flow_claim_groups`
+//! (`flow_groups_sql.rs`: `flow_claim` hands over before the lock below, which that claim
+//! takes shared, locking the groups' rows instead), so that such claims run side by side.
+//!
 //! **The flow claim** (`flow_claim`, plpgsql) takes the queue's advisory lock
 //! (`pg_advisory_xact_lock`, held to its commit), so the flow claims of a queue run one at
 //! a time across every process and each sees the ones before it committed (a plpgsql
@@ -152,6 +156,7 @@ const CLAIM_FN: &str = r#"
             RETURN;
         END IF;
         {slots_enter}
+        {groups_enter}
         PERFORM pg_advisory_xact_lock(hashtext('leaseq.flow.{schema}'), hashtext(q));
         now_ts := clock_timestamp();
         now_ns := (EXTRACT(EPOCH FROM now_ts) * 1000000)::bigint * 1000;
@@ -365,8 +370,8 @@ fn ungrouped() -> String {
         .join("\n            UNION ALL ")
 }
 
-/// The claim function's `CREATE` (`{flow_claim_fn}` in [`MIGRATION`]), `{s}` and
-/// `{schema}` still to fill in.
+/// The claim function's `CREATE` (`{flow_claim_fn}` in [`MIGRATION`]), `{s}`, `{schema}`
+/// and `{groups_enter}` (a grouped queue's way in, `flow_groups_sql.rs`) still to fill in.
 pub(crate) fn claim_fn() -> String {
     CLAIM_FN
         .replace("{ungrouped}", &ungrouped())
