@@ -15,7 +15,7 @@
 use std::process::ExitCode;
 
 use leaseq_bench_kit::pg_graph_bench::{
-    run_fanout_rounds, run_plain_rounds, FANOUT_GOAL, PLAIN_GOAL,
+    run_fanout_rounds, run_plain_rounds, Phases, FANOUT_GOAL, PLAIN_GOAL,
 };
 use leaseq_bench_kit::pg_store_bench::BenchError;
 
@@ -50,6 +50,39 @@ fn print(title: [&str; 2], rows: &[[f64; 2]], goal: f64) {
     );
 }
 
+/// Each round's split, ms from the first push: pushed, first job, `n`-th job (the last
+/// child), last job (the callback); then the medians of each column.
+fn print_phases(runs: &[[Phases; 2]]) {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let cols = |p: &Phases| [ms(p.pushed), ms(p.first), ms(p.children), ms(p.total)];
+    println!(
+        " round | independent ms: pushed  first  n-th   last | fan-out ms: pushed  first  n-th   last"
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let [a, b] = [cols(&r[0]), cols(&r[1])];
+        println!(
+            "{i:>6} | {:>22.0} {:>6.0} {:>5.0} {:>6.0} | {:>18.0} {:>6.0} {:>5.0} {:>6.0}",
+            a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]
+        );
+    }
+    let median = |side: usize, col: usize| {
+        let mut v: Vec<f64> = runs.iter().map(|r| cols(&r[side])[col]).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    println!(
+        "median | {:>22.0} {:>6.0} {:>5.0} {:>6.0} | {:>18.0} {:>6.0} {:>5.0} {:>6.0}",
+        median(0, 0),
+        median(0, 1),
+        median(0, 2),
+        median(0, 3),
+        median(1, 0),
+        median(1, 1),
+        median(1, 2),
+        median(1, 3)
+    );
+}
+
 async fn run(url: &str, args: &[String]) -> Result<(), BenchError> {
     let value = |flag: &str, default: u64| -> Result<u64, BenchError> {
         match args.iter().position(|a| a == flag) {
@@ -71,8 +104,10 @@ async fn run(url: &str, args: &[String]) -> Result<(), BenchError> {
     if only.is_none_or(|o| o == "fanout") {
         let n = value("--children", 10_000)?;
         println!("fan-out: Pool(4), {n} jobs a round, {rounds} rounds");
-        let rows = run_fanout_rounds(url, "leaseq_bench_graph_fanout", rounds, n).await?;
+        let runs = run_fanout_rounds(url, "leaseq_bench_graph_fanout", rounds, n).await?;
+        let rows: Vec<[f64; 2]> = runs.iter().map(|r| [r[0].rate(n), r[1].rate(n)]).collect();
         print(["independent/s", "fan-out/s"], &rows, FANOUT_GOAL);
+        print_phases(&runs);
     }
     Ok(())
 }

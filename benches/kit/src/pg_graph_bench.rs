@@ -15,7 +15,7 @@
 //! Every run has the store's upkeep off (`vacuum_after_rows(0)`), on both sides.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leaseq_async::dependencies::{BatchOn, DependencyStore};
@@ -81,28 +81,79 @@ fn quiet() -> Options {
     Options::new().vacuum_after_rows(0).acks_in_flight(acks)
 }
 
-/// A pool of 4 no-op workers on `q` that says when it has handled `target` jobs.
-fn counting_pool(q: &PgQueue<Vec<u8>>, target: u64) -> (PgPool<Vec<u8>>, Arc<Notify>) {
+/// Where one run's time went, each from the first push: the push returned (every item, or
+/// every child and the callback, committed), the first job handled, the `n`-th job handled
+/// (the last child of a fan-out), the last job handled (a fan-out's callback; the `n`-th
+/// for independent jobs).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    /// The push's wall time (independent jobs: every batch of 256, the pool draining meanwhile).
+    pub pushed: Duration,
+    /// Until the first job was handled.
+    pub first: Duration,
+    /// Until the `n`-th job was handled (a fan-out's last child).
+    pub children: Duration,
+    /// Until the last job was handled: the run's time (a fan-out's callback).
+    pub total: Duration,
+}
+
+impl Phases {
+    /// `n` jobs over [`total`](Self::total), jobs/s.
+    pub fn rate(&self, n: u64) -> f64 {
+        n as f64 / self.total.as_secs_f64()
+    }
+}
+
+/// The instants a [`counting_pool`] saw: its first job handled, its `n`-th, its `target`-th.
+#[derive(Default)]
+struct Seen {
+    first: Option<Instant>,
+    nth: Option<Instant>,
+    last: Option<Instant>,
+}
+
+/// A pool of 4 no-op workers on `q` that notes when it handled its first, `n`-th and
+/// `target`-th job, and says when it has handled `target`.
+fn counting_pool(
+    q: &PgQueue<Vec<u8>>,
+    n: u64,
+    target: u64,
+) -> (PgPool<Vec<u8>>, Arc<Notify>, Arc<Mutex<Seen>>) {
     let handled = Arc::new(AtomicU64::new(0));
     let all = Arc::new(Notify::new());
+    let seen = Arc::new(Mutex::new(Seen::default()));
     let pool = PgPool::builder(q.clone()).workers(4).spawn({
-        let all = all.clone();
+        let (all, seen) = (all.clone(), seen.clone());
         move |_job: Job<Vec<u8>>| {
-            if handled.fetch_add(1, Ordering::AcqRel) + 1 == target {
+            let k = handled.fetch_add(1, Ordering::AcqRel) + 1;
+            if k == 1 || k == n || k == target {
+                let now = Instant::now();
+                let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
+                if k == 1 {
+                    s.first = Some(now);
+                }
+                if k == n {
+                    s.nth = Some(now);
+                }
+                if k == target {
+                    s.last = Some(now);
+                }
+            }
+            if k == target {
                 all.notify_one();
             }
             async { Ok(()) }
         }
     });
-    (pool, all)
+    (pool, all, seen)
 }
 
-/// `n` jobs: independent (`fanout` false) or a batch's children with one callback; the
-/// time from the first push to the last job handled.
-async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Duration, BenchError> {
+/// `n` jobs: independent (`fanout` false) or a batch's children with one callback; where
+/// the time from the first push to the last job handled went.
+async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Phases, BenchError> {
     let q = open_queue(url, schema, &unique("bench-fanout"), quiet()).await?;
     let target = if fanout { n + 1 } else { n };
-    let (pool, all) = counting_pool(&q, target);
+    let (pool, all, seen) = counting_pool(&q, n, target);
     let start = Instant::now();
     if fanout {
         let kids: Vec<Vec<u8>> = (0..n).map(|i| i.to_le_bytes().repeat(2)).collect();
@@ -113,34 +164,44 @@ async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Durati
     } else {
         push_range(&q, 0, n).await?;
     }
+    let pushed = start.elapsed();
     all.notified().await;
     let elapsed = start.elapsed();
+    let since = |t: Option<Instant>| t.map_or(elapsed, |t| t.duration_since(start));
+    let phases = {
+        let s = seen.lock().unwrap_or_else(|e| e.into_inner());
+        Phases {
+            pushed,
+            first: since(s.first),
+            children: since(s.nth),
+            total: since(s.last),
+        }
+    };
     let report = pool.shutdown(Duration::from_secs(30)).await;
     if report.stats.ok != target {
         return Err(format!("pool handled {} of {target}", report.stats.ok).into());
     }
     q.close().await.map_err(|e| format!("close: {e:?}"))?;
-    Ok(elapsed)
+    Ok(phases)
 }
 
 /// Rounds of `n` independent jobs and a fan-out of `n` children into one callback, in
-/// `schema` (dropped first): jobs/s, `[independent, fan-out]`.
+/// `schema` (dropped first): where each run's time went, `[independent, fan-out]`.
 pub async fn run_fanout_rounds(
     url: &str,
     schema: &str,
     rounds: usize,
     n: u64,
-) -> Result<Vec<[f64; 2]>, BenchError> {
+) -> Result<Vec<[Phases; 2]>, BenchError> {
     crate::pg_store_bench::drop_schema(url, schema).await?;
     one_run(url, schema, n / 10, false).await?;
     one_run(url, schema, n / 10, true).await?;
     let mut out = Vec::with_capacity(rounds);
     for round in 0..rounds {
-        let mut r = [0.0; 2];
+        let mut r = [Phases::default(); 2];
         let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            let t = one_run(url, schema, n, i == 1).await?;
-            r[i] = n as f64 / t.as_secs_f64();
+            r[i] = one_run(url, schema, n, i == 1).await?;
         }
         out.push(r);
     }

@@ -42,9 +42,10 @@
 //! may deadlock: the server aborts one statement (an `ERROR`, nothing done), which the
 //! settle retries. A child's counters are locked by each parent's ack to its commit: one
 //! row for a child of up to 64 parents; for more (a batch's callback) 64 rows of
-//! `graph_shards`, a parent's by its place, and the child's own counters (how many rows
-//! still wait or fail) locked only when one of them starts or stops, so the acks of a
-//! batch's children rarely take turns (BENCHMARKS.md, issue 33, measures a fan-out).
+//! `graph_shards`, a parent's by its place (since step 19 any row with some left, taken
+//! as a slot: `graph_slots.rs`), and the child's own counters (how many rows still wait or
+//! fail) locked only when one of them starts or stops, so the acks of a batch's children
+//! rarely take turns (BENCHMARKS.md, issue 33, measures a fan-out).
 
 /// Schema step 10 (issue 33). `{s}` is the quoted schema, `{schema}` its bare name.
 /// Idempotent, like step 6.

@@ -318,6 +318,7 @@ mod graph_impl;
 mod graph_list;
 mod graph_ops;
 mod graph_read;
+mod graph_slots;
 mod graph_sql;
 mod graph_told;
 mod history;

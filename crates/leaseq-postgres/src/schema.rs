@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -110,10 +110,14 @@ const MIGRATIONS: &[&str] = &[
     // 17 (issue 33's fan-out): `graph_told` redefined, a batch child's counters rows locked
     // by their key and written in the statement that moves it (`graph_fanout.rs`).
     crate::graph_fanout::MIGRATION,
-    // 19 (issue 32's groups; the lead numbers it): a grouped queue with no limit and no
+    // 18 (issue 32's groups): a grouped queue with no limit and no
     // rate claimed side by side, the groups' rows locked rather than the queue
     // (`flow_groups_sql.rs`), `flow_claim` made again.
     crate::flow_groups_sql::MIGRATION,
+    // 19 (issue 33's fan-out): a split child's counters rows taken as
+    // slots, `graph_slot`, `graph_slots`, `graph_told` and `graph_move` redefined
+    // (`graph_slots.rs`; `graph_move`'s text filled in at `{graph_move_slots}`).
+    crate::graph_slots::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -239,6 +243,7 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
             .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
             .replace("{groups_enter}", crate::flow_groups_sql::ENTER)
             .replace("{graph_key_holder}", &crate::graph_told::key_holder())
+            .replace("{graph_move_slots}", &crate::graph_slots::graph_move())
             .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
