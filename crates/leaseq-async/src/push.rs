@@ -7,6 +7,19 @@ use leaseq_core::{FlowKey, FlowKeys, KeyWindow, PushOptions, Timestamp};
 /// What a push with both flow keys and a key window is refused as.
 const WINDOW_WITH_FLOW: &str = "a key window (Push::key_window) with flow keys";
 
+/// `Push::flags`: a delay other than zero.
+const DELAYED: u8 = 1;
+/// `Push::flags`: a time to live.
+const TTL: u8 = 1 << 1;
+/// `Push::flags`: a priority level other than 0.
+const LEVEL: u8 = 1 << 2;
+/// `Push::flags`: a unique key (valid or not: a too-long one must reach the core's check).
+const KEYED: u8 = 1 << 3;
+/// `Push::flags`: a key window other than `KeyWindow::Live`.
+const WINDOWED: u8 = 1 << 4;
+/// `Push::flags`: flow keys.
+const FLOWED: u8 = 1 << 5;
+
 /// How an item is pushed (see [`LeaseQueue::try_push_with`](crate::LeaseQueue::try_push_with)):
 /// a delay before it becomes visible, a time to live, a priority level and a unique key.
 /// `Push::new()` is a plain push: visible at once, never expires, level 0, no key.
@@ -28,11 +41,11 @@ pub struct Push {
     /// Priority, key and replace (their checks are the core's); delay and expiry are set
     /// from the two fields above at the push's own clock reading.
     pub(crate) options: PushOptions,
-    /// Whether a key was given (valid or not: a too-long one must reach the core's check).
-    keyed: bool,
-    /// Whether a key window other than `Live` was given (a flag beside `keyed`, so that a
-    /// push's checks test plain flags), and the window.
-    windowed: bool,
+    /// What was given, one bit each (`DELAYED`, `TTL`, `LEVEL`, `KEYED`, `WINDOWED`,
+    /// `FLOWED`): a push's checks (plain? keyed alone? a clock needed?) are each one test
+    /// of this byte, made on every push.
+    flags: u8,
+    /// The key window, if `WINDOWED`.
     window: KeyWindow,
     /// The flow keys, if any were given: boxed, so that a push without them carries one
     /// null pointer (a plain push is built on the caller's path: a larger `Push` costs
@@ -53,8 +66,7 @@ impl Push {
             delay: Duration::ZERO,
             ttl: None,
             options: PushOptions::new(),
-            keyed: false,
-            windowed: false,
+            flags: 0,
             window: KeyWindow::Live,
             flow: None,
         }
@@ -63,6 +75,11 @@ impl Push {
     /// Invisible for `delay` after the push.
     pub const fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self.flags = if delay.is_zero() {
+            self.flags & !DELAYED
+        } else {
+            self.flags | DELAYED
+        };
         self
     }
 
@@ -70,6 +87,7 @@ impl Push {
     /// no item timeout outlasts it.
     pub const fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
+        self.flags |= TTL;
         self
     }
 
@@ -78,6 +96,11 @@ impl Push {
     /// rules). Out of range, the push is refused with the item handed back.
     pub const fn priority(mut self, level: u8) -> Self {
         self.options = self.options.priority(level);
+        self.flags = if level == 0 {
+            self.flags & !LEVEL
+        } else {
+            self.flags | LEVEL
+        };
         self
     }
 
@@ -87,7 +110,7 @@ impl Push {
     /// that item. Once it is acked, dead-lettered or cancelled the key is free again.
     pub fn key(mut self, key: impl AsRef<[u8]>) -> Self {
         self.options = self.options.key(key);
-        self.keyed = true;
+        self.flags |= KEYED;
         self
     }
 
@@ -122,21 +145,31 @@ impl Push {
     /// ```
     pub const fn key_window(mut self, window: KeyWindow) -> Self {
         self.window = window;
-        self.windowed = !matches!(window, KeyWindow::Live);
+        self.flags = if matches!(window, KeyWindow::Live) {
+            self.flags & !WINDOWED
+        } else {
+            self.flags | WINDOWED
+        };
         self
     }
 
     /// The [`key_window`](Self::key_window) given, if other than [`KeyWindow::Live`]: what
     /// a durable store keeps beside a keyed item.
     pub fn window(&self) -> Option<KeyWindow> {
-        self.windowed.then_some(self.window)
+        self.windowed().then_some(self.window)
     }
 
     /// Whether a [`key_window`](Self::key_window) other than
     /// [`KeyWindow::Live`] was given: what a store that keeps keys only while items are
     /// live refuses.
     pub fn has_key_window(&self) -> bool {
-        self.windowed
+        self.windowed()
+    }
+
+    /// Whether a key window other than [`KeyWindow::Live`] was given.
+    #[inline]
+    fn windowed(&self) -> bool {
+        self.flags & WINDOWED != 0
     }
 
     /// The job kind the item counts against in concurrency and rate limits
@@ -215,6 +248,11 @@ impl Push {
     /// given before (empty keys: none).
     pub fn flow_keys(mut self, keys: FlowKeys) -> Self {
         self.flow = (!keys.is_empty()).then(|| Box::new(keys));
+        self.flags = if keys.is_empty() {
+            self.flags & !FLOWED
+        } else {
+            self.flags | FLOWED
+        };
         self
     }
 
@@ -222,12 +260,13 @@ impl Push {
     fn set_flow(&mut self, f: impl FnOnce(FlowKeys) -> FlowKeys) {
         let keys = f(self.flow.as_deref().copied().unwrap_or_default());
         self.flow = Some(Box::new(keys));
+        self.flags |= FLOWED;
     }
 
     /// Whether flow keys were given.
     #[inline]
     pub(crate) fn flowed(&self) -> bool {
-        self.flow.is_some()
+        self.flags & FLOWED != 0
     }
 
     /// The flow keys given, if any: what a store keeps beside the item.
@@ -250,22 +289,45 @@ impl Push {
 
     /// Whether this is a plain push (no delay, time to live, level or key): the kind an
     /// unbounded in-memory queue takes without its state lock.
+    #[inline]
     pub(crate) fn is_plain(&self) -> bool {
-        self.delay.is_zero()
-            && self.ttl.is_none()
-            && self.options.priority == 0
-            && !self.keyed
-            && self.flow.is_none()
+        self.flags & (DELAYED | TTL | LEVEL | KEYED | FLOWED) == 0
+    }
+
+    /// Whether this is a keyed push with nothing else but perhaps a priority level (no
+    /// delay, time to live, key window or flow keys): the memory store's keyed push that
+    /// needs neither the core's window nor its flow push, nor (unless the queue has key
+    /// windows, see [`keyed`](Self::keyed)) a clock reading.
+    #[inline]
+    pub(crate) fn is_bare_keyed(&self) -> bool {
+        self.flags & !LEVEL == KEYED
     }
 
     /// Whether the push is measured from the clock's time: a delay, a time to live or a
-    /// key (a plain push becomes visible at the queue's latest time, whatever it). A keyed
-    /// push without a window of its own still meets the windows of the key's holder,
-    /// judged at the push's time: on the queue's latest time instead, a holder whose
-    /// window had passed since (a `Period` over, an item gone past its `LiveThen`) still
-    /// held the key until some other call moved the queue's time on.
+    /// key window of its own (a plain push becomes visible at the queue's latest time,
+    /// whatever it).
+    #[inline]
     pub(crate) fn needs_clock(&self) -> bool {
-        !self.delay.is_zero() || self.ttl.is_some() || self.keyed
+        self.flags & (DELAYED | TTL | WINDOWED) != 0
+    }
+
+    /// Whether a key was given. A keyed push without a window of its own still meets the
+    /// windows of the key's holder, judged at the push's time: on the queue's latest time
+    /// instead, a holder whose window had passed since (a `Period` over, an item gone past
+    /// its `LiveThen`) would still hold the key until some other call moved the queue's
+    /// time on. So it reads the clock when the queue has windows
+    /// ([`key_windows_in_use`](leaseq_core::Queue::key_windows_in_use)), and only then.
+    #[inline]
+    pub(crate) fn keyed(&self) -> bool {
+        self.flags & KEYED != 0
+    }
+
+    /// Whether the push goes to the core's plain push (no flow keys, no key window):
+    /// [`push_into`](Self::push_into) is then the core's `push_with_id_take`, called
+    /// directly where the push is made.
+    #[inline]
+    pub(crate) fn unflowed(&self) -> bool {
+        self.flags & (FLOWED | WINDOWED) == 0
     }
 
     /// Pushes `item` into `core` under `id` at `now` with `options` (this push's, at
@@ -283,7 +345,7 @@ impl Push {
         if let Some(keys) = self.flow.as_deref() {
             // (A key window with flow keys is refused before: `flow_conflict`.)
             core.push_flow_with_id_take(id, item, now, options, *keys)
-        } else if self.windowed {
+        } else if self.windowed() {
             core.push_windowed_with_id_take(id, item, now, options, self.window)
         } else {
             core.push_with_id_take(id, item, now, options)
@@ -295,7 +357,7 @@ impl Push {
     /// [`PushError::Unsupported`](crate::PushError::Unsupported) naming this, the item
     /// handed back.
     pub fn flow_conflict(&self) -> Option<&'static str> {
-        (self.flow.is_some() && self.windowed).then_some(WINDOW_WITH_FLOW)
+        (self.flags & (FLOWED | WINDOWED) == FLOWED | WINDOWED).then_some(WINDOW_WITH_FLOW)
     }
 
     /// This push, made by a caller that waits for room when the queue is full and pushes

@@ -35,6 +35,28 @@ fn a_throttle_holds_the_key_for_its_period_after_the_push() {
     });
 }
 
+/// A keyed push without a window of its own meets its holder's window at the push's own
+/// time, though no other call moved the queue's time on since (a window's end is no timer:
+/// the memory store reads the clock for such a push while the queue has windows).
+#[test]
+fn a_keyed_push_without_a_window_meets_the_holders_window_at_its_own_time() {
+    sim::run(|rt| async move {
+        let q = sim::queue(&rt, Config::new(60 * SEC));
+        let t0 = rt.now();
+        let first = q.try_push_with(1u32, held_for("digest", 60 * SEC)).unwrap();
+        q.receive().await.unwrap().ack().await.unwrap();
+        let plain = Push::new().key("digest");
+        rt.sleep_until(t0.saturating_add(59 * SEC)).await;
+        let again = q.try_push_with(2u32, plain.clone());
+        assert!(
+            matches!(again, Err(PushError::DuplicateKey { existing, .. }) if existing == first)
+        );
+        rt.sleep_until(t0.saturating_add(60 * SEC)).await;
+        q.try_push_with(3u32, plain).unwrap();
+        assert_eq!(*q.receive().await.unwrap().item(), 3);
+    });
+}
+
 #[test]
 fn a_debounce_delivers_the_last_push_of_a_burst_one_delay_after_it() {
     sim::run(|rt| async move {

@@ -111,9 +111,9 @@ pub struct Options {
     /// the window, and each finish costs an insert (BENCHMARKS.md, "Postgres: the record of
     /// finished jobs").
     pub retention: Option<Duration>,
-    /// The TLS parameters [`open`](crate::open) read from its connection string (which
-    /// `tokio-postgres`'s configuration cannot carry); `None`: from the configuration's
-    /// `sslmode` ([`open_with`](crate::open_with)).
+    /// The TLS parameters an open of a [`Postgres`](crate::Postgres) given a connection
+    /// string read from it (which `tokio-postgres`'s configuration cannot carry); `None`:
+    /// from the configuration's `sslmode` ([`open_with`](crate::open::open_with)).
     pub(crate) tls: Option<crate::conninfo::TlsParams>,
 }
 

@@ -10,7 +10,9 @@ use crate::runtime::Runtime;
 
 impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
     /// [`Store::try_push`](crate::Store::try_push). Inlined: a caller's `Push::new()` is
-    /// then known plain at compile time.
+    /// then known plain at compile time, and a keyed push with nothing else
+    /// ([`Push::is_bare_keyed`]) takes its own copy of the locked push, which tests nothing
+    /// of windows, flow keys or delays; every other push goes out of line.
     #[inline]
     pub(super) fn push_one(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
         if self.closed() {
@@ -24,20 +26,57 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
             self.metrics.poke(&self.driver_wake);
             return Ok(id);
         }
-        if let Some(what) = push.flow_conflict() {
+        if push.is_bare_keyed() {
+            return self.push_locked::<true>(item, push);
+        }
+        self.push_locked_any(item, push)
+    }
+
+    /// A push under the state lock, of any kind.
+    #[inline(never)]
+    fn push_locked_any(&self, item: T, push: &Push) -> Result<MessageId, PushError<T>> {
+        self.push_locked::<false>(item, push)
+    }
+
+    /// A push under the state lock; `BARE`: `push` is known [bare
+    /// keyed](Push::is_bare_keyed).
+    #[inline(always)]
+    fn push_locked<const BARE: bool>(
+        &self,
+        item: T,
+        push: &Push,
+    ) -> Result<MessageId, PushError<T>> {
+        if let (false, Some(what)) = (BARE, push.flow_conflict()) {
             return Err(PushError::Unsupported { item, what });
         }
         // A plain push needs no fresh clock reading: it becomes visible "now" whatever the
         // time, so the queue's own latest time serves (one clock read saved per item).
-        let clock = push.needs_clock().then(|| self.rt.now());
+        let clock = (!BARE && push.needs_clock()).then(|| self.rt.now());
         let mut st = self.lock();
-        // Flow keys: a place freed may now let a held-back item go (see `flow.rs`).
-        st.flow |= push.flowed();
-        let now = clock.unwrap_or_else(|| st.core.now());
-        let options = push.options_at(now);
+        if !BARE {
+            // Flow keys: a place freed may now let a held-back item go (see `flow.rs`).
+            st.flow |= push.flowed();
+        }
+        let now = match clock {
+            Some(now) => now,
+            // A key meets its holder's window at the push's time (`Push::keyed`).
+            None if push.keyed() && st.core.key_windows_in_use() => self.rt.now(),
+            None => st.core.now(),
+        };
+        // (A bare keyed push has no delay or time to live to set.)
+        let options = if BARE {
+            push.options
+        } else {
+            push.options_at(now)
+        };
         let mut replaced = None;
         let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-            push.push_into(core, id, item, now, options).map(|p| {
+            let pushed = if BARE || push.unflowed() {
+                core.push_with_id_take(id, item, now, options)
+            } else {
+                push.push_into(core, id, item, now, options)
+            };
+            pushed.map(|p| {
                 replaced = p.replaced;
                 p.id
             })
@@ -81,14 +120,19 @@ impl<T: Clone + Send + 'static, R: Runtime> MemoryStore<T, R> {
         let clock = push.needs_clock().then(|| self.rt.now());
         let mut st = self.lock();
         st.flow |= push.flowed();
-        let now = clock.unwrap_or_else(|| st.core.now());
+        let now = match clock {
+            Some(now) => now,
+            // A key meets its holder's window at the push's time (`Push::keyed`).
+            None if push.keyed() && st.core.key_windows_in_use() => self.rt.now(),
+            None => st.core.now(),
+        };
         let options = push.options_at(now);
         for item in items {
             let pushed = self.inbox.push_direct(&mut st.core, |core, id| {
-                if push.has_key_window() || push.flowed() {
-                    push.push_into(core, id, item, now, options).map(|p| p.id)
-                } else {
+                if push.unflowed() {
                     core.push_with_id(id, item, now, options)
+                } else {
+                    push.push_into(core, id, item, now, options).map(|p| p.id)
                 }
             });
             match pushed {

@@ -72,6 +72,20 @@ impl GoneKeys {
 }
 
 impl<T> Queue<T> {
+    /// Whether a key may be held by a window other than [`KeyWindow::Live`] now: a live
+    /// item's (in its side record) or that of an item that left within its window. Windows
+    /// are the one way time frees a key without a timer (a window's end is seen when a push
+    /// meets the key): while there are none, a keyed push at [`now`](Self::now) is judged
+    /// as at any later time, but for the timers due in between (an expiry, a lease's end),
+    /// which the driver runs at their time anyway; a driver may then push it at `now`
+    /// rather than read its clock. Erring on the side of true: so it is while any live item
+    /// has a side record (a last error, a snooze count), and once a key was kept after its
+    /// item left.
+    #[inline]
+    pub fn key_windows_in_use(&self) -> bool {
+        !self.side.is_empty() || self.gone_keys.is_some()
+    }
+
     /// Whether the live holder in `slot` has let its key go at `now`: `Queued` and in
     /// flight, or its `Period` over.
     pub(super) fn key_lapsed(&self, slot: usize, now: Timestamp) -> bool {
