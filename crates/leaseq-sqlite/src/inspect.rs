@@ -36,16 +36,6 @@ pub struct FileView {
     version: i32,
 }
 
-/// Whether `e` is SQLite's `SQLITE_CANTOPEN` (the moment an owner removes its `-wal` and
-/// `-shm` at close).
-fn cannot_open(e: &FileError) -> bool {
-    use std::error::Error;
-    e.source()
-        .and_then(|c| c.downcast_ref::<rusqlite::Error>())
-        .and_then(|c| c.sqlite_error_code())
-        == Some(rusqlite::ErrorCode::CannotOpen)
-}
-
 impl FileView {
     /// Checks `path` as an open does (a missing, foreign, corrupt or newer file refused
     /// with its [`OpenError`]) and opens it read-only.
@@ -54,18 +44,17 @@ impl FileView {
     /// locks; an open that meets that moment fails with `SQLITE_CANTOPEN`, and is tried
     /// again for up to 5 s (as a busy file is waited for).
     pub fn open(path: impl AsRef<Path>) -> Result<FileView, OpenError> {
-        let path = path.as_ref();
-        let give_up = std::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            match Self::open_once(path) {
-                Err(OpenError::Sqlite(e))
-                    if cannot_open(&e) && std::time::Instant::now() < give_up =>
-                {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                done => return done,
-            }
-        }
+        crate::view_retry::retrying(path.as_ref(), Self::open_once)
+    }
+
+    /// Fault injection: the next `n` tries of [`open`](Self::open) on this thread fail
+    /// with `SQLITE_CANTOPEN` before they touch the file (replacing any left); returns how
+    /// many were left. `n` = 0 clears them.
+    #[cfg(feature = "fault-injection")]
+    pub fn fail_opens(n: u32) -> u32 {
+        let left = crate::view_retry::injected::left();
+        crate::view_retry::injected::set(n);
+        left
     }
 
     fn open_once(path: &Path) -> Result<FileView, OpenError> {

@@ -250,6 +250,7 @@ mod settled;
 mod snooze;
 mod sqlite;
 mod store;
+mod view_retry;
 mod windows;
 mod writer;
 
