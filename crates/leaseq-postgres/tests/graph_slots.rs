@@ -8,16 +8,14 @@ use leaseq_test_kit::pg as common;
 
 use std::time::Duration;
 
-use leaseq_async::dependencies::{BatchOn, DependencyStore};
+use leaseq_async::dependencies::BatchOn;
 use leaseq_async::Config;
 use leaseq_postgres::{Options, PgQueue};
 use tokio_postgres::Client;
 
-/// The store's own session settings (`open.rs`), and no lock waited for over 2 s: a
-/// statement that would wait for another transaction's rows fails instead of hanging.
-const SESSION: &str = "SET jit = off; SET enable_bitmapscan = off; SET enable_sort = off;
-     SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan;
-     SET lock_timeout = '2s';";
+/// No lock waited for over 2 s, beside the store's own session settings: a statement that
+/// would wait for another transaction's rows fails instead of hanging.
+const NO_WAITING: &str = "SET lock_timeout = '2s';";
 
 async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
     common::open_bytes(
@@ -27,55 +25,6 @@ async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
         Options::new().schema(common::SCHEMA),
     )
     .await
-}
-
-/// A batch of `n` children and one callback (`on`): the children's nodes in order, and the
-/// callback's node.
-async fn fan(q: &PgQueue<Vec<u8>>, db: &Client, n: u32, on: BatchOn) -> (Vec<i64>, i64) {
-    let kids: Vec<Vec<u8>> = (0..n).map(|i| i.to_le_bytes().to_vec()).collect();
-    let batch = q
-        .store()
-        .push_batch(kids, b"callback".to_vec(), on)
-        .await
-        .unwrap();
-    let s = common::SCHEMA.name();
-    let id = i64::try_from(batch.get()).unwrap();
-    let cb: i64 = db
-        .query_one(
-            &format!("SELECT callback FROM \"{s}\".graph_batches WHERE batch = $1"),
-            &[&id],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let kids: Vec<i64> = db
-        .query(
-            &format!(
-                "SELECT node FROM \"{s}\".graph_nodes WHERE batch = $1 AND node <> $2 ORDER BY node"
-            ),
-            &[&id, &cb],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(kids.len(), n as usize);
-    (kids, cb)
-}
-
-/// `graph_told` of `nodes` moved to `state` (2 acked, 3 dead letter, 1 live again).
-async fn told(db: &Client, nodes: &[i64], state: i16) -> i32 {
-    let s = common::SCHEMA.name();
-    let states = vec![state; nodes.len()];
-    let payloads: Vec<Option<Vec<u8>>> = vec![None; nodes.len()];
-    db.query_one(
-        &format!("SELECT \"{s}\".graph_told($1, $2, $3)"),
-        &[&nodes, &states, &payloads],
-    )
-    .await
-    .unwrap()
-    .get(0)
 }
 
 /// The callback's rows: (sum waiting, sum failed, rows waiting, rows failed), and its own
@@ -108,15 +57,17 @@ fn two_open_transactions_tell_one_callback_without_waiting() {
     common::with_server(|url| async move {
         let q = open(&url, "graph_slots_wait").await;
         let (a, b) = (common::sql(&url).await, common::sql(&url).await);
-        a.batch_execute(SESSION).await.unwrap();
-        b.batch_execute(SESSION).await.unwrap();
+        a.batch_execute(common::STORE_SESSION).await.unwrap();
+        a.batch_execute(NO_WAITING).await.unwrap();
+        b.batch_execute(common::STORE_SESSION).await.unwrap();
+        b.batch_execute(NO_WAITING).await.unwrap();
         // 20 parents a row: no row runs out here, so the callback's own row is not written.
-        let (kids, cb) = fan(&q, &a, 1280, BatchOn::Complete).await;
+        let (kids, cb) = common::fan_out(&q, &a, 1280, BatchOn::Complete).await;
         // Places 0..8 and 64..72: the same 8 counters rows by place (step 17 waited).
         a.batch_execute("BEGIN").await.unwrap();
-        assert_eq!(told(&a, &kids[..8], 2).await, 8);
+        assert_eq!(common::told(&a, &kids[..8], 2).await, 8);
         b.batch_execute("BEGIN").await.unwrap();
-        assert_eq!(told(&b, &kids[64..72], 2).await, 8);
+        assert_eq!(common::told(&b, &kids[64..72], 2).await, 8);
         b.batch_execute("COMMIT").await.unwrap();
         a.batch_execute("COMMIT").await.unwrap();
         let (sums, own, released) = counts(&a, cb).await;
@@ -132,11 +83,13 @@ fn sums_stay_exact_through_a_dead_letter_and_its_redrive() {
     common::with_server(|url| async move {
         let q = open(&url, "graph_slots_sums").await;
         let (a, b) = (common::sql(&url).await, common::sql(&url).await);
-        a.batch_execute(SESSION).await.unwrap();
-        b.batch_execute(SESSION).await.unwrap();
+        a.batch_execute(common::STORE_SESSION).await.unwrap();
+        a.batch_execute(NO_WAITING).await.unwrap();
+        b.batch_execute(common::STORE_SESSION).await.unwrap();
+        b.batch_execute(NO_WAITING).await.unwrap();
         // On success: a dead child holds the callback (failed), its redrive lets it wait again.
-        let (kids, cb) = fan(&q, &a, 130, BatchOn::Success).await;
-        assert_eq!(told(&a, &kids[..1], 3).await, 1);
+        let (kids, cb) = common::fan_out(&q, &a, 130, BatchOn::Success).await;
+        assert_eq!(common::told(&a, &kids[..1], 3).await, 1);
         let (sums, own, _) = counts(&a, cb).await;
         assert_eq!((sums.0, sums.1, sums.3), (130, 1, 1));
         assert_eq!(own, (64, 1));
@@ -145,20 +98,20 @@ fn sums_stay_exact_through_a_dead_letter_and_its_redrive() {
         for (i, call) in rest.chunks(7).enumerate() {
             let db = if i % 2 == 0 { &a } else { &b };
             db.batch_execute("BEGIN").await.unwrap();
-            assert_eq!(told(db, call, 2).await as usize, call.len());
+            assert_eq!(common::told(db, call, 2).await as usize, call.len());
             db.batch_execute("COMMIT").await.unwrap();
         }
         let (sums, own, released) = counts(&a, cb).await;
         assert_eq!((sums.0, sums.1, sums.2, sums.3), (1, 1, 1, 1));
         assert_eq!(own, (1, 1));
         assert!(!released, "held by its dead child");
-        assert_eq!(told(&a, &kids[..1], 1).await, 1, "redriven");
+        assert_eq!(common::told(&a, &kids[..1], 1).await, 1, "redriven");
         let (sums, own, released) = counts(&a, cb).await;
         assert_eq!((sums.0, sums.1), (1, 0));
         assert_eq!(own, (1, 0));
         assert!(!released);
         a.batch_execute("BEGIN").await.unwrap();
-        assert_eq!(told(&a, &kids[..1], 2).await, 1);
+        assert_eq!(common::told(&a, &kids[..1], 2).await, 1);
         assert!(
             !counts(&b, cb).await.2,
             "not before the last child's commit"
@@ -168,7 +121,7 @@ fn sums_stay_exact_through_a_dead_letter_and_its_redrive() {
         assert_eq!((sums.0, sums.1, own), (0, 0, (0, 0)));
         assert!(released, "released at the last child's commit");
         assert_eq!(
-            told(&a, &kids[..1], 2).await,
+            common::told(&a, &kids[..1], 2).await,
             0,
             "told again: nothing moves"
         );

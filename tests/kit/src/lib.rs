@@ -28,6 +28,8 @@ pub mod output;
 pub mod pg;
 #[cfg(feature = "postgres")]
 mod pg_checks;
+#[cfg(feature = "postgres")]
+mod pg_graph;
 mod reexports;
 pub mod rng;
 #[cfg(feature = "tokio")]
