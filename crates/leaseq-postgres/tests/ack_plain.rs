@@ -12,16 +12,6 @@ use leaseq_async::dependencies::{DependencyStore, NodeId, OnFailedParent, Parent
 use leaseq_async::{Config, MessageId};
 use leaseq_postgres::{Options, PgDelivery, PgQueue};
 
-async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
-    common::open_bytes(
-        url,
-        common::unique(name),
-        Config::new(Duration::from_secs(30)).with_max_attempts(1),
-        Options::new().schema(common::SCHEMA),
-    )
-    .await
-}
-
 async fn next(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
     match q.receive_timeout(Duration::from_secs(10)).await {
         Ok(d) => d,
@@ -64,7 +54,7 @@ async fn rows(url: &str, q: &PgQueue<Vec<u8>>) -> i64 {
 #[test]
 fn an_acked_job_releases_its_dependent() {
     common::with_server(|url| async move {
-        let q = open(&url, "ack_plain_job").await;
+        let q = common::open_one_try(&url, "ack_plain_job").await;
         let plain: MessageId = q.push(b"plain".to_vec()).await.unwrap();
         let first = after(&q, b"first", Parent::Message(plain)).await;
         let second = after(&q, b"second", Parent::Job(first)).await;
@@ -98,7 +88,7 @@ fn an_acked_job_releases_its_dependent() {
 #[test]
 fn a_row_adopted_after_its_claim_is_acked_and_told() {
     common::with_server(|url| async move {
-        let q = open(&url, "ack_plain_adopted").await;
+        let q = common::open_one_try(&url, "ack_plain_adopted").await;
         let p = q.push(b"p".to_vec()).await.unwrap();
         let d = next(&q).await;
         assert_eq!(d.id(), p);

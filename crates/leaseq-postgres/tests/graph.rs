@@ -10,19 +10,8 @@ use leaseq_async::dependencies::{
     BatchId, BatchOn, DependencyError, DependencyStore, OnFailedParent, Parent, StepState,
     WorkflowId, WorkflowSpec,
 };
-use leaseq_async::Config;
 use leaseq_core::graph::{GraphError, WorkflowError};
-use leaseq_postgres::{Options, PgDelivery, PgQueue};
-
-async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
-    common::open_bytes(
-        url,
-        common::unique(name),
-        Config::new(Duration::from_secs(30)).with_max_attempts(1),
-        Options::new().schema(common::SCHEMA),
-    )
-    .await
-}
+use leaseq_postgres::{PgDelivery, PgQueue};
 
 async fn next(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
     match q.receive_timeout(Duration::from_secs(10)).await {
@@ -37,7 +26,7 @@ async fn next(q: &PgQueue<Vec<u8>>) -> PgDelivery<Vec<u8>> {
 #[test]
 fn a_chain_runs_in_order_and_hands_results_on() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_chain").await;
+        let q = common::open_one_try(&url, "graph_chain").await;
         let g = q.store();
         let plain = q.push(b"plain".to_vec()).await.unwrap();
         let a = q.push(b"a".to_vec()).await.unwrap();
@@ -107,7 +96,7 @@ fn a_chain_runs_in_order_and_hands_results_on() {
 #[test]
 fn each_policy_for_a_failed_parent() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_policy").await;
+        let q = common::open_one_try(&url, "graph_policy").await;
         let g = q.store();
         let parent = q.push(b"parent".to_vec()).await.unwrap();
         let p = [Parent::Message(parent)];
@@ -178,7 +167,7 @@ fn each_policy_for_a_failed_parent() {
 #[test]
 fn a_workflow_is_one_commit_checked_cancelled_and_retried() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_workflow").await;
+        let q = common::open_one_try(&url, "graph_workflow").await;
         let g = q.store();
         let cycle =
             WorkflowSpec::new()
@@ -260,7 +249,7 @@ fn a_workflow_is_one_commit_checked_cancelled_and_retried() {
 #[test]
 fn batches_count_exactly_and_call_back_once() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_batch").await;
+        let q = common::open_one_try(&url, "graph_batch").await;
         let g = q.store();
         for on in [BatchOn::Success, BatchOn::Complete] {
             // 150 children: over 64, so the callback's counters are split (graph_shards).
@@ -312,7 +301,7 @@ fn batches_count_exactly_and_call_back_once() {
 #[test]
 fn refusals_hand_the_payload_back() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_refusals").await;
+        let q = common::open_one_try(&url, "graph_refusals").await;
         let g = q.store();
         let a = g
             .push_after(b"a".to_vec(), &[], OnFailedParent::Cancel)

@@ -5,26 +5,12 @@
 
 use leaseq_test_kit::pg as common;
 
-use std::time::Duration;
-
 use leaseq_async::dependencies::BatchOn;
-use leaseq_async::Config;
-use leaseq_postgres::{Options, PgQueue};
-
-async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
-    common::open_bytes(
-        url,
-        common::unique(name),
-        Config::new(Duration::from_secs(30)).with_max_attempts(1),
-        Options::new().schema(common::SCHEMA),
-    )
-    .await
-}
 
 #[test]
 fn a_childs_counters_row_is_found_by_its_key() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_fanout_key").await;
+        let q = common::open_one_try(&url, "graph_fanout_key").await;
         let db = common::sql(&url).await;
         db.batch_execute(common::STORE_SESSION).await.unwrap();
         // Three callbacks of 100 children: 192 counters rows in the schema.
@@ -53,7 +39,7 @@ fn a_childs_counters_row_is_found_by_its_key() {
 #[test]
 fn two_fan_outs_told_together_call_back_once_each_at_their_last_child() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_fanout_two").await;
+        let q = common::open_one_try(&url, "graph_fanout_two").await;
         let db = common::sql(&url).await;
         db.batch_execute(common::STORE_SESSION).await.unwrap();
         let (a, cb_a) = common::fan_out(&q, &db, 130, BatchOn::Complete).await;

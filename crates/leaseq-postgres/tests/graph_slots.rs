@@ -6,26 +6,12 @@
 
 use leaseq_test_kit::pg as common;
 
-use std::time::Duration;
-
 use leaseq_async::dependencies::BatchOn;
-use leaseq_async::Config;
-use leaseq_postgres::{Options, PgQueue};
 use tokio_postgres::Client;
 
 /// No lock waited for over 2 s, beside the store's own session settings: a statement that
 /// would wait for another transaction's rows fails instead of hanging.
 const NO_WAITING: &str = "SET lock_timeout = '2s';";
-
-async fn open(url: &str, name: &str) -> PgQueue<Vec<u8>> {
-    common::open_bytes(
-        url,
-        common::unique(name),
-        Config::new(Duration::from_secs(30)).with_max_attempts(1),
-        Options::new().schema(common::SCHEMA),
-    )
-    .await
-}
 
 /// The callback's rows: (sum waiting, sum failed, rows waiting, rows failed), and its own
 /// counters (waiting, failed), and whether it was released (its items row).
@@ -55,7 +41,7 @@ async fn counts(db: &Client, cb: i64) -> ((i64, i64, i64, i64), (i32, i32), bool
 #[test]
 fn two_open_transactions_tell_one_callback_without_waiting() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_slots_wait").await;
+        let q = common::open_one_try(&url, "graph_slots_wait").await;
         let (a, b) = (common::sql(&url).await, common::sql(&url).await);
         a.batch_execute(common::STORE_SESSION).await.unwrap();
         a.batch_execute(NO_WAITING).await.unwrap();
@@ -81,7 +67,7 @@ fn two_open_transactions_tell_one_callback_without_waiting() {
 #[test]
 fn sums_stay_exact_through_a_dead_letter_and_its_redrive() {
     common::with_server(|url| async move {
-        let q = open(&url, "graph_slots_sums").await;
+        let q = common::open_one_try(&url, "graph_slots_sums").await;
         let (a, b) = (common::sql(&url).await, common::sql(&url).await);
         a.batch_execute(common::STORE_SESSION).await.unwrap();
         a.batch_execute(NO_WAITING).await.unwrap();

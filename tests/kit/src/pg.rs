@@ -279,6 +279,19 @@ pub async fn open_bytes(
     open(url, name, config, leaseq_postgres::BytesCodec, options).await
 }
 
+/// A queue of bytes in [`SCHEMA`] under a [`unique`] name made from `name`, each item tried
+/// once (a 30 s visibility timeout): what the graph's tests open, whose outcomes must not
+/// be retried behind their backs.
+pub async fn open_one_try(url: &str, name: &str) -> leaseq_postgres::PgQueue<Vec<u8>> {
+    open_bytes(
+        url,
+        unique(name),
+        leaseq_async::Config::new(std::time::Duration::from_secs(30)).with_max_attempts(1),
+        leaseq_postgres::Options::new().schema(SCHEMA),
+    )
+    .await
+}
+
 /// How many rows queue `queue` has in [`SCHEMA`], as another session sees them.
 pub async fn row_count(db: &tokio_postgres::Client, queue: &str) -> i64 {
     db.query_one(
