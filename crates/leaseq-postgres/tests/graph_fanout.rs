@@ -44,21 +44,6 @@ fn two_fan_outs_told_together_call_back_once_each_at_their_last_child() {
         db.batch_execute(common::STORE_SESSION).await.unwrap();
         let (a, cb_a) = common::fan_out(&q, &db, 130, BatchOn::Complete).await;
         let (b, cb_b) = common::fan_out(&q, &db, 70, BatchOn::Complete).await;
-        let s = common::SCHEMA.name();
-        let released = |cb: i64| {
-            let db = &db;
-            async move {
-                let n: i64 = db
-                    .query_one(
-                        &format!("SELECT count(*) FROM \"{s}\".items WHERE node = $1"),
-                        &[&cb],
-                    )
-                    .await
-                    .unwrap()
-                    .get(0);
-                n
-            }
-        };
         // Calls of up to 3 of a's children and 2 of b's, until b's are all told.
         let (mut ia, mut ib) = (0, 0);
         while ib < b.len() {
@@ -68,21 +53,41 @@ fn two_fan_outs_told_together_call_back_once_each_at_their_last_child() {
             ib = (ib + 2).min(b.len());
             assert_eq!(common::told(&db, &call, 2).await as usize, call.len());
             if ib < b.len() {
-                assert_eq!(released(cb_b).await, 0, "b released early");
+                assert_eq!(
+                    common::released_rows(&db, cb_b).await,
+                    0,
+                    "b released early"
+                );
             }
-            assert_eq!(released(cb_a).await, 0, "a released early");
+            assert_eq!(
+                common::released_rows(&db, cb_a).await,
+                0,
+                "a released early"
+            );
         }
-        assert_eq!(released(cb_b).await, 1, "b released once at its last child");
+        assert_eq!(
+            common::released_rows(&db, cb_b).await,
+            1,
+            "b released once at its last child"
+        );
         // Told again (a lost reply's retry): nothing moves, nothing released twice.
         assert_eq!(common::told(&db, &b[b.len() - 2..], 2).await, 0);
-        assert_eq!(released(cb_b).await, 1);
+        assert_eq!(common::released_rows(&db, cb_b).await, 1);
         while ia < a.len() {
-            assert_eq!(released(cb_a).await, 0, "a released early");
+            assert_eq!(
+                common::released_rows(&db, cb_a).await,
+                0,
+                "a released early"
+            );
             let end = (ia + 4).min(a.len());
             assert_eq!(common::told(&db, &a[ia..end], 2).await as usize, end - ia);
             ia = end;
         }
-        assert_eq!(released(cb_a).await, 1, "a released once at its last child");
+        assert_eq!(
+            common::released_rows(&db, cb_a).await,
+            1,
+            "a released once at its last child"
+        );
         q.close().await.unwrap();
     });
 }

@@ -111,16 +111,7 @@ fn sums_stay_exact_through_a_dead_letter_and_its_redrive() {
             0,
             "told again: nothing moves"
         );
-        let s = common::SCHEMA.name();
-        let n: i64 = a
-            .query_one(
-                &format!("SELECT count(*) FROM \"{s}\".items WHERE node = $1"),
-                &[&cb],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(n, 1, "released once");
+        assert_eq!(common::released_rows(&a, cb).await, 1, "released once");
         q.close().await.unwrap();
     });
 }

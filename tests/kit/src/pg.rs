@@ -90,7 +90,7 @@ where
 }
 
 pub use crate::pg_checks::{kept_key, kept_keys, nothing_comes, one_undecodable_dead_letter};
-pub use crate::pg_graph::{fan_out, told, STORE_SESSION};
+pub use crate::pg_graph::{fan_out, released_rows, told, STORE_SESSION};
 pub use crate::runtime::multi_thread as runtime;
 
 /// The schema the tests' queues live in: one per test process, `leaseq_test_<pid>_<nanos>`,

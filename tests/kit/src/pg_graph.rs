@@ -62,3 +62,15 @@ pub async fn told(db: &Client, nodes: &[i64], state: i16) -> i32 {
     .unwrap()
     .get(0)
 }
+
+/// How many rows of `items` node `node` has (a callback released once has one).
+pub async fn released_rows(db: &Client, node: i64) -> i64 {
+    let s = SCHEMA.name();
+    db.query_one(
+        &format!("SELECT count(*) FROM \"{s}\".items WHERE node = $1"),
+        &[&node],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
