@@ -4,19 +4,19 @@
 # 9 and 10: the same binary 16 % apart between two rounds). For the goal "jobs without
 # flow control or dependencies cost nothing extra on Postgres" (issues 32 and 33).
 #
-#   benches/pg_plain_instructions.sh BIN:SCRIPT [BIN:SCRIPT ...]
+#   benches/pg_plain_instructions.sh BIN [BIN ...]
 #
 # Each BIN (a release `pg_bench` of some commit) makes its own schema in a database of a
-# throwaway cluster (initdb, port 5498, autovacuum and fsync off); each SCRIPT (a `pgbench`
-# file, `benches/pg_plain_item/*.pgb`) then runs against that database under
+# throwaway cluster (initdb, port 5498, autovacuum and fsync off), with every statement
+# logged; `benches/pg_plain_item.py` makes a `pgbench` script of that commit's own plain claim
+# and ack from the log. The script then runs against that database under
 # `valgrind --tool=callgrind` as one `pgbench` session: per transaction 16 plain rows inserted,
-# claimed with the plain claim and acked with the plain ack, the statements' text as that
-# commit's store sends them (taken from the server's log, `log_statement = all`, during a
-# `pg_bench` run; the claim wrapped in a `WITH` that hands the ids and leases to the ack).
+# claimed with the plain claim and acked with the plain ack (the claim wrapped in a `WITH`
+# that hands the ids and leases to the ack).
 # The session's backend counts its instructions alone (one file a process); 100 and then 400
 # transactions on a truncated table, and the difference over 4,800 items is printed: the
-# connection and the statements' first planning cancel out. Prints per BIN:SCRIPT
-#   <script> per_item <instructions> (t100 <total>, t400 <total>)
+# connection and the statements' first planning cancel out. Prints one line per BIN:
+#   <bin> per_item <instructions> (t100 <total>, t400 <total>)
 # Needs root (the cluster runs as `postgres`) and PostgreSQL 15's binaries.
 set -eu
 pg=/usr/lib/postgresql/15/bin
@@ -42,18 +42,26 @@ stop() {
 }
 sql() { psql -q -h 127.0.0.1 -p $port -U postgres -d "$1" -c "$2"; }
 
-# Each binary's schema, in a database of its own.
+# Each binary's schema, in a database of its own; the log names each statement's database.
 start
+sql postgres "ALTER SYSTEM SET log_line_prefix = '%m [%p] %q%u@%d '"
+sql postgres "SELECT pg_reload_conf()" >/dev/null
 i=0
-for pair in "$@"; do
-    bin="${pair%%:*}"
+for bin in "$@"; do
     i=$((i + 1))
     sql postgres "CREATE DATABASE plain$i"
+    sql postgres "ALTER DATABASE plain$i SET log_statement = 'all'"
     LEASEQ_PG_URL="host=127.0.0.1 port=$port user=postgres dbname=plain$i" \
         "$bin" --rounds 1 --items 50 --pool-items 0 >"$dir/migrate$i.log" 2>&1
     sql "plain$i" "CREATE SEQUENCE bench_ids"
+    sql postgres "ALTER DATABASE plain$i RESET log_statement"
 done
 stop
+i=0
+for bin in "$@"; do
+    i=$((i + 1))
+    python3 "$(dirname "$0")/pg_plain_item.py" "$dir/server.log" "plain$i" >"$dir/plain$i.pgb"
+done
 
 # The instructions of the backend of one pgbench session of $3 transactions of $2 on plain$1.
 session() {
@@ -75,12 +83,11 @@ session() {
 
 start valgrind
 i=0
-for pair in "$@"; do
-    script="${pair#*:}"
+for bin in "$@"; do
     i=$((i + 1))
-    a=$(session $i "$script" 100)
-    b=$(session $i "$script" 400)
-    echo "$(basename "$script") per_item $(((b - a) / 4800)) (t100 $a, t400 $b)"
+    a=$(session $i "$dir/plain$i.pgb" 100)
+    b=$(session $i "$dir/plain$i.pgb" 400)
+    echo "$bin per_item $(((b - a) / 4800)) (t100 $a, t400 $b)"
 done
 stop
 rm -rf "$dir"
