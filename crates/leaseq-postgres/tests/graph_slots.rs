@@ -2,7 +2,9 @@
 //! transactions telling children of one callback whose places share rows do not wait for
 //! each other; the rows' sums stay the parents still waited for, through a dead letter and
 //! its redrive; the callback is released once, by the transaction that commits the last
-//! child.
+//! child; a change whose only row to take from is held by another transaction below the
+//! rows it holds itself sleeps and looks again (`graph_slot`'s last resort) until that
+//! transaction commits, then takes it, the sums exact.
 
 use leaseq_test_kit::pg as common;
 
@@ -112,6 +114,94 @@ fn sums_stay_exact_through_a_dead_letter_and_its_redrive() {
             "told again: nothing moves"
         );
         assert_eq!(common::released_rows(&a, cb).await, 1, "released once");
+        q.close().await.unwrap();
+    });
+}
+
+/// How long the test waits for a backend to be seen in `graph_slot`'s sleep (a bound on a
+/// condition, not a timing: it is reached within milliseconds).
+const SEEN_SLEEPING: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[test]
+fn a_change_sleeps_while_its_only_row_is_held_below_its_own_then_takes_it() {
+    common::with_server(|url| async move {
+        let q = common::open_one_try(&url, "graph_slots_sleep").await;
+        let (a, b, c, watch) = (
+            common::sql(&url).await,
+            common::sql(&url).await,
+            common::sql(&url).await,
+            common::sql(&url).await,
+        );
+        for db in [&a, &b, &c] {
+            db.batch_execute(common::STORE_SESSION).await.unwrap();
+            db.batch_execute(NO_WAITING).await.unwrap();
+        }
+        // On success, three children a row; A holds the first row (its child's ack taken
+        // from it, not committed) while C's acks drain every other row.
+        let (kids, cb) = common::fan_out(&q, &a, 192, BatchOn::Success).await;
+        a.batch_execute("BEGIN").await.unwrap();
+        assert_eq!(common::told(&a, &kids[..1], 2).await, 1);
+        assert_eq!(common::told(&c, &kids[1..190], 2).await, 189);
+        let (sums, _, _) = counts(&c, cb).await;
+        assert_eq!((sums.0, sums.2), (3, 1), "only A's row waits, as committed");
+        // B, in one statement, one child dead (a failure added: the first row A does not
+        // hold) and one acked (a waiting parent taken: only A's row, below B's own, has
+        // any). Neither skipped nor waited for (lock_timeout would fail it): it sleeps and
+        // looks again.
+        let pid: i32 = b
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        b.batch_execute("BEGIN").await.unwrap();
+        let last = kids[190..].to_vec();
+        let b_task = tokio::spawn(async move {
+            let s = common::SCHEMA.name();
+            let states: Vec<i16> = vec![3, 2];
+            let payloads: Vec<Option<Vec<u8>>> = vec![None, None];
+            let moved: i32 = b
+                .query_one(
+                    &format!("SELECT \"{s}\".graph_told($1, $2, $3)"),
+                    &[&last, &states, &payloads],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            b.batch_execute("COMMIT").await.unwrap();
+            moved
+        });
+        let start = std::time::Instant::now();
+        loop {
+            let row = watch
+                .query_one(
+                    "SELECT wait_event IS NOT DISTINCT FROM 'PgSleep' FROM pg_stat_activity
+                     WHERE pid = $1",
+                    &[&pid],
+                )
+                .await
+                .unwrap();
+            if row.get::<_, bool>(0) {
+                break;
+            }
+            assert!(
+                !b_task.is_finished(),
+                "B must not finish while A holds the row"
+            );
+            assert!(start.elapsed() < SEEN_SLEEPING, "B never seen sleeping");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!b_task.is_finished(), "sleeping, not done");
+        a.batch_execute("COMMIT").await.unwrap();
+        assert_eq!(
+            b_task.await.unwrap(),
+            2,
+            "B's two children moved once A committed"
+        );
+        let (sums, own, released) = counts(&c, cb).await;
+        // 192 waited for, 191 acked; the dead one still waited for, and failed.
+        assert_eq!((sums.0, sums.1), (1, 1));
+        assert_eq!(own, (1, 1));
+        assert!(!released, "held by its dead child");
         q.close().await.unwrap();
     });
 }
