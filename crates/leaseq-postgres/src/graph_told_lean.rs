@@ -29,37 +29,36 @@
 //!
 //! What stays: a dependent is released only under its row's lock, from pending, in the
 //! statement of its last parent's move; the counters rows' sums are the parents still waited
-//! for / failed, each parent's weight taken back only by its own move.
+//! for / failed, each parent's weight taken back only by its own move. The function is
+//! step 19's text with those three parts replaced ([`graph_told`]: one copy of the rest).
 
-/// Schema step 22 (see the module's docs). `{s}` is the quoted schema.
+/// Schema step 22 (see the module's docs). `{s}` is the quoted schema; `{graph_told_lean}`
+/// is filled in by `schema::migrate` with [`graph_told`].
 pub(crate) const MIGRATION: &str = r#"
     -- The state graph_told's last move of the node took it from (graph_told's scratch).
     ALTER TABLE {s}.graph_nodes ADD COLUMN IF NOT EXISTS told_from smallint;
 
-    CREATE OR REPLACE FUNCTION {s}.graph_told(p_nodes bigint[], p_states smallint[], p_payloads bytea[])
-    RETURNS integer LANGUAGE plpgsql AS $fn$
-    DECLARE
-        moved integer;
-        kids bigint[];
-        dwr integer[];
-        dw integer[];
-        df integer[];
-        skids bigint[];
-        swr integer[];
-        sw integer[];
-        sf integer[];
-        zn bigint[] := '{}';
-        zw integer[] := '{}';
-        zf integer[] := '{}';
-        z record;
+    {graph_told_lean}
+"#;
+
+/// The parts of step 19's `graph_told` (`graph_slots.rs`) that step 22 replaces: each the
+/// text from its first marker up to (not including) its second, and what takes its place.
+const PARTS: [(&str, &str, &str); 4] = [
+    // Its variables: the slot taken in one statement.
+    (
+        "        z record;\n",
+        "        i integer;\n",
+        "        z record;
         left_w integer;
         zwi integer;
         zfi integer;
-        i integer;
-        c record;
-        r record;
-    BEGIN
-        -- The nodes moved (locked by the move, in node order; the old state kept in
+",
+    ),
+    // The move: the old state kept by the update itself, no locking read before it.
+    (
+        "        -- The nodes locked in node order and moved;",
+        "             d AS MATERIALIZED (",
+        "        -- The nodes moved (locked by the move, in node order; the old state kept in
         -- told_from); each child's change summed over its moved parents (children with split
         -- counters apart), gathered by one aggregate.
         WITH m AS (UPDATE {s}.graph_nodes g SET told_from = g.state, state = t.st,
@@ -69,16 +68,13 @@ pub(crate) const MIGRATION: &str = r#"
                          ORDER BY u.node) t
                    WHERE g.node = t.node AND g.state <> t.st
                    RETURNING g.node, {s}.graph_class(g.told_from) AS oc, {s}.graph_class(g.state) AS nc),
-             d AS MATERIALIZED (
-                   SELECT e.child, e.shard IS NOT NULL AS split,
-                          sum({s}.graph_w(1::smallint, m.nc) - {s}.graph_w(1::smallint, m.oc))::int AS wr,
-                          sum({s}.graph_w(0::smallint, m.nc) - {s}.graph_w(0::smallint, m.oc))::int AS w,
-                          sum({s}.graph_f(0::smallint, m.nc) - {s}.graph_f(0::smallint, m.oc))::int AS f
-                   FROM m JOIN {s}.graph_edges e ON e.parent = m.node
-                   -- Said again as `= ANY`: the edges' index whatever the statistics say.
-                   WHERE m.oc <> m.nc AND e.parent = ANY(p_nodes)
-                   GROUP BY e.child, e.shard IS NOT NULL)
-        SELECT (SELECT count(*) FROM m),
+",
+    ),
+    // The children's changes: one aggregate with filters, not one subquery each.
+    (
+        "        SELECT (SELECT count(*) FROM m),",
+        "        INTO moved,",
+        "        SELECT (SELECT count(*) FROM m),
                array_agg(d.child) FILTER (WHERE NOT d.split),
                array_agg(d.wr) FILTER (WHERE NOT d.split),
                array_agg(d.w) FILTER (WHERE NOT d.split),
@@ -88,33 +84,14 @@ pub(crate) const MIGRATION: &str = r#"
                array_agg(d.w ORDER BY d.child) FILTER (WHERE d.split),
                array_agg(d.f ORDER BY d.child) FILTER (WHERE d.split)
         FROM d
-        INTO moved, kids, dwr, dw, df, skids, swr, sw, sf;
-        -- Children with counters of their own: written once, locked in node order.
-        IF kids IS NOT NULL THEN
-            FOR c IN
-                WITH l AS (SELECT node FROM {s}.graph_nodes WHERE node = ANY(kids) ORDER BY node FOR UPDATE)
-                UPDATE {s}.graph_nodes g SET
-                    waiting = g.waiting + CASE WHEN g.policy = 1 THEN d.wr ELSE d.w END,
-                    failed = g.failed + CASE WHEN g.policy = 1 THEN 0 ELSE d.f END
-                FROM unnest(kids, dwr, dw, df) AS d(child, wr, w, f) JOIN l ON l.node = d.child
-                WHERE g.node = d.child
-                RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent
-            LOOP
-                IF (c.state = 0 AND (c.waiting = 0 OR (c.failed > 0 AND c.policy = 0)))
-                   OR (c.state = 4 AND c.by_parent AND c.failed = 0) THEN
-                    PERFORM {s}.graph_judge(c.node);
-                END IF;
-            END LOOP;
-        END IF;
-        IF skids IS NULL THEN
-            RETURN moved;
-        END IF;
-        -- Children with split counters, in node order: their rows as slots (parents acked
-        -- only: taken in one statement if graph_slot's row, the first with some left that
-        -- no other transaction holds, has enough; else graph_slots, from that row up),
-        -- then their own counters where rows started or stopped waiting/failing.
-        FOR i IN 1 .. cardinality(skids) LOOP
-            left_w := NULL;
+",
+    ),
+    // A split child's slots: acked parents only, taken in one statement from graph_slot's
+    // row if it has enough; else graph_slots from that row up.
+    (
+        "            SELECT * INTO z FROM {s}.graph_slots(",
+        "                zn := zn || skids[i];",
+        "            left_w := NULL;
             IF swr[i] = sw[i] AND sf[i] = 0 AND sw[i] < 0 THEN
                 UPDATE {s}.graph_shards x SET waiting = x.waiting + sw[i]
                 WHERE x.node = skids[i] AND x.waiting >= -sw[i] AND x.shard = (
@@ -132,21 +109,65 @@ pub(crate) const MIGRATION: &str = r#"
                 zfi := z.zf;
             END IF;
             IF zwi <> 0 OR zfi <> 0 THEN
-                zn := zn || skids[i];
-                zw := zw || zwi;
-                zf := zf || zfi;
-            END IF;
-        END LOOP;
-        FOR i IN 1 .. cardinality(zn) LOOP
-            UPDATE {s}.graph_nodes g SET waiting = g.waiting + zw[i], failed = g.failed + zf[i]
-            WHERE g.node = zn[i]
-            RETURNING g.node, g.state, g.policy, g.waiting, g.failed, g.by_parent INTO r;
-            IF (r.state = 0 AND (r.waiting = 0 OR (r.failed > 0 AND r.policy = 0)))
-               OR (r.state = 4 AND r.by_parent AND r.failed = 0) THEN
-                PERFORM {s}.graph_judge(r.node);
-            END IF;
-        END LOOP;
-        RETURN moved;
-    END
-    $fn$;
-"#;
+",
+    ),
+];
+
+/// `graph_told` as step 19 defines it (`graph_slots.rs`) with [`PARTS`] replaced, and the
+/// slot's counts (`zwi`, `zfi`) appended where step 19 appended `z`'s: step 22's text.
+/// Empty if step 19's text no longer has the function or a part's markers (a test fails).
+pub(crate) fn graph_told() -> String {
+    let step19 = crate::graph_slots::MIGRATION;
+    let Some(start) = step19.find("CREATE OR REPLACE FUNCTION {s}.graph_told(") else {
+        return String::new();
+    };
+    let Some(len) = step19[start..].find("$fn$;") else {
+        return String::new();
+    };
+    let mut f = step19[start..start + len + "$fn$;".len()].to_string();
+    for (from, to, with) in PARTS {
+        let Some(a) = f.find(from) else {
+            return String::new();
+        };
+        let Some(b) = f[a..].find(to).map(|b| a + b) else {
+            return String::new();
+        };
+        f.replace_range(a..b, with);
+    }
+    let appended = "                zw := zw || z.zw;\n                zf := zf || z.zf;\n";
+    if !f.contains(appended) {
+        return String::new();
+    }
+    f.replace(
+        appended,
+        "                zw := zw || zwi;\n                zf := zf || zfi;\n",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_22_redefines_graph_told_from_step_19s_text() {
+        let f = graph_told();
+        assert!(
+            f.starts_with("CREATE OR REPLACE FUNCTION {s}.graph_told("),
+            "{f}"
+        );
+        assert!(f.ends_with("$fn$;"));
+        assert!(f.contains("SET told_from = g.state"));
+        assert!(
+            !f.contains("FOR UPDATE),"),
+            "no locking read before the move"
+        );
+        assert!(f.contains("FILTER (WHERE d.split)\n        FROM d\n        INTO moved,"));
+        assert!(!f.contains("(SELECT array_agg"));
+        assert!(
+            f.contains("FOR UPDATE SKIP LOCKED)\n                RETURNING x.waiting INTO left_w;")
+        );
+        assert!(f.contains("zw := zw || zwi;"));
+        assert!(!f.contains("z.zw <> 0"));
+        assert!(MIGRATION.contains("{graph_told_lean}"));
+    }
+}

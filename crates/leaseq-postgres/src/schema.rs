@@ -249,6 +249,7 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
             .replace("{groups_enter}", crate::flow_groups_sql::ENTER)
             .replace("{graph_key_holder}", &crate::graph_told::key_holder())
             .replace("{graph_move_slots}", &crate::graph_slots::graph_move())
+            .replace("{graph_told_lean}", &crate::graph_told_lean::graph_told())
             .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
