@@ -321,6 +321,7 @@ mod graph_read;
 mod graph_slots;
 mod graph_sql;
 mod graph_told;
+mod graph_told_lean;
 mod history;
 mod history_sql;
 mod inspect;

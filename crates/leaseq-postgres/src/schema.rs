@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 19;
+pub const SCHEMA_VERSION: i64 = 20;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -118,6 +118,11 @@ const MIGRATIONS: &[&str] = &[
     // slots, `graph_slot`, `graph_slots`, `graph_told` and `graph_move` redefined
     // (`graph_slots.rs`; `graph_move`'s text filled in at `{graph_move_slots}`).
     crate::graph_slots::MIGRATION,
+    // 20 (issue 33's fan-out):
+    // `graph_told` redefined, its fixed work per call cut: the old state kept by the move
+    // (`graph_nodes.told_from`), one aggregate, a slot taken in one statement
+    // (`graph_told_lean.rs`).
+    crate::graph_told_lean::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -244,6 +249,7 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
             .replace("{groups_enter}", crate::flow_groups_sql::ENTER)
             .replace("{graph_key_holder}", &crate::graph_told::key_holder())
             .replace("{graph_move_slots}", &crate::graph_slots::graph_move())
+            .replace("{graph_told_lean}", &crate::graph_told_lean::graph_told())
             .replace("{s}", &format!("\"{schema}\""));
         tx.batch_execute(&step.replace("{schema}", schema)).await?;
     }
