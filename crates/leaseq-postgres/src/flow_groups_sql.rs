@@ -66,7 +66,26 @@ const CLAIM_FN: &str = r#"
                 NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint,
                 NULL::bytea, 0::bigint, 0{no_plain};
             RETURN;
-{groups_prepare}            -- Those with a leased row (their head, or a row behind a head put back or
+        END IF;
+        now_ts := clock_timestamp();
+        -- Ungrouped ready rows in claim order, a level at a time, locked (others' skipped).
+        FOR r IN {ungrouped} LOOP
+            u_ids := u_ids || r.id; u_prio := u_prio || r.priority;
+            u_vis := u_vis || r.visible_at;
+        END LOOP;
+        -- The groups in turn order, a few more than wanted at a time, locked.
+        <<chunks>>
+        LOOP
+            EXIT WHEN cardinality(g_ids) >= n OR left_n <= 0;
+            chunk := LEAST(left_n, n - cardinality(g_ids) + 8);
+            locked := ARRAY(
+                SELECT g.grp FROM {s}.flow_groups g
+                WHERE g.queue = q AND (g.turn, g.grp) > (l_turn, l_grp)
+                ORDER BY g.turn, g.grp LIMIT chunk FOR UPDATE SKIP LOCKED);
+            seen := cardinality(locked);
+            EXIT WHEN seen = 0;
+            left_n := left_n - seen;
+            -- Those with a leased row (their head, or a row behind a head put back or
             -- redriven), and their heads: read with snapshots taken while holding them.
             -- One look at the leased rows for the chunk, not one per group.
             busy := ARRAY(SELECT it.fgroup FROM {s}.items it
@@ -113,48 +132,7 @@ const CLAIM_FN: &str = r#"
             END LOOP;
             EXIT WHEN seen < chunk;
         END LOOP;
-{groups_merge}        IF cardinality(served) > 0 THEN
-            UPDATE {s}.flow_groups g SET turn = now_ts
-                WHERE g.queue = q AND g.grp = ANY(served);
-        END IF;
-        IF cardinality(picked) > 0 THEN
-            RETURN QUERY
-{groups_lease}        END IF;
-        wake_ns := (EXTRACT(EPOCH FROM due_ts) * 1000000)::bigint * 1000;
-        RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
-            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint, NULL::bytea,
-            (wake_ns / 1000 - (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint),
-            held{no_plain};
-    END
-    $fn$;
-"#;
-
-/// The claim's part after the limits' check (its `END IF`): the ungrouped ready rows read
-/// and the next chunk of groups locked (`{groups_prepare}`; step 20's claim shares it,
-/// `flow_heads_sql.rs`).
-pub(crate) const PREPARE: &str = r#"        END IF;
-        now_ts := clock_timestamp();
-        -- Ungrouped ready rows in claim order, a level at a time, locked (others' skipped).
-        FOR r IN {ungrouped} LOOP
-            u_ids := u_ids || r.id; u_prio := u_prio || r.priority;
-            u_vis := u_vis || r.visible_at;
-        END LOOP;
-        -- The groups in turn order, a few more than wanted at a time, locked.
-        <<chunks>>
-        LOOP
-            EXIT WHEN cardinality(g_ids) >= n OR left_n <= 0;
-            chunk := LEAST(left_n, n - cardinality(g_ids) + 8);
-            locked := ARRAY(
-                SELECT g.grp FROM {s}.flow_groups g
-                WHERE g.queue = q AND (g.turn, g.grp) > (l_turn, l_grp)
-                ORDER BY g.turn, g.grp LIMIT chunk FOR UPDATE SKIP LOCKED);
-            seen := cardinality(locked);
-            EXIT WHEN seen = 0;
-            left_n := left_n - seen;
-"#;
-
-/// The walk's merge of the ungrouped rows and the ready heads (`{groups_merge}`).
-pub(crate) const MERGE: &str = r#"        -- The walk's merge: priority first, then the row's visible time against the turn.
+        -- The walk's merge: priority first, then the row's visible time against the turn.
         WHILE cardinality(picked) < n
               AND (ui <= cardinality(u_ids) OR gi <= cardinality(g_ids)) LOOP
             IF ui <= cardinality(u_ids)
@@ -165,10 +143,13 @@ pub(crate) const MERGE: &str = r#"        -- The walk's merge: priority first, t
                 picked := picked || g_ids[gi]; served := served || g_grps[gi]; gi := gi + 1;
             END IF;
         END LOOP;
-"#;
-
-/// The leases' `UPDATE` and its rows, the function's result (`{groups_lease}`).
-pub(crate) const LEASE: &str = r#"                UPDATE {s}.items it SET state = 1, lease = it.lease + 1,
+        IF cardinality(served) > 0 THEN
+            UPDATE {s}.flow_groups g SET turn = now_ts
+                WHERE g.queue = q AND g.grp = ANY(served);
+        END IF;
+        IF cardinality(picked) > 0 THEN
+            RETURN QUERY
+                UPDATE {s}.items it SET state = 1, lease = it.lease + 1,
                        attempts = it.attempts + 1, leased_at = now_ts,
                        started_at = CASE WHEN note_start
                            THEN COALESCE(it.started_at, now_ts) ELSE it.started_at END,
@@ -182,6 +163,14 @@ pub(crate) const LEASE: &str = r#"                UPDATE {s}.items it SET state 
                           CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END,
                           octet_length(it.payload)::bigint, it.progress,
                           NULL::bigint, NULL::integer{plain_of_it};
+        END IF;
+        wake_ns := (EXTRACT(EPOCH FROM due_ts) * 1000000)::bigint * 1000;
+        RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
+            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint, NULL::bytea,
+            (wake_ns / 1000 - (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint),
+            held{no_plain};
+    END
+    $fn$;
 "#;
 
 /// `flow_claim`'s way in for a grouped queue with no limit and no rate (plpgsql, `q` the
@@ -219,15 +208,7 @@ pub(crate) fn ungrouped() -> String {
 /// `flow_claim_groups`'s `CREATE` (`{flow_claim_groups_fn}` in [`MIGRATION`]), `{s}` and
 /// `{schema}` still to fill in.
 pub(crate) fn claim_fn() -> String {
-    fragments(CLAIM_FN)
-}
-
-/// `text` with the shared parts (`{groups_prepare}`, `{groups_merge}`, `{groups_lease}`),
-/// the ungrouped rows' query and `HOLD` filled in.
-pub(crate) fn fragments(text: &str) -> String {
-    text.replace("{groups_prepare}", PREPARE)
-        .replace("{groups_merge}", MERGE)
-        .replace("{groups_lease}", LEASE)
+    CLAIM_FN
         .replace("{ungrouped}", &ungrouped())
         .replace("{hold}", crate::flow_sql::HOLD)
 }

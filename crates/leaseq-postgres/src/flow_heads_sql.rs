@@ -19,9 +19,7 @@
 //! ready heads as they came; the served groups' turns move in the leases' statement (a
 //! data-modifying `WITH`); the closing row is a `RETURN NEXT`, no query.
 
-/// Step 20's `flow_claim_groups` (`{s}` the quoted schema, `{schema}` the bare name; the
-/// parts it shares with step 18's at `{groups_prepare}`, `{groups_merge}` and
-/// `{groups_lease}`, `flow_groups_sql.rs`, the row's graph flag at `{plain_of_it}`).
+/// Step 20's `flow_claim_groups` (`{s}` the quoted schema, `{schema}` the bare name).
 const CLAIM_FN: &str = r#"
     CREATE OR REPLACE FUNCTION {s}.flow_claim_groups(
         q text, n integer, vis_us bigint, block_dead boolean, max_item bigint,
@@ -52,7 +50,26 @@ const CLAIM_FN: &str = r#"
             r_wake_in := 0; r_held := 0;
             RETURN NEXT;
             RETURN;
-{groups_prepare}            -- Each locked group's head and whether a row of it is leased (its head, or a
+        END IF;
+        now_ts := clock_timestamp();
+        -- Ungrouped ready rows in claim order, a level at a time, locked (others' skipped).
+        FOR r IN {ungrouped} LOOP
+            u_ids := u_ids || r.id; u_prio := u_prio || r.priority;
+            u_vis := u_vis || r.visible_at;
+        END LOOP;
+        -- The groups in turn order, a few more than wanted at a time, locked.
+        <<chunks>>
+        LOOP
+            EXIT WHEN cardinality(g_ids) >= n OR left_n <= 0;
+            chunk := LEAST(left_n, n - cardinality(g_ids) + 8);
+            locked := ARRAY(
+                SELECT g.grp FROM {s}.flow_groups g
+                WHERE g.queue = q AND (g.turn, g.grp) > (l_turn, l_grp)
+                ORDER BY g.turn, g.grp LIMIT chunk FOR UPDATE SKIP LOCKED);
+            seen := cardinality(locked);
+            EXIT WHEN seen = 0;
+            left_n := left_n - seen;
+            -- Each locked group's head and whether a row of it is leased (its head, or a
             -- row behind a head put back or redriven), judged in one statement with a
             -- snapshot taken while holding them: the ready heads in turn order.
             SELECT array_agg(j.id) FILTER (WHERE j.ready),
@@ -113,16 +130,43 @@ const CLAIM_FN: &str = r#"
             EXIT WHEN seen < chunk;
         END LOOP;
         IF cardinality(u_ids) = 0 THEN
-            -- Groups alone: their ready heads in turn order (at most `n`), no merge.
-            picked := g_ids; served := g_grps; gi := cardinality(g_ids) + 1;
+            -- Groups alone: their ready heads in turn order (at most `n`).
+            picked := g_ids; served := g_grps;
+        ELSE
+            -- The walk's merge: priority first, then the row's visible time against the turn.
+            WHILE cardinality(picked) < n
+                  AND (ui <= cardinality(u_ids) OR gi <= cardinality(g_ids)) LOOP
+                IF ui <= cardinality(u_ids)
+                   AND (gi > cardinality(g_ids) OR u_prio[ui] > g_prio[gi]
+                        OR (u_prio[ui] = g_prio[gi] AND u_vis[ui] <= g_key[gi])) THEN
+                    picked := picked || u_ids[ui]; ui := ui + 1;
+                ELSE
+                    picked := picked || g_ids[gi]; served := served || g_grps[gi];
+                    gi := gi + 1;
+                END IF;
+            END LOOP;
         END IF;
-{groups_merge}        IF cardinality(picked) > 0 THEN
+        IF cardinality(picked) > 0 THEN
             -- The served groups to the back, and the leases, in one statement.
             RETURN QUERY
                 WITH turns AS (
                     UPDATE {s}.flow_groups g SET turn = now_ts
                     WHERE g.queue = q AND g.grp = ANY(served))
-{groups_lease}        END IF;
+                UPDATE {s}.items it SET state = 1, lease = it.lease + 1,
+                       attempts = it.attempts + 1, leased_at = now_ts,
+                       started_at = CASE WHEN note_start
+                           THEN COALESCE(it.started_at, now_ts) ELSE it.started_at END,
+                       deadline = LEAST(clock_timestamp() + vis_us * interval '1 microsecond',
+                                        COALESCE(it.expires_at, 'infinity'))
+                WHERE it.id = ANY(picked) AND it.queue = q AND it.state = 0
+                RETURNING it.id, it.lease, it.attempts, it.priority,
+                          array_position(picked, it.id)::bigint,
+                          (EXTRACT(EPOCH FROM (it.deadline - clock_timestamp())) * 1000000)::bigint,
+                          (EXTRACT(EPOCH FROM (it.expires_at - clock_timestamp())) * 1000000)::bigint,
+                          CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END,
+                          octet_length(it.payload)::bigint, it.progress,
+                          NULL::bigint, NULL::integer, it.node IS NULL;
+        END IF;
         wake_ns := (EXTRACT(EPOCH FROM due_ts) * 1000000)::bigint * 1000;
         r_id := NULL; r_lease := NULL; r_attempts := NULL; r_priority := NULL;
         r_rank := NULL; r_deadline_in := NULL; r_expires_in := NULL; r_payload := NULL;
@@ -134,8 +178,9 @@ const CLAIM_FN: &str = r#"
     $fn$;
 "#;
 
-/// Step 20's `flow_claim_groups`'s `CREATE`, `{s}`, `{schema}` and `{plain_of_it}` still
-/// to fill in.
+/// Step 20's `flow_claim_groups`'s `CREATE`, `{s}` and `{schema}` still to fill in.
 pub(crate) fn claim_fn() -> String {
-    crate::flow_groups_sql::fragments(CLAIM_FN)
+    CLAIM_FN
+        .replace("{ungrouped}", &crate::flow_groups_sql::ungrouped())
+        .replace("{hold}", crate::flow_sql::HOLD)
 }
