@@ -187,8 +187,8 @@ pub(crate) const ENTER: &str = r#"
 
 /// The ungrouped ready rows of `flow_claim_groups` (`{ungrouped}`): each level in claim
 /// order, a level at a time (each an index range of `items_claim` ending at the first row
-/// not visible yet), at most `n`, locked with `SKIP LOCKED` (step 20's too, `flow_heads_sql.rs`).
-pub(crate) fn ungrouped() -> String {
+/// not visible yet), at most `n`, locked with `SKIP LOCKED`.
+fn ungrouped() -> String {
     let levels = (0..8)
         .rev()
         .map(|p| {
@@ -211,4 +211,10 @@ pub(crate) fn claim_fn() -> String {
     CLAIM_FN
         .replace("{ungrouped}", &ungrouped())
         .replace("{hold}", crate::flow_sql::HOLD)
+}
+
+/// Step 20's `flow_claim_groups` (`flow_plain_sql.rs`), `{s}`, `{schema}` and the result
+/// column's placeholders still to fill in.
+pub(crate) fn claim_fn_plain() -> String {
+    claim_fn()
 }

@@ -15,9 +15,7 @@
 //! **The texts.** The functions' texts (`flow_sql.rs`, `flow_slots_sql.rs`,
 //! `flow_groups_sql.rs`) hold placeholders where the column goes: the steps that made them
 //! before (12, 15, 18) fill them with nothing ([`Columns::Held`], their text as shipped),
-//! step 20 with the column ([`Columns::Plain`]). Step 20's `flow_claim_groups` is a new
-//! text with the column written in (`flow_heads_sql.rs`: the same claim in fewer
-//! statements).
+//! step 20 with the column ([`Columns::Plain`]).
 
 /// Where a flow claim's row says it has no graph node (`r_plain`, step 20's last column).
 pub(crate) const PLAIN_AT: usize = 12;
@@ -60,7 +58,7 @@ pub(crate) const MIGRATION: &str = r#"
 pub(crate) fn claims() -> String {
     [
         crate::flow_slots_sql::claim_fn(),
-        crate::flow_heads_sql::claim_fn(),
+        crate::flow_groups_sql::claim_fn_plain(),
         crate::flow_sql::claim_fn(),
     ]
     .iter()

@@ -309,7 +309,6 @@ mod extend;
 mod flow;
 mod flow_claim;
 mod flow_groups_sql;
-mod flow_heads_sql;
 mod flow_insert;
 mod flow_plain_sql;
 mod flow_slots_sql;
