@@ -205,16 +205,11 @@ fn ungrouped() -> String {
     format!("SELECT a.id, a.priority, a.visible_at FROM ({levels}) a LIMIT n")
 }
 
-/// `flow_claim_groups`'s `CREATE` (`{flow_claim_groups_fn}` in [`MIGRATION`]), `{s}` and
-/// `{schema}` still to fill in.
+/// `flow_claim_groups`'s `CREATE` (`{flow_claim_groups_fn}` in [`MIGRATION`]; step 20's
+/// too, `flow_plain_sql.rs`), `{s}`, `{schema}` and the result column's placeholders still
+/// to fill in.
 pub(crate) fn claim_fn() -> String {
     CLAIM_FN
         .replace("{ungrouped}", &ungrouped())
         .replace("{hold}", crate::flow_sql::HOLD)
-}
-
-/// Step 20's `flow_claim_groups` (`flow_plain_sql.rs`), `{s}`, `{schema}` and the result
-/// column's placeholders still to fill in.
-pub(crate) fn claim_fn_plain() -> String {
-    claim_fn()
 }

@@ -58,7 +58,7 @@ pub(crate) const MIGRATION: &str = r#"
 pub(crate) fn claims() -> String {
     [
         crate::flow_slots_sql::claim_fn(),
-        crate::flow_groups_sql::claim_fn_plain(),
+        crate::flow_groups_sql::claim_fn(),
         crate::flow_sql::claim_fn(),
     ]
     .iter()
