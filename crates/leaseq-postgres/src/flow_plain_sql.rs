@@ -53,6 +53,23 @@ pub(crate) const MIGRATION: &str = r#"
     {flow_claims_plain}
 "#;
 
+/// What `schema.rs` runs before it runs a step older than 20 again over a schema that had
+/// step 20 (its version set back by hand, as the tests of older steps do): the three flow
+/// claims dropped if they already return `r_plain`, since the older steps' `CREATE OR
+/// REPLACE` cannot change a function's result type (step 20 makes them again). Nothing on
+/// a schema that never had step 20. `{s}` the quoted schema.
+pub(crate) const BEFORE_OLDER_STEPS: &str = r#"
+    DO $do$ BEGIN
+        IF EXISTS (SELECT 1 FROM pg_proc p
+                   WHERE p.pronamespace = '{s}'::regnamespace AND p.proname = 'flow_claim'
+                     AND 'r_plain' = ANY(p.proargnames)) THEN
+            DROP FUNCTION IF EXISTS {s}.flow_claim(text, integer, bigint, boolean, bigint, boolean, integer);
+            DROP FUNCTION IF EXISTS {s}.flow_claim_slots(text, integer, bigint, bigint, boolean);
+            DROP FUNCTION IF EXISTS {s}.flow_claim_groups(text, integer, bigint, boolean, bigint, boolean, integer);
+        END IF;
+    END $do$;
+"#;
+
 /// Step 20's three `CREATE FUNCTION`s, `{s}`, `{schema}` and `{groups_enter}` still to
 /// fill in.
 pub(crate) fn claims() -> String {

@@ -238,6 +238,15 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
             "schema_version is {found}"
         )));
     }
+    // Steps older than the flow claims' graph flag run again over its functions only on a
+    // schema set back by hand: those are dropped first (`flow_plain_sql.rs`).
+    let plain_step = MIGRATIONS
+        .iter()
+        .position(|m| *m == crate::flow_plain_sql::MIGRATION);
+    if plain_step.is_some_and(|i| (found as usize) < i) {
+        let before = crate::flow_plain_sql::BEFORE_OLDER_STEPS;
+        tx.batch_execute(&render(before, schema)).await?;
+    }
     for step in &MIGRATIONS[found as usize..] {
         tx.batch_execute(&render(step, schema)).await?;
     }
