@@ -2,7 +2,8 @@
 //! dependencies). Since schema step 13 the ack tells the graph in its own statement
 //! (`graph_told.rs`'s `told`): its rows' nodes returned and aggregated, about 0.8 us of
 //! server CPU per plain item (BENCHMARKS.md, Round 9). The plain claim already reads each
-//! row, so it returns whether the row has a node ([`PgTicket::plain`](crate::ticket::PgTicket));
+//! row, so it returns whether the row has a node (and so do the flow claims since schema
+//! step 21, `flow_plain_sql.rs`) ([`PgTicket::plain`](crate::ticket::PgTicket));
 //! the settler sends the acks of rows claimed without one to [`bare`]'s statement (the ack
 //! as it was before the graph, windowed keys still kept, the record of finished jobs still
 //! written) and the rest to the told one.

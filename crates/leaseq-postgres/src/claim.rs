@@ -13,6 +13,9 @@ use crate::counters::Counters;
 use crate::db::Db;
 use crate::ticket::PgTicket;
 
+/// Where the plain claim's row says it has no graph node (`node IS NULL`).
+const PLAIN_AT: usize = 10;
+
 /// A claimed row, decoded or not.
 pub(crate) struct Claimed<T> {
     pub(crate) taken: Result<Taken<T, PgTicket>, (i64, i64, String)>,
@@ -20,10 +23,10 @@ pub(crate) struct Claimed<T> {
     visible_us: i64,
 }
 
-/// Turns a row of a claim statement into a lease (or the decode error); `plain`: the
-/// plain claim's row, whose column 10 says whether it has no node (the flow claim's rows
-/// do not say: their acks are told).
-pub(crate) fn lease_of<T>(db: &Db<T>, row: &Row, plain: bool) -> Claimed<T> {
+/// Turns a row of a claim statement into a lease (or the decode error); `plain_at`: the
+/// column that says whether the row has no node (10 in the plain claim's rows, the flow
+/// claims' [`PLAIN_AT`](crate::flow_plain_sql::PLAIN_AT)).
+pub(crate) fn lease_of<T>(db: &Db<T>, row: &Row, plain_at: usize) -> Claimed<T> {
     let id: i64 = row.get(0);
     let lease: i64 = row.get(1);
     let attempts: i32 = row.get(2);
@@ -50,7 +53,7 @@ pub(crate) fn lease_of<T>(db: &Db<T>, row: &Row, plain: bool) -> Claimed<T> {
                     progress: row
                         .get::<_, Option<&[u8]>>(9)
                         .map(leaseq_async::Progress::from_stored),
-                    plain: plain && row.try_get::<_, bool>(10).unwrap_or(false),
+                    plain: row.try_get::<_, bool>(plain_at).unwrap_or(false),
                 },
             })
         }
@@ -101,7 +104,12 @@ pub(crate) async fn claim<T>(
             .await?;
         (rows, None)
     };
-    let mut claimed: Vec<Claimed<T>> = rows.iter().map(|r| lease_of(db, r, !flowed)).collect();
+    let plain_at = if flowed {
+        crate::flow_plain_sql::PLAIN_AT
+    } else {
+        PLAIN_AT
+    };
+    let mut claimed: Vec<Claimed<T>> = rows.iter().map(|r| lease_of(db, r, plain_at)).collect();
     // The flow claim's rows come in the order it picked them.
     if !flowed {
         claimed.sort_by_key(|c| (std::cmp::Reverse(c.priority), c.visible_us, id_of(c)));

@@ -44,7 +44,8 @@ const BUSY_LOOKS: u32 = 24;
 const WALK: usize = 1000;
 
 /// Runs the flow claim of up to `n` items: the claimed rows (the plain claim's columns,
-/// the fifth the order they were picked in) and, if some were held back, how soon to look
+/// the fifth the order they were picked in, whether the row has no graph node at
+/// [`PLAIN_AT`](crate::flow_plain_sql::PLAIN_AT)) and, if some were held back, how soon to look
 /// again (a rate's next eligible instant, a group head's due time, or [`HELD_POLL`]); a
 /// queue found without flow control switches the store back to the plain claim
 /// (`Some(ZERO)`: claim again at once).

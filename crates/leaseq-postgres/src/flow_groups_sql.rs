@@ -44,7 +44,7 @@ const CLAIM_FN: &str = r#"
         note_start boolean, budget integer)
     RETURNS TABLE (r_id bigint, r_lease bigint, r_attempts integer, r_priority smallint,
                    r_rank bigint, r_deadline_in bigint, r_expires_in bigint, r_payload bytea,
-                   r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer)
+                   r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer{plain_col})
     LANGUAGE plpgsql AS $fn$
     DECLARE
         now_ts timestamptz; due_ts timestamptz; wake_ns bigint;
@@ -64,7 +64,7 @@ const CLAIM_FN: &str = r#"
             -- A limit or a rate came since `flow_claim` looked: claim again (it walks).
             RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
                 NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint,
-                NULL::bytea, 0::bigint, 0;
+                NULL::bytea, 0::bigint, 0{no_plain};
             RETURN;
         END IF;
         now_ts := clock_timestamp();
@@ -162,13 +162,13 @@ const CLAIM_FN: &str = r#"
                           (EXTRACT(EPOCH FROM (it.expires_at - clock_timestamp())) * 1000000)::bigint,
                           CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END,
                           octet_length(it.payload)::bigint, it.progress,
-                          NULL::bigint, NULL::integer;
+                          NULL::bigint, NULL::integer{plain_of_it};
         END IF;
         wake_ns := (EXTRACT(EPOCH FROM due_ts) * 1000000)::bigint * 1000;
         RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
             NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint, NULL::bytea,
             (wake_ns / 1000 - (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint),
-            held;
+            held{no_plain};
     END
     $fn$;
 "#;
@@ -205,8 +205,9 @@ fn ungrouped() -> String {
     format!("SELECT a.id, a.priority, a.visible_at FROM ({levels}) a LIMIT n")
 }
 
-/// `flow_claim_groups`'s `CREATE` (`{flow_claim_groups_fn}` in [`MIGRATION`]), `{s}` and
-/// `{schema}` still to fill in.
+/// `flow_claim_groups`'s `CREATE` (`{flow_claim_groups_fn}` in [`MIGRATION`]; step 21's
+/// too, `flow_plain_sql.rs`), `{s}`, `{schema}` and the result column's placeholders still
+/// to fill in.
 pub(crate) fn claim_fn() -> String {
     CLAIM_FN
         .replace("{ungrouped}", &ungrouped())

@@ -34,24 +34,16 @@ macro_rules! slot_free {
     };
 }
 
-/// Schema step 15 (issue 32): the slots and their claim; `flow_claim` made again (it
-/// calls the slots' claim). `{s}` the quoted schema, `{flow_claim_fn}` filled in by
-/// `schema.rs`. Idempotent.
-pub(crate) const MIGRATION: &str = concat!(
-    r#"
-    -- A queue limit's slots: free (id NULL, or its lease no longer leased) or held.
-    CREATE TABLE IF NOT EXISTS {s}.flow_slots (
-        queue       text        NOT NULL,
-        slot        integer     NOT NULL,
-        id          bigint,
-        lease       bigint,
-        PRIMARY KEY (queue, slot)
-    ) WITH (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
-    CREATE OR REPLACE FUNCTION {s}.flow_claim_slots(
+/// `flow_claim_slots` (a macro, so that [`MIGRATION`] is one `concat!`); `{s}` the quoted
+/// schema, the result column of step 21 at its placeholders (`flow_plain_sql.rs`).
+macro_rules! claim_slots_fn {
+    () => {
+        concat!(
+            r#"    CREATE OR REPLACE FUNCTION {s}.flow_claim_slots(
         q text, n integer, vis_us bigint, max_item bigint, note_start boolean)
     RETURNS TABLE (r_id bigint, r_lease bigint, r_attempts integer, r_priority smallint,
                    r_rank bigint, r_deadline_in bigint, r_expires_in bigint, r_payload bytea,
-                   r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer)
+                   r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer{plain_col})
     LANGUAGE plpgsql AS $fn$
     DECLARE
         now_ts timestamptz;
@@ -107,14 +99,14 @@ pub(crate) const MIGRATION: &str = concat!(
                               AS expires_in,
                           CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END
                               AS payload,
-                          octet_length(it.payload)::bigint AS size, it.progress),
+                          octet_length(it.payload)::bigint AS size, it.progress{plain_ret}),
                 -- The i-th row picked takes the i-th free slot (no more rows than slots).
                 held AS (
                     UPDATE {s}.flow_slots sl SET id = u.id, lease = u.lease FROM upd u
                     WHERE sl.queue = q AND sl.slot = free[u.rank::integer])
                 SELECT u.id, u.lease, u.attempts, u.priority, u.rank, u.deadline_in,
                        u.expires_in, u.payload, u.size, u.progress, NULL::bigint,
-                       NULL::integer
+                       NULL::integer{plain_of_u}
                 FROM upd u;
         END IF;
         -- Short for want of a free slot: the limit held items back (1), its slots (8).
@@ -122,10 +114,30 @@ pub(crate) const MIGRATION: &str = concat!(
             NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint, NULL::bytea,
             NULL::bigint,
             CASE WHEN cardinality(free) < n AND cardinality(picked) = cardinality(free)
-                 THEN 1 | 8 ELSE 0 END;
+                 THEN 1 | 8 ELSE 0 END{no_plain};
     END
     $fn$;
-    {flow_claim_fn}
+"#
+        )
+    };
+}
+
+/// Schema step 15 (issue 32): the slots and their claim; `flow_claim` made again (it
+/// calls the slots' claim). `{s}` the quoted schema, `{flow_claim_fn}` filled in by
+/// `schema.rs`. Idempotent.
+pub(crate) const MIGRATION: &str = concat!(
+    r#"
+    -- A queue limit's slots: free (id NULL, or its lease no longer leased) or held.
+    CREATE TABLE IF NOT EXISTS {s}.flow_slots (
+        queue       text        NOT NULL,
+        slot        integer     NOT NULL,
+        id          bigint,
+        lease       bigint,
+        PRIMARY KEY (queue, slot)
+    ) WITH (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
+"#,
+    claim_slots_fn!(),
+    r#"    {flow_claim_fn}
 "#
 );
 
@@ -172,3 +184,9 @@ pub(crate) const ENTER: &str = r#"
 /// first (`$1` the queue): the slots deleted, waiting for the slot claims under way; the
 /// leases in flight then go to `flow_running` (the change's next statement).
 pub(crate) const DROP_SLOTS: &str = "DELETE FROM {s}.flow_slots WHERE queue = $1";
+
+/// `flow_claim_slots`'s `CREATE` (step 21 makes it again, `flow_plain_sql.rs`), `{s}` and
+/// the result column's placeholders still to fill in.
+pub(crate) fn claim_fn() -> String {
+    claim_slots_fn!().to_string()
+}

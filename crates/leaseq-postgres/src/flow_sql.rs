@@ -121,7 +121,7 @@ const CLAIM_FN: &str = r#"
         note_start boolean, budget integer)
     RETURNS TABLE (r_id bigint, r_lease bigint, r_attempts integer, r_priority smallint,
                    r_rank bigint, r_deadline_in bigint, r_expires_in bigint, r_payload bytea,
-                   r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer)
+                   r_size bigint, r_progress bytea, r_wake_in bigint, r_held integer{plain_col})
     LANGUAGE plpgsql AS $fn$
     DECLARE
         now_ts timestamptz; now_ns bigint; is_grouped boolean;
@@ -146,13 +146,13 @@ const CLAIM_FN: &str = r#"
         IF NOT FOUND THEN
             RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
                 NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint,
-                NULL::bytea, NULL::bigint, -1;
+                NULL::bytea, NULL::bigint, -1{no_plain};
             RETURN;
         END IF;
         IF EXISTS (SELECT 1 FROM {s}.queue_pauses p WHERE p.queue = q) THEN
             RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
                 NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint,
-                NULL::bytea, NULL::bigint, 0;
+                NULL::bytea, NULL::bigint, 0{no_plain};
             RETURN;
         END IF;
         {slots_enter}
@@ -334,20 +334,20 @@ const CLAIM_FN: &str = r#"
                           AS expires_in,
                       CASE WHEN octet_length(it.payload) <= max_item THEN it.payload END
                           AS payload,
-                      octet_length(it.payload)::bigint AS size, it.progress, it.fkind, it.fpart),
+                      octet_length(it.payload)::bigint AS size, it.progress, it.fkind, it.fpart{plain_ret}),
             ran AS (
                 INSERT INTO {s}.flow_running AS r (queue, id, lease, fkind, fpart)
                 SELECT q, u.id, u.lease, u.fkind, u.fpart FROM upd u
                 WHERE qmax IS NOT NULL OR l_scope IS NOT NULL
                 ON CONFLICT (queue, id) DO UPDATE SET lease = EXCLUDED.lease)
             SELECT u.id, u.lease, u.attempts, u.priority, u.rank, u.deadline_in, u.expires_in,
-                   u.payload, u.size, u.progress, NULL::bigint, NULL::integer
+                   u.payload, u.size, u.progress, NULL::bigint, NULL::integer{plain_of_u}
             FROM upd u;
         wake_ns := LEAST(wake_ns, (EXTRACT(EPOCH FROM due_ts) * 1000000)::bigint * 1000);
         RETURN QUERY SELECT NULL::bigint, NULL::bigint, NULL::integer, NULL::smallint,
             NULL::bigint, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bigint, NULL::bytea,
             (wake_ns / 1000 - (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint),
-            held;
+            held{no_plain};
     END
     $fn$;
 "#;

@@ -310,6 +310,7 @@ mod flow;
 mod flow_claim;
 mod flow_groups_sql;
 mod flow_insert;
+mod flow_plain_sql;
 mod flow_slots_sql;
 mod flow_sql;
 mod graph;

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 20;
+pub const SCHEMA_VERSION: i64 = 21;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -123,6 +123,10 @@ const MIGRATIONS: &[&str] = &[
     // (`graph_nodes.told_from`), one aggregate, a slot taken in one statement
     // (`graph_told_lean.rs`).
     crate::graph_told_lean::MIGRATION,
+    // 21 (issues 32 and 33): the three flow claims made again, each row saying whether it
+    // has a graph node, as the plain claim's do (`flow_plain_sql.rs`; the functions filled
+    // in at `{flow_claims_plain}`).
+    crate::flow_plain_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -239,19 +243,17 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
             "schema_version is {found}"
         )));
     }
+    // Steps older than the flow claims' graph flag run again over its functions only on a
+    // schema set back by hand: those are dropped first (`flow_plain_sql.rs`).
+    let plain_step = MIGRATIONS
+        .iter()
+        .position(|m| *m == crate::flow_plain_sql::MIGRATION);
+    if plain_step.is_some_and(|i| (found as usize) < i) {
+        let before = crate::flow_plain_sql::BEFORE_OLDER_STEPS;
+        tx.batch_execute(&render(before, schema)).await?;
+    }
     for step in &MIGRATIONS[found as usize..] {
-        let step = step
-            .replace(
-                "{flow_claim_groups_fn}",
-                &crate::flow_groups_sql::claim_fn(),
-            )
-            .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
-            .replace("{groups_enter}", crate::flow_groups_sql::ENTER)
-            .replace("{graph_key_holder}", &crate::graph_told::key_holder())
-            .replace("{graph_move_slots}", &crate::graph_slots::graph_move())
-            .replace("{graph_told_lean}", &crate::graph_told_lean::graph_told())
-            .replace("{s}", &format!("\"{schema}\""));
-        tx.batch_execute(&step.replace("{schema}", schema)).await?;
+        tx.batch_execute(&render(step, schema)).await?;
     }
     if found < SCHEMA_VERSION {
         tx.execute(
@@ -265,6 +267,25 @@ pub async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError>
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// A migration step's SQL for `schema`: its shared texts filled in, then the schema's name.
+fn render(step: &str, schema: &str) -> String {
+    let step = step
+        .replace("{flow_claims_plain}", &crate::flow_plain_sql::claims())
+        .replace(
+            "{flow_claim_groups_fn}",
+            &crate::flow_groups_sql::claim_fn(),
+        )
+        .replace("{flow_claim_fn}", &crate::flow_sql::claim_fn())
+        .replace("{groups_enter}", crate::flow_groups_sql::ENTER)
+        .replace("{graph_key_holder}", &crate::graph_told::key_holder())
+        .replace("{graph_move_slots}", &crate::graph_slots::graph_move())
+        .replace("{graph_told_lean}", &crate::graph_told_lean::graph_told())
+        .replace("{s}", &format!("\"{schema}\""));
+    // Steps 12 to 19's flow claims return their twelve columns, as shipped.
+    crate::flow_plain_sql::fill(&step, crate::flow_plain_sql::Columns::Held)
+        .replace("{schema}", schema)
 }
 
 #[cfg(test)]
@@ -283,5 +304,17 @@ mod tests {
     #[test]
     fn migrations_cover_every_version() {
         assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn only_step_21_makes_the_flow_claims_say_plain() {
+        for (i, step) in MIGRATIONS.iter().enumerate() {
+            let sql = render(step, "leaseq");
+            for left in ["{plain_", "{no_plain}", "{flow_", "{groups_enter}", "{s}"] {
+                assert!(!sql.contains(left), "step {}: {left} left in", i + 1);
+            }
+            let plain = sql.matches("r_plain boolean").count();
+            assert_eq!(plain, if i + 1 == 21 { 3 } else { 0 }, "step {}", i + 1);
+        }
     }
 }

@@ -40,8 +40,8 @@ impl<T> Clone for Settling<'_, T> {
 }
 impl<T> Copy for Settling<'_, T> {}
 
-/// One `DELETE` for a batch of acks (two if some rows have a node or were claimed by the
-/// flow claim: `ack_plain.rs`); each caller gets its own result. The acks that could not
+/// One `DELETE` for a batch of acks (two if some rows have a node: `ack_plain.rs`); each
+/// caller gets its own result. The acks that could not
 /// be settled come back with the error, to be tried again.
 pub(crate) async fn ack_batch<T>(
     s: Settling<'_, T>,

@@ -19,7 +19,7 @@ pub struct PgTicket {
     pub(crate) beat: Option<Arc<LeaseSignal>>,
     /// The item's checkpoint as the claim read it, then as this holder recorded it.
     pub(crate) progress: Option<leaseq_async::Progress>,
-    /// The plain claim read the row without a node (`node IS NULL`): its ack goes to the
+    /// The claim (plain or flow) read the row without a node (`node IS NULL`): its ack goes to the
     /// bare statement, which pays nothing for the graph (`ack_plain.rs`). A hint only: a
     /// node set since (an adoption) is caught by that statement and the ack told anyway.
     pub(crate) plain: bool,
