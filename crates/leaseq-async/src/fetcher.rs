@@ -13,6 +13,12 @@
 //! counted, see [`Store::put_back`]), and the fetcher sweeps the buffer at that age when
 //! every worker is busy, so a prefetched item is never held (nor heart-beaten) for long
 //! while others could take it. At shutdown whatever is left goes back the same way.
+//!
+//! Under a concurrency limit that binds (the store says a take was held back by it,
+//! [`Store::limit_binds`]) the fetcher leases ahead less (halved at each such take, one
+//! more at each full one, AIMD) and refills as soon as it is short, not at half: the
+//! leases under the limit are then those being worked on, and a slot an ack freed is
+//! asked for at once.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -41,8 +47,12 @@ pub(crate) struct Fetcher<T, R: Runtime, S: Store<T, Runtime = R>> {
     wanted: Event,
     /// The fetcher ended (the queue closed or the pool stopped): no more items come.
     ended: AtomicBool,
-    /// Items leased ahead beyond the workers waiting.
+    /// Items leased ahead beyond the workers waiting, at most.
     prefetch: usize,
+    /// Items leased ahead now: `prefetch`, less while a concurrency limit binds.
+    ahead: AtomicUsize,
+    /// The last take was held back by a concurrency limit.
+    bound: AtomicBool,
     /// Half the queue's visibility: the age past which a lease is not handed out.
     max_age: Duration,
     /// Leases taken with a heartbeat.
@@ -60,6 +70,8 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             wanted: Event::new(),
             ended: AtomicBool::new(false),
             prefetch,
+            ahead: AtomicUsize::new(prefetch),
+            bound: AtomicBool::new(false),
             max_age: visibility / 2,
             heartbeat,
             stop: Arc::new(Stop::default()),
@@ -90,13 +102,36 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             };
             let now = rt.now();
             if self.fresh(&d, now) {
-                // The fetcher acts only once half the prefetch is gone: no wake-up before.
-                if left * 2 <= self.prefetch {
+                // The fetcher acts only once it is short: no wake-up before.
+                if self.short(left) {
                     self.wanted.notify(1);
                 }
                 return Some((d, now));
             }
             d.put_back();
+        }
+    }
+
+    /// Whether a buffer of `buffered` leases is to be refilled: once half of what is leased
+    /// ahead is gone; at once while a limit binds (a slot another process freed goes to
+    /// whichever asks first).
+    fn short(&self, buffered: usize) -> bool {
+        let ahead = self.ahead.load(Ordering::Relaxed);
+        if self.bound.load(Ordering::Relaxed) {
+            buffered < ahead
+        } else {
+            buffered * 2 <= ahead
+        }
+    }
+
+    /// Adapts what is leased ahead to the take just made (`n` leases of `want` asked):
+    /// halved when a concurrency limit held it back, one more (up to the prefetch) when it
+    /// came back full.
+    fn adapt(&self, binds: bool, n: usize, want: usize) {
+        let ahead = self.ahead.load(Ordering::Relaxed);
+        if let Some((ahead, bound)) = lease_ahead(ahead, self.prefetch, binds, n >= want) {
+            self.ahead.store(ahead, Ordering::Relaxed);
+            self.bound.store(bound, Ordering::Relaxed);
         }
     }
 
@@ -165,10 +200,10 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             // Refilled once half the prefetch is gone (or a receiver waits), so that each
             // claim takes many items: topping it up one by one would cost the store a step
             // per item, the very cost fetching ahead saves.
-            let want = if waiting == 0 && buffered * 2 > self.prefetch {
+            let want = if waiting == 0 && !self.short(buffered) {
                 0
             } else {
-                (waiting + self.prefetch).saturating_sub(buffered)
+                (waiting + self.ahead.load(Ordering::Relaxed)).saturating_sub(buffered)
             };
             if want == 0 {
                 // Every worker busy and the prefetch full enough: wait for a worker, or until the
@@ -199,6 +234,9 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
                 }
             };
             let n = taken.len();
+            if n > 0 {
+                self.adapt(store.limit_binds(), n, want);
+            }
             self.lock()
                 .extend(taken.into_iter().map(|t| Delivery::new(store.clone(), t)));
             self.arrived.notify(n);
@@ -211,6 +249,30 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
         self.arrived.notify(usize::MAX);
         let left: Vec<_> = self.lock().drain(..).collect();
         left.into_iter().for_each(Delivery::put_back);
+    }
+}
+
+/// The least a fetcher held back by a concurrency limit leases ahead (or its prefetch, if
+/// smaller): a few workers' items, so that a worker does not wait a claim's round trip
+/// (a commit's flush on Postgres) for each item.
+const MIN_AHEAD: usize = 4;
+
+/// What a fetcher leases ahead after a take, and whether it refills as soon as it is
+/// short, from what it leased ahead (`ahead`, at most `prefetch`) and the take: held back
+/// by a concurrency limit (`binds`): halved (AIMD's decrease, down to [`MIN_AHEAD`]),
+/// refilled at once; else, if it came back `full`: one more, refilled at half again.
+/// `None`: unchanged (a take short for want of items).
+///
+/// Why: under a limit shared by several processes, a lease waiting in one's buffer holds
+/// a slot no other worker can use, and a fetcher refilling only at half leaves slots freed
+/// by acks idle until it asks (BENCHMARKS.md, round 11).
+fn lease_ahead(ahead: usize, prefetch: usize, binds: bool, full: bool) -> Option<(usize, bool)> {
+    if binds {
+        Some(((ahead / 2).max(MIN_AHEAD.min(prefetch)), true))
+    } else if full {
+        Some(((ahead + 1).min(prefetch), false))
+    } else {
+        None
     }
 }
 
@@ -234,5 +296,30 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Drop for Fetcher<T, R, S> {
     fn drop(&mut self) {
         let left: Vec<_> = self.lock().drain(..).collect();
         left.into_iter().for_each(Delivery::put_back);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_that_binds_halves_the_lease_ahead_and_full_takes_win_it_back() {
+        // Held back: halved, refilled at once; never below the floor (nor above the prefetch).
+        assert_eq!(lease_ahead(32, 32, true, false), Some((16, true)));
+        assert_eq!(lease_ahead(16, 32, true, true), Some((8, true)));
+        assert_eq!(lease_ahead(5, 32, true, false), Some((MIN_AHEAD, true)));
+        assert_eq!(lease_ahead(2, 2, true, false), Some((2, true)));
+        assert_eq!(lease_ahead(0, 0, true, false), Some((0, true)));
+        // Full takes: one more each, up to the prefetch, refilled at half again.
+        assert_eq!(lease_ahead(4, 32, false, true), Some((5, false)));
+        assert_eq!(lease_ahead(32, 32, false, true), Some((32, false)));
+        // Short for want of items: nothing learnt.
+        assert_eq!(lease_ahead(8, 32, false, false), None);
+        let mut ahead = MIN_AHEAD;
+        for _ in 0..100 {
+            ahead = lease_ahead(ahead, 32, false, true).unwrap().0;
+        }
+        assert_eq!(ahead, 32);
     }
 }

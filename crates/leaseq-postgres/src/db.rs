@@ -48,6 +48,10 @@ pub(crate) struct Db<T: 'static> {
     /// The flow claims in a row that a queue limit's full slots held back: the claimer's
     /// next look waits longer with each (`flow_claim.rs`). Written by the claimer only.
     pub(crate) held_in_a_row: std::sync::atomic::AtomicU32,
+    /// Whether the last flow claim came back short because a concurrency limit held items
+    /// back (`flow_claim.rs`): what `Store::limit_binds` answers, so that a pool's fetcher
+    /// leases ahead less. Written by the claims only.
+    pub(crate) limit_binds: std::sync::atomic::AtomicBool,
 }
 
 impl<T: 'static> Db<T> {

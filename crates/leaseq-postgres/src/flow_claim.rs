@@ -73,6 +73,7 @@ pub(crate) async fn run<T>(
         )
         .await?;
     let mut hint = None;
+    let mut binds = false;
     let got_any = rows.iter().any(|r| r.get::<_, Option<i64>>(0).is_some());
     rows.retain(|row| {
         if row.get::<_, Option<i64>>(0).is_some() {
@@ -84,6 +85,7 @@ pub(crate) async fn run<T>(
             hint = Some(Duration::ZERO);
             return false;
         }
+        binds = held & 1 != 0;
         let wake: Option<i64> = row.get(10);
         let mut look = wake.map(|us| Duration::from_micros(us.max(0) as u64));
         if held & (1 | 4) != 0 {
@@ -103,6 +105,7 @@ pub(crate) async fn run<T>(
         hint = look;
         false
     });
+    db.limit_binds.store(binds, Ordering::Relaxed);
     rows.sort_by_key(|r| r.get::<_, i64>(4));
     Ok((rows, hint))
 }

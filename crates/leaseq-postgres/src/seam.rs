@@ -47,6 +47,12 @@ impl<T: Clone + Send + Sync + 'static> Store<T> for PgStore<T> {
         self.db.config.max_lease()
     }
 
+    fn limit_binds(&self) -> bool {
+        self.db
+            .limit_binds
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn retry_policy(&self) -> Option<leaseq_core::RetryPolicy> {
         Some(leaseq_core::RetryPolicy::new(&self.db.config))
     }

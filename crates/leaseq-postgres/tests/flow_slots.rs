@@ -1,7 +1,8 @@
 //! A queue limit alone, claimed through its slots (issue 32, `flow_slots_sql.rs`), in one
 //! process: a receive the limit holds back gets the slot that an ack or a dead letter of
 //! this process frees (the settle rings the claimer, `settle.rs`), and never more leases
-//! are out than the limit, whoever settles them.
+//! are out than the limit, whoever settles them; the store says when the limit held a take
+//! back (`Store::limit_binds`, what a pool's fetcher leases ahead by) and when not.
 
 use leaseq_test_kit::pg as common;
 
@@ -63,5 +64,36 @@ fn a_receive_held_by_the_limit_gets_the_slot_a_settle_frees() {
         let stats = q.stats();
         assert_eq!(stats.acked, 4, "{stats:?}");
         assert_eq!(stats.dead_lettered, 1, "{stats:?}");
+    });
+}
+
+/// Whether the store says its last take was held back by the limit (what a pool's fetcher
+/// reads to lease ahead less, `fetcher.rs`).
+fn binds(q: &PgQueue<Vec<u8>>) -> bool {
+    leaseq_async::Store::limit_binds(&**q.store())
+}
+
+#[test]
+fn the_store_says_when_the_limit_held_a_take_back_and_when_not() {
+    common::with_server(|url| async move {
+        let q = open(&url, "slotbinds").await;
+        q.set_limit(LimitScope::Queue, Some(2))
+            .await
+            .expect("limit");
+        for i in 0..3u8 {
+            q.push(vec![i]).await.expect("push");
+        }
+        let a = common::receive(&q).await;
+        let b = common::receive(&q).await;
+        assert!(!binds(&q), "the takes under the limit were not held");
+        nothing(&q).await;
+        assert!(binds(&q), "a take past the limit of 2 was held back");
+        a.ack().await.expect("ack");
+        let c = common::receive(&q).await;
+        assert!(!binds(&q), "the take of the freed slot was not held");
+        b.ack().await.expect("ack");
+        c.ack().await.expect("ack");
+        nothing(&q).await;
+        assert!(!binds(&q), "an empty queue holds nothing back");
     });
 }

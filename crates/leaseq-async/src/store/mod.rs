@@ -286,6 +286,15 @@ pub trait Store<T>: Send + Sync + Sized + 'static {
         false
     }
 
+    /// Whether the last take came back short because a concurrency limit held items back
+    /// (the limit's leases all in flight, some held by other processes): a pool's fetcher
+    /// then leases ahead less, and asks again as soon as it is short, so that the leases
+    /// under the limit are those being worked on (see [Pools](Store#pools)). Read once per
+    /// take by a fetcher, never by a plain receive. Default `false` (no limits).
+    fn limit_binds(&self) -> bool {
+        false
+    }
+
     /// Stops the lease's heartbeat, if it has one; the lease then runs out at its deadline.
     fn stop_heartbeat(&self, ticket: &mut Self::Ticket);
 
