@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn step_22_redefines_graph_told_from_step_19s_text() {
+    fn step_20_redefines_graph_told_from_step_19s_text() {
         let f = graph_told();
         assert!(
             f.starts_with("CREATE OR REPLACE FUNCTION {s}.graph_told("),

@@ -67,7 +67,10 @@ impl<T: Clone + Send + Sync + 'static, R: Runtime, S: Store<T, Runtime = R>> Poo
     /// visibility (then it goes back, its attempt not counted, as all left do at shutdown).
     ///
     /// The fetcher refills the prefetch once half of it is gone, so that a claim takes
-    /// many items at once.
+    /// many items at once. While a concurrency limit holds its takes back (a store that
+    /// says so, [`Store::limit_binds`](crate::Store::limit_binds): Postgres) it
+    /// leases fewer ahead, down to 4, and refills as soon as it is short, so that
+    /// processes sharing the limit do not hold its slots with items nobody works on.
     ///
     /// Default: for a store that settles at once (the memory store, where a receive is a
     /// lock away), no fetcher: each worker receives for itself; for the others (SQLite,
