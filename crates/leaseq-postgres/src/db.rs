@@ -50,7 +50,8 @@ pub(crate) struct Db<T: 'static> {
     pub(crate) held_in_a_row: std::sync::atomic::AtomicU32,
     /// Whether the last flow claim came back short because a concurrency limit held items
     /// back (`flow_claim.rs`): what `Store::limit_binds` answers, so that a pool's fetcher
-    /// leases ahead less. Written by the claims only.
+    /// leases ahead less. Written by the flow claims, cleared when the store leaves them
+    /// (`set_flowed(false)`).
     pub(crate) limit_binds: std::sync::atomic::AtomicBool,
 }
 
@@ -60,9 +61,14 @@ impl<T: 'static> Db<T> {
         self.flowed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Notes whether the queue has flow control.
+    /// Notes whether the queue has flow control. Without it no limit binds: only a flow
+    /// claim says one does (`flow_claim.rs`), so the last one's word goes with it.
     pub(crate) fn set_flowed(&self, on: bool) {
         self.flowed.store(on, std::sync::atomic::Ordering::Relaxed);
+        if !on {
+            self.limit_binds
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// A connection from the pool.

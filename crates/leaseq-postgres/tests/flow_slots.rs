@@ -95,5 +95,22 @@ fn the_store_says_when_the_limit_held_a_take_back_and_when_not() {
         c.ack().await.expect("ack");
         nothing(&q).await;
         assert!(!binds(&q), "an empty queue holds nothing back");
+        // Held back again, then the limit removed: the store claims plainly from now on,
+        // and a plain claim never says a limit binds, so the flag must not outlive it (a
+        // fetcher would lease ahead its least for good).
+        for i in 3..6u8 {
+            q.push(vec![i]).await.expect("push");
+        }
+        let d = common::receive(&q).await;
+        let e = common::receive(&q).await;
+        nothing(&q).await;
+        assert!(binds(&q), "held back by the limit again");
+        q.set_limit(LimitScope::Queue, None).await.expect("unlimit");
+        assert!(!binds(&q), "no limit, nothing binds");
+        let f = common::receive(&q).await;
+        assert!(!binds(&q), "a plain take is never held by a limit");
+        for x in [d, e, f] {
+            x.ack().await.expect("ack");
+        }
     });
 }
