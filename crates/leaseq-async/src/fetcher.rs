@@ -197,9 +197,10 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             let listener = self.wanted.listen();
             let buffered = self.lock().len();
             let waiting = self.waiting.load(Ordering::Acquire);
-            // Refilled once half the prefetch is gone (or a receiver waits), so that each
-            // claim takes many items: topping it up one by one would cost the store a step
-            // per item, the very cost fetching ahead saves.
+            // Refilled once half of what is leased ahead is gone (or a receiver waits), so
+            // that each claim takes many items: topping it up one by one would cost the store
+            // a step per item, the very cost fetching ahead saves. While a limit binds, at
+            // once (`short`): the slots it frees are what is scarce then, not store steps.
             let want = if waiting == 0 && !self.short(buffered) {
                 0
             } else {
