@@ -2,12 +2,12 @@
 
 use core::time::Duration;
 
+use super::push_window::{NoWindow, WindowArg};
 use super::{expiry_live, timer_live, Fate, LeaseEnd, Queue, Slot, State, KEYED, LEVEL_BITS, NIL};
 use crate::error::PushError;
 use crate::event::Event;
 use crate::id::MessageId;
 use crate::key::UniqueKey;
-use crate::key_window::KeyWindow;
 use crate::outcome::{KeyOption, PushOptions, Pushed, MAX_PRIORITY};
 use crate::time::Timestamp;
 
@@ -399,30 +399,5 @@ impl<T> Queue<T> {
             self.delays
                 .compact(|t| timer_live(slots, t, State::Delayed));
         }
-    }
-}
-
-/// A push's key window as `push_options` takes it: `NoWindow` (a plain push with options:
-/// `KeyWindow::Live`, known at compile time) or a `KeyWindow`.
-pub(super) trait WindowArg: Copy {
-    /// The window.
-    fn window(self) -> KeyWindow;
-}
-
-/// No window: the key held while the item is live.
-#[derive(Clone, Copy)]
-pub(super) struct NoWindow;
-
-impl WindowArg for NoWindow {
-    #[inline(always)]
-    fn window(self) -> KeyWindow {
-        KeyWindow::Live
-    }
-}
-
-impl WindowArg for KeyWindow {
-    #[inline(always)]
-    fn window(self) -> KeyWindow {
-        self
     }
 }

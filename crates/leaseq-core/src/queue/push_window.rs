@@ -71,3 +71,28 @@ impl<T> Queue<T> {
         })
     }
 }
+
+/// A push's key window as `push_options` takes it: `NoWindow` (a plain push with options:
+/// `KeyWindow::Live`, known at compile time) or a `KeyWindow`.
+pub(super) trait WindowArg: Copy {
+    /// The window.
+    fn window(self) -> KeyWindow;
+}
+
+/// No window: the key held while the item is live.
+#[derive(Clone, Copy)]
+pub(super) struct NoWindow;
+
+impl WindowArg for NoWindow {
+    #[inline(always)]
+    fn window(self) -> KeyWindow {
+        KeyWindow::Live
+    }
+}
+
+impl WindowArg for KeyWindow {
+    #[inline(always)]
+    fn window(self) -> KeyWindow {
+        self
+    }
+}
