@@ -1,6 +1,8 @@
 //! The core queue's test helpers: a queue of string items, its events, its invariants.
 
-use leaseq_core::{Backoff, Config, Event, EventMask, Lease, MessageId, Queue};
+use leaseq_core::{
+    Backoff, Config, Event, EventMask, Lease, MessageId, PushOptions, Queue, Timestamp,
+};
 
 use crate::time::ts;
 
@@ -72,4 +74,24 @@ pub fn settle_by<T: Clone>(
             .map(|_| ()),
         _ => q.dead_letter(receipt, now, None).map(|_| ()),
     };
+}
+
+/// Push options at priority `level`.
+pub fn at(level: u8) -> PushOptions {
+    PushOptions::new().priority(level)
+}
+
+/// Push options with the unique key `key`.
+pub fn keyed(key: &str) -> PushOptions {
+    PushOptions::new().key(key)
+}
+
+/// Receives everything visible at `now`, acking each, and returns the items in order.
+pub fn drain(q: &mut Queue<&'static str>, now: Timestamp) -> Vec<&'static str> {
+    let mut got = Vec::new();
+    while let Some(l) = q.receive(now) {
+        got.push(l.item);
+        q.ack(l.receipt, now).unwrap();
+    }
+    got
 }
