@@ -1,7 +1,7 @@
 //! The core queue's test helpers: a queue of string items, its events, its invariants.
 
 use leaseq_core::{
-    Backoff, Config, Event, EventMask, Lease, MessageId, PushOptions, Queue, Timestamp,
+    Acked, Backoff, Config, Event, EventMask, Lease, MessageId, PushOptions, Queue, Timestamp,
 };
 
 use crate::time::ts;
@@ -94,4 +94,31 @@ pub fn drain(q: &mut Queue<&'static str>, now: Timestamp) -> Vec<&'static str> {
         q.ack(l.receipt, now).unwrap();
     }
     got
+}
+
+/// The item behind `id` can still be received and acked: nothing was lost.
+pub fn recoverable(q: &mut Queue<&'static str>, id: MessageId, item: &str) {
+    ok(q);
+    let mut now = q.now();
+    let l = match q.receive(now) {
+        Some(l) => l,
+        None => {
+            // Waiting for a delay or backoff: wake when the queue says.
+            now = q.poll_timeout().expect("the item is scheduled").max(now);
+            q.handle_timeout(now);
+            q.receive(now).expect("the item comes back")
+        }
+    };
+    assert_eq!((l.id, l.item), (id, item));
+    let acked = q.ack(l.receipt, now);
+    if now == Timestamp::MAX {
+        // A lease handed out at "never" is due at once, but nobody else has it.
+        assert!(
+            matches!(acked, Ok(Acked::LateUnclaimed { .. })),
+            "{acked:?}"
+        );
+    } else {
+        assert_eq!(acked, Ok(Acked::OnTime));
+    }
+    ok(q);
 }
