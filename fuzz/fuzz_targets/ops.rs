@@ -1,5 +1,5 @@
 //! Drives a `leaseq_core::Queue` with an arbitrary stream of operations (the same ones as
-//! `crates/leaseq-core/tests/model.rs`, plus jitter and arbitrary durations; priority levels,
+//! `crates/leaseq-core/tests/model/`, plus jitter and arbitrary durations; priority levels,
 //! unique keys, replacement and cancel included), checks `check_invariants()` after every
 //! operation, checks what each result promises, and at the end runs the queue dry and checks
 //! the conservation partition: every pushed id is in exactly one of acked, dead-lettered
