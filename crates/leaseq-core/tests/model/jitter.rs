@@ -7,7 +7,7 @@ use super::*;
 // ===================================================================================
 
 /// Runs `ops` against a queue with `cfg` and writes every observable result to a log.
-pub(super) fn jitter_log(cfg: Config, ops: &[(u64, u8, Index)]) -> (String, Vec<(u64, Nacked)>) {
+fn jitter_log(cfg: Config, ops: &[(u64, u8, Index)]) -> (String, Vec<(u64, Nacked)>) {
     let mut q: Queue<u32> = Queue::new(cfg).unwrap();
     let mut log = String::new();
     let mut receipts: Vec<Receipt> = Vec::new();

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn run_case(case: &Case) {
+fn run_case(case: &Case) {
     IDS.with(|ids| ids.borrow_mut().clear());
     let mut h = Harness::new(&case.cfg);
     for (time, op) in &case.steps {
@@ -46,11 +46,7 @@ pub(super) fn run_case(case: &Case) {
 
 /// Runs `cases` random cases against the model, then checks that every kind of outcome
 /// came up at least once.
-pub(super) fn run_model(
-    config: ProptestConfig,
-    strategy: impl Strategy<Value = Case>,
-    expect: &[&str],
-) {
+fn run_model(config: ProptestConfig, strategy: impl Strategy<Value = Case>, expect: &[&str]) {
     COV.with(|c| c.borrow_mut().clear());
     let mut runner = TestRunner::new(config);
     if let Err(e) = runner.run(&strategy, |case| {
@@ -71,7 +67,7 @@ pub(super) fn run_model(
 }
 
 /// Outcomes every run must reach.
-pub(super) const EXPECTED: &[&str] = &[
+const EXPECTED: &[&str] = &[
     "push: Ok",
     "push: Full",
     "push: AlreadyExpired",
@@ -150,13 +146,13 @@ pub(super) const EXPECTED: &[&str] = &[
 /// The queue and the reference model agree on every result, event, stat and dead letter,
 /// and the queue's own invariants hold after every step. 10,000 short cases.
 #[test]
-pub(super) fn queue_matches_model() {
+fn queue_matches_model() {
     run_model(seed_config(10_000, 0x0001_ea5e_c0de), case(), EXPECTED);
 }
 
 /// Operations for the long cases, in phases: `fill` pushes and receives many items,
 /// otherwise settle them (acks and nacks with random, often stale, receipts, out of order).
-pub(super) fn op_phase(fill: bool) -> impl Strategy<Value = Op> {
+fn op_phase(fill: bool) -> impl Strategy<Value = Op> {
     let (f, s) = if fill { (8, 1) } else { (1, 8) };
     let idx = any::<Index>;
     prop_oneof![
@@ -182,7 +178,7 @@ pub(super) fn op_phase(fill: bool) -> impl Strategy<Value = Op> {
     ]
 }
 
-pub(super) fn phase(fill: bool) -> impl Strategy<Value = Vec<(Time, Op)>> {
+fn phase(fill: bool) -> impl Strategy<Value = Vec<(Time, Op)>> {
     let time = prop_oneof![
         9 => Just(Time::Same),
         1 => prop::sample::select(vec![1u64, 5, 10]).prop_map(Time::Fwd),
@@ -194,7 +190,7 @@ pub(super) fn phase(fill: bool) -> impl Strategy<Value = Vec<(Time, Op)>> {
 /// the indexes to pass their compaction slack and shrink again, which short cases never
 /// reach.
 #[test]
-pub(super) fn queue_matches_model_long() {
+fn queue_matches_model_long() {
     let strategy = (
         config(),
         any::<bool>(),
