@@ -188,7 +188,7 @@ pub(crate) const ENTER: &str = r#"
 /// The ungrouped ready rows of `flow_claim_groups` (`{ungrouped}`): each level in claim
 /// order, a level at a time (each an index range of `items_claim` ending at the first row
 /// not visible yet), at most `n`, locked with `SKIP LOCKED`.
-fn ungrouped() -> String {
+pub(crate) fn ungrouped() -> String {
     let levels = (0..8)
         .rev()
         .map(|p| {
