@@ -29,7 +29,9 @@
 //! this transaction holds locked: their `ctid` cannot move under it; a TID scan is the
 //! only plan); and the leases' `UPDATE` tests the state as `it.state < 1`, from which no
 //! partial index's predicate follows, so the primary key is the only index it can use.
-//! Nothing else changed: a group's head is never leased twice nor out of turn.
+//! Nothing else changed: a group's head is never leased twice nor out of turn. The text
+//! is whole here, not step 18's patched (most of its statements change; step 18's stays as
+//! shipped), but for the ungrouped rows' statement, which is step 18's.
 
 /// Schema step 22 (issue 32): `flow_claim_groups` made again (`{flow_claim_groups_plans}`,
 /// filled in by `schema.rs` with [`claim_fn`]), same signature and result type (step 21's
