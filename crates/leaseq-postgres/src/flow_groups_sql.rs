@@ -1,6 +1,8 @@
 //! Flow control in SQL, the claim of a grouped queue with no limit and no rate (issue 32):
 //! schema step 18, `flow_claim_groups`. `schema.rs` takes [`MIGRATION`], [`claim_fn`] and
-//! [`ENTER`] (`flow_sql.rs`'s `flow_claim` calls the function) from here.
+//! [`ENTER`] (`flow_sql.rs`'s `flow_claim` calls the function) from here. Step 22
+//! (`flow_groups_plans.rs`) makes the function again, the same rules with every statement
+//! planned one way; this text stays as steps 18 and 21 shipped it.
 //!
 //! **Why.** `flow_claim` holds the queue's advisory lock to its commit, and a commit waits
 //! for its WAL flush (3.4 ms a commit on the bench machine, `pgbench` of a one-row insert):
@@ -185,10 +187,10 @@ pub(crate) const ENTER: &str = r#"
         END IF;
 "#;
 
-/// The ungrouped ready rows of `flow_claim_groups` (`{ungrouped}`): each level in claim
-/// order, a level at a time (each an index range of `items_claim` ending at the first row
-/// not visible yet), at most `n`, locked with `SKIP LOCKED`.
-fn ungrouped() -> String {
+/// The ungrouped ready rows of `flow_claim_groups` (`{ungrouped}`, step 22's too): each
+/// level in claim order, a level at a time (each an index range of `items_claim` ending at
+/// the first row not visible yet), at most `n`, locked with `SKIP LOCKED`.
+pub(crate) fn ungrouped() -> String {
     let levels = (0..8)
         .rev()
         .map(|p| {
