@@ -21,6 +21,8 @@ pub mod pg_bare;
 #[cfg(feature = "web")]
 pub mod pg_dashboard_bench;
 #[cfg(feature = "postgres")]
+pub mod pg_fanout_split;
+#[cfg(feature = "postgres")]
 pub mod pg_flow_bench;
 #[cfg(feature = "postgres")]
 pub mod pg_graph_bench;

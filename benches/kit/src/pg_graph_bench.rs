@@ -73,7 +73,7 @@ pub async fn run_plain_rounds(
 /// The store's options in every run: no upkeep (its `REINDEX CONCURRENTLY` waits for
 /// every older transaction of the server, which other clients may hold for minutes).
 /// `LEASEQ_BENCH_ACKS_IN_FLIGHT` sets `Options::acks_in_flight` on both sides (4 unless set).
-fn quiet() -> Options {
+pub(crate) fn quiet() -> Options {
     let acks = std::env::var("LEASEQ_BENCH_ACKS_IN_FLIGHT")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -106,7 +106,7 @@ impl Phases {
 
 /// The instants a [`counting_pool`] saw: its first job handled, its `n`-th, its `target`-th.
 #[derive(Default)]
-struct Seen {
+pub(crate) struct Seen {
     first: Option<Instant>,
     nth: Option<Instant>,
     last: Option<Instant>,
@@ -114,7 +114,7 @@ struct Seen {
 
 /// A pool of 4 no-op workers on `q` that notes when it handled its first, `n`-th and
 /// `target`-th job, and says when it has handled `target`.
-fn counting_pool(
+pub(crate) fn counting_pool(
     q: &PgQueue<Vec<u8>>,
     n: u64,
     target: u64,

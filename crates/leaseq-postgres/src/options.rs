@@ -28,7 +28,10 @@ pub struct Options {
     /// Claims running at once (each on its own pooled connection), so that receivers do not
     /// wait in lockstep behind one round trip. Default 4.
     pub claims_in_flight: usize,
-    /// Ack batches running at once (each on its own pooled connection). Default 4.
+    /// Ack batches running at once (each on its own pooled connection). Default 4. Of
+    /// them, at most half (rounded up) carry acks of jobs with dependencies (their told
+    /// statement's fixed work is paid per statement, so those acks are taken together:
+    /// `settler.rs`); acks of jobs without dependencies may use every one.
     pub acks_in_flight: usize,
     /// Leases to claim ahead of the receivers waiting, kept in the process for the next
     /// receives (which then need no round trip): for code that receives one item at a

@@ -86,6 +86,7 @@ impl<T: Clone + Send + Sync + 'static> PgStore<T> {
             board: board.clone(),
             settles: settles.clone(),
             running: AtomicUsize::new(0),
+            told_running: AtomicUsize::new(0),
         });
         let handle = db.rt.handle();
         handle.spawn(
