@@ -311,6 +311,7 @@ mod flow_claim;
 mod flow_groups_sql;
 mod flow_insert;
 mod flow_plain_sql;
+mod flow_slots_pk_sql;
 mod flow_slots_sql;
 mod flow_sql;
 mod graph;

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 21;
+pub const SCHEMA_VERSION: i64 = 22;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -127,6 +127,9 @@ const MIGRATIONS: &[&str] = &[
     // has a graph node, as the plain claim's do (`flow_plain_sql.rs`; the functions filled
     // in at `{flow_claims_plain}`).
     crate::flow_plain_sql::MIGRATION,
+    // 22 (issue 32): the slot claim leases its picked rows by primary key
+    // (`flow_slots_pk_sql.rs`).
+    crate::flow_slots_pk_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -274,6 +277,10 @@ fn render(step: &str, schema: &str) -> String {
     let step = step
         .replace("{flow_claims_plain}", &crate::flow_plain_sql::claims())
         .replace(
+            "{flow_claim_slots_by_id}",
+            &crate::flow_slots_pk_sql::claim(),
+        )
+        .replace(
             "{flow_claim_groups_fn}",
             &crate::flow_groups_sql::claim_fn(),
         )
@@ -307,14 +314,20 @@ mod tests {
     }
 
     #[test]
-    fn only_step_21_makes_the_flow_claims_say_plain() {
+    fn only_steps_21_and_22_make_the_flow_claims_say_plain() {
         for (i, step) in MIGRATIONS.iter().enumerate() {
             let sql = render(step, "leaseq");
             for left in ["{plain_", "{no_plain}", "{flow_", "{groups_enter}", "{s}"] {
                 assert!(!sql.contains(left), "step {}: {left} left in", i + 1);
             }
             let plain = sql.matches("r_plain boolean").count();
-            assert_eq!(plain, if i + 1 == 21 { 3 } else { 0 }, "step {}", i + 1);
+            // Step 22 makes the slot claim again with step 21's columns.
+            let made = match i + 1 {
+                21 => 3,
+                22 => 1,
+                _ => 0,
+            };
+            assert_eq!(plain, made, "step {}", i + 1);
         }
     }
 }
