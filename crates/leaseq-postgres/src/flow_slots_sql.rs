@@ -185,8 +185,9 @@ pub(crate) const ENTER: &str = r#"
 /// leases in flight then go to `flow_running` (the change's next statement).
 pub(crate) const DROP_SLOTS: &str = "DELETE FROM {s}.flow_slots WHERE queue = $1";
 
-/// `flow_claim_slots`'s `CREATE` (step 21 makes it again, `flow_plain_sql.rs`), `{s}` and
-/// the result column's placeholders still to fill in.
+/// `flow_claim_slots`'s `CREATE` (step 21 makes it again, `flow_plain_sql.rs`, and step 23
+/// with its picked rows leased by primary key, `flow_slots_pk_sql.rs`), `{s}` and the result
+/// column's placeholders still to fill in.
 pub(crate) fn claim_fn() -> String {
     claim_slots_fn!().to_string()
 }

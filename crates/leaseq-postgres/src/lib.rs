@@ -312,6 +312,7 @@ mod flow_groups_plans;
 mod flow_groups_sql;
 mod flow_insert;
 mod flow_plain_sql;
+mod flow_slots_pk_sql;
 mod flow_slots_sql;
 mod flow_sql;
 mod graph;

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 22;
+pub const SCHEMA_VERSION: i64 = 23;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -131,6 +131,9 @@ const MIGRATIONS: &[&str] = &[
     // plan whatever the statistics say (`flow_groups_plans.rs`; the function filled in at
     // `{flow_claim_groups_plans}`).
     crate::flow_groups_plans::MIGRATION,
+    // 23 (issue 32's limit): the slot claim leases its picked rows by primary key
+    // (`flow_slots_pk_sql.rs`).
+    crate::flow_slots_pk_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -282,6 +285,10 @@ fn render(step: &str, schema: &str) -> String {
             &crate::flow_groups_plans::claim_fn(),
         )
         .replace(
+            "{flow_claim_slots_by_id}",
+            &crate::flow_slots_pk_sql::claim(),
+        )
+        .replace(
             "{flow_claim_groups_fn}",
             &crate::flow_groups_sql::claim_fn(),
         )
@@ -315,16 +322,17 @@ mod tests {
     }
 
     #[test]
-    fn only_steps_21_and_22_make_flow_claims_say_plain() {
+    fn only_steps_21_to_23_make_the_flow_claims_say_plain() {
         for (i, step) in MIGRATIONS.iter().enumerate() {
             let sql = render(step, "leaseq");
             for left in ["{plain_", "{no_plain}", "{flow_", "{groups_enter}", "{s}"] {
                 assert!(!sql.contains(left), "step {}: {left} left in", i + 1);
             }
             let plain = sql.matches("r_plain boolean").count();
+            // Steps 22 and 23 make the grouped and the slot claims again with step 21's columns.
             let want = match i + 1 {
                 21 => 3,
-                22 => 1,
+                22 | 23 => 1,
                 _ => 0,
             };
             assert_eq!(plain, want, "step {}", i + 1);
