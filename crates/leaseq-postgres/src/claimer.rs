@@ -69,10 +69,14 @@ impl<T: Send + 'static> Claimer<T> {
             let client = db.client().await?;
             let (got, hint) = claim::claim(db, &self.counters, &client, wanted).await?;
             let idle = if got.len() < wanted {
-                let next = claim::next_visible(db, &client).await;
                 let poll = db.options.poll_interval;
-                let soonest = next.unwrap_or(poll).min(poll);
-                Some(hint.map_or(soonest, |h| h.min(soonest)))
+                Some(match hint {
+                    Some(held) => quiet_after_held(held, poll),
+                    None => {
+                        let next = claim::next_visible(db, &client).await;
+                        next.unwrap_or(poll).min(poll)
+                    }
+                })
             } else {
                 None
             };
@@ -246,5 +250,30 @@ impl<T: Send + 'static> Claimer<T> {
             return;
         }
         board.put_back(slots);
+    }
+}
+
+/// How long a claimer stays quiet after a claim that flow control held back (`held`: the
+/// flow claim's own look-again, `flow_claim.rs`: a held slot's short poll, a group head's or
+/// a rate's due time, or `Duration::ZERO` to claim again at once), at most `poll`. The
+/// soonest waiting item is not asked: items visible now are the ones the claim held back,
+/// so "visible now" would make the claimer claim again at once, again and again, while a
+/// limit, a group's turn or a rate holds (BENCHMARKS.md, round 12). A settle of this
+/// process, a push or a `NOTIFY` still wakes it sooner.
+fn quiet_after_held(held: Duration, poll: Duration) -> Duration {
+    held.min(poll)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_claim_waits_for_its_own_look_again_not_for_items_visible_now() {
+        let poll = Duration::from_secs(1);
+        let slot = Duration::from_millis(4);
+        assert_eq!(quiet_after_held(slot, poll), slot);
+        assert_eq!(quiet_after_held(Duration::from_secs(30), poll), poll);
+        assert_eq!(quiet_after_held(Duration::ZERO, poll), Duration::ZERO);
     }
 }

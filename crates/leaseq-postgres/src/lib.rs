@@ -315,6 +315,7 @@ mod flow_plain_sql;
 mod flow_slots_pk_sql;
 mod flow_slots_sql;
 mod flow_sql;
+mod flow_walk_pk_sql;
 mod graph;
 mod graph_fanout;
 mod graph_impl;

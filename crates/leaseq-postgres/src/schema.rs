@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this library writes and reads. A database at a newer version is
 /// refused ([`OpenError::SchemaTooNew`]); an older one is migrated forward at open.
-pub const SCHEMA_VERSION: i64 = 23;
+pub const SCHEMA_VERSION: i64 = 24;
 
 /// The migrations, in order: migration `i` takes the schema from version `i` to `i + 1`.
 /// `{s}` stands for the quoted schema name, `{schema}` for the bare one. Never edit a
@@ -134,6 +134,9 @@ const MIGRATIONS: &[&str] = &[
     // 23 (issue 32's limit): the slot claim leases its picked rows by primary key
     // (`flow_slots_pk_sql.rs`).
     crate::flow_slots_pk_sql::MIGRATION,
+    // 24 (issue 32's limits by kind and partition, and rates): the walking claim leases its
+    // picked rows by primary key (`flow_walk_pk_sql.rs`).
+    crate::flow_walk_pk_sql::MIGRATION,
 ];
 
 /// Migration 4, the reasons' names, for SQL readers (additive: no table changes). `reasons`
@@ -288,6 +291,7 @@ fn render(step: &str, schema: &str) -> String {
             "{flow_claim_slots_by_id}",
             &crate::flow_slots_pk_sql::claim(),
         )
+        .replace("{flow_claim_walk_by_id}", &crate::flow_walk_pk_sql::claim())
         .replace(
             "{flow_claim_groups_fn}",
             &crate::flow_groups_sql::claim_fn(),
@@ -322,17 +326,18 @@ mod tests {
     }
 
     #[test]
-    fn only_steps_21_to_23_make_the_flow_claims_say_plain() {
+    fn only_steps_21_to_24_make_the_flow_claims_say_plain() {
         for (i, step) in MIGRATIONS.iter().enumerate() {
             let sql = render(step, "leaseq");
             for left in ["{plain_", "{no_plain}", "{flow_", "{groups_enter}", "{s}"] {
                 assert!(!sql.contains(left), "step {}: {left} left in", i + 1);
             }
             let plain = sql.matches("r_plain boolean").count();
-            // Steps 22 and 23 make the grouped and the slot claims again with step 21's columns.
+            // Steps 22 to 24 make the grouped, the slot and the walking claims again with step 21's
+            // columns.
             let want = match i + 1 {
                 21 => 3,
-                22 | 23 => 1,
+                22..=24 => 1,
                 _ => 0,
             };
             assert_eq!(plain, want, "step {}", i + 1);
