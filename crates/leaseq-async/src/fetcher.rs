@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use event_listener::Event;
+use event_listener::{Event, IntoNotification};
 use futures::future::{select, Either};
 use leaseq_core::Timestamp;
 
@@ -240,7 +240,10 @@ impl<T, R: Runtime, S: Store<T, Runtime = R>> Fetcher<T, R, S> {
             }
             self.lock()
                 .extend(taken.into_iter().map(|t| Delivery::new(store.clone(), t)));
-            self.arrived.notify(n);
+            // `n` more receivers woken, whoever was woken before: a receiver woken for an
+            // earlier take and not yet run counts for `notify(n)` alone, which then woke
+            // nobody new and left a lease in the buffer beside a waiting worker.
+            self.arrived.notify(n.additional());
             if !took && n == 0 {
                 // The queue closed.
                 break;
