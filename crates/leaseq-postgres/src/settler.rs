@@ -74,8 +74,10 @@ impl Work {
         if q.is_empty() {
             return None;
         }
-        let told = q.acks.iter().any(|a| !a.plain) && told_slot();
-        let acks = if told || q.acks.iter().all(|a| a.plain) {
+        // One pass: with no told ack queued, every ack goes (no slot asked, no split).
+        let any_told = q.acks.iter().any(|a| !a.plain);
+        let told = any_told && told_slot();
+        let acks = if told || !any_told {
             std::mem::take(&mut q.acks)
         } else {
             let (plain, kept) = std::mem::take(&mut q.acks)
