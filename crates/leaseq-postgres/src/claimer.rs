@@ -7,8 +7,9 @@
 //!
 //! When a claim comes back short the queue is drained for now: no new claim starts until
 //! something may have changed (a push of this process, a `NOTIFY` from another, a new
-//! receiver, items put back), or the soonest delayed item is due, or the poll interval
-//! passed.
+//! receiver, items put back, a settle of a flowed queue), or the soonest delayed item is
+//! due (after a claim that flow control held back: the flow claim's own look-again), or
+//! the poll interval passed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,7 +72,12 @@ impl<T: Send + 'static> Claimer<T> {
             let idle = if got.len() < wanted {
                 let poll = db.options.poll_interval;
                 Some(match hint {
-                    Some(held) => quiet_after_held(held, poll),
+                    // Held back by flow control: the flow claim's own look-again (a held
+                    // slot's short poll, a group head's or a rate's due time, or ZERO: claim
+                    // again at once). The soonest waiting item is not asked: the items
+                    // visible now are the ones just held, and "now" would make the claimer
+                    // claim again at once, over and over (`tests/flow_held_quiet.rs`).
+                    Some(held) => held.min(poll),
                     None => {
                         let next = claim::next_visible(db, &client).await;
                         next.unwrap_or(poll).min(poll)
@@ -250,30 +256,5 @@ impl<T: Send + 'static> Claimer<T> {
             return;
         }
         board.put_back(slots);
-    }
-}
-
-/// How long a claimer stays quiet after a claim that flow control held back (`held`: the
-/// flow claim's own look-again, `flow_claim.rs`: a held slot's short poll, a group head's or
-/// a rate's due time, or `Duration::ZERO` to claim again at once), at most `poll`. The
-/// soonest waiting item is not asked: items visible now are the ones the claim held back,
-/// so "visible now" would make the claimer claim again at once, again and again, while a
-/// limit, a group's turn or a rate holds (BENCHMARKS.md, round 12). A settle of this
-/// process, a push or a `NOTIFY` still wakes it sooner.
-fn quiet_after_held(held: Duration, poll: Duration) -> Duration {
-    held.min(poll)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_held_claim_waits_for_its_own_look_again_not_for_items_visible_now() {
-        let poll = Duration::from_secs(1);
-        let slot = Duration::from_millis(4);
-        assert_eq!(quiet_after_held(slot, poll), slot);
-        assert_eq!(quiet_after_held(Duration::from_secs(30), poll), poll);
-        assert_eq!(quiet_after_held(Duration::ZERO, poll), Duration::ZERO);
     }
 }
