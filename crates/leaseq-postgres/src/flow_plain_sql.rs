@@ -43,6 +43,19 @@ pub(crate) fn fill(text: &str, cols: Columns) -> String {
         .replace("{plain_of_it}", pick(", it.node IS NULL"))
 }
 
+/// A flow claim function's step-21 text (`text` with [`Columns::Plain`] filled in) with its
+/// one statement `from` made `to`: how the later steps that make a claim again change one
+/// statement and keep the rest and the result type (steps 23 and 24,
+/// `flow_slots_pk_sql.rs`, `flow_walk_pk_sql.rs`). Empty if the text no longer holds `from`
+/// exactly once (their unit tests fail then).
+pub(crate) fn with_statement(text: &str, from: &str, to: &str) -> String {
+    let text = fill(text, Columns::Plain);
+    if text.matches(from).count() != 1 {
+        return String::new();
+    }
+    text.replacen(from, to, 1)
+}
+
 /// Schema step 21: the three flow claims dropped and made again with `r_plain`
 /// (`{flow_claims_plain}`, filled in by `schema.rs` with [`claims`]). `{s}` the quoted
 /// schema. Idempotent.

@@ -30,14 +30,7 @@ pub(crate) const MIGRATION: &str = r#"
 /// with the picked rows leased by id; empty if that text no longer has the statement (a
 /// unit test fails then).
 pub(crate) fn claim() -> String {
-    let text = crate::flow_plain_sql::fill(
-        &crate::flow_sql::claim_fn(),
-        crate::flow_plain_sql::Columns::Plain,
-    );
-    if text.matches(BY_QUEUE).count() != 1 {
-        return String::new();
-    }
-    text.replacen(BY_QUEUE, BY_ID, 1)
+    crate::flow_plain_sql::with_statement(&crate::flow_sql::claim_fn(), BY_QUEUE, BY_ID)
 }
 
 #[cfg(test)]
