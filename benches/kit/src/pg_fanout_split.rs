@@ -16,12 +16,11 @@
 
 use std::time::{Duration, Instant};
 
-use leaseq_async::dependencies::{BatchOn, DependencyStore};
 use tokio_postgres::{Client, NoTls};
 
 use crate::cpu::process_cpu_time;
-use crate::pg_graph_bench::{counting_pool, quiet};
-use crate::pg_store_bench::{open_queue, push_range, unique, BenchError};
+use crate::pg_graph_bench::{counting_pool, push_round, quiet};
+use crate::pg_store_bench::{open_queue, unique, BenchError};
 
 /// CPU time so far of every backend of database `db` on this machine (Linux: `/proc`),
 /// summed: each process whose title is `postgres: ... db ...`. A backend that exits takes
@@ -149,15 +148,7 @@ pub async fn split_run(
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let c0 = commits(&c, db).await?;
     let p0 = point(&c, db).await?;
-    if fanout {
-        let kids: Vec<Vec<u8>> = (0..n).map(|i| i.to_le_bytes().repeat(2)).collect();
-        q.store()
-            .push_batch(kids, b"callback".to_vec(), BatchOn::Complete)
-            .await
-            .map_err(|e| format!("push_batch: {e}"))?;
-    } else {
-        push_range(&q, 0, n).await?;
-    }
+    push_round(&q, n, fanout).await?;
     let p1 = point(&c, db).await?;
     all.notified().await;
     let p2 = point(&c, db).await?;

@@ -148,13 +148,13 @@ pub(crate) fn counting_pool(
     (pool, all, seen)
 }
 
-/// `n` jobs: independent (`fanout` false) or a batch's children with one callback; where
-/// the time from the first push to the last job handled went.
-async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Phases, BenchError> {
-    let q = open_queue(url, schema, &unique("bench-fanout"), quiet()).await?;
-    let target = if fanout { n + 1 } else { n };
-    let (pool, all, seen) = counting_pool(&q, n, target);
-    let start = Instant::now();
+/// A round's pushes: `n` children of a batch into one callback (`fanout`), or `n`
+/// independent jobs.
+pub(crate) async fn push_round(
+    q: &PgQueue<Vec<u8>>,
+    n: u64,
+    fanout: bool,
+) -> Result<(), BenchError> {
     if fanout {
         let kids: Vec<Vec<u8>> = (0..n).map(|i| i.to_le_bytes().repeat(2)).collect();
         q.store()
@@ -162,8 +162,19 @@ async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Phases
             .await
             .map_err(|e| format!("push_batch: {e}"))?;
     } else {
-        push_range(&q, 0, n).await?;
+        push_range(q, 0, n).await?;
     }
+    Ok(())
+}
+
+/// `n` jobs: independent (`fanout` false) or a batch's children with one callback; where
+/// the time from the first push to the last job handled went.
+async fn one_run(url: &str, schema: &str, n: u64, fanout: bool) -> Result<Phases, BenchError> {
+    let q = open_queue(url, schema, &unique("bench-fanout"), quiet()).await?;
+    let target = if fanout { n + 1 } else { n };
+    let (pool, all, seen) = counting_pool(&q, n, target);
+    let start = Instant::now();
+    push_round(&q, n, fanout).await?;
     let pushed = start.elapsed();
     all.notified().await;
     let elapsed = start.elapsed();
