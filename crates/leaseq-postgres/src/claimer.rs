@@ -3,7 +3,10 @@
 //! `Options::claims_in_flight` claims run at once, each on its own pooled connection, so
 //! receivers do not wait in lockstep behind one round trip. Results fill their receivers in
 //! the order they came; what a receiver that went away would have had goes to the next
-//! one waiting, or back to the queue.
+//! one waiting, or back to the queue. The order holds within a claim and for receivers
+//! waiting on the board, not across claims in flight: a later receiver's claim that sees a
+//! push can finish before an earlier receiver's claim that came back short, and serves its
+//! own receiver first (the earlier one claims again).
 //!
 //! When a claim comes back short the queue is drained for now: no new claim starts until
 //! something may have changed (a push of this process, a `NOTIFY` from another, a new
