@@ -75,14 +75,7 @@ async fn futures_join(
 fn a_bounded_insert_whose_reply_was_lost_makes_one_row() {
     common::with_server(|url| async move {
         let direct: tokio_postgres::Config = url.parse().expect("url");
-        let proxy = proxy::Proxy::start(
-            &proxy::Proxy::upstream(&direct),
-            1,
-            0,
-            1,
-            Duration::from_millis(1),
-        )
-        .await;
+        let proxy = proxy::Proxy::without_faults(&direct).await;
         let name = common::unique("cap-insert-lost");
         let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(
             Config::new(Duration::from_secs(30)).with_capacity(CAP),

@@ -30,14 +30,7 @@ const QUIET: u64 = 8;
 fn a_rate_held_claimer_waits_for_the_next_eligible_lease_without_spinning() {
     common::with_server(|url| async move {
         let direct: tokio_postgres::Config = url.parse().expect("url");
-        let proxy = proxy::Proxy::start(
-            &proxy::Proxy::upstream(&direct),
-            1,
-            0,
-            1,
-            Duration::from_millis(1),
-        )
-        .await;
+        let proxy = proxy::Proxy::without_faults(&direct).await;
         let options = common::options()
             .poll_interval(Duration::from_secs(60))
             .rescue_every(Duration::from_secs(60));

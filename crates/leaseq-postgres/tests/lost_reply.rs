@@ -25,14 +25,7 @@ async fn proxied(
     options: leaseq_postgres::Options,
 ) -> (Arc<proxy::Proxy>, PgQueue<Vec<u8>>) {
     let direct: tokio_postgres::Config = url.parse().expect("url");
-    let proxy = proxy::Proxy::start(
-        &proxy::Proxy::upstream(&direct),
-        1,
-        0,
-        1,
-        Duration::from_millis(1),
-    )
-    .await;
+    let proxy = proxy::Proxy::without_faults(&direct).await;
     let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(Config::new(Duration::from_secs(30)))
         .name(common::unique("lost-reply").to_string())
         .codec(BytesCodec)

@@ -218,14 +218,7 @@ fn a_job_killed_with_sigkill_at_60_percent_resumes_from_its_checkpoint() {
 fn a_checkpoint_whose_reply_is_lost_or_whose_server_is_gone_is_never_a_wrong_ok() {
     common::with_server(|url| async move {
         let direct: tokio_postgres::Config = url.parse().expect("url");
-        let proxy = proxy::Proxy::start(
-            &proxy::Proxy::upstream(&direct),
-            1,
-            0,
-            1,
-            Duration::from_millis(1),
-        )
-        .await;
+        let proxy = proxy::Proxy::without_faults(&direct).await;
         let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config(Duration::from_secs(30)))
             .name(unique("progress-faults"))
             .codec(BytesCodec)

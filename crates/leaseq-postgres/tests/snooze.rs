@@ -150,14 +150,7 @@ fn a_stale_holder_snoozes_nothing() {
 fn a_snooze_whose_reply_was_lost_reports_what_it_did() {
     common::with_server(|url| async move {
         let direct: tokio_postgres::Config = url.parse().expect("url");
-        let proxy = proxy::Proxy::start(
-            &proxy::Proxy::upstream(&direct),
-            1,
-            0,
-            1,
-            Duration::from_millis(1),
-        )
-        .await;
+        let proxy = proxy::Proxy::without_faults(&direct).await;
         let q = leaseq_tokio::LeaseQueue::<Vec<u8>>::builder(config(1))
             .name(common::unique("snooze-lost").to_string())
             .codec(BytesCodec)
