@@ -29,6 +29,8 @@ use leaseq_core::Failure;
 use crate::board::Board;
 use crate::counters::Counters;
 use crate::db::Db;
+use crate::handout::HandOut;
+use crate::handover;
 use crate::leases::Leases;
 use crate::life::Life;
 use crate::pushes::Pushes;
@@ -306,7 +308,20 @@ impl<T: Send + 'static> Settler<T> {
         };
         if !work.acks.is_empty() {
             let acks = std::mem::take(&mut work.acks);
-            if let Err((e, acks)) = settle::ack_batch(self.parts(), &client, acks).await {
+            let plan = handover::plan(&self.db, &self.life, &self.board, &acks);
+            let n = plan.as_ref().map_or(0, |p| p.n);
+            let (claimed, done) = settle::ack_batch(self.parts(), &client, acks, n).await;
+            if let Some(plan) = plan {
+                let out = HandOut {
+                    db,
+                    life: &self.life,
+                    board: &self.board,
+                    settles: &self.settles,
+                    leases: &self.leases,
+                };
+                plan.hand_over(out, &self.counters, &client, claimed).await;
+            }
+            if let Err((e, acks)) = done {
                 work.acks = acks;
                 give_up_late_acks(
                     db,
