@@ -24,11 +24,11 @@ use leaseq_async::{Runtime, Taken};
 use leaseq_core::Timestamp;
 
 use crate::board::{Board, ClaimSlot};
-use crate::handout::HandOut;
 use crate::claim;
 use crate::counters::Counters;
 use crate::db::Db;
 use crate::error::DbError;
+use crate::handout::HandOut;
 use crate::leases::Leases;
 use crate::life::Life;
 use crate::settles::Settles;

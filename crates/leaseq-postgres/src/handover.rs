@@ -171,7 +171,10 @@ impl<T> Drop for Plan<'_, T> {
     fn drop(&mut self) {
         // Not handed over (the batch's future dropped): the receivers wait again.
         if !self.slots.is_empty() {
-            self.board.slots.lock().put_back(std::mem::take(&mut self.slots));
+            self.board
+                .slots
+                .lock()
+                .put_back(std::mem::take(&mut self.slots));
         }
         self.board.acks_claiming.fetch_sub(1, Ordering::AcqRel);
         self.board.wake.notify(usize::MAX);
