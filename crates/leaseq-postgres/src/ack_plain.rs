@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Client;
 use leaseq_core::Acked;
-use tokio_postgres::{GenericClient, Row};
+use tokio_postgres::GenericClient;
 
 use crate::db::{pooled, run_on, Conn, Db};
 use crate::outcome;
@@ -46,25 +46,16 @@ pub(crate) fn bare(ack: &str) -> String {
     )
 }
 
-/// What [`run`] did: the accepted acks by id; the error of the statement that failed, if
-/// one did (its acks marked `resent` if it may have been made; the acks of a statement not
-/// run are not accepted, to be tried again); and the rows of the flow claim made in the
-/// bare ack's transaction (`handover.rs`), committed with it.
-pub(crate) struct Ran {
-    pub(crate) rows: HashMap<i64, Acked>,
-    pub(crate) failed: Option<tokio_postgres::Error>,
-    pub(crate) claimed: Vec<Row>,
-}
-
-/// Runs the deletes of `acks`: those claimed without a node by the bare ack (with a flow
-/// claim of up to `claim` items in its transaction if `claim > 0`, `handover.rs`), the
-/// others and those it did not delete by the told ack.
-pub(crate) async fn run<T>(db: &Db<T>, client: &Client, acks: &mut [AckOp], claim: usize) -> Ran {
-    let mut ran = Ran {
-        rows: HashMap::new(),
-        failed: None,
-        claimed: Vec::new(),
-    };
+/// Runs the deletes of `acks`: those claimed without a node by the bare ack, the others
+/// and those it did not delete by the told ack. The accepted acks by id, and the error of
+/// the statement that failed, if one did (its acks marked `resent` if it may have been
+/// made; the acks of a statement not run are not accepted, to be tried again).
+pub(crate) async fn run<T>(
+    db: &Db<T>,
+    client: &Client,
+    acks: &mut [AckOp],
+) -> (HashMap<i64, Acked>, Option<tokio_postgres::Error>) {
+    let mut rows = HashMap::new();
     let bare = !db.sql.ack_plain.is_empty();
     let plain = |a: &AckOp| bare && a.plain;
     if acks.iter().any(plain) {
@@ -73,36 +64,24 @@ pub(crate) async fn run<T>(db: &Db<T>, client: &Client, acks: &mut [AckOp], clai
             .filter(|a| plain(a))
             .map(|a| (a.id, a.lease))
             .unzip();
-        let r = if claim > 0 {
-            crate::handover::ack_and_claim(db, client, &ids, &leases, claim)
-                .await
-                .map(|(rows, claimed)| {
-                    ran.claimed = claimed;
-                    rows
-                })
-        } else {
-            ack_rows(pooled(client), &db.sql.ack_plain, &ids, &leases).await
-        };
-        match r {
-            Ok(r) => ran.rows = r,
+        match ack_rows(pooled(client), &db.sql.ack_plain, &ids, &leases).await {
+            Ok(r) => rows = r,
             Err(e) => {
                 let sent = outcome::maybe_made(&e);
                 for a in acks.iter_mut().filter(|a| plain(a)) {
                     a.resent |= sent;
                 }
-                ran.failed = Some(e);
-                return ran;
+                return (rows, Some(e));
             }
         }
     }
-    let rows = &mut ran.rows;
     let (ids, leases): (Vec<i64>, Vec<i64>) = acks
         .iter()
         .filter(|a| !rows.contains_key(&a.id))
         .map(|a| (a.id, a.lease))
         .unzip();
     if ids.is_empty() {
-        return ran;
+        return (rows, None);
     }
     match ack_rows(pooled(client), &db.sql.ack, &ids, &leases).await {
         Ok(r) => rows.extend(r),
@@ -111,10 +90,10 @@ pub(crate) async fn run<T>(db: &Db<T>, client: &Client, acks: &mut [AckOp], clai
             for a in acks.iter_mut().filter(|a| !rows.contains_key(&a.id)) {
                 a.resent |= sent;
             }
-            ran.failed = Some(e);
+            return (rows, Some(e));
         }
     }
-    ran
+    (rows, None)
 }
 
 /// Runs a fenced delete (`sql`: the ack, told or bare); the accepted acks by id.
@@ -124,12 +103,9 @@ pub(crate) async fn ack_rows<C: GenericClient + Sync>(
     ids: &[i64],
     leases: &[i64],
 ) -> Result<HashMap<i64, Acked>, tokio_postgres::Error> {
-    Ok(accepted(&run_on(client, sql, &[&ids, &leases]).await?))
-}
-
-/// The acks a fenced delete accepted, by id, read from its rows.
-pub(crate) fn accepted(rows: &[Row]) -> HashMap<i64, Acked> {
-    rows.iter()
+    let rows = run_on(client, sql, &[&ids, &leases]).await?;
+    Ok(rows
+        .iter()
         .map(|r| {
             let id: i64 = r.get(0);
             let state: i16 = r.get(1);
@@ -143,7 +119,7 @@ pub(crate) fn accepted(rows: &[Row]) -> HashMap<i64, Acked> {
             };
             (id, acked)
         })
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]

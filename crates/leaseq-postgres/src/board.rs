@@ -14,7 +14,6 @@
 //! takes a lease ahead. A leaf but for the ticket.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -84,15 +83,6 @@ impl<T> ClaimBoard<T> {
         out
     }
 
-    /// How many items one claim for `slots` asks: what they take plus what is missing from
-    /// the leases claimed ahead (`Options::prefetch`), at most `Options::max_claim` (a
-    /// claim of that many is full, not short).
-    pub(crate) fn wanted(&self, slots: &[Arc<ClaimSlot<T>>], options: &crate::Options) -> usize {
-        let asked: usize = slots.iter().map(|s| s.max).sum();
-        let ahead = options.prefetch.saturating_sub(self.prefetched.len());
-        (asked + ahead).min(options.max_claim)
-    }
-
     /// Posts a new receive's slot at the back of the line.
     pub(crate) fn post(
         &mut self,
@@ -158,9 +148,6 @@ pub(crate) struct Board<T> {
     pub(crate) slots: Mutex<ClaimBoard<T>>,
     /// Wakes the claimer (a receiver waits, items may have come, or stop).
     pub(crate) wake: Event,
-    /// Ack batches running that claim for the receivers waiting (`handover.rs`): the
-    /// claimer holds back meanwhile; each rings [`Board::wake`] when it ends.
-    pub(crate) acks_claiming: AtomicUsize,
 }
 
 impl<T> Default for Board<T> {
@@ -168,7 +155,6 @@ impl<T> Default for Board<T> {
         Board {
             slots: Mutex::new(ClaimBoard::default()),
             wake: Event::new(),
-            acks_claiming: AtomicUsize::new(0),
         }
     }
 }

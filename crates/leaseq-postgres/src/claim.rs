@@ -104,19 +104,6 @@ pub(crate) async fn claim<T>(
             .await?;
         (rows, None)
     };
-    Ok((leases(db, counters, client, &rows, flowed).await?, hint))
-}
-
-/// The leases of a claim's rows (`flowed`: a flow claim's, in the order it picked them; a
-/// plain claim's sorted into claim order), undecodable or oversized rows dead-lettered with
-/// `client` (reason `Undecodable`), the deliveries counted.
-pub(crate) async fn leases<T>(
-    db: &Db<T>,
-    counters: &Counters,
-    client: &deadpool_postgres::Client,
-    rows: &[Row],
-    flowed: bool,
-) -> Result<Vec<Taken<T, PgTicket>>, tokio_postgres::Error> {
     let plain_at = if flowed {
         crate::flow_plain_sql::PLAIN_AT
     } else {
@@ -144,7 +131,7 @@ pub(crate) async fn leases<T>(
     let redelivered = out.iter().filter(|t| t.attempt > 1).count() as u64;
     Counters::add(&counters.delivered, out.len() as u64);
     Counters::add(&counters.redelivered, redelivered);
-    Ok(out)
+    Ok((out, hint))
 }
 
 fn id_of<T>(c: &Claimed<T>) -> i64 {

@@ -10,11 +10,6 @@
 //! receiver, items put back, a settle of a flowed queue), or the soonest delayed item is
 //! due (after a claim that flow control held back: the flow claim's own look-again), or
 //! the poll interval passed.
-//!
-//! Once a concurrency limit held this store's claims back, no new claim starts while an
-//! ack batch that claims runs (`handover.rs`): the ack frees slots and, in its
-//! transaction, claims for the receivers waiting; a claim sent meanwhile would find the
-//! slots still full. Each such batch rings the claimer when it ends.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +23,6 @@ use crate::claim;
 use crate::counters::Counters;
 use crate::db::Db;
 use crate::error::DbError;
-use crate::handout::HandOut;
 use crate::leases::Leases;
 use crate::life::Life;
 use crate::settles::Settles;
@@ -63,7 +57,15 @@ impl<T: Send + 'static> Claimer<T> {
     /// Runs one claim for `slots`.
     async fn round(&self, slots: Vec<Arc<ClaimSlot<T>>>, woken: u64) -> Round<T> {
         let db = &*self.db;
-        let wanted = self.board.slots.lock().wanted(&slots, &db.options);
+        let asked: usize = slots.iter().map(|s| s.max).sum();
+        let prefetch = db.options.prefetch;
+        let ahead = if prefetch == 0 {
+            0
+        } else {
+            prefetch.saturating_sub(self.board.slots.lock().prefetched.len())
+        };
+        // One claim takes at most `max_claim`: a claim of that many is full, not short.
+        let wanted = (asked + ahead).min(db.options.max_claim);
         let result = async {
             let client = db.client().await?;
             let (got, hint) = claim::claim(db, &self.counters, &client, wanted).await?;
@@ -117,7 +119,7 @@ impl<T: Send + 'static> Claimer<T> {
                 return;
             }
             let quiet = quiet_until.is_some_and(|t| rt.now() < t);
-            if !stopping && !quiet && !crate::handover::holds_back(db, board) {
+            if !stopping && !quiet {
                 while rounds.len() < db.options.claims_in_flight.max(1) {
                     let slots = board.slots.lock().take_slots(db.options.max_claim);
                     if slots.is_empty() {
@@ -161,30 +163,98 @@ impl<T: Send + 'static> Claimer<T> {
         }
     }
 
-    /// Hands a finished claim's leases to its receivers (`handout.rs`); unfilled receivers
-    /// wait again at the front of the board. `Ok(Some(idle))`: the claim came back short.
+    /// Hands a finished claim's leases to its receivers; unfilled receivers wait again at
+    /// the front of the board. `Ok(Some(idle))`: the claim came back short.
     fn finish(&self, done: Round<T>) -> Result<Option<Duration>, ()> {
-        match done.result {
-            Ok((got, idle)) => {
-                self.hand_out().give(done.slots, got);
-                Ok(idle)
-            }
+        let (got, idle) = match done.result {
+            Ok(r) => r,
             Err(e) => {
                 self.db.failed("claim", e);
-                self.hand_out().requeue(done.slots);
-                Err(())
+                self.requeue(done.slots);
+                return Err(());
             }
+        };
+        let mut slots = done.slots;
+        if !got.is_empty() {
+            // Leases go to the oldest receivers waiting: one put back by another claim
+            // that came back short while this one was in flight is served first.
+            let newest = slots.iter().map(|s| s.seq).max().unwrap_or(0);
+            let before = slots.len();
+            self.board.slots.lock().take_older(newest, &mut slots);
+            if slots.len() > before {
+                slots.sort_by_key(|s| s.seq);
+            }
+        }
+        let mut got = got.into_iter().peekable();
+        let mut unfilled = Vec::new();
+        for slot in slots {
+            if got.peek().is_none() {
+                unfilled.push(slot);
+                continue;
+            }
+            self.fill(&slot, &mut got);
+        }
+        self.requeue(unfilled);
+        // Meant for receivers that went away: the next ones waiting, or back to the queue.
+        while got.peek().is_some() {
+            let next = self.board.slots.lock().take_slots(1).pop();
+            match next {
+                Some(slot) => self.fill(&slot, &mut got),
+                None => break,
+            }
+        }
+        // Claimed ahead: kept for the next receives, up to `prefetch`.
+        {
+            let mut board = self.board.slots.lock();
+            while board.prefetched.len() < self.db.options.prefetch {
+                match got.next() {
+                    Some(t) => board.prefetched.push_back(t),
+                    None => break,
+                }
+            }
+        }
+        let leftover: Vec<(i64, i64)> = got.map(|t| (t.ticket.id, t.ticket.lease)).collect();
+        self.settles.unclaim(leftover);
+        Ok(idle)
+    }
+
+    /// Gives `slot` up to its `max` leases (none if it was abandoned) and wakes its
+    /// receiver.
+    fn fill(
+        &self,
+        slot: &ClaimSlot<T>,
+        got: &mut std::iter::Peekable<std::vec::IntoIter<Taken<T, PgTicket>>>,
+    ) {
+        let mut st = slot.state.lock();
+        if st.abandoned {
+            return;
+        }
+        for mut taken in got.by_ref().take(slot.max) {
+            if slot.heartbeat {
+                self.leases.keep_alive(&mut taken);
+            }
+            st.got.push(taken);
+        }
+        if let Some(w) = st.waker.take() {
+            w.wake();
         }
     }
 
-    /// The parts a hand-out touches.
-    fn hand_out(&self) -> HandOut<'_, T> {
-        HandOut {
-            db: &self.db,
-            life: &self.life,
-            board: &self.board,
-            settles: &self.settles,
-            leases: &self.leases,
+    /// Puts receivers back in line, each at its place; once the queue is
+    /// closed, wakes them instead (they were off the board when `close` woke the waiting
+    /// ones, and see the queue closed). The flag is read under the board's lock, which
+    /// `close` takes after setting it, so no receiver is left waiting.
+    fn requeue(&self, slots: Vec<Arc<ClaimSlot<T>>>) {
+        let mut board = self.board.slots.lock();
+        if self.life.is_closed() {
+            drop(board);
+            for slot in slots {
+                if let Some(w) = slot.state.lock().waker.take() {
+                    w.wake();
+                }
+            }
+            return;
         }
+        board.put_back(slots);
     }
 }

@@ -53,11 +53,6 @@ pub(crate) struct Db<T: 'static> {
     /// leases ahead less. Written by the flow claims, cleared when the store leaves them
     /// (`set_flowed(false)`).
     pub(crate) limit_binds: std::sync::atomic::AtomicBool,
-    /// Whether a concurrency limit held one of this store's flow claims back since it last
-    /// found the queue flowed: the queue's acks then claim for the receivers waiting, in
-    /// their own transaction (`handover.rs`). Set by the flow claims, cleared with
-    /// `set_flowed(false)`.
-    pub(crate) limit_bound: std::sync::atomic::AtomicBool,
 }
 
 impl<T: 'static> Db<T> {
@@ -72,8 +67,6 @@ impl<T: 'static> Db<T> {
         self.flowed.store(on, std::sync::atomic::Ordering::Relaxed);
         if !on {
             self.limit_binds
-                .store(false, std::sync::atomic::Ordering::Relaxed);
-            self.limit_bound
                 .store(false, std::sync::atomic::Ordering::Relaxed);
         }
     }

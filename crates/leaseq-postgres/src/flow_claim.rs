@@ -9,7 +9,6 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::db::Db;
@@ -56,65 +55,23 @@ pub(crate) async fn run<T>(
     n: usize,
 ) -> Result<(Vec<Row>, Option<Duration>), tokio_postgres::Error> {
     let stmt = client.prepare_cached(&db.sql.flow_claim).await?;
-    let args = Args::new(db, n);
-    let rows = client.query(&stmt, &args.params(db)).await?;
-    Ok(read(db, rows, Who::Claimer))
-}
-
-/// The flow claim's arguments but the queue, for a claim of up to `n` items.
-pub(crate) struct Args {
-    n: i32,
-    vis_us: i64,
-    block_dead: bool,
-    max_item: i64,
-    note_start: bool,
-    budget: i32,
-}
-
-impl Args {
-    /// The arguments of a flow claim of up to `n` items.
-    pub(crate) fn new<T>(db: &Db<T>, n: usize) -> Args {
-        Args {
-            n: n as i32,
-            vis_us: db.visibility_us(),
-            block_dead: db.config.group_dead_letter_choice() == leaseq_core::GroupDeadLetter::Block,
-            max_item: db.options.max_item_size as i64,
-            note_start: db.options.retention.is_some(),
-            budget: (n + WALK) as i32,
-        }
-    }
-
-    /// The statement's parameters, in order.
-    pub(crate) fn params<'a, T>(&'a self, db: &'a Db<T>) -> [&'a (dyn ToSql + Sync); 7] {
-        [
-            &db.queue,
-            &self.n,
-            &self.vis_us,
-            &self.block_dead,
-            &self.max_item,
-            &self.note_start,
-            &self.budget,
-        ]
-    }
-}
-
-/// Whose flow claim's rows are read: what they may write of the claimer's state.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Who {
-    /// The claimer's claim (or a `try_take`'s): whether the limit binds
-    /// (`Db::limit_binds`) and the held claims in a row (`Db::held_in_a_row`), both.
-    Claimer,
-    /// An ack's claim (`handover.rs`): it asks at most what the slots its acks free can
-    /// hold, so getting all it asked says nothing of the limit (the claimer's next claim
-    /// may find it full again); it says only that the limit binds, when it held this claim
-    /// back, and leaves the claimer's look-again alone.
-    Ack,
-}
-
-/// What a flow claim's rows say: the leases' rows in the order they were picked and how
-/// soon to look again (see [`run`]).
-pub(crate) fn read<T>(db: &Db<T>, mut rows: Vec<Row>, who: Who) -> (Vec<Row>, Option<Duration>) {
-    let claimer = who == Who::Claimer;
+    let budget = (n + WALK) as i32;
+    let block_dead = db.config.group_dead_letter_choice() == leaseq_core::GroupDeadLetter::Block;
+    let note_start = db.options.retention.is_some();
+    let mut rows = client
+        .query(
+            &stmt,
+            &[
+                &db.queue,
+                &(n as i32),
+                &db.visibility_us(),
+                &block_dead,
+                &(db.options.max_item_size as i64),
+                &note_start,
+                &budget,
+            ],
+        )
+        .await?;
     let mut hint = None;
     let mut binds = false;
     let got_any = rows.iter().any(|r| r.get::<_, Option<i64>>(0).is_some());
@@ -132,10 +89,8 @@ pub(crate) fn read<T>(db: &Db<T>, mut rows: Vec<Row>, who: Who) -> (Vec<Row>, Op
         let wake: Option<i64> = row.get(10);
         let mut look = wake.map(|us| Duration::from_micros(us.max(0) as u64));
         if held & (1 | 4) != 0 {
-            let poll = if held & 8 != 0 && (got_any || !claimer) {
-                if claimer {
-                    db.held_in_a_row.store(0, Ordering::Relaxed);
-                }
+            let poll = if held & 8 != 0 && got_any {
+                db.held_in_a_row.store(0, Ordering::Relaxed);
                 SLOT_POLL
             } else if held & 8 != 0 {
                 slot_poll(db.held_in_a_row.fetch_add(1, Ordering::Relaxed))
@@ -144,20 +99,15 @@ pub(crate) fn read<T>(db: &Db<T>, mut rows: Vec<Row>, who: Who) -> (Vec<Row>, Op
             };
             look = Some(look.map_or(poll, |w| w.min(poll)));
         }
-        if held & 8 == 0 && claimer {
+        if held & 8 == 0 {
             db.held_in_a_row.store(0, Ordering::Relaxed);
         }
         hint = look;
         false
     });
-    if binds || claimer {
-        db.limit_binds.store(binds, Ordering::Relaxed);
-    }
-    if binds {
-        db.limit_bound.store(true, Ordering::Relaxed);
-    }
+    db.limit_binds.store(binds, Ordering::Relaxed);
     rows.sort_by_key(|r| r.get::<_, i64>(4));
-    (rows, hint)
+    Ok((rows, hint))
 }
 
 /// The look again after `in_a_row` claims before held back by full slots: [`SLOT_POLL`]

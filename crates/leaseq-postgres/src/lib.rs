@@ -326,8 +326,6 @@ mod graph_slots;
 mod graph_sql;
 mod graph_told;
 mod graph_told_lean;
-mod handout;
-mod handover;
 mod history;
 mod history_sql;
 mod inspect;

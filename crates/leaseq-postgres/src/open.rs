@@ -139,7 +139,6 @@ where
         flowed: flowed.into(),
         held_in_a_row: 0.into(),
         limit_binds: false.into(),
-        limit_bound: false.into(),
     };
     let pushes = Pushes::new(instance, live.max(0) as u64);
     let blocking = BlockingTaker::new(move || make_pool(&pg_config, &tls, 1));

@@ -5,8 +5,6 @@
 //! refused statement is explained by reading the row: taken over (`Redelivered`),
 //! dead-lettered, gone, or run out.
 
-use std::collections::HashMap;
-
 use deadpool_postgres::Client;
 use leaseq_async::SettleError;
 use leaseq_core::{Acked, Failure, MessageId, Nacked, Reason, ReceiptError, Verdict};
@@ -43,30 +41,14 @@ impl<T> Clone for Settling<'_, T> {
 impl<T> Copy for Settling<'_, T> {}
 
 /// One `DELETE` for a batch of acks (two if some rows have a node: `ack_plain.rs`); each
-/// caller gets its own result. With `claim > 0`, a flow claim of up to that many items in
-/// the bare ack's transaction (`handover.rs`): its rows come back, committed, whatever
-/// else failed. The acks that could not be settled come back with the error, to be tried
-/// again.
+/// caller gets its own result. The acks that could not
+/// be settled come back with the error, to be tried again.
 pub(crate) async fn ack_batch<T>(
     s: Settling<'_, T>,
     client: &Client,
     mut acks: Vec<AckOp>,
-    claim: usize,
-) -> (Vec<Row>, Result<(), (tokio_postgres::Error, Vec<AckOp>)>) {
-    let ran = crate::ack_plain::run(s.db, client, &mut acks, claim).await;
-    let done = answer(s, client, acks, ran.rows, ran.failed).await;
-    (ran.claimed, done)
-}
-
-/// Answers the acks of a batch: those `rows` accepted, those refused after reading why;
-/// those not run (`failed`) come back with the error.
-async fn answer<T>(
-    s: Settling<'_, T>,
-    client: &Client,
-    acks: Vec<AckOp>,
-    rows: HashMap<i64, Acked>,
-    failed: Option<tokio_postgres::Error>,
 ) -> Result<(), (tokio_postgres::Error, Vec<AckOp>)> {
+    let (rows, failed) = crate::ack_plain::run(s.db, client, &mut acks).await;
     Counters::add(&s.counters.removed_since_vacuum, rows.len() as u64);
     if !rows.is_empty() {
         crate::capacity::removed(s.db, s.pushes);

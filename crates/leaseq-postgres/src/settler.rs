@@ -29,8 +29,6 @@ use leaseq_core::Failure;
 use crate::board::Board;
 use crate::counters::Counters;
 use crate::db::Db;
-use crate::handout::HandOut;
-use crate::handover;
 use crate::leases::Leases;
 use crate::life::Life;
 use crate::pushes::Pushes;
@@ -308,20 +306,7 @@ impl<T: Send + 'static> Settler<T> {
         };
         if !work.acks.is_empty() {
             let acks = std::mem::take(&mut work.acks);
-            let plan = handover::plan(&self.db, &self.life, &self.board, &acks);
-            let n = plan.as_ref().map_or(0, |p| p.n);
-            let (claimed, done) = settle::ack_batch(self.parts(), &client, acks, n).await;
-            if let Some(plan) = plan {
-                let out = HandOut {
-                    db,
-                    life: &self.life,
-                    board: &self.board,
-                    settles: &self.settles,
-                    leases: &self.leases,
-                };
-                plan.hand_over(out, &self.counters, &client, claimed).await;
-            }
-            if let Err((e, acks)) = done {
+            if let Err((e, acks)) = settle::ack_batch(self.parts(), &client, acks).await {
                 work.acks = acks;
                 give_up_late_acks(
                     db,
