@@ -3,16 +3,17 @@
 //! [`MIGRATION`] and [`claim_fn`] from here.
 //!
 //! **Why.** Step 22's `flow_claim_groups` (`flow_groups_plans.rs`) cost about 0.8 ms of
-//! server CPU a claim and ack of 2 items against 0.45-0.6 ms for the plain claim's, and
-//! about 27 us more per item claimed (BENCHMARKS.md, round 13, measured in one session
-//! with the store's session settings). Of the fixed part, what it did whatever it found:
+//! server CPU a claim and ack of 2 items against about 0.45 ms for the plain claim's, and
+//! about 27 us per item claimed against 9 (BENCHMARKS.md, round 13, measured in one
+//! session with the store's session settings). Of the fixed part, what it did whatever it
+//! found:
 //! - it locked and read the heads of `n + 8` groups, not `n`: the bench's claims ask for
 //!   10 to 36 items, so 8 more groups are 22 % to 80 % more locks and head probes, while a
 //!   group held back (its head leased or not due) is rare at the front of the turn order,
 //!   where the groups served longest ago are;
 //! - it looked for ungrouped rows in one `UNION ALL` of eight subqueries (one a priority),
-//!   whose 33 plan nodes were made afresh for every claim (`ExecInitNode` alone was 12 %
-//!   of a small claim's CPU);
+//!   four plan nodes each, all made afresh for every claim (making plan nodes was 12 % of
+//!   the CPU of a claim of 2, most of it the union's eight `Limit` and index scan nodes);
 //! - it walked every locked group's head in plpgsql, one fetched row and five tests each,
 //!   merged the ready heads with the ungrouped rows one at a time even when none came, and
 //!   wrote the served groups' turns in a statement of their own.
