@@ -1,6 +1,8 @@
 //! The grouped claim planned one way whatever the statistics say: schema step 22 (issue
 //! 32, 1,000 ordered groups of 100 items drained at >= 0.5x the ungrouped pool).
-//! `schema.rs` takes [`MIGRATION`] and [`claim_fn`] from here.
+//! `schema.rs` takes [`MIGRATION`] and [`claim_fn`] from here. Step 25
+//! (`flow_groups_lean.rs`) makes the function again with less fixed work per call, each
+//! statement still planned one way; this text stays as step 22 shipped it.
 //!
 //! **Why.** The store's sessions keep one generic plan per statement
 //! (`plan_cache_mode = force_generic_plan`, `open.rs`), made at a connection's first claim

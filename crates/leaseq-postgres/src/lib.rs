@@ -308,6 +308,7 @@ mod error;
 mod extend;
 mod flow;
 mod flow_claim;
+mod flow_groups_lean;
 mod flow_groups_plans;
 mod flow_groups_sql;
 mod flow_insert;

@@ -7,6 +7,10 @@
 //! the queue through `items_claim` for its leases under those statistics, and looked up
 //! each locked group's row again (BENCHMARKS.md, round 12).
 //!
+//! Since schema step 25 (`flow_groups_lean.rs`) a claim locks, and reads the heads of, two
+//! groups more than it still wants (step 22 took eight more): a claim of 36 from groups
+//! that are all ready reads 38 entries of the turn index and 38 heads, not 44.
+//!
 //! **How the test sees it.** The backend's counters for the current transaction
 //! (`pg_stat_get_xact_tuples_returned` of each index) taken right after one claim.
 
@@ -41,6 +45,56 @@ async fn fill(db: &tokio_postgres::Client, schema: &str) {
     ))
     .await
     .expect("fill");
+}
+
+/// Index entries the current transaction's scans returned from `index` of `schema`.
+async fn returned(tx: &tokio_postgres::Transaction<'_>, schema: &str, index: &str) -> i64 {
+    let index = format!(r#""{schema}".{index}"#);
+    tx.query_one(
+        "SELECT pg_stat_get_xact_tuples_returned($1::text::regclass)",
+        &[&index],
+    )
+    .await
+    .expect("counter")
+    .get(0)
+}
+
+#[test]
+fn a_grouped_claim_locks_two_groups_more_than_it_wants() {
+    common::with_scratch_schema("groupslean", |url, schema| {
+        common::runtime().block_on(async {
+            let mut db = common::sql(url).await;
+            leaseq_postgres::migrate(&mut db, schema)
+                .await
+                .expect("migrate");
+            fill(&db, schema).await;
+            db.batch_execute(common::STORE_SESSION).await.unwrap();
+            for (n, want) in [(36i32, 38i64), (10, 12)] {
+                let tx = db.transaction().await.unwrap();
+                // The counters may still hold the previous transaction's (not yet flushed).
+                let turns_before = returned(&tx, schema, "flow_groups_turn").await;
+                let heads_before = returned(&tx, schema, "items_group").await;
+                let claimed = tx
+                    .query(
+                        &format!(
+                            r#"SELECT r_id FROM "{schema}".flow_claim('gq', $1, 30000000,
+                                   false, 1048576, false, 1036) WHERE r_id IS NOT NULL"#
+                        ),
+                        &[&n],
+                    )
+                    .await
+                    .expect("claim")
+                    .len();
+                let turns = returned(&tx, schema, "flow_groups_turn").await - turns_before;
+                let heads = returned(&tx, schema, "items_group").await - heads_before;
+                tx.rollback().await.unwrap();
+                assert_eq!(claimed, n as usize);
+                // Step 22 locked n + 8 groups and read their heads.
+                assert_eq!(turns, want, "groups locked for a claim of {n}");
+                assert_eq!(heads, want, "heads read for a claim of {n}");
+            }
+        });
+    });
 }
 
 #[test]
