@@ -21,6 +21,17 @@ const GROUPS: i64 = 50;
 const PER: i64 = 40;
 const OTHERS: i64 = 3000;
 
+/// A connection to `schema`, migrated and [`fill`]ed, with the store's session settings.
+async fn filled(url: &str, schema: &str) -> tokio_postgres::Client {
+    let mut db = common::sql(url).await;
+    leaseq_postgres::migrate(&mut db, schema)
+        .await
+        .expect("migrate");
+    fill(&db, schema).await;
+    db.batch_execute(common::STORE_SESSION).await.unwrap();
+    db
+}
+
 /// Fills `schema` (migrated) with a grouped queue `gq` as the writer leaves one (rows held
 /// at `HOLD`, each group's row in `flow_groups`, the queue's flag) and `OTHERS` queues of
 /// one ready row each, then gathers the statistics.
@@ -63,12 +74,7 @@ async fn returned(tx: &tokio_postgres::Transaction<'_>, schema: &str, index: &st
 fn a_grouped_claim_locks_two_groups_more_than_it_wants() {
     common::with_scratch_schema("groupslean", |url, schema| {
         common::runtime().block_on(async {
-            let mut db = common::sql(url).await;
-            leaseq_postgres::migrate(&mut db, schema)
-                .await
-                .expect("migrate");
-            fill(&db, schema).await;
-            db.batch_execute(common::STORE_SESSION).await.unwrap();
+            let mut db = filled(url, schema).await;
             for (n, want) in [(36i32, 38i64), (10, 12)] {
                 let tx = db.transaction().await.unwrap();
                 // The counters may still hold the previous transaction's (not yet flushed).
@@ -101,12 +107,7 @@ fn a_grouped_claim_locks_two_groups_more_than_it_wants() {
 fn a_grouped_claim_reads_only_its_rows_whatever_the_statistics_say() {
     common::with_scratch_schema("groupsplans", |url, schema| {
         common::runtime().block_on(async {
-            let mut db = common::sql(url).await;
-            leaseq_postgres::migrate(&mut db, schema)
-                .await
-                .expect("migrate");
-            fill(&db, schema).await;
-            db.batch_execute(common::STORE_SESSION).await.unwrap();
+            let mut db = filled(url, schema).await;
             let tx = db.transaction().await.unwrap();
             let claimed: Vec<i64> = tx
                 .query(
